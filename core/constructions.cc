@@ -1,0 +1,137 @@
+#include "core/constructions.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace kmt {
+namespace {
+
+// Projection onto the data rows (data = true) or the register rows.
+template <typename Scalar>
+Matrix<Scalar> Projector(int d, int m, bool data) {
+  Matrix<Scalar> p = Matrix<Scalar>::Zero(d + m, d + m);
+  if (data) {
+    p.topLeftCorner(d, d).setIdentity();
+  } else {
+    p.bottomRightCorner(m, m).setIdentity();
+  }
+  return p;
+}
+
+template <typename Scalar>
+AttentionBlock<Scalar> Block(const Matrix<Scalar>& qk, const Matrix<Scalar>& v,
+                             ScoreKind score, Normalizer normalizer) {
+  AttentionBlock<Scalar> b = AttentionBlock<Scalar>::Zero(qk.rows());
+  b.Q = qk;
+  b.K = qk;
+  b.V = v;
+  b.score = score;
+  b.normalizer = normalizer;
+  return b;
+}
+
+template <typename Scalar>
+bool SameBlock(const AttentionBlock<Scalar>& a, const AttentionBlock<Scalar>& b) {
+  return a.score == b.score && a.normalizer == b.normalizer &&
+         a.ties == b.ties && a.beta == b.beta && a.Q == b.Q && a.K == b.K &&
+         a.V == b.V && a.bQ == b.bQ && a.bK == b.bK && a.bV == b.bV;
+}
+
+}  // namespace
+
+absl::string_view Theta3FormName(Theta3Form form) {
+  return form == Theta3Form::kHardmax ? "hardmax" : "linear";
+}
+
+absl::StatusOr<Theta3Form> ParseTheta3Form(absl::string_view name) {
+  for (Theta3Form f : {Theta3Form::kHardmax, Theta3Form::kLinear}) {
+    if (name == Theta3FormName(f)) return f;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown theta3 form '", name, "', expected hardmax or linear"));
+}
+
+template <typename Scalar>
+absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k,
+                                                const LloydOptions& options) {
+  if (d < 1 || k < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Lloyd construction needs d >= 1 and k >= 1, got d = ", d, ", k = ", k));
+  }
+  if (options.embedding == Embedding::kNone) {
+    return absl::InvalidArgumentError(
+        "Lloyd construction needs cluster registers: embedding none has none");
+  }
+  if (options.theta3 == Theta3Form::kLinear &&
+      options.embedding != Embedding::kOneHot) {
+    return absl::InvalidArgumentError(
+        "linear theta3 needs one-hot registers: the binary code of cluster 0 "
+        "is all zeros, so its dot products vanish");
+  }
+  if (!(options.beta > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("inverse temperature ", options.beta, " must be positive"));
+  }
+  Model<Scalar> model;
+  model.d = d;
+  model.k = k;
+  model.embedding = options.embedding;
+  const int m = model.registers();
+  const Matrix<Scalar> px = Projector<Scalar>(d, m, true);
+  const Matrix<Scalar> pr = Projector<Scalar>(d, m, false);
+  const auto euclidean = ScoreKind::kEuclidean;
+  const auto hardmax = Normalizer::kHardmax;
+
+  LayerWeights<Scalar> w;
+  w.points_to_centers = Block<Scalar>(px, pr, euclidean, hardmax);
+  w.points_to_centers.ties = Ties::kLowestIndex;
+  if (!std::isinf(options.beta)) {
+    w.points_to_centers.normalizer = Normalizer::kSoftmax;
+    w.points_to_centers.beta = static_cast<Scalar>(options.beta);
+  }
+  w.points_to_points = Block<Scalar>(px, -pr, euclidean, hardmax);
+  w.centers_to_points =
+      options.theta3 == Theta3Form::kHardmax
+          ? Block<Scalar>(pr, px, euclidean, hardmax)
+          : Block<Scalar>(pr, px, ScoreKind::kDotProduct, Normalizer::kLinear);
+  w.centers_to_centers = Block<Scalar>(pr, -px, euclidean, hardmax);
+  model.layers.push_back(std::move(w));
+
+  model.name = absl::StrCat("lloyd-", EmbeddingName(options.embedding));
+  if (options.theta3 == Theta3Form::kLinear) absl::StrAppend(&model.name, "-linear");
+  if (!std::isinf(options.beta)) absl::StrAppend(&model.name, "-softmax");
+  return model;
+}
+
+template <typename Scalar>
+std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model) {
+  if (model.reembed || !model.keep_empty_centers || model.d < 1 || model.k < 1) {
+    return std::nullopt;
+  }
+  for (Theta3Form form : {Theta3Form::kHardmax, Theta3Form::kLinear}) {
+    absl::StatusOr<Model<Scalar>> exact = LloydConstruction<Scalar>(
+        model.d, model.k, {.embedding = model.embedding, .theta3 = form});
+    if (!exact.ok()) continue;
+    const LayerWeights<Scalar>& e = exact->layers[0];
+    bool same = !model.layers.empty();
+    for (const LayerWeights<Scalar>& w : model.layers) {
+      same = same && SameBlock(w.points_to_centers, e.points_to_centers) &&
+             SameBlock(w.points_to_points, e.points_to_points) &&
+             SameBlock(w.centers_to_points, e.centers_to_points) &&
+             SameBlock(w.centers_to_centers, e.centers_to_centers);
+    }
+    if (same) return form;
+  }
+  return std::nullopt;
+}
+
+#define KMT_INSTANTIATE(S)                                                  \
+  template absl::StatusOr<Model<S>> LloydConstruction<S>(int, int,          \
+                                                         const LloydOptions&); \
+  template std::optional<Theta3Form> MatchLloyd<S>(const Model<S>&);
+KMT_INSTANTIATE(float)
+KMT_INSTANTIATE(double)
+#undef KMT_INSTANTIATE
+
+}  // namespace kmt

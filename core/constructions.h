@@ -1,0 +1,48 @@
+// Exact constructions: weights under which every layer of the transformer is
+// one iteration of Lloyd's algorithm (paper A Theorem 2.1 with one-hot
+// registers, paper B Theorem 2.1 with binary ones). theta1 writes the code of
+// the nearest center into each point's registers, theta2 removes the old code,
+// theta3 averages the points carrying a center's code, theta4 removes the old
+// center.
+#ifndef KMT_CORE_CONSTRUCTIONS_H_
+#define KMT_CORE_CONSTRUCTIONS_H_
+
+#include <limits>
+#include <optional>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+#include "core/model.h"
+
+namespace kmt {
+
+// How theta3 turns code matches into the cluster mean.
+enum class Theta3Form {
+  kHardmax,  ///< hardmax on code distances -||e_j - y_i||^2 (paper B); any embedding with registers
+  kLinear,   ///< linear attention <e_j, y_i> / sum_i <e_j, y_i> (paper A); one-hot only
+};
+
+absl::string_view Theta3FormName(Theta3Form form);
+absl::StatusOr<Theta3Form> ParseTheta3Form(absl::string_view name);
+
+struct LloydOptions {
+  Embedding embedding = Embedding::kOneHot;  ///< onehot or binary
+  Theta3Form theta3 = Theta3Form::kHardmax;  ///< center update form
+  /// theta1's inverse temperature: infinity is hardmax (exact Lloyd's), a
+  /// finite value is softmax with that beta (paper A validated 1e4).
+  double beta = std::numeric_limits<double>::infinity();
+};
+
+// The looped one-layer model for any d >= 1, k >= 1.
+template <typename Scalar>
+absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k,
+                                                const LloydOptions& options);
+
+// If the model's weights are exactly a Lloyd construction with hardmax
+// assignment, its theta3 form; the fast path runs exactly those models.
+template <typename Scalar>
+std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model);
+
+}  // namespace kmt
+
+#endif  // KMT_CORE_CONSTRUCTIONS_H_

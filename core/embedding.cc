@@ -1,0 +1,82 @@
+#include "core/embedding.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kmt {
+
+absl::string_view EmbeddingName(Embedding embedding) {
+  switch (embedding) {
+    case Embedding::kOneHot:
+      return "onehot";
+    case Embedding::kBinary:
+      return "binary";
+    case Embedding::kNone:
+      return "none";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Embedding> ParseEmbedding(absl::string_view name) {
+  for (Embedding e : {Embedding::kOneHot, Embedding::kBinary, Embedding::kNone}) {
+    if (name == EmbeddingName(e)) return e;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown embedding '", name, "', expected onehot, binary or none"));
+}
+
+int RegisterDim(Embedding embedding, int k) {
+  switch (embedding) {
+    case Embedding::kOneHot:
+      return k;
+    case Embedding::kBinary: {
+      int bits = 0;
+      while ((int64_t{1} << bits) < k) ++bits;
+      return bits;
+    }
+    case Embedding::kNone:
+      return 0;
+  }
+  return 0;
+}
+
+template <typename Scalar>
+Matrix<Scalar> CenterRegisters(Embedding embedding, int k) {
+  const int m = RegisterDim(embedding, k);
+  Matrix<Scalar> e = Matrix<Scalar>::Zero(m, k);
+  for (int j = 0; j < k; ++j) {
+    if (embedding == Embedding::kOneHot) {
+      e(j, j) = 1;
+    } else if (embedding == Embedding::kBinary) {
+      for (int b = 0; b < m; ++b) e(b, j) = (j >> b) & 1;
+    }
+  }
+  return e;
+}
+
+template <typename Scalar>
+Matrix<Scalar> EmbedPoints(const Matrix<Scalar>& points, int m) {
+  Matrix<Scalar> tokens(points.rows() + m, points.cols());
+  tokens.topRows(points.rows()) = points;
+  tokens.bottomRows(m).setZero();
+  return tokens;
+}
+
+template <typename Scalar>
+Matrix<Scalar> EmbedCenters(const Matrix<Scalar>& centers, Embedding embedding) {
+  const int k = static_cast<int>(centers.cols());
+  const int m = RegisterDim(embedding, k);
+  Matrix<Scalar> tokens(centers.rows() + m, k);
+  tokens.topRows(centers.rows()) = centers;
+  tokens.bottomRows(m) = CenterRegisters<Scalar>(embedding, k);
+  return tokens;
+}
+
+#define KMT_INSTANTIATE(S)                                                   \
+  template Matrix<S> CenterRegisters<S>(Embedding, int);                    \
+  template Matrix<S> EmbedPoints<S>(const Matrix<S>&, int);                 \
+  template Matrix<S> EmbedCenters<S>(const Matrix<S>&, Embedding);
+KMT_INSTANTIATE(float)
+KMT_INSTANTIATE(double)
+#undef KMT_INSTANTIATE
+
+}  // namespace kmt

@@ -1,0 +1,37 @@
+// Token embeddings: a point token is [x; y] with y = 0 at embedding, a center
+// token is [c; e_j] where e_j is cluster j's code in m register dimensions.
+#ifndef KMT_CORE_EMBEDDING_H_
+#define KMT_CORE_EMBEDDING_H_
+
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+#include "core/types.h"
+
+namespace kmt {
+
+enum class Embedding {
+  kOneHot,  ///< m = k, e_j = j-th unit vector (paper A)
+  kBinary,  ///< m = ceil(log2 k), e_j = bits of j, least significant first (paper B)
+  kNone,    ///< m = 0: no registers (the ablation)
+};
+
+absl::string_view EmbeddingName(Embedding embedding);
+absl::StatusOr<Embedding> ParseEmbedding(absl::string_view name);
+
+// Number of register dimensions m for k clusters.
+int RegisterDim(Embedding embedding, int k);
+
+// The center registers E (m x k): column j is cluster j's code.
+template <typename Scalar>
+Matrix<Scalar> CenterRegisters(Embedding embedding, int k);
+
+// Embeds points (d x n) as [X; 0] and centers (d x k) as [C; E].
+template <typename Scalar>
+Matrix<Scalar> EmbedPoints(const Matrix<Scalar>& points, int m);
+template <typename Scalar>
+Matrix<Scalar> EmbedCenters(const Matrix<Scalar>& centers, Embedding embedding);
+
+}  // namespace kmt
+
+#endif  // KMT_CORE_EMBEDDING_H_

@@ -1,0 +1,29 @@
+// Initial centers: a random subset of the points, or greedy k-means++ (each
+// new center is the best of 2 + floor(ln k) candidates drawn with probability
+// proportional to the squared distance to the chosen centers, as
+// scikit-learn does). Both are deterministic for a given seed.
+#ifndef KMT_CORE_INIT_H_
+#define KMT_CORE_INIT_H_
+
+#include <cstdint>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+#include "core/types.h"
+
+namespace kmt {
+
+enum class InitMethod { kRandomSubset, kKMeansPlusPlus };
+
+absl::string_view InitMethodName(InitMethod method);
+absl::StatusOr<InitMethod> ParseInitMethod(absl::string_view name);
+
+// points: d x n; returns d x k centers, each a copy of a point.
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> InitialCenters(const Matrix<Scalar>& points,
+                                              int k, InitMethod method,
+                                              uint64_t seed);
+
+}  // namespace kmt
+
+#endif  // KMT_CORE_INIT_H_

@@ -1,0 +1,63 @@
+// Runs a k-means transformer for T layers on points from initial centers.
+// Two evaluators: the dense one executes any weights block by block
+// (O(n^2) per layer through theta2), the fast one runs models whose weights are
+// exactly a Lloyd construction in O(n k d) per layer, using what the
+// construction provably computes: theta1 the nearest center's code, theta2 and
+// theta4 the removal of the old value, theta3 the mean of each cluster.
+#ifndef KMT_CORE_TRANSFORMER_H_
+#define KMT_CORE_TRANSFORMER_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/model.h"
+
+namespace kmt {
+
+enum class Path {
+  kAuto,   ///< fast when the weights are an exact Lloyd construction, else dense
+  kFast,   ///< the O(n k d) path; an error for other weights
+  kDense,  ///< the general evaluator
+};
+
+struct RunOptions {
+  int layers = 10;                 ///< T, the number of layers (iterations)
+  Path path = Path::kAuto;         ///< which evaluator
+  bool record_trajectory = false;  ///< keep labels, registers and centers of every layer
+  /// Called before each layer with its index; a non-OK status stops the run
+  /// and is returned (deadlines, cancellation).
+  std::function<absl::Status(int layer)> before_layer;
+};
+
+template <typename Scalar>
+struct LayerRecord {
+  Labels labels;            ///< per point, the code its registers hold after the layer
+  Matrix<Scalar> registers; ///< m x n point registers after the layer
+  Matrix<Scalar> centers;   ///< d x k centers after the layer
+  double objective = 0;     ///< k-means objective of these centers
+  int empty_clusters = 0;   ///< centers kept because no point carried their code
+};
+
+template <typename Scalar>
+struct RunResult {
+  Matrix<Scalar> centers;   ///< d x k final centers
+  Labels labels;            ///< nearest final center per point (ties: lowest index)
+  double objective = 0;     ///< sum_i min_j ||x_i - c_j||^2 for the final centers
+  std::vector<double> layer_objectives;  ///< objective after each layer
+  int layers_run = 0;
+  int64_t empty_cluster_events = 0;  ///< (layer, cluster) pairs that kept a center
+  Path path = Path::kAuto;           ///< the evaluator that ran
+  std::vector<LayerRecord<Scalar>> trajectory;  ///< if record_trajectory
+};
+
+// points: d x n, initial_centers: d x k (the model's d and k).
+template <typename Scalar>
+absl::StatusOr<RunResult<Scalar>> RunTransformer(
+    const Model<Scalar>& model, const Matrix<Scalar>& points,
+    const Matrix<Scalar>& initial_centers, const RunOptions& options);
+
+}  // namespace kmt
+
+#endif  // KMT_CORE_TRANSFORMER_H_

@@ -1,0 +1,96 @@
+#include "core/validation.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace kmt {
+namespace {
+
+// The first non-finite entry of a d x n matrix, named as point/center i, dim l.
+template <typename Scalar>
+absl::Status CheckFinite(const Matrix<Scalar>& m, const char* what) {
+  if (m.allFinite()) return absl::OkStatus();
+  for (Eigen::Index i = 0; i < m.cols(); ++i) {
+    for (Eigen::Index l = 0; l < m.rows(); ++l) {
+      if (!std::isfinite(m(l, i))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, " ", i, " has ", std::isnan(m(l, i)) ? "NaN" : "Inf",
+            " in dimension ", l));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+template <typename Scalar>
+absl::Status ValidatePoints(const Matrix<Scalar>& points) {
+  if (points.rows() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("d = ", points.rows(), ", must be at least 1"));
+  }
+  if (points.cols() < 1) {
+    return absl::InvalidArgumentError("no points: n = 0");
+  }
+  return CheckFinite(points, "point");
+}
+
+absl::Status ValidateClusterCount(int64_t n, int64_t k) {
+  if (k < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("k = ", k, ", must be at least 1"));
+  }
+  if (n < k) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("n = ", n, " points is fewer than k = ", k, " clusters"));
+  }
+  return absl::OkStatus();
+}
+
+template <typename Scalar>
+absl::Status ValidateCenters(const Matrix<Scalar>& points,
+                             const Matrix<Scalar>& centers) {
+  if (centers.rows() != points.rows()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("centers have d = ", centers.rows(),
+                     ", points have d = ", points.rows()));
+  }
+  if (absl::Status s = ValidateClusterCount(points.cols(), centers.cols());
+      !s.ok()) {
+    return s;
+  }
+  return CheckFinite(centers, "center");
+}
+
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values,
+                                                  int64_t n, int64_t d) {
+  if (n < 1 || d < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape n = ", n, ", d = ", d, ", both must be at least 1"));
+  }
+  if (static_cast<uint64_t>(n) > values.size() / static_cast<uint64_t>(d) ||
+      static_cast<uint64_t>(n * d) != values.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("points has ", values.size(), " values, expected n*d = ",
+                     n, "*", d));
+  }
+  Matrix<Scalar> points =
+      Eigen::Map<const Matrix<float>>(values.data(), d, n).template cast<Scalar>();
+  if (absl::Status s = CheckFinite(points, "point"); !s.ok()) return s;
+  return points;
+}
+
+#define KMT_INSTANTIATE(S)                                                   \
+  template absl::Status ValidatePoints<S>(const Matrix<S>&);                 \
+  template absl::Status ValidateCenters<S>(const Matrix<S>&,                 \
+                                           const Matrix<S>&);                \
+  template absl::StatusOr<Matrix<S>> PointsFromRowMajor<S>(                  \
+      absl::Span<const float>, int64_t, int64_t);
+KMT_INSTANTIATE(float)
+KMT_INSTANTIATE(double)
+#undef KMT_INSTANTIATE
+
+}  // namespace kmt

@@ -1,0 +1,33 @@
+// Input checks shared by every entry point: each names the offending value.
+#ifndef KMT_CORE_VALIDATION_H_
+#define KMT_CORE_VALIDATION_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/types.h"
+
+namespace kmt {
+
+// points is d x n with d >= 1, n >= 1 and every value finite.
+template <typename Scalar>
+absl::Status ValidatePoints(const Matrix<Scalar>& points);
+
+// 1 <= k <= n.
+absl::Status ValidateClusterCount(int64_t n, int64_t k);
+
+// centers is d x k for the points' d, with k clusters valid for n, finite.
+template <typename Scalar>
+absl::Status ValidateCenters(const Matrix<Scalar>& points,
+                             const Matrix<Scalar>& centers);
+
+// n x d row-major values (as they travel on the wire) to a d x n matrix,
+// checking the count and the shape.
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values,
+                                                  int64_t n, int64_t d);
+
+}  // namespace kmt
+
+#endif  // KMT_CORE_VALIDATION_H_

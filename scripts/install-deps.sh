@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs, from Debian 12 packages, everything needed to build and test the
+# project. Idempotent and quiet when everything is already there.
+#   scripts/install-deps.sh           build + test dependencies
+#   scripts/install-deps.sh --runtime only the shared libraries the binaries load
+set -euo pipefail
+
+build_packages=(
+  g++ make cmake pkg-config git ca-certificates
+  libeigen3-dev libabsl-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  prometheus-cpp-dev civetweb libcivetweb-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus libfaiss-dev python3 python3-grpcio python3-protobuf
+)
+runtime_packages=(
+  libgrpc++1.51 libprotobuf32 libabsl20220623 libprometheus-cpp-pull1.0
+  libprometheus-cpp-core1.0 libgomp1 ca-certificates
+)
+
+packages=("${build_packages[@]}")
+if [[ "${1:-}" == "--runtime" ]]; then
+  packages=("${runtime_packages[@]}")
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+sudo=""
+[[ $(id -u) -ne 0 ]] && sudo="sudo"
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
