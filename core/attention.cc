@@ -50,14 +50,15 @@ Projected<Scalar> Project(const AttentionBlock<Scalar>& block,
   return p;
 }
 
-// Hardmax of one query's column of scores, in place. The matrix-product
-// scores are within `margin` of the directly computed ones, so every key that
-// could be a maximiser is scored again directly and the decision is made on
-// those values. Returns whether the query has support.
+// Hardmax of one query's column of scores, in place: 1 on the maximisers, 0
+// elsewhere, their count in `divisor`. The matrix-product scores are within
+// `margin` of the directly computed ones, so every key that could be a
+// maximiser is scored again directly and the decision is made on those
+// values. Returns whether the query has support.
 template <typename Scalar>
 bool HardmaxColumn(const AttentionBlock<Scalar>& block,
                    const Projected<Scalar>& p, Eigen::Index query,
-                   Eigen::Map<Vector<Scalar>> column) {
+                   Eigen::Map<Vector<Scalar>> column, Scalar* divisor) {
   const int dim = static_cast<int>(p.queries.rows());
   const Scalar eps = std::numeric_limits<Scalar>::epsilon();
   const Scalar margin =
@@ -87,18 +88,20 @@ bool HardmaxColumn(const AttentionBlock<Scalar>& block,
   if (block.ties == Ties::kLowestIndex) {
     column.setZero();
     column[first] = 1;
-  } else {
-    column /= static_cast<Scalar>(count);
+    count = 1;
   }
+  *divisor = static_cast<Scalar>(count);
   return block.score == ScoreKind::kDotProduct || best == 0;
 }
 
 // Turns the raw products keys^T queries of queries [first, first + cols) into
-// normalised weights, in place; records support per query.
+// unnormalised weights, in place, and per query the divisor that normalises
+// them and whether it has support. The output is divided after the weighted
+// sum, so an average of equal values is that value to the last bit.
 template <typename Scalar>
 void NormaliseColumns(const AttentionBlock<Scalar>& block,
                       const Projected<Scalar>& p, Eigen::Index first,
-                      Matrix<Scalar>* weights, char* support) {
+                      Matrix<Scalar>* weights, Scalar* divisor, char* support) {
   const bool hard = block.normalizer == Normalizer::kHardmax ||
                     (block.normalizer == Normalizer::kSoftmax &&
                      std::isinf(block.beta));
@@ -113,25 +116,22 @@ void NormaliseColumns(const AttentionBlock<Scalar>& block,
                     .matrix();
     }
     if (hard) {
-      support[c] = HardmaxColumn(block, p, query, column);
+      support[c] = HardmaxColumn(block, p, query, column, &divisor[c]);
     } else if (block.normalizer == Normalizer::kSoftmax) {
       column *= block.beta;
       column = (column.array() - column.maxCoeff()).exp().matrix();
-      column /= column.sum();
+      divisor[c] = column.sum();
       support[c] = 1;
     } else {
       const Scalar total = column.sum();
-      if (total > 0) {
-        column /= total;
-      } else {
-        column.setZero();
-      }
       support[c] = total > 0;
+      divisor[c] = total > 0 ? total : Scalar(1);
+      if (total <= 0) column.setZero();
     }
   }
 }
 
-// Calls fn(first, weights) for consecutive blocks of queries.
+// Calls fn(first, weights, divisors) for consecutive blocks of queries.
 template <typename Scalar, typename Fn>
 void ForEachQueryBlock(const AttentionBlock<Scalar>& block,
                        const Projected<Scalar>& p, std::vector<char>* support,
@@ -141,11 +141,14 @@ void ForEachQueryBlock(const AttentionBlock<Scalar>& block,
       std::max<Eigen::Index>(1, kScoreBlockEntries / std::max<Eigen::Index>(nk, 1));
   support->assign(nq, 0);
   Matrix<Scalar> weights;
+  Vector<Scalar> divisors;
   for (Eigen::Index first = 0; first < nq; first += step) {
     const Eigen::Index cols = std::min(step, nq - first);
     weights.noalias() = p.keys.transpose() * p.queries.middleCols(first, cols);
-    NormaliseColumns(block, p, first, &weights, support->data() + first);
-    fn(first, weights);
+    divisors.resize(cols);
+    NormaliseColumns(block, p, first, &weights, divisors.data(),
+                     support->data() + first);
+    fn(first, weights, divisors);
   }
 }
 
@@ -230,8 +233,10 @@ Matrix<Scalar> AttentionWeights(const AttentionBlock<Scalar>& block,
   Matrix<Scalar> all(keys.cols(), queries.cols());
   std::vector<char> support;
   ForEachQueryBlock(block, p, &support,
-                    [&](Eigen::Index first, const Matrix<Scalar>& w) {
-                      all.middleCols(first, w.cols()) = w;
+                    [&](Eigen::Index first, const Matrix<Scalar>& w,
+                        const Vector<Scalar>& divisors) {
+                      all.middleCols(first, w.cols()) =
+                          w.array().rowwise() / divisors.transpose().array();
                     });
   return all;
 }
@@ -244,8 +249,11 @@ Matrix<Scalar> Attend(const AttentionBlock<Scalar>& block,
   Matrix<Scalar> out(queries.rows(), queries.cols());
   std::vector<char> supported;
   ForEachQueryBlock(block, p, &supported,
-                    [&](Eigen::Index first, const Matrix<Scalar>& w) {
-                      out.middleCols(first, w.cols()).noalias() = p.values * w;
+                    [&](Eigen::Index first, const Matrix<Scalar>& w,
+                        const Vector<Scalar>& divisors) {
+                      auto block_out = out.middleCols(first, w.cols());
+                      block_out.noalias() = p.values * w;
+                      block_out.array().rowwise() /= divisors.transpose().array();
                     });
   if (support != nullptr) support->assign(supported.begin(), supported.end());
   return out;

@@ -38,12 +38,16 @@ absl::Status RunDense(const Model<Scalar>& model, const Matrix<Scalar>& points,
     }
     const Matrix<Scalar> a1 = Attend(w.points_to_centers, x, c);
     const Matrix<Scalar> a2 = Attend(w.points_to_points, x, x);
-    x += a1;
+    // The residual adds the self-attention block first: under the exact
+    // constructions it cancels the old value exactly, so the new value is the
+    // cross block's output to the last bit.
     x += a2;
+    x += a1;
     std::vector<bool> support;
     const Matrix<Scalar> a3 = Attend(w.centers_to_points, c, x, &support);
     const Matrix<Scalar> a4 = Attend(w.centers_to_centers, c, c);
-    Matrix<Scalar> next = c + a3 + a4;
+    Matrix<Scalar> next = c + a4;
+    next += a3;
     int empty = 0;
     if (model.keep_empty_centers) {
       for (int j = 0; j < model.k; ++j) {
