@@ -1,0 +1,99 @@
+// The matrix-product assignment against a plain argmin, near ties included.
+#include "core/assign.h"
+
+#include <gtest/gtest.h>
+
+#include "core/cluster_sums.h"
+#include "core/lloyd.h"
+#include "core/random.h"
+
+namespace kmt {
+namespace {
+
+template <typename Scalar>
+Labels PlainArgmin(const Matrix<Scalar>& points, const Matrix<Scalar>& centers) {
+  Labels labels(points.cols());
+  for (Eigen::Index i = 0; i < points.cols(); ++i) {
+    Scalar best = INFINITY;
+    for (Eigen::Index j = 0; j < centers.cols(); ++j) {
+      Scalar s = 0;
+      for (Eigen::Index l = 0; l < points.rows(); ++l) {
+        const Scalar diff = points(l, i) - centers(l, j);
+        s += diff * diff;
+      }
+      if (s < best) {
+        best = s;
+        labels[i] = static_cast<int>(j);
+      }
+    }
+  }
+  return labels;
+}
+
+template <typename Scalar>
+class AssignTest : public ::testing::Test {};
+using Scalars = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(AssignTest, Scalars);
+
+TYPED_TEST(AssignTest, EqualsPlainArgminWithExactAndNearTies) {
+  using S = TypeParam;
+  Rng rng(42);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int d = 1 + static_cast<int>(rng.Below(40));
+    const int k = 1 + static_cast<int>(rng.Below(70));
+    const int n = 1 + static_cast<int>(rng.Below(20000));
+    SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
+    // Far from the origin on a coarse grid plus a tiny jitter: many exact
+    // ties and many near ties that the product form alone gets wrong.
+    Matrix<S> points(d, n), centers(d, k);
+    for (Eigen::Index i = 0; i < points.size(); ++i) {
+      points.data()[i] = static_cast<S>(100 + rng.Below(3) +
+                                        (trial % 2 ? 1e-6 * rng.Uniform() : 0));
+    }
+    for (Eigen::Index i = 0; i < centers.size(); ++i) {
+      centers.data()[i] = static_cast<S>(100 + rng.Below(3));
+    }
+    Labels labels;
+    Vector<S> sq_dist;
+    AssignNearest(points, centers, &labels, &sq_dist);
+    ASSERT_EQ(labels, PlainArgmin(points, centers));
+    for (int i = 0; i < n; i += 97) {
+      EXPECT_NEAR(sq_dist[i], (points.col(i) - centers.col(labels[i])).squaredNorm(),
+                  1e-5);
+    }
+  }
+}
+
+TYPED_TEST(AssignTest, ObjectiveMatchesTheReference) {
+  using S = TypeParam;
+  Rng rng(7);
+  Matrix<S> points(8, 5000), centers(8, 12);
+  for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Normal();
+  for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = rng.Normal();
+  const double want = ReferenceObjective(points, centers);
+  EXPECT_NEAR(Objective(points, centers), want, want * (sizeof(S) == 8 ? 1e-12 : 1e-5));
+}
+
+TEST(ClusterSums, AddUpAcrossBatches) {
+  Rng rng(11);
+  Matrix<double> points(3, 50000);
+  for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Uniform();
+  Labels labels(points.cols());
+  for (int& l : labels) l = static_cast<int>(rng.Below(4));
+  ClusterSums whole(3, 5), split(3, 5);
+  AccumulateClusterSums(points, labels, &whole);
+  const Labels first(labels.begin(), labels.begin() + 20000);
+  const Labels rest(labels.begin() + 20000, labels.end());
+  AccumulateClusterSums(Matrix<double>(points.leftCols(20000)), first, &split);
+  AccumulateClusterSums(Matrix<double>(points.rightCols(30000)), rest, &split);
+  EXPECT_EQ(whole.counts, split.counts);
+  EXPECT_LE((whole.sums - split.sums).norm(), 1e-9);
+  EXPECT_EQ(whole.counts[4], 0);
+  Matrix<double> centers = Matrix<double>::Constant(3, 5, 7);
+  EXPECT_EQ(ApplyMeans(whole, &centers), 1);
+  EXPECT_EQ(centers.col(4), Vector<double>::Constant(3, 7));
+  EXPECT_NEAR(centers(0, 0), 0.5, 0.01);
+}
+
+}  // namespace
+}  // namespace kmt

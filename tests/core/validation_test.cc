@@ -1,0 +1,56 @@
+#include "core/validation.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace kmt {
+namespace {
+
+TEST(Validation, RowMajorPointsBecomeColumns) {
+  const std::vector<float> values = {1, 2, 3, 4, 5, 6};  // 3 points, d = 2
+  const Matrix<double> points = *PointsFromRowMajor<double>(values, 3, 2);
+  ASSERT_EQ(points.rows(), 2);
+  ASSERT_EQ(points.cols(), 3);
+  EXPECT_EQ(points(0, 1), 3);
+  EXPECT_EQ(points(1, 2), 6);
+}
+
+TEST(Validation, ShapeMismatchNamesTheCounts) {
+  const std::vector<float> values(1023, 0.f);
+  EXPECT_EQ(PointsFromRowMajor<float>(values, 32, 32).status().message(),
+            "points has 1023 values, expected n*d = 32*32");
+  EXPECT_EQ(PointsFromRowMajor<float>(values, 0, 32).status().message(),
+            "shape n = 0, d = 32, both must be at least 1");
+  EXPECT_EQ(PointsFromRowMajor<float>(values, 1023, -1).status().message(),
+            "shape n = 1023, d = -1, both must be at least 1");
+  // n*d overflowing 64 bits is a mismatch, not a wrap-around.
+  EXPECT_FALSE(PointsFromRowMajor<float>(values, int64_t{1} << 62, 8).ok());
+}
+
+TEST(Validation, NonFiniteValuesAreNamed) {
+  std::vector<float> values(8, 0.f);
+  values[5] = NAN;
+  EXPECT_EQ(PointsFromRowMajor<float>(values, 4, 2).status().message(),
+            "point 2 has NaN in dimension 1");
+  values[5] = -INFINITY;
+  EXPECT_EQ(PointsFromRowMajor<float>(values, 4, 2).status().message(),
+            "point 2 has Inf in dimension 1");
+}
+
+TEST(Validation, ClusterCounts) {
+  EXPECT_TRUE(ValidateClusterCount(5, 5).ok());
+  EXPECT_EQ(ValidateClusterCount(5, 0).message(), "k = 0, must be at least 1");
+  EXPECT_EQ(ValidateClusterCount(4, 5).message(),
+            "n = 4 points is fewer than k = 5 clusters");
+  EXPECT_EQ(ValidatePoints(Matrix<double>(0, 4)).message(),
+            "d = 0, must be at least 1");
+  EXPECT_EQ(ValidatePoints(Matrix<double>(3, 0)).message(), "no points: n = 0");
+  EXPECT_EQ(ValidateCenters<double>(Matrix<double>::Zero(3, 9),
+                                    Matrix<double>::Zero(2, 3))
+                .message(),
+            "centers have d = 2, points have d = 3");
+}
+
+}  // namespace
+}  // namespace kmt
