@@ -11,7 +11,8 @@ build_packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev civetweb libcivetweb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus libfaiss-dev python3 python3-grpcio python3-protobuf
+  prometheus libfaiss-dev libopenblas0-openmp
+  python3 python3-grpcio python3-protobuf
 )
 runtime_packages=(
   libgrpc++1.51 libprotobuf32 libabsl20220623 libprometheus-cpp-pull1.0

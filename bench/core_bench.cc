@@ -1,0 +1,127 @@
+// Speed of the core on one machine, in one process: the fast path per layer
+// against reference Lloyd's per iteration and FAISS k-means per iteration on
+// the same data, and the dense evaluator per layer. Float throughout.
+//   build/bench/core_bench --benchmark_counters_tabular=true
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <tuple>
+
+#include "core/constructions.h"
+#include "core/init.h"
+#include "core/lloyd.h"
+#include "core/task_generator.h"
+#include "core/transformer.h"
+
+#ifdef KMT_HAVE_FAISS
+#include <faiss/Clustering.h>
+#include <faiss/IndexFlat.h>
+#endif
+
+namespace kmt {
+namespace {
+
+constexpr int kLayers = 10;
+
+struct Data {
+  Matrix<float> points;
+  Matrix<float> init;
+};
+
+const Data& Problem(int n, int d, int k) {
+  static std::map<std::tuple<int, int, int>, Data> cache;
+  Data& data = cache[{n, d, k}];
+  if (data.points.size() == 0) {
+    data.points = GenerateTask<float>({.n = n, .d = d, .k = k}, 1).points;
+    data.init = *InitialCenters(data.points, k, InitMethod::kRandomSubset, 1);
+  }
+  return data;
+}
+
+// Reported as seconds per layer (or iteration): the counter divides the
+// run time by `per_run` units.
+void SetPerUnit(benchmark::State& state, const char* name, int per_run, int n) {
+  state.counters[name] = benchmark::Counter(
+      per_run, benchmark::Counter::kIsIterationInvariantRate |
+                   benchmark::Counter::kInvert);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n) * per_run);
+}
+
+void BM_FastPathLayer(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2);
+  const Data& data = Problem(n, d, k);
+  const Model<float> model = *LloydConstruction<float>(d, k, {});
+  for (auto _ : state) {
+    auto run = RunTransformer(model, data.points, data.init,
+                              {.layers = kLayers, .path = Path::kFast});
+    benchmark::DoNotOptimize(run->objective);
+  }
+  SetPerUnit(state, "s_per_layer", kLayers, n);
+}
+
+void BM_ReferenceLloydIteration(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2);
+  const Data& data = Problem(n, d, k);
+  for (auto _ : state) {
+    auto history = ReferenceLloyd(data.points, data.init, 1);
+    benchmark::DoNotOptimize(history.back().objective);
+  }
+  SetPerUnit(state, "s_per_layer", 1, n);
+}
+
+void BM_DensePathLayer(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2);
+  const Data& data = Problem(n, d, k);
+  const Model<float> model = *LloydConstruction<float>(d, k, {});
+  for (auto _ : state) {
+    auto run = RunTransformer(model, data.points, data.init,
+                              {.layers = 1, .path = Path::kDense});
+    benchmark::DoNotOptimize(run->objective);
+  }
+  SetPerUnit(state, "s_per_layer", 1, n);
+}
+
+#ifdef KMT_HAVE_FAISS
+void BM_FaissKMeansIteration(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2);
+  const Data& data = Problem(n, d, k);
+  faiss::ClusteringParameters cp;
+  cp.niter = kLayers;
+  cp.max_points_per_centroid = n;  // no subsampling: every point, every iteration
+  for (auto _ : state) {
+    faiss::Clustering clustering(d, k, cp);
+    clustering.centroids.assign(data.init.data(), data.init.data() + d * k);
+    faiss::IndexFlatL2 index(d);
+    clustering.train(n, data.points.data(), index);
+    benchmark::DoNotOptimize(clustering.iteration_stats.back().obj);
+  }
+  SetPerUnit(state, "s_per_layer", kLayers, n);
+}
+BENCHMARK(BM_FaissKMeansIteration)
+    ->Args({100000, 32, 64})
+    ->Args({1000000, 32, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+#endif
+
+BENCHMARK(BM_FastPathLayer)
+    ->Args({100000, 32, 64})
+    ->Args({1000000, 32, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_ReferenceLloydIteration)
+    ->Args({100000, 32, 64})
+    ->Args({1000000, 32, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_DensePathLayer)
+    ->Args({256, 32, 64})
+    ->Args({1024, 32, 64})
+    ->Args({4096, 32, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace kmt
+
+BENCHMARK_MAIN();
