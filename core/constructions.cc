@@ -52,9 +52,7 @@ absl::StatusOr<Theta3Form> ParseTheta3Form(absl::string_view name) {
       "unknown theta3 form '", name, "', expected hardmax or linear"));
 }
 
-template <typename Scalar>
-absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k,
-                                                const LloydOptions& options) {
+absl::Status ValidateLloydOptions(int d, int k, const LloydOptions& options) {
   if (d < 1 || k < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Lloyd construction needs d >= 1 and k >= 1, got d = ", d, ", k = ", k));
@@ -73,6 +71,20 @@ absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k,
     return absl::InvalidArgumentError(
         absl::StrCat("inverse temperature ", options.beta, " must be positive"));
   }
+  return absl::OkStatus();
+}
+
+std::string LloydModelName(const LloydOptions& options) {
+  std::string name = absl::StrCat("lloyd-", EmbeddingName(options.embedding));
+  if (options.theta3 == Theta3Form::kLinear) absl::StrAppend(&name, "-linear");
+  if (!std::isinf(options.beta)) absl::StrAppend(&name, "-softmax");
+  return name;
+}
+
+template <typename Scalar>
+absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k,
+                                                const LloydOptions& options) {
+  if (absl::Status s = ValidateLloydOptions(d, k, options); !s.ok()) return s;
   Model<Scalar> model;
   model.d = d;
   model.k = k;
@@ -98,9 +110,7 @@ absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k,
   w.centers_to_centers = Block<Scalar>(pr, -px, euclidean, hardmax);
   model.layers.push_back(std::move(w));
 
-  model.name = absl::StrCat("lloyd-", EmbeddingName(options.embedding));
-  if (options.theta3 == Theta3Form::kLinear) absl::StrAppend(&model.name, "-linear");
-  if (!std::isinf(options.beta)) absl::StrAppend(&model.name, "-softmax");
+  model.name = LloydModelName(options);
   return model;
 }
 

@@ -9,6 +9,7 @@
 
 #include <limits>
 #include <optional>
+#include <string>
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
@@ -32,6 +33,12 @@ struct LloydOptions {
   /// finite value is softmax with that beta (paper A validated 1e4).
   double beta = std::numeric_limits<double>::infinity();
 };
+
+// Whether a construction exists for d, k and these options, and if not why.
+absl::Status ValidateLloydOptions(int d, int k, const LloydOptions& options);
+
+// The registry name of a construction: lloyd-<embedding>[-linear][-softmax].
+std::string LloydModelName(const LloydOptions& options);
 
 // The looped one-layer model for any d >= 1, k >= 1.
 template <typename Scalar>

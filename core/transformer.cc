@@ -1,5 +1,7 @@
 #include "core/transformer.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "core/assign.h"
 #include "core/cluster_sums.h"
@@ -76,21 +78,22 @@ absl::Status RunDense(const Model<Scalar>& model, const Matrix<Scalar>& points,
   return absl::OkStatus();
 }
 
+// The Lloyd construction with this embedding, k clusters.
 template <typename Scalar>
-absl::Status RunFast(const Model<Scalar>& model, const Matrix<Scalar>& points,
+absl::Status RunFast(Embedding embedding, int k, const Matrix<Scalar>& points,
                      const RunOptions& options, RunResult<Scalar>* result) {
+  const int d = static_cast<int>(points.rows());
   const Labels& labels = result->labels;
   for (int t = 0; t < options.layers; ++t) {
     if (absl::Status s = BeforeLayer<Scalar>(options, t); !s.ok()) return s;
-    ClusterSums sums(model.d, model.k);
+    ClusterSums sums(d, k);
     AccumulateClusterSums(points, labels, &sums);
     const int empty = ApplyMeans(sums, &result->centers);
     result->empty_cluster_events += empty;
     result->layers_run = t + 1;
     if (options.record_trajectory) {
       LayerRecord<Scalar> record;
-      const Matrix<Scalar> codes =
-          CenterRegisters<Scalar>(model.embedding, model.k);
+      const Matrix<Scalar> codes = CenterRegisters<Scalar>(embedding, k);
       record.registers.resize(codes.rows(), points.cols());
       for (Eigen::Index i = 0; i < points.cols(); ++i) {
         record.registers.col(i) = codes.col(labels[i]);
@@ -110,23 +113,21 @@ absl::Status RunFast(const Model<Scalar>& model, const Matrix<Scalar>& points,
   return absl::OkStatus();
 }
 
-}  // namespace
-
+// The checks every run makes of its data against the model's d and k.
 template <typename Scalar>
-absl::StatusOr<RunResult<Scalar>> RunTransformer(
-    const Model<Scalar>& model, const Matrix<Scalar>& points,
-    const Matrix<Scalar>& initial_centers, const RunOptions& options) {
-  if (absl::Status s = ValidateModel(model); !s.ok()) return s;
+absl::Status ValidateRun(absl::string_view name, int d, int k,
+                         const Matrix<Scalar>& points,
+                         const Matrix<Scalar>& initial_centers,
+                         const RunOptions& options) {
   if (absl::Status s = ValidatePoints(points); !s.ok()) return s;
-  if (points.rows() != model.d) {
+  if (points.rows() != d) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "points have d = ", points.rows(), ", model ", model.name,
-        " expects d = ", model.d));
+        "points have d = ", points.rows(), ", model ", name, " expects d = ", d));
   }
-  if (initial_centers.cols() != model.k) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "initial centers have k = ", initial_centers.cols(), ", model ",
-        model.name, " expects k = ", model.k));
+  if (initial_centers.cols() != k) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("initial centers have k = ", initial_centers.cols(),
+                     ", model ", name, " expects k = ", k));
   }
   if (absl::Status s = ValidateCenters(points, initial_centers); !s.ok()) {
     return s;
@@ -135,19 +136,69 @@ absl::StatusOr<RunResult<Scalar>> RunTransformer(
     return absl::InvalidArgumentError(
         absl::StrCat("layers = ", options.layers, ", must not be negative"));
   }
+  return absl::OkStatus();
+}
+
+template <typename Scalar>
+absl::StatusOr<RunResult<Scalar>> Start(const Matrix<Scalar>& points,
+                                        const Matrix<Scalar>& initial_centers,
+                                        Path path) {
+  RunResult<Scalar> result;
+  result.centers = initial_centers;
+  result.path = path;
+  AssignAndScore(points, &result);
+  return result;
+}
+
+}  // namespace
+
+template <typename Scalar>
+absl::StatusOr<RunResult<Scalar>> RunTransformer(
+    const Model<Scalar>& model, const Matrix<Scalar>& points,
+    const Matrix<Scalar>& initial_centers, const RunOptions& options) {
+  if (absl::Status s = ValidateModel(model); !s.ok()) return s;
+  if (absl::Status s = ValidateRun(model.name, model.d, model.k, points,
+                                   initial_centers, options);
+      !s.ok()) {
+    return s;
+  }
   const bool exact = MatchLloyd(model).has_value();
   if (options.path == Path::kFast && !exact) {
     return absl::FailedPreconditionError(absl::StrCat(
         "model ", model.name,
         " is not an exact Lloyd construction: the fast path cannot run it"));
   }
-  RunResult<Scalar> result;
-  result.centers = initial_centers;
-  result.path = (options.path == Path::kDense || !exact) ? Path::kDense : Path::kFast;
-  AssignAndScore(points, &result);
-  const absl::Status s = result.path == Path::kFast
-                             ? RunFast(model, points, options, &result)
-                             : RunDense(model, points, options, &result);
+  const bool fast = exact && options.path != Path::kDense;
+  absl::StatusOr<RunResult<Scalar>> result =
+      Start(points, initial_centers, fast ? Path::kFast : Path::kDense);
+  const absl::Status s =
+      fast ? RunFast(model.embedding, model.k, points, options, &*result)
+           : RunDense(model, points, options, &*result);
+  if (!s.ok()) return s;
+  return result;
+}
+
+template <typename Scalar>
+absl::StatusOr<RunResult<Scalar>> RunLloyd(const LloydOptions& lloyd,
+                                           const Matrix<Scalar>& points,
+                                           const Matrix<Scalar>& initial_centers,
+                                           const RunOptions& options) {
+  const int d = static_cast<int>(points.rows());
+  const int k = static_cast<int>(initial_centers.cols());
+  if (!std::isinf(lloyd.beta) || options.path == Path::kDense) {
+    absl::StatusOr<Model<Scalar>> model = LloydConstruction<Scalar>(d, k, lloyd);
+    if (!model.ok()) return model.status();
+    return RunTransformer(*model, points, initial_centers, options);
+  }
+  if (absl::Status s = ValidateLloydOptions(d, k, lloyd); !s.ok()) return s;
+  if (absl::Status s = ValidateRun(LloydModelName(lloyd), d, k, points,
+                                   initial_centers, options);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<RunResult<Scalar>> result =
+      Start(points, initial_centers, Path::kFast);
+  const absl::Status s = RunFast(lloyd.embedding, k, points, options, &*result);
   if (!s.ok()) return s;
   return result;
 }
@@ -157,6 +208,12 @@ template absl::StatusOr<RunResult<float>> RunTransformer<float>(
     const RunOptions&);
 template absl::StatusOr<RunResult<double>> RunTransformer<double>(
     const Model<double>&, const Matrix<double>&, const Matrix<double>&,
+    const RunOptions&);
+template absl::StatusOr<RunResult<float>> RunLloyd<float>(
+    const LloydOptions&, const Matrix<float>&, const Matrix<float>&,
+    const RunOptions&);
+template absl::StatusOr<RunResult<double>> RunLloyd<double>(
+    const LloydOptions&, const Matrix<double>&, const Matrix<double>&,
     const RunOptions&);
 
 }  // namespace kmt

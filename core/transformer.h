@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/constructions.h"
 #include "core/model.h"
 
 namespace kmt {
@@ -57,6 +58,15 @@ template <typename Scalar>
 absl::StatusOr<RunResult<Scalar>> RunTransformer(
     const Model<Scalar>& model, const Matrix<Scalar>& points,
     const Matrix<Scalar>& initial_centers, const RunOptions& options);
+
+// Runs the Lloyd construction with these options. When the fast path
+// applies (hardmax assignment, path not kDense) the weights are never built,
+// so any d and k cost O(n k d) per layer and no O((d+k)^2) memory.
+template <typename Scalar>
+absl::StatusOr<RunResult<Scalar>> RunLloyd(const LloydOptions& lloyd,
+                                           const Matrix<Scalar>& points,
+                                           const Matrix<Scalar>& initial_centers,
+                                           const RunOptions& options);
 
 }  // namespace kmt
 

@@ -320,3 +320,32 @@ TEST(Transformer, BadInputNamesTheProblem) {
 
 }  // namespace
 }  // namespace kmt
+
+namespace kmt {
+namespace {
+
+TEST(RunLloyd, EqualsTheMaterialisedConstruction) {
+  const Matrix<double> points = GenerateTask<double>({.n = 700, .d = 5, .k = 6}, 8).points;
+  const Matrix<double> init = *InitialCenters(points, 6, InitMethod::kKMeansPlusPlus, 8);
+  for (const LloydOptions& options :
+       {LloydOptions{.embedding = Embedding::kBinary},
+        LloydOptions{.theta3 = Theta3Form::kLinear},
+        LloydOptions{.beta = 50}}) {
+    SCOPED_TRACE(LloydModelName(options));
+    const RunResult<double> direct =
+        *RunLloyd(options, points, init, {.layers = 6});
+    const RunResult<double> built = *RunTransformer(
+        *LloydConstruction<double>(5, 6, options), points, init, {.layers = 6});
+    EXPECT_EQ(direct.path, built.path);
+    EXPECT_EQ(direct.labels, built.labels);
+    EXPECT_EQ(direct.centers, built.centers);
+    EXPECT_EQ(direct.layer_objectives, built.layer_objectives);
+  }
+  EXPECT_EQ(RunLloyd<double>({.embedding = Embedding::kNone}, points, init, {}).status().message(),
+            "Lloyd construction needs cluster registers: embedding none has none");
+  EXPECT_EQ(RunLloyd<double>({}, points, Matrix<double>(init.topRows(4)), {}).status().message(),
+            "centers have d = 4, points have d = 5");
+}
+
+}  // namespace
+}  // namespace kmt
