@@ -64,23 +64,41 @@ absl::Status ValidateCenters(const Matrix<Scalar>& points,
   return CheckFinite(centers, "center");
 }
 
+namespace {
+
+// `what` names the rows ("point", "center"), `count` their number ("n", "k").
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> FromRowMajor(absl::Span<const float> values,
+                                            int64_t rows, int64_t d,
+                                            const char* what, const char* count) {
+  if (rows < 1 || d < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shape ", count, " = ", rows, ", d = ", d, ", both must be at least 1"));
+  }
+  if (static_cast<uint64_t>(rows) > values.size() / static_cast<uint64_t>(d) ||
+      static_cast<uint64_t>(rows * d) != values.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "s has ", values.size(), " values, expected ", count,
+                     "*d = ", rows, "*", d));
+  }
+  Matrix<Scalar> m =
+      Eigen::Map<const Matrix<float>>(values.data(), d, rows).template cast<Scalar>();
+  if (absl::Status s = CheckFinite(m, what); !s.ok()) return s;
+  return m;
+}
+
+}  // namespace
+
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values,
                                                   int64_t n, int64_t d) {
-  if (n < 1 || d < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shape n = ", n, ", d = ", d, ", both must be at least 1"));
-  }
-  if (static_cast<uint64_t>(n) > values.size() / static_cast<uint64_t>(d) ||
-      static_cast<uint64_t>(n * d) != values.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("points has ", values.size(), " values, expected n*d = ",
-                     n, "*", d));
-  }
-  Matrix<Scalar> points =
-      Eigen::Map<const Matrix<float>>(values.data(), d, n).template cast<Scalar>();
-  if (absl::Status s = CheckFinite(points, "point"); !s.ok()) return s;
-  return points;
+  return FromRowMajor<Scalar>(values, n, d, "point", "n");
+}
+
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> CentersFromRowMajor(absl::Span<const float> values,
+                                                   int64_t k, int64_t d) {
+  return FromRowMajor<Scalar>(values, k, d, "center", "k");
 }
 
 #define KMT_INSTANTIATE(S)                                                   \
@@ -88,6 +106,8 @@ absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values
   template absl::Status ValidateCenters<S>(const Matrix<S>&,                 \
                                            const Matrix<S>&);                \
   template absl::StatusOr<Matrix<S>> PointsFromRowMajor<S>(                  \
+      absl::Span<const float>, int64_t, int64_t);                              \
+  template absl::StatusOr<Matrix<S>> CentersFromRowMajor<S>(                 \
       absl::Span<const float>, int64_t, int64_t);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

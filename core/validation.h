@@ -28,6 +28,11 @@ template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values,
                                                   int64_t n, int64_t d);
 
+// The same for k x d centers.
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> CentersFromRowMajor(absl::Span<const float> values,
+                                                   int64_t k, int64_t d);
+
 }  // namespace kmt
 
 #endif  // KMT_CORE_VALIDATION_H_

@@ -1,0 +1,63 @@
+// A thin client over the KMeansTransformer stub: open a channel (one address,
+// a list with round-robin balancing, or dns:///), list models, and stream
+// batches with responses delivered in request order. The server is
+// stateless, so a batch answered UNAVAILABLE, or left unanswered by a stream
+// that broke with UNAVAILABLE, is sent again on a new stream (which
+// round-robin may place on another replica).
+#ifndef KMT_CLIENT_CLUSTER_CLIENT_H_
+#define KMT_CLIENT_CLUSTER_CLIENT_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/kmeans_transformer.grpc.pb.h"
+
+namespace kmt {
+
+struct ClientOptions {
+  std::string target = "localhost:50051";     ///< address, "ipv4:a:p,b:q" or "dns:///host:port"
+  std::string load_balancing = "round_robin"; ///< gRPC policy: round_robin or pick_first
+  int max_message_bytes = 64 << 20;           ///< largest message sent or received
+  int max_attempts = 3;   ///< sends of one batch on UNAVAILABLE, the first included
+  int window = 8;         ///< batches in flight on one stream
+  absl::Duration stream_timeout = absl::InfiniteDuration();  ///< deadline of each stream
+};
+
+// Produces the next request; false when there are no more.
+using RequestSource = std::function<bool(v1::ClusterRequest*)>;
+// Receives each response, in request order.
+using ResponseSink = std::function<void(v1::ClusterResponse&&)>;
+
+class Client {
+ public:
+  explicit Client(const ClientOptions& options);
+
+  absl::StatusOr<std::vector<v1::ModelInfo>> ListModels();
+
+  // Streams every request from `source` and hands each response to `sink`
+  // in request order. Per-batch errors arrive in their responses; the
+  // returned status is the stream-level failure retries could not cure.
+  absl::Status Cluster(const RequestSource& source, const ResponseSink& sink);
+
+  // Batches sent again after UNAVAILABLE, over this client's life.
+  int64_t resent() const { return resent_; }
+
+ private:
+  ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::KMeansTransformer::Stub> stub_;
+  int64_t resent_ = 0;
+};
+
+// A gRPC status as an absl::Status (same canonical codes).
+absl::Status FromGrpc(const grpc::Status& status);
+
+}  // namespace kmt
+
+#endif  // KMT_CLIENT_CLUSTER_CLIENT_H_

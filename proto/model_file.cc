@@ -1,0 +1,214 @@
+#include "proto/model_file.h"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace kmt {
+namespace {
+
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> FromProto(const v1::MatrixProto& m, int dim,
+                                         absl::string_view what) {
+  if (m.rows() != dim || m.cols() != dim || m.values_size() != dim * dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is ", m.rows(), "x", m.cols(), " with ", m.values_size(),
+        " values; tokens have ", dim, " dimensions"));
+  }
+  Matrix<Scalar> out(dim, dim);
+  for (int r = 0; r < dim; ++r) {
+    for (int c = 0; c < dim; ++c) out(r, c) = static_cast<Scalar>(m.values(r * dim + c));
+  }
+  return out;
+}
+
+template <typename Scalar>
+absl::StatusOr<Vector<Scalar>> FromProto(
+    const google::protobuf::RepeatedField<double>& v, int dim,
+    absl::string_view what) {
+  if (v.size() != dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " has ", v.size(), " values; tokens have ", dim, " dimensions"));
+  }
+  Vector<Scalar> out(dim);
+  for (int i = 0; i < dim; ++i) out[i] = static_cast<Scalar>(v[i]);
+  return out;
+}
+
+template <typename Scalar>
+absl::StatusOr<AttentionBlock<Scalar>> BlockFromProto(
+    const v1::AttentionBlockProto& p, int dim, const std::string& where) {
+  AttentionBlock<Scalar> b;
+  absl::StatusOr<Matrix<Scalar>> q = FromProto<Scalar>(p.q(), dim, where + " Q");
+  if (!q.ok()) return q.status();
+  absl::StatusOr<Matrix<Scalar>> k = FromProto<Scalar>(p.k(), dim, where + " K");
+  if (!k.ok()) return k.status();
+  absl::StatusOr<Matrix<Scalar>> v = FromProto<Scalar>(p.v(), dim, where + " V");
+  if (!v.ok()) return v.status();
+  absl::StatusOr<Vector<Scalar>> bq = FromProto<Scalar>(p.b_q(), dim, where + " b_Q");
+  if (!bq.ok()) return bq.status();
+  absl::StatusOr<Vector<Scalar>> bk = FromProto<Scalar>(p.b_k(), dim, where + " b_K");
+  if (!bk.ok()) return bk.status();
+  absl::StatusOr<Vector<Scalar>> bv = FromProto<Scalar>(p.b_v(), dim, where + " b_V");
+  if (!bv.ok()) return bv.status();
+  b.Q = *std::move(q);
+  b.K = *std::move(k);
+  b.V = *std::move(v);
+  b.bQ = *std::move(bq);
+  b.bK = *std::move(bk);
+  b.bV = *std::move(bv);
+  b.score = p.score() == v1::SCORE_DOT ? ScoreKind::kDotProduct : ScoreKind::kEuclidean;
+  switch (p.normalizer()) {
+    case v1::NORMALIZER_SOFTMAX:
+      b.normalizer = Normalizer::kSoftmax;
+      break;
+    case v1::NORMALIZER_HARDMAX:
+      b.normalizer = Normalizer::kHardmax;
+      break;
+    case v1::NORMALIZER_LINEAR:
+      b.normalizer = Normalizer::kLinear;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " has unknown normaliser ", p.normalizer()));
+  }
+  b.beta = p.beta() == 0 ? std::numeric_limits<Scalar>::infinity()
+                         : static_cast<Scalar>(p.beta());
+  b.ties = p.ties() == v1::TIES_LOWEST_INDEX ? Ties::kLowestIndex : Ties::kAverage;
+  return b;
+}
+
+template <typename Scalar>
+void ToProto(const Matrix<Scalar>& m, v1::MatrixProto* out) {
+  out->set_rows(static_cast<int>(m.rows()));
+  out->set_cols(static_cast<int>(m.cols()));
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    for (Eigen::Index c = 0; c < m.cols(); ++c) out->add_values(m(r, c));
+  }
+}
+
+template <typename Scalar>
+void ToProto(const Vector<Scalar>& v, google::protobuf::RepeatedField<double>* out) {
+  for (Eigen::Index i = 0; i < v.size(); ++i) out->Add(v[i]);
+}
+
+template <typename Scalar>
+void BlockToProto(const AttentionBlock<Scalar>& b, v1::AttentionBlockProto* p) {
+  ToProto(b.Q, p->mutable_q());
+  ToProto(b.K, p->mutable_k());
+  ToProto(b.V, p->mutable_v());
+  ToProto(b.bQ, p->mutable_b_q());
+  ToProto(b.bK, p->mutable_b_k());
+  ToProto(b.bV, p->mutable_b_v());
+  p->set_score(b.score == ScoreKind::kDotProduct ? v1::SCORE_DOT : v1::SCORE_EUCLIDEAN);
+  switch (b.normalizer) {
+    case Normalizer::kSoftmax:
+      p->set_normalizer(v1::NORMALIZER_SOFTMAX);
+      break;
+    case Normalizer::kHardmax:
+      p->set_normalizer(v1::NORMALIZER_HARDMAX);
+      break;
+    case Normalizer::kLinear:
+      p->set_normalizer(v1::NORMALIZER_LINEAR);
+      break;
+  }
+  p->set_beta(std::isinf(b.beta) ? 0.0 : static_cast<double>(b.beta));
+  p->set_ties(b.ties == Ties::kLowestIndex ? v1::TIES_LOWEST_INDEX : v1::TIES_AVERAGE);
+}
+
+}  // namespace
+
+template <typename Scalar>
+absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
+  Model<Scalar> model;
+  model.name = file.name();
+  if (model.name.empty()) return absl::InvalidArgumentError("model has no name");
+  model.d = file.d();
+  model.k = file.k();
+  absl::StatusOr<Embedding> embedding = ParseEmbedding(file.embedding());
+  if (!embedding.ok()) return embedding.status();
+  model.embedding = *embedding;
+  if (model.d < 1 || model.k < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model has d = ", model.d, ", k = ", model.k, "; both must be at least 1"));
+  }
+  model.reembed = file.reembed();
+  model.keep_empty_centers = file.keep_empty_centers();
+  const int dim = model.dim();
+  for (int t = 0; t < file.layers_size(); ++t) {
+    const v1::LayerProto& layer = file.layers(t);
+    const std::string where = absl::StrCat("layer ", t, " ");
+    LayerWeights<Scalar> w;
+    const std::pair<const v1::AttentionBlockProto*, AttentionBlock<Scalar>*> blocks[] = {
+        {&layer.points_to_centers(), &w.points_to_centers},
+        {&layer.points_to_points(), &w.points_to_points},
+        {&layer.centers_to_points(), &w.centers_to_points},
+        {&layer.centers_to_centers(), &w.centers_to_centers}};
+    const char* names[] = {"theta1", "theta2", "theta3", "theta4"};
+    for (int b = 0; b < 4; ++b) {
+      absl::StatusOr<AttentionBlock<Scalar>> block =
+          BlockFromProto<Scalar>(*blocks[b].first, dim, where + names[b]);
+      if (!block.ok()) return block.status();
+      *blocks[b].second = *std::move(block);
+    }
+    model.layers.push_back(std::move(w));
+  }
+  if (absl::Status s = ValidateModel(model); !s.ok()) return s;
+  return model;
+}
+
+template <typename Scalar>
+v1::ModelFile ModelToProto(const Model<Scalar>& model) {
+  v1::ModelFile file;
+  file.set_name(model.name);
+  file.set_d(model.d);
+  file.set_k(model.k);
+  file.set_embedding(std::string(EmbeddingName(model.embedding)));
+  file.set_reembed(model.reembed);
+  file.set_keep_empty_centers(model.keep_empty_centers);
+  for (const LayerWeights<Scalar>& w : model.layers) {
+    v1::LayerProto* layer = file.add_layers();
+    BlockToProto(w.points_to_centers, layer->mutable_points_to_centers());
+    BlockToProto(w.points_to_points, layer->mutable_points_to_points());
+    BlockToProto(w.centers_to_points, layer->mutable_centers_to_points());
+    BlockToProto(w.centers_to_centers, layer->mutable_centers_to_centers());
+  }
+  return file;
+}
+
+absl::StatusOr<v1::ModelFile> ReadModelFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  v1::ModelFile file;
+  if (!file.ParseFromString(bytes.str())) {
+    return absl::DataLossError(
+        absl::StrCat(path, " is not a kmt.v1.ModelFile (protobuf parse failed)"));
+  }
+  return file;
+}
+
+absl::Status WriteModelFile(const v1::ModelFile& file, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out || !file.SerializeToOstream(&out)) {
+      return absl::InternalError(absl::StrCat("cannot write ", tmp));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+template absl::StatusOr<Model<float>> ModelFromProto<float>(const v1::ModelFile&);
+template absl::StatusOr<Model<double>> ModelFromProto<double>(const v1::ModelFile&);
+template v1::ModelFile ModelToProto<float>(const Model<float>&);
+template v1::ModelFile ModelToProto<double>(const Model<double>&);
+
+}  // namespace kmt

@@ -1,0 +1,29 @@
+// Model files: a learned model is one binary-serialised kmt.v1.ModelFile.
+// Conversion between that message and core models, and file reading/writing
+// that says what is wrong with a file that cannot be used.
+#ifndef KMT_PROTO_MODEL_FILE_H_
+#define KMT_PROTO_MODEL_FILE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/model.h"
+#include "proto/kmeans_transformer.pb.h"
+
+namespace kmt {
+
+// The model described by a file's message, validated (shapes, values).
+template <typename Scalar>
+absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file);
+
+// The message for a model; description, scaling and provenance are left for
+// the caller.
+template <typename Scalar>
+v1::ModelFile ModelToProto(const Model<Scalar>& model);
+
+absl::StatusOr<v1::ModelFile> ReadModelFile(const std::string& path);
+absl::Status WriteModelFile(const v1::ModelFile& file, const std::string& path);
+
+}  // namespace kmt
+
+#endif  // KMT_PROTO_MODEL_FILE_H_

@@ -1,0 +1,19 @@
+// Per-batch limits the server enforces; every one is a flag.
+#ifndef KMT_SERVER_LIMITS_H_
+#define KMT_SERVER_LIMITS_H_
+
+#include <cstdint>
+
+namespace kmt {
+
+struct Limits {
+  int64_t max_points = 1000000;   ///< n per batch
+  int max_d = 4096;               ///< dimensions
+  int max_k = 4096;               ///< clusters
+  int max_iterations = 1000;      ///< layers per batch
+  int64_t max_dense_points = 4096;  ///< n for runs of the O(n^2) dense evaluator
+};
+
+}  // namespace kmt
+
+#endif  // KMT_SERVER_LIMITS_H_

@@ -1,0 +1,118 @@
+// kmt-server: serves k-means transformers over gRPC (kmt.v1.KMeansTransformer,
+// grpc.health.v1, reflection). SIGTERM or SIGINT: health turns NOT_SERVING,
+// new batches are answered UNAVAILABLE, accepted ones finish within the
+// grace period, then the process exits 0.
+#include <csignal>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "server/cluster_service.h"
+#include "server/log.h"
+#include "server/model_registry.h"
+#include "server/worker_pool.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address (port 0 picks a free one)");
+ABSL_FLAG(std::string, port_file, "", "if set, the bound gRPC port is written to this file");
+ABSL_FLAG(std::string, model_dir, "models", "directory of learned model files (*.kmt)");
+ABSL_FLAG(int64_t, max_points, 1000000, "most points in one batch");
+ABSL_FLAG(int, max_d, 4096, "most dimensions");
+ABSL_FLAG(int, max_k, 4096, "most clusters");
+ABSL_FLAG(int, max_iterations, 1000, "most layers (iterations) per batch");
+ABSL_FLAG(int64_t, max_dense_points, 4096,
+          "most points for runs of the O(n^2) dense evaluator (softmax beta, learned models)");
+ABSL_FLAG(int, max_message_bytes, 64 << 20, "largest request message accepted");
+ABSL_FLAG(int, workers, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+          "batches computed at once");
+ABSL_FLAG(int, threads_per_batch, 1, "threads one batch may use");
+ABSL_FLAG(int, max_in_flight_per_stream, 16,
+          "batches a stream may have read and not yet answered");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
+          "after SIGTERM, how long accepted batches may take to finish");
+
+namespace kmt {
+namespace {
+
+int Serve() {
+  std::vector<std::string> refused;
+  const ModelRegistry registry =
+      ModelRegistry::Load(absl::GetFlag(FLAGS_model_dir), &refused);
+  for (const std::string& line : refused) Log("ERROR", "refused " + line);
+
+  const Limits limits{.max_points = absl::GetFlag(FLAGS_max_points),
+                      .max_d = absl::GetFlag(FLAGS_max_d),
+                      .max_k = absl::GetFlag(FLAGS_max_k),
+                      .max_iterations = absl::GetFlag(FLAGS_max_iterations),
+                      .max_dense_points = absl::GetFlag(FLAGS_max_dense_points)};
+  WorkerPool pool(std::max(1, absl::GetFlag(FLAGS_workers)),
+                  std::max(1, absl::GetFlag(FLAGS_threads_per_batch)));
+  ClusterService service(&registry, limits, &pool,
+                         std::max(1, absl::GetFlag(FLAGS_max_in_flight_per_stream)));
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(),
+                           &port);
+  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  builder.SetMaxSendMessageSize(-1);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    Log("ERROR", "cannot listen on " + absl::GetFlag(FLAGS_listen));
+    return 1;
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
+    std::ofstream(path) << port << "\n";
+  }
+  Log("INFO", absl::StrCat("serving ", registry.models().size(), " models on port ", port,
+                           " with ", absl::GetFlag(FLAGS_workers), " workers"));
+
+  // Signals are taken by one thread with sigwait (blocked everywhere else,
+  // see main), so shutdown runs as ordinary code, not in a handler.
+  std::thread stopper([&] {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    int signal = 0;
+    sigwait(&signals, &signal);
+    const absl::Duration grace = absl::GetFlag(FLAGS_shutdown_grace);
+    Log("INFO", absl::StrCat("signal ", signal, ": NOT_SERVING, draining for up to ",
+                             absl::FormatDuration(grace)));
+    server->GetHealthCheckService()->SetServingStatus(false);
+    service.StartDraining();
+    server->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  });
+  server->Wait();
+  stopper.join();
+  Log("INFO", "stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace kmt
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Serves k-means transformers over gRPC: exact Lloyd constructions for any\n"
+      "(d, k) and the learned models in --model_dir.");
+  absl::ParseCommandLine(argc, argv);
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return kmt::Serve();
+}
