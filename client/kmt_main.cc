@@ -20,6 +20,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -170,8 +171,11 @@ absl::Status WriteCenters(const std::string& path, const std::vector<std::string
   return out ? absl::OkStatus() : absl::InternalError(absl::StrCat("cannot write ", path));
 }
 
+// Nine significant digits: every float reads back as itself.
 std::string Row(const float* values, int d) {
-  return absl::StrJoin(values, values + d, ",");
+  return absl::StrJoin(values, values + d, ",", [](std::string* out, float v) {
+    absl::StrAppend(out, absl::StrFormat("%.9g", v));
+  });
 }
 
 absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterRequest base) {

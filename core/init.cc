@@ -24,47 +24,61 @@ Matrix<Scalar> RandomSubset(const Matrix<Scalar>& points, int k, Rng& rng) {
   return centers;
 }
 
+// Squared distances of every point to each of the candidates (n x c), as
+// ||x||^2 + ||c||^2 - 2<x, c> through one matrix product.
 template <typename Scalar>
-Vector<double> SquaredDistancesTo(const Matrix<Scalar>& points,
-                                  Eigen::Index center) {
-  return (points.colwise() - points.col(center))
-      .colwise()
-      .squaredNorm()
-      .transpose()
-      .template cast<double>();
+Matrix<double> SquaredDistancesTo(const Matrix<Scalar>& points,
+                                  const Vector<double>& point_sq,
+                                  const std::vector<Eigen::Index>& candidates) {
+  Matrix<Scalar> c(points.rows(), candidates.size());
+  for (size_t t = 0; t < candidates.size(); ++t) c.col(t) = points.col(candidates[t]);
+  Matrix<double> dist = (points.transpose() * c).template cast<double>();
+  for (size_t t = 0; t < candidates.size(); ++t) {
+    const double c_sq = point_sq[candidates[t]];
+    dist.col(t) = (point_sq.array() + c_sq - 2 * dist.col(t).array()).max(0.0).matrix();
+  }
+  return dist;
 }
 
 template <typename Scalar>
-Matrix<Scalar> KMeansPlusPlus(const Matrix<Scalar>& points, int k, Rng& rng) {
+absl::StatusOr<Matrix<Scalar>> KMeansPlusPlus(const Matrix<Scalar>& points, int k,
+                                              Rng& rng, const StopCheck& check) {
   const Eigen::Index n = points.cols();
   const int trials = 2 + static_cast<int>(std::floor(std::log(k)));
+  const Vector<double> point_sq =
+      points.colwise().squaredNorm().transpose().template cast<double>();
   Matrix<Scalar> centers(points.rows(), k);
   Eigen::Index chosen = static_cast<Eigen::Index>(rng.Below(n));
   centers.col(0) = points.col(chosen);
-  Vector<double> closest = SquaredDistancesTo(points, chosen);
+  Vector<double> closest = SquaredDistancesTo(points, point_sq, {chosen}).col(0);
   double potential = closest.sum();
   std::vector<double> cumulative(n);
+  std::vector<Eigen::Index> candidates(trials);
   for (int j = 1; j < k; ++j) {
+    if (check) {
+      if (absl::Status s = check(); !s.ok()) return s;
+    }
     std::partial_sum(closest.data(), closest.data() + n, cumulative.begin());
-    double best_potential = std::numeric_limits<double>::infinity();
-    Vector<double> best_closest;
     for (int t = 0; t < trials; ++t) {
       const double target = rng.Uniform() * potential;
-      const Eigen::Index candidate = std::min<Eigen::Index>(
+      candidates[t] = std::min<Eigen::Index>(
           std::lower_bound(cumulative.begin(), cumulative.end(), target) -
               cumulative.begin(),
           n - 1);
-      Vector<double> with_candidate =
-          closest.cwiseMin(SquaredDistancesTo(points, candidate));
-      const double candidate_potential = with_candidate.sum();
+    }
+    const Matrix<double> dist = SquaredDistancesTo(points, point_sq, candidates);
+    double best_potential = std::numeric_limits<double>::infinity();
+    int best = 0;
+    for (int t = 0; t < trials; ++t) {
+      const double candidate_potential = closest.cwiseMin(dist.col(t)).sum();
       if (candidate_potential < best_potential) {
         best_potential = candidate_potential;
-        best_closest = std::move(with_candidate);
-        chosen = candidate;
+        best = t;
       }
     }
+    chosen = candidates[best];
     centers.col(j) = points.col(chosen);
-    closest = std::move(best_closest);
+    closest = closest.cwiseMin(dist.col(best));
     potential = best_potential;
   }
   return centers;
@@ -87,17 +101,17 @@ absl::StatusOr<InitMethod> ParseInitMethod(absl::string_view name) {
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> InitialCenters(const Matrix<Scalar>& points,
                                               int k, InitMethod method,
-                                              uint64_t seed) {
+                                              uint64_t seed, const StopCheck& check) {
   if (absl::Status s = ValidatePoints(points); !s.ok()) return s;
   if (absl::Status s = ValidateClusterCount(points.cols(), k); !s.ok()) return s;
   Rng rng(seed);
-  return method == InitMethod::kRandomSubset ? RandomSubset(points, k, rng)
-                                             : KMeansPlusPlus(points, k, rng);
+  if (method == InitMethod::kRandomSubset) return RandomSubset(points, k, rng);
+  return KMeansPlusPlus(points, k, rng, check);
 }
 
 template absl::StatusOr<Matrix<float>> InitialCenters<float>(
-    const Matrix<float>&, int, InitMethod, uint64_t);
+    const Matrix<float>&, int, InitMethod, uint64_t, const StopCheck&);
 template absl::StatusOr<Matrix<double>> InitialCenters<double>(
-    const Matrix<double>&, int, InitMethod, uint64_t);
+    const Matrix<double>&, int, InitMethod, uint64_t, const StopCheck&);
 
 }  // namespace kmt

@@ -6,6 +6,7 @@
 #define KMT_CORE_INIT_H_
 
 #include <cstdint>
+#include <functional>
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
@@ -18,11 +19,17 @@ enum class InitMethod { kRandomSubset, kKMeansPlusPlus };
 absl::string_view InitMethodName(InitMethod method);
 absl::StatusOr<InitMethod> ParseInitMethod(absl::string_view name);
 
-// points: d x n; returns d x k centers, each a copy of a point.
+// Called between steps of a long computation; a non-OK status (deadline,
+// cancellation) stops it and is returned.
+using StopCheck = std::function<absl::Status()>;
+
+// points: d x n; returns d x k centers, each a copy of a point. k-means++
+// calls `check` before each center after the first.
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> InitialCenters(const Matrix<Scalar>& points,
                                               int k, InitMethod method,
-                                              uint64_t seed);
+                                              uint64_t seed,
+                                              const StopCheck& check = {});
 
 }  // namespace kmt
 

@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/assign.h"
 #include "core/cluster_sums.h"
-#include "core/init.h"
 #include "core/transformer.h"
 #include "core/validation.h"
 
@@ -60,14 +59,14 @@ absl::Status CheckLimits(const v1::ClusterRequest& r, const Limits& limits) {
 
 // Initial centers; random and k-means++ draw from `points`.
 absl::StatusOr<Matrix<float>> Centers(const v1::ClusterRequest& r,
-                                      const Matrix<float>& points) {
+                                      const Matrix<float>& points, const StopCheck& check) {
   switch (r.init()) {
     case v1::INIT_GIVEN:
       return CentersFromRowMajor<float>(r.centers(), r.k(), r.d());
     case v1::INIT_RANDOM:
       return InitialCenters(points, r.k(), InitMethod::kRandomSubset, r.seed());
     case v1::INIT_KMEANS_PLUS_PLUS:
-      return InitialCenters(points, r.k(), InitMethod::kKMeansPlusPlus, r.seed());
+      return InitialCenters(points, r.k(), InitMethod::kKMeansPlusPlus, r.seed(), check);
     default:
       return absl::InvalidArgumentError(absl::StrCat("unknown init ", r.init()));
   }
@@ -116,7 +115,7 @@ absl::Status Run(const ModelRegistry& registry, const Limits& limits,
     scaled = scaling->Apply(*points);
     model_points = &scaled;
   }
-  absl::StatusOr<Matrix<float>> init = Centers(r, *model_points);
+  absl::StatusOr<Matrix<float>> init = Centers(r, *model_points, check);
   if (!init.ok()) return init.status();
   if (scaling && r.init() == v1::INIT_GIVEN) *init = scaling->Apply(*init);
 

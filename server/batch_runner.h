@@ -5,19 +5,15 @@
 #ifndef KMT_SERVER_BATCH_RUNNER_H_
 #define KMT_SERVER_BATCH_RUNNER_H_
 
-#include <functional>
-
-#include "absl/status/status.h"
+#include "core/init.h"
 #include "proto/kmeans_transformer.pb.h"
 #include "server/limits.h"
 #include "server/model_registry.h"
 
 namespace kmt {
 
-// Called between layers; a non-OK status (deadline, cancellation) stops the
-// batch with that status.
-using StopCheck = std::function<absl::Status()>;
-
+// `check` is called between layers and initialisation steps; a non-OK
+// status (deadline, cancellation) stops the batch with that status.
 v1::ClusterResponse RunBatch(const ModelRegistry& registry, const Limits& limits,
                              const v1::ClusterRequest& request,
                              const StopCheck& check);

@@ -16,6 +16,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/cluster_service.h"
 #include "server/log.h"
@@ -37,8 +38,11 @@ ABSL_FLAG(int, workers, static_cast<int>(std::max(1u, std::thread::hardware_conc
 ABSL_FLAG(int, threads_per_batch, 1, "threads one batch may use");
 ABSL_FLAG(int, max_in_flight_per_stream, 16,
           "batches a stream may have read and not yet answered");
+ABSL_FLAG(absl::Duration, not_serving_delay, absl::Seconds(2),
+          "after SIGTERM, how long health reports NOT_SERVING while batches are still "
+          "taken, so that load balancers stop sending before the server stops taking");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
-          "after SIGTERM, how long accepted batches may take to finish");
+          "after that, how long accepted batches may take to finish");
 
 namespace kmt {
 namespace {
@@ -73,6 +77,8 @@ int Serve() {
     Log("ERROR", "cannot listen on " + absl::GetFlag(FLAGS_listen));
     return 1;
   }
+  server->GetHealthCheckService()->SetServingStatus(
+      v1::KMeansTransformer::service_full_name(), true);
   if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
     std::ofstream(path) << port << "\n";
   }
@@ -88,10 +94,13 @@ int Serve() {
     sigaddset(&signals, SIGINT);
     int signal = 0;
     sigwait(&signals, &signal);
+    const absl::Duration delay = absl::GetFlag(FLAGS_not_serving_delay);
     const absl::Duration grace = absl::GetFlag(FLAGS_shutdown_grace);
-    Log("INFO", absl::StrCat("signal ", signal, ": NOT_SERVING, draining for up to ",
+    Log("INFO", absl::StrCat("signal ", signal, ": NOT_SERVING; draining in ",
+                             absl::FormatDuration(delay), ", for up to ",
                              absl::FormatDuration(grace)));
     server->GetHealthCheckService()->SetServingStatus(false);
+    absl::SleepFor(delay);
     service.StartDraining();
     server->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   });

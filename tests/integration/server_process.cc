@@ -1,0 +1,126 @@
+#include "tests/integration/server_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/time/clock.h"
+
+extern char** environ;
+
+namespace kmt {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& out,
+            const std::string& err) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+}  // namespace
+
+std::string TempDir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(base ? base : "/tmp") + "/kmt-" + name + "-" +
+                    std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::string>& flags) {
+  static int started = 0;
+  auto server = std::unique_ptr<ServerProcess>(new ServerProcess);
+  server->dir_ = TempDir("server" + std::to_string(started++));
+  const std::string port_file = server->dir_ + "/port";
+  std::vector<std::string> argv = {KMT_SERVER_BINARY, "--listen=127.0.0.1:0",
+                                   "--port_file=" + port_file};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  server->pid_ = Spawn(argv, server->dir_ + "/stdout", server->dir_ + "/stderr");
+  if (server->pid_ < 0) return nullptr;
+  for (int i = 0; i < 300; ++i) {
+    const std::string port = ReadFile(port_file);
+    if (!port.empty() && port.back() == '\n') {
+      server->port_ = std::stoi(port);
+      return server;
+    }
+    int status;
+    if (waitpid(server->pid_, &status, WNOHANG) == server->pid_) {
+      server->pid_ = -1;
+      return nullptr;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return nullptr;
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+void ServerProcess::Signal(int signal) {
+  if (pid_ > 0) kill(pid_, signal);
+}
+
+int ServerProcess::Wait(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (pid_ > 0 && absl::Now() < deadline) {
+    int status;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return ExitCode(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+int ServerProcess::Terminate(absl::Duration timeout) {
+  Signal(SIGTERM);
+  return Wait(timeout);
+}
+
+std::string ServerProcess::Log() const { return ReadFile(dir_ + "/stderr"); }
+
+int RunProgram(const std::vector<std::string>& argv, std::string* out, std::string* err) {
+  static int runs = 0;
+  const std::string dir = TempDir("run" + std::to_string(runs++));
+  const pid_t pid = Spawn(argv, dir + "/stdout", dir + "/stderr");
+  if (pid < 0) return -1;
+  int status;
+  waitpid(pid, &status, 0);
+  if (out) *out = ReadFile(dir + "/stdout");
+  if (err) *err = ReadFile(dir + "/stderr");
+  return ExitCode(status);
+}
+
+}  // namespace kmt

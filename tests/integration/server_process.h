@@ -1,0 +1,47 @@
+// The real kmt-server binary as a child process on a free loopback port, and
+// a helper to run the real kmt CLI.
+#ifndef KMT_TESTS_INTEGRATION_SERVER_PROCESS_H_
+#define KMT_TESTS_INTEGRATION_SERVER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace kmt {
+
+class ServerProcess {
+ public:
+  // Starts the server with these extra flags; returns once it listens.
+  static std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& flags);
+  ~ServerProcess();
+
+  int port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // Sends SIGTERM and waits up to `timeout`; the exit code, or -1.
+  int Terminate(absl::Duration timeout);
+  void Signal(int signal);
+  // Waits for exit; the exit code, or -1 on timeout or death by a signal.
+  int Wait(absl::Duration timeout);
+  // What the server wrote to stderr so far.
+  std::string Log() const;
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string dir_;
+};
+
+// Runs a program to completion; returns its exit code and its standard
+// output and error.
+int RunProgram(const std::vector<std::string>& argv, std::string* out, std::string* err);
+
+// A fresh directory under the test's temporary directory.
+std::string TempDir(const std::string& name);
+
+}  // namespace kmt
+
+#endif  // KMT_TESTS_INTEGRATION_SERVER_PROCESS_H_

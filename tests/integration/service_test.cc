@@ -1,0 +1,545 @@
+// The real kmt-server on a loopback port, driven by the real kmt CLI and
+// client library, checked against the core computing the same thing in this
+// process.
+#include <signal.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/cluster_client.h"
+#include "core/assign.h"
+#include "core/cluster_sums.h"
+#include "core/init.h"
+#include "core/random.h"
+#include "core/task_generator.h"
+#include "core/transformer.h"
+#include "proto/model_file.h"
+#include "tests/integration/grpc_probe.h"
+#include "tests/integration/server_process.h"
+
+namespace kmt {
+namespace {
+
+constexpr int kMaxPoints = 150000;
+
+// ---- Data on disk, as the CLI reads and writes it. ----
+
+void WriteCsv(const std::string& path, const Matrix<float>& points) {
+  std::ofstream out(path);
+  for (Eigen::Index i = 0; i < points.cols(); ++i) {
+    for (Eigen::Index l = 0; l < points.rows(); ++l) {
+      out << (l ? "," : "") << absl::StrFormat("%.9g", points(l, i));
+    }
+    out << "\n";
+  }
+}
+
+std::vector<std::vector<float>> ReadCsv(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<float>> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<float> row;
+    for (absl::string_view field : absl::StrSplit(line, ',')) {
+      row.push_back(std::strtof(std::string(field).c_str(), nullptr));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Labels ReadLabels(const std::string& path) {
+  std::ifstream in(path);
+  Labels labels;
+  for (int label; in >> label;) labels.push_back(label);
+  return labels;
+}
+
+// ---- Requests and raw streams. ----
+
+v1::ClusterRequest Request(const std::string& id, const std::string& model,
+                           const Matrix<float>& points, int k, int iterations) {
+  v1::ClusterRequest r;
+  r.set_request_id(id);
+  r.set_model(model);
+  r.set_n(points.cols());
+  r.set_d(static_cast<int>(points.rows()));
+  r.mutable_points()->Add(points.data(), points.data() + points.size());
+  r.set_k(k);
+  r.set_iterations(iterations);
+  r.set_seed(5);
+  return r;
+}
+
+struct Exchange {
+  std::vector<v1::ClusterResponse> responses;
+  grpc::Status status;
+};
+
+// Sends every request on one stream and reads until the stream ends,
+// counting responses in `received` as they arrive.
+Exchange Stream(const std::string& address, const std::vector<v1::ClusterRequest>& requests,
+                grpc::ClientContext* context, std::atomic<int>* received = nullptr) {
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(-1);
+  args.SetMaxReceiveMessageSize(-1);
+  auto stub = v1::KMeansTransformer::NewStub(
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  auto stream = stub->Cluster(context);
+  std::thread writer([&] {
+    for (const v1::ClusterRequest& r : requests) {
+      if (!stream->Write(r)) break;
+    }
+    stream->WritesDone();
+  });
+  Exchange e;
+  for (v1::ClusterResponse r; stream->Read(&r);) {
+    e.responses.push_back(r);
+    if (received) ++*received;
+  }
+  writer.join();
+  e.status = stream->Finish();
+  return e;
+}
+
+Exchange Stream(const std::string& address, const std::vector<v1::ClusterRequest>& requests) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  return Stream(address, requests, &context);
+}
+
+Matrix<float> CentersOf(const v1::ClusterResponse& r, int d) {
+  return Eigen::Map<const Matrix<float>>(r.centers().data(), d, r.centers_size() / d);
+}
+
+// ---- A learned model, and files the server must refuse. ----
+
+// A one-layer model with full softmax blocks and biases, as training makes
+// them (not a Lloyd construction, so it runs on the dense path).
+Model<float> LearnedModel() {
+  Model<float> m;
+  m.name = "test-learned";
+  m.d = 3;
+  m.k = 4;
+  m.embedding = Embedding::kBinary;
+  m.reembed = true;
+  m.keep_empty_centers = false;
+  Rng rng(99);
+  const int dim = m.dim();
+  const auto random = [&](int rows, int cols) {
+    Matrix<float> x(rows, cols);
+    for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = 0.3 * rng.Normal();
+    return x;
+  };
+  const auto block = [&] {
+    AttentionBlock<float> b;
+    b.Q = random(dim, dim);
+    b.K = random(dim, dim);
+    b.V = random(dim, dim);
+    b.bQ = random(dim, 1);
+    b.bK = random(dim, 1);
+    b.bV = random(dim, 1);
+    b.normalizer = Normalizer::kSoftmax;
+    b.beta = 1 / std::sqrt(static_cast<float>(dim));
+    return b;
+  };
+  m.layers.push_back({block(), block(), block(), block()});
+  return m;
+}
+
+std::string ModelDir() {
+  static const std::string dir = [] {
+    const std::string d = TempDir("models");
+    v1::ModelFile file = ModelToProto(LearnedModel());
+    file.set_description("made by the integration test");
+    file.set_input_scaling(v1::SCALING_MIN_MAX);
+    file.mutable_provenance()->set_seed(99);
+    file.mutable_provenance()->set_training_config("none: random weights");
+    (*file.mutable_provenance()->mutable_final_metrics())["loss"] = 1.5;
+    EXPECT_TRUE(WriteModelFile(file, d + "/test-learned.kmt").ok());
+    std::ofstream(d + "/broken.kmt") << "this is not a model";
+    v1::ModelFile bad = file;
+    bad.set_name("bad-shape");
+    bad.mutable_layers(0)->mutable_points_to_points()->mutable_q()->set_rows(2);
+    EXPECT_TRUE(WriteModelFile(bad, d + "/bad-shape.kmt").ok());
+    return d;
+  }();
+  return dir;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = ServerProcess::Start({"--model_dir=" + ModelDir(),
+                                    absl::StrCat("--max_points=", kMaxPoints),
+                                    "--max_message_bytes=4194304", "--workers=2",
+                                    "--not_serving_delay=0s"})
+                  .release();
+    ASSERT_NE(server_, nullptr);
+  }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(server_->Terminate(absl::Seconds(30)), 0);
+    delete server_;
+  }
+  static ServerProcess* server_;
+};
+ServerProcess* ServiceTest::server_ = nullptr;
+
+// 100,000 points in d = 8 from a 6-component mixture, written as the CLI
+// reads them (every value reads back as itself).
+struct Dataset {
+  Matrix<float> points;
+  std::string csv;
+};
+
+const Dataset& HundredThousand() {
+  static const Dataset* data = [] {
+    auto* d = new Dataset;
+    d->points = GenerateTask<float>({.n = 100000, .d = 8, .k = 6, .scale = 0.08}, 12).points;
+    d->csv = TempDir("data") + "/points.csv";
+    WriteCsv(d->csv, d->points);
+    return d;
+  }();
+  return *data;
+}
+
+std::string CliBinary() { return KMT_CLI_BINARY; }
+
+TEST_F(ServiceTest, CliPerBatchModeEqualsTheCoreOnEveryBatch) {
+  const Dataset& data = HundredThousand();
+  const std::string dir = TempDir("per-batch");
+  std::string out, err;
+  ASSERT_EQ(RunProgram({CliBinary(), "cluster", "--server=" + server_->address(),
+                        "--input=" + data.csv, "--k=6", "--iterations=10", "--seed=7",
+                        "--batch_size=4096", "--labels_out=" + dir + "/labels",
+                        "--centers_out=" + dir + "/centers.csv"},
+                       &out, &err),
+            0)
+      << err;
+  EXPECT_NE(out.find("25 batches, 100000 points, 0 failed"), std::string::npos) << out;
+  const Labels labels = ReadLabels(dir + "/labels");
+  const std::vector<std::vector<float>> centers = ReadCsv(dir + "/centers.csv");
+  ASSERT_EQ(labels.size(), 100000u);
+  ASSERT_EQ(centers.size(), 1 + 25 * 6u);
+  for (int b = 0; b < 25; ++b) {
+    SCOPED_TRACE(absl::StrCat("batch ", b));
+    const int first = b * 4096, n = std::min(4096, 100000 - first);
+    const Matrix<float> points = data.points.middleCols(first, n);
+    const Matrix<float> init = *InitialCenters(points, 6, InitMethod::kKMeansPlusPlus, 7);
+    const RunResult<float> want = *RunLloyd<float>({}, points, init, {.layers = 10});
+    ASSERT_EQ(Labels(labels.begin() + first, labels.begin() + first + n), want.labels);
+    for (int j = 0; j < 6; ++j) {
+      const std::vector<float>& row = centers[1 + b * 6 + j];
+      ASSERT_EQ(row[0], b);
+      ASSERT_EQ(row[1], j);
+      for (int l = 0; l < 8; ++l) ASSERT_EQ(row[2 + l], want.centers(l, j));
+    }
+  }
+}
+
+TEST_F(ServiceTest, CliWholeFileModeEqualsTheCoreOnAllPointsAtOnce) {
+  const Dataset& data = HundredThousand();
+  const std::string dir = TempDir("whole");
+  const Matrix<float> init = *InitialCenters(data.points, 6, InitMethod::kKMeansPlusPlus, 3);
+  WriteCsv(dir + "/init.csv", init);
+  std::string out, err;
+  ASSERT_EQ(RunProgram({CliBinary(), "cluster", "--mode=whole",
+                        "--server=" + server_->address(), "--input=" + data.csv, "--k=6",
+                        "--iterations=10", "--init=given", "--centers_in=" + dir + "/init.csv",
+                        "--batch_size=7000", "--labels_out=" + dir + "/labels",
+                        "--centers_out=" + dir + "/centers.csv"},
+                       &out, &err),
+            0)
+      << err;
+  const RunResult<float> want = *RunLloyd<float>({}, data.points, init, {.layers = 10});
+  EXPECT_EQ(ReadLabels(dir + "/labels"), want.labels);
+  const std::vector<std::vector<float>> centers = ReadCsv(dir + "/centers.csv");
+  ASSERT_EQ(centers.size(), 6u);
+  // The means are summed per batch here and per chunk in the core: the
+  // double sums may differ in the last bits, their float means at most by
+  // one rounding.
+  for (int j = 0; j < 6; ++j) {
+    for (int l = 0; l < 8; ++l) {
+      EXPECT_NEAR(centers[j][l], want.centers(l, j), 1e-6 * std::abs(want.centers(l, j)));
+    }
+  }
+  EXPECT_NE(err.find("final objective"), std::string::npos);
+}
+
+TEST_F(ServiceTest, GivenCentersWithZeroIterationsAssignAndSum) {
+  const Matrix<float> points = HundredThousand().points.leftCols(5000);
+  const Matrix<float> centers = HundredThousand().points.rightCols(6);
+  v1::ClusterRequest r = Request("assign", "lloyd-binary", points, 6, 0);
+  r.set_init(v1::INIT_GIVEN);
+  r.mutable_centers()->Add(centers.data(), centers.data() + centers.size());
+  r.set_return_cluster_sums(true);
+  const Exchange e = Stream(server_->address(), {r});
+  ASSERT_TRUE(e.status.ok()) << e.status.error_message();
+  ASSERT_EQ(e.responses.size(), 1u);
+  const v1::ClusterResponse& got = e.responses[0];
+  ASSERT_FALSE(got.has_error()) << got.error().message();
+  Labels want;
+  AssignNearest(points, centers, &want);
+  EXPECT_EQ(Labels(got.labels().begin(), got.labels().end()), want);
+  EXPECT_EQ(CentersOf(got, 8), centers);
+  EXPECT_EQ(got.iterations_run(), 0);
+  ClusterSums sums(8, 6);
+  AccumulateClusterSums(points, want, &sums);
+  EXPECT_EQ(std::vector<int64_t>(got.center_counts().begin(), got.center_counts().end()),
+            sums.counts);
+  EXPECT_EQ(Eigen::Map<const Matrix<double>>(got.center_sums().data(), 8, 6), sums.sums);
+  EXPECT_NEAR(got.objective(), Objective(points, centers), 1e-9 * got.objective());
+}
+
+TEST_F(ServiceTest, BadBatchesGetTheirOwnErrorsAndTheStreamGoesOn) {
+  const Matrix<float> good = HundredThousand().points.leftCols(600);
+  const Matrix<float> three_d = good.topRows(3);
+  std::vector<v1::ClusterRequest> requests;
+  std::vector<std::pair<absl::StatusCode, std::string>> want;
+  const auto add = [&](v1::ClusterRequest r, absl::StatusCode code, std::string message) {
+    requests.push_back(std::move(r));
+    want.emplace_back(code, std::move(message));
+  };
+  add(Request("good-1", "lloyd-onehot", good, 5, 5), absl::StatusCode::kOk, "");
+  v1::ClusterRequest nan = Request("nan", "lloyd-onehot", good, 5, 5);
+  nan.set_points(8 * 17 + 3, NAN);
+  add(nan, absl::StatusCode::kInvalidArgument, "point 17 has NaN in dimension 3");
+  add(Request("few", "lloyd-onehot", Matrix<float>(good.leftCols(4)), 5, 5),
+      absl::StatusCode::kInvalidArgument, "n = 4 points is fewer than k = 5 clusters");
+  v1::ClusterRequest shape = Request("shape", "lloyd-onehot", good, 5, 5);
+  shape.set_n(601);
+  add(shape, absl::StatusCode::kInvalidArgument, "points has 4800 values, expected n*d = 601*8");
+  add(Request("unknown", "lloyd-trinary", good, 5, 5), absl::StatusCode::kNotFound,
+      "unknown model 'lloyd-trinary'; ListModels names the 4 models served");
+  add(Request("learned-d", "test-learned", good, 4, 2), absl::StatusCode::kInvalidArgument,
+      "model test-learned was trained for d = 3, k = 4; the batch has d = 8, k = 4");
+  add(Request("learned-k", "test-learned", three_d, 5, 2), absl::StatusCode::kInvalidArgument,
+      "model test-learned was trained for d = 3, k = 4; the batch has d = 3, k = 5");
+  const Matrix<float> many = Matrix<float>::Zero(1, kMaxPoints + 1);
+  add(Request("limit", "lloyd-onehot", many, 2, 1), absl::StatusCode::kInvalidArgument,
+      absl::StrCat("n = ", kMaxPoints + 1, " exceeds this server's limit of ", kMaxPoints,
+                   " points per batch"));
+  add(Request("iterations", "lloyd-onehot", good, 5, 5000), absl::StatusCode::kInvalidArgument,
+      "iterations = 5000, must be between 0 and 1000");
+  v1::ClusterRequest given = Request("given", "lloyd-onehot", good, 5, 1);
+  given.set_init(v1::INIT_GIVEN);
+  given.mutable_centers()->Add(good.data(), good.data() + 8 * 5 - 1);
+  add(given, absl::StatusCode::kInvalidArgument, "centers has 39 values, expected k*d = 5*8");
+  v1::ClusterRequest beta = Request("beta", "lloyd-onehot", good, 5, 1);
+  beta.set_beta(-1);
+  add(beta, absl::StatusCode::kInvalidArgument, "beta = -1, must be 0 (hardmax) or positive");
+  v1::ClusterRequest dense = Request("dense", "lloyd-onehot", Matrix<float>(HundredThousand().points.leftCols(5000)), 5, 1);
+  dense.set_beta(100);
+  add(dense, absl::StatusCode::kInvalidArgument,
+      "n = 5000 exceeds this server's limit of 4096 points for lloyd-onehot with beta > 0, "
+      "which runs the O(n^2) dense evaluator");
+  add(Request("good-2", "lloyd-binary", good, 7, 3), absl::StatusCode::kOk, "");
+
+  const Exchange e = Stream(server_->address(), requests);
+  ASSERT_TRUE(e.status.ok()) << e.status.error_message();
+  ASSERT_EQ(e.responses.size(), requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    SCOPED_TRACE(requests[i].request_id());
+    const v1::ClusterResponse& r = e.responses[i];
+    EXPECT_EQ(r.request_id(), requests[i].request_id());
+    EXPECT_EQ(static_cast<absl::StatusCode>(r.error().code()), want[i].first);
+    EXPECT_EQ(r.error().message(), want[i].second);
+    if (want[i].first == absl::StatusCode::kOk) {
+      EXPECT_EQ(r.labels_size(), requests[i].n());
+      EXPECT_EQ(r.centers_size(), requests[i].k() * requests[i].d());
+    } else {
+      EXPECT_EQ(r.labels_size(), 0);
+    }
+  }
+}
+
+TEST_F(ServiceTest, OversizeMessageEndsTheStreamWithResourceExhausted) {
+  // 1.1M floats: more than the server's 4 MiB message limit.
+  const Matrix<float> big = Matrix<float>::Random(11, 100000);
+  const Exchange e = Stream(server_->address(), {Request("big", "lloyd-onehot", big, 3, 1)});
+  EXPECT_EQ(e.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << e.status.error_message();
+  EXPECT_TRUE(e.responses.empty());
+}
+
+TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
+  Client client({.target = server_->address()});
+  const auto models = client.ListModels();
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->size(), 4u);  // three exact, one learned
+  const v1::ModelInfo& learned = models->back();
+  EXPECT_EQ(learned.name(), "test-learned");
+  EXPECT_EQ(learned.kind(), "learned");
+  EXPECT_EQ(learned.d(), 3);
+  EXPECT_EQ(learned.input_scaling(), "min-max");
+  EXPECT_EQ(learned.provenance().seed(), 99u);
+  EXPECT_EQ(learned.provenance().final_metrics().at("loss"), 1.5);
+  const std::string log = server_->Log();
+  EXPECT_NE(log.find("refused " + ModelDir() + "/broken.kmt: " + ModelDir() +
+                     "/broken.kmt is not a kmt.v1.ModelFile (protobuf parse failed)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("refused " + ModelDir() +
+                     "/bad-shape.kmt: layer 0 theta2 Q is 2x5 with 25 values; tokens have 5 "
+                     "dimensions"),
+            std::string::npos)
+      << log;
+
+  // The served result is the model run on the batch scaled to [0, 1], its
+  // centers mapped back.
+  const Matrix<float> points = HundredThousand().points.topLeftCorner(3, 500) * 5.0f;
+  const Exchange e = Stream(server_->address(), {Request("learned", "test-learned", points, 4, 3)});
+  ASSERT_EQ(e.responses.size(), 1u);
+  const v1::ClusterResponse& got = e.responses[0];
+  ASSERT_FALSE(got.has_error()) << got.error().message();
+  const Vector<float> lo = points.rowwise().minCoeff();
+  const Vector<float> range = points.rowwise().maxCoeff() - lo;
+  const Vector<float> inv = range.cwiseInverse();
+  const Matrix<float> scaled = ((points.colwise() - lo).array().colwise() * inv.array()).matrix();
+  const Matrix<float> init = *InitialCenters(scaled, 4, InitMethod::kKMeansPlusPlus, 5);
+  RunResult<float> run = *RunTransformer(LearnedModel(), scaled, init, {.layers = 3});
+  EXPECT_EQ(run.path, Path::kDense);
+  const Matrix<float> centers = ((run.centers.array().colwise() * range.array()).matrix()).colwise() + lo;
+  EXPECT_LE((CentersOf(got, 3) - centers).norm(), 1e-5 * centers.norm());
+  Labels labels;
+  AssignNearest(points, centers, &labels);
+  EXPECT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
+}
+
+TEST_F(ServiceTest, HealthIsServingAndReflectionListsTheService) {
+  for (const std::string service : {"", "kmt.v1.KMeansTransformer"}) {
+    const absl::StatusOr<int> health = HealthStatus(server_->address(), service);
+    ASSERT_TRUE(health.ok()) << health.status();
+    EXPECT_EQ(*health, 1) << service;
+  }
+  const absl::StatusOr<std::string> services = ReflectionListServices(server_->address());
+  ASSERT_TRUE(services.ok()) << services.status();
+  EXPECT_NE(services->find("kmt.v1.KMeansTransformer"), std::string::npos);
+  EXPECT_NE(services->find("grpc.health.v1.Health"), std::string::npos);
+}
+
+TEST_F(ServiceTest, PythonPipelineWithStubsGeneratedFromTheProto) {
+  std::string out, err;
+  const int code = RunProgram({"/usr/bin/python3", KMT_SOURCE_DIR "/docs/examples/python_client.py",
+                               "--server=" + server_->address(),
+                               "--proto_dir=" KMT_SOURCE_DIR "/proto",
+                               "--out_dir=" + TempDir("python")},
+                              &out, &err);
+  ASSERT_EQ(code, 0) << err;
+  EXPECT_NE(out.find("1000 labels, 4 centers"), std::string::npos) << out;
+}
+
+// ---- Deadlines, cancellation and shutdown, each on a server of its own. ----
+
+// A batch that keeps one worker busy for many seconds.
+v1::ClusterRequest HeavyBatch() {
+  static const Matrix<float> points =
+      GenerateTask<float>({.n = 200000, .d = 16, .k = 64}, 4).points;
+  return Request("heavy", "lloyd-onehot", points, 64, 1000);
+}
+
+// With one worker, a small batch is answered only once the worker is free.
+bool SmallBatchAnswered(const std::string& address) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  const Exchange e = Stream(
+      address, {Request("small", "lloyd-onehot", HundredThousand().points.leftCols(300), 3, 3)},
+      &context);
+  return e.status.ok() && e.responses.size() == 1 && !e.responses[0].has_error();
+}
+
+TEST(ServiceStopsWork, WhenTheDeadlinePasses) {
+  auto server = ServerProcess::Start({"--workers=1", "--model_dir=", "--not_serving_delay=0s"});
+  ASSERT_NE(server, nullptr);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  const Exchange e = Stream(server->address(), {HeavyBatch()}, &context);
+  EXPECT_EQ(e.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_TRUE(SmallBatchAnswered(server->address()));
+  EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
+}
+
+TEST(ServiceStopsWork, WhenTheClientCancels) {
+  auto server = ServerProcess::Start({"--workers=1", "--model_dir=", "--not_serving_delay=0s"});
+  ASSERT_NE(server, nullptr);
+  grpc::ClientContext context;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    context.TryCancel();
+  });
+  const Exchange e = Stream(server->address(), {HeavyBatch()}, &context);
+  canceller.join();
+  EXPECT_EQ(e.status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(SmallBatchAnswered(server->address()));
+  EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
+}
+
+TEST(ServiceShutdown, SigtermDuringBusyStreamsLosesNoAcceptedBatch) {
+  auto server = ServerProcess::Start(
+      {"--model_dir=", "--not_serving_delay=1s", "--shutdown_grace=60s"});
+  ASSERT_NE(server, nullptr);
+  const Matrix<float> points = GenerateTask<float>({.n = 4096, .d = 16, .k = 16}, 8).points;
+  constexpr int kStreams = 8, kBatches = 150;
+  std::atomic<int> received{0}, answered{0}, unavailable{0};
+  std::vector<std::thread> streams;
+  std::vector<std::string> problems(kStreams);
+  for (int s = 0; s < kStreams; ++s) {
+    streams.emplace_back([&, s] {
+      std::vector<v1::ClusterRequest> requests;
+      for (int b = 0; b < kBatches; ++b) {
+        requests.push_back(Request(absl::StrCat(s, "-", b), "lloyd-onehot", points, 16, 60));
+      }
+      grpc::ClientContext context;
+      const Exchange e = Stream(server->address(), requests, &context, &received);
+      if (!e.status.ok()) problems[s] = "stream ended " + e.status.error_message();
+      if (e.responses.size() != requests.size()) {
+        problems[s] += absl::StrCat(" answered ", e.responses.size(), " of ", kBatches);
+      }
+      for (size_t i = 0; i < e.responses.size(); ++i) {
+        const v1::ClusterResponse& r = e.responses[i];
+        if (r.request_id() != requests[i].request_id()) problems[s] += " out of order";
+        if (!r.has_error()) {
+          ++answered;
+        } else if (r.error().code() == static_cast<int>(grpc::StatusCode::UNAVAILABLE)) {
+          ++unavailable;
+        } else {
+          problems[s] += " " + r.error().message();
+        }
+      }
+    });
+  }
+  while (received < 2 * kStreams) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  server->Signal(SIGTERM);
+  // Health turns NOT_SERVING while the server still takes batches.
+  absl::StatusOr<int> health;
+  for (int i = 0; i < 100; ++i) {
+    health = HealthStatus(server->address(), "");
+    if (health.ok() && *health == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(health.ok() && *health == 2) << health.status();
+  for (std::thread& t : streams) t.join();
+  for (int s = 0; s < kStreams; ++s) EXPECT_EQ(problems[s], "") << "stream " << s;
+  // Every batch was answered: computed, or refused at once as UNAVAILABLE
+  // for another replica once draining began.
+  EXPECT_EQ(answered + unavailable, kStreams * kBatches);
+  EXPECT_GT(answered, 2 * kStreams);
+  EXPECT_GT(unavailable, 0);  // the drain did happen while batches came in
+  EXPECT_EQ(server->Wait(absl::Seconds(60)), 0);
+  std::printf("after SIGTERM: %d computed, %d sent back as UNAVAILABLE\n", answered.load(),
+              unavailable.load());
+}
+
+}  // namespace
+}  // namespace kmt
