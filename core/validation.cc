@@ -1,6 +1,8 @@
 #include "core/validation.h"
 
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 
@@ -8,9 +10,26 @@ namespace kmt {
 namespace {
 
 // The first non-finite entry of a d x n matrix, named as point/center i, dim l.
+// Whether no value is NaN or Inf, by their exponent bits: an integer
+// reduction that vectorises, unlike Eigen's allFinite with its early exit.
+template <typename Scalar>
+bool AllFinite(const Matrix<Scalar>& m) {
+  using Bits = std::conditional_t<sizeof(Scalar) == 4, uint32_t, uint64_t>;
+  constexpr Bits kExponent =
+      static_cast<Bits>(sizeof(Scalar) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
+  const Scalar* data = m.data();
+  Bits bad = 0;
+  for (Eigen::Index i = 0; i < m.size(); ++i) {
+    Bits bits;
+    std::memcpy(&bits, data + i, sizeof(bits));
+    bad |= (bits & kExponent) == kExponent;
+  }
+  return bad == 0;
+}
+
 template <typename Scalar>
 absl::Status CheckFinite(const Matrix<Scalar>& m, const char* what) {
-  if (m.allFinite()) return absl::OkStatus();
+  if (AllFinite(m)) return absl::OkStatus();
   for (Eigen::Index i = 0; i < m.cols(); ++i) {
     for (Eigen::Index l = 0; l < m.rows(); ++l) {
       if (!std::isfinite(m(l, i))) {

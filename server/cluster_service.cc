@@ -1,12 +1,9 @@
 #include "server/cluster_service.h"
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <future>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "server/batch_runner.h"
 
@@ -14,7 +11,7 @@ namespace kmt {
 namespace {
 
 // Why the work of a call should stop, if it should.
-absl::Status CallStatus(const grpc::ServerContext* context) {
+absl::Status CallStatus(const grpc::CallbackServerContext* context) {
   if (!context->IsCancelled()) return absl::OkStatus();
   if (context->deadline() <= std::chrono::system_clock::now()) {
     return absl::DeadlineExceededError("the call's deadline passed");
@@ -24,6 +21,124 @@ absl::Status CallStatus(const grpc::ServerContext* context) {
 
 }  // namespace
 
+// One Cluster stream. Batches are numbered as read; a finished batch waits
+// in `ready_` until every earlier one has been written. Reading pauses while
+// `max_in_flight` batches are unanswered. The stream finishes once reading
+// has ended and every batch read has been written (or the call is gone), so
+// no pool task outlives the reactor.
+class ClusterReactor final
+    : public grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse> {
+ public:
+  ClusterReactor(ClusterService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      std::unique_lock<std::mutex> lock(mu_);
+      reads_done_ = true;
+      Advance(lock);
+      return;
+    }
+    const auto received = std::chrono::steady_clock::now();
+    auto batch = std::make_shared<v1::ClusterRequest>(std::move(request_));
+    request_.Clear();
+    int64_t number;
+    bool read_more;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      number = read_++;
+      read_more = read_ - written_ < static_cast<int64_t>(service_->max_in_flight_);
+      reading_ = read_more;
+    }
+    if (read_more) StartRead(&request_);
+    if (service_->draining_) {
+      Complete(number, ErrorResponse(*batch, absl::UnavailableError(
+                                                 "server is shutting down; send this "
+                                                 "batch to another replica")));
+      return;
+    }
+    service_->pool_->Submit([this, number, batch, received] {
+      const double queued =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count();
+      v1::ClusterResponse response =
+          RunBatch(*service_->registry_, service_->limits_, *batch,
+                   [this] { return CallStatus(context_); });
+      response.mutable_timing()->set_queue_seconds(queued);
+      Complete(number, std::move(response));
+    });
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    writing_ = false;
+    ++written_;
+    writable_ = writable_ && ok;
+    Advance(lock);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void Complete(int64_t number, v1::ClusterResponse response) {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_.emplace(number, std::move(response));
+    Advance(lock);
+  }
+
+  // Starts what the state allows: the next write, more reading, or the end
+  // of the call. gRPC operations are started with the lock released.
+  void Advance(std::unique_lock<std::mutex>& lock) {
+    bool write = false, read = false, finish = false;
+    if (!writing_) {
+      auto next = ready_.find(written_);
+      if (next != ready_.end()) {
+        if (writable_) {
+          writing_ = write = true;
+          response_ = std::move(next->second);
+        } else {
+          ++written_;  // the client is gone: drop the answer
+        }
+        ready_.erase(next);
+      }
+    }
+    if (!reads_done_ && !reading_ &&
+        read_ - written_ < static_cast<int64_t>(service_->max_in_flight_)) {
+      reading_ = read = true;
+    }
+    if (reads_done_ && !writing_ && written_ == read_ && !finished_) {
+      finished_ = finish = true;
+    }
+    // A dropped answer may have unblocked the next one.
+    if (!writable_ && !write && ready_.count(written_)) return Advance(lock);
+    lock.unlock();
+    if (write) StartWrite(&response_);
+    if (read) StartRead(&request_);
+    if (finish) {
+      const absl::Status status = CallStatus(context_);
+      Finish(status.ok() ? grpc::Status::OK
+                         : grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                                        std::string(status.message())));
+    }
+  }
+
+  ClusterService* const service_;
+  grpc::CallbackServerContext* const context_;
+  v1::ClusterRequest request_;    // the read in progress
+  v1::ClusterResponse response_;  // the write in progress
+
+  std::mutex mu_;
+  int64_t read_ = 0;     // batches read
+  int64_t written_ = 0;  // batches answered (written or dropped)
+  std::map<int64_t, v1::ClusterResponse> ready_;
+  bool reading_ = true;
+  bool reads_done_ = false;
+  bool writing_ = false;
+  bool writable_ = true;
+  bool finished_ = false;
+};
+
 ClusterService::ClusterService(const ModelRegistry* registry, Limits limits,
                                WorkerPool* pool, int max_in_flight)
     : registry_(registry),
@@ -31,83 +146,18 @@ ClusterService::ClusterService(const ModelRegistry* registry, Limits limits,
       pool_(pool),
       max_in_flight_(static_cast<size_t>(max_in_flight)) {}
 
-grpc::Status ClusterService::ListModels(grpc::ServerContext*,
-                                        const v1::ListModelsRequest*,
-                                        v1::ListModelsResponse* response) {
-  for (const ServedModel& m : registry_->models()) *response->add_models() = m.info;
-  return grpc::Status::OK;
+grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse>* ClusterService::Cluster(
+    grpc::CallbackServerContext* context) {
+  return new ClusterReactor(this, context);
 }
 
-grpc::Status ClusterService::Cluster(
-    grpc::ServerContext* context,
-    grpc::ServerReaderWriter<v1::ClusterResponse, v1::ClusterRequest>* stream) {
-  // Responses leave in request order: the reader queues one future per
-  // batch, the writer waits for them front to back.
-  std::mutex mu;
-  std::condition_variable changed;
-  std::deque<std::future<v1::ClusterResponse>> pending;
-  bool reading_done = false;
-
-  std::thread writer([&] {
-    bool writable = true;
-    for (;;) {
-      std::future<v1::ClusterResponse> next;
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        changed.wait(lock, [&] { return !pending.empty() || reading_done; });
-        if (pending.empty()) return;
-        next = std::move(pending.front());
-      }
-      v1::ClusterResponse response = next.get();
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        pending.pop_front();
-      }
-      changed.notify_all();
-      writable = writable && stream->Write(response);
-    }
-  });
-
-  v1::ClusterRequest request;
-  while (stream->Read(&request)) {
-    const auto received = std::chrono::steady_clock::now();
-    auto promise = std::make_shared<std::promise<v1::ClusterResponse>>();
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      changed.wait(lock, [&] { return pending.size() < max_in_flight_; });
-      pending.push_back(promise->get_future());
-    }
-    changed.notify_all();
-    if (draining_) {
-      promise->set_value(ErrorResponse(
-          request, absl::UnavailableError(
-                       "server is shutting down; send this batch to another replica")));
-      continue;
-    }
-    auto batch = std::make_shared<v1::ClusterRequest>(std::move(request));
-    request.Clear();
-    pool_->Submit([this, context, promise, batch, received] {
-      const double queued =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - received)
-              .count();
-      v1::ClusterResponse response = RunBatch(
-          *registry_, limits_, *batch, [context] { return CallStatus(context); });
-      response.mutable_timing()->set_queue_seconds(queued);
-      promise->set_value(std::move(response));
-    });
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    reading_done = true;
-  }
-  changed.notify_all();
-  writer.join();
-  const absl::Status status = CallStatus(context);
-  if (!status.ok()) {
-    return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                        std::string(status.message()));
-  }
-  return grpc::Status::OK;
+grpc::ServerUnaryReactor* ClusterService::ListModels(grpc::CallbackServerContext* context,
+                                                     const v1::ListModelsRequest*,
+                                                     v1::ListModelsResponse* response) {
+  for (const ServedModel& m : registry_->models()) *response->add_models() = m.info;
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
 }  // namespace kmt

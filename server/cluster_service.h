@@ -1,5 +1,7 @@
-// The gRPC service: Cluster streams run their batches on the shared worker
-// pool and answer in request order; ListModels reads the registry.
+// The gRPC service, on gRPC's callback API: a Cluster stream hands each batch
+// it reads to the shared worker pool and writes the responses in request
+// order from whichever thread completes the next one, so a batch costs no
+// thread hand-offs beyond the pool's. ListModels reads the registry.
 #ifndef KMT_SERVER_CLUSTER_SERVICE_H_
 #define KMT_SERVER_CLUSTER_SERVICE_H_
 
@@ -12,7 +14,7 @@
 
 namespace kmt {
 
-class ClusterService final : public v1::KMeansTransformer::Service {
+class ClusterService final : public v1::KMeansTransformer::CallbackService {
  public:
   // `max_in_flight` bounds the batches a stream has read and not yet
   // answered; past it the stream stops reading, and gRPC flow control holds
@@ -20,19 +22,19 @@ class ClusterService final : public v1::KMeansTransformer::Service {
   ClusterService(const ModelRegistry* registry, Limits limits, WorkerPool* pool,
                  int max_in_flight);
 
-  grpc::Status Cluster(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<v1::ClusterResponse, v1::ClusterRequest>* stream)
-      override;
-  grpc::Status ListModels(grpc::ServerContext* context,
-                          const v1::ListModelsRequest* request,
-                          v1::ListModelsResponse* response) override;
+  grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse>* Cluster(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
+                                       const v1::ListModelsRequest* request,
+                                       v1::ListModelsResponse* response) override;
 
   // From now on, batches read are answered UNAVAILABLE at once (the client
   // sends them to another replica); batches already accepted finish.
   void StartDraining() { draining_ = true; }
 
  private:
+  friend class ClusterReactor;
+
   const ModelRegistry* registry_;
   const Limits limits_;
   WorkerPool* pool_;
