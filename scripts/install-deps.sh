@@ -9,7 +9,7 @@ build_packages=(
   g++ make cmake pkg-config git ca-certificates
   libeigen3-dev libabsl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  prometheus-cpp-dev civetweb libcivetweb-dev
+  prometheus-cpp-dev civetweb libcivetweb-dev zlib1g-dev libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus libfaiss-dev libopenblas0-openmp
   python3 python3-grpcio python3-protobuf

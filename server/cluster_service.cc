@@ -31,6 +31,7 @@ class ClusterReactor final
  public:
   ClusterReactor(ClusterService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context) {
+    service_->metrics_->StreamStarted();
     StartRead(&request_);
   }
 
@@ -54,19 +55,19 @@ class ClusterReactor final
     }
     if (read_more) StartRead(&request_);
     if (service_->draining_) {
-      Complete(number, ErrorResponse(*batch, absl::UnavailableError(
-                                                 "server is shutting down; send this "
-                                                 "batch to another replica")));
+      Answer(number, *batch, received,
+             ErrorResponse(*batch, absl::UnavailableError(
+                                       "server is shutting down; send this batch to another "
+                                       "replica")));
       return;
     }
     service_->pool_->Submit([this, number, batch, received] {
-      const double queued =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count();
+      const double queued = Seconds(received);
       v1::ClusterResponse response =
           RunBatch(*service_->registry_, service_->limits_, *batch,
                    [this] { return CallStatus(context_); });
       response.mutable_timing()->set_queue_seconds(queued);
-      Complete(number, std::move(response));
+      Answer(number, *batch, received, std::move(response));
     });
   }
 
@@ -78,10 +79,20 @@ class ClusterReactor final
     Advance(lock);
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    service_->metrics_->StreamEnded();
+    delete this;
+  }
 
  private:
-  void Complete(int64_t number, v1::ClusterResponse response) {
+  static double Seconds(std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+  }
+
+  // Records the batch's metrics and queues its response for writing.
+  void Answer(int64_t number, const v1::ClusterRequest& batch,
+              std::chrono::steady_clock::time_point received, v1::ClusterResponse response) {
+    service_->metrics_->RecordBatch(batch, response, Seconds(received));
     std::unique_lock<std::mutex> lock(mu_);
     ready_.emplace(number, std::move(response));
     Advance(lock);
@@ -117,6 +128,7 @@ class ClusterReactor final
     if (read) StartRead(&request_);
     if (finish) {
       const absl::Status status = CallStatus(context_);
+      if (!status.ok()) service_->metrics_->RecordStreamError(static_cast<int>(status.code()));
       Finish(status.ok() ? grpc::Status::OK
                          : grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                                         std::string(status.message())));
@@ -140,10 +152,11 @@ class ClusterReactor final
 };
 
 ClusterService::ClusterService(const ModelRegistry* registry, Limits limits,
-                               WorkerPool* pool, int max_in_flight)
+                               WorkerPool* pool, Metrics* metrics, int max_in_flight)
     : registry_(registry),
       limits_(limits),
       pool_(pool),
+      metrics_(metrics),
       max_in_flight_(static_cast<size_t>(max_in_flight)) {}
 
 grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse>* ClusterService::Cluster(

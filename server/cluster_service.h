@@ -9,6 +9,7 @@
 
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "server/limits.h"
+#include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/worker_pool.h"
 
@@ -20,7 +21,7 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
   // answered; past it the stream stops reading, and gRPC flow control holds
   // the client back.
   ClusterService(const ModelRegistry* registry, Limits limits, WorkerPool* pool,
-                 int max_in_flight);
+                 Metrics* metrics, int max_in_flight);
 
   grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse>* Cluster(
       grpc::CallbackServerContext* context) override;
@@ -38,6 +39,7 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
   const ModelRegistry* registry_;
   const Limits limits_;
   WorkerPool* pool_;
+  Metrics* metrics_;
   const size_t max_in_flight_;
   std::atomic<bool> draining_{false};
 };

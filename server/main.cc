@@ -3,6 +3,7 @@
 // new batches are answered UNAVAILABLE, accepted ones finish within the
 // grace period, then the process exits 0.
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -20,11 +21,16 @@
 #include "absl/time/time.h"
 #include "server/cluster_service.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/worker_pool.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address (port 0 picks a free one)");
 ABSL_FLAG(std::string, port_file, "", "if set, the bound gRPC port is written to this file");
+ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
+          "Prometheus /metrics address (port 0 picks a free one)");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "if set, the bound metrics port is written to this file");
 ABSL_FLAG(std::string, model_dir, "models", "directory of learned model files (*.kmt)");
 ABSL_FLAG(int64_t, max_points, 1000000, "most points in one batch");
 ABSL_FLAG(int, max_d, 4096, "most dimensions");
@@ -47,6 +53,15 @@ ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
 namespace kmt {
 namespace {
 
+// Writes a bound port for whoever started the server (tests, scripts); the
+// line ends with a newline only once complete.
+void WriteNumber(const std::string& path, int number) {
+  if (path.empty()) return;
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << number << "\n";
+  std::rename(tmp.c_str(), path.c_str());
+}
+
 int Serve() {
   std::vector<std::string> refused;
   const ModelRegistry registry =
@@ -58,9 +73,16 @@ int Serve() {
                       .max_k = absl::GetFlag(FLAGS_max_k),
                       .max_iterations = absl::GetFlag(FLAGS_max_iterations),
                       .max_dense_points = absl::GetFlag(FLAGS_max_dense_points)};
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics =
+      Metrics::Start(absl::GetFlag(FLAGS_metrics_listen), registry, KMT_VERSION);
+  if (!metrics.ok()) {
+    Log("ERROR", std::string(metrics.status().message()));
+    return 1;
+  }
+  WriteNumber(absl::GetFlag(FLAGS_metrics_port_file), (*metrics)->port());
   WorkerPool pool(std::max(1, absl::GetFlag(FLAGS_workers)),
                   std::max(1, absl::GetFlag(FLAGS_threads_per_batch)));
-  ClusterService service(&registry, limits, &pool,
+  ClusterService service(&registry, limits, &pool, metrics->get(),
                          std::max(1, absl::GetFlag(FLAGS_max_in_flight_per_stream)));
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -86,11 +108,10 @@ int Serve() {
   }
   server->GetHealthCheckService()->SetServingStatus(
       v1::KMeansTransformer::service_full_name(), true);
-  if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
-    std::ofstream(path) << port << "\n";
-  }
+  WriteNumber(absl::GetFlag(FLAGS_port_file), port);
   Log("INFO", absl::StrCat("serving ", registry.models().size(), " models on port ", port,
-                           " with ", absl::GetFlag(FLAGS_workers), " workers"));
+                           ", metrics on port ", (*metrics)->port(), ", with ",
+                           absl::GetFlag(FLAGS_workers), " workers"));
 
   // Signals are taken by one thread with sigwait (blocked everywhere else,
   // see main), so shutdown runs as ordinary code, not in a handler.

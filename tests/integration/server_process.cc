@@ -60,7 +60,9 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::strin
   server->dir_ = TempDir("server" + std::to_string(started++));
   const std::string port_file = server->dir_ + "/port";
   std::vector<std::string> argv = {KMT_SERVER_BINARY, "--listen=127.0.0.1:0",
-                                   "--port_file=" + port_file};
+                                   "--port_file=" + port_file,
+                                   "--metrics_listen=127.0.0.1:0",
+                                   "--metrics_port_file=" + server->dir_ + "/metrics_port"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   server->pid_ = Spawn(argv, server->dir_ + "/stdout", server->dir_ + "/stderr");
   if (server->pid_ < 0) return nullptr;
@@ -68,6 +70,7 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::strin
     const std::string port = ReadFile(port_file);
     if (!port.empty() && port.back() == '\n') {
       server->port_ = std::stoi(port);
+      server->metrics_port_ = std::stoi(ReadFile(server->dir_ + "/metrics_port"));
       return server;
     }
     int status;

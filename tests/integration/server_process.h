@@ -20,6 +20,7 @@ class ServerProcess {
   ~ServerProcess();
 
   int port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   // Sends SIGTERM and waits up to `timeout`; the exit code, or -1.
   int Terminate(absl::Duration timeout);
@@ -32,6 +33,7 @@ class ServerProcess {
  private:
   pid_t pid_ = -1;
   int port_ = 0;
+  int metrics_port_ = 0;
   std::string dir_;
 };
 

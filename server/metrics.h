@@ -1,0 +1,57 @@
+// The server's Prometheus metrics, served at /metrics on their own port.
+// Names follow the Prometheus naming guide: one prefix (kmt_), base units,
+// _total on counters; labels stay low-cardinality (model, code): a model
+// name the server does not serve is recorded as "unknown".
+#ifndef KMT_SERVER_METRICS_H_
+#define KMT_SERVER_METRICS_H_
+
+#include <memory>
+#include <string>
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "absl/status/statusor.h"
+#include "proto/kmeans_transformer.pb.h"
+#include "server/model_registry.h"
+
+namespace kmt {
+
+class Metrics {
+ public:
+  // Starts the /metrics endpoint on `listen` ("host:port", port 0 picks one).
+  static absl::StatusOr<std::unique_ptr<Metrics>> Start(const std::string& listen,
+                                                        const ModelRegistry& registry,
+                                                        const std::string& version);
+
+  int port() const;
+
+  // One answered batch: its response and the seconds from receipt to answer.
+  void RecordBatch(const v1::ClusterRequest& request, const v1::ClusterResponse& response,
+                   double seconds);
+  // A stream that ended with a non-OK status (deadline, cancellation).
+  void RecordStreamError(int code);
+  void StreamStarted() { streams_->Increment(); }
+  void StreamEnded() { streams_->Decrement(); }
+
+ private:
+  explicit Metrics(const ModelRegistry& registry);
+
+  const ModelRegistry& models_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  prometheus::Family<prometheus::Histogram>* latency_;
+  prometheus::Family<prometheus::Histogram>* objective_;
+  prometheus::Family<prometheus::Histogram>* layers_;
+  prometheus::Family<prometheus::Counter>* batches_;
+  prometheus::Family<prometheus::Counter>* points_;
+  prometheus::Family<prometheus::Counter>* errors_;
+  prometheus::Gauge* streams_;
+};
+
+}  // namespace kmt
+
+#endif  // KMT_SERVER_METRICS_H_
