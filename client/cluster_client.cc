@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace kmt {
 namespace {
@@ -48,27 +49,58 @@ absl::StatusOr<std::vector<v1::ModelInfo>> Client::ListModels() {
   return std::vector<v1::ModelInfo>(response.models().begin(), response.models().end());
 }
 
-absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& sink) {
-  std::deque<Entry> retry;          // to send again, in request order
+// What the streams of one Cluster call share, under `mu`.
+struct Client::Shared {
+  const RequestSource& source;
+  const ResponseSink& sink;
+  std::mutex mu;
+  std::condition_variable changed;
+  std::deque<Entry> retry;  // to send again, in request order
   std::map<int64_t, v1::ClusterResponse> done;  // answered, not yet delivered
-  int64_t next_index = 0, next_delivery = 0;
+  int64_t next_index = 0, next_delivery = 0, in_flight = 0;
   bool source_exhausted = false;
-  const auto deliver = [&](int64_t index, v1::ClusterResponse&& response) {
+  absl::Status failure;
+
+  // All sent, all answered, or failed: nothing left for any stream.
+  bool Over() const {
+    return !failure.ok() || (source_exhausted && retry.empty() && in_flight == 0);
+  }
+  void Deliver(int64_t index, v1::ClusterResponse&& response) {
     done.emplace(index, std::move(response));
-    for (auto it = done.find(next_delivery); it != done.end();
-         it = done.find(++next_delivery)) {
+    for (auto it = done.find(next_delivery); it != done.end(); it = done.find(++next_delivery)) {
       sink(std::move(it->second));
       done.erase(it);
     }
-  };
+  }
+};
 
-  for (int stream_number = 0;; ++stream_number) {
-    if (retry.empty() && source_exhausted) return absl::OkStatus();
-    if (stream_number > 0 && !retry.empty()) {
-      // Back off before a new stream, more after each failed attempt.
-      const int attempts = retry.front().attempts;
-      std::this_thread::sleep_for(std::chrono::milliseconds(
-          std::min(2000, 50 << std::min(attempts, 6))));
+absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& sink) {
+  Shared shared{source, sink};
+  std::vector<std::thread> workers;
+  for (int s = 1; s < options_.streams; ++s) {
+    workers.emplace_back([this, &shared] { StreamWorker(shared); });
+  }
+  StreamWorker(shared);
+  for (std::thread& t : workers) t.join();
+  return shared.failure;
+}
+
+void Client::StreamWorker(Shared& shared) {
+  for (bool first = true;; first = false) {
+    {
+      // Wait for work: a batch to retry, more input, or the end.
+      std::unique_lock<std::mutex> lock(shared.mu);
+      shared.changed.wait(lock, [&] {
+        return shared.Over() || !shared.retry.empty() || !shared.source_exhausted;
+      });
+      if (shared.Over()) return;
+      if (!first && !shared.retry.empty()) {
+        // Back off before a new stream, more after each failed attempt.
+        const int attempts = shared.retry.front().attempts;
+        lock.unlock();
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(std::min(2000, 50 << std::min(attempts, 6))));
+      }
     }
     grpc::ClientContext context;
     if (options_.stream_timeout != absl::InfiniteDuration()) {
@@ -77,84 +109,92 @@ absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& si
     auto stream = stub_->Cluster(&context);
 
     // The writer sends retries first, then new requests, keeping at most
-    // `window` unanswered; it stops early once a batch came back UNAVAILABLE,
-    // so that the rest go to a fresh stream.
-    std::mutex mu;
-    std::condition_variable changed;
+    // `window` unanswered on this stream; it stops early once a batch came
+    // back UNAVAILABLE, so that the rest go to a fresh stream.
     std::deque<Entry> sent;  // on this stream, unanswered, in order
     bool stop_sending = false;
     std::thread writer([&] {
-      for (;;) {
-        Entry entry;
+      for (int written = 0; written < options_.batches_per_stream; ++written) {
+        const v1::ClusterRequest* request;
         {
-          std::unique_lock<std::mutex> lock(mu);
-          changed.wait(lock, [&] {
-            return stop_sending || sent.size() < static_cast<size_t>(options_.window);
+          std::unique_lock<std::mutex> lock(shared.mu);
+          shared.changed.wait(lock, [&] {
+            return stop_sending || !shared.failure.ok() ||
+                   sent.size() < static_cast<size_t>(options_.window);
           });
-          if (stop_sending) break;
-          if (!retry.empty()) {
-            entry = std::move(retry.front());
-            retry.pop_front();
-          } else if (!source_exhausted) {
-            entry.index = next_index;
-            if (!source(&entry.request)) {
-              source_exhausted = true;
+          if (stop_sending || !shared.failure.ok()) break;
+          Entry entry;
+          if (!shared.retry.empty()) {
+            entry = std::move(shared.retry.front());
+            shared.retry.pop_front();
+          } else if (!shared.source_exhausted) {
+            entry.index = shared.next_index;
+            if (!shared.source(&entry.request)) {
+              shared.source_exhausted = true;
+              shared.changed.notify_all();
               break;
             }
-            ++next_index;
+            ++shared.next_index;
           } else {
             break;
           }
           ++entry.attempts;
-          sent.push_back(entry);
+          ++shared.in_flight;
+          sent.push_back(std::move(entry));
+          // Stays put while others are added (a deque), and is serialised
+          // by Write before its answer can arrive and retire it.
+          request = &sent.back().request;
         }
-        if (!stream->Write(sent.back().request)) break;
+        if (!stream->Write(*request)) break;
       }
       stream->WritesDone();
     });
 
     v1::ClusterResponse response;
     while (stream->Read(&response)) {
-      std::unique_lock<std::mutex> lock(mu);
+      std::unique_lock<std::mutex> lock(shared.mu);
       if (sent.empty()) break;  // more responses than requests: not our server
       Entry entry = std::move(sent.front());
       sent.pop_front();
+      --shared.in_flight;
       if (response.error().code() == static_cast<int>(grpc::StatusCode::UNAVAILABLE) &&
           entry.attempts < options_.max_attempts) {
         stop_sending = true;
         ++resent_;
-        retry.push_back(std::move(entry));
+        shared.retry.push_back(std::move(entry));
       } else {
-        deliver(entry.index, std::move(response));
+        shared.Deliver(entry.index, std::move(response));
       }
-      lock.unlock();
-      changed.notify_all();
+      shared.changed.notify_all();
     }
     {
-      std::lock_guard<std::mutex> lock(mu);
+      std::lock_guard<std::mutex> lock(shared.mu);
       stop_sending = true;
     }
-    changed.notify_all();
+    shared.changed.notify_all();
     writer.join();
     const grpc::Status status = stream->Finish();
 
-    // What this stream left unanswered goes back in front of the retries.
+    // What this stream left unanswered goes back to the retries.
+    std::lock_guard<std::mutex> lock(shared.mu);
     const bool retriable = status.ok() || status.error_code() == grpc::StatusCode::UNAVAILABLE;
-    for (auto it = sent.rbegin(); it != sent.rend(); ++it) {
-      if (!retriable || it->attempts >= options_.max_attempts) {
-        return absl::Status(
+    for (Entry& entry : sent) {
+      --shared.in_flight;
+      if ((!retriable || entry.attempts >= options_.max_attempts) && shared.failure.ok()) {
+        shared.failure = absl::Status(
             status.ok() ? absl::StatusCode::kUnavailable
                         : static_cast<absl::StatusCode>(status.error_code()),
-            absl::StrCat("batch '", it->request.request_id(), "' unanswered after ",
-                         it->attempts, " attempts: ",
+            absl::StrCat("batch '", entry.request.request_id(), "' unanswered after ",
+                         entry.attempts, " attempts: ",
                          status.ok() ? "stream ended early" : status.error_message()));
       }
       ++resent_;
-      retry.push_front(std::move(*it));
+      shared.retry.push_back(std::move(entry));
     }
-    std::sort(retry.begin(), retry.end(),
+    if (!retriable && shared.failure.ok()) shared.failure = FromGrpc(status);
+    std::sort(shared.retry.begin(), shared.retry.end(),
               [](const Entry& a, const Entry& b) { return a.index < b.index; });
-    if (!status.ok() && !retriable) return FromGrpc(status);
+    shared.changed.notify_all();
   }
 }
 

@@ -7,6 +7,7 @@
 #ifndef KMT_CLIENT_CLUSTER_CLIENT_H_
 #define KMT_CLIENT_CLUSTER_CLIENT_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +27,11 @@ struct ClientOptions {
   int max_message_bytes = 64 << 20;           ///< largest message sent or received
   int max_attempts = 3;   ///< sends of one batch on UNAVAILABLE, the first included
   int window = 8;         ///< batches in flight on one stream
+  int streams = 1;        ///< streams at once; round-robin spreads them over replicas
+  /// Batches one stream carries before it ends and a new one is balanced
+  /// anew: streams spread over replicas that became ready (or were added)
+  /// after the first ones were opened.
+  int batches_per_stream = 64;
   absl::Duration stream_timeout = absl::InfiniteDuration();  ///< deadline of each stream
 };
 
@@ -40,19 +46,28 @@ class Client {
 
   absl::StatusOr<std::vector<v1::ModelInfo>> ListModels();
 
-  // Streams every request from `source` and hands each response to `sink`
-  // in request order. Per-batch errors arrive in their responses; the
-  // returned status is the stream-level failure retries could not cure.
+  // Streams every request from `source` (over `streams` concurrent streams)
+  // and hands each response to `sink` in request order. Per-batch errors
+  // arrive in their responses; the returned status is the stream-level
+  // failure retries could not cure. `source` and `sink` are called under a
+  // lock, one call at a time.
   absl::Status Cluster(const RequestSource& source, const ResponseSink& sink);
 
   // Batches sent again after UNAVAILABLE, over this client's life.
   int64_t resent() const { return resent_; }
 
  private:
+  struct Shared;
+  // Runs streams one after another until all batches are answered or a
+  // failure ends the call.
+  void StreamWorker(Shared& shared);
+ public:
+
+ private:
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::KMeansTransformer::Stub> stub_;
-  int64_t resent_ = 0;
+  std::atomic<int64_t> resent_{0};
 };
 
 // A gRPC status as an absl::Status (same canonical codes).

@@ -56,6 +56,10 @@ ABSL_FLAG(int64_t, sample_size, 65536, "whole mode: points sampled for the initi
 ABSL_FLAG(std::string, labels_out, "", "where to write the labels, one per line");
 ABSL_FLAG(std::string, centers_out, "", "where to write the centers (CSV)");
 ABSL_FLAG(int, window, 8, "batches in flight on one stream");
+ABSL_FLAG(int, batches_per_stream, 64,
+          "batches one stream carries before a new one is opened (and balanced anew)");
+ABSL_FLAG(int, streams, 1,
+          "cluster: streams at once (round-robin spreads them over the --server addresses)");
 ABSL_FLAG(int, max_attempts, 3, "sends of a batch answered UNAVAILABLE, the first included");
 ABSL_FLAG(absl::Duration, timeout, absl::InfiniteDuration(), "deadline of each stream");
 ABSL_FLAG(int, concurrency, 1, "bench: streams at once, one batch in flight on each");
@@ -75,6 +79,8 @@ ClientOptions Options() {
           .load_balancing = absl::GetFlag(FLAGS_lb),
           .max_attempts = absl::GetFlag(FLAGS_max_attempts),
           .window = absl::GetFlag(FLAGS_window),
+          .streams = absl::GetFlag(FLAGS_streams),
+          .batches_per_stream = absl::GetFlag(FLAGS_batches_per_stream),
           .stream_timeout = absl::GetFlag(FLAGS_timeout)};
 }
 
@@ -413,6 +419,7 @@ absl::Status Bench() {
   std::map<std::string, int64_t> codes;
   ClientOptions options = Options();
   options.window = 1;
+  options.streams = 1;
   const auto start = Clock::now();
   std::vector<std::thread> streams;
   for (int c = 0; c < concurrency; ++c) {

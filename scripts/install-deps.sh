@@ -12,7 +12,7 @@ build_packages=(
   prometheus-cpp-dev civetweb libcivetweb-dev zlib1g-dev libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus libfaiss-dev libopenblas0-openmp
-  python3 python3-grpcio python3-protobuf
+  python3 python3-grpcio python3-protobuf python3-yaml
 )
 runtime_packages=(
   libgrpc++1.51 libprotobuf32 libabsl20220623 libprometheus-cpp-pull1.0

@@ -1,0 +1,24 @@
+# kmeans-transformer: the gRPC server with the models shipped in models/.
+#   docker build -t kmeans-transformer:0.1.0 .
+#   docker run -p 50051:50051 -p 9464:9464 kmeans-transformer:0.1.0
+# Ports: 50051 gRPC (kmt.v1.KMeansTransformer, grpc.health.v1, reflection),
+#        9464 Prometheus /metrics.
+# No HEALTHCHECK: orchestrators probe grpc.health.v1 on 50051.
+
+FROM debian:bookworm AS build
+WORKDIR /src
+COPY . .
+# The same install script and build as the README; -march=native would tie
+# the image to the build host's CPU, so it is off here.
+RUN scripts/install-deps.sh \
+ && scripts/build.sh -DKMT_NATIVE=OFF -DKMT_BUILD_TESTS=OFF -DKMT_BUILD_BENCHMARKS=OFF
+
+FROM debian:bookworm-slim
+COPY scripts/install-deps.sh /tmp/install-deps.sh
+RUN /tmp/install-deps.sh --runtime && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
+ && useradd --system --uid 10001 --no-create-home kmt
+COPY --from=build /src/build/server/kmt-server /src/build/client/kmt /usr/local/bin/
+COPY models/ /models/
+USER 10001
+EXPOSE 50051 9464
+ENTRYPOINT ["/usr/local/bin/kmt-server", "--model_dir=/models", "--listen=0.0.0.0:50051", "--metrics_listen=0.0.0.0:9464"]
