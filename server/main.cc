@@ -95,7 +95,7 @@ int Serve() {
   builder.SetMaxSendMessageSize(-1);
   // Batches are large messages (a 4096 x 32 batch is 512 KiB): a wide flow-
   // control window, big frames and big socket reads move one in a few
-  // syscalls instead of dozens (measured: 20% more batches/s, docs/service.md).
+  // syscalls instead of dozens (about 10% more batches/s, docs/service.md).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
   builder.AddChannelArgument(GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20);
   builder.AddChannelArgument(GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 256 << 10);
