@@ -31,8 +31,9 @@ struct Model {
   Embedding embedding = Embedding::kOneHot;  ///< register layout
   /// Layer t uses layers[t % layers.size()]; a single entry is a looped model.
   std::vector<LayerWeights<Scalar>> layers;
-  /// Reset Y to 0 and the center registers to E before every layer
-  /// (learned models); exact constructions carry their registers over.
+  /// Before every layer, embed the points afresh as [X; 0] and reset the
+  /// center registers to E, so only the centers carry over (learned models;
+  /// iterating without it diverges). Exact constructions carry all over.
   bool reembed = false;
   /// A center whose theta3 attention has no support (no point carries its
   /// code) keeps its token, as Lloyd's keeps an empty cluster's center.

@@ -34,8 +34,9 @@ absl::Status RunDense(const Model<Scalar>& model, const Matrix<Scalar>& points,
   for (int t = 0; t < options.layers; ++t) {
     if (absl::Status s = BeforeLayer<Scalar>(options, t); !s.ok()) return s;
     const LayerWeights<Scalar>& w = model.layers[t % model.layers.size()];
-    if (model.reembed) {
-      x.bottomRows(m).setZero();
+    if (model.reembed && t > 0) {
+      // Only the centers carry over: points start again from [X; 0].
+      x = EmbedPoints(points, m);
       c.bottomRows(m) = codes;
     }
     const Matrix<Scalar> a1 = Attend(w.points_to_centers, x, c);

@@ -1,0 +1,150 @@
+#include "core/learned_layer.h"
+
+namespace kmt {
+
+template <typename Scalar>
+AttentionBlock<Scalar>* Blocks(LayerWeights<Scalar>& w, int i) {
+  switch (i) {
+    case 0:
+      return &w.points_to_centers;
+    case 1:
+      return &w.points_to_points;
+    case 2:
+      return &w.centers_to_points;
+    default:
+      return &w.centers_to_centers;
+  }
+}
+
+template <typename Scalar>
+const AttentionBlock<Scalar>* Blocks(const LayerWeights<Scalar>& w, int i) {
+  return Blocks(const_cast<LayerWeights<Scalar>&>(w), i);
+}
+
+template <typename Scalar>
+Matrix<Scalar> SoftmaxAttentionForward(const AttentionBlock<Scalar>& block,
+                                       const Matrix<Scalar>& queries,
+                                       const Matrix<Scalar>& keys,
+                                       AttentionCache<Scalar>* cache) {
+  AttentionCache<Scalar>& c = *cache;
+  c.queries = queries;
+  c.keys = keys;
+  // 1. Projections.
+  c.p = (block.Q * queries).colwise() + block.bQ;
+  c.k = (block.K * keys).colwise() + block.bK;
+  c.v = (block.V * keys).colwise() + block.bV;
+  // 2. Scores s_lq = -beta ||p_q - k_l||^2, keys x queries.
+  const Vector<Scalar> p_sq = c.p.colwise().squaredNorm().transpose();
+  const Vector<Scalar> k_sq = c.k.colwise().squaredNorm().transpose();
+  Matrix<Scalar> s = Scalar(2) * (c.k.transpose() * c.p);
+  s.colwise() -= k_sq;
+  s.rowwise() -= p_sq.transpose();
+  s *= block.beta;
+  // 3. Softmax over the keys of each query.
+  c.weights = (s.rowwise() - s.colwise().maxCoeff()).array().exp().matrix();
+  c.weights.array().rowwise() /= c.weights.colwise().sum().array();
+  // 4. Weighted values.
+  return c.v * c.weights;
+}
+
+template <typename Scalar>
+void SoftmaxAttentionBackward(const AttentionBlock<Scalar>& block,
+                              const AttentionCache<Scalar>& c,
+                              const Matrix<Scalar>& d_out, AttentionBlock<Scalar>* grad,
+                              Matrix<Scalar>* d_keys) {
+  // 4. Weighted values: out = v W.
+  const Matrix<Scalar> d_v = d_out * c.weights.transpose();          // dim x nk
+  const Matrix<Scalar> d_w = c.v.transpose() * d_out;                // nk x nq
+  // 3. Softmax: ds_l = w_l (dw_l - sum_l' w_l' dw_l').
+  const Matrix<Scalar> wd = c.weights.cwiseProduct(d_w);
+  Matrix<Scalar> d_s = wd - c.weights * wd.colwise().sum().asDiagonal();  // nk x nq
+  // 2. Scores: s_lq = -beta (||p_q||^2 + ||k_l||^2 - 2 k_l.p_q).
+  d_s *= -block.beta;
+  const Matrix<Scalar> d_p =
+      Scalar(2) * (c.p * d_s.colwise().sum().asDiagonal() - c.k * d_s);          // dim x nq
+  const Matrix<Scalar> d_k =
+      Scalar(2) * (c.k * d_s.rowwise().sum().asDiagonal() - c.p * d_s.transpose());  // dim x nk
+  // 1. Projections.
+  grad->Q.noalias() += d_p * c.queries.transpose();
+  grad->bQ += d_p.rowwise().sum();
+  grad->K.noalias() += d_k * c.keys.transpose();
+  grad->bK += d_k.rowwise().sum();
+  grad->V.noalias() += d_v * c.keys.transpose();
+  grad->bV += d_v.rowwise().sum();
+  if (d_keys != nullptr) {
+    d_keys->noalias() += block.K.transpose() * d_k;
+    d_keys->noalias() += block.V.transpose() * d_v;
+  }
+}
+
+template <typename Scalar>
+Matrix<Scalar> LayerForward(const LayerWeights<Scalar>& w, Embedding embedding,
+                            const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
+                            LayerCache<Scalar>* cache) {
+  const int m = RegisterDim(embedding, static_cast<int>(centers.cols()));
+  const Matrix<Scalar> x0 = EmbedPoints(points, m);
+  const Matrix<Scalar> c0 = EmbedCenters(centers, embedding);
+  Matrix<Scalar> x1 = x0;
+  x1 += SoftmaxAttentionForward(w.points_to_points, x0, x0, &cache->theta[1]);
+  x1 += SoftmaxAttentionForward(w.points_to_centers, x0, c0, &cache->theta[0]);
+  Matrix<Scalar> c1 = c0;
+  c1 += SoftmaxAttentionForward(w.centers_to_centers, c0, c0, &cache->theta[3]);
+  c1 += SoftmaxAttentionForward(w.centers_to_points, c0, x1, &cache->theta[2]);
+  return c1.topRows(points.rows());
+}
+
+template <typename Scalar>
+void LayerBackward(const LayerWeights<Scalar>& w, const LayerCache<Scalar>& cache,
+                   const Matrix<Scalar>& d_centers, LayerWeights<Scalar>* grad) {
+  const Eigen::Index dim = cache.theta[0].p.rows(), d = d_centers.rows();
+  // C1 = C0 + A3 + A4 with C0 constant: both blocks see dC1.
+  Matrix<Scalar> d_c1 = Matrix<Scalar>::Zero(dim, d_centers.cols());
+  d_c1.topRows(d) = d_centers;
+  Matrix<Scalar> d_x1 = Matrix<Scalar>::Zero(dim, cache.theta[2].keys.cols());
+  SoftmaxAttentionBackward<Scalar>(w.centers_to_points, cache.theta[2], d_c1, &grad->centers_to_points,
+                           &d_x1);
+  SoftmaxAttentionBackward<Scalar>(w.centers_to_centers, cache.theta[3], d_c1,
+                           &grad->centers_to_centers, nullptr);
+  // X1 = X0 + A1 + A2 with X0 constant.
+  SoftmaxAttentionBackward<Scalar>(w.points_to_centers, cache.theta[0], d_x1, &grad->points_to_centers,
+                           nullptr);
+  SoftmaxAttentionBackward<Scalar>(w.points_to_points, cache.theta[1], d_x1, &grad->points_to_points,
+                           nullptr);
+}
+
+template <typename Scalar>
+LayerWeights<Scalar> ZeroLike(const LayerWeights<Scalar>& like) {
+  LayerWeights<Scalar> zero = like;
+  for (int i = 0; i < 4; ++i) {
+    AttentionBlock<Scalar>* b = Blocks(zero, i);
+    b->Q.setZero();
+    b->K.setZero();
+    b->V.setZero();
+    b->bQ.setZero();
+    b->bK.setZero();
+    b->bV.setZero();
+  }
+  return zero;
+}
+
+#define KMT_INSTANTIATE(S)                                                          \
+  template AttentionBlock<S>* Blocks<S>(LayerWeights<S>&, int);                     \
+  template const AttentionBlock<S>* Blocks<S>(const LayerWeights<S>&, int);         \
+  template Matrix<S> SoftmaxAttentionForward<S>(const AttentionBlock<S>&,           \
+                                                const Matrix<S>&, const Matrix<S>&, \
+                                                AttentionCache<S>*);                \
+  template void SoftmaxAttentionBackward<S>(const AttentionBlock<S>&,               \
+                                            const AttentionCache<S>&,               \
+                                            const Matrix<S>&, AttentionBlock<S>*,   \
+                                            Matrix<S>*);                            \
+  template Matrix<S> LayerForward<S>(const LayerWeights<S>&, Embedding,             \
+                                     const Matrix<S>&, const Matrix<S>&,            \
+                                     LayerCache<S>*);                               \
+  template void LayerBackward<S>(const LayerWeights<S>&, const LayerCache<S>&,      \
+                                 const Matrix<S>&, LayerWeights<S>*);               \
+  template LayerWeights<S> ZeroLike<S>(const LayerWeights<S>&);
+KMT_INSTANTIATE(float)
+KMT_INSTANTIATE(double)
+#undef KMT_INSTANTIATE
+
+}  // namespace kmt

@@ -1,0 +1,74 @@
+// The trainable k-means transformer layer (SPEC section 4): four Euclidean
+// softmax attention blocks with full Q, K, V and biases, applied once to
+// freshly embedded tokens. Forward passes cache what the backward passes
+// need; backward passes accumulate into gradients, as in llm.c. Inputs (the
+// points and the initial centers) are constants, so the backward passes
+// return gradients for the weights only.
+#ifndef KMT_CORE_LEARNED_LAYER_H_
+#define KMT_CORE_LEARNED_LAYER_H_
+
+#include "core/attention.h"
+#include "core/embedding.h"
+#include "core/model.h"
+
+namespace kmt {
+
+// What one attention block's backward pass needs from its forward pass.
+template <typename Scalar>
+struct AttentionCache {
+  Matrix<Scalar> queries;  // Z, dim x nq
+  Matrix<Scalar> keys;     // Z', dim x nk
+  Matrix<Scalar> p;        // Q Z + b_Q, dim x nq
+  Matrix<Scalar> k;        // K Z' + b_K, dim x nk
+  Matrix<Scalar> v;        // V Z' + b_V, dim x nk
+  Matrix<Scalar> weights;  // softmax over keys, nk x nq
+};
+
+// out (dim x nq) = sum_l w_l (V z'_l + b_V), w = softmax_l(-beta ||Q z + b_Q - (K z'_l + b_K)||^2).
+// queries is (dim, nq), keys is (dim, nk).
+template <typename Scalar>
+Matrix<Scalar> SoftmaxAttentionForward(const AttentionBlock<Scalar>& block,
+                                       const Matrix<Scalar>& queries,
+                                       const Matrix<Scalar>& keys,
+                                       AttentionCache<Scalar>* cache);
+
+// d_out is (dim, nq). Adds the block's weight gradients to *grad and, if
+// given, the gradient with respect to the keys to *d_keys (dim x nk).
+template <typename Scalar>
+void SoftmaxAttentionBackward(const AttentionBlock<Scalar>& block,
+                              const AttentionCache<Scalar>& cache,
+                              const Matrix<Scalar>& d_out, AttentionBlock<Scalar>* grad,
+                              Matrix<Scalar>* d_keys);
+
+template <typename Scalar>
+struct LayerCache {
+  AttentionCache<Scalar> theta[4];  // points->centers, points->points, centers->points, centers->centers
+};
+
+// One layer on points X (d x n) from centers C0 (d x k): tokens [X; 0] and
+// [C0; E], then X1 = X0 + A1 + A2, C1 = C0 + A3(C0, X1) + A4(C0, C0).
+// Returns the new centers, the first d rows of C1 (d x k).
+template <typename Scalar>
+Matrix<Scalar> LayerForward(const LayerWeights<Scalar>& w, Embedding embedding,
+                            const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
+                            LayerCache<Scalar>* cache);
+
+// d_centers is (d, k), the loss gradient for LayerForward's result. Adds the
+// weight gradients to *grad.
+template <typename Scalar>
+void LayerBackward(const LayerWeights<Scalar>& w, const LayerCache<Scalar>& cache,
+                   const Matrix<Scalar>& d_centers, LayerWeights<Scalar>* grad);
+
+// Weights with every entry zero, shaped like `like` (gradient accumulators).
+template <typename Scalar>
+LayerWeights<Scalar> ZeroLike(const LayerWeights<Scalar>& like);
+
+// The four blocks in order theta1..theta4, for loops over them.
+template <typename Scalar>
+AttentionBlock<Scalar>* Blocks(LayerWeights<Scalar>& w, int i);
+template <typename Scalar>
+const AttentionBlock<Scalar>* Blocks(const LayerWeights<Scalar>& w, int i);
+
+}  // namespace kmt
+
+#endif  // KMT_CORE_LEARNED_LAYER_H_

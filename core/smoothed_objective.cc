@@ -1,0 +1,93 @@
+#include "core/smoothed_objective.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+
+namespace kmt {
+
+absl::string_view LossFormName(LossForm form) {
+  return form == LossForm::kSoftmax ? "softmax" : "sparsemax";
+}
+
+absl::StatusOr<LossForm> ParseLossForm(absl::string_view name) {
+  for (LossForm f : {LossForm::kSoftmax, LossForm::kSparsemax}) {
+    if (name == LossFormName(f)) return f;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown loss form '", name, "', expected softmax or sparsemax"));
+}
+
+template <typename Scalar>
+Vector<Scalar> Sparsemax(const Vector<Scalar>& z) {
+  // Threshold t with sum_j max(z_j - t, 0) = 1 (Martins & Astudillo 2016).
+  std::vector<Scalar> sorted(z.data(), z.data() + z.size());
+  std::sort(sorted.begin(), sorted.end(), std::greater<Scalar>());
+  Scalar cumulative = 0, threshold = 0;
+  for (size_t r = 0; r < sorted.size(); ++r) {
+    cumulative += sorted[r];
+    const Scalar t = (cumulative - 1) / static_cast<Scalar>(r + 1);
+    if (sorted[r] > t) threshold = t;
+  }
+  return (z.array() - threshold).max(Scalar(0)).matrix();
+}
+
+template <typename Scalar>
+double SmoothedObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
+                         double tau, LossForm form, Scalar scale,
+                         Matrix<Scalar>* d_centers) {
+  // 1. Squared distances r (k x n).
+  const Vector<Scalar> x_sq = points.colwise().squaredNorm().transpose();
+  const Vector<Scalar> c_sq = centers.colwise().squaredNorm().transpose();
+  Matrix<Scalar> r = Scalar(-2) * (centers.transpose() * points);
+  r.colwise() += c_sq;
+  r.rowwise() += x_sq.transpose();
+  r = r.cwiseMax(Scalar(0));
+  // 2. Weights per point over the centers, 3. the loss.
+  const Scalar inv_tau = static_cast<Scalar>(1 / tau);
+  Matrix<Scalar> w(r.rows(), r.cols());
+  for (Eigen::Index i = 0; i < r.cols(); ++i) {
+    const Vector<Scalar> z = -inv_tau * r.col(i);
+    if (form == LossForm::kSoftmax) {
+      w.col(i) = (z.array() - z.maxCoeff()).exp().matrix();
+      w.col(i) /= w.col(i).sum();
+    } else {
+      w.col(i) = Sparsemax<Scalar>(z);
+    }
+  }
+  const Vector<Scalar> per_point = w.cwiseProduct(r).colwise().sum().transpose();
+  const double loss = per_point.template cast<double>().sum();
+  if (d_centers == nullptr) return loss;
+
+  // 3'. dL/dr_ij = w_ij + dL/dz_ij * (-1/tau), with dL/dz the normaliser's
+  // Jacobian applied to r: softmax w_ij (r_ij - L_i), sparsemax on the
+  // support r_ij - mean of r over the support.
+  Matrix<Scalar> g(r.rows(), r.cols());
+  for (Eigen::Index i = 0; i < r.cols(); ++i) {
+    Vector<Scalar> dz(r.rows());
+    if (form == LossForm::kSoftmax) {
+      dz = w.col(i).cwiseProduct((r.col(i).array() - per_point[i]).matrix());
+    } else {
+      const auto support = (w.col(i).array() > 0).template cast<Scalar>();
+      const Scalar mean = (support * r.col(i).array()).sum() / support.sum();
+      dz = (support * (r.col(i).array() - mean)).matrix();
+    }
+    g.col(i) = w.col(i) - inv_tau * dz;
+  }
+  // 1'. r_ij = ||x_i - c_j||^2: dL/dc_j = 2 sum_i g_ij (c_j - x_i).
+  const Vector<Scalar> g_rows = g.rowwise().sum();
+  d_centers->noalias() +=
+      scale * Scalar(2) * (centers * g_rows.asDiagonal() - points * g.transpose());
+  return loss;
+}
+
+#define KMT_INSTANTIATE(S)                                                               \
+  template double SmoothedObjective<S>(const Matrix<S>&, const Matrix<S>&, double,      \
+                                       LossForm, S, Matrix<S>*);                        \
+  template Vector<S> Sparsemax<S>(const Vector<S>&);
+KMT_INSTANTIATE(float)
+KMT_INSTANTIATE(double)
+#undef KMT_INSTANTIATE
+
+}  // namespace kmt

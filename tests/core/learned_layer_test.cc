@@ -1,0 +1,214 @@
+// Every backward pass of the trainable layer against central finite
+// differences in double, and its forward pass against the evaluator that
+// serves learned models.
+#include "core/learned_layer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "core/random.h"
+#include "core/smoothed_objective.h"
+#include "core/transformer.h"
+
+namespace kmt {
+namespace {
+
+Matrix<double> Random(Eigen::Index rows, Eigen::Index cols, Rng& rng, double scale = 1) {
+  Matrix<double> m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = scale * rng.Normal();
+  return m;
+}
+
+AttentionBlock<double> RandomBlock(int dim, Rng& rng) {
+  AttentionBlock<double> b;
+  b.Q = Random(dim, dim, rng, 0.5);
+  b.K = Random(dim, dim, rng, 0.5);
+  b.V = Random(dim, dim, rng, 0.5);
+  b.bQ = Random(dim, 1, rng, 0.5);
+  b.bK = Random(dim, 1, rng, 0.5);
+  b.bV = Random(dim, 1, rng, 0.5);
+  b.normalizer = Normalizer::kSoftmax;
+  b.beta = 1 / std::sqrt(static_cast<double>(dim));
+  return b;
+}
+
+LayerWeights<double> RandomLayer(int dim, Rng& rng) {
+  return {RandomBlock(dim, rng), RandomBlock(dim, rng), RandomBlock(dim, rng),
+          RandomBlock(dim, rng)};
+}
+
+// Compares an analytic gradient with central differences of f over every
+// entry of `param`: |analytic - numeric| <= 1e-6 |numeric| + 1e-9.
+void ExpectGradient(const std::function<double()>& f, double* param, Eigen::Index size,
+                    const double* analytic, const std::string& what) {
+  SCOPED_TRACE(what);
+  constexpr double h = 1e-5;
+  double worst = 0;
+  for (Eigen::Index i = 0; i < size; ++i) {
+    const double saved = param[i];
+    param[i] = saved + h;
+    const double up = f();
+    param[i] = saved - h;
+    const double down = f();
+    param[i] = saved;
+    const double numeric = (up - down) / (2 * h);
+    const double error = std::abs(analytic[i] - numeric) / (std::abs(numeric) + 1e-3);
+    worst = std::max(worst, error);
+    ASSERT_LE(std::abs(analytic[i] - numeric), 1e-6 * std::abs(numeric) + 1e-9)
+        << "entry " << i << ": analytic " << analytic[i] << ", numeric " << numeric;
+  }
+  ::testing::Test::RecordProperty(what, absl::StrCat(worst));
+}
+
+void ExpectBlockGradients(const std::function<double()>& f, AttentionBlock<double>& params,
+                          const AttentionBlock<double>& grad, const std::string& block) {
+  ExpectGradient(f, params.Q.data(), params.Q.size(), grad.Q.data(), block + " Q");
+  ExpectGradient(f, params.K.data(), params.K.size(), grad.K.data(), block + " K");
+  ExpectGradient(f, params.V.data(), params.V.size(), grad.V.data(), block + " V");
+  ExpectGradient(f, params.bQ.data(), params.bQ.size(), grad.bQ.data(), block + " b_Q");
+  ExpectGradient(f, params.bK.data(), params.bK.size(), grad.bK.data(), block + " b_K");
+  ExpectGradient(f, params.bV.data(), params.bV.size(), grad.bV.data(), block + " b_V");
+}
+
+TEST(SoftmaxAttention, BackwardMatchesFiniteDifferences) {
+  Rng rng(1);
+  const int dim = 4;
+  AttentionBlock<double> block = RandomBlock(dim, rng);
+  Matrix<double> queries = Random(dim, 5, rng), keys = Random(dim, 6, rng);
+  const Matrix<double> probe = Random(dim, 5, rng);  // loss = <probe, out>
+  const auto loss = [&] {
+    AttentionCache<double> cache;
+    return probe.cwiseProduct(SoftmaxAttentionForward(block, queries, keys, &cache)).sum();
+  };
+  AttentionCache<double> cache;
+  SoftmaxAttentionForward(block, queries, keys, &cache);
+  AttentionBlock<double> grad = ZeroLike(LayerWeights<double>{block, block, block, block})
+                                    .points_to_centers;
+  Matrix<double> d_keys = Matrix<double>::Zero(dim, 6);
+  SoftmaxAttentionBackward(block, cache, probe, &grad, &d_keys);
+  ExpectBlockGradients(loss, block, grad, "attention");
+  ExpectGradient(loss, keys.data(), keys.size(), d_keys.data(), "keys");
+}
+
+TEST(SoftmaxAttention, BackwardAccumulates) {
+  Rng rng(2);
+  AttentionBlock<double> block = RandomBlock(3, rng);
+  const Matrix<double> z = Random(3, 4, rng), probe = Random(3, 4, rng);
+  AttentionCache<double> cache;
+  SoftmaxAttentionForward(block, z, z, &cache);
+  LayerWeights<double> once = ZeroLike(LayerWeights<double>{block, block, block, block});
+  LayerWeights<double> twice = once;
+  SoftmaxAttentionBackward<double>(block, cache, probe, &once.points_to_points, nullptr);
+  SoftmaxAttentionBackward<double>(block, cache, probe, &twice.points_to_points, nullptr);
+  SoftmaxAttentionBackward<double>(block, cache, probe, &twice.points_to_points, nullptr);
+  EXPECT_LE((twice.points_to_points.Q - 2 * once.points_to_points.Q).norm(), 1e-12);
+}
+
+TEST(SoftmaxAttention, ForwardEqualsTheServingEvaluator) {
+  Rng rng(3);
+  const AttentionBlock<double> block = RandomBlock(5, rng);
+  const Matrix<double> queries = Random(5, 9, rng), keys = Random(5, 13, rng);
+  AttentionCache<double> cache;
+  EXPECT_LE((SoftmaxAttentionForward(block, queries, keys, &cache) -
+             Attend(block, queries, keys)).norm(),
+            1e-12);
+}
+
+TEST(SmoothedObjective, GradientMatchesFiniteDifferences) {
+  Rng rng(4);
+  const Matrix<double> points = Random(3, 11, rng);
+  for (LossForm form : {LossForm::kSoftmax, LossForm::kSparsemax}) {
+    Matrix<double> centers = Random(3, 4, rng);
+    const auto loss = [&] {
+      return SmoothedObjective<double>(points, centers, 0.5, form, 1.0, nullptr);
+    };
+    Matrix<double> grad = Matrix<double>::Zero(3, 4);
+    SmoothedObjective<double>(points, centers, 0.5, form, 1.0, &grad);
+    ExpectGradient(loss, centers.data(), centers.size(), grad.data(),
+                   std::string(LossFormName(form)));
+  }
+}
+
+TEST(SmoothedObjective, BoundsTheObjectiveFromAboveAndTightensWithTau) {
+  Rng rng(5);
+  const Matrix<double> points = Random(2, 50, rng), centers = Random(2, 5, rng);
+  double objective = 0;
+  for (Eigen::Index i = 0; i < points.cols(); ++i) {
+    objective += (centers.colwise() - points.col(i)).colwise().squaredNorm().minCoeff();
+  }
+  for (LossForm form : {LossForm::kSoftmax, LossForm::kSparsemax}) {
+    double previous = INFINITY;
+    for (double tau : {1.0, 0.1, 0.01, 1e-4}) {
+      const double loss = SmoothedObjective<double>(points, centers, tau, form, 1.0, nullptr);
+      EXPECT_GE(loss, objective * (1 - 1e-12));
+      EXPECT_LE(loss, previous);
+      previous = loss;
+    }
+    EXPECT_NEAR(previous, objective, 1e-6 * objective);
+  }
+}
+
+TEST(Sparsemax, ProjectsOntoTheSimplex) {
+  Vector<double> z(4);
+  z << 0.5, 0.1, -2, 0.45;
+  const Vector<double> p = Sparsemax<double>(z);
+  EXPECT_NEAR(p.sum(), 1, 1e-15);
+  EXPECT_EQ(p[2], 0);
+  EXPECT_NEAR(p[0] - p[3], 0.05, 1e-15);  // equal shift on the support
+}
+
+TEST(LearnedLayer, BackwardMatchesFiniteDifferences) {
+  for (Embedding embedding : {Embedding::kOneHot, Embedding::kBinary, Embedding::kNone}) {
+    SCOPED_TRACE(EmbeddingName(embedding));
+    Rng rng(6);
+    const int d = 3, k = 3, n = 7;
+    const int dim = d + RegisterDim(embedding, k);
+    LayerWeights<double> w = RandomLayer(dim, rng);
+    const Matrix<double> points = Random(d, n, rng), centers = points.leftCols(k);
+    const auto loss = [&] {
+      LayerCache<double> cache;
+      return SmoothedObjective<double>(
+          points, LayerForward(w, embedding, points, centers, &cache), 0.3,
+          LossForm::kSoftmax, 1.0, nullptr);
+    };
+    LayerCache<double> cache;
+    const Matrix<double> out = LayerForward(w, embedding, points, centers, &cache);
+    Matrix<double> d_out = Matrix<double>::Zero(d, k);
+    SmoothedObjective<double>(points, out, 0.3, LossForm::kSoftmax, 1.0, &d_out);
+    LayerWeights<double> grad = ZeroLike(w);
+    LayerBackward(w, cache, d_out, &grad);
+    const char* names[] = {"theta1", "theta2", "theta3", "theta4"};
+    for (int b = 0; b < 4; ++b) {
+      ExpectBlockGradients(loss, *Blocks(w, b), *Blocks(grad, b), names[b]);
+    }
+  }
+}
+
+TEST(LearnedLayer, ForwardEqualsOneLayerOfTheServingEvaluator) {
+  Rng rng(7);
+  const int d = 4, k = 3;
+  Model<double> model;
+  model.d = d;
+  model.k = k;
+  model.embedding = Embedding::kBinary;
+  model.reembed = true;
+  model.keep_empty_centers = false;
+  model.layers.push_back(RandomLayer(d + 2, rng));
+  const Matrix<double> points = Random(d, 40, rng), centers = points.leftCols(k);
+  LayerCache<double> cache;
+  const Matrix<double> trained = LayerForward(model.layers[0], model.embedding, points, centers,
+                                              &cache);
+  const RunResult<double> served = *RunTransformer(model, points, centers, {.layers = 1});
+  EXPECT_LE((trained - served.centers).norm(), 1e-12 * trained.norm());
+  // Re-embedding: layer 2 starts from [X; 0] and the new centers.
+  const RunResult<double> two = *RunTransformer(model, points, centers, {.layers = 2});
+  const Matrix<double> second = LayerForward(model.layers[0], model.embedding, points,
+                                             trained, &cache);
+  EXPECT_LE((second - two.centers).norm(), 1e-12 * second.norm());
+}
+
+}  // namespace
+}  // namespace kmt
