@@ -56,14 +56,21 @@ void SoftmaxAttentionBackward(const AttentionBlock<Scalar>& block,
   const Matrix<Scalar> d_v = d_out * c.weights.transpose();          // dim x nk
   const Matrix<Scalar> d_w = c.v.transpose() * d_out;                // nk x nq
   // 3. Softmax: ds_l = w_l (dw_l - sum_l' w_l' dw_l').
+  // (Reductions are stored before use: inside a product Eigen would
+  // re-evaluate them for every coefficient.)
   const Matrix<Scalar> wd = c.weights.cwiseProduct(d_w);
-  Matrix<Scalar> d_s = wd - c.weights * wd.colwise().sum().asDiagonal();  // nk x nq
+  const Vector<Scalar> wd_sum = wd.colwise().sum().transpose();
+  Matrix<Scalar> d_s = wd - c.weights * wd_sum.asDiagonal();  // nk x nq
   // 2. Scores: s_lq = -beta (||p_q||^2 + ||k_l||^2 - 2 k_l.p_q).
   d_s *= -block.beta;
-  const Matrix<Scalar> d_p =
-      Scalar(2) * (c.p * d_s.colwise().sum().asDiagonal() - c.k * d_s);          // dim x nq
-  const Matrix<Scalar> d_k =
-      Scalar(2) * (c.k * d_s.rowwise().sum().asDiagonal() - c.p * d_s.transpose());  // dim x nk
+  const Vector<Scalar> ds_cols = d_s.colwise().sum().transpose();
+  const Vector<Scalar> ds_rows = d_s.rowwise().sum();
+  Matrix<Scalar> d_p = c.p * ds_cols.asDiagonal();  // dim x nq
+  d_p.noalias() -= c.k * d_s;
+  d_p *= Scalar(2);
+  Matrix<Scalar> d_k = c.k * ds_rows.asDiagonal();  // dim x nk
+  d_k.noalias() -= c.p * d_s.transpose();
+  d_k *= Scalar(2);
   // 1. Projections.
   grad->Q.noalias() += d_p * c.queries.transpose();
   grad->bQ += d_p.rowwise().sum();

@@ -1,8 +1,88 @@
+// Draw order: means, then weights and scales only when asked for, then per
+// point its component and d noise draws, so the default options consume the
+// Rng exactly as the original generator did.
 #include "core/task_generator.h"
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "core/random.h"
 
 namespace kmt {
+namespace {
+
+constexpr double kEulerGamma = 0.57721566490153286061;
+
+// Uniform on (0, 1): the inverse CDFs below diverge at 0, and Uniform() never
+// returns 1.
+double OpenUniform(Rng& rng) {
+  double u;
+  do {
+    u = rng.Uniform();
+  } while (u <= 0.0);
+  return u;
+}
+
+double Noise(Family family, Rng& rng) {
+  switch (family) {
+    case Family::kNormal:
+      return rng.Normal();
+    case Family::kLaplace: {
+      const double u = OpenUniform(rng);
+      return u < 0.5 ? std::log(2.0 * u) : -std::log(2.0 * (1.0 - u));
+    }
+    case Family::kGumbel:
+      return -std::log(-std::log(OpenUniform(rng))) - kEulerGamma;
+    case Family::kLognormal:
+      return std::exp(rng.Normal()) - std::exp(0.5);
+    case Family::kCauchy:
+      return std::tan(M_PI * (OpenUniform(rng) - 0.5));
+  }
+  return 0.0;  // Unreachable; keeps -Wreturn-type quiet.
+}
+
+// Cumulative Dirichlet(1) weights: normalised Exp(1) draws.
+std::vector<double> CumulativeDirichletWeights(int k, Rng& rng) {
+  std::vector<double> cumulative(k);
+  double total = 0.0;
+  for (int j = 0; j < k; ++j) {
+    total += -std::log(OpenUniform(rng));
+    cumulative[j] = total;
+  }
+  for (double& c : cumulative) c /= total;
+  return cumulative;
+}
+
+}  // namespace
+
+absl::string_view FamilyName(Family family) {
+  switch (family) {
+    case Family::kNormal:
+      return "normal";
+    case Family::kLaplace:
+      return "laplace";
+    case Family::kGumbel:
+      return "gumbel";
+    case Family::kLognormal:
+      return "lognormal";
+    case Family::kCauchy:
+      return "cauchy";
+  }
+  return "";  // Unreachable; keeps -Wreturn-type quiet.
+}
+
+absl::StatusOr<Family> ParseFamily(absl::string_view name) {
+  for (Family f : {Family::kNormal, Family::kLaplace, Family::kGumbel,
+                   Family::kLognormal, Family::kCauchy}) {
+    if (name == FamilyName(f)) return f;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown family '", name,
+      "', expected normal, laplace, gumbel, lognormal or cauchy"));
+}
 
 template <typename Scalar>
 Task<Scalar> GenerateTask(const TaskOptions& options, uint64_t seed) {
@@ -12,23 +92,42 @@ Task<Scalar> GenerateTask(const TaskOptions& options, uint64_t seed) {
   for (int j = 0; j < k; ++j) {
     for (int l = 0; l < d; ++l) means(l, j) = rng.Uniform();
   }
+  std::vector<double> cumulative;
+  if (!options.equal_weights) cumulative = CumulativeDirichletWeights(k, rng);
+  Matrix<double> scales = Matrix<double>::Constant(d, k, options.scale);
+  if (!options.isotropic) {
+    for (int j = 0; j < k; ++j) {
+      for (int l = 0; l < d; ++l) scales(l, j) = options.scale * (0.5 + rng.Uniform());
+    }
+  }
   Matrix<double> points(d, n);
   Task<Scalar> task;
   task.components.resize(n);
   for (int i = 0; i < n; ++i) {
-    const int j = static_cast<int>(rng.Below(k));
+    int j;
+    if (options.equal_weights) {
+      j = static_cast<int>(rng.Below(k));
+    } else {
+      // Clamped because rounding can leave the last cumulative weight below 1.
+      j = std::min<int>(
+          std::upper_bound(cumulative.begin(), cumulative.end(), rng.Uniform()) -
+              cumulative.begin(),
+          k - 1);
+    }
     task.components[i] = j;
     for (int l = 0; l < d; ++l) {
-      points(l, i) = means(l, j) + options.scale * rng.Normal();
+      points(l, i) = means(l, j) + scales(l, j) * Noise(options.family, rng);
     }
   }
   if (options.min_max_scale) {
     for (int l = 0; l < d; ++l) {
       const double lo = points.row(l).minCoeff();
       const double range = points.row(l).maxCoeff() - lo;
-      const double factor = range > 0 ? 1.0 / range : 0.0;
-      points.row(l) = (points.row(l).array() - lo) * factor;
-      means.row(l) = (means.row(l).array() - lo) * factor;
+      // Dividing (not multiplying by 1 / range) maps the largest value to
+      // exactly 1; a constant dimension maps to 0.
+      const double divisor = range > 0 ? range : 1.0;
+      points.row(l) = (points.row(l).array() - lo) / divisor;
+      means.row(l) = (means.row(l).array() - lo) / divisor;
     }
   }
   task.points = points.cast<Scalar>();

@@ -1,0 +1,170 @@
+#include "core/trainer.h"
+
+#include <cmath>
+
+#include "core/assign.h"
+#include "core/learned_layer.h"
+#include "core/random.h"
+#include "core/transformer.h"
+
+namespace kmt {
+namespace {
+
+// A seed for (purpose, step, index): independent streams from one seed.
+uint64_t MixSeed(uint64_t seed, uint64_t a, uint64_t b) {
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull ^ (a + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull ^
+               (b + 1) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  x *= 0xd6e9f4a4c6b1f0d5ull;
+  return x ^ (x >> 29);
+}
+
+constexpr uint64_t kTrainTasks = 1, kValidationTasks = 2;
+
+int Dim(const TrainerOptions& o) { return o.tasks.d + RegisterDim(o.embedding, o.tasks.k); }
+
+// Visits the six tensors of each block in a fixed order.
+template <typename Weights, typename Fn>
+void ForEachTensor(Weights& w, Fn fn) {
+  for (int b = 0; b < 4; ++b) {
+    auto* block = Blocks(w, b);
+    fn(block->Q.data(), block->Q.size());
+    fn(block->K.data(), block->K.size());
+    fn(block->V.data(), block->V.size());
+    fn(block->bQ.data(), block->bQ.size());
+    fn(block->bK.data(), block->bK.size());
+    fn(block->bV.data(), block->bV.size());
+  }
+}
+
+LayerWeights<float> WeightsFromParams(const TrainerOptions& o, const Vector<double>& params) {
+  const int dim = Dim(o);
+  LayerWeights<float> w;
+  for (int b = 0; b < 4; ++b) {
+    *Blocks(w, b) = AttentionBlock<float>::Zero(dim);
+    Blocks(w, b)->normalizer = Normalizer::kSoftmax;
+    Blocks(w, b)->beta = 1.0f / std::sqrt(static_cast<float>(dim));
+  }
+  Eigen::Index at = 0;
+  ForEachTensor(w, [&](float* data, Eigen::Index size) {
+    for (Eigen::Index i = 0; i < size; ++i) data[i] = static_cast<float>(params[at++]);
+  });
+  return w;
+}
+
+int64_t ParamCount(const TrainerOptions& o) {
+  const int64_t dim = Dim(o);
+  return 4 * (3 * dim * dim + 3 * dim);
+}
+
+Matrix<float> FirstK(const Matrix<float>& points, int k) { return points.leftCols(k); }
+
+}  // namespace
+
+TrainerState InitialState(const TrainerOptions& o) {
+  TrainerState s;
+  const int64_t count = ParamCount(o);
+  const double bound = 1 / std::sqrt(static_cast<double>(Dim(o)));
+  Rng rng(MixSeed(o.seed, 0, 0));
+  s.params.resize(count);
+  for (int64_t i = 0; i < count; ++i) s.params[i] = bound * (2 * rng.Uniform() - 1);
+  s.adam_m = Vector<double>::Zero(count);
+  s.adam_v = Vector<double>::Zero(count);
+  s.learning_rate = o.learning_rate;
+  s.best_validation = INFINITY;
+  return s;
+}
+
+Model<float> ModelFromParams(const TrainerOptions& o, const Vector<double>& params,
+                             const std::string& name) {
+  Model<float> model;
+  model.name = name;
+  model.d = o.tasks.d;
+  model.k = o.tasks.k;
+  model.embedding = o.embedding;
+  model.reembed = true;
+  model.keep_empty_centers = false;
+  model.layers.push_back(WeightsFromParams(o, params));
+  return model;
+}
+
+double ValidationRatio(const TrainerOptions& o, const Model<float>& model) {
+  std::vector<double> ratios(o.validation_tasks);
+#pragma omp parallel for schedule(dynamic)
+  for (int t = 0; t < o.validation_tasks; ++t) {
+    const Matrix<float> points =
+        GenerateTask<float>(o.tasks, MixSeed(o.seed, kValidationTasks, t)).points;
+    const Matrix<float> init = FirstK(points, o.tasks.k);
+    const double learned = RunTransformer(model, points, init, {.layers = 1})->objective;
+    const double lloyd = RunLloyd<float>({}, points, init, {.layers = 1})->objective;
+    ratios[t] = learned / lloyd;
+  }
+  double sum = 0;
+  for (double r : ratios) sum += r;
+  return sum / o.validation_tasks;
+}
+
+void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
+           const std::function<void(const StepReport&)>& report) {
+  until = std::min(until, o.steps);
+  const int64_t count = ParamCount(o);
+  std::vector<Vector<double>> task_grads(o.batch, Vector<double>(count));
+  std::vector<double> task_loss(o.batch);
+  for (; s->step < until; ++s->step) {
+    const LayerWeights<float> w = WeightsFromParams(o, s->params);
+    // Per-task gradients, summed in task order below: the result does not
+    // depend on how tasks fall on threads.
+#pragma omp parallel for schedule(dynamic)
+    for (int t = 0; t < o.batch; ++t) {
+      const Matrix<float> points =
+          GenerateTask<float>(o.tasks, MixSeed(o.seed, kTrainTasks, s->step * o.batch + t))
+              .points;
+      LayerCache<float> cache;
+      const Matrix<float> centers =
+          LayerForward(w, o.embedding, points, FirstK(points, o.tasks.k), &cache);
+      Matrix<float> d_centers = Matrix<float>::Zero(centers.rows(), centers.cols());
+      const float scale = 1.0f / static_cast<float>(o.batch);
+      task_loss[t] = SmoothedObjective<float>(points, centers, o.tau, o.loss, scale, &d_centers) /
+                     o.batch;
+      LayerWeights<float> grad = ZeroLike(w);
+      LayerBackward(w, cache, d_centers, &grad);
+      Eigen::Index at = 0;
+      ForEachTensor(grad, [&](float* data, Eigen::Index size) {
+        for (Eigen::Index i = 0; i < size; ++i) task_grads[t][at++] = data[i];
+      });
+    }
+    Vector<double> g = Vector<double>::Zero(count);
+    StepReport r;
+    for (int t = 0; t < o.batch; ++t) {
+      g += task_grads[t];
+      r.loss += task_loss[t];
+    }
+    r.gradient_norm = g.norm();
+    if (std::isfinite(r.gradient_norm) && r.gradient_norm > o.clip_norm) {
+      g *= o.clip_norm / r.gradient_norm;
+    }
+    // Adam with bias correction.
+    const double t = static_cast<double>(s->step + 1);
+    s->adam_m = o.beta1 * s->adam_m + (1 - o.beta1) * g;
+    s->adam_v = o.beta2 * s->adam_v + (1 - o.beta2) * g.cwiseAbs2();
+    const double c1 = 1 - std::pow(o.beta1, t), c2 = 1 - std::pow(o.beta2, t);
+    s->params.array() -= s->learning_rate * (s->adam_m.array() / c1) /
+                         ((s->adam_v.array() / c2).sqrt() + o.epsilon);
+    r.step = s->step + 1;
+    r.learning_rate = s->learning_rate;
+    if (o.eval_every > 0 && r.step % o.eval_every == 0) {
+      r.validated = true;
+      r.validation_ratio = ValidationRatio(o, ModelFromParams(o, s->params, ""));
+      if (r.validation_ratio < s->best_validation - 1e-4) {
+        s->best_validation = r.validation_ratio;
+        s->evals_since_best = 0;
+      } else if (++s->evals_since_best >= o.patience) {
+        s->learning_rate /= 2;
+        s->evals_since_best = 0;
+      }
+    }
+    if (report) report(r);
+  }
+}
+
+}  // namespace kmt

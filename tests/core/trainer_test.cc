@@ -1,0 +1,78 @@
+// Training smoke test on a tiny setting: the loss goes down, a resumed run
+// equals an uninterrupted one, and the thread count does not matter.
+#include "core/trainer.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <numeric>
+
+namespace kmt {
+namespace {
+
+TrainerOptions Tiny() {
+  TrainerOptions o;
+  o.tasks = {.n = 64, .d = 2, .k = 3};
+  o.embedding = Embedding::kBinary;
+  o.steps = 60;
+  o.batch = 8;
+  o.eval_every = 20;
+  o.validation_tasks = 8;
+  o.seed = 3;
+  return o;
+}
+
+TEST(Trainer, LossGoesDown) {
+  const TrainerOptions o = Tiny();
+  TrainerState state = InitialState(o);
+  std::vector<double> losses;
+  std::vector<double> validation;
+  Train(o, o.steps, &state, [&](const StepReport& r) {
+    losses.push_back(r.loss);
+    if (r.validated) validation.push_back(r.validation_ratio);
+  });
+  ASSERT_EQ(losses.size(), 60u);
+  const double first = std::accumulate(losses.begin(), losses.begin() + 15, 0.0);
+  const double last = std::accumulate(losses.end() - 15, losses.end(), 0.0);
+  EXPECT_LT(last, 0.8 * first);
+  ASSERT_EQ(validation.size(), 3u);
+  EXPECT_LT(validation.back(), validation.front());
+  EXPECT_EQ(state.step, 60);
+}
+
+TEST(Trainer, ResumedRunEqualsUninterruptedRun) {
+  const TrainerOptions o = Tiny();
+  TrainerState straight = InitialState(o);
+  Train(o, 40, &straight, nullptr);
+  TrainerState resumed = InitialState(o);
+  Train(o, 25, &resumed, nullptr);
+  TrainerState saved = resumed;  // what a checkpoint holds
+  Train(o, 40, &saved, nullptr);
+  EXPECT_EQ(saved.step, 40);
+  EXPECT_EQ(saved.params, straight.params);
+  EXPECT_EQ(saved.adam_v, straight.adam_v);
+  EXPECT_EQ(saved.learning_rate, straight.learning_rate);
+}
+
+TEST(Trainer, ThreadCountDoesNotChangeTheResult) {
+  const TrainerOptions o = Tiny();
+  TrainerState two = InitialState(o), one = InitialState(o);
+  Train(o, 10, &two, nullptr);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  Train(o, 10, &one, nullptr);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(one.params, two.params);
+}
+
+TEST(Trainer, ModelFromParamsIsServable) {
+  const TrainerOptions o = Tiny();
+  const Model<float> model = ModelFromParams(o, InitialState(o).params, "tiny");
+  EXPECT_TRUE(ValidateModel(model).ok());
+  EXPECT_TRUE(model.reembed);
+  EXPECT_EQ(model.dim(), 4);
+  EXPECT_GT(ValidationRatio(o, model), 0);
+}
+
+}  // namespace
+}  // namespace kmt

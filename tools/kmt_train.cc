@@ -1,0 +1,236 @@
+// kmt-train: trains one k-means transformer (one layer, re-embedded at every
+// step) per (d, k, embedding) on a distribution of clustering tasks, with a
+// progress bar, checkpoints and resume, and writes the model file with its
+// provenance. Defaults are the papers' main setting.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/trainer.h"
+#include "proto/model_file.h"
+
+ABSL_FLAG(int, d, 32, "dimensions of the tasks");
+ABSL_FLAG(int, k, 10, "clusters of the tasks");
+ABSL_FLAG(int, n, 512, "points per task");
+ABSL_FLAG(std::string, embedding, "onehot", "cluster registers: onehot, binary or none");
+ABSL_FLAG(std::string, family, "normal", "noise family: normal, laplace, gumbel, lognormal, cauchy");
+ABSL_FLAG(double, scale, 0.1, "per-dimension scale of a component");
+ABSL_FLAG(int64_t, steps, 10000, "optimiser steps");
+ABSL_FLAG(int, batch, 32, "tasks per step");
+ABSL_FLAG(double, lr, 0.01, "Adam's initial learning rate");
+ABSL_FLAG(double, clip, 1.0, "gradient-norm clipping threshold");
+ABSL_FLAG(double, tau, 0.1, "temperature of the smoothed objective");
+ABSL_FLAG(std::string, loss, "softmax", "loss weights: softmax or sparsemax");
+ABSL_FLAG(int, eval_every, 200, "steps between validation runs");
+ABSL_FLAG(int, validation_tasks, 64, "held-out tasks for the validation ratio");
+ABSL_FLAG(int, patience, 5, "validations without improvement before the rate halves");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the weights and the tasks");
+ABSL_FLAG(std::string, name, "", "model name (default learned-<embedding>-d<d>-k<k>)");
+ABSL_FLAG(std::string, out, "", "model file to write (default models/<name>.kmt)");
+ABSL_FLAG(std::string, checkpoint, "", "checkpoint file (default <out>.ckpt)");
+ABSL_FLAG(int64_t, checkpoint_every, 500, "steps between checkpoints");
+ABSL_FLAG(bool, resume, false, "continue from the checkpoint if it exists");
+ABSL_FLAG(int64_t, stop_after, 0, "stop (with a checkpoint) after this many steps in this run; 0: run to the end");
+
+namespace kmt {
+namespace {
+
+absl::StatusOr<TrainerOptions> Options() {
+  TrainerOptions o;
+  o.tasks.d = absl::GetFlag(FLAGS_d);
+  o.tasks.k = absl::GetFlag(FLAGS_k);
+  o.tasks.n = absl::GetFlag(FLAGS_n);
+  o.tasks.scale = absl::GetFlag(FLAGS_scale);
+  absl::StatusOr<Family> family = ParseFamily(absl::GetFlag(FLAGS_family));
+  if (!family.ok()) return family.status();
+  o.tasks.family = *family;
+  absl::StatusOr<Embedding> embedding = ParseEmbedding(absl::GetFlag(FLAGS_embedding));
+  if (!embedding.ok()) return embedding.status();
+  o.embedding = *embedding;
+  absl::StatusOr<LossForm> loss = ParseLossForm(absl::GetFlag(FLAGS_loss));
+  if (!loss.ok()) return loss.status();
+  o.loss = *loss;
+  o.steps = absl::GetFlag(FLAGS_steps);
+  o.batch = absl::GetFlag(FLAGS_batch);
+  o.learning_rate = absl::GetFlag(FLAGS_lr);
+  o.clip_norm = absl::GetFlag(FLAGS_clip);
+  o.tau = absl::GetFlag(FLAGS_tau);
+  o.eval_every = absl::GetFlag(FLAGS_eval_every);
+  o.validation_tasks = absl::GetFlag(FLAGS_validation_tasks);
+  o.patience = absl::GetFlag(FLAGS_patience);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  if (o.tasks.d < 1 || o.tasks.k < 1 || o.tasks.n < o.tasks.k || o.batch < 1 || o.steps < 0) {
+    return absl::InvalidArgumentError("need d >= 1, k >= 1, n >= k, batch >= 1, steps >= 0");
+  }
+  return o;
+}
+
+// The options that decide the result, one per line: stored in checkpoints
+// and in the model's provenance.
+std::string Config(const TrainerOptions& o) {
+  return absl::StrFormat(
+      "d=%d\nk=%d\nn=%d\nembedding=%s\nfamily=%s\nscale=%g\nsteps=%d\nbatch=%d\nlr=%g\n"
+      "clip=%g\ntau=%g\nloss=%s\neval_every=%d\nvalidation_tasks=%d\npatience=%d\nseed=%d\n",
+      o.tasks.d, o.tasks.k, o.tasks.n, EmbeddingName(o.embedding), FamilyName(o.tasks.family),
+      o.tasks.scale, o.steps, o.batch, o.learning_rate, o.clip_norm, o.tau, LossFormName(o.loss),
+      o.eval_every, o.validation_tasks, o.patience, o.seed);
+}
+
+absl::Status SaveCheckpoint(const std::string& path, const std::string& config,
+                            const TrainerState& s) {
+  v1::TrainingCheckpoint c;
+  c.set_training_config(config);
+  c.set_step(s.step);
+  c.mutable_params()->Add(s.params.data(), s.params.data() + s.params.size());
+  c.mutable_adam_m()->Add(s.adam_m.data(), s.adam_m.data() + s.adam_m.size());
+  c.mutable_adam_v()->Add(s.adam_v.data(), s.adam_v.data() + s.adam_v.size());
+  c.set_learning_rate(s.learning_rate);
+  c.set_best_validation(s.best_validation);
+  c.set_evals_since_best(s.evals_since_best);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out || !c.SerializeToOstream(&out)) {
+      return absl::InternalError(absl::StrCat("cannot write ", tmp));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadCheckpoint(const std::string& path, const std::string& config,
+                            TrainerState* s) {
+  std::ifstream in(path, std::ios::binary);
+  v1::TrainingCheckpoint c;
+  if (!c.ParseFromIstream(&in)) {
+    return absl::DataLossError(absl::StrCat(path, " is not a kmt.v1.TrainingCheckpoint"));
+  }
+  if (c.training_config() != config) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " was made with other options:\n", c.training_config(), "now:\n", config));
+  }
+  if (c.params_size() != s->params.size()) {
+    return absl::DataLossError(absl::StrCat(path, " has ", c.params_size(), " weights, expected ",
+                                            s->params.size()));
+  }
+  s->step = c.step();
+  s->params = Eigen::Map<const Vector<double>>(c.params().data(), c.params_size());
+  s->adam_m = Eigen::Map<const Vector<double>>(c.adam_m().data(), c.adam_m_size());
+  s->adam_v = Eigen::Map<const Vector<double>>(c.adam_v().data(), c.adam_v_size());
+  s->learning_rate = c.learning_rate();
+  s->best_validation = c.best_validation();
+  s->evals_since_best = c.evals_since_best();
+  return absl::OkStatus();
+}
+
+std::string Bar(double fraction) {
+  const int width = 24, filled = static_cast<int>(fraction * width);
+  return "[" + std::string(filled, '=') + (filled < width ? ">" : "") +
+         std::string(std::max(0, width - filled - 1), ' ') + "]";
+}
+
+absl::Status Run() {
+  absl::StatusOr<TrainerOptions> options = Options();
+  if (!options.ok()) return options.status();
+  const TrainerOptions& o = *options;
+  std::string name = absl::GetFlag(FLAGS_name);
+  if (name.empty()) {
+    name = absl::StrCat("learned-", EmbeddingName(o.embedding), "-d", o.tasks.d, "-k", o.tasks.k);
+  }
+  std::string out = absl::GetFlag(FLAGS_out);
+  if (out.empty()) out = absl::StrCat("models/", name, ".kmt");
+  std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
+  if (checkpoint.empty()) checkpoint = out + ".ckpt";
+  const std::string config = Config(o);
+
+  TrainerState state = InitialState(o);
+  if (absl::GetFlag(FLAGS_resume) && std::ifstream(checkpoint).good()) {
+    if (absl::Status s = LoadCheckpoint(checkpoint, config, &state); !s.ok()) return s;
+    std::fprintf(stderr, "resuming %s at step %lld\n", checkpoint.c_str(),
+                 static_cast<long long>(state.step));
+  }
+  const int64_t stop_after = absl::GetFlag(FLAGS_stop_after);
+  const int64_t until = stop_after > 0 ? std::min(o.steps, state.step + stop_after) : o.steps;
+  const int64_t every = std::max<int64_t>(1, absl::GetFlag(FLAGS_checkpoint_every));
+  const int64_t first = state.step;
+  const auto start = std::chrono::steady_clock::now();
+  double loss = 0, validation = NAN;
+  absl::Status save_status;
+  Train(o, until, &state, [&](const StepReport& r) {
+    loss = r.loss;
+    if (r.validated) validation = r.validation_ratio;
+    if (r.step % every == 0) {
+      TrainerState copy = state;
+      copy.step = r.step;  // the state is updated before report; step counts this one
+      save_status.Update(SaveCheckpoint(checkpoint, config, copy));
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double rate = (r.step - first) / std::max(seconds, 1e-9);
+    std::fprintf(stderr, "\r%s step %lld/%lld loss %.4g val %.4f lr %.3g %.1f steps/s ETA %s   ",
+                 Bar(static_cast<double>(r.step) / o.steps).c_str(),
+                 static_cast<long long>(r.step), static_cast<long long>(o.steps), r.loss,
+                 validation, r.learning_rate, rate,
+                 absl::FormatDuration(absl::Seconds(std::round((o.steps - r.step) / rate)))
+                     .c_str());
+  });
+  std::fprintf(stderr, "\n");
+  if (!save_status.ok()) return save_status;
+  if (absl::Status s = SaveCheckpoint(checkpoint, config, state); !s.ok()) return s;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (state.step < o.steps) {
+    std::printf("stopped at step %lld; resume with --resume\n", static_cast<long long>(state.step));
+    return absl::OkStatus();
+  }
+
+  const Model<float> model = ModelFromParams(o, state.params, name);
+  const double final_validation = ValidationRatio(o, model);
+  v1::ModelFile file = ModelToProto(model);
+  file.set_description(absl::StrCat(
+      "one learned layer applied per step with re-embedding, trained on ", FamilyName(o.tasks.family),
+      " mixtures (n = ", o.tasks.n, ", d = ", o.tasks.d, ", k = ", o.tasks.k, ") scaled to [0, 1]"));
+  file.set_input_scaling(v1::SCALING_MIN_MAX);
+  v1::Provenance* p = file.mutable_provenance();
+  p->set_training_config(config);
+  p->set_seed(o.seed);
+  (*p->mutable_final_metrics())["loss"] = loss;
+  (*p->mutable_final_metrics())["validation_ratio"] = final_validation;
+  (*p->mutable_final_metrics())["steps"] = static_cast<double>(o.steps);
+  (*p->mutable_final_metrics())["seconds_this_run"] = seconds;
+  p->set_created(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
+  p->set_trainer("kmt-train " KMT_VERSION);
+  if (absl::Status s = WriteModelFile(file, out); !s.ok()) return s;
+  std::printf("wrote %s: validation ratio %.4f (objective after one layer / after one Lloyd's "
+              "step), %.1f s, %.2f steps/s\n",
+              out.c_str(), final_validation, seconds, (o.steps - first) / seconds);
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kmt
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Trains a one-layer k-means transformer on generated clustering tasks and\n"
+      "writes it as a model file the server loads (--out).");
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = kmt::Run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "kmt-train: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
