@@ -1,0 +1,60 @@
+// kmt-train as a user runs it: a run stopped half-way and resumed from its
+// checkpoint writes the same weights as one that ran straight through, and
+// the model file carries its provenance.
+#include <gtest/gtest.h>
+
+#include "core/trainer.h"
+#include "proto/model_file.h"
+#include "tests/integration/server_process.h"
+
+namespace kmt {
+namespace {
+
+std::vector<std::string> Tiny(const std::string& out) {
+  return {KMT_TRAIN_BINARY, "--d=2", "--k=3", "--n=48", "--batch=4", "--steps=30",
+          "--eval_every=10", "--validation_tasks=4", "--checkpoint_every=7",
+          "--embedding=binary", "--seed=5", "--name=tiny", "--out=" + out};
+}
+
+TEST(TrainCli, ResumedRunWritesTheSameWeightsAsAStraightRun) {
+  const std::string dir = TempDir("train");
+  std::string out, err;
+  ASSERT_EQ(RunProgram(Tiny(dir + "/straight.kmt"), &out, &err), 0) << err;
+
+  std::vector<std::string> first = Tiny(dir + "/resumed.kmt");
+  first.push_back("--stop_after=13");
+  ASSERT_EQ(RunProgram(first, &out, &err), 0) << err;
+  EXPECT_NE(out.find("stopped at step 13"), std::string::npos) << out;
+  std::vector<std::string> second = Tiny(dir + "/resumed.kmt");
+  second.push_back("--resume");
+  ASSERT_EQ(RunProgram(second, &out, &err), 0) << err;
+  EXPECT_NE(err.find("resuming"), std::string::npos) << err;
+
+  const v1::ModelFile straight = *ReadModelFile(dir + "/straight.kmt");
+  const v1::ModelFile resumed = *ReadModelFile(dir + "/resumed.kmt");
+  ASSERT_EQ(straight.layers_size(), 1);
+  EXPECT_EQ(straight.layers(0).SerializeAsString(), resumed.layers(0).SerializeAsString());
+  EXPECT_EQ(straight.name(), "tiny");
+  EXPECT_EQ(straight.input_scaling(), v1::SCALING_MIN_MAX);
+  EXPECT_TRUE(straight.reembed());
+  EXPECT_EQ(straight.provenance().seed(), 5u);
+  EXPECT_NE(straight.provenance().training_config().find("steps=30"), std::string::npos);
+  EXPECT_GT(straight.provenance().final_metrics().at("validation_ratio"), 0);
+  EXPECT_TRUE(ModelFromProto<float>(straight).ok());
+}
+
+TEST(TrainCli, ResumeRefusesACheckpointOfOtherOptions) {
+  const std::string dir = TempDir("train-other");
+  std::vector<std::string> first = Tiny(dir + "/m.kmt");
+  first.push_back("--stop_after=5");
+  std::string out, err;
+  ASSERT_EQ(RunProgram(first, &out, &err), 0) << err;
+  std::vector<std::string> other = Tiny(dir + "/m.kmt");
+  other.push_back("--resume");
+  other.push_back("--lr=0.5");
+  EXPECT_EQ(RunProgram(other, &out, &err), 1);
+  EXPECT_NE(err.find("was made with other options"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace kmt
