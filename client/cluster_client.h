@@ -61,9 +61,7 @@ class Client {
   // Runs streams one after another until all batches are answered or a
   // failure ends the call.
   void StreamWorker(Shared& shared);
- public:
 
- private:
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::KMeansTransformer::Stub> stub_;
