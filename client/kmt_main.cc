@@ -374,24 +374,34 @@ absl::StatusOr<double> InProcessThroughput(const std::vector<v1::ClusterRequest>
   if (!lloyd) {
     return absl::InvalidArgumentError("--in_process compares exact models (lloyd-*) only");
   }
+  const auto one = [&lloyd](const v1::ClusterRequest& r) -> absl::Status {
+    absl::StatusOr<Matrix<float>> points = PointsFromRowMajor<float>(r.points(), r.n(), r.d());
+    if (!points.ok()) return points.status();
+    absl::StatusOr<Matrix<float>> init =
+        InitialCenters(*points, r.k(), InitMethod::kKMeansPlusPlus, r.seed());
+    if (!init.ok()) return init.status();
+    return RunLloyd<float>(*lloyd, *points, *init, {.layers = r.iterations()}).status();
+  };
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::atomic<int64_t> next{0};
+  std::mutex mu;
+  absl::Status failure;
   const auto start = Clock::now();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
       omp_set_num_threads(1);
       for (int64_t i; (i = next++) < count;) {
-        const v1::ClusterRequest& r = batches[i % batches.size()];
-        const Matrix<float> points = *PointsFromRowMajor<float>(r.points(), r.n(), r.d());
-        const Matrix<float> init =
-            *InitialCenters(points, r.k(), InitMethod::kKMeansPlusPlus, r.seed());
-        const auto run = RunLloyd<float>(*lloyd, points, init, {.layers = r.iterations()});
-        if (!run.ok()) std::abort();
+        if (absl::Status s = one(batches[i % batches.size()]); !s.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          failure.Update(s);
+          return;
+        }
       }
     });
   }
   for (std::thread& t : pool) t.join();
+  if (!failure.ok()) return failure;
   return count / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
