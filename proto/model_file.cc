@@ -3,7 +3,6 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 
@@ -179,24 +178,21 @@ v1::ModelFile ModelToProto(const Model<Scalar>& model) {
   return file;
 }
 
-absl::StatusOr<v1::ModelFile> ReadModelFile(const std::string& path) {
+absl::Status ReadMessage(const std::string& path, google::protobuf::Message* message) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  v1::ModelFile file;
-  if (!file.ParseFromString(bytes.str())) {
-    return absl::DataLossError(
-        absl::StrCat(path, " is not a kmt.v1.ModelFile (protobuf parse failed)"));
+  if (!message->ParseFromIstream(&in)) {
+    return absl::DataLossError(absl::StrCat(path, " is not a ", message->GetTypeName(),
+                                            " (protobuf parse failed)"));
   }
-  return file;
+  return absl::OkStatus();
 }
 
-absl::Status WriteModelFile(const v1::ModelFile& file, const std::string& path) {
+absl::Status WriteMessage(const google::protobuf::Message& message, const std::string& path) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out || !file.SerializeToOstream(&out)) {
+    if (!out || !message.SerializeToOstream(&out)) {
       return absl::InternalError(absl::StrCat("cannot write ", tmp));
     }
   }
@@ -204,6 +200,16 @@ absl::Status WriteModelFile(const v1::ModelFile& file, const std::string& path) 
     return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<v1::ModelFile> ReadModelFile(const std::string& path) {
+  v1::ModelFile file;
+  if (absl::Status s = ReadMessage(path, &file); !s.ok()) return s;
+  return file;
+}
+
+absl::Status WriteModelFile(const v1::ModelFile& file, const std::string& path) {
+  return WriteMessage(file, path);
 }
 
 template absl::StatusOr<Model<float>> ModelFromProto<float>(const v1::ModelFile&);

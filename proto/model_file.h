@@ -21,6 +21,11 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file);
 template <typename Scalar>
 v1::ModelFile ModelToProto(const Model<Scalar>& model);
 
+// A binary protobuf message from or to a file; writing goes through a
+// temporary file renamed into place, so readers never see half a file.
+absl::Status ReadMessage(const std::string& path, google::protobuf::Message* message);
+absl::Status WriteMessage(const google::protobuf::Message& message, const std::string& path);
+
 absl::StatusOr<v1::ModelFile> ReadModelFile(const std::string& path);
 absl::Status WriteModelFile(const v1::ModelFile& file, const std::string& path);
 

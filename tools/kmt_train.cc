@@ -97,26 +97,13 @@ absl::Status SaveCheckpoint(const std::string& path, const std::string& config,
   c.set_learning_rate(s.learning_rate);
   c.set_best_validation(s.best_validation);
   c.set_evals_since_best(s.evals_since_best);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out || !c.SerializeToOstream(&out)) {
-      return absl::InternalError(absl::StrCat("cannot write ", tmp));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
+  return WriteMessage(c, path);
 }
 
 absl::Status LoadCheckpoint(const std::string& path, const std::string& config,
                             TrainerState* s) {
-  std::ifstream in(path, std::ios::binary);
   v1::TrainingCheckpoint c;
-  if (!c.ParseFromIstream(&in)) {
-    return absl::DataLossError(absl::StrCat(path, " is not a kmt.v1.TrainingCheckpoint"));
-  }
+  if (absl::Status status = ReadMessage(path, &c); !status.ok()) return status;
   if (c.training_config() != config) {
     return absl::FailedPreconditionError(absl::StrCat(
         path, " was made with other options:\n", c.training_config(), "now:\n", config));
