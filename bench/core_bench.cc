@@ -47,17 +47,19 @@ void SetPerUnit(benchmark::State& state, const char* name, int per_run, int n) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n) * per_run);
 }
 
-void BM_FastPathLayer(benchmark::State& state) {
+// The Lloyd construction on one evaluator, `layers` layers per run.
+void RunLayers(benchmark::State& state, Path path, int layers) {
   const int n = state.range(0), d = state.range(1), k = state.range(2);
   const Data& data = Problem(n, d, k);
   const Model<float> model = *LloydConstruction<float>(d, k, {});
   for (auto _ : state) {
-    auto run = RunTransformer(model, data.points, data.init,
-                              {.layers = kLayers, .path = Path::kFast});
+    auto run = RunTransformer(model, data.points, data.init, {.layers = layers, .path = path});
     benchmark::DoNotOptimize(run->objective);
   }
-  SetPerUnit(state, "s_per_layer", kLayers, n);
+  SetPerUnit(state, "s_per_layer", layers, n);
 }
+
+void BM_FastPathLayer(benchmark::State& state) { RunLayers(state, Path::kFast, kLayers); }
 
 void BM_ReferenceLloydIteration(benchmark::State& state) {
   const int n = state.range(0), d = state.range(1), k = state.range(2);
@@ -69,17 +71,7 @@ void BM_ReferenceLloydIteration(benchmark::State& state) {
   SetPerUnit(state, "s_per_layer", 1, n);
 }
 
-void BM_DensePathLayer(benchmark::State& state) {
-  const int n = state.range(0), d = state.range(1), k = state.range(2);
-  const Data& data = Problem(n, d, k);
-  const Model<float> model = *LloydConstruction<float>(d, k, {});
-  for (auto _ : state) {
-    auto run = RunTransformer(model, data.points, data.init,
-                              {.layers = 1, .path = Path::kDense});
-    benchmark::DoNotOptimize(run->objective);
-  }
-  SetPerUnit(state, "s_per_layer", 1, n);
-}
+void BM_DensePathLayer(benchmark::State& state) { RunLayers(state, Path::kDense, 1); }
 
 #ifdef KMT_HAVE_FAISS
 void BM_FaissKMeansIteration(benchmark::State& state) {
