@@ -110,7 +110,7 @@ void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
   const int64_t count = ParamCount(o);
   std::vector<Vector<double>> task_grads(o.batch, Vector<double>(count));
   std::vector<double> task_loss(o.batch);
-  for (; s->step < until; ++s->step) {
+  while (s->step < until) {
     const LayerWeights<float> w = WeightsFromParams(o, s->params);
     // Per-task gradients, summed in task order below: the result does not
     // depend on how tasks fall on threads.
@@ -150,7 +150,8 @@ void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
     const double c1 = 1 - std::pow(o.beta1, t), c2 = 1 - std::pow(o.beta2, t);
     s->params.array() -= s->learning_rate * (s->adam_m.array() / c1) /
                          ((s->adam_v.array() / c2).sqrt() + o.epsilon);
-    r.step = s->step + 1;
+    // The state is complete for this step before anyone sees the report.
+    r.step = ++s->step;
     r.learning_rate = s->learning_rate;
     if (o.eval_every > 0 && r.step % o.eval_every == 0) {
       r.validated = true;

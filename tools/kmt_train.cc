@@ -159,9 +159,7 @@ absl::Status Run() {
     loss = r.loss;
     if (r.validated) validation = r.validation_ratio;
     if (r.step % every == 0) {
-      TrainerState copy = state;
-      copy.step = r.step;  // the state is updated before report; step counts this one
-      save_status.Update(SaveCheckpoint(checkpoint, config, copy));
+      save_status.Update(SaveCheckpoint(checkpoint, config, state));
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
