@@ -58,6 +58,10 @@ struct Client::Shared {
   std::deque<Entry> retry;  // to send again, in request order
   std::map<int64_t, v1::ClusterResponse> done;  // answered, not yet delivered
   int64_t next_index = 0, next_delivery = 0, in_flight = 0;
+  // Streams in a row that ended in an error without an answer. A channel
+  // that cannot connect fails each stream before a batch is written, so the
+  // batches' own attempts would never count up.
+  int failed_streams = 0;
   bool source_exhausted = false;
   absl::Status failure;
 
@@ -94,9 +98,10 @@ void Client::StreamWorker(Shared& shared) {
         return shared.Over() || !shared.retry.empty() || !shared.source_exhausted;
       });
       if (shared.Over()) return;
-      if (!first && !shared.retry.empty()) {
+      if (!first && (!shared.retry.empty() || shared.failed_streams > 0)) {
         // Back off before a new stream, more after each failed attempt.
-        const int attempts = shared.retry.front().attempts;
+        const int attempts = std::max(
+            shared.failed_streams, shared.retry.empty() ? 0 : shared.retry.front().attempts);
         lock.unlock();
         std::this_thread::sleep_for(
             std::chrono::milliseconds(std::min(2000, 50 << std::min(attempts, 6))));
@@ -151,9 +156,12 @@ void Client::StreamWorker(Shared& shared) {
     });
 
     v1::ClusterResponse response;
+    bool answered = false;
     while (stream->Read(&response)) {
       std::unique_lock<std::mutex> lock(shared.mu);
       if (sent.empty()) break;  // more responses than requests: not our server
+      answered = true;
+      shared.failed_streams = 0;
       Entry entry = std::move(sent.front());
       sent.pop_front();
       --shared.in_flight;
@@ -192,6 +200,13 @@ void Client::StreamWorker(Shared& shared) {
       shared.retry.push_back(std::move(entry));
     }
     if (!retriable && shared.failure.ok()) shared.failure = FromGrpc(status);
+    if (!status.ok() && !answered && ++shared.failed_streams >= options_.max_attempts &&
+        shared.failure.ok()) {
+      shared.failure = absl::Status(
+          static_cast<absl::StatusCode>(status.error_code()),
+          absl::StrCat(shared.failed_streams, " streams in a row failed without an answer: ",
+                       status.error_message()));
+    }
     std::sort(shared.retry.begin(), shared.retry.end(),
               [](const Entry& a, const Entry& b) { return a.index < b.index; });
     shared.changed.notify_all();

@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "client/cluster_client.h"
 #include "client/point_reader.h"
+#include "core/allocator.h"
 #include "core/cluster_sums.h"
 #include "core/constructions.h"
 #include "core/init.h"
@@ -471,6 +472,9 @@ absl::Status Bench() {
   std::vector<std::string> code_counts;
   for (const auto& [code, c] : codes) code_counts.push_back(absl::StrCat(code, " ", c));
   std::printf("status %s\n", absl::StrJoin(code_counts, ", ").c_str());
+  if (latencies.empty()) {
+    return absl::UnavailableError("no batch was answered; is the server at --server running?");
+  }
   if (absl::GetFlag(FLAGS_in_process)) {
     const absl::StatusOr<double> local = InProcessThroughput(
         batches, std::max<int64_t>(static_cast<int64_t>(latencies.size()), 16));
@@ -491,6 +495,7 @@ int main(int argc, char** argv) {
       "--mode=whole clusters the whole file as one dataset with exact Lloyd's\n"
       "over all batches (one pass per iteration).");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  kmt::KeepBatchMemory();
   const std::string command = args.size() > 1 ? args[1] : "";
   absl::Status status;
   if (command == "models") {

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/allocator.h"
 #include "server/cluster_service.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -146,6 +147,7 @@ int main(int argc, char** argv) {
       "Serves k-means transformers over gRPC: exact Lloyd constructions for any\n"
       "(d, k) and the learned models in --model_dir.");
   absl::ParseCommandLine(argc, argv);
+  kmt::KeepBatchMemory();
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);

@@ -1,7 +1,11 @@
 // The real kmt-server on a loopback port, driven by the real kmt CLI and
 // client library, checked against the core computing the same thing in this
 // process.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -483,6 +487,34 @@ TEST(ServiceStopsWork, WhenTheClientCancels) {
   EXPECT_EQ(e.status.error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(SmallBatchAnswered(server->address()));
   EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
+}
+
+TEST(ClientRetries, GivesUpOnAnAddressWhereNothingListens) {
+  // A port that was free a moment ago: connections are refused, so every
+  // stream fails before a batch is written.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), length), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  close(fd);
+  const int port = ntohs(address.sin_port);
+  Client client({.target = absl::StrCat("127.0.0.1:", port), .max_attempts = 3});
+  const Matrix<float> points = GenerateTask<float>({.n = 64, .d = 2, .k = 3}, 1).points;
+  int sent = 0, answered = 0;
+  const absl::Status status = client.Cluster(
+      [&](v1::ClusterRequest* r) {
+        *r = Request(absl::StrCat(sent), "lloyd-onehot", points, 3, 5);
+        return ++sent <= 3;
+      },
+      [&](v1::ClusterResponse&&) { ++answered; });
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_NE(status.message().find("3 streams in a row failed"), absl::string_view::npos)
+      << status;
+  EXPECT_EQ(answered, 0);
 }
 
 TEST(ServiceShutdown, SigtermDuringBusyStreamsLosesNoAcceptedBatch) {
