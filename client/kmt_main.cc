@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <omp.h>
+#include <sys/resource.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -362,10 +363,23 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
 }
 
+// User plus kernel CPU seconds of this process so far.
+double ProcessCpuSeconds() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return t.tv_sec + 1e-6 * t.tv_usec; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+struct Throughput {
+  double batches_per_second;
+  double cpu_seconds_per_batch;
+};
+
 // Batches/s of the core alone on the same batches, with as many threads as
 // cores, each batch on one thread (as the server's workers run them).
-absl::StatusOr<double> InProcessThroughput(const std::vector<v1::ClusterRequest>& batches,
-                                           int64_t count) {
+absl::StatusOr<Throughput> InProcessThroughput(const std::vector<v1::ClusterRequest>& batches,
+                                               int64_t count) {
   std::optional<LloydOptions> lloyd;
   for (const LloydOptions& o : {LloydOptions{.embedding = Embedding::kOneHot},
                                 LloydOptions{.embedding = Embedding::kBinary},
@@ -387,6 +401,7 @@ absl::StatusOr<double> InProcessThroughput(const std::vector<v1::ClusterRequest>
   std::atomic<int64_t> next{0};
   std::mutex mu;
   absl::Status failure;
+  const double cpu_start = ProcessCpuSeconds();
   const auto start = Clock::now();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
@@ -403,7 +418,8 @@ absl::StatusOr<double> InProcessThroughput(const std::vector<v1::ClusterRequest>
   }
   for (std::thread& t : pool) t.join();
   if (!failure.ok()) return failure;
-  return count / std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return Throughput{count / seconds, (ProcessCpuSeconds() - cpu_start) / count};
 }
 
 absl::Status Bench() {
@@ -431,6 +447,7 @@ absl::Status Bench() {
   ClientOptions options = Options();
   options.window = 1;
   options.streams = 1;
+  const double cpu_start = ProcessCpuSeconds();
   const auto start = Clock::now();
   std::vector<std::thread> streams;
   for (int c = 0; c < concurrency; ++c) {
@@ -461,6 +478,7 @@ absl::Status Bench() {
   }
   for (std::thread& t : streams) t.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double client_cpu = ProcessCpuSeconds() - cpu_start;
   const double rate = latencies.size() / seconds;
   std::printf("batches %zu (n=%lld d=%d k=%d iterations=%d model=%s) concurrency %d\n",
               latencies.size(), static_cast<long long>(n), d, base->k(), base->iterations(),
@@ -469,6 +487,9 @@ absl::Status Bench() {
               1e3 * Percentile(latencies, 0.5), 1e3 * Percentile(latencies, 0.9),
               1e3 * Percentile(latencies, 0.99));
   std::printf("throughput %.1f batches/s  %.0f points/s\n", rate, rate * n);
+  if (!latencies.empty()) {
+    std::printf("client CPU %.3f ms per batch\n", 1e3 * client_cpu / latencies.size());
+  }
   std::vector<std::string> code_counts;
   for (const auto& [code, c] : codes) code_counts.push_back(absl::StrCat(code, " ", c));
   std::printf("status %s\n", absl::StrJoin(code_counts, ", ").c_str());
@@ -476,11 +497,13 @@ absl::Status Bench() {
     return absl::UnavailableError("no batch was answered; is the server at --server running?");
   }
   if (absl::GetFlag(FLAGS_in_process)) {
-    const absl::StatusOr<double> local = InProcessThroughput(
+    const absl::StatusOr<Throughput> local = InProcessThroughput(
         batches, std::max<int64_t>(static_cast<int64_t>(latencies.size()), 16));
     if (!local.ok()) return local.status();
-    std::printf("in-process core %.1f batches/s; service/in-process = %.3f\n", *local,
-                rate / *local);
+    std::printf("in-process core %.1f batches/s, CPU %.3f ms per batch; "
+                "service/in-process = %.3f\n",
+                local->batches_per_second, 1e3 * local->cpu_seconds_per_batch,
+                rate / local->batches_per_second);
   }
   return absl::OkStatus();
 }
