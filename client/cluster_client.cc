@@ -54,20 +54,45 @@ struct Client::Shared {
   const RequestSource& source;
   const ResponseSink& sink;
   std::mutex mu;
-  std::condition_variable changed;
-  std::deque<Entry> retry;  // to send again, in request order
+  std::condition_variable changed;  // a stream ended, or the call is over
+  std::deque<std::unique_ptr<Entry>> retry;  // to send again, in request order
   std::map<int64_t, v1::ClusterResponse> done;  // answered, not yet delivered
   int64_t next_index = 0, next_delivery = 0, in_flight = 0;
+  int active_streams = 0;
+  // Streams whose call is over, for the calling thread to delete: a
+  // stream's context must go before the channel, which the caller may
+  // destroy as soon as Cluster returns.
+  std::vector<Client::Stream*> ended;
+  bool source_exhausted = false;
   // Streams in a row that ended in an error without an answer. A channel
   // that cannot connect fails each stream before a batch is written, so the
   // batches' own attempts would never count up.
   int failed_streams = 0;
-  bool source_exhausted = false;
   absl::Status failure;
 
   // All sent, all answered, or failed: nothing left for any stream.
   bool Over() const {
     return !failure.ok() || (source_exhausted && retry.empty() && in_flight == 0);
+  }
+  // A new stream would have something to send.
+  bool Work() const { return failure.ok() && (!retry.empty() || !source_exhausted); }
+  // The next batch to send, a retry first; null when there is none.
+  std::unique_ptr<Entry> Next() {
+    if (!retry.empty()) {
+      std::unique_ptr<Entry> entry = std::move(retry.front());
+      retry.pop_front();
+      return entry;
+    }
+    if (source_exhausted) return nullptr;
+    auto entry = std::make_unique<Entry>();
+    entry->index = next_index;
+    if (!source(&entry->request)) {
+      source_exhausted = true;
+      changed.notify_all();
+      return nullptr;
+    }
+    ++next_index;
+    return entry;
   }
   void Deliver(int64_t index, v1::ClusterResponse&& response) {
     done.emplace(index, std::move(response));
@@ -78,139 +103,169 @@ struct Client::Shared {
   }
 };
 
-absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& sink) {
-  Shared shared{source, sink};
-  std::vector<std::thread> workers;
-  for (int s = 1; s < options_.streams; ++s) {
-    workers.emplace_back([this, &shared] { StreamWorker(shared); });
+// One Cluster stream on gRPC's callback API: it writes retries first, then
+// new requests, keeping at most `window` unanswered, ends its writes after
+// `batches_per_stream` (or once a batch came back UNAVAILABLE, so that the
+// rest go to a fresh stream), and on its end hands what is unanswered back to
+// the retries. gRPC runs the reactions; they never block.
+class Client::Stream final
+    : public grpc::ClientBidiReactor<v1::ClusterRequest, v1::ClusterResponse> {
+ public:
+  Stream(Client* client, Shared* shared) : client_(client), shared_(shared) {
+    const ClientOptions& options = client_->options_;
+    if (options.stream_timeout != absl::InfiniteDuration()) {
+      context_.set_deadline(absl::ToChronoTime(absl::Now() + options.stream_timeout));
+    }
+    client_->stub_->async()->Cluster(&context_, this);
+    StartRead(&response_);
+    std::unique_lock<std::mutex> lock(shared_->mu);
+    Advance(lock);
+    StartCall();
   }
-  StreamWorker(shared);
-  for (std::thread& t : workers) t.join();
-  return shared.failure;
-}
 
-void Client::StreamWorker(Shared& shared) {
-  for (bool first = true;; first = false) {
-    {
-      // Wait for work: a batch to retry, more input, or the end.
-      std::unique_lock<std::mutex> lock(shared.mu);
-      shared.changed.wait(lock, [&] {
-        return shared.Over() || !shared.retry.empty() || !shared.source_exhausted;
-      });
-      if (shared.Over()) return;
-      if (!first && (!shared.retry.empty() || shared.failed_streams > 0)) {
-        // Back off before a new stream, more after each failed attempt.
-        const int attempts = std::max(
-            shared.failed_streams, shared.retry.empty() ? 0 : shared.retry.front().attempts);
-        lock.unlock();
-        std::this_thread::sleep_for(
-            std::chrono::milliseconds(std::min(2000, 50 << std::min(attempts, 6))));
-      }
-    }
-    grpc::ClientContext context;
-    if (options_.stream_timeout != absl::InfiniteDuration()) {
-      context.set_deadline(absl::ToChronoTime(absl::Now() + options_.stream_timeout));
-    }
-    auto stream = stub_->Cluster(&context);
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(shared_->mu);
+    writing_ = false;
+    retired_.reset();
+    if (!ok) stop_sending_ = true;  // the stream is broken; OnDone follows
+    Advance(lock);
+  }
 
-    // The writer sends retries first, then new requests, keeping at most
-    // `window` unanswered on this stream; it stops early once a batch came
-    // back UNAVAILABLE, so that the rest go to a fresh stream.
-    std::deque<Entry> sent;  // on this stream, unanswered, in order
-    bool stop_sending = false;
-    std::thread writer([&] {
-      for (int written = 0; written < options_.batches_per_stream; ++written) {
-        const v1::ClusterRequest* request;
-        {
-          std::unique_lock<std::mutex> lock(shared.mu);
-          shared.changed.wait(lock, [&] {
-            return stop_sending || !shared.failure.ok() ||
-                   sent.size() < static_cast<size_t>(options_.window);
-          });
-          if (stop_sending || !shared.failure.ok()) break;
-          Entry entry;
-          if (!shared.retry.empty()) {
-            entry = std::move(shared.retry.front());
-            shared.retry.pop_front();
-          } else if (!shared.source_exhausted) {
-            entry.index = shared.next_index;
-            if (!shared.source(&entry.request)) {
-              shared.source_exhausted = true;
-              shared.changed.notify_all();
-              break;
-            }
-            ++shared.next_index;
-          } else {
-            break;
-          }
-          ++entry.attempts;
-          ++shared.in_flight;
-          sent.push_back(std::move(entry));
-          // Stays put while others are added (a deque), and is serialised
-          // by Write before its answer can arrive and retire it.
-          request = &sent.back().request;
-        }
-        if (!stream->Write(*request)) break;
-      }
-      stream->WritesDone();
-    });
-
-    v1::ClusterResponse response;
-    bool answered = false;
-    while (stream->Read(&response)) {
-      std::unique_lock<std::mutex> lock(shared.mu);
-      if (sent.empty()) break;  // more responses than requests: not our server
-      answered = true;
-      shared.failed_streams = 0;
-      Entry entry = std::move(sent.front());
-      sent.pop_front();
-      --shared.in_flight;
-      if (response.error().code() == static_cast<int>(grpc::StatusCode::UNAVAILABLE) &&
-          entry.attempts < options_.max_attempts) {
-        stop_sending = true;
-        ++resent_;
-        shared.retry.push_back(std::move(entry));
-      } else {
-        shared.Deliver(entry.index, std::move(response));
-      }
-      shared.changed.notify_all();
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the server finished; OnDone follows
+    std::unique_lock<std::mutex> lock(shared_->mu);
+    if (sent_.empty()) {  // more responses than requests: not our server
+      lock.unlock();
+      context_.TryCancel();
+      return;
     }
-    {
-      std::lock_guard<std::mutex> lock(shared.mu);
-      stop_sending = true;
+    std::unique_ptr<Entry> entry = std::move(sent_.front());
+    sent_.pop_front();
+    --shared_->in_flight;
+    answered_ = true;
+    shared_->failed_streams = 0;
+    if (response_.error().code() == static_cast<int>(grpc::StatusCode::UNAVAILABLE) &&
+        entry->attempts < client_->options_.max_attempts) {
+      // The server is draining: the batch goes out again, on a fresh stream
+      // once this one has ended.
+      stop_sending_ = true;
+      ++client_->resent_;
+      requeue_.push_back(std::move(entry));
+    } else {
+      shared_->Deliver(entry->index, std::move(response_));
+      // gRPC may read the message it is writing until OnWriteDone, and a
+      // fast answer can come first: only the batch written last can be it.
+      if (writing_) retired_ = std::move(entry);
     }
-    shared.changed.notify_all();
-    writer.join();
-    const grpc::Status status = stream->Finish();
+    response_.Clear();
+    Advance(lock);  // releases the lock
+    StartRead(&response_);
+  }
 
-    // What this stream left unanswered goes back to the retries.
-    std::lock_guard<std::mutex> lock(shared.mu);
+  void OnDone(const grpc::Status& status) override {
+    std::unique_lock<std::mutex> lock(shared_->mu);
+    Shared& shared = *shared_;
+    const ClientOptions& options = client_->options_;
     const bool retriable = status.ok() || status.error_code() == grpc::StatusCode::UNAVAILABLE;
-    for (Entry& entry : sent) {
+    for (std::unique_ptr<Entry>& entry : sent_) {
       --shared.in_flight;
-      if ((!retriable || entry.attempts >= options_.max_attempts) && shared.failure.ok()) {
+      if ((!retriable || entry->attempts >= options.max_attempts) && shared.failure.ok()) {
         shared.failure = absl::Status(
             status.ok() ? absl::StatusCode::kUnavailable
                         : static_cast<absl::StatusCode>(status.error_code()),
-            absl::StrCat("batch '", entry.request.request_id(), "' unanswered after ",
-                         entry.attempts, " attempts: ",
+            absl::StrCat("batch '", entry->request.request_id(), "' unanswered after ",
+                         entry->attempts, " attempts: ",
                          status.ok() ? "stream ended early" : status.error_message()));
       }
-      ++resent_;
-      shared.retry.push_back(std::move(entry));
+      ++client_->resent_;
+      requeue_.push_back(std::move(entry));
     }
+    for (std::unique_ptr<Entry>& entry : requeue_) shared.retry.push_back(std::move(entry));
+    std::sort(shared.retry.begin(), shared.retry.end(),
+              [](const auto& a, const auto& b) { return a->index < b->index; });
     if (!retriable && shared.failure.ok()) shared.failure = FromGrpc(status);
-    if (!status.ok() && !answered && ++shared.failed_streams >= options_.max_attempts &&
+    if (!status.ok() && !answered_ && ++shared.failed_streams >= options.max_attempts &&
         shared.failure.ok()) {
       shared.failure = absl::Status(
           static_cast<absl::StatusCode>(status.error_code()),
           absl::StrCat(shared.failed_streams, " streams in a row failed without an answer: ",
                        status.error_message()));
     }
-    std::sort(shared.retry.begin(), shared.retry.end(),
-              [](const Entry& a, const Entry& b) { return a.index < b.index; });
+    --shared.active_streams;
+    shared.ended.push_back(this);  // not touched after the lock is released
     shared.changed.notify_all();
   }
+
+ private:
+  // Starts the next write if the window, the stream's quota and the work
+  // allow; ends the writes once nothing more will be written here. Called
+  // with the lock held; releases it.
+  void Advance(std::unique_lock<std::mutex>& lock) {
+    const ClientOptions& options = client_->options_;
+    const v1::ClusterRequest* write = nullptr;
+    bool writes_done = false;
+    if (!writing_ && !writes_done_) {
+      const bool may_send = !stop_sending_ && shared_->failure.ok() &&
+                            written_ < options.batches_per_stream;
+      if (may_send && sent_.size() < static_cast<size_t>(options.window)) {
+        if (std::unique_ptr<Entry> entry = shared_->Next()) {
+          ++entry->attempts;
+          ++shared_->in_flight;
+          ++written_;
+          write = &entry->request;
+          sent_.push_back(std::move(entry));
+          writing_ = true;
+        }
+      }
+      if (!write && (!may_send || !shared_->Work())) writes_done = writes_done_ = true;
+    }
+    lock.unlock();
+    if (write) StartWrite(write);
+    if (writes_done) StartWritesDone();
+  }
+
+  Client* const client_;
+  Shared* const shared_;
+  grpc::ClientContext context_;
+  v1::ClusterResponse response_;  // the read in progress
+  // Under shared_->mu:
+  std::deque<std::unique_ptr<Entry>> sent_;  // on this stream, unanswered, in order
+  std::unique_ptr<Entry> retired_;  // answered, perhaps still being written
+  std::vector<std::unique_ptr<Entry>> requeue_;  // answered UNAVAILABLE, to send again
+  int written_ = 0;
+  bool writing_ = false, writes_done_ = false, stop_sending_ = false, answered_ = false;
+};
+
+absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& sink) {
+  Shared shared{source, sink};
+  std::unique_lock<std::mutex> lock(shared.mu);
+  for (bool first = true;; first = false) {
+    // Until the call is over, keep `streams` streams open while there is
+    // something to send.
+    shared.changed.wait(lock, [&] {
+      return !shared.ended.empty() || (shared.Over() && shared.active_streams == 0) ||
+             (shared.Work() && shared.active_streams < options_.streams);
+    });
+    for (Stream* stream : shared.ended) delete stream;
+    shared.ended.clear();
+    if (shared.Over() && shared.active_streams == 0) break;
+    if (!shared.Work() || shared.active_streams >= options_.streams) continue;
+    if (!first && (!shared.retry.empty() || shared.failed_streams > 0)) {
+      // Back off before a stream that re-sends, more after each failure.
+      const int attempts = std::max(
+          shared.failed_streams, shared.retry.empty() ? 0 : shared.retry.front()->attempts);
+      lock.unlock();
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::min(2000, 50 << std::min(attempts, 6))));
+      lock.lock();
+      if (!shared.Work()) continue;
+    }
+    ++shared.active_streams;
+    lock.unlock();
+    new Stream(this, &shared);  // deleted here once it has ended
+    lock.lock();
+  }
+  return shared.failure;
 }
 
 }  // namespace kmt

@@ -49,8 +49,8 @@ class Client {
   // Streams every request from `source` (over `streams` concurrent streams)
   // and hands each response to `sink` in request order. Per-batch errors
   // arrive in their responses; the returned status is the stream-level
-  // failure retries could not cure. `source` and `sink` are called under a
-  // lock, one call at a time.
+  // failure retries could not cure. `source` and `sink` are called from
+  // gRPC's threads under a lock, one call at a time, and must not block long.
   absl::Status Cluster(const RequestSource& source, const ResponseSink& sink);
 
   // Batches sent again after UNAVAILABLE, over this client's life.
@@ -58,9 +58,7 @@ class Client {
 
  private:
   struct Shared;
-  // Runs streams one after another until all batches are answered or a
-  // failure ends the call.
-  void StreamWorker(Shared& shared);
+  class Stream;
 
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -1,7 +1,9 @@
 """Real processes for the deployment tests: kmt-server replicas on loopback
 ports, a Prometheus server scraping them, the kmt CLI, and plain HTTP."""
+import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -13,6 +15,11 @@ import urllib.request
 SERVER = os.environ["KMT_SERVER"]
 CLI = os.environ["KMT_CLI"]
 SOURCE_DIR = os.environ["KMT_SOURCE_DIR"]
+
+# Every temporary file of a test run goes under one directory, removed when
+# the run ends.
+tempfile.tempdir = tempfile.mkdtemp(prefix="kmt-tests-")
+atexit.register(shutil.rmtree, tempfile.tempdir, ignore_errors=True)
 
 
 def wait_for(predicate, timeout=30.0, what="condition"):

@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 #include "absl/time/clock.h"
 
@@ -46,11 +48,20 @@ int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; 
 }  // namespace
 
 std::string TempDir(const std::string& name) {
+  // Removed when the test program exits.
+  static struct Registry {
+    std::vector<std::string> dirs;
+    ~Registry() {
+      std::error_code ignored;
+      for (const std::string& dir : dirs) std::filesystem::remove_all(dir, ignored);
+    }
+  } registry;
   const char* base = std::getenv("TEST_TMPDIR");
   std::string dir = std::string(base ? base : "/tmp") + "/kmt-" + name + "-" +
                     std::to_string(getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  registry.dirs.push_back(dir);
   return dir;
 }
 

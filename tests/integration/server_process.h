@@ -41,7 +41,8 @@ class ServerProcess {
 // output and error.
 int RunProgram(const std::vector<std::string>& argv, std::string* out, std::string* err);
 
-// A fresh directory under the test's temporary directory.
+// A fresh directory under the test's temporary directory, removed when the
+// test program exits.
 std::string TempDir(const std::string& name);
 
 }  // namespace kmt
