@@ -6,6 +6,8 @@
 #   bench/service_bench.sh            # 10 s per run
 #   DURATION=3s bench/service_bench.sh
 #
+# A run fails (exit 1) unless every batch of every row was answered OK.
+#
 # Columns: batches/s and latency as `kmt bench` measures them; the
 # in-process core on the same batches in the same client process right
 # after (one thread per core, each batch on one thread, as the server runs
@@ -48,6 +50,10 @@ run() {
     /^status /         { sub(/^status /, ""); status = $0 }
     /^in-process core/ { local = $3; core = $6; ratio = $NF }
     END {
+      if (batches == 0 || status !~ /^OK [0-9]+$/) {
+        print "kmt bench answered " batches + 0 " batches, status: " status > "/dev/stderr"
+        exit 1
+      }
       server = 1e3 * cpu / hz / batches
       if (local == "") {
         printf "| %d | %.0f | %.2f ms | %.2f ms | %.2f ms | %.3f | %.3f | %s |\n",
