@@ -87,8 +87,9 @@ struct Client::Shared {
     auto entry = std::make_unique<Entry>();
     entry->index = next_index;
     if (!source(&entry->request)) {
+      // No wake-up: the calling stream is active, so the caller's thread has
+      // nothing to do until a stream ends.
       source_exhausted = true;
-      changed.notify_all();
       return nullptr;
     }
     ++next_index;

@@ -487,15 +487,13 @@ absl::Status Bench() {
               1e3 * Percentile(latencies, 0.5), 1e3 * Percentile(latencies, 0.9),
               1e3 * Percentile(latencies, 0.99));
   std::printf("throughput %.1f batches/s  %.0f points/s\n", rate, rate * n);
-  if (!latencies.empty()) {
-    std::printf("client CPU %.3f ms per batch\n", 1e3 * client_cpu / latencies.size());
-  }
   std::vector<std::string> code_counts;
   for (const auto& [code, c] : codes) code_counts.push_back(absl::StrCat(code, " ", c));
   std::printf("status %s\n", absl::StrJoin(code_counts, ", ").c_str());
   if (latencies.empty()) {
     return absl::UnavailableError("no batch was answered; is the server at --server running?");
   }
+  std::printf("client CPU %.3f ms per batch\n", 1e3 * client_cpu / latencies.size());
   if (absl::GetFlag(FLAGS_in_process)) {
     const absl::StatusOr<Throughput> local = InProcessThroughput(
         batches, std::max<int64_t>(static_cast<int64_t>(latencies.size()), 16));
