@@ -527,7 +527,7 @@ TEST(ServiceShutdown, SigtermDuringBusyStreamsLosesNoAcceptedBatch) {
   ASSERT_NE(server, nullptr);
   const Matrix<float> points = GenerateTask<float>({.n = 4096, .d = 16, .k = 16}, 8).points;
   constexpr int kStreams = 8, kBatches = 150;
-  std::atomic<int> received{0}, answered{0}, unavailable{0};
+  std::atomic<int> received{0}, answered{0}, unavailable{0}, cut_off{0};
   std::vector<std::thread> streams;
   std::vector<std::string> problems(kStreams);
   for (int s = 0; s < kStreams; ++s) {
@@ -538,9 +538,17 @@ TEST(ServiceShutdown, SigtermDuringBusyStreamsLosesNoAcceptedBatch) {
       }
       grpc::ClientContext context;
       const Exchange e = Stream(server->address(), requests, &context, &received);
-      if (!e.status.ok()) problems[s] = "stream ended " + e.status.error_message();
       if (e.responses.size() != requests.size()) {
-        problems[s] += absl::StrCat(" answered ", e.responses.size(), " of ", kBatches);
+        problems[s] = absl::StrCat("answered ", e.responses.size(), " of ", kBatches,
+                                   ", stream ended: ", e.status.error_message());
+      } else if (e.status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        // gRPC closes a connection as soon as its last call ends after the
+        // shutdown began; a client still reading may then see the stream's
+        // status as UNAVAILABLE. Every batch was answered, so nothing is lost
+        // (docs/api.md, Shutdown).
+        ++cut_off;
+      } else if (!e.status.ok()) {
+        problems[s] = "stream ended " + e.status.error_message();
       }
       for (size_t i = 0; i < e.responses.size(); ++i) {
         const v1::ClusterResponse& r = e.responses[i];
@@ -573,8 +581,10 @@ TEST(ServiceShutdown, SigtermDuringBusyStreamsLosesNoAcceptedBatch) {
   EXPECT_GT(answered, 2 * kStreams);
   EXPECT_GT(unavailable, 0);  // the drain did happen while batches came in
   EXPECT_EQ(server->Wait(absl::Seconds(60)), 0);
-  std::printf("after SIGTERM: %d computed, %d sent back as UNAVAILABLE\n", answered.load(),
-              unavailable.load());
+  std::printf(
+      "after SIGTERM: %d computed, %d sent back as UNAVAILABLE; %d streams fully answered "
+      "saw the connection close before their status\n",
+      answered.load(), unavailable.load(), cut_off.load());
 }
 
 }  // namespace
