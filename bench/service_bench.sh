@@ -10,28 +10,48 @@
 #
 # Columns: batches/s and latency as `kmt bench` measures them; the
 # in-process core on the same batches in the same client process right
-# after (one thread per core, each batch on one thread, as the server runs
-# them); CPU milliseconds per batch of the server (from /proc), of the client
-# and of the in-process core (getrusage). "server-side" is the core's CPU per
-# batch over the server's: the share of the in-process throughput a server
-# would reach with its cores to itself, its clients elsewhere.
+# after (a thread per CPU the client may use, each batch on one thread, as
+# the server's workers run them); CPU milliseconds per batch of the server
+# (from /proc), of the client and of the in-process core (getrusage).
+# "server-side" is the core's CPU per batch over the server's.
+#
+# Two setups. Shared: server and client on all CPUs, so the client's
+# serialising and sending take CPU from the server, and the in-process core
+# has every CPU. Own cores: the server pinned to the first half of the CPUs,
+# the client (and so the in-process core) to the other half, as when the
+# server has its machine's cores and its clients run elsewhere; needs 2 CPUs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 DURATION=${DURATION:-10s}
 work=$(mktemp -d)
-trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$work"' EXIT
+server=
+stop_server() {
+  if [[ -n $server ]]; then
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+  fi
+  server=
+}
+trap 'stop_server; rm -rf "$work"' EXIT
 
-"$BUILD/server/kmt-server" --model_dir= --listen=127.0.0.1:0 \
-  --metrics_listen=127.0.0.1:0 --port_file="$work/port" 2>"$work/server.log" &
-server=$!
-for _ in $(seq 100); do
-  if [[ -s $work/port ]]; then break; fi
-  sleep 0.1
-done
-target=127.0.0.1:$(cat "$work/port")
+# start_server [taskset CPU list]
+start_server() {
+  rm -f "$work/port"
+  local pin=()
+  if [[ $# -gt 0 ]]; then pin=(taskset -c "$1"); fi
+  "${pin[@]}" "$BUILD/server/kmt-server" --model_dir= --listen=127.0.0.1:0 \
+    --metrics_listen=127.0.0.1:0 --port_file="$work/port" 2>"$work/server.log" &
+  server=$!
+  for _ in $(seq 100); do
+    if [[ -s $work/port ]]; then break; fi
+    sleep 0.1
+  done
+  target=127.0.0.1:$(cat "$work/port")
+}
 ticks=$(getconf CLK_TCK)
 server_cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+client_pin=()
 
 # run CONCURRENCY [kmt bench flags...]: one table row.
 run() {
@@ -39,7 +59,7 @@ run() {
   shift
   local before after out
   before=$(server_cpu_ticks)
-  out=$("$BUILD/client/kmt" bench --server="$target" --concurrency="$concurrency" \
+  out=$("${client_pin[@]}" "$BUILD/client/kmt" bench --server="$target" --concurrency="$concurrency" \
     --duration="$DURATION" "$@")
   after=$(server_cpu_ticks)
   awk -v c="$concurrency" -v cpu="$((after - before))" -v hz="$ticks" '
@@ -65,18 +85,37 @@ run() {
     }' <<<"$out"
 }
 
-echo "Throughput, n = 4096, d = 32, k = 16, 10 iterations, $DURATION per run"
+throughput_table() {
+  echo "| streams | batches/s | in-process batches/s | service / in-process | p50 | p99 | server CPU ms/batch | client CPU ms/batch | core CPU ms/batch | server-side | status |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  for c in "$@"; do
+    run "$c" --n=4096 --d=32 --k=16 --iterations=10 --in_process
+  done
+}
+
+cpus=$(nproc)
+start_server
+echo "Throughput, shared CPUs ($cpus), n = 4096, d = 32, k = 16, 10 iterations, $DURATION per run"
 echo
-echo "| streams | batches/s | in-process batches/s | service / in-process | p50 | p99 | server CPU ms/batch | client CPU ms/batch | core CPU ms/batch | server-side | status |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
-for c in 2 4 8; do
-  run "$c" --n=4096 --d=32 --k=16 --iterations=10 --in_process
-done
+throughput_table 2 4 8
 echo
-echo "Latency, n = 512, d = 32, k = 10, 20 iterations, $DURATION per run"
+echo "Latency, shared CPUs, n = 512, d = 32, k = 10, 20 iterations, $DURATION per run"
 echo
 echo "| streams | batches/s | p50 | p90 | p99 | server CPU ms/batch | client CPU ms/batch | status |"
 echo "|---|---|---|---|---|---|---|---|"
 for c in 1 8; do
   run "$c" --n=512 --d=32 --k=10 --iterations=20
 done
+stop_server
+
+if ((cpus >= 2)); then
+  half=$((cpus / 2))
+  server_cpus=0-$((half - 1))
+  client_cpus=$half-$((2 * half - 1))
+  start_server "$server_cpus"
+  client_pin=(taskset -c "$client_cpus")
+  echo
+  echo "Throughput, own cores (server on CPUs $server_cpus, client and in-process core on CPUs $client_cpus), n = 4096, d = 32, k = 16, 10 iterations, $DURATION per run"
+  echo
+  throughput_table 1 2 4
+fi

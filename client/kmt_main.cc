@@ -29,6 +29,7 @@
 #include "client/point_reader.h"
 #include "core/allocator.h"
 #include "core/cluster_sums.h"
+#include "core/cpus.h"
 #include "core/constructions.h"
 #include "core/init.h"
 #include "core/random.h"
@@ -376,8 +377,9 @@ struct Throughput {
   double cpu_seconds_per_batch;
 };
 
-// Batches/s of the core alone on the same batches, with as many threads as
-// cores, each batch on one thread (as the server's workers run them).
+// Batches/s of the core alone on the same batches, with a thread per CPU
+// this process may run on, each batch on one thread (as the server's workers
+// run them).
 absl::StatusOr<Throughput> InProcessThroughput(const std::vector<v1::ClusterRequest>& batches,
                                                int64_t count) {
   std::optional<LloydOptions> lloyd;
@@ -397,7 +399,7 @@ absl::StatusOr<Throughput> InProcessThroughput(const std::vector<v1::ClusterRequ
     if (!init.ok()) return init.status();
     return RunLloyd<float>(*lloyd, *points, *init, {.layers = r.iterations()}).status();
   };
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = UsableCpus();
   std::atomic<int64_t> next{0};
   std::mutex mu;
   absl::Status failure;

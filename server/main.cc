@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/allocator.h"
+#include "core/cpus.h"
 #include "server/cluster_service.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -40,8 +41,8 @@ ABSL_FLAG(int, max_iterations, 1000, "most layers (iterations) per batch");
 ABSL_FLAG(int64_t, max_dense_points, 4096,
           "most points for runs of the O(n^2) dense evaluator (softmax beta, learned models)");
 ABSL_FLAG(int, max_message_bytes, 64 << 20, "largest request message accepted");
-ABSL_FLAG(int, workers, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-          "batches computed at once");
+ABSL_FLAG(int, workers, kmt::UsableCpus(),
+          "batches computed at once (default: the CPUs this process may run on)");
 ABSL_FLAG(int, threads_per_batch, 1, "threads one batch may use");
 ABSL_FLAG(int, max_in_flight_per_stream, 16,
           "batches a stream may have read and not yet answered");
