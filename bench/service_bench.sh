@@ -3,15 +3,16 @@
 # with the CPU each side spends per batch. Starts its own kmt-server (exact
 # models only) on free ports and prints Markdown tables.
 #
-#   bench/service_bench.sh            # 10 s per run
+#   bench/service_bench.sh            # 10 s of service per row
 #   DURATION=3s bench/service_bench.sh
 #
 # A run fails (exit 1) unless every batch of every row was answered OK.
 #
 # Columns: batches/s and latency as `kmt bench` measures them; the
-# in-process core on the same batches in the same client process right
-# after (a thread per CPU the client may use, each batch on one thread, as
-# the server's workers run them); CPU milliseconds per batch of the server
+# in-process core on the same batches in the same client process (a thread
+# per CPU the client may use, each batch on one thread, as the server's
+# workers run them), taking turns with the service in ROUNDS rounds (5) so
+# that drift in the machine's speed affects both alike; CPU milliseconds per batch of the server
 # (from /proc), of the client and of the in-process core (getrusage).
 # "server-side" is the core's CPU per batch over the server's.
 #
@@ -24,6 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 DURATION=${DURATION:-10s}
+ROUNDS=${ROUNDS:-5}
 work=$(mktemp -d)
 server=
 stop_server() {
@@ -69,6 +71,10 @@ run() {
     /^client CPU /     { client = $3 }
     /^status /         { sub(/^status /, ""); status = $0 }
     /^in-process core/ { local = $3; core = $6; ratio = $NF }
+    /^service\/in-process by round/ {
+      lo = $5; hi = $5
+      for (i = 6; i <= NF; ++i) { if ($i < lo) lo = $i; if ($i > hi) hi = $i }
+    }
     END {
       if (batches == 0 || status !~ /^OK [0-9]+$/) {
         print "kmt bench answered " batches + 0 " batches, status: " status > "/dev/stderr"
@@ -79,27 +85,28 @@ run() {
         printf "| %d | %.0f | %.2f ms | %.2f ms | %.2f ms | %.3f | %.3f | %s |\n",
           c, rate, p50, p90, p99, server, client, status
       } else {
-        printf "| %d | %.0f | %.0f | %.3f | %.2f ms | %.2f ms | %.3f | %.3f | %.3f | %.3f | %s |\n",
-          c, rate, local, ratio, p50, p99, server, client, core, core / server, status
+        rounds = lo == "" ? "" : sprintf("%.3f–%.3f", lo, hi)
+        printf "| %d | %.0f | %.0f | %.3f | %s | %.2f ms | %.2f ms | %.3f | %.3f | %.3f | %.3f | %s |\n",
+          c, rate, local, ratio, rounds, p50, p99, server, client, core, core / server, status
       }
     }' <<<"$out"
 }
 
 throughput_table() {
-  echo "| streams | batches/s | in-process batches/s | service / in-process | p50 | p99 | server CPU ms/batch | client CPU ms/batch | core CPU ms/batch | server-side | status |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| streams | batches/s | in-process batches/s | service / in-process | by round | p50 | p99 | server CPU ms/batch | client CPU ms/batch | core CPU ms/batch | server-side | status |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
   for c in "$@"; do
-    run "$c" --n=4096 --d=32 --k=16 --iterations=10 --in_process
+    run "$c" --n=4096 --d=32 --k=16 --iterations=10 --in_process --rounds="$ROUNDS"
   done
 }
 
 cpus=$(nproc)
 start_server
-echo "Throughput, shared CPUs ($cpus), n = 4096, d = 32, k = 16, 10 iterations, $DURATION per run"
+echo "Throughput, shared CPUs ($cpus), n = 4096, d = 32, k = 16, 10 iterations, $DURATION of service per row"
 echo
 throughput_table 2 4 8
 echo
-echo "Latency, shared CPUs, n = 512, d = 32, k = 10, 20 iterations, $DURATION per run"
+echo "Latency, shared CPUs, n = 512, d = 32, k = 10, 20 iterations, $DURATION of service per row"
 echo
 echo "| streams | batches/s | p50 | p90 | p99 | server CPU ms/batch | client CPU ms/batch | status |"
 echo "|---|---|---|---|---|---|---|---|"
@@ -115,7 +122,7 @@ if ((cpus >= 2)); then
   start_server "$server_cpus"
   client_pin=(taskset -c "$client_cpus")
   echo
-  echo "Throughput, own cores (server on CPUs $server_cpus, client and in-process core on CPUs $client_cpus), n = 4096, d = 32, k = 16, 10 iterations, $DURATION per run"
+  echo "Throughput, own cores (server on CPUs $server_cpus, client and in-process core on CPUs $client_cpus), n = 4096, d = 32, k = 16, 10 iterations, $DURATION of service per row"
   echo
   throughput_table 1 2 4
 fi

@@ -71,6 +71,9 @@ ABSL_FLAG(int64_t, count, 0, "bench: batches to send in all (0: run for --durati
 ABSL_FLAG(int64_t, n, 4096, "bench: points per generated batch");
 ABSL_FLAG(bool, in_process, false,
           "bench: also run the same batches through the core in this process and compare");
+ABSL_FLAG(int, rounds, 1,
+          "bench: with --in_process, alternate service and in-process runs this many times "
+          "(--duration or --count is split among them) and compare the totals");
 
 namespace kmt {
 namespace {
@@ -441,46 +444,74 @@ absl::Status Bench() {
     r.mutable_points()->Add(points.data(), points.data() + points.size());
     batches.push_back(std::move(r));
   }
-  const auto deadline = Clock::now() + absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_duration));
-  std::atomic<int64_t> issued{0};
+  // With --rounds, the service and the in-process core take turns, so a
+  // machine that speeds up or slows down during the run affects both alike.
+  const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
+  const bool in_process = absl::GetFlag(FLAGS_in_process);
+  const absl::Duration round_duration = absl::GetFlag(FLAGS_duration) / rounds;
   std::mutex mu;
   std::vector<double> latencies;
   std::map<std::string, int64_t> codes;
   ClientOptions options = Options();
   options.window = 1;
   options.streams = 1;
-  const double cpu_start = ProcessCpuSeconds();
-  const auto start = Clock::now();
-  std::vector<std::thread> streams;
-  for (int c = 0; c < concurrency; ++c) {
-    streams.emplace_back([&] {
-      Client client(options);
-      Clock::time_point sent;
-      const absl::Status status = client.Cluster(
-          [&](v1::ClusterRequest* r) {
-            const int64_t i = issued++;
-            if (count > 0 ? i >= count : Clock::now() >= deadline) return false;
-            *r = batches[i % batches.size()];
-            r->set_request_id(absl::StrCat("bench-", i));
-            sent = Clock::now();
-            return true;
-          },
-          [&](v1::ClusterResponse&& r) {
-            const double latency = std::chrono::duration<double>(Clock::now() - sent).count();
-            const auto code = static_cast<absl::StatusCode>(r.error().code());
-            std::lock_guard<std::mutex> lock(mu);
-            latencies.push_back(latency);
-            ++codes[absl::StatusCodeToString(code)];
-          });
-      if (!status.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        ++codes["stream " + absl::StatusCodeToString(status.code())];
-      }
-    });
+  double seconds = 0, client_cpu = 0, local_seconds = 0, local_cpu = 0;
+  int64_t issued_before = 0;
+  std::vector<std::string> round_ratios;
+  for (int round = 0; round < rounds; ++round) {
+    // Batches [first, last) of the whole run are this round's.
+    const int64_t first = issued_before;
+    const int64_t last = count > 0 ? count * (round + 1) / rounds : 0;
+    const auto deadline = Clock::now() + absl::ToChronoNanoseconds(round_duration);
+    std::atomic<int64_t> issued{first};
+    const size_t answered_before = latencies.size();
+    const double cpu_start = ProcessCpuSeconds();
+    const auto start = Clock::now();
+    std::vector<std::thread> streams;
+    for (int c = 0; c < concurrency; ++c) {
+      streams.emplace_back([&] {
+        Client client(options);
+        Clock::time_point sent;
+        const absl::Status status = client.Cluster(
+            [&](v1::ClusterRequest* r) {
+              const int64_t i = issued++;
+              if (count > 0 ? i >= last : Clock::now() >= deadline) return false;
+              *r = batches[i % batches.size()];
+              r->set_request_id(absl::StrCat("bench-", i));
+              sent = Clock::now();
+              return true;
+            },
+            [&](v1::ClusterResponse&& r) {
+              const double latency = std::chrono::duration<double>(Clock::now() - sent).count();
+              const auto code = static_cast<absl::StatusCode>(r.error().code());
+              std::lock_guard<std::mutex> lock(mu);
+              latencies.push_back(latency);
+              ++codes[absl::StatusCodeToString(code)];
+            });
+        if (!status.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          ++codes["stream " + absl::StatusCodeToString(status.code())];
+        }
+      });
+    }
+    for (std::thread& t : streams) t.join();
+    const double round_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    seconds += round_seconds;
+    client_cpu += ProcessCpuSeconds() - cpu_start;
+    issued_before = count > 0 ? last : issued_before + static_cast<int64_t>(
+                                                           latencies.size() - answered_before);
+    const int64_t answered = static_cast<int64_t>(latencies.size() - answered_before);
+    if (in_process && answered > 0) {
+      const int64_t local_count = std::max<int64_t>(answered, 16);
+      const absl::StatusOr<Throughput> local = InProcessThroughput(batches, local_count);
+      if (!local.ok()) return local.status();
+      // Counted as if it had run `answered` batches at its measured pace.
+      local_seconds += answered / local->batches_per_second;
+      local_cpu += local->cpu_seconds_per_batch * answered;
+      round_ratios.push_back(absl::StrFormat(
+          "%.3f", (answered / round_seconds) / local->batches_per_second));
+    }
   }
-  for (std::thread& t : streams) t.join();
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const double client_cpu = ProcessCpuSeconds() - cpu_start;
   const double rate = latencies.size() / seconds;
   std::printf("batches %zu (n=%lld d=%d k=%d iterations=%d model=%s) concurrency %d\n",
               latencies.size(), static_cast<long long>(n), d, base->k(), base->iterations(),
@@ -496,14 +527,14 @@ absl::Status Bench() {
     return absl::UnavailableError("no batch was answered; is the server at --server running?");
   }
   std::printf("client CPU %.3f ms per batch\n", 1e3 * client_cpu / latencies.size());
-  if (absl::GetFlag(FLAGS_in_process)) {
-    const absl::StatusOr<Throughput> local = InProcessThroughput(
-        batches, std::max<int64_t>(static_cast<int64_t>(latencies.size()), 16));
-    if (!local.ok()) return local.status();
+  if (in_process) {
+    const double local_rate = latencies.size() / local_seconds;
+    if (rounds > 1) {
+      std::printf("service/in-process by round %s\n", absl::StrJoin(round_ratios, " ").c_str());
+    }
     std::printf("in-process core %.1f batches/s, CPU %.3f ms per batch; "
                 "service/in-process = %.3f\n",
-                local->batches_per_second, 1e3 * local->cpu_seconds_per_batch,
-                rate / local->batches_per_second);
+                local_rate, 1e3 * local_cpu / latencies.size(), rate / local_rate);
   }
   return absl::OkStatus();
 }
