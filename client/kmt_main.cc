@@ -427,6 +427,52 @@ absl::StatusOr<Throughput> InProcessThroughput(const std::vector<v1::ClusterRequ
   return Throughput{count / seconds, (ProcessCpuSeconds() - cpu_start) / count};
 }
 
+// What the streams of a bench run recorded.
+struct BenchRecord {
+  std::mutex mu;
+  std::vector<double> latencies;  // seconds, one per answered batch
+  std::map<std::string, int64_t> codes;
+};
+
+// `concurrency` streams, one batch in flight on each, send `batches` round
+// robin, numbered from `first`: up to `last` if given, else until
+// `deadline`. Returns the wall-clock seconds taken.
+double ServicePass(const std::vector<v1::ClusterRequest>& batches, const ClientOptions& options,
+                   int concurrency, int64_t first, std::optional<int64_t> last,
+                   Clock::time_point deadline, BenchRecord* record) {
+  std::atomic<int64_t> issued{first};
+  const auto start = Clock::now();
+  std::vector<std::thread> streams;
+  for (int c = 0; c < concurrency; ++c) {
+    streams.emplace_back([&] {
+      Client client(options);
+      Clock::time_point sent;
+      const absl::Status status = client.Cluster(
+          [&](v1::ClusterRequest* r) {
+            const int64_t i = issued++;
+            if (last ? i >= *last : Clock::now() >= deadline) return false;
+            *r = batches[i % batches.size()];
+            r->set_request_id(absl::StrCat("bench-", i));
+            sent = Clock::now();
+            return true;
+          },
+          [&](v1::ClusterResponse&& r) {
+            const double latency = std::chrono::duration<double>(Clock::now() - sent).count();
+            const auto code = static_cast<absl::StatusCode>(r.error().code());
+            std::lock_guard<std::mutex> lock(record->mu);
+            record->latencies.push_back(latency);
+            ++record->codes[absl::StatusCodeToString(code)];
+          });
+      if (!status.ok()) {
+        std::lock_guard<std::mutex> lock(record->mu);
+        ++record->codes["stream " + absl::StatusCodeToString(status.code())];
+      }
+    });
+  }
+  for (std::thread& t : streams) t.join();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 absl::Status Bench() {
   const int concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
   const int64_t n = absl::GetFlag(FLAGS_n), count = absl::GetFlag(FLAGS_count);
@@ -448,62 +494,30 @@ absl::Status Bench() {
   // machine that speeds up or slows down during the run affects both alike.
   const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
   const bool in_process = absl::GetFlag(FLAGS_in_process);
-  const absl::Duration round_duration = absl::GetFlag(FLAGS_duration) / rounds;
-  std::mutex mu;
-  std::vector<double> latencies;
-  std::map<std::string, int64_t> codes;
   ClientOptions options = Options();
   options.window = 1;
   options.streams = 1;
+  BenchRecord record;
+  const std::vector<double>& latencies = record.latencies;
   double seconds = 0, client_cpu = 0, local_seconds = 0, local_cpu = 0;
-  int64_t issued_before = 0;
+  int64_t sent_before = 0;
   std::vector<std::string> round_ratios;
   for (int round = 0; round < rounds; ++round) {
-    // Batches [first, last) of the whole run are this round's.
-    const int64_t first = issued_before;
-    const int64_t last = count > 0 ? count * (round + 1) / rounds : 0;
-    const auto deadline = Clock::now() + absl::ToChronoNanoseconds(round_duration);
-    std::atomic<int64_t> issued{first};
+    const std::optional<int64_t> last =
+        count > 0 ? std::optional<int64_t>(count * (round + 1) / rounds) : std::nullopt;
+    const auto deadline =
+        Clock::now() + absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_duration) / rounds);
     const size_t answered_before = latencies.size();
     const double cpu_start = ProcessCpuSeconds();
-    const auto start = Clock::now();
-    std::vector<std::thread> streams;
-    for (int c = 0; c < concurrency; ++c) {
-      streams.emplace_back([&] {
-        Client client(options);
-        Clock::time_point sent;
-        const absl::Status status = client.Cluster(
-            [&](v1::ClusterRequest* r) {
-              const int64_t i = issued++;
-              if (count > 0 ? i >= last : Clock::now() >= deadline) return false;
-              *r = batches[i % batches.size()];
-              r->set_request_id(absl::StrCat("bench-", i));
-              sent = Clock::now();
-              return true;
-            },
-            [&](v1::ClusterResponse&& r) {
-              const double latency = std::chrono::duration<double>(Clock::now() - sent).count();
-              const auto code = static_cast<absl::StatusCode>(r.error().code());
-              std::lock_guard<std::mutex> lock(mu);
-              latencies.push_back(latency);
-              ++codes[absl::StatusCodeToString(code)];
-            });
-        if (!status.ok()) {
-          std::lock_guard<std::mutex> lock(mu);
-          ++codes["stream " + absl::StatusCodeToString(status.code())];
-        }
-      });
-    }
-    for (std::thread& t : streams) t.join();
-    const double round_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    const double round_seconds =
+        ServicePass(batches, options, concurrency, sent_before, last, deadline, &record);
     seconds += round_seconds;
     client_cpu += ProcessCpuSeconds() - cpu_start;
-    issued_before = count > 0 ? last : issued_before + static_cast<int64_t>(
-                                                           latencies.size() - answered_before);
-    const int64_t answered = static_cast<int64_t>(latencies.size() - answered_before);
+    const auto answered = static_cast<int64_t>(latencies.size() - answered_before);
+    sent_before = last ? *last : sent_before + answered;
     if (in_process && answered > 0) {
-      const int64_t local_count = std::max<int64_t>(answered, 16);
-      const absl::StatusOr<Throughput> local = InProcessThroughput(batches, local_count);
+      const absl::StatusOr<Throughput> local =
+          InProcessThroughput(batches, std::max<int64_t>(answered, 16));
       if (!local.ok()) return local.status();
       // Counted as if it had run `answered` batches at its measured pace.
       local_seconds += answered / local->batches_per_second;
@@ -521,7 +535,7 @@ absl::Status Bench() {
               1e3 * Percentile(latencies, 0.99));
   std::printf("throughput %.1f batches/s  %.0f points/s\n", rate, rate * n);
   std::vector<std::string> code_counts;
-  for (const auto& [code, c] : codes) code_counts.push_back(absl::StrCat(code, " ", c));
+  for (const auto& [code, c] : record.codes) code_counts.push_back(absl::StrCat(code, " ", c));
   std::printf("status %s\n", absl::StrJoin(code_counts, ", ").c_str());
   if (latencies.empty()) {
     return absl::UnavailableError("no batch was answered; is the server at --server running?");
