@@ -12,9 +12,10 @@
 # in-process core on the same batches in the same client process (a thread
 # per CPU the client may use, each batch on one thread, as the server's
 # workers run them), taking turns with the service in ROUNDS rounds (5) so
-# that drift in the machine's speed affects both alike; CPU milliseconds per batch of the server
-# (from /proc), of the client and of the in-process core (getrusage).
-# "server-side" is the core's CPU per batch over the server's.
+# that drift in the machine's speed affects both alike, and the spread of
+# the rounds; CPU milliseconds per batch of the server (from /proc), of the
+# client and of the in-process core (getrusage). "server-side" is the
+# core's CPU per batch over the server's.
 #
 # Two setups. Shared: server and client on all CPUs, so the client's
 # serialising and sending take CPU from the server, and the in-process core
@@ -72,8 +73,8 @@ run() {
     /^status /         { sub(/^status /, ""); status = $0 }
     /^in-process core/ { local = $3; core = $6; ratio = $NF }
     /^service\/in-process by round/ {
-      lo = $5; hi = $5
-      for (i = 6; i <= NF; ++i) { if ($i < lo) lo = $i; if ($i > hi) hi = $i }
+      lo = $4; hi = $4
+      for (i = 5; i <= NF; ++i) { if ($i < lo) lo = $i; if ($i > hi) hi = $i }
     }
     END {
       if (batches == 0 || status !~ /^OK [0-9]+$/) {
@@ -100,7 +101,16 @@ throughput_table() {
   done
 }
 
-cpus=$(nproc)
+# The CPUs this script may use, one per element (from a list like 0-3,6).
+allowed=()
+for part in $(grep Cpus_allowed_list /proc/self/status | cut -f2 | tr , ' '); do
+  if [[ $part == *-* ]]; then
+    allowed+=($(seq "${part%-*}" "${part#*-}"))
+  else
+    allowed+=("$part")
+  fi
+done
+cpus=${#allowed[@]}
 start_server
 echo "Throughput, shared CPUs ($cpus), n = 4096, d = 32, k = 16, 10 iterations, $DURATION of service per row"
 echo
@@ -117,8 +127,8 @@ stop_server
 
 if ((cpus >= 2)); then
   half=$((cpus / 2))
-  server_cpus=0-$((half - 1))
-  client_cpus=$half-$((2 * half - 1))
+  server_cpus=$(IFS=,; echo "${allowed[*]:0:half}")
+  client_cpus=$(IFS=,; echo "${allowed[*]:half:half}")
   start_server "$server_cpus"
   client_pin=(taskset -c "$client_cpus")
   echo
