@@ -1,6 +1,7 @@
 #include "server/worker_pool.h"
 
 #include <omp.h>
+#include <pthread.h>
 
 namespace kmt {
 
@@ -33,6 +34,7 @@ size_t WorkerPool::queued() const {
 }
 
 void WorkerPool::Work(int threads_per_task) {
+  pthread_setname_np(pthread_self(), "kmt-worker");  // as top -H and /proc show it
   omp_set_num_threads(threads_per_task);
   for (;;) {
     std::function<void()> task;

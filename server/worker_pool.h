@@ -1,6 +1,7 @@
-// A fixed set of worker threads running submitted tasks in order of
-// submission. Each worker caps the OpenMP threads of its tasks, so that
-// concurrent batches share the cores instead of oversubscribing them.
+// A fixed set of worker threads ("kmt-worker") running submitted tasks in
+// order of submission. Each worker caps the OpenMP threads of its tasks, so
+// that concurrent batches share the cores instead of oversubscribing them.
+// Workers take the scheduling policy of the thread that creates the pool.
 #ifndef KMT_SERVER_WORKER_POOL_H_
 #define KMT_SERVER_WORKER_POOL_H_
 

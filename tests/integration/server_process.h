@@ -19,6 +19,7 @@ class ServerProcess {
   static std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& flags);
   ~ServerProcess();
 
+  pid_t pid() const { return pid_; }
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }

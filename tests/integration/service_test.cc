@@ -3,6 +3,7 @@
 // process.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -487,6 +488,58 @@ TEST(ServiceStopsWork, WhenTheClientCancels) {
   canceller.join();
   EXPECT_EQ(e.status.error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(SmallBatchAnswered(server->address()));
+  EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
+}
+
+// ---- Which threads may preempt which. ----
+
+// Each thread of a process: its name and scheduling policy, from
+// /proc/PID/task/TID/stat (the name is between the first '(' and the last
+// ')'; the policy is field 41, the 39th after the name).
+std::vector<std::pair<std::string, int>> ThreadPolicies(pid_t pid) {
+  std::vector<std::pair<std::string, int>> threads;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;  // thread gone
+    std::istringstream fields(stat.substr(close + 1));
+    std::string field;
+    for (int i = 3; i <= 41 && fields >> field; ++i) {
+    }
+    threads.emplace_back(stat.substr(open + 1, close - open - 1), std::stoi(field));
+  }
+  return threads;
+}
+
+TEST(ServiceThreads, NetworkThreadsRunUnderSchedBatchAndWorkersDoNot) {
+  auto server = ServerProcess::Start({"--workers=2", "--model_dir=", "--not_serving_delay=0s"});
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(SmallBatchAnswered(server->address()));  // every kind of thread has run
+  int workers = 0, others = 0;
+  for (const auto& [name, policy] : ThreadPolicies(server->pid())) {
+    if (name == "kmt-worker") {
+      ++workers;
+      EXPECT_EQ(policy, SCHED_OTHER) << name;
+    } else {
+      ++others;
+      EXPECT_EQ(policy, SCHED_BATCH) << name;
+    }
+  }
+  EXPECT_EQ(workers, 2);
+  EXPECT_GE(others, 3);  // main, gRPC's pollers, the metrics server's
+  EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
+}
+
+TEST(ServiceThreads, WithIoPreemptsWorkersEveryThreadKeepsSchedOther) {
+  auto server = ServerProcess::Start(
+      {"--workers=2", "--model_dir=", "--not_serving_delay=0s", "--io_preempts_workers"});
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(SmallBatchAnswered(server->address()));
+  const auto threads = ThreadPolicies(server->pid());
+  EXPECT_GE(threads.size(), 5u);
+  for (const auto& [name, policy] : threads) EXPECT_EQ(policy, SCHED_OTHER) << name;
   EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
 }
 
