@@ -24,6 +24,7 @@
 # server has its machine's cores and its clients run elsewhere; needs 2 CPUs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/cpus.sh
 BUILD=${BUILD:-build}
 DURATION=${DURATION:-10s}
 ROUNDS=${ROUNDS:-5}
@@ -101,16 +102,7 @@ throughput_table() {
   done
 }
 
-# The CPUs this script may use, one per element (from a list like 0-3,6).
-allowed=()
-for part in $(grep Cpus_allowed_list /proc/self/status | cut -f2 | tr , ' '); do
-  if [[ $part == *-* ]]; then
-    allowed+=($(seq "${part%-*}" "${part#*-}"))
-  else
-    allowed+=("$part")
-  fi
-done
-cpus=${#allowed[@]}
+cpus=$(allowed_cpus | wc -l)
 start_server
 echo "Throughput, shared CPUs ($cpus), n = 4096, d = 32, k = 16, 10 iterations, $DURATION of service per row"
 echo
@@ -125,10 +117,8 @@ for c in 1 8; do
 done
 stop_server
 
-if ((cpus >= 2)); then
-  half=$((cpus / 2))
-  server_cpus=$(IFS=,; echo "${allowed[*]:0:half}")
-  client_cpus=$(IFS=,; echo "${allowed[*]:half:half}")
+read -r server_cpus client_cpus < <(split_allowed_cpus) || true
+if [[ -n $client_cpus ]]; then
   start_server "$server_cpus"
   client_pin=(taskset -c "$client_cpus")
   echo
