@@ -503,11 +503,12 @@ std::vector<std::pair<std::string, int>> ThreadPolicies(pid_t pid) {
     std::ifstream in(task.path() / "stat");
     std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const size_t open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;  // thread gone
+    if (open == std::string::npos || close == std::string::npos) continue;  // ended
     std::istringstream fields(stat.substr(close + 1));
     std::string field;
-    for (int i = 3; i <= 41 && fields >> field; ++i) {
-    }
+    int number = 3;  // of the next field
+    while (number <= 41 && fields >> field) ++number;
+    if (number <= 41) continue;  // cut short: the thread ended while read
     threads.emplace_back(stat.substr(open + 1, close - open - 1), std::stoi(field));
   }
   return threads;
