@@ -16,8 +16,8 @@
 # mean, and the phase pairs' ratios BATCH / OTHER.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source bench/cpus.sh
 BUILD=${BUILD:-build}
+source bench/lib.sh
 PHASES=${PHASES:-20}
 PHASE=${PHASE:-3}
 STREAMS=${STREAMS:-2}
@@ -34,33 +34,25 @@ elif [[ -z $client_cpus ]]; then
   exit 1
 fi
 work=$(mktemp -d)
-server=
 client=
 cleanup() {
-  [[ -n $client ]] && kill "$client" 2>/dev/null || true
-  [[ -n $server ]] && kill "$server" 2>/dev/null || true
-  wait 2>/dev/null || true
+  if [[ -n $client ]]; then
+    kill "$client" 2>/dev/null || true
+    wait "$client" 2>/dev/null || true
+  fi
+  stop_server
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-taskset -c "$server_cpus" "$BUILD/server/kmt-server" --model_dir= --listen=127.0.0.1:0 \
-  --metrics_listen=127.0.0.1:0 --port_file="$work/port" --metrics_port_file="$work/mport" \
-  --not_serving_delay=0s --io_preempts_workers 2>"$work/server.log" &
-server=$!
-for _ in $(seq 100); do
-  if [[ -s $work/port && -s $work/mport ]]; then break; fi
-  sleep 0.1
-done
-mport=$(cat "$work/mport")
+start_server "$work" "$server_cpus" --not_serving_delay=0s --io_preempts_workers
 
 batches() {  # the server's kmt_batches_total, summed over its labels
-  exec 3<>"/dev/tcp/127.0.0.1/$mport"
+  exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
   printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
   awk '/^kmt_batches_total/ { s += $2 } END { printf "%d\n", s }' <&3
   exec 3<&-
 }
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server/stat"; }
 # -o (SCHED_OTHER) or -b (SCHED_BATCH) for every thread but the workers;
 # fails unless every such thread then has it (policy: field 41 of stat).
 set_policy() {
@@ -76,7 +68,7 @@ set_policy() {
   done
 }
 
-taskset -c "$client_cpus" "$BUILD/client/kmt" bench --server="127.0.0.1:$(cat "$work/port")" \
+taskset -c "$client_cpus" "$BUILD/client/kmt" bench --server="$target" \
   --concurrency="$STREAMS" --duration=$((PHASES * (PHASE + 1) + 10))s \
   --n=4096 --d=32 --k=16 --iterations=10 >"$work/client.txt" &
 client=$!
@@ -92,9 +84,9 @@ for phase in $(seq "$PHASES"); do
   if ((phase % 2)); then policy=-o name=OTHER; else policy=-b name=BATCH; fi
   set_policy "$policy"
   sleep 0.3  # let the switch settle
-  b0=$(batches) c0=$(cpu_ticks) t0=$(date +%s.%N)
+  b0=$(batches) c0=$(server_cpu_ticks) t0=$(date +%s.%N)
   sleep "$PHASE"
-  b1=$(batches) c1=$(cpu_ticks) t1=$(date +%s.%N)
+  b1=$(batches) c1=$(server_cpu_ticks) t1=$(date +%s.%N)
   row=$(awk -v b="$((b1 - b0))" -v c="$((c1 - c0))" -v t0="$t0" -v t1="$t1" -v hz="$hz" \
     'BEGIN { if (b <= 0) exit 1; printf "%.1f %.3f", b / (t1 - t0), 1e3 * c / hz / b }') || {
     echo "no batches answered in phase $phase" >&2

@@ -24,37 +24,13 @@
 # server has its machine's cores and its clients run elsewhere; needs 2 CPUs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source bench/cpus.sh
 BUILD=${BUILD:-build}
+source bench/lib.sh
 DURATION=${DURATION:-10s}
 ROUNDS=${ROUNDS:-5}
 work=$(mktemp -d)
-server=
-stop_server() {
-  if [[ -n $server ]]; then
-    kill "$server" 2>/dev/null || true
-    wait "$server" 2>/dev/null || true
-  fi
-  server=
-}
 trap 'stop_server; rm -rf "$work"' EXIT
-
-# start_server [taskset CPU list]
-start_server() {
-  rm -f "$work/port"
-  local pin=()
-  if [[ $# -gt 0 ]]; then pin=(taskset -c "$1"); fi
-  "${pin[@]}" "$BUILD/server/kmt-server" --model_dir= --listen=127.0.0.1:0 \
-    --metrics_listen=127.0.0.1:0 --port_file="$work/port" 2>"$work/server.log" &
-  server=$!
-  for _ in $(seq 100); do
-    if [[ -s $work/port ]]; then break; fi
-    sleep 0.1
-  done
-  target=127.0.0.1:$(cat "$work/port")
-}
 ticks=$(getconf CLK_TCK)
-server_cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 client_pin=()
 
 # run CONCURRENCY [kmt bench flags...]: one table row.
@@ -103,7 +79,7 @@ throughput_table() {
 }
 
 cpus=$(allowed_cpus | wc -l)
-start_server
+start_server "$work" ""
 echo "Throughput, shared CPUs ($cpus), n = 4096, d = 32, k = 16, 10 iterations, $DURATION of service per row"
 echo
 throughput_table 2 4 8
@@ -119,7 +95,7 @@ stop_server
 
 read -r server_cpus client_cpus < <(split_allowed_cpus) || true
 if [[ -n $client_cpus ]]; then
-  start_server "$server_cpus"
+  start_server "$work" "$server_cpus"
   client_pin=(taskset -c "$client_cpus")
   echo
   echo "Throughput, own cores (server on CPUs $server_cpus, client and in-process core on CPUs $client_cpus), n = 4096, d = 32, k = 16, 10 iterations, $DURATION of service per row"
