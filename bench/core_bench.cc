@@ -10,7 +10,7 @@
 #include "core/constructions.h"
 #include "core/init.h"
 #include "core/lloyd.h"
-#include "core/task_generator.h"
+#include "learn/task_generator.h"
 #include "core/transformer.h"
 
 #ifdef KMT_HAVE_FAISS

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/distances.h"
+
 namespace kmt {
 namespace {
 
@@ -12,16 +14,6 @@ Eigen::Index BlockSize(Eigen::Index k, size_t scalar_bytes) {
   const Eigen::Index budget = (256 * 1024) / static_cast<Eigen::Index>(scalar_bytes);
   return std::clamp<Eigen::Index>(budget / std::max<Eigen::Index>(k, 1), 64, 4096) &
          ~Eigen::Index{15};
-}
-
-template <typename Scalar>
-Scalar DirectSquaredDistance(const Scalar* x, const Scalar* c, Eigen::Index d) {
-  Scalar acc = 0;
-  for (Eigen::Index l = 0; l < d; ++l) {
-    const Scalar diff = x[l] - c[l];
-    acc += diff * diff;
-  }
-  return acc;
 }
 
 }  // namespace
@@ -34,13 +26,8 @@ void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
   if (sq_dist != nullptr) sq_dist->resize(n);
   if (n == 0 || k == 0) return;
 
-  const Vector<Scalar> center_sq = centers.colwise().squaredNorm().transpose();
+  const Vector<Scalar> center_sq = SquaredNorms<Scalar>(centers);
   const Scalar center_sq_max = center_sq.maxCoeff();
-  const Matrix<Scalar> minus_two_centers = Scalar(-2) * centers;
-  // Bound on the round-off of one product-form distance, per unit of
-  // ||x||^2 + max ||c||^2 (dot product, two norms, the sums).
-  const Scalar error_unit =
-      2 * static_cast<Scalar>(d + 4) * std::numeric_limits<Scalar>::epsilon();
   const Eigen::Index block = BlockSize(k, sizeof(Scalar));
   const Eigen::Index blocks = (n + block - 1) / block;
   int* out = labels->data();
@@ -55,8 +42,8 @@ void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
       const Eigen::Index first = b * block;
       const Eigen::Index rows = std::min(block, n - first);
       const auto x = points.middleCols(first, rows);
-      auto partial = dist.topRows(rows);
-      partial.noalias() = x.transpose() * minus_two_centers;
+      const Vector<Scalar> x_sq = SquaredNorms<Scalar>(x);
+      SquaredDistances<Scalar>(x, x_sq, centers, center_sq, &dist);
       Scalar* best_p = best.data();
       Scalar* second_p = second.data();
       int* arg_p = arg.data();
@@ -65,10 +52,9 @@ void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
       std::fill_n(arg_p, rows, 0);
       for (Eigen::Index j = 0; j < k; ++j) {
         const Scalar* col = dist.col(j).data();
-        const Scalar cj = center_sq[j];
         const int jj = static_cast<int>(j);
         for (Eigen::Index i = 0; i < rows; ++i) {
-          const Scalar v = col[i] + cj;
+          const Scalar v = col[i];
           const Scalar b0 = best_p[i];
           second_p[i] = std::min(second_p[i], std::max(b0, v));
           arg_p[i] = v < b0 ? jj : arg_p[i];
@@ -77,13 +63,12 @@ void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
       }
       for (Eigen::Index i = 0; i < rows; ++i) {
         const Scalar* xi = points.col(first + i).data();
-        const Scalar slack =
-            2 * error_unit * (x.col(i).squaredNorm() + center_sq_max);
+        const Scalar slack = 2 * SquaredDistanceRoundOff(d, x_sq[i], center_sq_max);
         int label = arg_p[i];
         if (second_p[i] - best_p[i] <= slack) {
           Scalar exact = std::numeric_limits<Scalar>::infinity();
           for (Eigen::Index j = 0; j < k; ++j) {
-            if (dist(i, j) + center_sq[j] > best_p[i] + slack) continue;
+            if (dist(i, j) > best_p[i] + slack) continue;
             const Scalar s = DirectSquaredDistance(xi, centers.col(j).data(), d);
             if (s < exact) {
               exact = s;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/distances.h"
 
 namespace kmt {
 namespace {
@@ -14,14 +15,8 @@ constexpr Eigen::Index kScoreBlockEntries = Eigen::Index{1} << 22;
 
 template <typename Scalar>
 Scalar DirectScore(ScoreKind kind, const Scalar* q, const Scalar* k, int dim) {
+  if (kind == ScoreKind::kEuclidean) return -DirectSquaredDistance(q, k, dim);
   Scalar acc = 0;
-  if (kind == ScoreKind::kEuclidean) {
-    for (int l = 0; l < dim; ++l) {
-      const Scalar diff = q[l] - k[l];
-      acc += diff * diff;
-    }
-    return -acc;
-  }
   for (int l = 0; l < dim; ++l) acc += q[l] * k[l];
   return acc;
 }
@@ -44,8 +39,8 @@ Projected<Scalar> Project(const AttentionBlock<Scalar>& block,
   p.queries = (block.Q * queries).colwise() + block.bQ;
   p.keys = (block.K * keys).colwise() + block.bK;
   p.values = (block.V * keys).colwise() + block.bV;
-  p.query_sq = p.queries.colwise().squaredNorm().transpose();
-  p.key_sq = p.keys.colwise().squaredNorm().transpose();
+  p.query_sq = SquaredNorms<Scalar>(p.queries);
+  p.key_sq = SquaredNorms<Scalar>(p.keys);
   p.key_sq_max = p.key_sq.size() > 0 ? p.key_sq.maxCoeff() : Scalar(0);
   return p;
 }
@@ -60,9 +55,7 @@ bool HardmaxColumn(const AttentionBlock<Scalar>& block,
                    const Projected<Scalar>& p, Eigen::Index query,
                    Eigen::Map<Vector<Scalar>> column, Scalar* divisor) {
   const int dim = static_cast<int>(p.queries.rows());
-  const Scalar eps = std::numeric_limits<Scalar>::epsilon();
-  const Scalar margin =
-      2 * (dim + 4) * eps * (p.query_sq[query] + p.key_sq_max);
+  const Scalar margin = SquaredDistanceRoundOff(dim, p.query_sq[query], p.key_sq_max);
   const Scalar threshold = column.maxCoeff() - 2 * margin;
   const Scalar* q = p.queries.col(query).data();
   const auto direct = [&](Eigen::Index key) {
@@ -94,8 +87,7 @@ bool HardmaxColumn(const AttentionBlock<Scalar>& block,
   return block.score == ScoreKind::kDotProduct || best == 0;
 }
 
-// Turns the raw products keys^T queries of queries [first, first + cols) into
-// unnormalised weights, in place, and per query the divisor that normalises
+// Turns the scores of queries [first, first + cols) into unnormalized weights, in place, and per query the divisor that normalises
 // them and whether it has support. The output is divided after the weighted
 // sum, so an average of equal values is that value to the last bit.
 template <typename Scalar>
@@ -110,11 +102,6 @@ void NormaliseColumns(const AttentionBlock<Scalar>& block,
   for (Eigen::Index c = 0; c < cols; ++c) {
     Eigen::Map<Vector<Scalar>> column(weights->col(c).data(), weights->rows());
     const Eigen::Index query = first + c;
-    if (block.score == ScoreKind::kEuclidean) {
-      column = -((p.key_sq.array() + p.query_sq[query] - 2 * column.array())
-                     .max(Scalar(0)))
-                    .matrix();
-    }
     if (hard) {
       support[c] = HardmaxColumn(block, p, query, column, &divisor[c]);
     } else if (block.normalizer == Normalizer::kSoftmax) {
@@ -144,7 +131,14 @@ void ForEachQueryBlock(const AttentionBlock<Scalar>& block,
   Vector<Scalar> divisors;
   for (Eigen::Index first = 0; first < nq; first += step) {
     const Eigen::Index cols = std::min(step, nq - first);
-    weights.noalias() = p.keys.transpose() * p.queries.middleCols(first, cols);
+    const auto queries = p.queries.middleCols(first, cols);
+    if (block.score == ScoreKind::kEuclidean) {
+      SquaredDistances<Scalar>(p.keys, p.key_sq, queries, p.query_sq.segment(first, cols),
+                               &weights);
+      weights = -weights;
+    } else {
+      weights.noalias() = p.keys.transpose() * queries;
+    }
     divisors.resize(cols);
     NormaliseColumns(block, p, first, &weights, divisors.data(),
                      support->data() + first);

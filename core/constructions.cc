@@ -96,18 +96,19 @@ absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k,
   const auto hardmax = Normalizer::kHardmax;
 
   LayerWeights<Scalar> w;
-  w.points_to_centers = Block<Scalar>(px, pr, euclidean, hardmax);
-  w.points_to_centers.ties = Ties::kLowestIndex;
+  AttentionBlock<Scalar>& theta1 = w[BlockId::kPointsToCenters];
+  theta1 = Block<Scalar>(px, pr, euclidean, hardmax);
+  theta1.ties = Ties::kLowestIndex;
   if (!std::isinf(options.beta)) {
-    w.points_to_centers.normalizer = Normalizer::kSoftmax;
-    w.points_to_centers.beta = static_cast<Scalar>(options.beta);
+    theta1.normalizer = Normalizer::kSoftmax;
+    theta1.beta = static_cast<Scalar>(options.beta);
   }
-  w.points_to_points = Block<Scalar>(px, -pr, euclidean, hardmax);
-  w.centers_to_points =
+  w[BlockId::kPointsToPoints] = Block<Scalar>(px, -pr, euclidean, hardmax);
+  w[BlockId::kCentersToPoints] =
       options.theta3 == Theta3Form::kHardmax
           ? Block<Scalar>(pr, px, euclidean, hardmax)
           : Block<Scalar>(pr, px, ScoreKind::kDotProduct, Normalizer::kLinear);
-  w.centers_to_centers = Block<Scalar>(pr, -px, euclidean, hardmax);
+  w[BlockId::kCentersToCenters] = Block<Scalar>(pr, -px, euclidean, hardmax);
   model.layers.push_back(std::move(w));
 
   model.name = LloydModelName(options);
@@ -126,10 +127,7 @@ std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model) {
     const LayerWeights<Scalar>& e = exact->layers[0];
     bool same = !model.layers.empty();
     for (const LayerWeights<Scalar>& w : model.layers) {
-      same = same && SameBlock(w.points_to_centers, e.points_to_centers) &&
-             SameBlock(w.points_to_points, e.points_to_points) &&
-             SameBlock(w.centers_to_points, e.centers_to_points) &&
-             SameBlock(w.centers_to_centers, e.centers_to_centers);
+      for (BlockId id : kBlockIds) same = same && SameBlock(w[id], e[id]);
     }
     if (same) return form;
   }

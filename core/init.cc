@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "core/distances.h"
 #include "core/random.h"
 #include "core/validation.h"
 
@@ -24,20 +25,19 @@ Matrix<Scalar> RandomSubset(const Matrix<Scalar>& points, int k, Rng& rng) {
   return centers;
 }
 
-// Squared distances of every point to each of the candidates (n x c), as
-// ||x||^2 + ||c||^2 - 2<x, c> through one matrix product.
+// Squared distances of every point to each of the candidates (n x c).
 template <typename Scalar>
-Matrix<double> SquaredDistancesTo(const Matrix<Scalar>& points,
-                                  const Vector<double>& point_sq,
+Matrix<double> SquaredDistancesTo(const Matrix<Scalar>& points, const Vector<Scalar>& point_sq,
                                   const std::vector<Eigen::Index>& candidates) {
   Matrix<Scalar> c(points.rows(), candidates.size());
-  for (size_t t = 0; t < candidates.size(); ++t) c.col(t) = points.col(candidates[t]);
-  Matrix<double> dist = (points.transpose() * c).template cast<double>();
+  Vector<Scalar> c_sq(candidates.size());
   for (size_t t = 0; t < candidates.size(); ++t) {
-    const double c_sq = point_sq[candidates[t]];
-    dist.col(t) = (point_sq.array() + c_sq - 2 * dist.col(t).array()).max(0.0).matrix();
+    c.col(t) = points.col(candidates[t]);
+    c_sq[t] = point_sq[candidates[t]];
   }
-  return dist;
+  Matrix<Scalar> dist;
+  SquaredDistances<Scalar>(points, point_sq, c, c_sq, &dist);
+  return dist.template cast<double>();
 }
 
 template <typename Scalar>
@@ -45,8 +45,7 @@ absl::StatusOr<Matrix<Scalar>> KMeansPlusPlus(const Matrix<Scalar>& points, int 
                                               Rng& rng, const StopCheck& check) {
   const Eigen::Index n = points.cols();
   const int trials = 2 + static_cast<int>(std::floor(std::log(k)));
-  const Vector<double> point_sq =
-      points.colwise().squaredNorm().transpose().template cast<double>();
+  const Vector<Scalar> point_sq = SquaredNorms<Scalar>(points);
   Matrix<Scalar> centers(points.rows(), k);
   Eigen::Index chosen = static_cast<Eigen::Index>(rng.Below(n));
   centers.col(0) = points.col(chosen);
@@ -104,11 +103,22 @@ absl::StatusOr<Matrix<Scalar>> InitialCenters(const Matrix<Scalar>& points,
                                               uint64_t seed, const StopCheck& check) {
   if (absl::Status s = ValidatePoints(points); !s.ok()) return s;
   if (absl::Status s = ValidateClusterCount(points.cols(), k); !s.ok()) return s;
+  return ChooseInitialCenters(points, k, method, seed, check);
+}
+
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> ChooseInitialCenters(const Matrix<Scalar>& points, int k,
+                                                    InitMethod method, uint64_t seed,
+                                                    const StopCheck& check) {
   Rng rng(seed);
   if (method == InitMethod::kRandomSubset) return RandomSubset(points, k, rng);
   return KMeansPlusPlus(points, k, rng, check);
 }
 
+template absl::StatusOr<Matrix<float>> ChooseInitialCenters<float>(
+    const Matrix<float>&, int, InitMethod, uint64_t, const StopCheck&);
+template absl::StatusOr<Matrix<double>> ChooseInitialCenters<double>(
+    const Matrix<double>&, int, InitMethod, uint64_t, const StopCheck&);
 template absl::StatusOr<Matrix<float>> InitialCenters<float>(
     const Matrix<float>&, int, InitMethod, uint64_t, const StopCheck&);
 template absl::StatusOr<Matrix<double>> InitialCenters<double>(

@@ -31,6 +31,13 @@ absl::StatusOr<Matrix<Scalar>> InitialCenters(const Matrix<Scalar>& points,
                                               uint64_t seed,
                                               const StopCheck& check = {});
 
+// The same without the input checks, for points and k already validated
+// (the engine's batches).
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> ChooseInitialCenters(const Matrix<Scalar>& points, int k,
+                                                    InitMethod method, uint64_t seed,
+                                                    const StopCheck& check = {});
+
 }  // namespace kmt
 
 #endif  // KMT_CORE_INIT_H_

@@ -4,6 +4,20 @@
 
 namespace kmt {
 
+absl::string_view BlockName(BlockId id) {
+  switch (id) {
+    case BlockId::kPointsToCenters:
+      return "theta1";
+    case BlockId::kPointsToPoints:
+      return "theta2";
+    case BlockId::kCentersToPoints:
+      return "theta3";
+    case BlockId::kCentersToCenters:
+      return "theta4";
+  }
+  return "unknown";
+}
+
 template <typename Scalar>
 absl::Status ValidateModel(const Model<Scalar>& model) {
   if (model.d < 1) {
@@ -19,16 +33,10 @@ absl::Status ValidateModel(const Model<Scalar>& model) {
   }
   const int dim = model.dim();
   for (size_t t = 0; t < model.layers.size(); ++t) {
-    const LayerWeights<Scalar>& w = model.layers[t];
-    const std::pair<const char*, const AttentionBlock<Scalar>*> blocks[] = {
-        {"theta1", &w.points_to_centers},
-        {"theta2", &w.points_to_points},
-        {"theta3", &w.centers_to_points},
-        {"theta4", &w.centers_to_centers}};
-    for (const auto& [name, block] : blocks) {
-      if (absl::Status s = ValidateBlock(*block, dim); !s.ok()) {
+    for (BlockId id : kBlockIds) {
+      if (absl::Status s = ValidateBlock(model.layers[t][id], dim); !s.ok()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("layer ", t, " ", name, ": ", s.message()));
+            absl::StrCat("layer ", t, " ", BlockName(id), ": ", s.message()));
       }
     }
   }

@@ -6,21 +6,39 @@
 #ifndef KMT_CORE_MODEL_H_
 #define KMT_CORE_MODEL_H_
 
+#include <array>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "core/attention.h"
 #include "core/embedding.h"
+#include "core/input_scaling.h"
 
 namespace kmt {
 
+// The four attention blocks of a layer, in the order they run.
+enum class BlockId {
+  kPointsToCenters,   ///< theta1: points query centers
+  kPointsToPoints,    ///< theta2: points query points
+  kCentersToPoints,   ///< theta3: centers query the updated points
+  kCentersToCenters,  ///< theta4: centers query centers
+};
+inline constexpr std::array<BlockId, 4> kBlockIds = {
+    BlockId::kPointsToCenters, BlockId::kPointsToPoints, BlockId::kCentersToPoints,
+    BlockId::kCentersToCenters};
+
+// "theta1" ... "theta4", as errors and model files name the blocks.
+absl::string_view BlockName(BlockId id);
+
 template <typename Scalar>
 struct LayerWeights {
-  AttentionBlock<Scalar> points_to_centers;   ///< theta1: points query centers
-  AttentionBlock<Scalar> points_to_points;    ///< theta2: points query points
-  AttentionBlock<Scalar> centers_to_points;   ///< theta3: centers query the updated points
-  AttentionBlock<Scalar> centers_to_centers;  ///< theta4: centers query centers
+  std::array<AttentionBlock<Scalar>, 4> blocks;  ///< indexed by BlockId
+
+  AttentionBlock<Scalar>& operator[](BlockId id) { return blocks[static_cast<int>(id)]; }
+  const AttentionBlock<Scalar>& operator[](BlockId id) const {
+    return blocks[static_cast<int>(id)];
+  }
 };
 
 template <typename Scalar>
@@ -35,6 +53,8 @@ struct Model {
   /// center registers to E, so only the centers carry over (learned models;
   /// iterating without it diverges). Exact constructions carry all over.
   bool reembed = false;
+  /// How a caller's points are mapped before the layers (input_scaling.h).
+  InputScaling input_scaling = InputScaling::kNone;
   /// A center whose theta3 attention has no support (no point carries its
   /// code) keeps its token, as Lloyd's keeps an empty cluster's center.
   bool keep_empty_centers = true;

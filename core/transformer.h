@@ -4,15 +4,23 @@
 // exactly a Lloyd construction in O(n k d) per layer, using what the
 // construction provably computes: theta1 the nearest center's code, theta2 and
 // theta4 the removal of the old value, theta3 the mean of each cluster.
+//
+// A model with an input scaling sees the points mapped (input_scaling.h); the
+// results are reported in the caller's units. RunTransformer and RunLloyd
+// check their inputs; the engine (engine.h), whose batches are validated
+// once, calls Evaluate directly.
 #ifndef KMT_CORE_TRANSFORMER_H_
 #define KMT_CORE_TRANSFORMER_H_
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/cluster_sums.h"
 #include "core/constructions.h"
+#include "core/input_scaling.h"
 #include "core/model.h"
 
 namespace kmt {
@@ -34,30 +42,35 @@ struct RunOptions {
 
 template <typename Scalar>
 struct LayerRecord {
-  Labels labels;            ///< per point, the code its registers hold after the layer
-  Matrix<Scalar> registers; ///< m x n point registers after the layer
-  Matrix<Scalar> centers;   ///< d x k centers after the layer
-  double objective = 0;     ///< k-means objective of these centers
-  int empty_clusters = 0;   ///< centers kept because no point carried their code
+  Labels labels;             ///< per point, the code its registers hold after the layer
+  Matrix<Scalar> registers;  ///< m x n point registers after the layer
+  Matrix<Scalar> centers;    ///< d x k centers after the layer, caller's units
+  double objective = 0;      ///< k-means objective of these centers
+  int empty_clusters = 0;    ///< centers kept because no point carried their code
 };
 
 template <typename Scalar>
 struct RunResult {
-  Matrix<Scalar> centers;   ///< d x k final centers
-  Labels labels;            ///< nearest final center per point (ties: lowest index)
-  double objective = 0;     ///< sum_i min_j ||x_i - c_j||^2 for the final centers
+  Matrix<Scalar> centers;  ///< d x k final centers, caller's units
+  Labels labels;           ///< nearest final center per point (ties: lowest index)
+  double objective = 0;    ///< sum_i min_j ||x_i - c_j||^2 for the final centers
   std::vector<double> layer_objectives;  ///< objective after each layer
   int layers_run = 0;
-  int64_t empty_cluster_events = 0;  ///< (layer, cluster) pairs that kept a center
-  Path path = Path::kAuto;           ///< the evaluator that ran
+  int64_t empty_cluster_events = 0;             ///< (layer, cluster) pairs that kept a center
+  Path path = Path::kAuto;                      ///< the evaluator that ran
   std::vector<LayerRecord<Scalar>> trajectory;  ///< if record_trajectory
+  /// Per center, count and coordinate sum of the points under the final
+  /// labels, if the batch asked for them (engine.h).
+  std::optional<ClusterSums> cluster_sums;
 };
 
-// points: d x n, initial_centers: d x k (the model's d and k).
+// points: d x n, initial_centers: d x k (the model's d and k), both in the
+// caller's units.
 template <typename Scalar>
-absl::StatusOr<RunResult<Scalar>> RunTransformer(
-    const Model<Scalar>& model, const Matrix<Scalar>& points,
-    const Matrix<Scalar>& initial_centers, const RunOptions& options);
+absl::StatusOr<RunResult<Scalar>> RunTransformer(const Model<Scalar>& model,
+                                                 const Matrix<Scalar>& points,
+                                                 const Matrix<Scalar>& initial_centers,
+                                                 const RunOptions& options);
 
 // Runs the Lloyd construction with these options. When the fast path
 // applies (hardmax assignment, path not kDense) the weights are never built,
@@ -65,6 +78,27 @@ absl::StatusOr<RunResult<Scalar>> RunTransformer(
 template <typename Scalar>
 absl::StatusOr<RunResult<Scalar>> RunLloyd(const LloydOptions& lloyd,
                                            const Matrix<Scalar>& points,
+                                           const Matrix<Scalar>& initial_centers,
+                                           const RunOptions& options);
+
+// What Evaluate runs: the dense evaluator on `weights`, or, when `weights` is
+// null, the fast path of the Lloyd construction with this embedding.
+template <typename Scalar>
+struct Evaluator {
+  const Model<Scalar>* weights = nullptr;    ///< dense: these weights
+  Embedding embedding = Embedding::kOneHot;  ///< fast: the registers' layout
+  int k = 0;                                 ///< clusters
+};
+
+// The evaluators without input checks, for inputs already validated:
+// `points` in the caller's units (labels and objectives are reported against
+// them), `model_points` = map.ToModel(points) (the same object when `map` is
+// the identity), `initial_centers` in the model's units.
+template <typename Scalar>
+absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
+                                           const Matrix<Scalar>& points,
+                                           const Matrix<Scalar>& model_points,
+                                           const InputMap<Scalar>& map,
                                            const Matrix<Scalar>& initial_centers,
                                            const RunOptions& options);
 

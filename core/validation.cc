@@ -86,6 +86,7 @@ absl::Status ValidateCenters(const Matrix<Scalar>& points,
 namespace {
 
 // `what` names the rows ("point", "center"), `count` their number ("n", "k").
+// The values are checked where the matrix is validated (Batch::Validate).
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> FromRowMajor(absl::Span<const float> values,
                                             int64_t rows, int64_t d,
@@ -100,10 +101,7 @@ absl::StatusOr<Matrix<Scalar>> FromRowMajor(absl::Span<const float> values,
         absl::StrCat(what, "s has ", values.size(), " values, expected ", count,
                      "*d = ", rows, "*", d));
   }
-  Matrix<Scalar> m =
-      Eigen::Map<const Matrix<float>>(values.data(), d, rows).template cast<Scalar>();
-  if (absl::Status s = CheckFinite(m, what); !s.ok()) return s;
-  return m;
+  return Eigen::Map<const Matrix<float>>(values.data(), d, rows).template cast<Scalar>();
 }
 
 }  // namespace

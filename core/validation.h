@@ -23,7 +23,8 @@ absl::Status ValidateCenters(const Matrix<Scalar>& points,
                              const Matrix<Scalar>& centers);
 
 // n x d row-major values (as they travel on the wire) to a d x n matrix,
-// checking the count and the shape.
+// checking the count and the shape; the values are left to ValidatePoints
+// (or Batch::Validate), so each batch is read for them once.
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values,
                                                   int64_t n, int64_t d);

@@ -134,6 +134,17 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model has d = ", model.d, ", k = ", model.k, "; both must be at least 1"));
   }
+  switch (file.input_scaling()) {
+    case v1::SCALING_NONE:
+      model.input_scaling = InputScaling::kNone;
+      break;
+    case v1::SCALING_MIN_MAX:
+      model.input_scaling = InputScaling::kMinMax;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("model has unknown input scaling ", file.input_scaling()));
+  }
   model.reembed = file.reembed();
   model.keep_empty_centers = file.keep_empty_centers();
   const int dim = model.dim();
@@ -141,17 +152,14 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
     const v1::LayerProto& layer = file.layers(t);
     const std::string where = absl::StrCat("layer ", t, " ");
     LayerWeights<Scalar> w;
-    const std::pair<const v1::AttentionBlockProto*, AttentionBlock<Scalar>*> blocks[] = {
-        {&layer.points_to_centers(), &w.points_to_centers},
-        {&layer.points_to_points(), &w.points_to_points},
-        {&layer.centers_to_points(), &w.centers_to_points},
-        {&layer.centers_to_centers(), &w.centers_to_centers}};
-    const char* names[] = {"theta1", "theta2", "theta3", "theta4"};
-    for (int b = 0; b < 4; ++b) {
-      absl::StatusOr<AttentionBlock<Scalar>> block =
-          BlockFromProto<Scalar>(*blocks[b].first, dim, where + names[b]);
+    const v1::AttentionBlockProto* blocks[] = {
+        &layer.points_to_centers(), &layer.points_to_points(), &layer.centers_to_points(),
+        &layer.centers_to_centers()};
+    for (BlockId id : kBlockIds) {
+      absl::StatusOr<AttentionBlock<Scalar>> block = BlockFromProto<Scalar>(
+          *blocks[static_cast<int>(id)], dim, where + std::string(BlockName(id)));
       if (!block.ok()) return block.status();
-      *blocks[b].second = *std::move(block);
+      w[id] = *std::move(block);
     }
     model.layers.push_back(std::move(w));
   }
@@ -166,14 +174,16 @@ v1::ModelFile ModelToProto(const Model<Scalar>& model) {
   file.set_d(model.d);
   file.set_k(model.k);
   file.set_embedding(std::string(EmbeddingName(model.embedding)));
+  file.set_input_scaling(model.input_scaling == InputScaling::kMinMax ? v1::SCALING_MIN_MAX
+                                                                      : v1::SCALING_NONE);
   file.set_reembed(model.reembed);
   file.set_keep_empty_centers(model.keep_empty_centers);
   for (const LayerWeights<Scalar>& w : model.layers) {
     v1::LayerProto* layer = file.add_layers();
-    BlockToProto(w.points_to_centers, layer->mutable_points_to_centers());
-    BlockToProto(w.points_to_points, layer->mutable_points_to_points());
-    BlockToProto(w.centers_to_points, layer->mutable_centers_to_points());
-    BlockToProto(w.centers_to_centers, layer->mutable_centers_to_centers());
+    BlockToProto(w[BlockId::kPointsToCenters], layer->mutable_points_to_centers());
+    BlockToProto(w[BlockId::kPointsToPoints], layer->mutable_points_to_points());
+    BlockToProto(w[BlockId::kCentersToPoints], layer->mutable_centers_to_points());
+    BlockToProto(w[BlockId::kCentersToCenters], layer->mutable_centers_to_centers());
   }
   return file;
 }

@@ -12,12 +12,13 @@
 
 namespace kmt {
 
-// The model described by a file's message, validated (shapes, values).
+// The model described by a file's message, its input scaling included,
+// validated (shapes, values).
 template <typename Scalar>
 absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file);
 
-// The message for a model; description, scaling and provenance are left for
-// the caller.
+// The message for a model; description and provenance are left for the
+// caller.
 template <typename Scalar>
 v1::ModelFile ModelToProto(const Model<Scalar>& model);
 

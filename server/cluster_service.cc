@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "server/batch_runner.h"
+#include "server/grpc_status.h"
 
 namespace kmt {
 namespace {
@@ -129,9 +130,7 @@ class ClusterReactor final
     if (finish) {
       const absl::Status status = CallStatus(context_);
       if (!status.ok()) service_->metrics_->RecordStreamError(static_cast<int>(status.code()));
-      Finish(status.ok() ? grpc::Status::OK
-                         : grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                                        std::string(status.message())));
+      Finish(ToGrpcStatus(status));
     }
   }
 
@@ -167,7 +166,7 @@ grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse>* ClusterService
 grpc::ServerUnaryReactor* ClusterService::ListModels(grpc::CallbackServerContext* context,
                                                      const v1::ListModelsRequest*,
                                                      v1::ListModelsResponse* response) {
-  for (const ServedModel& m : registry_->models()) *response->add_models() = m.info;
+  for (const RegistryEntry& m : registry_->models()) *response->add_models() = m.info;
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

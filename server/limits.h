@@ -1,4 +1,5 @@
-// Per-batch limits the server enforces; every one is a flag.
+// Per-batch limits the server enforces; every one is a flag, whose default is
+// the value here.
 #ifndef KMT_SERVER_LIMITS_H_
 #define KMT_SERVER_LIMITS_H_
 

@@ -23,9 +23,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "core/allocator.h"
-#include "core/cpus.h"
+#include "base/allocator.h"
+#include "base/cpus.h"
 #include "server/cluster_service.h"
+#include "server/limits.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
@@ -38,11 +39,12 @@ ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
 ABSL_FLAG(std::string, metrics_port_file, "",
           "if set, the bound metrics port is written to this file");
 ABSL_FLAG(std::string, model_dir, "models", "directory of learned model files (*.kmt)");
-ABSL_FLAG(int64_t, max_points, 1000000, "most points in one batch");
-ABSL_FLAG(int, max_d, 4096, "most dimensions");
-ABSL_FLAG(int, max_k, 4096, "most clusters");
-ABSL_FLAG(int, max_iterations, 1000, "most layers (iterations) per batch");
-ABSL_FLAG(int64_t, max_dense_points, 4096,
+ABSL_FLAG(int64_t, max_points, kmt::Limits{}.max_points, "most points in one batch");
+ABSL_FLAG(int, max_d, kmt::Limits{}.max_d, "most dimensions");
+ABSL_FLAG(int, max_k, kmt::Limits{}.max_k, "most clusters");
+ABSL_FLAG(int, max_iterations, kmt::Limits{}.max_iterations,
+          "most layers (iterations) per batch");
+ABSL_FLAG(int64_t, max_dense_points, kmt::Limits{}.max_dense_points,
           "most points for runs of the O(n^2) dense evaluator (softmax beta, learned models)");
 ABSL_FLAG(int, max_message_bytes, 64 << 20, "largest request message accepted");
 ABSL_FLAG(int, workers, kmt::UsableCpus(),

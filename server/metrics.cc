@@ -68,7 +68,7 @@ Metrics::Metrics(const ModelRegistry& registry)
                      .Name("kmt_models_loaded")
                      .Help("Models served, by kind (exact or learned).")
                      .Register(*registry_);
-  for (const ServedModel& m : registry.models()) loaded.Add({{"kind", m.info.kind()}}).Increment();
+  for (const RegistryEntry& m : registry.models()) loaded.Add({{"kind", m.info.kind()}}).Increment();
 }
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen,

@@ -9,35 +9,32 @@
 namespace kmt {
 namespace {
 
-ServedModel Exact(const LloydOptions& options, absl::string_view description) {
-  ServedModel m;
-  m.lloyd = options;
-  m.info.set_name(LloydModelName(options));
-  m.info.set_kind("exact");
-  m.info.set_description(std::string(description));
-  m.info.set_embedding(std::string(EmbeddingName(options.embedding)));
-  m.info.set_input_scaling("none");
-  return m;
+v1::ModelInfo Info(const ServedModel<float>& model) {
+  v1::ModelInfo info;
+  info.set_name(model.name());
+  info.set_kind(model.exact() ? "exact" : "learned");
+  info.set_description(model.description());
+  info.set_embedding(std::string(EmbeddingName(model.embedding())));
+  info.set_input_scaling(std::string(InputScalingName(model.input_scaling())));
+  if (const Model<float>* weights = model.weights()) {
+    info.set_d(weights->d);
+    info.set_k(weights->k);
+  }
+  return info;
 }
 
-absl::StatusOr<ServedModel> Learned(const std::string& path) {
+absl::StatusOr<RegistryEntry> Learned(const std::string& path) {
   absl::StatusOr<v1::ModelFile> file = ReadModelFile(path);
   if (!file.ok()) return file.status();
-  absl::StatusOr<Model<float>> model = ModelFromProto<float>(*file);
+  absl::StatusOr<Model<float>> weights = ModelFromProto<float>(*file);
+  if (!weights.ok()) return weights.status();
+  absl::StatusOr<ServedModel<float>> model =
+      ServedModel<float>::FromWeights(*std::move(weights), file->description());
   if (!model.ok()) return model.status();
-  ServedModel m;
-  m.fast = MatchLloyd(*model).has_value();
-  m.model = std::make_shared<const Model<float>>(*std::move(model));
-  m.min_max_scaling = file->input_scaling() == v1::SCALING_MIN_MAX;
-  m.info.set_name(file->name());
-  m.info.set_kind("learned");
-  m.info.set_description(file->description());
-  m.info.set_embedding(file->embedding());
-  m.info.set_d(file->d());
-  m.info.set_k(file->k());
-  m.info.set_input_scaling(m.min_max_scaling ? "min-max" : "none");
-  *m.info.mutable_provenance() = file->provenance();
-  return m;
+  RegistryEntry entry{.model = *std::move(model), .info = {}};
+  entry.info = Info(entry.model);
+  *entry.info.mutable_provenance() = file->provenance();
+  return entry;
 }
 
 }  // namespace
@@ -45,17 +42,10 @@ absl::StatusOr<ServedModel> Learned(const std::string& path) {
 ModelRegistry ModelRegistry::Load(const std::string& dir,
                                   std::vector<std::string>* refused) {
   ModelRegistry registry;
-  registry.models_ = {
-      Exact({.embedding = Embedding::kOneHot},
-            "Lloyd's algorithm, one-hot registers (d + k per token), hardmax "
-            "center update; any d and k; beta > 0 makes the assignment a softmax"),
-      Exact({.embedding = Embedding::kBinary},
-            "Lloyd's algorithm, binary registers (d + ceil(log2 k) per token); "
-            "any d and k; beta > 0 makes the assignment a softmax"),
-      Exact({.embedding = Embedding::kOneHot, .theta3 = Theta3Form::kLinear},
-            "Lloyd's algorithm, one-hot registers, linear-attention center "
-            "update (paper A's form); with beta > 0 it is soft k-means"),
-  };
+  for (ServedModel<float>& model : ExactModels<float>()) {
+    v1::ModelInfo info = Info(model);
+    registry.models_.push_back({.model = std::move(model), .info = std::move(info)});
+  }
   if (dir.empty()) return registry;
   std::error_code error;
   std::vector<std::filesystem::path> files;
@@ -68,7 +58,7 @@ ModelRegistry ModelRegistry::Load(const std::string& dir,
   }
   std::sort(files.begin(), files.end());
   for (const std::filesystem::path& path : files) {
-    absl::StatusOr<ServedModel> model = Learned(path.string());
+    absl::StatusOr<RegistryEntry> model = Learned(path.string());
     if (!model.ok()) {
       refused->push_back(absl::StrCat(path.string(), ": ", model.status().message()));
       continue;
@@ -83,8 +73,8 @@ ModelRegistry ModelRegistry::Load(const std::string& dir,
   return registry;
 }
 
-const ServedModel* ModelRegistry::Find(absl::string_view name) const {
-  for (const ServedModel& m : models_) {
+const RegistryEntry* ModelRegistry::Find(absl::string_view name) const {
+  for (const RegistryEntry& m : models_) {
     if (m.info.name() == name) return &m;
   }
   return nullptr;

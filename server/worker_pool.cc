@@ -28,11 +28,6 @@ void WorkerPool::Submit(std::function<void()> task) {
   ready_.notify_one();
 }
 
-size_t WorkerPool::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return tasks_.size();
-}
-
 void WorkerPool::Work(int threads_per_task) {
   pthread_setname_np(pthread_self(), "kmt-worker");  // as top -H and /proc show it
   omp_set_num_threads(threads_per_task);

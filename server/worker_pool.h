@@ -21,13 +21,11 @@ class WorkerPool {
   ~WorkerPool();
 
   void Submit(std::function<void()> task);
-  // Tasks submitted and not yet started.
-  size_t queued() const;
 
  private:
   void Work(int threads_per_task);
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> tasks_;
   bool stopping_ = false;

@@ -13,7 +13,7 @@
 #include "core/constructions.h"
 #include "core/init.h"
 #include "core/lloyd.h"
-#include "core/task_generator.h"
+#include "learn/task_generator.h"
 #include "core/transformer.h"
 
 ABSL_FLAG(int, n, 10000, "points to generate");

@@ -19,7 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/init.h"
-#include "core/task_generator.h"
+#include "learn/task_generator.h"
 #include "core/transformer.h"
 #include "proto/model_file.h"
 

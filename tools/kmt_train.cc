@@ -16,7 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "core/trainer.h"
+#include "learn/trainer.h"
 #include "proto/model_file.h"
 
 ABSL_FLAG(int, d, 32, "dimensions of the tasks");
@@ -187,7 +187,6 @@ absl::Status Run() {
   file.set_description(absl::StrCat(
       "one learned layer applied per step with re-embedding, trained on ", FamilyName(o.tasks.family),
       " mixtures (n = ", o.tasks.n, ", d = ", o.tasks.d, ", k = ", o.tasks.k, ") scaled to [0, 1]"));
-  file.set_input_scaling(v1::SCALING_MIN_MAX);
   v1::Provenance* p = file.mutable_provenance();
   p->set_training_config(config);
   p->set_seed(o.seed);

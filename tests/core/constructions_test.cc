@@ -9,7 +9,7 @@
 #include "core/init.h"
 #include "core/lloyd.h"
 #include "core/random.h"
-#include "core/task_generator.h"
+#include "learn/task_generator.h"
 #include "core/transformer.h"
 
 namespace kmt {
@@ -235,7 +235,7 @@ TEST(LloydConstruction, FastPathOnlyForExactWeights) {
   const Matrix<float> init = points.leftCols(3);
   EXPECT_EQ(RunTransformer(model, points, init, {.layers = 2})->path, Path::kFast);
 
-  model.layers[0].points_to_points.V(0, 0) = 1e-3f;
+  model.layers[0][BlockId::kPointsToPoints].V(0, 0) = 1e-3f;
   EXPECT_EQ(MatchLloyd(model), std::nullopt);
   EXPECT_EQ(RunTransformer(model, points, init, {.layers = 2})->path, Path::kDense);
   EXPECT_EQ(RunTransformer(model, points, init, {.layers = 2, .path = Path::kFast})

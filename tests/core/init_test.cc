@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "core/task_generator.h"
+#include "learn/task_generator.h"
 
 namespace kmt {
 namespace {

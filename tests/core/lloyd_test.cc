@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/task_generator.h"
+#include "learn/task_generator.h"
 
 namespace kmt {
 namespace {

@@ -31,10 +31,10 @@ TEST(Validation, ShapeMismatchNamesTheCounts) {
 TEST(Validation, NonFiniteValuesAreNamed) {
   std::vector<float> values(8, 0.f);
   values[5] = NAN;
-  EXPECT_EQ(PointsFromRowMajor<float>(values, 4, 2).status().message(),
+  EXPECT_EQ(ValidatePoints(*PointsFromRowMajor<float>(values, 4, 2)).message(),
             "point 2 has NaN in dimension 1");
   values[5] = -INFINITY;
-  EXPECT_EQ(PointsFromRowMajor<float>(values, 4, 2).status().message(),
+  EXPECT_EQ(ValidatePoints(*PointsFromRowMajor<float>(values, 4, 2)).message(),
             "point 2 has Inf in dimension 1");
 }
 

@@ -28,7 +28,7 @@
 #include "core/cluster_sums.h"
 #include "core/init.h"
 #include "core/random.h"
-#include "core/task_generator.h"
+#include "learn/task_generator.h"
 #include "core/transformer.h"
 #include "proto/model_file.h"
 #include "tests/integration/grpc_probe.h"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "core/task_generator.h"
+#include "learn/task_generator.h"
 #include "core/transformer.h"
 #include "proto/model_file.h"
 

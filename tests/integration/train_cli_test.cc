@@ -3,7 +3,7 @@
 // the model file carries its provenance.
 #include <gtest/gtest.h>
 
-#include "core/trainer.h"
+#include "learn/trainer.h"
 #include "proto/model_file.h"
 #include "tests/integration/server_process.h"
 

@@ -3,8 +3,8 @@
 // with r_ij = ||x_i - c_j||^2 and the normaliser softmax or sparsemax. As
 // tau -> 0 it tends to the objective from above (w puts all weight on the
 // nearest center).
-#ifndef KMT_CORE_SMOOTHED_OBJECTIVE_H_
-#define KMT_CORE_SMOOTHED_OBJECTIVE_H_
+#ifndef KMT_LEARN_SMOOTHED_OBJECTIVE_H_
+#define KMT_LEARN_SMOOTHED_OBJECTIVE_H_
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -30,4 +30,4 @@ Vector<Scalar> Sparsemax(const Vector<Scalar>& z);
 
 }  // namespace kmt
 
-#endif  // KMT_CORE_SMOOTHED_OBJECTIVE_H_
+#endif  // KMT_LEARN_SMOOTHED_OBJECTIVE_H_

@@ -1,6 +1,6 @@
 // How many CPUs this process may use.
-#ifndef KMT_CORE_CPUS_H_
-#define KMT_CORE_CPUS_H_
+#ifndef KMT_BASE_CPUS_H_
+#define KMT_BASE_CPUS_H_
 
 namespace kmt {
 
@@ -12,4 +12,4 @@ int UsableCpus();
 
 }  // namespace kmt
 
-#endif  // KMT_CORE_CPUS_H_
+#endif  // KMT_BASE_CPUS_H_

@@ -1,7 +1,7 @@
 // Every backward pass of the trainable layer against central finite
 // differences in double, and its forward pass against the evaluator that
 // serves learned models.
-#include "core/learned_layer.h"
+#include "learn/learned_layer.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/random.h"
-#include "core/smoothed_objective.h"
+#include "learn/smoothed_objective.h"
 #include "core/transformer.h"
 
 namespace kmt {
@@ -86,7 +86,7 @@ TEST(SoftmaxAttention, BackwardMatchesFiniteDifferences) {
   AttentionCache<double> cache;
   SoftmaxAttentionForward(block, queries, keys, &cache);
   AttentionBlock<double> grad = ZeroLike(LayerWeights<double>{block, block, block, block})
-                                    .points_to_centers;
+                                    [BlockId::kPointsToCenters];
   Matrix<double> d_keys = Matrix<double>::Zero(dim, 6);
   SoftmaxAttentionBackward(block, cache, probe, &grad, &d_keys);
   ExpectBlockGradients(loss, block, grad, "attention");
@@ -101,10 +101,10 @@ TEST(SoftmaxAttention, BackwardAccumulates) {
   SoftmaxAttentionForward(block, z, z, &cache);
   LayerWeights<double> once = ZeroLike(LayerWeights<double>{block, block, block, block});
   LayerWeights<double> twice = once;
-  SoftmaxAttentionBackward<double>(block, cache, probe, &once.points_to_points, nullptr);
-  SoftmaxAttentionBackward<double>(block, cache, probe, &twice.points_to_points, nullptr);
-  SoftmaxAttentionBackward<double>(block, cache, probe, &twice.points_to_points, nullptr);
-  EXPECT_LE((twice.points_to_points.Q - 2 * once.points_to_points.Q).norm(), 1e-12);
+  SoftmaxAttentionBackward<double>(block, cache, probe, &once[BlockId::kPointsToPoints], nullptr);
+  SoftmaxAttentionBackward<double>(block, cache, probe, &twice[BlockId::kPointsToPoints], nullptr);
+  SoftmaxAttentionBackward<double>(block, cache, probe, &twice[BlockId::kPointsToPoints], nullptr);
+  EXPECT_LE((twice[BlockId::kPointsToPoints].Q - 2 * once[BlockId::kPointsToPoints].Q).norm(), 1e-12);
 }
 
 TEST(SoftmaxAttention, ForwardEqualsTheServingEvaluator) {
@@ -180,9 +180,8 @@ TEST(LearnedLayer, BackwardMatchesFiniteDifferences) {
     SmoothedObjective<double>(points, out, 0.3, LossForm::kSoftmax, 1.0, &d_out);
     LayerWeights<double> grad = ZeroLike(w);
     LayerBackward(w, cache, d_out, &grad);
-    const char* names[] = {"theta1", "theta2", "theta3", "theta4"};
-    for (int b = 0; b < 4; ++b) {
-      ExpectBlockGradients(loss, *Blocks(w, b), *Blocks(grad, b), names[b]);
+    for (BlockId id : kBlockIds) {
+      ExpectBlockGradients(loss, w[id], grad[id], std::string(BlockName(id)));
     }
   }
 }

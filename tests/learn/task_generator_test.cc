@@ -1,6 +1,6 @@
 // The generator keeps old seeds' tasks and draws each family, weighting and
 // scaling option with the intended shape.
-#include "core/task_generator.h"
+#include "learn/task_generator.h"
 
 #include <gtest/gtest.h>
 

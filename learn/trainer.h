@@ -5,15 +5,15 @@
 // halved when the validation ratio stops improving. Seeded and reproducible:
 // the same options give the same weights whatever the thread count, and a
 // run resumed from a saved state equals one never interrupted.
-#ifndef KMT_CORE_TRAINER_H_
-#define KMT_CORE_TRAINER_H_
+#ifndef KMT_LEARN_TRAINER_H_
+#define KMT_LEARN_TRAINER_H_
 
 #include <cstdint>
 #include <functional>
 
 #include "core/model.h"
-#include "core/smoothed_objective.h"
-#include "core/task_generator.h"
+#include "learn/smoothed_objective.h"
+#include "learn/task_generator.h"
 
 namespace kmt {
 
@@ -72,4 +72,4 @@ double ValidationRatio(const TrainerOptions& options, const Model<float>& model)
 
 }  // namespace kmt
 
-#endif  // KMT_CORE_TRAINER_H_
+#endif  // KMT_LEARN_TRAINER_H_

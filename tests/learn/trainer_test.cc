@@ -1,6 +1,6 @@
 // Training smoke test on a tiny setting: the loss goes down, a resumed run
 // equals an uninterrupted one, and the thread count does not matter.
-#include "core/trainer.h"
+#include "learn/trainer.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>

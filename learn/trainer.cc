@@ -1,9 +1,9 @@
-#include "core/trainer.h"
+#include "learn/trainer.h"
 
 #include <cmath>
 
 #include "core/assign.h"
-#include "core/learned_layer.h"
+#include "learn/learned_layer.h"
 #include "core/random.h"
 #include "core/transformer.h"
 
@@ -26,24 +26,23 @@ int Dim(const TrainerOptions& o) { return o.tasks.d + RegisterDim(o.embedding, o
 // Visits the six tensors of each block in a fixed order.
 template <typename Weights, typename Fn>
 void ForEachTensor(Weights& w, Fn fn) {
-  for (int b = 0; b < 4; ++b) {
-    auto* block = Blocks(w, b);
-    fn(block->Q.data(), block->Q.size());
-    fn(block->K.data(), block->K.size());
-    fn(block->V.data(), block->V.size());
-    fn(block->bQ.data(), block->bQ.size());
-    fn(block->bK.data(), block->bK.size());
-    fn(block->bV.data(), block->bV.size());
+  for (auto& block : w.blocks) {
+    fn(block.Q.data(), block.Q.size());
+    fn(block.K.data(), block.K.size());
+    fn(block.V.data(), block.V.size());
+    fn(block.bQ.data(), block.bQ.size());
+    fn(block.bK.data(), block.bK.size());
+    fn(block.bV.data(), block.bV.size());
   }
 }
 
 LayerWeights<float> WeightsFromParams(const TrainerOptions& o, const Vector<double>& params) {
   const int dim = Dim(o);
   LayerWeights<float> w;
-  for (int b = 0; b < 4; ++b) {
-    *Blocks(w, b) = AttentionBlock<float>::Zero(dim);
-    Blocks(w, b)->normalizer = Normalizer::kSoftmax;
-    Blocks(w, b)->beta = 1.0f / std::sqrt(static_cast<float>(dim));
+  for (AttentionBlock<float>& block : w.blocks) {
+    block = AttentionBlock<float>::Zero(dim);
+    block.normalizer = Normalizer::kSoftmax;
+    block.beta = 1.0f / std::sqrt(static_cast<float>(dim));
   }
   Eigen::Index at = 0;
   ForEachTensor(w, [&](float* data, Eigen::Index size) {
@@ -84,6 +83,8 @@ Model<float> ModelFromParams(const TrainerOptions& o, const Vector<double>& para
   model.embedding = o.embedding;
   model.reembed = true;
   model.keep_empty_centers = false;
+  // Trained on tasks mapped onto [0, 1]: served through the same map.
+  model.input_scaling = o.tasks.min_max_scale ? InputScaling::kMinMax : InputScaling::kNone;
   model.layers.push_back(WeightsFromParams(o, params));
   return model;
 }

@@ -1,25 +1,8 @@
-#include "core/learned_layer.h"
+#include "learn/learned_layer.h"
+
+#include "core/distances.h"
 
 namespace kmt {
-
-template <typename Scalar>
-AttentionBlock<Scalar>* Blocks(LayerWeights<Scalar>& w, int i) {
-  switch (i) {
-    case 0:
-      return &w.points_to_centers;
-    case 1:
-      return &w.points_to_points;
-    case 2:
-      return &w.centers_to_points;
-    default:
-      return &w.centers_to_centers;
-  }
-}
-
-template <typename Scalar>
-const AttentionBlock<Scalar>* Blocks(const LayerWeights<Scalar>& w, int i) {
-  return Blocks(const_cast<LayerWeights<Scalar>&>(w), i);
-}
 
 template <typename Scalar>
 Matrix<Scalar> SoftmaxAttentionForward(const AttentionBlock<Scalar>& block,
@@ -34,12 +17,9 @@ Matrix<Scalar> SoftmaxAttentionForward(const AttentionBlock<Scalar>& block,
   c.k = (block.K * keys).colwise() + block.bK;
   c.v = (block.V * keys).colwise() + block.bV;
   // 2. Scores s_lq = -beta ||p_q - k_l||^2, keys x queries.
-  const Vector<Scalar> p_sq = c.p.colwise().squaredNorm().transpose();
-  const Vector<Scalar> k_sq = c.k.colwise().squaredNorm().transpose();
-  Matrix<Scalar> s = Scalar(2) * (c.k.transpose() * c.p);
-  s.colwise() -= k_sq;
-  s.rowwise() -= p_sq.transpose();
-  s *= block.beta;
+  Matrix<Scalar> s;
+  SquaredDistances<Scalar>(c.k, SquaredNorms<Scalar>(c.k), c.p, SquaredNorms<Scalar>(c.p), &s);
+  s *= -block.beta;
   // 3. Softmax over the keys of each query.
   c.weights = (s.rowwise() - s.colwise().maxCoeff()).array().exp().matrix();
   c.weights.array().rowwise() /= c.weights.colwise().sum().array();
@@ -92,51 +72,50 @@ Matrix<Scalar> LayerForward(const LayerWeights<Scalar>& w, Embedding embedding,
   const Matrix<Scalar> x0 = EmbedPoints(points, m);
   const Matrix<Scalar> c0 = EmbedCenters(centers, embedding);
   Matrix<Scalar> x1 = x0;
-  x1 += SoftmaxAttentionForward(w.points_to_points, x0, x0, &cache->theta[1]);
-  x1 += SoftmaxAttentionForward(w.points_to_centers, x0, c0, &cache->theta[0]);
+  x1 += SoftmaxAttentionForward(w[BlockId::kPointsToPoints], x0, x0,
+                                cache->Of(BlockId::kPointsToPoints));
+  x1 += SoftmaxAttentionForward(w[BlockId::kPointsToCenters], x0, c0,
+                                cache->Of(BlockId::kPointsToCenters));
   Matrix<Scalar> c1 = c0;
-  c1 += SoftmaxAttentionForward(w.centers_to_centers, c0, c0, &cache->theta[3]);
-  c1 += SoftmaxAttentionForward(w.centers_to_points, c0, x1, &cache->theta[2]);
+  c1 += SoftmaxAttentionForward(w[BlockId::kCentersToCenters], c0, c0,
+                                cache->Of(BlockId::kCentersToCenters));
+  c1 += SoftmaxAttentionForward(w[BlockId::kCentersToPoints], c0, x1,
+                                cache->Of(BlockId::kCentersToPoints));
   return c1.topRows(points.rows());
 }
 
 template <typename Scalar>
 void LayerBackward(const LayerWeights<Scalar>& w, const LayerCache<Scalar>& cache,
                    const Matrix<Scalar>& d_centers, LayerWeights<Scalar>* grad) {
-  const Eigen::Index dim = cache.theta[0].p.rows(), d = d_centers.rows();
+  const BlockId theta1 = BlockId::kPointsToCenters, theta2 = BlockId::kPointsToPoints,
+                theta3 = BlockId::kCentersToPoints, theta4 = BlockId::kCentersToCenters;
+  const Eigen::Index dim = cache.Of(theta1).p.rows(), d = d_centers.rows();
   // C1 = C0 + A3 + A4 with C0 constant: both blocks see dC1.
   Matrix<Scalar> d_c1 = Matrix<Scalar>::Zero(dim, d_centers.cols());
   d_c1.topRows(d) = d_centers;
-  Matrix<Scalar> d_x1 = Matrix<Scalar>::Zero(dim, cache.theta[2].keys.cols());
-  SoftmaxAttentionBackward<Scalar>(w.centers_to_points, cache.theta[2], d_c1, &grad->centers_to_points,
-                           &d_x1);
-  SoftmaxAttentionBackward<Scalar>(w.centers_to_centers, cache.theta[3], d_c1,
-                           &grad->centers_to_centers, nullptr);
+  Matrix<Scalar> d_x1 = Matrix<Scalar>::Zero(dim, cache.Of(theta3).keys.cols());
+  SoftmaxAttentionBackward<Scalar>(w[theta3], cache.Of(theta3), d_c1, &(*grad)[theta3], &d_x1);
+  SoftmaxAttentionBackward<Scalar>(w[theta4], cache.Of(theta4), d_c1, &(*grad)[theta4], nullptr);
   // X1 = X0 + A1 + A2 with X0 constant.
-  SoftmaxAttentionBackward<Scalar>(w.points_to_centers, cache.theta[0], d_x1, &grad->points_to_centers,
-                           nullptr);
-  SoftmaxAttentionBackward<Scalar>(w.points_to_points, cache.theta[1], d_x1, &grad->points_to_points,
-                           nullptr);
+  SoftmaxAttentionBackward<Scalar>(w[theta1], cache.Of(theta1), d_x1, &(*grad)[theta1], nullptr);
+  SoftmaxAttentionBackward<Scalar>(w[theta2], cache.Of(theta2), d_x1, &(*grad)[theta2], nullptr);
 }
 
 template <typename Scalar>
 LayerWeights<Scalar> ZeroLike(const LayerWeights<Scalar>& like) {
   LayerWeights<Scalar> zero = like;
-  for (int i = 0; i < 4; ++i) {
-    AttentionBlock<Scalar>* b = Blocks(zero, i);
-    b->Q.setZero();
-    b->K.setZero();
-    b->V.setZero();
-    b->bQ.setZero();
-    b->bK.setZero();
-    b->bV.setZero();
+  for (AttentionBlock<Scalar>& b : zero.blocks) {
+    b.Q.setZero();
+    b.K.setZero();
+    b.V.setZero();
+    b.bQ.setZero();
+    b.bK.setZero();
+    b.bV.setZero();
   }
   return zero;
 }
 
 #define KMT_INSTANTIATE(S)                                                          \
-  template AttentionBlock<S>* Blocks<S>(LayerWeights<S>&, int);                     \
-  template const AttentionBlock<S>* Blocks<S>(const LayerWeights<S>&, int);         \
   template Matrix<S> SoftmaxAttentionForward<S>(const AttentionBlock<S>&,           \
                                                 const Matrix<S>&, const Matrix<S>&, \
                                                 AttentionCache<S>*);                \

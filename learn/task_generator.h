@@ -3,8 +3,8 @@
 // with an isotropic or per-component scale, then each dimension min-max scaled
 // to [0, 1]. Deterministic for a given seed; the default options keep the
 // draws of the original normal-only generator, so old seeds name old tasks.
-#ifndef KMT_CORE_TASK_GENERATOR_H_
-#define KMT_CORE_TASK_GENERATOR_H_
+#ifndef KMT_LEARN_TASK_GENERATOR_H_
+#define KMT_LEARN_TASK_GENERATOR_H_
 
 #include <cstdint>
 
@@ -52,4 +52,4 @@ Task<Scalar> GenerateTask(const TaskOptions& options, uint64_t seed);
 
 }  // namespace kmt
 
-#endif  // KMT_CORE_TASK_GENERATOR_H_
+#endif  // KMT_LEARN_TASK_GENERATOR_H_

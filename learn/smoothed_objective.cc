@@ -1,9 +1,10 @@
-#include "core/smoothed_objective.h"
+#include "learn/smoothed_objective.h"
 
 #include <algorithm>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "core/distances.h"
 
 namespace kmt {
 
@@ -38,12 +39,9 @@ double SmoothedObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& cen
                          double tau, LossForm form, Scalar scale,
                          Matrix<Scalar>* d_centers) {
   // 1. Squared distances r (k x n).
-  const Vector<Scalar> x_sq = points.colwise().squaredNorm().transpose();
-  const Vector<Scalar> c_sq = centers.colwise().squaredNorm().transpose();
-  Matrix<Scalar> r = Scalar(-2) * (centers.transpose() * points);
-  r.colwise() += c_sq;
-  r.rowwise() += x_sq.transpose();
-  r = r.cwiseMax(Scalar(0));
+  Matrix<Scalar> r;
+  SquaredDistances<Scalar>(centers, SquaredNorms<Scalar>(centers), points,
+                           SquaredNorms<Scalar>(points), &r);
   // 2. Weights per point over the centers, 3. the loss.
   const Scalar inv_tau = static_cast<Scalar>(1 / tau);
   Matrix<Scalar> w(r.rows(), r.cols());

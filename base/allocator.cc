@@ -1,4 +1,4 @@
-#include "core/allocator.h"
+#include "base/allocator.h"
 
 #include <malloc.h>
 

@@ -1,6 +1,6 @@
 // Process-wide allocator settings for serving large batches.
-#ifndef KMT_CORE_ALLOCATOR_H_
-#define KMT_CORE_ALLOCATOR_H_
+#ifndef KMT_BASE_ALLOCATOR_H_
+#define KMT_BASE_ALLOCATOR_H_
 
 namespace kmt {
 
@@ -15,4 +15,4 @@ void KeepBatchMemory();
 
 }  // namespace kmt
 
-#endif  // KMT_CORE_ALLOCATOR_H_
+#endif  // KMT_BASE_ALLOCATOR_H_

@@ -1,4 +1,4 @@
-#include "core/cpus.h"
+#include "base/cpus.h"
 
 #include <sched.h>
 

@@ -1,7 +1,7 @@
 // Draw order: means, then weights and scales only when asked for, then per
 // point its component and d noise draws, so the default options consume the
 // Rng exactly as the original generator did.
-#include "core/task_generator.h"
+#include "learn/task_generator.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,8 +4,8 @@
 // need; backward passes accumulate into gradients, as in llm.c. Inputs (the
 // points and the initial centers) are constants, so the backward passes
 // return gradients for the weights only.
-#ifndef KMT_CORE_LEARNED_LAYER_H_
-#define KMT_CORE_LEARNED_LAYER_H_
+#ifndef KMT_LEARN_LEARNED_LAYER_H_
+#define KMT_LEARN_LEARNED_LAYER_H_
 
 #include "core/attention.h"
 #include "core/embedding.h"
@@ -42,7 +42,10 @@ void SoftmaxAttentionBackward(const AttentionBlock<Scalar>& block,
 
 template <typename Scalar>
 struct LayerCache {
-  AttentionCache<Scalar> theta[4];  // points->centers, points->points, centers->points, centers->centers
+  std::array<AttentionCache<Scalar>, 4> blocks;  ///< indexed by BlockId
+
+  AttentionCache<Scalar>* Of(BlockId id) { return &blocks[static_cast<int>(id)]; }
+  const AttentionCache<Scalar>& Of(BlockId id) const { return blocks[static_cast<int>(id)]; }
 };
 
 // One layer on points X (d x n) from centers C0 (d x k): tokens [X; 0] and
@@ -63,12 +66,6 @@ void LayerBackward(const LayerWeights<Scalar>& w, const LayerCache<Scalar>& cach
 template <typename Scalar>
 LayerWeights<Scalar> ZeroLike(const LayerWeights<Scalar>& like);
 
-// The four blocks in order theta1..theta4, for loops over them.
-template <typename Scalar>
-AttentionBlock<Scalar>* Blocks(LayerWeights<Scalar>& w, int i);
-template <typename Scalar>
-const AttentionBlock<Scalar>* Blocks(const LayerWeights<Scalar>& w, int i);
-
 }  // namespace kmt
 
-#endif  // KMT_CORE_LEARNED_LAYER_H_
+#endif  // KMT_LEARN_LEARNED_LAYER_H_

@@ -1,0 +1,52 @@
+// A batch as the engine takes it: the points, what to compute and from where
+// to start, checked once. A Batch exists only validated, so nothing after
+// Batch::Validate checks the points again.
+#ifndef KMT_CORE_BATCH_H_
+#define KMT_CORE_BATCH_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "core/init.h"
+#include "core/types.h"
+
+namespace kmt {
+
+template <typename Scalar>
+struct BatchSpec {
+  Matrix<Scalar> points;  ///< d x n, in the caller's units
+  int k = 0;              ///< clusters
+  int layers = 0;         ///< T, layers (iterations) to run; 0 only assigns
+  /// d x k initial centers in the caller's units; empty: chosen by `init`.
+  Matrix<Scalar> given_centers;
+  InitMethod init = InitMethod::kKMeansPlusPlus;  ///< how to choose centers when none are given
+  uint64_t seed = 0;                              ///< seed of that choice
+  /// Exact constructions: theta1's softmax inverse temperature; 0 is
+  /// hardmax (exact Lloyd's).
+  double beta = 0;
+  bool record_trajectory = false;  ///< keep every layer's labels, registers and centers
+  bool cluster_sums = false;       ///< per center, count and coordinate sum of its points
+};
+
+template <typename Scalar>
+class Batch {
+ public:
+  // Checks that the points are d x n with d, n >= 1 and finite, 1 <= k <= n,
+  // given centers are d x k and finite, layers >= 0 and beta >= 0.
+  static absl::StatusOr<Batch> Validate(BatchSpec<Scalar> spec);
+
+  const BatchSpec<Scalar>& spec() const { return spec_; }
+  const Matrix<Scalar>& points() const { return spec_.points; }
+  int d() const { return static_cast<int>(spec_.points.rows()); }
+  int64_t n() const { return spec_.points.cols(); }
+  int k() const { return spec_.k; }
+
+ private:
+  explicit Batch(BatchSpec<Scalar> spec) : spec_(std::move(spec)) {}
+
+  BatchSpec<Scalar> spec_;
+};
+
+}  // namespace kmt
+
+#endif  // KMT_CORE_BATCH_H_

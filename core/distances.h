@@ -1,0 +1,62 @@
+// The one squared-distance kernel of the engine. Squared Euclidean distances
+// between the columns of two matrices come from ||a||^2 + ||b||^2 - 2<a, b>
+// through one matrix product (as FAISS computes them), negative round-off
+// clamped to zero. The product form can misorder two distances that differ
+// by less than its round-off, so callers that must decide exact ties (the
+// assignment, hardmax attention) bound it with SquaredDistanceRoundOff and
+// score the candidates within twice that bound again with
+// DirectSquaredDistance.
+#ifndef KMT_CORE_DISTANCES_H_
+#define KMT_CORE_DISTANCES_H_
+
+#include <limits>
+
+#include "core/types.h"
+
+namespace kmt {
+
+// Squared norm of every column, as a column vector.
+template <typename Scalar>
+Vector<Scalar> SquaredNorms(const Eigen::Ref<const Matrix<Scalar>>& m) {
+  return m.colwise().squaredNorm().transpose();
+}
+
+// out (a.cols() x b.cols()): out(i, j) = ||a_i - b_j||^2 in product form,
+// given the columns' squared norms a_sq and b_sq. `out` is resized.
+template <typename Scalar>
+void SquaredDistances(const Eigen::Ref<const Matrix<Scalar>>& a,
+                      const Eigen::Ref<const Vector<Scalar>>& a_sq,
+                      const Eigen::Ref<const Matrix<Scalar>>& b,
+                      const Eigen::Ref<const Vector<Scalar>>& b_sq, Matrix<Scalar>* out) {
+  out->noalias() = a.transpose() * b;
+  *out = (((Scalar(-2) * out->array()).colwise() + a_sq.array()).rowwise() +
+          b_sq.transpose().array())
+             .max(Scalar(0))
+             .matrix();
+}
+
+// A bound on |product form - exact| for one distance in d dimensions between
+// vectors of squared norms a_sq and b_sq: the dot product, the two norms and
+// the two sums each round within (d + 4) eps of ||a||^2 + ||b||^2, twice for
+// the factor 2 of the cross term. Two distances closer than twice this bound
+// may be in the wrong order.
+template <typename Scalar>
+Scalar SquaredDistanceRoundOff(Eigen::Index d, Scalar a_sq, Scalar b_sq) {
+  return 2 * static_cast<Scalar>(d + 4) * std::numeric_limits<Scalar>::epsilon() *
+         (a_sq + b_sq);
+}
+
+// sum_l (a_l - b_l)^2 in a plain loop: the exact arbitration of near ties.
+template <typename Scalar>
+Scalar DirectSquaredDistance(const Scalar* a, const Scalar* b, Eigen::Index d) {
+  Scalar acc = 0;
+  for (Eigen::Index l = 0; l < d; ++l) {
+    const Scalar diff = a[l] - b[l];
+    acc += diff * diff;
+  }
+  return acc;
+}
+
+}  // namespace kmt
+
+#endif  // KMT_CORE_DISTANCES_H_

@@ -1,0 +1,77 @@
+// The distance kernel against plain loops, in float and double.
+#include "core/distances.h"
+
+#include <gtest/gtest.h>
+
+#include "core/random.h"
+
+namespace kmt {
+namespace {
+
+template <typename Scalar>
+Matrix<Scalar> Random(int rows, int cols, Rng& rng, double scale) {
+  Matrix<Scalar> m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) {
+    m.data()[i] = static_cast<Scalar>(scale * rng.Normal());
+  }
+  return m;
+}
+
+template <typename Scalar>
+class DistancesTest : public ::testing::Test {};
+using Scalars = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(DistancesTest, Scalars);
+
+TYPED_TEST(DistancesTest, ProductFormIsWithinItsRoundOffBoundOfTheDirectDistance) {
+  using Scalar = TypeParam;
+  Rng rng(3);
+  for (const double scale : {1e-3, 1.0, 1e3}) {
+    SCOPED_TRACE(scale);
+    const Matrix<Scalar> a = Random<Scalar>(17, 40, rng, scale);
+    const Matrix<Scalar> b = Random<Scalar>(17, 9, rng, scale);
+    const Vector<Scalar> a_sq = SquaredNorms<Scalar>(a), b_sq = SquaredNorms<Scalar>(b);
+    Matrix<Scalar> out;
+    SquaredDistances<Scalar>(a, a_sq, b, b_sq, &out);
+    ASSERT_EQ(out.rows(), 40);
+    ASSERT_EQ(out.cols(), 9);
+    for (int i = 0; i < 40; ++i) {
+      EXPECT_EQ(a_sq[i], a.col(i).squaredNorm());
+      for (int j = 0; j < 9; ++j) {
+        const Scalar direct = DirectSquaredDistance(a.col(i).data(), b.col(j).data(), 17);
+        EXPECT_LE(std::abs(out(i, j) - direct), SquaredDistanceRoundOff(17, a_sq[i], b_sq[j]))
+            << i << ", " << j;
+        EXPECT_GE(out(i, j), 0);
+      }
+    }
+  }
+}
+
+TYPED_TEST(DistancesTest, ATokenIsAtDistanceZeroFromItselfAfterClamping) {
+  using Scalar = TypeParam;
+  Rng rng(5);
+  const Matrix<Scalar> a = Random<Scalar>(8, 30, rng, 100.0);
+  const Vector<Scalar> a_sq = SquaredNorms<Scalar>(a);
+  Matrix<Scalar> out;
+  SquaredDistances<Scalar>(a, a_sq, a, a_sq, &out);
+  for (int i = 0; i < 30; ++i) {
+    // The product form may leave round-off, never a negative value.
+    EXPECT_GE(out(i, i), 0);
+    EXPECT_LE(out(i, i), 2 * SquaredDistanceRoundOff(8, a_sq[i], a_sq[i]));
+    EXPECT_EQ(DirectSquaredDistance(a.col(i).data(), a.col(i).data(), 8), 0);
+  }
+}
+
+TYPED_TEST(DistancesTest, BlocksOfColumnsGiveTheSameDistancesAsTheWhole) {
+  using Scalar = TypeParam;
+  Rng rng(7);
+  const Matrix<Scalar> a = Random<Scalar>(5, 64, rng, 1.0);
+  const Matrix<Scalar> b = Random<Scalar>(5, 6, rng, 1.0);
+  const Vector<Scalar> a_sq = SquaredNorms<Scalar>(a), b_sq = SquaredNorms<Scalar>(b);
+  Matrix<Scalar> whole, part;
+  SquaredDistances<Scalar>(a, a_sq, b, b_sq, &whole);
+  SquaredDistances<Scalar>(a.middleCols(16, 32), a_sq.segment(16, 32), b, b_sq, &part);
+  EXPECT_EQ(part, whole.middleRows(16, 32));
+}
+
+}  // namespace
+}  // namespace kmt

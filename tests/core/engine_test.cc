@@ -1,0 +1,199 @@
+// The engine's entry point against the pieces it puts together: exact models
+// against the plain reference Lloyd's, fixed weights with an input scaling
+// against the transformer run on mapped points, and the model's checks.
+#include "core/engine.h"
+
+#include <gtest/gtest.h>
+
+#include "core/assign.h"
+#include "core/lloyd.h"
+#include "learn/task_generator.h"
+
+namespace kmt {
+namespace {
+
+Batch<double> MakeBatch(BatchSpec<double> spec) {
+  absl::StatusOr<Batch<double>> batch = Batch<double>::Validate(std::move(spec));
+  EXPECT_TRUE(batch.ok()) << batch.status();
+  return *std::move(batch);
+}
+
+TEST(Engine, ExactModelsAreTheThreeLloydConstructions) {
+  std::vector<std::string> names;
+  for (const ServedModel<double>& m : ExactModels<double>()) {
+    EXPECT_TRUE(m.exact());
+    EXPECT_EQ(m.weights(), nullptr);
+    EXPECT_FALSE(m.description().empty());
+    names.push_back(m.name());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-linear"}));
+}
+
+TEST(Engine, ExactModelFromGivenCentersIsReferenceLloyd) {
+  const Task<double> task = GenerateTask<double>({.n = 600, .d = 5, .k = 7}, 11);
+  const Matrix<double> init = task.points.leftCols(7);
+  const auto reference = ReferenceLloyd(task.points, init, 6);
+  for (const ServedModel<double>& model : ExactModels<double>()) {
+    SCOPED_TRACE(model.name());
+    const Batch<double> batch = MakeBatch(
+        {.points = task.points, .k = 7, .layers = 6, .given_centers = init, .cluster_sums = true});
+    EXPECT_FALSE(model.RunsDense(batch));
+    const absl::StatusOr<RunResult<double>> run = Cluster(model, batch);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->path, Path::kFast);
+    EXPECT_EQ(run->layers_run, 6);
+    for (int t = 0; t < 6; ++t) {
+      EXPECT_NEAR(run->layer_objectives[t], reference[t].objective,
+                  1e-12 * reference[t].objective);
+    }
+    EXPECT_LE((run->centers - reference.back().centers).norm(),
+              1e-12 * reference.back().centers.norm());
+    Labels labels;
+    AssignNearest(task.points, reference.back().centers, &labels);
+    EXPECT_EQ(run->labels, labels);
+    // The sums are those of the final labels.
+    ASSERT_TRUE(run->cluster_sums.has_value());
+    int64_t total = 0;
+    for (int j = 0; j < 7; ++j) {
+      int64_t count = 0;
+      Vector<double> sum = Vector<double>::Zero(5);
+      for (int i = 0; i < 600; ++i) {
+        if (run->labels[i] != j) continue;
+        ++count;
+        sum += task.points.col(i);
+      }
+      EXPECT_EQ(run->cluster_sums->counts[j], count);
+      EXPECT_LE((run->cluster_sums->sums.col(j) - sum).norm(), 1e-12 * (1 + sum.norm()));
+      total += count;
+    }
+    EXPECT_EQ(total, 600);
+  }
+}
+
+TEST(Engine, InitialisationIsTheSeededChoiceOnThePoints) {
+  const Task<double> task = GenerateTask<double>({.n = 300, .d = 3, .k = 4}, 2);
+  const ServedModel<double> model = ExactModels<double>()[0];
+  for (InitMethod method : {InitMethod::kRandomSubset, InitMethod::kKMeansPlusPlus}) {
+    SCOPED_TRACE(InitMethodName(method));
+    const Batch<double> batch =
+        MakeBatch({.points = task.points, .k = 4, .layers = 3, .init = method, .seed = 9});
+    const Matrix<double> init = *InitialCenters(task.points, 4, method, 9);
+    const RunResult<double> expected =
+        *RunLloyd<double>({.embedding = Embedding::kOneHot}, task.points, init, {.layers = 3});
+    const RunResult<double> run = *Cluster(model, batch);
+    EXPECT_EQ(run.centers, expected.centers);
+    EXPECT_EQ(run.labels, expected.labels);
+    EXPECT_EQ(run.layer_objectives, expected.layer_objectives);
+  }
+}
+
+TEST(Engine, BetaMakesAnExactModelRunTheSoftmaxConstructionDensely) {
+  const Task<double> task = GenerateTask<double>({.n = 200, .d = 4, .k = 3}, 5);
+  const Matrix<double> init = task.points.leftCols(3);
+  const ServedModel<double> model = ExactModels<double>()[0];
+  const Batch<double> batch =
+      MakeBatch({.points = task.points, .k = 3, .layers = 2, .given_centers = init, .beta = 50});
+  EXPECT_TRUE(model.RunsDense(batch));
+  const RunResult<double> run = *Cluster(model, batch);
+  EXPECT_EQ(run.path, Path::kDense);
+  const RunResult<double> expected = *RunLloyd<double>(
+      {.embedding = Embedding::kOneHot, .beta = 50}, task.points, init, {.layers = 2});
+  EXPECT_EQ(run.centers, expected.centers);
+  EXPECT_EQ(run.layer_objectives, expected.layer_objectives);
+}
+
+// Random softmax weights: a model the fast path cannot run.
+Model<double> RandomModel(int d, int k, InputScaling scaling) {
+  Model<double> m;
+  m.name = "random";
+  m.d = d;
+  m.k = k;
+  m.embedding = Embedding::kOneHot;
+  m.reembed = true;
+  m.input_scaling = scaling;
+  const int dim = m.dim();
+  LayerWeights<double> w;
+  for (AttentionBlock<double>& b : w.blocks) {
+    b = AttentionBlock<double>::Zero(dim);
+    b.Q = 0.3 * Matrix<double>::Random(dim, dim);
+    b.K = 0.3 * Matrix<double>::Random(dim, dim);
+    b.V = 0.3 * Matrix<double>::Random(dim, dim);
+    b.bQ = 0.1 * Vector<double>::Random(dim);
+    b.normalizer = Normalizer::kSoftmax;
+    b.beta = 1;
+  }
+  m.layers.push_back(w);
+  return m;
+}
+
+TEST(Engine, MinMaxScaledWeightsSeeMappedPointsAndReportInTheCallersUnits) {
+  const Task<double> task = GenerateTask<double>({.n = 120, .d = 3, .k = 4}, 8);
+  Matrix<double> points = task.points;
+  points.row(0) = points.row(0) * 40.0 + Vector<double>::Constant(120, 3.0).transpose();
+  points.row(2) *= 0.01;
+  const absl::StatusOr<ServedModel<double>> model =
+      ServedModel<double>::FromWeights(RandomModel(3, 4, InputScaling::kMinMax), "test");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_FALSE(model->exact());
+  EXPECT_EQ(model->input_scaling(), InputScaling::kMinMax);
+  const Batch<double> batch = MakeBatch({.points = points, .k = 4, .layers = 3, .seed = 4});
+  EXPECT_TRUE(model->RunsDense(batch));
+  const RunResult<double> run = *Cluster(*model, batch);
+
+  // By hand: map, choose k-means++ centers among the mapped points, run the
+  // same weights without scaling, map the centers back.
+  const InputMap<double> map(InputScaling::kMinMax, points);
+  const Matrix<double> mapped = map.ToModel(points);
+  const Matrix<double> init = *InitialCenters(mapped, 4, InitMethod::kKMeansPlusPlus, 4);
+  const RunResult<double> inner =
+      *RunTransformer(RandomModel(3, 4, InputScaling::kNone), mapped, init, {.layers = 3});
+  const Matrix<double> centers = map.ToCaller(inner.centers);
+  EXPECT_LE((run.centers - centers).norm(), 1e-12 * centers.norm());
+  Labels labels;
+  AssignNearest(points, centers, &labels);
+  EXPECT_EQ(run.labels, labels);
+  EXPECT_NEAR(run.objective, Objective(points, centers), 1e-9 * run.objective);
+  ASSERT_EQ(run.layer_objectives.size(), 3u);
+  EXPECT_NEAR(run.layer_objectives[2], run.objective, 1e-12 * run.objective);
+}
+
+TEST(Engine, FixedWeightsThatAreLloydsRunTheFastPath) {
+  Model<double> weights = *LloydConstruction<double>(4, 5, {.embedding = Embedding::kBinary});
+  weights.name = "learned-but-exact";
+  const ServedModel<double> model = *ServedModel<double>::FromWeights(weights, "");
+  const Task<double> task = GenerateTask<double>({.n = 5000, .d = 4, .k = 5}, 3);
+  const Batch<double> batch = MakeBatch({.points = task.points, .k = 5, .layers = 4});
+  EXPECT_FALSE(model.RunsDense(batch));
+  EXPECT_EQ(Cluster(model, batch)->path, Path::kFast);
+}
+
+TEST(Engine, AModelRefusesBatchesItCannotRun) {
+  const ServedModel<double> learned =
+      *ServedModel<double>::FromWeights(RandomModel(3, 4, InputScaling::kNone), "");
+  const Task<double> task = GenerateTask<double>({.n = 50, .d = 3, .k = 4}, 1);
+  EXPECT_EQ(Cluster(learned, MakeBatch({.points = task.points, .k = 5})).status().message(),
+            "model random was trained for d = 3, k = 4; the batch has d = 3, k = 5");
+  EXPECT_EQ(Cluster(learned, MakeBatch({.points = task.points, .k = 4, .beta = 2}))
+                .status()
+                .message(),
+            "beta applies to the exact models; random is learned");
+  Model<double> broken = RandomModel(3, 4, InputScaling::kNone);
+  broken.layers[0][BlockId::kCentersToPoints].V.resize(2, 2);
+  EXPECT_EQ(ServedModel<double>::FromWeights(broken, "").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Engine, TheStopCheckEndsTheRunWithItsStatus) {
+  const Task<double> task = GenerateTask<double>({.n = 100, .d = 2, .k = 3}, 1);
+  int calls = 0;
+  const StopCheck check = [&calls] {
+    return ++calls > 3 ? absl::DeadlineExceededError("too late") : absl::OkStatus();
+  };
+  const absl::StatusOr<RunResult<double>> run =
+      Cluster(ExactModels<double>()[0], MakeBatch({.points = task.points, .k = 3, .layers = 10}),
+              check);
+  EXPECT_EQ(run.status(), absl::DeadlineExceededError("too late"));
+}
+
+}  // namespace
+}  // namespace kmt

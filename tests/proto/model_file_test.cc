@@ -1,0 +1,106 @@
+// Model files: a model survives the trip through its message and through a
+// file, input scaling included, and a file that cannot be used says why.
+#include "proto/model_file.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/constructions.h"
+
+namespace kmt {
+namespace {
+
+Model<double> Example() {
+  Model<double> m = *LloydConstruction<double>(3, 4, {.embedding = Embedding::kBinary});
+  m.name = "example";
+  m.input_scaling = InputScaling::kMinMax;
+  m.reembed = true;
+  m.layers[0][BlockId::kPointsToPoints].bV.setConstant(0.25);
+  m.layers[0][BlockId::kCentersToPoints].beta = 7;
+  m.layers[0][BlockId::kCentersToPoints].normalizer = Normalizer::kSoftmax;
+  return m;
+}
+
+void ExpectSame(const Model<double>& a, const Model<double>& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.d, b.d);
+  EXPECT_EQ(a.k, b.k);
+  EXPECT_EQ(a.embedding, b.embedding);
+  EXPECT_EQ(a.input_scaling, b.input_scaling);
+  EXPECT_EQ(a.reembed, b.reembed);
+  EXPECT_EQ(a.keep_empty_centers, b.keep_empty_centers);
+  ASSERT_EQ(a.layers.size(), b.layers.size());
+  for (size_t t = 0; t < a.layers.size(); ++t) {
+    for (BlockId id : kBlockIds) {
+      SCOPED_TRACE(BlockName(id));
+      const AttentionBlock<double>&x = a.layers[t][id], &y = b.layers[t][id];
+      EXPECT_EQ(x.Q, y.Q);
+      EXPECT_EQ(x.K, y.K);
+      EXPECT_EQ(x.V, y.V);
+      EXPECT_EQ(x.bQ, y.bQ);
+      EXPECT_EQ(x.bK, y.bK);
+      EXPECT_EQ(x.bV, y.bV);
+      EXPECT_EQ(x.score, y.score);
+      EXPECT_EQ(x.normalizer, y.normalizer);
+      EXPECT_EQ(x.beta, y.beta);
+      EXPECT_EQ(x.ties, y.ties);
+    }
+  }
+}
+
+TEST(ModelFile, AModelSurvivesItsMessage) {
+  const v1::ModelFile file = ModelToProto(Example());
+  EXPECT_EQ(file.input_scaling(), v1::SCALING_MIN_MAX);
+  const absl::StatusOr<Model<double>> back = ModelFromProto<double>(file);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ExpectSame(*back, Example());
+}
+
+TEST(ModelFile, AModelSurvivesAFile) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "kmt-model-file-test.kmt").string();
+  v1::ModelFile file = ModelToProto(Example());
+  file.set_description("round trip");
+  ASSERT_TRUE(WriteModelFile(file, path).ok());
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  const absl::StatusOr<v1::ModelFile> read = ReadModelFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->description(), "round trip");
+  ExpectSame(*ModelFromProto<double>(*read), Example());
+  std::filesystem::remove(path);
+}
+
+TEST(ModelFile, UnusableFilesSayWhy) {
+  EXPECT_EQ(ReadModelFile("/nonexistent/model.kmt").status().message(),
+            "cannot open /nonexistent/model.kmt");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "kmt-model-file-garbage.kmt").string();
+  std::ofstream(path) << "not a model";
+  EXPECT_EQ(ReadModelFile(path).status().message(),
+            path + " is not a kmt.v1.ModelFile (protobuf parse failed)");
+  std::filesystem::remove(path);
+
+  v1::ModelFile file = ModelToProto(Example());
+  file.set_name("");
+  EXPECT_EQ(ModelFromProto<double>(file).status().message(), "model has no name");
+  file = ModelToProto(Example());
+  file.set_embedding("ternary");
+  EXPECT_FALSE(ModelFromProto<double>(file).ok());
+  file = ModelToProto(Example());
+  file.mutable_layers(0)->mutable_centers_to_centers()->mutable_b_k()->RemoveLast();
+  EXPECT_EQ(ModelFromProto<double>(file).status().message(),
+            "layer 0 theta4 b_K has 5 values; tokens have 6 dimensions");
+  file = ModelToProto(Example());
+  file.set_input_scaling(static_cast<v1::InputScalingProto>(9));
+  EXPECT_EQ(ModelFromProto<double>(file).status().message(), "model has unknown input scaling 9");
+  file = ModelToProto(Example());
+  file.mutable_layers(0)->mutable_points_to_centers()->mutable_v()->set_values(0, NAN);
+  EXPECT_EQ(ModelFromProto<double>(file).status().message(),
+            "layer 0 theta1: weights contain NaN or Inf");
+}
+
+}  // namespace
+}  // namespace kmt

@@ -1,0 +1,103 @@
+// The translation between a ClusterRequest and the engine.
+#include "proto/request.h"
+
+#include <gtest/gtest.h>
+
+#include "core/engine.h"
+
+namespace kmt {
+namespace {
+
+v1::ClusterRequest Request() {
+  v1::ClusterRequest r;
+  r.set_n(4);
+  r.set_d(2);
+  r.set_k(2);
+  r.set_iterations(3);
+  r.set_seed(5);
+  for (float v : {0.f, 0.f, 0.f, 1.f, 10.f, 10.f, 10.f, 11.f}) r.add_points(v);
+  return r;
+}
+
+TEST(Request, FieldsBecomeTheBatch) {
+  v1::ClusterRequest r = Request();
+  r.set_init(v1::INIT_RANDOM);
+  r.set_beta(3);
+  r.set_return_cluster_sums(true);
+  const absl::StatusOr<Batch<float>> batch = BatchFromRequest(r);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  const BatchSpec<float>& spec = batch->spec();
+  EXPECT_EQ(batch->d(), 2);
+  EXPECT_EQ(batch->n(), 4);
+  EXPECT_EQ(spec.k, 2);
+  EXPECT_EQ(spec.layers, 3);
+  EXPECT_EQ(spec.seed, 5u);
+  EXPECT_EQ(spec.beta, 3);
+  EXPECT_EQ(spec.init, InitMethod::kRandomSubset);
+  EXPECT_TRUE(spec.cluster_sums);
+  EXPECT_EQ(spec.given_centers.size(), 0);
+  // Point 1 is (0, 1): row-major on the wire, a column here.
+  EXPECT_EQ(spec.points(0, 1), 0);
+  EXPECT_EQ(spec.points(1, 1), 1);
+
+  r.set_init(v1::INIT_GIVEN);
+  for (float v : {0.f, 0.f, 10.f, 10.f}) r.add_centers(v);
+  const BatchSpec<float>& given = BatchFromRequest(r)->spec();
+  EXPECT_EQ(given.given_centers.cols(), 2);
+  EXPECT_EQ(given.given_centers(0, 1), 10);
+}
+
+TEST(Request, BadRequestsSayWhatIsWrong) {
+  v1::ClusterRequest r = Request();
+  r.set_n(5);
+  EXPECT_EQ(BatchFromRequest(r).status().message(), "points has 8 values, expected n*d = 5*2");
+  r = Request();
+  r.set_points(6, NAN);
+  EXPECT_EQ(BatchFromRequest(r).status().message(), "point 3 has NaN in dimension 0");
+  r = Request();
+  r.set_k(5);
+  EXPECT_EQ(BatchFromRequest(r).status().message(), "n = 4 points is fewer than k = 5 clusters");
+  r = Request();
+  r.set_init(v1::INIT_GIVEN);
+  r.add_centers(1);
+  EXPECT_EQ(BatchFromRequest(r).status().message(), "centers has 1 values, expected k*d = 2*2");
+  r = Request();
+  r.set_init(static_cast<v1::Init>(7));
+  EXPECT_EQ(BatchFromRequest(r).status().message(), "unknown init 7");
+}
+
+TEST(Request, TheResponseCarriesWhatWasAskedFor) {
+  v1::ClusterRequest r = Request();
+  r.set_init(v1::INIT_GIVEN);
+  for (float v : {0.f, 0.f, 10.f, 10.f}) r.add_centers(v);
+  r.set_return_cluster_sums(true);
+  r.set_return_trajectory(true);
+  const RunResult<float> run = *Cluster(ExactModels<float>()[0], *BatchFromRequest(r));
+  v1::ClusterResponse response;
+  FillResponse(r, run, &response);
+  EXPECT_EQ(std::vector<int>(response.labels().begin(), response.labels().end()),
+            (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(std::vector<float>(response.centers().begin(), response.centers().end()),
+            (std::vector<float>{0, 0.5, 10, 10.5}));
+  EXPECT_EQ(response.objective(), 1.0);
+  EXPECT_EQ(response.layer_objectives_size(), 3);
+  EXPECT_EQ(response.iterations_run(), 3);
+  EXPECT_EQ(std::vector<int64_t>(response.center_counts().begin(), response.center_counts().end()),
+            (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(std::vector<double>(response.center_sums().begin(), response.center_sums().end()),
+            (std::vector<double>{0, 1, 20, 21}));
+
+  r.set_omit_labels(true);
+  r.set_return_cluster_sums(false);
+  r.set_return_trajectory(false);
+  const RunResult<float> plain = *Cluster(ExactModels<float>()[0], *BatchFromRequest(r));
+  v1::ClusterResponse lean;
+  FillResponse(r, plain, &lean);
+  EXPECT_EQ(lean.labels_size(), 0);
+  EXPECT_EQ(lean.layer_objectives_size(), 0);
+  EXPECT_EQ(lean.center_counts_size(), 0);
+  EXPECT_EQ(lean.centers_size(), 4);
+}
+
+}  // namespace
+}  // namespace kmt
