@@ -22,8 +22,7 @@
 #include "client/cluster_client.h"
 #include "client/commands.h"
 #include "client/in_process_bench.h"
-#include "core/task_generator.h"
-#include "core/types.h"
+#include "core/random.h"
 
 ABSL_FLAG(int, concurrency, 1,
           "bench: streams at once, one batch in flight on each");
@@ -44,6 +43,24 @@ namespace kmt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// n points, row-major n x d, from k Gaussian blobs: centers uniform in
+// [0, 1]^d, standard deviation 0.1 in every dimension, each point's blob
+// drawn uniformly. The same seed gives the same points.
+std::vector<float> BlobPoints(int64_t n, int d, int k, uint64_t seed) {
+  Rng rng(seed);
+  const int blobs = std::max(1, k);
+  std::vector<double> centers(static_cast<size_t>(blobs) * d);
+  for (double& c : centers) c = rng.Uniform();
+  std::vector<float> points(static_cast<size_t>(n) * d);
+  for (int64_t i = 0; i < n; ++i) {
+    const double* center = centers.data() + rng.Below(blobs) * d;
+    for (int l = 0; l < d; ++l) {
+      points[i * d + l] = static_cast<float>(center[l] + 0.1 * rng.Normal());
+    }
+  }
+  return points;
+}
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -111,14 +128,11 @@ absl::Status RunBench() {
   // A few distinct batches, reused round robin.
   std::vector<v1::ClusterRequest> batches;
   for (int b = 0; b < 8; ++b) {
-    const Matrix<float> points =
-        GenerateTask<float>({.n = static_cast<int>(n), .d = d, .k = base->k()},
-                            b + 1)
-            .points;
+    const std::vector<float> points = BlobPoints(n, d, base->k(), b + 1);
     v1::ClusterRequest r = *base;
     r.set_n(n);
     r.set_seed(b + 1);
-    r.mutable_points()->Add(points.data(), points.data() + points.size());
+    r.mutable_points()->Add(points.begin(), points.end());
     batches.push_back(std::move(r));
   }
   // With --rounds, the service and the in-process core take turns, so a
