@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "proto/channel_tuning.h"
 
 namespace kmt {
 namespace {
@@ -31,10 +32,7 @@ Client::Client(const ClientOptions& options) : options_(options) {
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
   args.SetLoadBalancingPolicyName(options.load_balancing);
-  // Large messages in few syscalls, as on the server (see server/main.cc).
-  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
-  args.SetInt(GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20);
-  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20);
+  ApplyChannelTuning(&args);
   channel_ = grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(),
                                        args);
   stub_ = v1::KMeansTransformer::NewStub(channel_);

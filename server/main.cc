@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "base/allocator.h"
 #include "base/cpus.h"
+#include "proto/channel_tuning.h"
 #include "server/cluster_service.h"
 #include "server/limits.h"
 #include "server/log.h"
@@ -122,13 +123,7 @@ int Serve() {
                            &port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.SetMaxSendMessageSize(-1);
-  // Batches are large messages (a 4096 x 32 batch is 512 KiB): a wide flow-
-  // control window, big frames and big socket reads move one in a few
-  // syscalls instead of dozens (about 10% more batches/s, docs/service.md).
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
-  builder.AddChannelArgument(GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20);
-  builder.AddChannelArgument(GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 256 << 10);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20);
+  ApplyChannelTuning(&builder);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

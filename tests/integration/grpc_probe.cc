@@ -5,6 +5,8 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include "client/cluster_client.h"
+
 namespace kmt {
 namespace {
 
@@ -19,10 +21,6 @@ std::string Bytes(const grpc::ByteBuffer& buffer) {
   std::string out;
   for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
   return out;
-}
-
-absl::Status FromGrpc(const grpc::Status& s) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
 }  // namespace

@@ -1,0 +1,31 @@
+// The flags several kmt subcommands share, and what is built from them: the
+// client's options and the request fields every batch shares. Flags that one
+// subcommand alone reads are defined in that subcommand's file.
+#ifndef KMT_CLIENT_CLI_FLAGS_H_
+#define KMT_CLIENT_CLI_FLAGS_H_
+
+#include <cstdint>
+
+#include "absl/flags/declare.h"
+#include "absl/status/statusor.h"
+#include "client/cluster_client.h"
+#include "proto/kmeans_transformer.pb.h"
+
+ABSL_DECLARE_FLAG(int, d);
+ABSL_DECLARE_FLAG(int, iterations);
+ABSL_DECLARE_FLAG(uint64_t, seed);
+
+namespace kmt {
+
+// The client's options from --server, --lb, --max_attempts, --window,
+// --streams, --batches_per_stream and --timeout.
+ClientOptions Options();
+
+// The request fields every batch of `d`-dimensional points shares: model,
+// k, iterations, seed, beta, initialisation (and the --centers_in centers
+// for --init=given).
+absl::StatusOr<v1::ClusterRequest> Template(int d);
+
+}  // namespace kmt
+
+#endif  // KMT_CLIENT_CLI_FLAGS_H_
