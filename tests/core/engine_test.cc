@@ -131,8 +131,9 @@ TEST(Engine, MinMaxScaledWeightsSeeMappedPointsAndReportInTheCallersUnits) {
   Matrix<double> points = task.points;
   points.row(0) = points.row(0) * 40.0 + Vector<double>::Constant(120, 3.0).transpose();
   points.row(2) *= 0.01;
+  const Model<double> weights = RandomModel(3, 4, InputScaling::kMinMax);
   const absl::StatusOr<ServedModel<double>> model =
-      ServedModel<double>::FromWeights(RandomModel(3, 4, InputScaling::kMinMax), "test");
+      ServedModel<double>::FromWeights(weights, "test");
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_FALSE(model->exact());
   EXPECT_EQ(model->input_scaling(), InputScaling::kMinMax);
@@ -145,8 +146,9 @@ TEST(Engine, MinMaxScaledWeightsSeeMappedPointsAndReportInTheCallersUnits) {
   const InputMap<double> map(InputScaling::kMinMax, points);
   const Matrix<double> mapped = map.ToModel(points);
   const Matrix<double> init = *InitialCenters(mapped, 4, InitMethod::kKMeansPlusPlus, 4);
-  const RunResult<double> inner =
-      *RunTransformer(RandomModel(3, 4, InputScaling::kNone), mapped, init, {.layers = 3});
+  Model<double> unscaled = weights;
+  unscaled.input_scaling = InputScaling::kNone;
+  const RunResult<double> inner = *RunTransformer(unscaled, mapped, init, {.layers = 3});
   const Matrix<double> centers = map.ToCaller(inner.centers);
   EXPECT_LE((run.centers - centers).norm(), 1e-12 * centers.norm());
   Labels labels;

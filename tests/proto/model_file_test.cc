@@ -92,7 +92,7 @@ TEST(ModelFile, UnusableFilesSayWhy) {
   file = ModelToProto(Example());
   file.mutable_layers(0)->mutable_centers_to_centers()->mutable_b_k()->RemoveLast();
   EXPECT_EQ(ModelFromProto<double>(file).status().message(),
-            "layer 0 theta4 b_K has 5 values; tokens have 6 dimensions");
+            "layer 0 theta4 b_K has 4 values; tokens have 5 dimensions");
   file = ModelToProto(Example());
   file.set_input_scaling(static_cast<v1::InputScalingProto>(9));
   EXPECT_EQ(ModelFromProto<double>(file).status().message(), "model has unknown input scaling 9");
