@@ -10,8 +10,8 @@
 #include "core/constructions.h"
 #include "core/init.h"
 #include "core/lloyd.h"
-#include "learn/task_generator.h"
 #include "core/transformer.h"
+#include "learn/task_generator.h"
 
 #ifdef KMT_HAVE_FAISS
 #include <faiss/Clustering.h>
@@ -42,8 +42,7 @@ const Data& Problem(int n, int d, int k) {
 // run time by `per_run` units.
 void SetPerUnit(benchmark::State& state, const char* name, int per_run, int n) {
   state.counters[name] = benchmark::Counter(
-      per_run, benchmark::Counter::kIsIterationInvariantRate |
-                   benchmark::Counter::kInvert);
+      per_run, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n) * per_run);
 }
 

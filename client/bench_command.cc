@@ -24,19 +24,14 @@
 #include "client/in_process_bench.h"
 #include "core/random.h"
 
-ABSL_FLAG(int, concurrency, 1,
-          "bench: streams at once, one batch in flight on each");
-ABSL_FLAG(absl::Duration, duration, absl::Seconds(10),
-          "bench: how long to run (unless --count)");
-ABSL_FLAG(int64_t, count, 0,
-          "bench: batches to send in all (0: run for --duration)");
+ABSL_FLAG(int, concurrency, 1, "bench: streams at once, one batch in flight on each");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "bench: how long to run (unless --count)");
+ABSL_FLAG(int64_t, count, 0, "bench: batches to send in all (0: run for --duration)");
 ABSL_FLAG(int64_t, n, 4096, "bench: points per generated batch");
 ABSL_FLAG(bool, in_process, false,
-          "bench: also run the same batches through the core in this process "
-          "and compare");
+          "bench: also run the same batches through the core in this process and compare");
 ABSL_FLAG(int, rounds, 1,
-          "bench: with --in_process, alternate service and in-process runs "
-          "this many times "
+          "bench: with --in_process, alternate service and in-process runs this many times "
           "(--duration or --count is split among them) and compare the totals");
 
 namespace kmt {
@@ -65,8 +60,7 @@ std::vector<float> BlobPoints(int64_t n, int d, int k, uint64_t seed) {
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1,
-                    static_cast<size_t>(p * (v.size() - 1) + 0.5))];
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
 }
 
 // What the streams of a bench run recorded.
@@ -79,10 +73,9 @@ struct BenchRecord {
 // `concurrency` streams, one batch in flight on each, send `batches` round
 // robin, numbered from `first`: up to `last` if given, else until
 // `deadline`. Returns the wall-clock seconds taken.
-double ServicePass(const std::vector<v1::ClusterRequest>& batches,
-                   const ClientOptions& options, int concurrency, int64_t first,
-                   std::optional<int64_t> last, Clock::time_point deadline,
-                   BenchRecord* record) {
+double ServicePass(const std::vector<v1::ClusterRequest>& batches, const ClientOptions& options,
+                   int concurrency, int64_t first, std::optional<int64_t> last,
+                   Clock::time_point deadline, BenchRecord* record) {
   std::atomic<int64_t> issued{first};
   const auto start = Clock::now();
   std::vector<std::thread> streams;
@@ -100,8 +93,7 @@ double ServicePass(const std::vector<v1::ClusterRequest>& batches,
             return true;
           },
           [&](v1::ClusterResponse&& r) {
-            const double latency =
-                std::chrono::duration<double>(Clock::now() - sent).count();
+            const double latency = std::chrono::duration<double>(Clock::now() - sent).count();
             const auto code = static_cast<absl::StatusCode>(r.error().code());
             std::lock_guard<std::mutex> lock(record->mu);
             record->latencies.push_back(latency);
@@ -149,19 +141,16 @@ absl::Status RunBench() {
   std::vector<std::string> round_ratios;
   for (int round = 0; round < rounds; ++round) {
     const std::optional<int64_t> last =
-        count > 0 ? std::optional<int64_t>(count * (round + 1) / rounds)
-                  : std::nullopt;
+        count > 0 ? std::optional<int64_t>(count * (round + 1) / rounds) : std::nullopt;
     const auto deadline =
-        Clock::now() +
-        absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_duration) / rounds);
+        Clock::now() + absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_duration) / rounds);
     const size_t answered_before = latencies.size();
     const double cpu_start = ProcessCpuSeconds();
-    const double round_seconds = ServicePass(
-        batches, options, concurrency, sent_before, last, deadline, &record);
+    const double round_seconds =
+        ServicePass(batches, options, concurrency, sent_before, last, deadline, &record);
     seconds += round_seconds;
     client_cpu += ProcessCpuSeconds() - cpu_start;
-    const auto answered =
-        static_cast<int64_t>(latencies.size() - answered_before);
+    const auto answered = static_cast<int64_t>(latencies.size() - answered_before);
     sent_before = last ? *last : sent_before + answered;
     if (in_process && answered > 0) {
       const absl::StatusOr<Throughput> local =
@@ -170,35 +159,28 @@ absl::Status RunBench() {
       // Counted as if it had run `answered` batches at its measured pace.
       local_seconds += answered / local->batches_per_second;
       local_cpu += local->cpu_seconds_per_batch * answered;
-      round_ratios.push_back(absl::StrFormat(
-          "%.3f", (answered / round_seconds) / local->batches_per_second));
+      round_ratios.push_back(
+          absl::StrFormat("%.3f", (answered / round_seconds) / local->batches_per_second));
     }
   }
   const double rate = latencies.size() / seconds;
-  std::printf(
-      "batches %zu (n=%lld d=%d k=%d iterations=%d model=%s) concurrency %d\n",
-      latencies.size(), static_cast<long long>(n), d, base->k(),
-      base->iterations(), base->model().c_str(), concurrency);
-  std::printf("latency p50 %.3f ms  p90 %.3f ms  p99 %.3f ms\n",
-              1e3 * Percentile(latencies, 0.5),
-              1e3 * Percentile(latencies, 0.9),
-              1e3 * Percentile(latencies, 0.99));
+  std::printf("batches %zu (n=%lld d=%d k=%d iterations=%d model=%s) concurrency %d\n",
+              latencies.size(), static_cast<long long>(n), d, base->k(), base->iterations(),
+              base->model().c_str(), concurrency);
+  std::printf("latency p50 %.3f ms  p90 %.3f ms  p99 %.3f ms\n", 1e3 * Percentile(latencies, 0.5),
+              1e3 * Percentile(latencies, 0.9), 1e3 * Percentile(latencies, 0.99));
   std::printf("throughput %.1f batches/s  %.0f points/s\n", rate, rate * n);
   std::vector<std::string> code_counts;
-  for (const auto& [code, c] : record.codes)
-    code_counts.push_back(absl::StrCat(code, " ", c));
+  for (const auto& [code, c] : record.codes) code_counts.push_back(absl::StrCat(code, " ", c));
   std::printf("status %s\n", absl::StrJoin(code_counts, ", ").c_str());
   if (latencies.empty()) {
-    return absl::UnavailableError(
-        "no batch was answered; is the server at --server running?");
+    return absl::UnavailableError("no batch was answered; is the server at --server running?");
   }
-  std::printf("client CPU %.3f ms per batch\n",
-              1e3 * client_cpu / latencies.size());
+  std::printf("client CPU %.3f ms per batch\n", 1e3 * client_cpu / latencies.size());
   if (in_process) {
     const double local_rate = latencies.size() / local_seconds;
     if (rounds > 1) {
-      std::printf("service/in-process by round %s\n",
-                  absl::StrJoin(round_ratios, " ").c_str());
+      std::printf("service/in-process by round %s\n", absl::StrJoin(round_ratios, " ").c_str());
     }
     std::printf(
         "in-process core %.1f batches/s, CPU %.3f ms per batch; "

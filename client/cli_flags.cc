@@ -11,37 +11,26 @@
 #include "core/init.h"
 
 ABSL_FLAG(std::string, server, "localhost:50051",
-          "server address; several as ipv4:127.0.0.1:P1,127.0.0.1:P2 or "
-          "dns:///host:port");
+          "server address; several as ipv4:127.0.0.1:P1,127.0.0.1:P2 or dns:///host:port");
 ABSL_FLAG(std::string, lb, "round_robin",
           "load balancing over the addresses: round_robin or pick_first");
-ABSL_FLAG(std::string, model, "lloyd-onehot",
-          "model name (kmt models lists them)");
+ABSL_FLAG(std::string, model, "lloyd-onehot", "model name (kmt models lists them)");
 ABSL_FLAG(int, k, 10, "clusters");
-ABSL_FLAG(int, iterations, 20,
-          "layers, i.e. Lloyd's iterations for exact models");
+ABSL_FLAG(int, iterations, 20, "layers, i.e. Lloyd's iterations for exact models");
 ABSL_FLAG(std::string, init, "kmeans++",
           "initial centers: kmeans++, random or given (--centers_in)");
-ABSL_FLAG(std::string, centers_in, "",
-          "CSV of k initial centers, one per line, for --init=given");
+ABSL_FLAG(std::string, centers_in, "", "CSV of k initial centers, one per line, for --init=given");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the initialisation");
-ABSL_FLAG(
-    double, beta, 0,
-    "exact models: softmax inverse temperature of the assignment; 0 = hardmax");
-ABSL_FLAG(int, d, 0,
-          "dimensions of a float32 input; bench: dimensions of the generated "
-          "batches");
+ABSL_FLAG(double, beta, 0,
+          "exact models: softmax inverse temperature of the assignment; 0 = hardmax");
+ABSL_FLAG(int, d, 0, "dimensions of a float32 input; bench: dimensions of the generated batches");
 ABSL_FLAG(int, window, 8, "batches in flight on one stream");
 ABSL_FLAG(int, batches_per_stream, 64,
-          "batches one stream carries before a new one is opened (and balanced "
-          "anew)");
+          "batches one stream carries before a new one is opened (and balanced anew)");
 ABSL_FLAG(int, streams, 1,
-          "cluster: streams at once (round-robin spreads them over the "
-          "--server addresses)");
-ABSL_FLAG(int, max_attempts, 3,
-          "sends of a batch answered UNAVAILABLE, the first included");
-ABSL_FLAG(absl::Duration, timeout, absl::InfiniteDuration(),
-          "deadline of each stream");
+          "cluster: streams at once (round-robin spreads them over the --server addresses)");
+ABSL_FLAG(int, max_attempts, 3, "sends of a batch answered UNAVAILABLE, the first included");
+ABSL_FLAG(absl::Duration, timeout, absl::InfiniteDuration(), "deadline of each stream");
 
 namespace kmt {
 namespace {
@@ -51,8 +40,7 @@ absl::StatusOr<v1::Init> InitFlag() {
   if (init == "given") return v1::INIT_GIVEN;
   absl::StatusOr<InitMethod> method = ParseInitMethod(init);
   if (!method.ok()) return method.status();
-  return *method == InitMethod::kRandomSubset ? v1::INIT_RANDOM
-                                              : v1::INIT_KMEANS_PLUS_PLUS;
+  return *method == InitMethod::kRandomSubset ? v1::INIT_RANDOM : v1::INIT_KMEANS_PLUS_PLUS;
 }
 
 }  // namespace
@@ -87,8 +75,7 @@ absl::StatusOr<v1::ClusterRequest> Template(int d) {
     if (!k.ok()) return k.status();
     if (*k != r.k()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(absl::GetFlag(FLAGS_centers_in), " has ", *k,
-                       " centers, --k is ", r.k()));
+          absl::StrCat(absl::GetFlag(FLAGS_centers_in), " has ", *k, " centers, --k is ", r.k()));
     }
     r.mutable_centers()->Add(values.begin(), values.end());
   }

@@ -23,8 +23,7 @@ struct Entry {
 }  // namespace
 
 absl::Status FromGrpc(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
 Client::Client(const ClientOptions& options) : options_(options) {
@@ -33,8 +32,7 @@ Client::Client(const ClientOptions& options) : options_(options) {
   args.SetMaxSendMessageSize(options.max_message_bytes);
   args.SetLoadBalancingPolicyName(options.load_balancing);
   ApplyChannelTuning(&args);
-  channel_ = grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(),
-                                       args);
+  channel_ = grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
   stub_ = v1::KMeansTransformer::NewStub(channel_);
 }
 
@@ -52,8 +50,8 @@ struct Client::Shared {
   const RequestSource& source;
   const ResponseSink& sink;
   std::mutex mu;
-  std::condition_variable changed;  // a stream ended, or the call is over
-  std::deque<std::unique_ptr<Entry>> retry;  // to send again, in request order
+  std::condition_variable changed;              // a stream ended, or the call is over
+  std::deque<std::unique_ptr<Entry>> retry;     // to send again, in request order
   std::map<int64_t, v1::ClusterResponse> done;  // answered, not yet delivered
   int64_t next_index = 0, next_delivery = 0, in_flight = 0;
   int active_streams = 0;
@@ -172,9 +170,9 @@ class Client::Stream final
         shared.failure = absl::Status(
             status.ok() ? absl::StatusCode::kUnavailable
                         : static_cast<absl::StatusCode>(status.error_code()),
-            absl::StrCat("batch '", entry->request.request_id(), "' unanswered after ",
-                         entry->attempts, " attempts: ",
-                         status.ok() ? "stream ended early" : status.error_message()));
+            absl::StrCat(
+                "batch '", entry->request.request_id(), "' unanswered after ", entry->attempts,
+                " attempts: ", status.ok() ? "stream ended early" : status.error_message()));
       }
       ++client_->resent_;
       requeue_.push_back(std::move(entry));
@@ -187,8 +185,8 @@ class Client::Stream final
         shared.failure.ok()) {
       shared.failure = absl::Status(
           static_cast<absl::StatusCode>(status.error_code()),
-          absl::StrCat(shared.failed_streams, " streams in a row failed without an answer: ",
-                       status.error_message()));
+          absl::StrCat(shared.failed_streams,
+                       " streams in a row failed without an answer: ", status.error_message()));
     }
     --shared.active_streams;
     shared.ended.push_back(this);  // not touched after the lock is released
@@ -204,8 +202,8 @@ class Client::Stream final
     const v1::ClusterRequest* write = nullptr;
     bool writes_done = false;
     if (!writing_ && !writes_done_) {
-      const bool may_send = !stop_sending_ && shared_->failure.ok() &&
-                            written_ < options.batches_per_stream;
+      const bool may_send =
+          !stop_sending_ && shared_->failure.ok() && written_ < options.batches_per_stream;
       if (may_send && sent_.size() < static_cast<size_t>(options.window)) {
         if (std::unique_ptr<Entry> entry = shared_->Next()) {
           ++entry->attempts;
@@ -228,8 +226,8 @@ class Client::Stream final
   grpc::ClientContext context_;
   v1::ClusterResponse response_;  // the read in progress
   // Under shared_->mu:
-  std::deque<std::unique_ptr<Entry>> sent_;  // on this stream, unanswered, in order
-  std::unique_ptr<Entry> retired_;  // answered, perhaps still being written
+  std::deque<std::unique_ptr<Entry>> sent_;      // on this stream, unanswered, in order
+  std::unique_ptr<Entry> retired_;               // answered, perhaps still being written
   std::vector<std::unique_ptr<Entry>> requeue_;  // answered UNAVAILABLE, to send again
   int written_ = 0;
   bool writing_ = false, writes_done_ = false, stop_sending_ = false, answered_ = false;
@@ -251,8 +249,8 @@ absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& si
     if (!shared.Work() || shared.active_streams >= options_.streams) continue;
     if (!first && (!shared.retry.empty() || shared.failed_streams > 0)) {
       // Back off before a stream that re-sends, more after each failure.
-      const int attempts = std::max(
-          shared.failed_streams, shared.retry.empty() ? 0 : shared.retry.front()->attempts);
+      const int attempts = std::max(shared.failed_streams,
+                                    shared.retry.empty() ? 0 : shared.retry.front()->attempts);
       lock.unlock();
       std::this_thread::sleep_for(
           std::chrono::milliseconds(std::min(2000, 50 << std::min(attempts, 6))));

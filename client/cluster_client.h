@@ -7,13 +7,13 @@
 #ifndef KMT_CLIENT_CLUSTER_CLIENT_H_
 #define KMT_CLIENT_CLUSTER_CLIENT_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -22,12 +22,12 @@
 namespace kmt {
 
 struct ClientOptions {
-  std::string target = "localhost:50051";     ///< address, "ipv4:a:p,b:q" or "dns:///host:port"
-  std::string load_balancing = "round_robin"; ///< gRPC policy: round_robin or pick_first
-  int max_message_bytes = 64 << 20;           ///< largest message sent or received
-  int max_attempts = 3;   ///< sends of one batch on UNAVAILABLE, the first included
-  int window = 8;         ///< batches in flight on one stream
-  int streams = 1;        ///< streams at once; round-robin spreads them over replicas
+  std::string target = "localhost:50051";      ///< address, "ipv4:a:p,b:q" or "dns:///host:port"
+  std::string load_balancing = "round_robin";  ///< gRPC policy: round_robin or pick_first
+  int max_message_bytes = 64 << 20;            ///< largest message sent or received
+  int max_attempts = 3;  ///< sends of one batch on UNAVAILABLE, the first included
+  int window = 8;        ///< batches in flight on one stream
+  int streams = 1;       ///< streams at once; round-robin spreads them over replicas
   /// Batches one stream carries before it ends and a new one is balanced
   /// anew: streams spread over replicas that became ready (or were added)
   /// after the first ones were opened.

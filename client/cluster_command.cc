@@ -21,21 +21,15 @@
 #include "core/random.h"
 #include "core/types.h"
 
-ABSL_FLAG(std::string, input, "",
-          "points: CSV (one point per line) or raw float32 row-major");
-ABSL_FLAG(std::string, format, "",
-          "csv or f32; by default .csv files are CSV, others float32");
+ABSL_FLAG(std::string, input, "", "points: CSV (one point per line) or raw float32 row-major");
+ABSL_FLAG(std::string, format, "", "csv or f32; by default .csv files are CSV, others float32");
 ABSL_FLAG(int64_t, batch_size, 4096, "points per batch");
 ABSL_FLAG(std::string, mode, "per-batch",
-          "per-batch: every batch is its own clustering task; whole: the whole "
-          "file is one "
-          "dataset (k-means++ on a sample, one pass over all batches per "
-          "Lloyd's iteration, "
+          "per-batch: every batch is its own clustering task; whole: the whole file is one "
+          "dataset (k-means++ on a sample, one pass over all batches per Lloyd's iteration, "
           "then the final labels)");
-ABSL_FLAG(int64_t, sample_size, 65536,
-          "whole mode: points sampled for the initial centers");
-ABSL_FLAG(std::string, labels_out, "",
-          "where to write the labels, one per line");
+ABSL_FLAG(int64_t, sample_size, 65536, "whole mode: points sampled for the initial centers");
+ABSL_FLAG(std::string, labels_out, "", "where to write the labels, one per line");
 ABSL_FLAG(std::string, centers_out, "", "where to write the centers (CSV)");
 
 namespace kmt {
@@ -44,9 +38,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string Describe(const v1::BatchError& e) {
-  return absl::StrCat(
-      absl::StatusCodeToString(static_cast<absl::StatusCode>(e.code())), ": ",
-      e.message());
+  return absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(e.code())), ": ",
+                      e.message());
 }
 
 // Progress on stderr at most once a second.
@@ -70,9 +63,8 @@ class Progress {
 
 // One pass over the file: batches built from `base` plus the points, each
 // response handed to `sink` in order.
-absl::Status Pass(Client& client, PointReader& reader,
-                  const v1::ClusterRequest& base, const std::string& label,
-                  const ResponseSink& sink) {
+absl::Status Pass(Client& client, PointReader& reader, const v1::ClusterRequest& base,
+                  const std::string& label, const ResponseSink& sink) {
   if (absl::Status s = reader.Rewind(); !s.ok()) return s;
   const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
   int64_t batches = 0;
@@ -88,21 +80,18 @@ absl::Status Pass(Client& client, PointReader& reader,
     r->set_n(*n);
     r->mutable_points()->Add(values.begin(), values.end());
     progress.Report(absl::StrCat(label, ": ", batches, " batches, ",
-                                 static_cast<int>(100 * reader.progress()),
-                                 "%"));
+                                 static_cast<int>(100 * reader.progress()), "%"));
     return true;
   };
   absl::Status status = client.Cluster(source, sink);
   return read_status.ok() ? status : read_status;
 }
 
-absl::Status WriteCenters(const std::string& path,
-                          const std::vector<std::string>& rows) {
+absl::Status WriteCenters(const std::string& path, const std::vector<std::string>& rows) {
   if (path.empty()) return absl::OkStatus();
   std::ofstream out(path);
   for (const std::string& row : rows) out << row << "\n";
-  return out ? absl::OkStatus()
-             : absl::InternalError(absl::StrCat("cannot write ", path));
+  return out ? absl::OkStatus() : absl::InternalError(absl::StrCat("cannot write ", path));
 }
 
 // Nine significant digits: every float reads back as itself.
@@ -112,54 +101,44 @@ std::string Row(const float* values, int d) {
   });
 }
 
-absl::Status ClusterPerBatch(Client& client, PointReader& reader,
-                             v1::ClusterRequest base) {
+absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterRequest base) {
   std::ofstream labels;
   if (const std::string path = absl::GetFlag(FLAGS_labels_out); !path.empty()) {
     labels.open(path);
-    if (!labels)
-      return absl::InternalError(absl::StrCat("cannot write ", path));
+    if (!labels) return absl::InternalError(absl::StrCat("cannot write ", path));
   }
   std::vector<std::string> centers = {"batch,cluster"};
   int64_t batch = 0, failed = 0, points = 0;
   double objective = 0;
-  absl::Status status =
-      Pass(client, reader, base, "batch", [&](v1::ClusterResponse&& r) {
-        if (r.has_error()) {
-          ++failed;
-          std::fprintf(stderr, "batch %lld (%s): %s\n",
-                       static_cast<long long>(batch), r.request_id().c_str(),
-                       Describe(r.error()).c_str());
-        } else {
-          objective += r.objective();
-          points += r.labels_size();
-          for (int label : r.labels()) labels << label << "\n";
-          const int d = reader.d();
-          for (int j = 0; j * d < r.centers_size(); ++j) {
-            centers.push_back(absl::StrCat(batch, ",", j, ",",
-                                           Row(r.centers().data() + j * d, d)));
-          }
-        }
-        ++batch;
-      });
+  absl::Status status = Pass(client, reader, base, "batch", [&](v1::ClusterResponse&& r) {
+    if (r.has_error()) {
+      ++failed;
+      std::fprintf(stderr, "batch %lld (%s): %s\n", static_cast<long long>(batch),
+                   r.request_id().c_str(), Describe(r.error()).c_str());
+    } else {
+      objective += r.objective();
+      points += r.labels_size();
+      for (int label : r.labels()) labels << label << "\n";
+      const int d = reader.d();
+      for (int j = 0; j * d < r.centers_size(); ++j) {
+        centers.push_back(absl::StrCat(batch, ",", j, ",", Row(r.centers().data() + j * d, d)));
+      }
+    }
+    ++batch;
+  });
   if (!status.ok()) return status;
   for (int l = 0; l < reader.d(); ++l) absl::StrAppend(&centers[0], ",x", l);
-  if (absl::Status s = WriteCenters(absl::GetFlag(FLAGS_centers_out), centers);
-      !s.ok())
-    return s;
-  std::printf(
-      "%lld batches, %lld points, %lld failed, summed objective %.10g\n",
-      static_cast<long long>(batch), static_cast<long long>(points),
-      static_cast<long long>(failed), objective);
+  if (absl::Status s = WriteCenters(absl::GetFlag(FLAGS_centers_out), centers); !s.ok()) return s;
+  std::printf("%lld batches, %lld points, %lld failed, summed objective %.10g\n",
+              static_cast<long long>(batch), static_cast<long long>(points),
+              static_cast<long long>(failed), objective);
   return failed == 0 ? absl::OkStatus()
-                     : absl::InvalidArgumentError(
-                           absl::StrCat(failed, " batches failed"));
+                     : absl::InvalidArgumentError(absl::StrCat(failed, " batches failed"));
 }
 
 // A uniform sample of up to `size` points (reservoir sampling, seeded by
 // --seed), for the initial centers; memory stays O(size).
-absl::StatusOr<std::vector<float>> Sample(PointReader& reader, int64_t size,
-                                          int64_t* n) {
+absl::StatusOr<std::vector<float>> Sample(PointReader& reader, int64_t size, int64_t* n) {
   if (absl::Status s = reader.Rewind(); !s.ok()) return s;
   const int d = reader.d();
   Rng rng(absl::GetFlag(FLAGS_seed));
@@ -167,16 +146,14 @@ absl::StatusOr<std::vector<float>> Sample(PointReader& reader, int64_t size,
   int64_t seen = 0;
   for (;;) {
     batch.clear();
-    absl::StatusOr<int64_t> got =
-        reader.Read(absl::GetFlag(FLAGS_batch_size), &batch);
+    absl::StatusOr<int64_t> got = reader.Read(absl::GetFlag(FLAGS_batch_size), &batch);
     if (!got.ok()) return got.status();
     if (*got == 0) break;
     for (int64_t i = 0; i < *got; ++i, ++seen) {
       const float* point = batch.data() + i * d;
       if (seen < size) {
         sample.insert(sample.end(), point, point + d);
-      } else if (const uint64_t slot = rng.Below(seen + 1);
-                 slot < static_cast<uint64_t>(size)) {
+      } else if (const uint64_t slot = rng.Below(seen + 1); slot < static_cast<uint64_t>(size)) {
         std::copy(point, point + d, sample.begin() + slot * d);
       }
     }
@@ -185,8 +162,7 @@ absl::StatusOr<std::vector<float>> Sample(PointReader& reader, int64_t size,
   return sample;
 }
 
-absl::Status ClusterWhole(Client& client, PointReader& reader,
-                          v1::ClusterRequest base) {
+absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterRequest base) {
   const int d = reader.d(), k = base.k();
   // Initial centers: given, or the server's initialisation on a sample.
   std::vector<float> centers(base.centers().begin(), base.centers().end());
@@ -210,9 +186,8 @@ absl::Status ClusterWhole(Client& client, PointReader& reader,
         },
         [&](v1::ClusterResponse&& response) {
           if (response.has_error()) {
-            failure = absl::Status(
-                static_cast<absl::StatusCode>(response.error().code()),
-                response.error().message());
+            failure = absl::Status(static_cast<absl::StatusCode>(response.error().code()),
+                                   response.error().message());
           }
           centers.assign(response.centers().begin(), response.centers().end());
         });
@@ -236,35 +211,31 @@ absl::Status ClusterWhole(Client& client, PointReader& reader,
     if (last && !absl::GetFlag(FLAGS_labels_out).empty()) {
       labels.open(absl::GetFlag(FLAGS_labels_out));
     }
-    const absl::Status status = Pass(
-        client, reader, base, last ? "labels" : absl::StrCat("pass ", t + 1),
-        [&](v1::ClusterResponse&& r) {
-          if (r.has_error()) {
-            if (failure.ok()) {
-              failure = absl::Status(
-                  static_cast<absl::StatusCode>(r.error().code()),
-                  absl::StrCat(r.request_id(), ": ", r.error().message()));
-            }
-            return;
-          }
-          objective += r.objective();
-          for (int label : r.labels()) labels << label << "\n";
-          for (int j = 0; j < r.center_counts_size(); ++j) {
-            sums.counts[j] += r.center_counts(j);
-            for (int l = 0; l < d; ++l)
-              sums.sums(l, j) += r.center_sums(j * d + l);
-          }
-        });
+    const absl::Status status =
+        Pass(client, reader, base, last ? "labels" : absl::StrCat("pass ", t + 1),
+             [&](v1::ClusterResponse&& r) {
+               if (r.has_error()) {
+                 if (failure.ok()) {
+                   failure = absl::Status(static_cast<absl::StatusCode>(r.error().code()),
+                                          absl::StrCat(r.request_id(), ": ", r.error().message()));
+                 }
+                 return;
+               }
+               objective += r.objective();
+               for (int label : r.labels()) labels << label << "\n";
+               for (int j = 0; j < r.center_counts_size(); ++j) {
+                 sums.counts[j] += r.center_counts(j);
+                 for (int l = 0; l < d; ++l) sums.sums(l, j) += r.center_sums(j * d + l);
+               }
+             });
     if (!status.ok()) return status;
     if (!failure.ok()) return failure;
     std::fprintf(stderr, "%s objective %.10g\n",
-                 last ? "final" : absl::StrCat("pass ", t + 1).c_str(),
-                 objective);
+                 last ? "final" : absl::StrCat("pass ", t + 1).c_str(), objective);
     if (last) break;
     Matrix<float> next = Eigen::Map<const Matrix<float>>(centers.data(), d, k);
     ApplyMeans(sums, &next);
-    const bool converged =
-        std::equal(centers.begin(), centers.end(), next.data());
+    const bool converged = std::equal(centers.begin(), centers.end(), next.data());
     centers.assign(next.data(), next.data() + next.size());
     if (converged) t = iterations - 1;  // only the labels pass remains
   }
@@ -276,9 +247,8 @@ absl::Status ClusterWhole(Client& client, PointReader& reader,
 }  // namespace
 
 absl::Status RunCluster() {
-  absl::StatusOr<std::unique_ptr<PointReader>> reader =
-      PointReader::Open(absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_format),
-                        absl::GetFlag(FLAGS_d));
+  absl::StatusOr<std::unique_ptr<PointReader>> reader = PointReader::Open(
+      absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_format), absl::GetFlag(FLAGS_d));
   if (!reader.ok()) return reader.status();
   absl::StatusOr<v1::ClusterRequest> base = Template((*reader)->d());
   if (!base.ok()) return base.status();

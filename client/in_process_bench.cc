@@ -18,14 +18,12 @@ namespace kmt {
 double ProcessCpuSeconds() {
   rusage usage;
   getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& t) {
-    return t.tv_sec + 1e-6 * t.tv_usec;
-  };
+  const auto seconds = [](const timeval& t) { return t.tv_sec + 1e-6 * t.tv_usec; };
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
-absl::StatusOr<Throughput> InProcessThroughput(
-    const std::vector<v1::ClusterRequest>& batches, int64_t count) {
+absl::StatusOr<Throughput> InProcessThroughput(const std::vector<v1::ClusterRequest>& batches,
+                                               int64_t count) {
   std::optional<ServedModel<float>> model;
   for (ServedModel<float>& m : ExactModels<float>()) {
     if (m.name() == batches[0].model()) model = std::move(m);
@@ -61,8 +59,7 @@ absl::StatusOr<Throughput> InProcessThroughput(
   for (std::thread& t : pool) t.join();
   if (!failure.ok()) return failure;
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return Throughput{count / seconds, (ProcessCpuSeconds() - cpu_start) / count};
 }
 

@@ -16,16 +16,16 @@
 namespace kmt {
 
 struct Throughput {
-  double batches_per_second =
-      0;  ///< wall-clock rate over all threads; default 0
+  double batches_per_second = 0;     ///< wall-clock rate over all threads; default 0
   double cpu_seconds_per_batch = 0;  ///< process CPU time per batch; default 0
 };
 
 // Batches/s of the core alone on `count` of `batches` (reused round robin),
 // with a thread per CPU this process may run on, each batch on one thread
-// (as the server's workers run them). Exact models (lloyd-*) only; each batch runs as a server's worker runs it (proto/request.h, core/engine.h).
-absl::StatusOr<Throughput> InProcessThroughput(
-    const std::vector<v1::ClusterRequest>& batches, int64_t count);
+// (as the server's workers run them). Exact models (lloyd-*) only; each batch runs as a server's
+// worker runs it (proto/request.h, core/engine.h).
+absl::StatusOr<Throughput> InProcessThroughput(const std::vector<v1::ClusterRequest>& batches,
+                                               int64_t count);
 
 // User plus kernel CPU seconds of this process so far.
 double ProcessCpuSeconds();

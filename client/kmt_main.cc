@@ -11,8 +11,8 @@
 #include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "client/commands.h"
 #include "base/allocator.h"
+#include "client/commands.h"
 
 namespace {
 
@@ -49,8 +49,7 @@ int main(int argc, char** argv) {
   } else if (command == "bench") {
     status = kmt::RunBench();
   } else {
-    std::fprintf(stderr,
-                 "usage: kmt models | cluster | bench (--help for flags)\n");
+    std::fprintf(stderr, "usage: kmt models | cluster | bench (--help for flags)\n");
     return 2;
   }
   if (!status.ok()) {

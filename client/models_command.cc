@@ -14,11 +14,10 @@ absl::Status RunModels() {
   absl::StatusOr<std::vector<v1::ModelInfo>> models = client.ListModels();
   if (!models.ok()) return models.status();
   for (const v1::ModelInfo& m : *models) {
-    std::printf("%-24s %-8s %-7s d=%s k=%s scaling=%s\n  %s\n",
-                m.name().c_str(), m.kind().c_str(), m.embedding().c_str(),
-                m.d() ? std::to_string(m.d()).c_str() : "any",
-                m.k() ? std::to_string(m.k()).c_str() : "any",
-                m.input_scaling().c_str(), m.description().c_str());
+    std::printf("%-24s %-8s %-7s d=%s k=%s scaling=%s\n  %s\n", m.name().c_str(), m.kind().c_str(),
+                m.embedding().c_str(), m.d() ? std::to_string(m.d()).c_str() : "any",
+                m.k() ? std::to_string(m.k()).c_str() : "any", m.input_scaling().c_str(),
+                m.description().c_str());
   }
   return absl::OkStatus();
 }

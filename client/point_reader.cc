@@ -25,8 +25,7 @@ bool ParseFloat(absl::string_view field, float* out) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PointReader>> PointReader::Open(const std::string& path,
-                                                               const std::string& format,
-                                                               int d) {
+                                                               const std::string& format, int d) {
   const bool csv = format.empty() ? absl::EndsWith(path, ".csv") : format == "csv";
   if (!format.empty() && format != "csv" && format != "f32") {
     return absl::InvalidArgumentError(
@@ -41,8 +40,8 @@ absl::StatusOr<std::unique_ptr<PointReader>> PointReader::Open(const std::string
   if (!csv) {
     if (d < 1) return absl::InvalidArgumentError("a float32 file needs --d");
     if (reader->size_ % (4 * int64_t{d}) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, " has ", reader->size_, " bytes, not a multiple of 4*d = ", 4 * d));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " has ", reader->size_, " bytes, not a multiple of 4*d = ", 4 * d));
     }
     reader->d_ = d;
     return reader;
@@ -88,13 +87,13 @@ absl::Status PointReader::ParseLine(const std::string& line, std::vector<float>*
     if (!ParseFloat(fields[0], &value)) return absl::OkStatus();  // a header
   }
   if (static_cast<int>(fields.size()) != d_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path_, " line ", line_number_, ": ", fields.size(), " values, expected d = ", d_));
+    return absl::InvalidArgumentError(absl::StrCat(path_, " line ", line_number_, ": ",
+                                                   fields.size(), " values, expected d = ", d_));
   }
   for (absl::string_view field : fields) {
     if (!ParseFloat(field, &value)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path_, " line ", line_number_, ": '", field, "' is not a number"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, " line ", line_number_, ": '", field, "' is not a number"));
     }
     values->push_back(value);
   }

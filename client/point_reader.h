@@ -20,8 +20,7 @@ class PointReader {
   // format: "csv" or "f32"; "" picks by extension (.csv, else f32). d is
   // required for f32 and, if given, checked for CSV.
   static absl::StatusOr<std::unique_ptr<PointReader>> Open(const std::string& path,
-                                                           const std::string& format,
-                                                           int d);
+                                                           const std::string& format, int d);
 
   int d() const { return d_; }
   // Appends up to max_points points to `values` (row-major); returns how

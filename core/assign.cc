@@ -19,8 +19,8 @@ Eigen::Index BlockSize(Eigen::Index k, size_t scalar_bytes) {
 }  // namespace
 
 template <typename Scalar>
-void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
-                   Labels* labels, Vector<Scalar>* sq_dist) {
+void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
+                   Vector<Scalar>* sq_dist) {
   const Eigen::Index d = points.rows(), n = points.cols(), k = centers.cols();
   labels->assign(n, 0);
   if (sq_dist != nullptr) sq_dist->resize(n);
@@ -93,9 +93,8 @@ double Objective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers) {
   return sq_dist.template cast<double>().sum();
 }
 
-#define KMT_INSTANTIATE(S)                                                    \
-  template void AssignNearest<S>(const Matrix<S>&, const Matrix<S>&, Labels*, \
-                                 Vector<S>*);                                 \
+#define KMT_INSTANTIATE(S)                                                                 \
+  template void AssignNearest<S>(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*); \
   template double Objective<S>(const Matrix<S>&, const Matrix<S>&);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

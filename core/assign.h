@@ -14,8 +14,8 @@ namespace kmt {
 // points: d x n, centers: d x k. Fills labels (n) and, if given, the squared
 // distance of each point to its center (n).
 template <typename Scalar>
-void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
-                   Labels* labels, Vector<Scalar>* sq_dist = nullptr);
+void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
+                   Vector<Scalar>* sq_dist = nullptr);
 
 // sum_i min_j ||x_i - c_j||^2, accumulated in double.
 template <typename Scalar>

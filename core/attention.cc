@@ -32,8 +32,7 @@ struct Projected {
 };
 
 template <typename Scalar>
-Projected<Scalar> Project(const AttentionBlock<Scalar>& block,
-                          const Matrix<Scalar>& queries,
+Projected<Scalar> Project(const AttentionBlock<Scalar>& block, const Matrix<Scalar>& queries,
                           const Matrix<Scalar>& keys) {
   Projected<Scalar> p;
   p.queries = (block.Q * queries).colwise() + block.bQ;
@@ -51,9 +50,8 @@ Projected<Scalar> Project(const AttentionBlock<Scalar>& block,
 // maximiser is scored again directly and the decision is made on those
 // values. Returns whether the query has support.
 template <typename Scalar>
-bool HardmaxColumn(const AttentionBlock<Scalar>& block,
-                   const Projected<Scalar>& p, Eigen::Index query,
-                   Eigen::Map<Vector<Scalar>> column, Scalar* divisor) {
+bool HardmaxColumn(const AttentionBlock<Scalar>& block, const Projected<Scalar>& p,
+                   Eigen::Index query, Eigen::Map<Vector<Scalar>> column, Scalar* divisor) {
   const int dim = static_cast<int>(p.queries.rows());
   const Scalar margin = SquaredDistanceRoundOff(dim, p.query_sq[query], p.key_sq_max);
   const Scalar threshold = column.maxCoeff() - 2 * margin;
@@ -87,16 +85,14 @@ bool HardmaxColumn(const AttentionBlock<Scalar>& block,
   return block.score == ScoreKind::kDotProduct || best == 0;
 }
 
-// Turns the scores of queries [first, first + cols) into unnormalized weights, in place, and per query the divisor that normalises
-// them and whether it has support. The output is divided after the weighted
-// sum, so an average of equal values is that value to the last bit.
+// Turns the scores of queries [first, first + cols) into unnormalized weights, in place, and per
+// query the divisor that normalizes them and whether it has support. The output is divided after
+// the weighted sum, so an average of equal values is that value to the last bit.
 template <typename Scalar>
-void NormaliseColumns(const AttentionBlock<Scalar>& block,
-                      const Projected<Scalar>& p, Eigen::Index first,
-                      Matrix<Scalar>* weights, Scalar* divisor, char* support) {
+void NormalizeColumns(const AttentionBlock<Scalar>& block, const Projected<Scalar>& p,
+                      Eigen::Index first, Matrix<Scalar>* weights, Scalar* divisor, char* support) {
   const bool hard = block.normalizer == Normalizer::kHardmax ||
-                    (block.normalizer == Normalizer::kSoftmax &&
-                     std::isinf(block.beta));
+                    (block.normalizer == Normalizer::kSoftmax && std::isinf(block.beta));
   const Eigen::Index cols = weights->cols();
 #pragma omp parallel for schedule(static) if (weights->size() > 65536)
   for (Eigen::Index c = 0; c < cols; ++c) {
@@ -120,9 +116,8 @@ void NormaliseColumns(const AttentionBlock<Scalar>& block,
 
 // Calls fn(first, weights, divisors) for consecutive blocks of queries.
 template <typename Scalar, typename Fn>
-void ForEachQueryBlock(const AttentionBlock<Scalar>& block,
-                       const Projected<Scalar>& p, std::vector<char>* support,
-                       Fn fn) {
+void ForEachQueryBlock(const AttentionBlock<Scalar>& block, const Projected<Scalar>& p,
+                       std::vector<char>* support, Fn fn) {
   const Eigen::Index nq = p.queries.cols(), nk = p.keys.cols();
   const Eigen::Index step =
       std::max<Eigen::Index>(1, kScoreBlockEntries / std::max<Eigen::Index>(nk, 1));
@@ -140,8 +135,7 @@ void ForEachQueryBlock(const AttentionBlock<Scalar>& block,
       weights.noalias() = p.keys.transpose() * queries;
     }
     divisors.resize(cols);
-    NormaliseColumns(block, p, first, &weights, divisors.data(),
-                     support->data() + first);
+    NormalizeColumns(block, p, first, &weights, divisors.data(), support->data() + first);
     fn(first, weights, divisors);
   }
 }
@@ -173,12 +167,11 @@ absl::StatusOr<ScoreKind> ParseScoreKind(absl::string_view name) {
 }
 
 absl::StatusOr<Normalizer> ParseNormalizer(absl::string_view name) {
-  for (Normalizer n :
-       {Normalizer::kSoftmax, Normalizer::kHardmax, Normalizer::kLinear}) {
+  for (Normalizer n : {Normalizer::kSoftmax, Normalizer::kHardmax, Normalizer::kLinear}) {
     if (name == NormalizerName(n)) return n;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown normaliser '", name, "', expected softmax, hardmax or linear"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown normalizer '", name, "', expected softmax, hardmax or linear"));
 }
 
 template <typename Scalar>
@@ -191,75 +184,68 @@ AttentionBlock<Scalar> AttentionBlock<Scalar>::Zero(int dim) {
 
 template <typename Scalar>
 absl::Status ValidateBlock(const AttentionBlock<Scalar>& block, int dim) {
-  const auto square = [dim](const Matrix<Scalar>& m) {
-    return m.rows() == dim && m.cols() == dim;
-  };
+  const auto square = [dim](const Matrix<Scalar>& m) { return m.rows() == dim && m.cols() == dim; };
   if (!square(block.Q) || !square(block.K) || !square(block.V)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "projections are ", block.Q.rows(), "x", block.Q.cols(), ", ",
-        block.K.rows(), "x", block.K.cols(), ", ", block.V.rows(), "x",
-        block.V.cols(), "; tokens have ", dim, " dimensions"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("projections are ", block.Q.rows(), "x", block.Q.cols(), ", ", block.K.rows(),
+                     "x", block.K.cols(), ", ", block.V.rows(), "x", block.V.cols(),
+                     "; tokens have ", dim, " dimensions"));
   }
-  if (block.bQ.size() != dim || block.bK.size() != dim ||
-      block.bV.size() != dim) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "biases have ", block.bQ.size(), ", ", block.bK.size(), ", ",
-        block.bV.size(), " entries; tokens have ", dim, " dimensions"));
+  if (block.bQ.size() != dim || block.bK.size() != dim || block.bV.size() != dim) {
+    return absl::InvalidArgumentError(absl::StrCat("biases have ", block.bQ.size(), ", ",
+                                                   block.bK.size(), ", ", block.bV.size(),
+                                                   " entries; tokens have ", dim, " dimensions"));
   }
   if (!block.Q.allFinite() || !block.K.allFinite() || !block.V.allFinite() ||
-      !block.bQ.allFinite() || !block.bK.allFinite() ||
-      !block.bV.allFinite()) {
+      !block.bQ.allFinite() || !block.bK.allFinite() || !block.bV.allFinite()) {
     return absl::InvalidArgumentError("weights contain NaN or Inf");
   }
   if (std::isnan(block.beta) || block.beta < 0 ||
       (block.beta == 0 && block.normalizer == Normalizer::kHardmax)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "inverse temperature ", block.beta, " must be positive"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("inverse temperature ", block.beta, " must be positive"));
   }
   return absl::OkStatus();
 }
 
 template <typename Scalar>
-Matrix<Scalar> AttentionWeights(const AttentionBlock<Scalar>& block,
-                                const Matrix<Scalar>& queries,
+Matrix<Scalar> AttentionWeights(const AttentionBlock<Scalar>& block, const Matrix<Scalar>& queries,
                                 const Matrix<Scalar>& keys) {
   const Projected<Scalar> p = Project(block, queries, keys);
   Matrix<Scalar> all(keys.cols(), queries.cols());
   std::vector<char> support;
-  ForEachQueryBlock(block, p, &support,
-                    [&](Eigen::Index first, const Matrix<Scalar>& w,
-                        const Vector<Scalar>& divisors) {
-                      all.middleCols(first, w.cols()) =
-                          w.array().rowwise() / divisors.transpose().array();
-                    });
+  ForEachQueryBlock(
+      block, p, &support,
+      [&](Eigen::Index first, const Matrix<Scalar>& w, const Vector<Scalar>& divisors) {
+        all.middleCols(first, w.cols()) = w.array().rowwise() / divisors.transpose().array();
+      });
   return all;
 }
 
 template <typename Scalar>
-Matrix<Scalar> Attend(const AttentionBlock<Scalar>& block,
-                      const Matrix<Scalar>& queries, const Matrix<Scalar>& keys,
-                      std::vector<bool>* support) {
+Matrix<Scalar> Attend(const AttentionBlock<Scalar>& block, const Matrix<Scalar>& queries,
+                      const Matrix<Scalar>& keys, std::vector<bool>* support) {
   const Projected<Scalar> p = Project(block, queries, keys);
   Matrix<Scalar> out(queries.rows(), queries.cols());
   std::vector<char> supported;
-  ForEachQueryBlock(block, p, &supported,
-                    [&](Eigen::Index first, const Matrix<Scalar>& w,
-                        const Vector<Scalar>& divisors) {
-                      auto block_out = out.middleCols(first, w.cols());
-                      block_out.noalias() = p.values * w;
-                      block_out.array().rowwise() /= divisors.transpose().array();
-                    });
+  ForEachQueryBlock(
+      block, p, &supported,
+      [&](Eigen::Index first, const Matrix<Scalar>& w, const Vector<Scalar>& divisors) {
+        auto block_out = out.middleCols(first, w.cols());
+        block_out.noalias() = p.values * w;
+        block_out.array().rowwise() /= divisors.transpose().array();
+      });
   if (support != nullptr) support->assign(supported.begin(), supported.end());
   return out;
 }
 
-#define KMT_INSTANTIATE(S)                                                    \
-  template struct AttentionBlock<S>;                                          \
-  template absl::Status ValidateBlock<S>(const AttentionBlock<S>&, int);      \
-  template Matrix<S> AttentionWeights<S>(const AttentionBlock<S>&,            \
-                                         const Matrix<S>&, const Matrix<S>&); \
-  template Matrix<S> Attend<S>(const AttentionBlock<S>&, const Matrix<S>&,    \
-                               const Matrix<S>&, std::vector<bool>*);
+#define KMT_INSTANTIATE(S)                                                                   \
+  template struct AttentionBlock<S>;                                                         \
+  template absl::Status ValidateBlock<S>(const AttentionBlock<S>&, int);                     \
+  template Matrix<S> AttentionWeights<S>(const AttentionBlock<S>&, const Matrix<S>&,         \
+                                         const Matrix<S>&);                                  \
+  template Matrix<S> Attend<S>(const AttentionBlock<S>&, const Matrix<S>&, const Matrix<S>&, \
+                               std::vector<bool>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -1,5 +1,5 @@
 // Attention over token columns: for each query column q of Z the output is
-// sum_l w_l (V z'_l + b_V), where w = normaliser(scores of q against the keys
+// sum_l w_l (V z'_l + b_V), where w = normalizer(scores of q against the keys
 // z'_l of Z'). Scores are Euclidean, -beta ||(Qq + b_Q) - (Kz' + b_K)||^2, or
 // dot-product, beta <Qq + b_Q, Kz' + b_K>.
 //
@@ -11,10 +11,10 @@
 #define KMT_CORE_ATTENTION_H_
 
 #include <limits>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/types.h"
 
 namespace kmt {
@@ -40,16 +40,16 @@ absl::StatusOr<Normalizer> ParseNormalizer(absl::string_view name);
 
 template <typename Scalar>
 struct AttentionBlock {
-  Matrix<Scalar> Q;   ///< query projection, dim x dim
-  Matrix<Scalar> K;   ///< key projection, dim x dim
-  Matrix<Scalar> V;   ///< value projection, dim x dim
-  Vector<Scalar> bQ;  ///< query bias, dim
-  Vector<Scalar> bK;  ///< key bias, dim
-  Vector<Scalar> bV;  ///< value bias, dim
-  ScoreKind score = ScoreKind::kEuclidean;       ///< how queries meet keys
-  Normalizer normalizer = Normalizer::kHardmax;  ///< scores -> weights
+  Matrix<Scalar> Q;                                       ///< query projection, dim x dim
+  Matrix<Scalar> K;                                       ///< key projection, dim x dim
+  Matrix<Scalar> V;                                       ///< value projection, dim x dim
+  Vector<Scalar> bQ;                                      ///< query bias, dim
+  Vector<Scalar> bK;                                      ///< key bias, dim
+  Vector<Scalar> bV;                                      ///< value bias, dim
+  ScoreKind score = ScoreKind::kEuclidean;                ///< how queries meet keys
+  Normalizer normalizer = Normalizer::kHardmax;           ///< scores -> weights
   Scalar beta = std::numeric_limits<Scalar>::infinity();  ///< inverse temperature
-  Ties ties = Ties::kAverage;  ///< hardmax tie rule
+  Ties ties = Ties::kAverage;                             ///< hardmax tie rule
 
   // A block with all weights zero: it adds nothing to the residual stream.
   static AttentionBlock Zero(int dim);
@@ -62,8 +62,7 @@ absl::Status ValidateBlock(const AttentionBlock<Scalar>& block, int dim);
 
 // Weights of every key (rows) for every query (columns): keys x queries.
 template <typename Scalar>
-Matrix<Scalar> AttentionWeights(const AttentionBlock<Scalar>& block,
-                                const Matrix<Scalar>& queries,
+Matrix<Scalar> AttentionWeights(const AttentionBlock<Scalar>& block, const Matrix<Scalar>& queries,
                                 const Matrix<Scalar>& keys);
 
 // The attention output, dim x queries. If `support` is given it receives, per
@@ -71,9 +70,8 @@ Matrix<Scalar> AttentionWeights(const AttentionBlock<Scalar>& block,
 // score (linear), a key at distance exactly zero after projection (Euclidean
 // hardmax); softmax and dot-product hardmax always have support.
 template <typename Scalar>
-Matrix<Scalar> Attend(const AttentionBlock<Scalar>& block,
-                      const Matrix<Scalar>& queries, const Matrix<Scalar>& keys,
-                      std::vector<bool>* support = nullptr);
+Matrix<Scalar> Attend(const AttentionBlock<Scalar>& block, const Matrix<Scalar>& queries,
+                      const Matrix<Scalar>& keys, std::vector<bool>* support = nullptr);
 
 }  // namespace kmt
 

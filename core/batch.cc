@@ -13,9 +13,9 @@ absl::StatusOr<Batch<Scalar>> Batch<Scalar>::Validate(BatchSpec<Scalar> spec) {
   if (absl::Status s = ValidateClusterCount(spec.points.cols(), spec.k); !s.ok()) return s;
   if (spec.given_centers.size() > 0) {
     if (spec.given_centers.cols() != spec.k) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "initial centers have k = ", spec.given_centers.cols(), ", the batch asks for k = ",
-          spec.k));
+      return absl::InvalidArgumentError(
+          absl::StrCat("initial centers have k = ", spec.given_centers.cols(),
+                       ", the batch asks for k = ", spec.k));
     }
     if (absl::Status s = ValidateCenters(spec.points, spec.given_centers); !s.ok()) return s;
   }

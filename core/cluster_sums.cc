@@ -5,8 +5,7 @@
 namespace kmt {
 
 template <typename Scalar>
-void AccumulateClusterSums(const Matrix<Scalar>& points, const Labels& labels,
-                           ClusterSums* into) {
+void AccumulateClusterSums(const Matrix<Scalar>& points, const Labels& labels, ClusterSums* into) {
   constexpr Eigen::Index kChunk = 16384;
   const Eigen::Index d = points.rows(), n = points.cols();
   const Eigen::Index k = into->sums.cols();
@@ -42,9 +41,8 @@ int ApplyMeans(const ClusterSums& sums, Matrix<Scalar>* centers) {
   return empty;
 }
 
-#define KMT_INSTANTIATE(S)                                                   \
-  template void AccumulateClusterSums<S>(const Matrix<S>&, const Labels&,   \
-                                         ClusterSums*);                     \
+#define KMT_INSTANTIATE(S)                                                               \
+  template void AccumulateClusterSums<S>(const Matrix<S>&, const Labels&, ClusterSums*); \
   template int ApplyMeans<S>(const ClusterSums&, Matrix<S>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -21,8 +21,7 @@ struct ClusterSums {
 // Adds the points (d x n) under their labels to `into`. Summed in fixed
 // chunks merged in order, so the result does not depend on the thread count.
 template <typename Scalar>
-void AccumulateClusterSums(const Matrix<Scalar>& points, const Labels& labels,
-                           ClusterSums* into);
+void AccumulateClusterSums(const Matrix<Scalar>& points, const Labels& labels, ClusterSums* into);
 
 // Replaces each center that has points by their mean; a center with none
 // keeps its value. Returns the number of such empty clusters.

@@ -20,8 +20,8 @@ Matrix<Scalar> Projector(int d, int m, bool data) {
 }
 
 template <typename Scalar>
-AttentionBlock<Scalar> Block(const Matrix<Scalar>& qk, const Matrix<Scalar>& v,
-                             ScoreKind score, Normalizer normalizer) {
+AttentionBlock<Scalar> Block(const Matrix<Scalar>& qk, const Matrix<Scalar>& v, ScoreKind score,
+                             Normalizer normalizer) {
   AttentionBlock<Scalar> b = AttentionBlock<Scalar>::Zero(qk.rows());
   b.Q = qk;
   b.K = qk;
@@ -33,9 +33,9 @@ AttentionBlock<Scalar> Block(const Matrix<Scalar>& qk, const Matrix<Scalar>& v,
 
 template <typename Scalar>
 bool SameBlock(const AttentionBlock<Scalar>& a, const AttentionBlock<Scalar>& b) {
-  return a.score == b.score && a.normalizer == b.normalizer &&
-         a.ties == b.ties && a.beta == b.beta && a.Q == b.Q && a.K == b.K &&
-         a.V == b.V && a.bQ == b.bQ && a.bK == b.bK && a.bV == b.bV;
+  return a.score == b.score && a.normalizer == b.normalizer && a.ties == b.ties &&
+         a.beta == b.beta && a.Q == b.Q && a.K == b.K && a.V == b.V && a.bQ == b.bQ &&
+         a.bK == b.bK && a.bV == b.bV;
 }
 
 }  // namespace
@@ -48,21 +48,20 @@ absl::StatusOr<Theta3Form> ParseTheta3Form(absl::string_view name) {
   for (Theta3Form f : {Theta3Form::kHardmax, Theta3Form::kLinear}) {
     if (name == Theta3FormName(f)) return f;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown theta3 form '", name, "', expected hardmax or linear"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown theta3 form '", name, "', expected hardmax or linear"));
 }
 
 absl::Status ValidateLloydOptions(int d, int k, const LloydOptions& options) {
   if (d < 1 || k < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Lloyd construction needs d >= 1 and k >= 1, got d = ", d, ", k = ", k));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Lloyd construction needs d >= 1 and k >= 1, got d = ", d, ", k = ", k));
   }
   if (options.embedding == Embedding::kNone) {
     return absl::InvalidArgumentError(
         "Lloyd construction needs cluster registers: embedding none has none");
   }
-  if (options.theta3 == Theta3Form::kLinear &&
-      options.embedding != Embedding::kOneHot) {
+  if (options.theta3 == Theta3Form::kLinear && options.embedding != Embedding::kOneHot) {
     return absl::InvalidArgumentError(
         "linear theta3 needs one-hot registers: the binary code of cluster 0 "
         "is all zeros, so its dot products vanish");
@@ -82,8 +81,7 @@ std::string LloydModelName(const LloydOptions& options) {
 }
 
 template <typename Scalar>
-absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k,
-                                                const LloydOptions& options) {
+absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k, const LloydOptions& options) {
   if (absl::Status s = ValidateLloydOptions(d, k, options); !s.ok()) return s;
   Model<Scalar> model;
   model.d = d;
@@ -121,8 +119,8 @@ std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model) {
     return std::nullopt;
   }
   for (Theta3Form form : {Theta3Form::kHardmax, Theta3Form::kLinear}) {
-    absl::StatusOr<Model<Scalar>> exact = LloydConstruction<Scalar>(
-        model.d, model.k, {.embedding = model.embedding, .theta3 = form});
+    absl::StatusOr<Model<Scalar>> exact =
+        LloydConstruction<Scalar>(model.d, model.k, {.embedding = model.embedding, .theta3 = form});
     if (!exact.ok()) continue;
     const LayerWeights<Scalar>& e = exact->layers[0];
     bool same = !model.layers.empty();
@@ -134,9 +132,8 @@ std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model) {
   return std::nullopt;
 }
 
-#define KMT_INSTANTIATE(S)                                                  \
-  template absl::StatusOr<Model<S>> LloydConstruction<S>(int, int,          \
-                                                         const LloydOptions&); \
+#define KMT_INSTANTIATE(S)                                                               \
+  template absl::StatusOr<Model<S>> LloydConstruction<S>(int, int, const LloydOptions&); \
   template std::optional<Theta3Form> MatchLloyd<S>(const Model<S>&);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -10,9 +10,9 @@
 #include <limits>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/model.h"
 
 namespace kmt {
@@ -42,8 +42,7 @@ std::string LloydModelName(const LloydOptions& options);
 
 // The looped one-layer model for any d >= 1, k >= 1.
 template <typename Scalar>
-absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k,
-                                                const LloydOptions& options);
+absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k, const LloydOptions& options);
 
 // If the model's weights are exactly a Lloyd construction with hardmax
 // assignment, its theta3 form; the fast path runs exactly those models.

@@ -29,10 +29,10 @@ void SquaredDistances(const Eigen::Ref<const Matrix<Scalar>>& a,
                       const Eigen::Ref<const Matrix<Scalar>>& b,
                       const Eigen::Ref<const Vector<Scalar>>& b_sq, Matrix<Scalar>* out) {
   out->noalias() = a.transpose() * b;
-  *out = (((Scalar(-2) * out->array()).colwise() + a_sq.array()).rowwise() +
-          b_sq.transpose().array())
-             .max(Scalar(0))
-             .matrix();
+  *out =
+      (((Scalar(-2) * out->array()).colwise() + a_sq.array()).rowwise() + b_sq.transpose().array())
+          .max(Scalar(0))
+          .matrix();
 }
 
 // A bound on |product form - exact| for one distance in d dimensions between
@@ -42,8 +42,7 @@ void SquaredDistances(const Eigen::Ref<const Matrix<Scalar>>& a,
 // may be in the wrong order.
 template <typename Scalar>
 Scalar SquaredDistanceRoundOff(Eigen::Index d, Scalar a_sq, Scalar b_sq) {
-  return 2 * static_cast<Scalar>(d + 4) * std::numeric_limits<Scalar>::epsilon() *
-         (a_sq + b_sq);
+  return 2 * static_cast<Scalar>(d + 4) * std::numeric_limits<Scalar>::epsilon() * (a_sq + b_sq);
 }
 
 // sum_l (a_l - b_l)^2 in a plain loop: the exact arbitration of near ties.

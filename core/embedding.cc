@@ -20,8 +20,8 @@ absl::StatusOr<Embedding> ParseEmbedding(absl::string_view name) {
   for (Embedding e : {Embedding::kOneHot, Embedding::kBinary, Embedding::kNone}) {
     if (name == EmbeddingName(e)) return e;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown embedding '", name, "', expected onehot, binary or none"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown embedding '", name, "', expected onehot, binary or none"));
 }
 
 int RegisterDim(Embedding embedding, int k) {
@@ -71,9 +71,9 @@ Matrix<Scalar> EmbedCenters(const Matrix<Scalar>& centers, Embedding embedding) 
   return tokens;
 }
 
-#define KMT_INSTANTIATE(S)                                                   \
-  template Matrix<S> CenterRegisters<S>(Embedding, int);                    \
-  template Matrix<S> EmbedPoints<S>(const Matrix<S>&, int);                 \
+#define KMT_INSTANTIATE(S)                                  \
+  template Matrix<S> CenterRegisters<S>(Embedding, int);    \
+  template Matrix<S> EmbedPoints<S>(const Matrix<S>&, int); \
   template Matrix<S> EmbedCenters<S>(const Matrix<S>&, Embedding);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -3,9 +3,8 @@
 #ifndef KMT_CORE_EMBEDDING_H_
 #define KMT_CORE_EMBEDDING_H_
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/types.h"
 
 namespace kmt {

@@ -43,9 +43,9 @@ template <typename Scalar>
 absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
   if (weights_ == nullptr) return ValidateLloydOptions(batch.d(), batch.k(), lloyd_);
   if (batch.d() != weights_->d || batch.k() != weights_->k) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model ", name_, " was trained for d = ", weights_->d, ", k = ", weights_->k,
-        "; the batch has d = ", batch.d(), ", k = ", batch.k()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model ", name_, " was trained for d = ", weights_->d, ", k = ", weights_->k,
+                     "; the batch has d = ", batch.d(), ", k = ", batch.k()));
   }
   if (batch.spec().beta != 0) {
     return absl::InvalidArgumentError(
@@ -70,10 +70,9 @@ std::vector<ServedModel<Scalar>> ExactModels() {
           {.embedding = Embedding::kBinary},
           "Lloyd's algorithm, binary registers (d + ceil(log2 k) per token); "
           "any d and k; beta > 0 makes the assignment a softmax"),
-      ServedModel<Scalar>::Exact(
-          {.embedding = Embedding::kOneHot, .theta3 = Theta3Form::kLinear},
-          "Lloyd's algorithm, one-hot registers, linear-attention center "
-          "update (paper A's form); with beta > 0 it is soft k-means"),
+      ServedModel<Scalar>::Exact({.embedding = Embedding::kOneHot, .theta3 = Theta3Form::kLinear},
+                                 "Lloyd's algorithm, one-hot registers, linear-attention center "
+                                 "update (paper A's form); with beta > 0 it is soft k-means"),
   };
 }
 
@@ -103,18 +102,18 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
   Evaluator<Scalar> evaluator{.embedding = model.embedding(), .k = spec.k};
   if (model.exact() && spec.beta > 0) {
     absl::StatusOr<Model<Scalar>> built = LloydConstruction<Scalar>(
-        batch.d(), spec.k, {.embedding = model.embedding(), .theta3 = model.theta3(), .beta = spec.beta});
+        batch.d(), spec.k,
+        {.embedding = model.embedding(), .theta3 = model.theta3(), .beta = spec.beta});
     if (!built.ok()) return built.status();
     softmax_construction = *std::move(built);
     evaluator.weights = &softmax_construction;
   } else if (model.RunsDense(batch)) {
     evaluator.weights = model.weights();
   }
-  const RunOptions options{.layers = spec.layers,
-                           .record_trajectory = spec.record_trajectory,
-                           .before_layer = [&check](int) {
-                             return check ? check() : absl::OkStatus();
-                           }};
+  const RunOptions options{
+      .layers = spec.layers,
+      .record_trajectory = spec.record_trajectory,
+      .before_layer = [&check](int) { return check ? check() : absl::OkStatus(); }};
   absl::StatusOr<RunResult<Scalar>> run =
       Evaluate(evaluator, spec.points, model_points, map, initial, options);
   if (!run.ok()) return run.status();
@@ -125,11 +124,11 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
   return run;
 }
 
-#define KMT_INSTANTIATE(S)                                                     \
-  template class ServedModel<S>;                                               \
-  template std::vector<ServedModel<S>> ExactModels<S>();                       \
-  template absl::StatusOr<RunResult<S>> Cluster<S>(const ServedModel<S>&,      \
-                                                   const Batch<S>&, const StopCheck&);
+#define KMT_INSTANTIATE(S)                                                                 \
+  template class ServedModel<S>;                                                           \
+  template std::vector<ServedModel<S>> ExactModels<S>();                                   \
+  template absl::StatusOr<RunResult<S>> Cluster<S>(const ServedModel<S>&, const Batch<S>&, \
+                                                   const StopCheck&);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

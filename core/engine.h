@@ -28,8 +28,7 @@ class ServedModel {
   static ServedModel Exact(const LloydOptions& options, std::string description);
   // Fixed weights for the model's d and k, validated here; the fast path runs
   // them if they are exactly a Lloyd construction.
-  static absl::StatusOr<ServedModel> FromWeights(Model<Scalar> weights,
-                                                 std::string description);
+  static absl::StatusOr<ServedModel> FromWeights(Model<Scalar> weights, std::string description);
 
   const std::string& name() const { return name_; }
   const std::string& description() const { return description_; }
@@ -53,9 +52,9 @@ class ServedModel {
 
   std::string name_;
   std::string description_;
-  LloydOptions lloyd_;                          // exact: the construction
+  LloydOptions lloyd_;                            // exact: the construction
   std::shared_ptr<const Model<Scalar>> weights_;  // fixed weights, or null
-  bool fast_ = true;                            // the fast path runs it (hardmax)
+  bool fast_ = true;                              // the fast path runs it (hardmax)
 };
 
 // The exact constructions every server serves, in the order ListModels
@@ -68,8 +67,7 @@ std::vector<ServedModel<Scalar>> ExactModels();
 // stops the run and is returned.
 template <typename Scalar>
 absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
-                                          const Batch<Scalar>& batch,
-                                          const StopCheck& check = {});
+                                          const Batch<Scalar>& batch, const StopCheck& check = {});
 
 }  // namespace kmt
 

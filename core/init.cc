@@ -41,8 +41,8 @@ Matrix<double> SquaredDistancesTo(const Matrix<Scalar>& points, const Vector<Sca
 }
 
 template <typename Scalar>
-absl::StatusOr<Matrix<Scalar>> KMeansPlusPlus(const Matrix<Scalar>& points, int k,
-                                              Rng& rng, const StopCheck& check) {
+absl::StatusOr<Matrix<Scalar>> KMeansPlusPlus(const Matrix<Scalar>& points, int k, Rng& rng,
+                                              const StopCheck& check) {
   const Eigen::Index n = points.cols();
   const int trials = 2 + static_cast<int>(std::floor(std::log(k)));
   const Vector<Scalar> point_sq = SquaredNorms<Scalar>(points);
@@ -61,8 +61,7 @@ absl::StatusOr<Matrix<Scalar>> KMeansPlusPlus(const Matrix<Scalar>& points, int 
     for (int t = 0; t < trials; ++t) {
       const double target = rng.Uniform() * potential;
       candidates[t] = std::min<Eigen::Index>(
-          std::lower_bound(cumulative.begin(), cumulative.end(), target) -
-              cumulative.begin(),
+          std::lower_bound(cumulative.begin(), cumulative.end(), target) - cumulative.begin(),
           n - 1);
     }
     const Matrix<double> dist = SquaredDistancesTo(points, point_sq, candidates);
@@ -93,14 +92,14 @@ absl::StatusOr<InitMethod> ParseInitMethod(absl::string_view name) {
   for (InitMethod m : {InitMethod::kRandomSubset, InitMethod::kKMeansPlusPlus}) {
     if (name == InitMethodName(m)) return m;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown initialisation '", name, "', expected random or kmeans++"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown initialisation '", name, "', expected random or kmeans++"));
 }
 
 template <typename Scalar>
-absl::StatusOr<Matrix<Scalar>> InitialCenters(const Matrix<Scalar>& points,
-                                              int k, InitMethod method,
-                                              uint64_t seed, const StopCheck& check) {
+absl::StatusOr<Matrix<Scalar>> InitialCenters(const Matrix<Scalar>& points, int k,
+                                              InitMethod method, uint64_t seed,
+                                              const StopCheck& check) {
   if (absl::Status s = ValidatePoints(points); !s.ok()) return s;
   if (absl::Status s = ValidateClusterCount(points.cols(), k); !s.ok()) return s;
   return ChooseInitialCenters(points, k, method, seed, check);
@@ -115,13 +114,16 @@ absl::StatusOr<Matrix<Scalar>> ChooseInitialCenters(const Matrix<Scalar>& points
   return KMeansPlusPlus(points, k, rng, check);
 }
 
-template absl::StatusOr<Matrix<float>> ChooseInitialCenters<float>(
-    const Matrix<float>&, int, InitMethod, uint64_t, const StopCheck&);
-template absl::StatusOr<Matrix<double>> ChooseInitialCenters<double>(
-    const Matrix<double>&, int, InitMethod, uint64_t, const StopCheck&);
-template absl::StatusOr<Matrix<float>> InitialCenters<float>(
-    const Matrix<float>&, int, InitMethod, uint64_t, const StopCheck&);
-template absl::StatusOr<Matrix<double>> InitialCenters<double>(
-    const Matrix<double>&, int, InitMethod, uint64_t, const StopCheck&);
+template absl::StatusOr<Matrix<float>> ChooseInitialCenters<float>(const Matrix<float>&, int,
+                                                                   InitMethod, uint64_t,
+                                                                   const StopCheck&);
+template absl::StatusOr<Matrix<double>> ChooseInitialCenters<double>(const Matrix<double>&, int,
+                                                                     InitMethod, uint64_t,
+                                                                     const StopCheck&);
+template absl::StatusOr<Matrix<float>> InitialCenters<float>(const Matrix<float>&, int, InitMethod,
+                                                             uint64_t, const StopCheck&);
+template absl::StatusOr<Matrix<double>> InitialCenters<double>(const Matrix<double>&, int,
+                                                               InitMethod, uint64_t,
+                                                               const StopCheck&);
 
 }  // namespace kmt

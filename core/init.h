@@ -7,9 +7,9 @@
 
 #include <cstdint>
 #include <functional>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/types.h"
 
 namespace kmt {
@@ -26,9 +26,8 @@ using StopCheck = std::function<absl::Status()>;
 // points: d x n; returns d x k centers, each a copy of a point. k-means++
 // calls `check` before each center after the first.
 template <typename Scalar>
-absl::StatusOr<Matrix<Scalar>> InitialCenters(const Matrix<Scalar>& points,
-                                              int k, InitMethod method,
-                                              uint64_t seed,
+absl::StatusOr<Matrix<Scalar>> InitialCenters(const Matrix<Scalar>& points, int k,
+                                              InitMethod method, uint64_t seed,
                                               const StopCheck& check = {});
 
 // The same without the input checks, for points and k already validated

@@ -13,7 +13,8 @@ namespace kmt {
 
 enum class InputScaling {
   kNone,    ///< the points as they are
-  kMinMax,  ///< per dimension, (x - min) / (max - min) over the batch; a constant dimension maps to 0
+  kMinMax,  ///< per dimension, (x - min) / (max - min) over the batch; a constant dimension maps to
+            ///< 0
 };
 
 absl::string_view InputScalingName(InputScaling scaling);

@@ -6,8 +6,8 @@ namespace kmt {
 namespace {
 
 template <typename Scalar>
-Scalar SquaredDistance(const Matrix<Scalar>& a, Eigen::Index i,
-                       const Matrix<Scalar>& b, Eigen::Index j) {
+Scalar SquaredDistance(const Matrix<Scalar>& a, Eigen::Index i, const Matrix<Scalar>& b,
+                       Eigen::Index j) {
   Scalar sum = 0;
   for (Eigen::Index l = 0; l < a.rows(); ++l) {
     const Scalar diff = a(l, i) - b(l, j);
@@ -17,8 +17,8 @@ Scalar SquaredDistance(const Matrix<Scalar>& a, Eigen::Index i,
 }
 
 template <typename Scalar>
-int Nearest(const Matrix<Scalar>& points, Eigen::Index i,
-            const Matrix<Scalar>& centers, Scalar* distance) {
+int Nearest(const Matrix<Scalar>& points, Eigen::Index i, const Matrix<Scalar>& centers,
+            Scalar* distance) {
   int best = 0;
   Scalar best_distance = std::numeric_limits<Scalar>::infinity();
   for (Eigen::Index j = 0; j < centers.cols(); ++j) {
@@ -35,8 +35,7 @@ int Nearest(const Matrix<Scalar>& points, Eigen::Index i,
 }  // namespace
 
 template <typename Scalar>
-double ReferenceObjective(const Matrix<Scalar>& points,
-                          const Matrix<Scalar>& centers) {
+double ReferenceObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers) {
   double total = 0;
   for (Eigen::Index i = 0; i < points.cols(); ++i) {
     Scalar distance;
@@ -48,8 +47,7 @@ double ReferenceObjective(const Matrix<Scalar>& points,
 
 template <typename Scalar>
 std::vector<LloydIteration<Scalar>> ReferenceLloyd(const Matrix<Scalar>& points,
-                                                   const Matrix<Scalar>& centers,
-                                                   int iterations) {
+                                                   const Matrix<Scalar>& centers, int iterations) {
   const Eigen::Index d = points.rows(), n = points.cols(), k = centers.cols();
   std::vector<LloydIteration<Scalar>> history;
   Matrix<Scalar> current = centers;
@@ -80,9 +78,9 @@ std::vector<LloydIteration<Scalar>> ReferenceLloyd(const Matrix<Scalar>& points,
   return history;
 }
 
-#define KMT_INSTANTIATE(S)                                                     \
-  template std::vector<LloydIteration<S>> ReferenceLloyd<S>(                   \
-      const Matrix<S>&, const Matrix<S>&, int);                                \
+#define KMT_INSTANTIATE(S)                                                                      \
+  template std::vector<LloydIteration<S>> ReferenceLloyd<S>(const Matrix<S>&, const Matrix<S>&, \
+                                                            int);                               \
   template double ReferenceObjective<S>(const Matrix<S>&, const Matrix<S>&);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

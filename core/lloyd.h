@@ -14,22 +14,20 @@ namespace kmt {
 
 template <typename Scalar>
 struct LloydIteration {
-  Labels labels;          ///< nearest center before this iteration's update
-  Matrix<Scalar> centers; ///< d x k centers after the update
-  double objective = 0;   ///< k-means objective of these centers
-  int empty_clusters = 0; ///< clusters that kept their center
+  Labels labels;           ///< nearest center before this iteration's update
+  Matrix<Scalar> centers;  ///< d x k centers after the update
+  double objective = 0;    ///< k-means objective of these centers
+  int empty_clusters = 0;  ///< clusters that kept their center
 };
 
 // points: d x n, centers: d x k. One entry per iteration.
 template <typename Scalar>
 std::vector<LloydIteration<Scalar>> ReferenceLloyd(const Matrix<Scalar>& points,
-                                                   const Matrix<Scalar>& centers,
-                                                   int iterations);
+                                                   const Matrix<Scalar>& centers, int iterations);
 
 // sum_i min_j ||x_i - c_j||^2 by direct loops, accumulated in double.
 template <typename Scalar>
-double ReferenceObjective(const Matrix<Scalar>& points,
-                          const Matrix<Scalar>& centers);
+double ReferenceObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers);
 
 }  // namespace kmt
 

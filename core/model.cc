@@ -21,12 +21,10 @@ absl::string_view BlockName(BlockId id) {
 template <typename Scalar>
 absl::Status ValidateModel(const Model<Scalar>& model) {
   if (model.d < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model d = ", model.d, ", must be at least 1"));
+    return absl::InvalidArgumentError(absl::StrCat("model d = ", model.d, ", must be at least 1"));
   }
   if (model.k < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model k = ", model.k, ", must be at least 1"));
+    return absl::InvalidArgumentError(absl::StrCat("model k = ", model.k, ", must be at least 1"));
   }
   if (model.layers.empty()) {
     return absl::InvalidArgumentError("model has no layer weights");

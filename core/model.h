@@ -43,9 +43,9 @@ struct LayerWeights {
 
 template <typename Scalar>
 struct Model {
-  std::string name;                  ///< how the registry and logs call it
-  int d = 0;                         ///< data dimensions
-  int k = 0;                         ///< clusters
+  std::string name;                          ///< how the registry and logs call it
+  int d = 0;                                 ///< data dimensions
+  int k = 0;                                 ///< clusters
   Embedding embedding = Embedding::kOneHot;  ///< register layout
   /// Layer t uses layers[t % layers.size()]; a single entry is a looped model.
   std::vector<LayerWeights<Scalar>> layers;

@@ -9,7 +9,6 @@
 namespace kmt {
 namespace {
 
-template <typename Scalar>
 absl::Status BeforeLayer(const RunOptions& options, int layer) {
   return options.before_layer ? options.before_layer(layer) : absl::OkStatus();
 }
@@ -43,7 +42,7 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
   Matrix<Scalar> x = EmbedPoints(frame.model_points, m);
   Matrix<Scalar> c = EmbedCenters(initial_centers, model.embedding);
   for (int t = 0; t < options.layers; ++t) {
-    if (absl::Status s = BeforeLayer<Scalar>(options, t); !s.ok()) return s;
+    if (absl::Status s = BeforeLayer(options, t); !s.ok()) return s;
     const LayerWeights<Scalar>& w = model.layers[t % model.layers.size()];
     if (model.reembed && t > 0) {
       // Only the centers carry over: points start again from [X; 0].
@@ -104,7 +103,7 @@ absl::Status RunFast(Embedding embedding, int k, const Frame<Scalar>& frame,
     labels = &model_labels;
   }
   for (int t = 0; t < options.layers; ++t) {
-    if (absl::Status s = BeforeLayer<Scalar>(options, t); !s.ok()) return s;
+    if (absl::Status s = BeforeLayer(options, t); !s.ok()) return s;
     ClusterSums sums(d, k);
     AccumulateClusterSums(points, *labels, &sums);
     const int empty = ApplyMeans(sums, &centers);
@@ -139,8 +138,8 @@ absl::Status ValidateRun(absl::string_view name, int d, int k, const Matrix<Scal
                          const Matrix<Scalar>& initial_centers, const RunOptions& options) {
   if (absl::Status s = ValidatePoints(points); !s.ok()) return s;
   if (points.rows() != d) {
-    return absl::InvalidArgumentError(absl::StrCat("points have d = ", points.rows(), ", model ",
-                                                   name, " expects d = ", d));
+    return absl::InvalidArgumentError(
+        absl::StrCat("points have d = ", points.rows(), ", model ", name, " expects d = ", d));
   }
   if (initial_centers.cols() != k) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -195,16 +194,13 @@ absl::StatusOr<RunResult<Scalar>> RunTransformer(const Model<Scalar>& model,
   const bool fast = exact && options.path != Path::kDense;
   const InputMap<Scalar> map(model.input_scaling, points);
   const Matrix<Scalar> mapped = map.identity() ? Matrix<Scalar>() : map.ToModel(points);
-  return Evaluate<Scalar>({.weights = fast ? nullptr : &model,
-                           .embedding = model.embedding,
-                           .k = model.k},
-                          points, map.identity() ? points : mapped, map,
-                          map.ToModel(initial_centers), options);
+  return Evaluate<Scalar>(
+      {.weights = fast ? nullptr : &model, .embedding = model.embedding, .k = model.k}, points,
+      map.identity() ? points : mapped, map, map.ToModel(initial_centers), options);
 }
 
 template <typename Scalar>
-absl::StatusOr<RunResult<Scalar>> RunLloyd(const LloydOptions& lloyd,
-                                           const Matrix<Scalar>& points,
+absl::StatusOr<RunResult<Scalar>> RunLloyd(const LloydOptions& lloyd, const Matrix<Scalar>& points,
                                            const Matrix<Scalar>& initial_centers,
                                            const RunOptions& options) {
   const int d = static_cast<int>(points.rows());
@@ -220,11 +216,10 @@ absl::StatusOr<RunResult<Scalar>> RunLloyd(const LloydOptions& lloyd,
     return s;
   }
   return Evaluate<Scalar>({.embedding = lloyd.embedding, .k = k}, points, points,
-                          InputMap<Scalar>(InputScaling::kNone, points), initial_centers,
-                          options);
+                          InputMap<Scalar>(InputScaling::kNone, points), initial_centers, options);
 }
 
-#define KMT_INSTANTIATE(S)                                                                     \
+#define KMT_INSTANTIATE(S)                                                                      \
   template absl::StatusOr<RunResult<S>> Evaluate<S>(const Evaluator<S>&, const Matrix<S>&,      \
                                                     const Matrix<S>&, const InputMap<S>&,       \
                                                     const Matrix<S>&, const RunOptions&);       \

@@ -51,9 +51,9 @@ struct LayerRecord {
 
 template <typename Scalar>
 struct RunResult {
-  Matrix<Scalar> centers;  ///< d x k final centers, caller's units
-  Labels labels;           ///< nearest final center per point (ties: lowest index)
-  double objective = 0;    ///< sum_i min_j ||x_i - c_j||^2 for the final centers
+  Matrix<Scalar> centers;                ///< d x k final centers, caller's units
+  Labels labels;                         ///< nearest final center per point (ties: lowest index)
+  double objective = 0;                  ///< sum_i min_j ||x_i - c_j||^2 for the final centers
   std::vector<double> layer_objectives;  ///< objective after each layer
   int layers_run = 0;
   int64_t empty_cluster_events = 0;             ///< (layer, cluster) pairs that kept a center
@@ -76,8 +76,7 @@ absl::StatusOr<RunResult<Scalar>> RunTransformer(const Model<Scalar>& model,
 // applies (hardmax assignment, path not kDense) the weights are never built,
 // so any d and k cost O(n k d) per layer and no O((d+k)^2) memory.
 template <typename Scalar>
-absl::StatusOr<RunResult<Scalar>> RunLloyd(const LloydOptions& lloyd,
-                                           const Matrix<Scalar>& points,
+absl::StatusOr<RunResult<Scalar>> RunLloyd(const LloydOptions& lloyd, const Matrix<Scalar>& points,
                                            const Matrix<Scalar>& initial_centers,
                                            const RunOptions& options);
 

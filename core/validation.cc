@@ -34,8 +34,7 @@ absl::Status CheckFinite(const Matrix<Scalar>& m, const char* what) {
     for (Eigen::Index l = 0; l < m.rows(); ++l) {
       if (!std::isfinite(m(l, i))) {
         return absl::InvalidArgumentError(absl::StrCat(
-            what, " ", i, " has ", std::isnan(m(l, i)) ? "NaN" : "Inf",
-            " in dimension ", l));
+            what, " ", i, " has ", std::isnan(m(l, i)) ? "NaN" : "Inf", " in dimension ", l));
       }
     }
   }
@@ -47,8 +46,7 @@ absl::Status CheckFinite(const Matrix<Scalar>& m, const char* what) {
 template <typename Scalar>
 absl::Status ValidatePoints(const Matrix<Scalar>& points) {
   if (points.rows() < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("d = ", points.rows(), ", must be at least 1"));
+    return absl::InvalidArgumentError(absl::StrCat("d = ", points.rows(), ", must be at least 1"));
   }
   if (points.cols() < 1) {
     return absl::InvalidArgumentError("no points: n = 0");
@@ -58,8 +56,7 @@ absl::Status ValidatePoints(const Matrix<Scalar>& points) {
 
 absl::Status ValidateClusterCount(int64_t n, int64_t k) {
   if (k < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("k = ", k, ", must be at least 1"));
+    return absl::InvalidArgumentError(absl::StrCat("k = ", k, ", must be at least 1"));
   }
   if (n < k) {
     return absl::InvalidArgumentError(
@@ -69,15 +66,12 @@ absl::Status ValidateClusterCount(int64_t n, int64_t k) {
 }
 
 template <typename Scalar>
-absl::Status ValidateCenters(const Matrix<Scalar>& points,
-                             const Matrix<Scalar>& centers) {
+absl::Status ValidateCenters(const Matrix<Scalar>& points, const Matrix<Scalar>& centers) {
   if (centers.rows() != points.rows()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("centers have d = ", centers.rows(),
-                     ", points have d = ", points.rows()));
+        absl::StrCat("centers have d = ", centers.rows(), ", points have d = ", points.rows()));
   }
-  if (absl::Status s = ValidateClusterCount(points.cols(), centers.cols());
-      !s.ok()) {
+  if (absl::Status s = ValidateClusterCount(points.cols(), centers.cols()); !s.ok()) {
     return s;
   }
   return CheckFinite(centers, "center");
@@ -88,18 +82,16 @@ namespace {
 // `what` names the rows ("point", "center"), `count` their number ("n", "k").
 // The values are checked where the matrix is validated (Batch::Validate).
 template <typename Scalar>
-absl::StatusOr<Matrix<Scalar>> FromRowMajor(absl::Span<const float> values,
-                                            int64_t rows, int64_t d,
+absl::StatusOr<Matrix<Scalar>> FromRowMajor(absl::Span<const float> values, int64_t rows, int64_t d,
                                             const char* what, const char* count) {
   if (rows < 1 || d < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "shape ", count, " = ", rows, ", d = ", d, ", both must be at least 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape ", count, " = ", rows, ", d = ", d, ", both must be at least 1"));
   }
   if (static_cast<uint64_t>(rows) > values.size() / static_cast<uint64_t>(d) ||
       static_cast<uint64_t>(rows * d) != values.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, "s has ", values.size(), " values, expected ", count,
-                     "*d = ", rows, "*", d));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, "s has ", values.size(), " values, expected ", count, "*d = ", rows, "*", d));
   }
   return Eigen::Map<const Matrix<float>>(values.data(), d, rows).template cast<Scalar>();
 }
@@ -107,25 +99,24 @@ absl::StatusOr<Matrix<Scalar>> FromRowMajor(absl::Span<const float> values,
 }  // namespace
 
 template <typename Scalar>
-absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values,
-                                                  int64_t n, int64_t d) {
+absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values, int64_t n,
+                                                  int64_t d) {
   return FromRowMajor<Scalar>(values, n, d, "point", "n");
 }
 
 template <typename Scalar>
-absl::StatusOr<Matrix<Scalar>> CentersFromRowMajor(absl::Span<const float> values,
-                                                   int64_t k, int64_t d) {
+absl::StatusOr<Matrix<Scalar>> CentersFromRowMajor(absl::Span<const float> values, int64_t k,
+                                                   int64_t d) {
   return FromRowMajor<Scalar>(values, k, d, "center", "k");
 }
 
-#define KMT_INSTANTIATE(S)                                                   \
-  template absl::Status ValidatePoints<S>(const Matrix<S>&);                 \
-  template absl::Status ValidateCenters<S>(const Matrix<S>&,                 \
-                                           const Matrix<S>&);                \
-  template absl::StatusOr<Matrix<S>> PointsFromRowMajor<S>(                  \
-      absl::Span<const float>, int64_t, int64_t);                              \
-  template absl::StatusOr<Matrix<S>> CentersFromRowMajor<S>(                 \
-      absl::Span<const float>, int64_t, int64_t);
+#define KMT_INSTANTIATE(S)                                                                    \
+  template absl::Status ValidatePoints<S>(const Matrix<S>&);                                  \
+  template absl::Status ValidateCenters<S>(const Matrix<S>&, const Matrix<S>&);               \
+  template absl::StatusOr<Matrix<S>> PointsFromRowMajor<S>(absl::Span<const float>, int64_t,  \
+                                                           int64_t);                          \
+  template absl::StatusOr<Matrix<S>> CentersFromRowMajor<S>(absl::Span<const float>, int64_t, \
+                                                            int64_t);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

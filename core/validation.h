@@ -19,20 +19,19 @@ absl::Status ValidateClusterCount(int64_t n, int64_t k);
 
 // centers is d x k for the points' d, with k clusters valid for n, finite.
 template <typename Scalar>
-absl::Status ValidateCenters(const Matrix<Scalar>& points,
-                             const Matrix<Scalar>& centers);
+absl::Status ValidateCenters(const Matrix<Scalar>& points, const Matrix<Scalar>& centers);
 
 // n x d row-major values (as they travel on the wire) to a d x n matrix,
 // checking the count and the shape; the values are left to ValidatePoints
 // (or Batch::Validate), so each batch is read for them once.
 template <typename Scalar>
-absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values,
-                                                  int64_t n, int64_t d);
+absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values, int64_t n,
+                                                  int64_t d);
 
 // The same for k x d centers.
 template <typename Scalar>
-absl::StatusOr<Matrix<Scalar>> CentersFromRowMajor(absl::Span<const float> values,
-                                                   int64_t k, int64_t d);
+absl::StatusOr<Matrix<Scalar>> CentersFromRowMajor(absl::Span<const float> values, int64_t k,
+                                                   int64_t d);
 
 }  // namespace kmt
 

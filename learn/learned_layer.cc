@@ -6,8 +6,7 @@ namespace kmt {
 
 template <typename Scalar>
 Matrix<Scalar> SoftmaxAttentionForward(const AttentionBlock<Scalar>& block,
-                                       const Matrix<Scalar>& queries,
-                                       const Matrix<Scalar>& keys,
+                                       const Matrix<Scalar>& queries, const Matrix<Scalar>& keys,
                                        AttentionCache<Scalar>* cache) {
   AttentionCache<Scalar>& c = *cache;
   c.queries = queries;
@@ -28,13 +27,12 @@ Matrix<Scalar> SoftmaxAttentionForward(const AttentionBlock<Scalar>& block,
 }
 
 template <typename Scalar>
-void SoftmaxAttentionBackward(const AttentionBlock<Scalar>& block,
-                              const AttentionCache<Scalar>& c,
+void SoftmaxAttentionBackward(const AttentionBlock<Scalar>& block, const AttentionCache<Scalar>& c,
                               const Matrix<Scalar>& d_out, AttentionBlock<Scalar>* grad,
                               Matrix<Scalar>* d_keys) {
   // 4. Weighted values: out = v W.
-  const Matrix<Scalar> d_v = d_out * c.weights.transpose();          // dim x nk
-  const Matrix<Scalar> d_w = c.v.transpose() * d_out;                // nk x nq
+  const Matrix<Scalar> d_v = d_out * c.weights.transpose();  // dim x nk
+  const Matrix<Scalar> d_w = c.v.transpose() * d_out;        // nk x nq
   // 3. Softmax: ds_l = w_l (dw_l - sum_l' w_l' dw_l').
   // (Reductions are stored before use: inside a product Eigen would
   // re-evaluate them for every coefficient.)
@@ -115,19 +113,15 @@ LayerWeights<Scalar> ZeroLike(const LayerWeights<Scalar>& like) {
   return zero;
 }
 
-#define KMT_INSTANTIATE(S)                                                          \
-  template Matrix<S> SoftmaxAttentionForward<S>(const AttentionBlock<S>&,           \
-                                                const Matrix<S>&, const Matrix<S>&, \
-                                                AttentionCache<S>*);                \
-  template void SoftmaxAttentionBackward<S>(const AttentionBlock<S>&,               \
-                                            const AttentionCache<S>&,               \
-                                            const Matrix<S>&, AttentionBlock<S>*,   \
-                                            Matrix<S>*);                            \
-  template Matrix<S> LayerForward<S>(const LayerWeights<S>&, Embedding,             \
-                                     const Matrix<S>&, const Matrix<S>&,            \
-                                     LayerCache<S>*);                               \
-  template void LayerBackward<S>(const LayerWeights<S>&, const LayerCache<S>&,      \
-                                 const Matrix<S>&, LayerWeights<S>*);               \
+#define KMT_INSTANTIATE(S)                                                                       \
+  template Matrix<S> SoftmaxAttentionForward<S>(const AttentionBlock<S>&, const Matrix<S>&,      \
+                                                const Matrix<S>&, AttentionCache<S>*);           \
+  template void SoftmaxAttentionBackward<S>(const AttentionBlock<S>&, const AttentionCache<S>&,  \
+                                            const Matrix<S>&, AttentionBlock<S>*, Matrix<S>*);   \
+  template Matrix<S> LayerForward<S>(const LayerWeights<S>&, Embedding, const Matrix<S>&,        \
+                                     const Matrix<S>&, LayerCache<S>*);                          \
+  template void LayerBackward<S>(const LayerWeights<S>&, const LayerCache<S>&, const Matrix<S>&, \
+                                 LayerWeights<S>*);                                              \
   template LayerWeights<S> ZeroLike<S>(const LayerWeights<S>&);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

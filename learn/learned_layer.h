@@ -28,17 +28,15 @@ struct AttentionCache {
 // queries is (dim, nq), keys is (dim, nk).
 template <typename Scalar>
 Matrix<Scalar> SoftmaxAttentionForward(const AttentionBlock<Scalar>& block,
-                                       const Matrix<Scalar>& queries,
-                                       const Matrix<Scalar>& keys,
+                                       const Matrix<Scalar>& queries, const Matrix<Scalar>& keys,
                                        AttentionCache<Scalar>* cache);
 
 // d_out is (dim, nq). Adds the block's weight gradients to *grad and, if
 // given, the gradient with respect to the keys to *d_keys (dim x nk).
 template <typename Scalar>
 void SoftmaxAttentionBackward(const AttentionBlock<Scalar>& block,
-                              const AttentionCache<Scalar>& cache,
-                              const Matrix<Scalar>& d_out, AttentionBlock<Scalar>* grad,
-                              Matrix<Scalar>* d_keys);
+                              const AttentionCache<Scalar>& cache, const Matrix<Scalar>& d_out,
+                              AttentionBlock<Scalar>* grad, Matrix<Scalar>* d_keys);
 
 template <typename Scalar>
 struct LayerCache {

@@ -35,9 +35,8 @@ Vector<Scalar> Sparsemax(const Vector<Scalar>& z) {
 }
 
 template <typename Scalar>
-double SmoothedObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
-                         double tau, LossForm form, Scalar scale,
-                         Matrix<Scalar>* d_centers) {
+double SmoothedObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, double tau,
+                         LossForm form, Scalar scale, Matrix<Scalar>* d_centers) {
   // 1. Squared distances r (k x n).
   Matrix<Scalar> r;
   SquaredDistances<Scalar>(centers, SquaredNorms<Scalar>(centers), points,
@@ -58,7 +57,7 @@ double SmoothedObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& cen
   const double loss = per_point.template cast<double>().sum();
   if (d_centers == nullptr) return loss;
 
-  // 3'. dL/dr_ij = w_ij + dL/dz_ij * (-1/tau), with dL/dz the normaliser's
+  // 3'. dL/dr_ij = w_ij + dL/dz_ij * (-1/tau), with dL/dz the normalizer's
   // Jacobian applied to r: softmax w_ij (r_ij - L_i), sparsemax on the
   // support r_ij - mean of r over the support.
   Matrix<Scalar> g(r.rows(), r.cols());
@@ -80,9 +79,9 @@ double SmoothedObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& cen
   return loss;
 }
 
-#define KMT_INSTANTIATE(S)                                                               \
-  template double SmoothedObjective<S>(const Matrix<S>&, const Matrix<S>&, double,      \
-                                       LossForm, S, Matrix<S>*);                        \
+#define KMT_INSTANTIATE(S)                                                                      \
+  template double SmoothedObjective<S>(const Matrix<S>&, const Matrix<S>&, double, LossForm, S, \
+                                       Matrix<S>*);                                             \
   template Vector<S> Sparsemax<S>(const Vector<S>&);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -1,6 +1,6 @@
 // The training loss: a smoothed upper bound of the k-means objective,
-//   L = sum_i sum_j w_ij ||x_i - c_j||^2,  w_i = normaliser(-r_i / tau),
-// with r_ij = ||x_i - c_j||^2 and the normaliser softmax or sparsemax. As
+//   L = sum_i sum_j w_ij ||x_i - c_j||^2,  w_i = normalizer(-r_i / tau),
+// with r_ij = ||x_i - c_j||^2 and the normalizer softmax or sparsemax. As
 // tau -> 0 it tends to the objective from above (w puts all weight on the
 // nearest center).
 #ifndef KMT_LEARN_SMOOTHED_OBJECTIVE_H_
@@ -20,9 +20,8 @@ absl::StatusOr<LossForm> ParseLossForm(absl::string_view name);
 // points is (d, n), centers (d, k). Returns L; if d_centers is given, adds
 // scale * dL/dC to it (d x k).
 template <typename Scalar>
-double SmoothedObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
-                         double tau, LossForm form, Scalar scale,
-                         Matrix<Scalar>* d_centers);
+double SmoothedObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, double tau,
+                         LossForm form, Scalar scale, Matrix<Scalar>* d_centers);
 
 // Sparsemax of a vector: its Euclidean projection onto the simplex.
 template <typename Scalar>

@@ -44,7 +44,7 @@ double Noise(Family family, Rng& rng) {
   return 0.0;  // Unreachable; keeps -Wreturn-type quiet.
 }
 
-// Cumulative Dirichlet(1) weights: normalised Exp(1) draws.
+// Cumulative Dirichlet(1) weights: normalized Exp(1) draws.
 std::vector<double> CumulativeDirichletWeights(int k, Rng& rng) {
   std::vector<double> cumulative(k);
   double total = 0.0;
@@ -75,13 +75,12 @@ absl::string_view FamilyName(Family family) {
 }
 
 absl::StatusOr<Family> ParseFamily(absl::string_view name) {
-  for (Family f : {Family::kNormal, Family::kLaplace, Family::kGumbel,
-                   Family::kLognormal, Family::kCauchy}) {
+  for (Family f :
+       {Family::kNormal, Family::kLaplace, Family::kGumbel, Family::kLognormal, Family::kCauchy}) {
     if (name == FamilyName(f)) return f;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown family '", name,
-      "', expected normal, laplace, gumbel, lognormal or cauchy"));
+      "unknown family '", name, "', expected normal, laplace, gumbel, lognormal or cauchy"));
 }
 
 template <typename Scalar>
@@ -109,10 +108,9 @@ Task<Scalar> GenerateTask(const TaskOptions& options, uint64_t seed) {
       j = static_cast<int>(rng.Below(k));
     } else {
       // Clamped because rounding can leave the last cumulative weight below 1.
-      j = std::min<int>(
-          std::upper_bound(cumulative.begin(), cumulative.end(), rng.Uniform()) -
-              cumulative.begin(),
-          k - 1);
+      j = std::min<int>(std::upper_bound(cumulative.begin(), cumulative.end(), rng.Uniform()) -
+                            cumulative.begin(),
+                        k - 1);
     }
     task.components[i] = j;
     for (int l = 0; l < d; ++l) {

@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "core/assign.h"
-#include "learn/learned_layer.h"
 #include "core/random.h"
 #include "core/transformer.h"
+#include "learn/learned_layer.h"
 
 namespace kmt {
 namespace {
@@ -118,15 +118,14 @@ void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
 #pragma omp parallel for schedule(dynamic)
     for (int t = 0; t < o.batch; ++t) {
       const Matrix<float> points =
-          GenerateTask<float>(o.tasks, MixSeed(o.seed, kTrainTasks, s->step * o.batch + t))
-              .points;
+          GenerateTask<float>(o.tasks, MixSeed(o.seed, kTrainTasks, s->step * o.batch + t)).points;
       LayerCache<float> cache;
       const Matrix<float> centers =
           LayerForward(w, o.embedding, points, FirstK(points, o.tasks.k), &cache);
       Matrix<float> d_centers = Matrix<float>::Zero(centers.rows(), centers.cols());
       const float scale = 1.0f / static_cast<float>(o.batch);
-      task_loss[t] = SmoothedObjective<float>(points, centers, o.tau, o.loss, scale, &d_centers) /
-                     o.batch;
+      task_loss[t] =
+          SmoothedObjective<float>(points, centers, o.tau, o.loss, scale, &d_centers) / o.batch;
       LayerWeights<float> grad = ZeroLike(w);
       LayerBackward(w, cache, d_centers, &grad);
       Eigen::Index at = 0;
@@ -149,8 +148,8 @@ void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
     s->adam_m = o.beta1 * s->adam_m + (1 - o.beta1) * g;
     s->adam_v = o.beta2 * s->adam_v + (1 - o.beta2) * g.cwiseAbs2();
     const double c1 = 1 - std::pow(o.beta1, t), c2 = 1 - std::pow(o.beta2, t);
-    s->params.array() -= s->learning_rate * (s->adam_m.array() / c1) /
-                         ((s->adam_v.array() / c2).sqrt() + o.epsilon);
+    s->params.array() -=
+        s->learning_rate * (s->adam_m.array() / c1) / ((s->adam_v.array() / c2).sqrt() + o.epsilon);
     // The state is complete for this step before anyone sees the report.
     r.step = ++s->step;
     r.learning_rate = s->learning_rate;

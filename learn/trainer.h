@@ -18,21 +18,21 @@
 namespace kmt {
 
 struct TrainerOptions {
-  TaskOptions tasks;                          ///< the task distribution (n = 512, d = 32, k = 10)
-  Embedding embedding = Embedding::kOneHot;   ///< register layout
-  int64_t steps = 10000;                      ///< optimiser steps in all
-  int batch = 32;                             ///< tasks per step
-  double learning_rate = 0.01;                ///< Adam's initial step size
-  double beta1 = 0.9;                         ///< Adam's first-moment decay
-  double beta2 = 0.999;                       ///< Adam's second-moment decay
-  double epsilon = 1e-8;                      ///< Adam's denominator guard
-  double clip_norm = 1.0;                     ///< largest gradient norm applied
-  double tau = 0.1;                           ///< loss temperature
-  LossForm loss = LossForm::kSoftmax;         ///< loss weights: softmax or sparsemax
-  int eval_every = 200;                       ///< steps between validation runs
-  int validation_tasks = 64;                  ///< held-out tasks for the validation ratio
-  int patience = 5;                           ///< validations without improvement before halving
-  uint64_t seed = 1;                          ///< weights, tasks and validation tasks
+  TaskOptions tasks;                         ///< the task distribution (n = 512, d = 32, k = 10)
+  Embedding embedding = Embedding::kOneHot;  ///< register layout
+  int64_t steps = 10000;                     ///< optimiser steps in all
+  int batch = 32;                            ///< tasks per step
+  double learning_rate = 0.01;               ///< Adam's initial step size
+  double beta1 = 0.9;                        ///< Adam's first-moment decay
+  double beta2 = 0.999;                      ///< Adam's second-moment decay
+  double epsilon = 1e-8;                     ///< Adam's denominator guard
+  double clip_norm = 1.0;                    ///< largest gradient norm applied
+  double tau = 0.1;                          ///< loss temperature
+  LossForm loss = LossForm::kSoftmax;        ///< loss weights: softmax or sparsemax
+  int eval_every = 200;                      ///< steps between validation runs
+  int validation_tasks = 64;                 ///< held-out tasks for the validation ratio
+  int patience = 5;                          ///< validations without improvement before halving
+  uint64_t seed = 1;                         ///< weights, tasks and validation tasks
 };
 
 struct TrainerState {
@@ -46,12 +46,13 @@ struct TrainerState {
 };
 
 struct StepReport {
-  int64_t step = 0;           ///< steps taken, this one included
-  double loss = 0;            ///< batch mean of the smoothed objective
-  double gradient_norm = 0;   ///< before clipping
-  double learning_rate = 0;   ///< used for this step
-  bool validated = false;     ///< whether this step ran validation
-  double validation_ratio = 0;  ///< mean over held-out tasks of objective(model) / objective(Lloyd's step)
+  int64_t step = 0;          ///< steps taken, this one included
+  double loss = 0;           ///< batch mean of the smoothed objective
+  double gradient_norm = 0;  ///< before clipping
+  double learning_rate = 0;  ///< used for this step
+  bool validated = false;    ///< whether this step ran validation
+  double validation_ratio =
+      0;  ///< mean over held-out tasks of objective(model) / objective(Lloyd's step)
 };
 
 // Fresh weights, drawn uniformly in +-1/sqrt(dim) from the seed.

@@ -22,8 +22,7 @@ void ApplyChannelTuning(grpc::ChannelArguments* args) {
 }
 
 void ApplyChannelTuning(grpc::ServerBuilder* builder) {
-  for (const ChannelArgument& a : kTuning)
-    builder->AddChannelArgument(a.name, a.value);
+  for (const ChannelArgument& a : kTuning) builder->AddChannelArgument(a.name, a.value);
 }
 
 }  // namespace kmt

@@ -13,9 +13,9 @@ template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> FromProto(const v1::MatrixProto& m, int dim,
                                          absl::string_view what) {
   if (m.rows() != dim || m.cols() != dim || m.values_size() != dim * dim) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " is ", m.rows(), "x", m.cols(), " with ", m.values_size(),
-        " values; tokens have ", dim, " dimensions"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " is ", m.rows(), "x", m.cols(), " with ",
+                                                   m.values_size(), " values; tokens have ", dim,
+                                                   " dimensions"));
   }
   Matrix<Scalar> out(dim, dim);
   for (int r = 0; r < dim; ++r) {
@@ -25,12 +25,11 @@ absl::StatusOr<Matrix<Scalar>> FromProto(const v1::MatrixProto& m, int dim,
 }
 
 template <typename Scalar>
-absl::StatusOr<Vector<Scalar>> FromProto(
-    const google::protobuf::RepeatedField<double>& v, int dim,
-    absl::string_view what) {
+absl::StatusOr<Vector<Scalar>> FromProto(const google::protobuf::RepeatedField<double>& v, int dim,
+                                         absl::string_view what) {
   if (v.size() != dim) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " has ", v.size(), " values; tokens have ", dim, " dimensions"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has ", v.size(), " values; tokens have ", dim, " dimensions"));
   }
   Vector<Scalar> out(dim);
   for (int i = 0; i < dim; ++i) out[i] = static_cast<Scalar>(v[i]);
@@ -38,8 +37,8 @@ absl::StatusOr<Vector<Scalar>> FromProto(
 }
 
 template <typename Scalar>
-absl::StatusOr<AttentionBlock<Scalar>> BlockFromProto(
-    const v1::AttentionBlockProto& p, int dim, const std::string& where) {
+absl::StatusOr<AttentionBlock<Scalar>> BlockFromProto(const v1::AttentionBlockProto& p, int dim,
+                                                      const std::string& where) {
   AttentionBlock<Scalar> b;
   absl::StatusOr<Matrix<Scalar>> q = FromProto<Scalar>(p.q(), dim, where + " Q");
   if (!q.ok()) return q.status();
@@ -72,10 +71,9 @@ absl::StatusOr<AttentionBlock<Scalar>> BlockFromProto(
       break;
     default:
       return absl::InvalidArgumentError(
-          absl::StrCat(where, " has unknown normaliser ", p.normalizer()));
+          absl::StrCat(where, " has unknown normalizer ", p.normalizer()));
   }
-  b.beta = p.beta() == 0 ? std::numeric_limits<Scalar>::infinity()
-                         : static_cast<Scalar>(p.beta());
+  b.beta = p.beta() == 0 ? std::numeric_limits<Scalar>::infinity() : static_cast<Scalar>(p.beta());
   b.ties = p.ties() == v1::TIES_LOWEST_INDEX ? Ties::kLowestIndex : Ties::kAverage;
   return b;
 }
@@ -131,8 +129,8 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
   if (!embedding.ok()) return embedding.status();
   model.embedding = *embedding;
   if (model.d < 1 || model.k < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model has d = ", model.d, ", k = ", model.k, "; both must be at least 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model has d = ", model.d, ", k = ", model.k, "; both must be at least 1"));
   }
   switch (file.input_scaling()) {
     case v1::SCALING_NONE:
@@ -192,8 +190,8 @@ absl::Status ReadMessage(const std::string& path, google::protobuf::Message* mes
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   if (!message->ParseFromIstream(&in)) {
-    return absl::DataLossError(absl::StrCat(path, " is not a ", message->GetTypeName(),
-                                            " (protobuf parse failed)"));
+    return absl::DataLossError(
+        absl::StrCat(path, " is not a ", message->GetTypeName(), " (protobuf parse failed)"));
   }
   return absl::OkStatus();
 }

@@ -40,8 +40,7 @@ void FillResponse(const v1::ClusterRequest& r, const RunResult<float>& run,
   out->mutable_centers()->Add(run.centers.data(), run.centers.data() + run.centers.size());
   out->set_objective(run.objective);
   if (r.return_trajectory()) {
-    out->mutable_layer_objectives()->Add(run.layer_objectives.begin(),
-                                         run.layer_objectives.end());
+    out->mutable_layer_objectives()->Add(run.layer_objectives.begin(), run.layer_objectives.end());
   }
   out->set_iterations_run(run.layers_run);
   out->set_empty_cluster_events(run.empty_cluster_events);

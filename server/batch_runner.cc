@@ -13,8 +13,7 @@ namespace {
 absl::Status CheckLimits(const v1::ClusterRequest& r, const Limits& limits) {
   if (r.n() > limits.max_points) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "n = ", r.n(), " exceeds this server's limit of ", limits.max_points,
-        " points per batch"));
+        "n = ", r.n(), " exceeds this server's limit of ", limits.max_points, " points per batch"));
   }
   if (r.d() > limits.max_d) {
     return absl::InvalidArgumentError(
@@ -25,21 +24,19 @@ absl::Status CheckLimits(const v1::ClusterRequest& r, const Limits& limits) {
         absl::StrCat("k = ", r.k(), " exceeds this server's limit of ", limits.max_k));
   }
   if (r.iterations() < 0 || r.iterations() > limits.max_iterations) {
-    return absl::InvalidArgumentError(absl::StrCat("iterations = ", r.iterations(),
-                                                   ", must be between 0 and ",
-                                                   limits.max_iterations));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "iterations = ", r.iterations(), ", must be between 0 and ", limits.max_iterations));
   }
   return absl::OkStatus();
 }
 
-absl::Status Run(const ModelRegistry& registry, const Limits& limits,
-                 const v1::ClusterRequest& r, const StopCheck& check,
-                 v1::ClusterResponse* out) {
+absl::Status Run(const ModelRegistry& registry, const Limits& limits, const v1::ClusterRequest& r,
+                 const StopCheck& check, v1::ClusterResponse* out) {
   const RegistryEntry* served = registry.Find(r.model());
   if (served == nullptr) {
     return absl::NotFoundError(absl::StrCat("unknown model '", r.model(),
-                                            "'; ListModels names the ",
-                                            registry.models().size(), " models served"));
+                                            "'; ListModels names the ", registry.models().size(),
+                                            " models served"));
   }
   if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
   absl::StatusOr<Batch<float>> batch = BatchFromRequest(r);
@@ -47,10 +44,10 @@ absl::Status Run(const ModelRegistry& registry, const Limits& limits,
   const ServedModel<float>& model = served->model;
   if (absl::Status s = model.Accepts(*batch); !s.ok()) return s;
   if (model.RunsDense(*batch) && r.n() > limits.max_dense_points) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "n = ", r.n(), " exceeds this server's limit of ", limits.max_dense_points,
-        " points for ", r.model(), r.beta() > 0 ? " with beta > 0" : "",
-        ", which runs the O(n^2) dense evaluator"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("n = ", r.n(), " exceeds this server's limit of ", limits.max_dense_points,
+                     " points for ", r.model(), r.beta() > 0 ? " with beta > 0" : "",
+                     ", which runs the O(n^2) dense evaluator"));
   }
   absl::StatusOr<RunResult<float>> run = Cluster(model, *batch, check);
   if (!run.ok()) return run.status();
@@ -60,8 +57,7 @@ absl::Status Run(const ModelRegistry& registry, const Limits& limits,
 
 }  // namespace
 
-v1::ClusterResponse ErrorResponse(const v1::ClusterRequest& request,
-                                  const absl::Status& status) {
+v1::ClusterResponse ErrorResponse(const v1::ClusterRequest& request, const absl::Status& status) {
   const grpc::Status wire = ToGrpcStatus(status);
   v1::ClusterResponse response;
   response.set_request_id(request.request_id());

@@ -15,12 +15,10 @@ namespace kmt {
 // `check` is called between layers and initialisation steps; a non-OK
 // status (deadline, cancellation) stops the batch with that status.
 v1::ClusterResponse RunBatch(const ModelRegistry& registry, const Limits& limits,
-                             const v1::ClusterRequest& request,
-                             const StopCheck& check);
+                             const v1::ClusterRequest& request, const StopCheck& check);
 
 // A response that carries only an error for this request.
-v1::ClusterResponse ErrorResponse(const v1::ClusterRequest& request,
-                                  const absl::Status& status);
+v1::ClusterResponse ErrorResponse(const v1::ClusterRequest& request, const absl::Status& status);
 
 }  // namespace kmt
 

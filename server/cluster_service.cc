@@ -64,9 +64,8 @@ class ClusterReactor final
     }
     service_->pool_->Submit([this, number, batch, received] {
       const double queued = Seconds(received);
-      v1::ClusterResponse response =
-          RunBatch(*service_->registry_, service_->limits_, *batch,
-                   [this] { return CallStatus(context_); });
+      v1::ClusterResponse response = RunBatch(*service_->registry_, service_->limits_, *batch,
+                                              [this] { return CallStatus(context_); });
       response.mutable_timing()->set_queue_seconds(queued);
       Answer(number, *batch, received, std::move(response));
     });
@@ -150,8 +149,8 @@ class ClusterReactor final
   bool finished_ = false;
 };
 
-ClusterService::ClusterService(const ModelRegistry* registry, Limits limits,
-                               WorkerPool* pool, Metrics* metrics, int max_in_flight)
+ClusterService::ClusterService(const ModelRegistry* registry, Limits limits, WorkerPool* pool,
+                               Metrics* metrics, int max_in_flight)
     : registry_(registry),
       limits_(limits),
       pool_(pool),

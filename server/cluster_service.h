@@ -20,8 +20,8 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
   // `max_in_flight` bounds the batches a stream has read and not yet
   // answered; past it the stream stops reading, and gRPC flow control holds
   // the client back.
-  ClusterService(const ModelRegistry* registry, Limits limits, WorkerPool* pool,
-                 Metrics* metrics, int max_in_flight);
+  ClusterService(const ModelRegistry* registry, Limits limits, WorkerPool* pool, Metrics* metrics,
+                 int max_in_flight);
 
   grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse>* Cluster(
       grpc::CallbackServerContext* context) override;

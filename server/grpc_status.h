@@ -4,9 +4,9 @@
 #ifndef KMT_SERVER_GRPC_STATUS_H_
 #define KMT_SERVER_GRPC_STATUS_H_
 
-#include <cstddef>
-
 #include <grpcpp/support/status.h>
+
+#include <cstddef>
 
 #include "absl/status/status.h"
 

@@ -8,10 +8,10 @@
 namespace kmt {
 
 struct Limits {
-  int64_t max_points = 1000000;   ///< n per batch
-  int max_d = 4096;               ///< dimensions
-  int max_k = 4096;               ///< clusters
-  int max_iterations = 1000;      ///< layers per batch
+  int64_t max_points = 1000000;     ///< n per batch
+  int max_d = 4096;                 ///< dimensions
+  int max_k = 4096;                 ///< clusters
+  int max_iterations = 1000;        ///< layers per batch
   int64_t max_dense_points = 4096;  ///< n for runs of the O(n^2) dense evaluator
 };
 

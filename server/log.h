@@ -14,8 +14,7 @@ namespace kmt {
 inline void Log(absl::string_view level, absl::string_view message) {
   const std::string now =
       absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
-  std::fprintf(stderr, "%s %.*s %.*s\n", now.c_str(),
-               static_cast<int>(level.size()), level.data(),
+  std::fprintf(stderr, "%s %.*s %.*s\n", now.c_str(), static_cast<int>(level.size()), level.data(),
                static_cast<int>(message.size()), message.data());
   std::fflush(stderr);
 }

@@ -2,6 +2,9 @@
 // grpc.health.v1, reflection). SIGTERM or SIGINT: health turns NOT_SERVING,
 // new batches are answered UNAVAILABLE, accepted ones finish within the
 // grace period, then the process exits 0.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <sched.h>
 
 #include <cerrno>
@@ -12,10 +15,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -43,8 +42,7 @@ ABSL_FLAG(std::string, model_dir, "models", "directory of learned model files (*
 ABSL_FLAG(int64_t, max_points, kmt::Limits{}.max_points, "most points in one batch");
 ABSL_FLAG(int, max_d, kmt::Limits{}.max_d, "most dimensions");
 ABSL_FLAG(int, max_k, kmt::Limits{}.max_k, "most clusters");
-ABSL_FLAG(int, max_iterations, kmt::Limits{}.max_iterations,
-          "most layers (iterations) per batch");
+ABSL_FLAG(int, max_iterations, kmt::Limits{}.max_iterations, "most layers (iterations) per batch");
 ABSL_FLAG(int64_t, max_dense_points, kmt::Limits{}.max_dense_points,
           "most points for runs of the O(n^2) dense evaluator (softmax beta, learned models)");
 ABSL_FLAG(int, max_message_bytes, 64 << 20, "largest request message accepted");
@@ -55,8 +53,7 @@ ABSL_FLAG(bool, io_preempts_workers, false,
           "let the threads doing network I/O (gRPC's, the metrics server's) preempt a worker "
           "computing a batch; by default they run under SCHED_BATCH: the same CPU share, but "
           "data arriving waits for the worker's time slice instead of interrupting it");
-ABSL_FLAG(int, max_in_flight_per_stream, 16,
-          "batches a stream may have read and not yet answered");
+ABSL_FLAG(int, max_in_flight_per_stream, 16, "batches a stream may have read and not yet answered");
 ABSL_FLAG(absl::Duration, not_serving_delay, absl::Seconds(2),
           "after SIGTERM, how long health reports NOT_SERVING while batches are still "
           "taken, so that load balancers stop sending before the server stops taking");
@@ -91,8 +88,7 @@ void NetworkThreadsWaitForWorkers() {
 
 int Serve() {
   std::vector<std::string> refused;
-  const ModelRegistry registry =
-      ModelRegistry::Load(absl::GetFlag(FLAGS_model_dir), &refused);
+  const ModelRegistry registry = ModelRegistry::Load(absl::GetFlag(FLAGS_model_dir), &refused);
   for (const std::string& line : refused) Log("ERROR", "refused " + line);
 
   const Limits limits{.max_points = absl::GetFlag(FLAGS_max_points),
@@ -119,8 +115,7 @@ int Serve() {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.SetMaxSendMessageSize(-1);
   ApplyChannelTuning(&builder);
@@ -130,8 +125,8 @@ int Serve() {
     Log("ERROR", "cannot listen on " + absl::GetFlag(FLAGS_listen));
     return 1;
   }
-  server->GetHealthCheckService()->SetServingStatus(
-      v1::KMeansTransformer::service_full_name(), true);
+  server->GetHealthCheckService()->SetServingStatus(v1::KMeansTransformer::service_full_name(),
+                                                    true);
   WriteNumber(absl::GetFlag(FLAGS_port_file), port);
   Log("INFO", absl::StrCat("serving ", registry.models().size(), " models on port ", port,
                            ", metrics on port ", (*metrics)->port(), ", with ",
@@ -148,9 +143,9 @@ int Serve() {
     sigwait(&signals, &signal);
     const absl::Duration delay = absl::GetFlag(FLAGS_not_serving_delay);
     const absl::Duration grace = absl::GetFlag(FLAGS_shutdown_grace);
-    Log("INFO", absl::StrCat("signal ", signal, ": NOT_SERVING; draining in ",
-                             absl::FormatDuration(delay), ", for up to ",
-                             absl::FormatDuration(grace)));
+    Log("INFO",
+        absl::StrCat("signal ", signal, ": NOT_SERVING; draining in ", absl::FormatDuration(delay),
+                     ", for up to ", absl::FormatDuration(grace)));
     server->GetHealthCheckService()->SetServingStatus(false);
     absl::SleepFor(delay);
     service.StartDraining();

@@ -13,8 +13,8 @@ namespace {
 // second, dense-evaluator runs and big k longer: 0.25 ms to 60 s, roughly
 // x2.5 per bucket, so p50/p99 stay resolvable at either end.
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
-    0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-    0.1,     0.25,   0.5,   1,      2.5,   5,    10,    30,   60};
+    0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+    0.25,    0.5,    1,     2.5,    5,     10,   30,    60};
 
 // Objective per point is a squared distance in the caller's units: data
 // scaled to [0, 1] gives 1e-4..1, raw features anything. Decades from 1e-6
@@ -24,8 +24,8 @@ const prometheus::Histogram::BucketBoundaries kObjectiveBuckets = {
 
 // Layers run per batch: 0 is the assign path, 10-50 typical fits, up to the
 // default limit of 1000.
-const prometheus::Histogram::BucketBoundaries kLayerBuckets = {
-    0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
+const prometheus::Histogram::BucketBoundaries kLayerBuckets = {0,  1,   2,   5,   10,  20,
+                                                               50, 100, 200, 500, 1000};
 
 std::string CodeName(int code) {
   return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
@@ -68,7 +68,8 @@ Metrics::Metrics(const ModelRegistry& registry)
                      .Name("kmt_models_loaded")
                      .Help("Models served, by kind (exact or learned).")
                      .Register(*registry_);
-  for (const RegistryEntry& m : registry.models()) loaded.Add({{"kind", m.info.kind()}}).Increment();
+  for (const RegistryEntry& m : registry.models())
+    loaded.Add({{"kind", m.info.kind()}}).Increment();
 }
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen,

@@ -5,14 +5,14 @@
 #ifndef KMT_SERVER_METRICS_H_
 #define KMT_SERVER_METRICS_H_
 
-#include <memory>
-#include <string>
-
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+
+#include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "proto/kmeans_transformer.pb.h"

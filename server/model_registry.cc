@@ -39,8 +39,7 @@ absl::StatusOr<RegistryEntry> Learned(const std::string& path) {
 
 }  // namespace
 
-ModelRegistry ModelRegistry::Load(const std::string& dir,
-                                  std::vector<std::string>* refused) {
+ModelRegistry ModelRegistry::Load(const std::string& dir, std::vector<std::string>* refused) {
   ModelRegistry registry;
   for (ServedModel<float>& model : ExactModels<float>()) {
     v1::ModelInfo info = Info(model);
@@ -64,8 +63,8 @@ ModelRegistry ModelRegistry::Load(const std::string& dir,
       continue;
     }
     if (registry.Find(model->info.name()) != nullptr) {
-      refused->push_back(absl::StrCat(path.string(), ": a model named '",
-                                      model->info.name(), "' is already served"));
+      refused->push_back(absl::StrCat(path.string(), ": a model named '", model->info.name(),
+                                      "' is already served"));
       continue;
     }
     registry.models_.push_back(*std::move(model));

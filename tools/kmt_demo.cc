@@ -13,8 +13,8 @@
 #include "core/constructions.h"
 #include "core/init.h"
 #include "core/lloyd.h"
-#include "learn/task_generator.h"
 #include "core/transformer.h"
+#include "learn/task_generator.h"
 
 ABSL_FLAG(int, n, 10000, "points to generate");
 ABSL_FLAG(int, d, 2, "dimensions");
@@ -32,8 +32,8 @@ namespace kmt {
 namespace {
 
 absl::Status Demo() {
-  const int n = absl::GetFlag(FLAGS_n), d = absl::GetFlag(FLAGS_d),
-            k = absl::GetFlag(FLAGS_k), layers = absl::GetFlag(FLAGS_layers);
+  const int n = absl::GetFlag(FLAGS_n), d = absl::GetFlag(FLAGS_d), k = absl::GetFlag(FLAGS_k),
+            layers = absl::GetFlag(FLAGS_layers);
   const uint64_t seed = absl::GetFlag(FLAGS_seed);
   absl::StatusOr<Embedding> embedding = ParseEmbedding(absl::GetFlag(FLAGS_embedding));
   if (!embedding.ok()) return embedding.status();
@@ -46,17 +46,14 @@ absl::Status Demo() {
   }
 
   const Matrix<double> points =
-      GenerateTask<double>({.n = n, .d = d, .k = k, .scale = absl::GetFlag(FLAGS_scale)},
-                           seed)
+      GenerateTask<double>({.n = n, .d = d, .k = k, .scale = absl::GetFlag(FLAGS_scale)}, seed)
           .points;
   absl::StatusOr<Matrix<double>> init = InitialCenters(points, k, *init_method, seed);
   if (!init.ok()) return init.status();
   absl::StatusOr<Model<double>> model = LloydConstruction<double>(
-      d, k,
-      {.embedding = *embedding, .theta3 = *theta3, .beta = absl::GetFlag(FLAGS_beta)});
+      d, k, {.embedding = *embedding, .theta3 = *theta3, .beta = absl::GetFlag(FLAGS_beta)});
   if (!model.ok()) return model.status();
-  absl::StatusOr<RunResult<double>> run =
-      RunTransformer(*model, points, *init, {.layers = layers});
+  absl::StatusOr<RunResult<double>> run = RunTransformer(*model, points, *init, {.layers = layers});
   if (!run.ok()) return run.status();
   const auto lloyd = ReferenceLloyd(points, *init, layers);
 
@@ -67,11 +64,9 @@ absl::Status Demo() {
   std::printf("%5s  %18s  %18s  %10s\n", "layer", "transformer", "Lloyd's", "rel. gap");
   for (int t = 0; t < layers; ++t) {
     const double got = run->layer_objectives[t], want = lloyd[t].objective;
-    std::printf("%5d  %18.10g  %18.10g  %10.2e\n", t + 1, got, want,
-                std::abs(got - want) / want);
+    std::printf("%5d  %18.10g  %18.10g  %10.2e\n", t + 1, got, want, std::abs(got - want) / want);
   }
-  std::printf("empty-cluster events: %lld\n",
-              static_cast<long long>(run->empty_cluster_events));
+  std::printf("empty-cluster events: %lld\n", static_cast<long long>(run->empty_cluster_events));
   return absl::OkStatus();
 }
 

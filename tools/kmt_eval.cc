@@ -19,8 +19,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/init.h"
-#include "learn/task_generator.h"
 #include "core/transformer.h"
+#include "learn/task_generator.h"
 #include "proto/model_file.h"
 
 ABSL_FLAG(std::vector<std::string>, models, {}, "model files (*.kmt) to evaluate");
@@ -89,8 +89,8 @@ Curve Summarise(const std::vector<std::vector<double>>& logs, int steps) {
 Result Evaluate(const Scenario& s, const std::vector<Model<float>>& models, int tasks, int steps,
                 uint64_t seed) {
   std::vector<std::vector<double>> lloyd(tasks);
-  std::vector<std::vector<std::vector<double>>> learned(
-      models.size(), std::vector<std::vector<double>>(tasks));
+  std::vector<std::vector<std::vector<double>>> learned(models.size(),
+                                                        std::vector<std::vector<double>>(tasks));
 #pragma omp parallel for schedule(dynamic)
   for (int t = 0; t < tasks; ++t) {
     const Matrix<float> points = GenerateTask<float>(s.tasks, seed + t).points;
@@ -160,31 +160,36 @@ std::string Svg(const Scenario& s, const Result& r, const std::vector<Model<floa
       "fill=\"white\"/>\n<text x=\"%d\" y=\"22\" font-size=\"14\">Mean log k-means objective, "
       "%s</text>\n",
       w, h, left, s.description);
-  absl::StrAppend(&svg, absl::StrFormat(
-      "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n"
-      "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n",
-      left, h - bottom, w - right, h - bottom, left, top, left, h - bottom));
+  absl::StrAppend(
+      &svg, absl::StrFormat("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n"
+                            "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n",
+                            left, h - bottom, w - right, h - bottom, left, top, left, h - bottom));
   for (int i = 0; i <= 4; ++i) {
     const double v = lo + (hi - lo) * i / 4;
-    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.3f</text>\n",
-                                          left - 6, y(v) + 4, v));
+    absl::StrAppend(&svg,
+                    absl::StrFormat("<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.3f</text>\n",
+                                    left - 6, y(v) + 4, v));
   }
   for (int t = 0; t < steps; t += std::max(1, steps / 5)) {
-    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n",
-                                          x(t), h - bottom + 18, t + 1));
+    absl::StrAppend(
+        &svg, absl::StrFormat("<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", x(t),
+                              h - bottom + 18, t + 1));
   }
-  absl::StrAppend(&svg, absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step T</text>\n",
-                                        (left + w - right) / 2, h - 10));
+  absl::StrAppend(&svg,
+                  absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step T</text>\n",
+                                  (left + w - right) / 2, h - 10));
   for (size_t i = 0; i < lines.size(); ++i) {
     std::string points;
     for (int t = 0; t < steps; ++t) {
       absl::StrAppend(&points, absl::StrFormat("%.1f,%.1f ", x(t), y(lines[i].second->mean[t])));
     }
     const char* color = colors[i % 6];
-    absl::StrAppend(&svg, absl::StrFormat(
-        "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%s\"/>\n"
-        "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s</text>\n",
-        color, points, w - right + 10, top + 18 * static_cast<int>(i + 1), color, lines[i].first));
+    absl::StrAppend(
+        &svg,
+        absl::StrFormat("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%s\"/>\n"
+                        "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s</text>\n",
+                        color, points, w - right + 10, top + 18 * static_cast<int>(i + 1), color,
+                        lines[i].first));
   }
   return svg + "</svg>\n";
 }

@@ -23,7 +23,8 @@ ABSL_FLAG(int, d, 32, "dimensions of the tasks");
 ABSL_FLAG(int, k, 10, "clusters of the tasks");
 ABSL_FLAG(int, n, 512, "points per task");
 ABSL_FLAG(std::string, embedding, "onehot", "cluster registers: onehot, binary or none");
-ABSL_FLAG(std::string, family, "normal", "noise family: normal, laplace, gumbel, lognormal, cauchy");
+ABSL_FLAG(std::string, family, "normal",
+          "noise family: normal, laplace, gumbel, lognormal, cauchy");
 ABSL_FLAG(double, scale, 0.1, "per-dimension scale of a component");
 ABSL_FLAG(int64_t, steps, 10000, "optimiser steps");
 ABSL_FLAG(int, batch, 32, "tasks per step");
@@ -40,7 +41,8 @@ ABSL_FLAG(std::string, out, "", "model file to write (default models/<name>.kmt)
 ABSL_FLAG(std::string, checkpoint, "", "checkpoint file (default <out>.ckpt)");
 ABSL_FLAG(int64_t, checkpoint_every, 500, "steps between checkpoints");
 ABSL_FLAG(bool, resume, false, "continue from the checkpoint if it exists");
-ABSL_FLAG(int64_t, stop_after, 0, "stop (with a checkpoint) after this many steps in this run; 0: run to the end");
+ABSL_FLAG(int64_t, stop_after, 0,
+          "stop (with a checkpoint) after this many steps in this run; 0: run to the end");
 
 namespace kmt {
 namespace {
@@ -100,17 +102,16 @@ absl::Status SaveCheckpoint(const std::string& path, const std::string& config,
   return WriteMessage(c, path);
 }
 
-absl::Status LoadCheckpoint(const std::string& path, const std::string& config,
-                            TrainerState* s) {
+absl::Status LoadCheckpoint(const std::string& path, const std::string& config, TrainerState* s) {
   v1::TrainingCheckpoint c;
   if (absl::Status status = ReadMessage(path, &c); !status.ok()) return status;
   if (c.training_config() != config) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, " was made with other options:\n", c.training_config(), "now:\n", config));
+    return absl::FailedPreconditionError(absl::StrCat(path, " was made with other options:\n",
+                                                      c.training_config(), "now:\n", config));
   }
   if (c.params_size() != s->params.size()) {
-    return absl::DataLossError(absl::StrCat(path, " has ", c.params_size(), " weights, expected ",
-                                            s->params.size()));
+    return absl::DataLossError(
+        absl::StrCat(path, " has ", c.params_size(), " weights, expected ", s->params.size()));
   }
   s->step = c.step();
   s->params = Eigen::Map<const Vector<double>>(c.params().data(), c.params_size());
@@ -164,12 +165,11 @@ absl::Status Run() {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double rate = (r.step - first) / std::max(seconds, 1e-9);
-    std::fprintf(stderr, "\r%s step %lld/%lld loss %.4g val %.4f lr %.3g %.1f steps/s ETA %s   ",
-                 Bar(static_cast<double>(r.step) / o.steps).c_str(),
-                 static_cast<long long>(r.step), static_cast<long long>(o.steps), r.loss,
-                 validation, r.learning_rate, rate,
-                 absl::FormatDuration(absl::Seconds(std::round((o.steps - r.step) / rate)))
-                     .c_str());
+    std::fprintf(
+        stderr, "\r%s step %lld/%lld loss %.4g val %.4f lr %.3g %.1f steps/s ETA %s   ",
+        Bar(static_cast<double>(r.step) / o.steps).c_str(), static_cast<long long>(r.step),
+        static_cast<long long>(o.steps), r.loss, validation, r.learning_rate, rate,
+        absl::FormatDuration(absl::Seconds(std::round((o.steps - r.step) / rate))).c_str());
   });
   std::fprintf(stderr, "\n");
   if (!save_status.ok()) return save_status;
@@ -184,9 +184,10 @@ absl::Status Run() {
   const Model<float> model = ModelFromParams(o, state.params, name);
   const double final_validation = ValidationRatio(o, model);
   v1::ModelFile file = ModelToProto(model);
-  file.set_description(absl::StrCat(
-      "one learned layer applied per step with re-embedding, trained on ", FamilyName(o.tasks.family),
-      " mixtures (n = ", o.tasks.n, ", d = ", o.tasks.d, ", k = ", o.tasks.k, ") scaled to [0, 1]"));
+  file.set_description(
+      absl::StrCat("one learned layer applied per step with re-embedding, trained on ",
+                   FamilyName(o.tasks.family), " mixtures (n = ", o.tasks.n, ", d = ", o.tasks.d,
+                   ", k = ", o.tasks.k, ") scaled to [0, 1]"));
   v1::Provenance* p = file.mutable_provenance();
   p->set_training_config(config);
   p->set_seed(o.seed);
@@ -197,9 +198,10 @@ absl::Status Run() {
   p->set_created(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
   p->set_trainer("kmt-train " KMT_VERSION);
   if (absl::Status s = WriteModelFile(file, out); !s.ok()) return s;
-  std::printf("wrote %s: validation ratio %.4f (objective after one layer / after one Lloyd's "
-              "step), %.1f s, %.2f steps/s\n",
-              out.c_str(), final_validation, seconds, (o.steps - first) / seconds);
+  std::printf(
+      "wrote %s: validation ratio %.4f (objective after one layer / after one Lloyd's "
+      "step), %.1f s, %.2f steps/s\n",
+      out.c_str(), final_validation, seconds, (o.steps - first) / seconds);
   return absl::OkStatus();
 }
 

@@ -47,8 +47,8 @@ TYPED_TEST(AssignTest, EqualsPlainArgminWithExactAndNearTies) {
     // ties and many near ties that the product form alone gets wrong.
     Matrix<S> points(d, n), centers(d, k);
     for (Eigen::Index i = 0; i < points.size(); ++i) {
-      points.data()[i] = static_cast<S>(100 + rng.Below(3) +
-                                        (trial % 2 ? 1e-6 * rng.Uniform() : 0));
+      points.data()[i] =
+          static_cast<S>(100 + rng.Below(3) + (trial % 2 ? 1e-6 * rng.Uniform() : 0));
     }
     for (Eigen::Index i = 0; i < centers.size(); ++i) {
       centers.data()[i] = static_cast<S>(100 + rng.Below(3));
@@ -58,8 +58,7 @@ TYPED_TEST(AssignTest, EqualsPlainArgminWithExactAndNearTies) {
     AssignNearest(points, centers, &labels, &sq_dist);
     ASSERT_EQ(labels, PlainArgmin(points, centers));
     for (int i = 0; i < n; i += 97) {
-      EXPECT_NEAR(sq_dist[i], (points.col(i) - centers.col(labels[i])).squaredNorm(),
-                  1e-5);
+      EXPECT_NEAR(sq_dist[i], (points.col(i) - centers.col(labels[i])).squaredNorm(), 1e-5);
     }
   }
 }

@@ -1,5 +1,5 @@
 // The dense attention against a straightforward per-pair implementation, and
-// the normalisers' defining properties.
+// the normalizers' defining properties.
 #include "core/attention.h"
 
 #include <gtest/gtest.h>
@@ -12,8 +12,7 @@ namespace kmt {
 namespace {
 
 template <typename Scalar>
-Matrix<Scalar> RandomMatrix(int rows, int cols, Rng& rng, double lo = -1,
-                            double hi = 1) {
+Matrix<Scalar> RandomMatrix(int rows, int cols, Rng& rng, double lo = -1, double hi = 1) {
   Matrix<Scalar> m(rows, cols);
   for (Eigen::Index i = 0; i < m.size(); ++i) {
     m.data()[i] = static_cast<Scalar>(lo + (hi - lo) * rng.Uniform());
@@ -22,8 +21,7 @@ Matrix<Scalar> RandomMatrix(int rows, int cols, Rng& rng, double lo = -1,
 }
 
 template <typename Scalar>
-AttentionBlock<Scalar> RandomBlock(int dim, Rng& rng, double lo = -1,
-                                   double hi = 1) {
+AttentionBlock<Scalar> RandomBlock(int dim, Rng& rng, double lo = -1, double hi = 1) {
   AttentionBlock<Scalar> b;
   b.Q = RandomMatrix<Scalar>(dim, dim, rng, lo, hi);
   b.K = RandomMatrix<Scalar>(dim, dim, rng, lo, hi);
@@ -36,8 +34,8 @@ AttentionBlock<Scalar> RandomBlock(int dim, Rng& rng, double lo = -1,
 
 // SPEC section 1 written out per query and key, in long double.
 template <typename Scalar>
-Matrix<Scalar> NaiveAttend(const AttentionBlock<Scalar>& b,
-                           const Matrix<Scalar>& z, const Matrix<Scalar>& keys) {
+Matrix<Scalar> NaiveAttend(const AttentionBlock<Scalar>& b, const Matrix<Scalar>& z,
+                           const Matrix<Scalar>& keys) {
   using L = long double;
   const int dim = b.dim();
   Matrix<Scalar> out(dim, z.cols());
@@ -52,8 +50,7 @@ Matrix<Scalar> NaiveAttend(const AttentionBlock<Scalar>& b,
       for (int r = 0; r < dim; ++r) {
         L pk = b.bK[r];
         for (int c = 0; c < dim; ++c) pk += L(b.K(r, c)) * keys(c, l);
-        acc += b.score == ScoreKind::kEuclidean ? (pq[r] - pk) * (pq[r] - pk)
-                                                : pq[r] * pk;
+        acc += b.score == ScoreKind::kEuclidean ? (pq[r] - pk) * (pq[r] - pk) : pq[r] * pk;
       }
       s[l] = b.score == ScoreKind::kEuclidean ? -acc : acc;
     }
@@ -173,8 +170,8 @@ TYPED_TEST(AttentionTest, WeightsAreADistributionPerQuery) {
     AttentionBlock<S> block = RandomBlock<S>(3, rng);
     block.normalizer = n;
     block.beta = 2;
-    const Matrix<S> w = AttentionWeights(block, RandomMatrix<S>(3, 25, rng),
-                                         RandomMatrix<S>(3, 31, rng));
+    const Matrix<S> w =
+        AttentionWeights(block, RandomMatrix<S>(3, 25, rng), RandomMatrix<S>(3, 31, rng));
     EXPECT_GE(w.minCoeff(), 0);
     for (Eigen::Index q = 0; q < w.cols(); ++q) {
       EXPECT_NEAR(w.col(q).sum(), 1, 1e-6);
@@ -189,10 +186,8 @@ TYPED_TEST(AttentionTest, SupportMeansAMatchingKey) {
   block.K.setIdentity();
   block.V.setIdentity();
   Matrix<S> queries(2, 3), keys(2, 2);
-  queries << 1, 0, 0,
-             0, 1, 0;
-  keys << 1, 1,
-          0, 0;
+  queries << 1, 0, 0, 0, 1, 0;
+  keys << 1, 1, 0, 0;
   std::vector<bool> support;
   Attend(block, queries, keys, &support);  // Euclidean hardmax
   EXPECT_EQ(support, (std::vector<bool>{true, false, false}));
@@ -236,8 +231,7 @@ TEST(AttentionBlock, ValidationNamesTheProblem) {
   EXPECT_EQ(ValidateBlock(block, 3).message(), "weights contain NaN or Inf");
   block = AttentionBlock<double>::Zero(3);
   block.beta = -2;
-  EXPECT_EQ(ValidateBlock(block, 3).message(),
-            "inverse temperature -2 must be positive");
+  EXPECT_EQ(ValidateBlock(block, 3).message(), "inverse temperature -2 must be positive");
 }
 
 TEST(AttentionNames, ParseWhatTheyPrint) {
@@ -246,7 +240,7 @@ TEST(AttentionNames, ParseWhatTheyPrint) {
   }
   EXPECT_EQ(*ParseScoreKind("dot"), ScoreKind::kDotProduct);
   EXPECT_EQ(ParseNormalizer("argmax").status().message(),
-            "unknown normaliser 'argmax', expected softmax, hardmax or linear");
+            "unknown normalizer 'argmax', expected softmax, hardmax or linear");
 }
 
 }  // namespace

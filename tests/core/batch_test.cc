@@ -7,9 +7,7 @@
 namespace kmt {
 namespace {
 
-BatchSpec<double> Spec() {
-  return {.points = Matrix<double>::Random(3, 10), .k = 4, .layers = 2};
-}
+BatchSpec<double> Spec() { return {.points = Matrix<double>::Random(3, 10), .k = 4, .layers = 2}; }
 
 TEST(Batch, AValidSpecIsKept) {
   const BatchSpec<double> spec = Spec();

@@ -9,8 +9,8 @@
 #include "core/init.h"
 #include "core/lloyd.h"
 #include "core/random.h"
-#include "learn/task_generator.h"
 #include "core/transformer.h"
+#include "learn/task_generator.h"
 
 namespace kmt {
 namespace {
@@ -23,10 +23,8 @@ struct Case {
   uint64_t seed;
 
   std::string Describe() const {
-    return absl::StrCat("n=", n, " d=", d, " k=", k, " ",
-                        EmbeddingName(embedding), " theta3=",
-                        Theta3FormName(theta3), grid ? " grid" : "",
-                        " seed=", seed);
+    return absl::StrCat("n=", n, " d=", d, " k=", k, " ", EmbeddingName(embedding),
+                        " theta3=", Theta3FormName(theta3), grid ? " grid" : "", " seed=", seed);
   }
 };
 
@@ -38,8 +36,7 @@ std::vector<Case> RandomCases(int count) {
     c.k = 1 + static_cast<int>(rng.Below(64));
     c.d = 1 + static_cast<int>(rng.Below(64));
     // n log-uniform on [k, 5000].
-    c.n = static_cast<int>(
-        std::round(c.k * std::pow(5000.0 / c.k, rng.Uniform())));
+    c.n = static_cast<int>(std::round(c.k * std::pow(5000.0 / c.k, rng.Uniform())));
     c.n = std::clamp(c.n, c.k, 5000);
     c.embedding = (i % 2 == 0) ? Embedding::kOneHot : Embedding::kBinary;
     c.theta3 = (i % 4 == 0) ? Theta3Form::kLinear : Theta3Form::kHardmax;
@@ -57,9 +54,7 @@ std::vector<Case> RandomCases(int count) {
 
 Matrix<double> CaseData(const Case& c) {
   if (!c.grid) {
-    return GenerateTask<double>(
-               {.n = c.n, .d = c.d, .k = std::max(1, c.k / 2)}, c.seed)
-        .points;
+    return GenerateTask<double>({.n = c.n, .d = c.d, .k = std::max(1, c.k / 2)}, c.seed).points;
   }
   Rng rng(c.seed);
   Matrix<double> points(c.d, c.n);
@@ -77,16 +72,13 @@ double RelativeError(const Matrix<double>& got, const Matrix<double>& want) {
 // reference Lloyd's: assignments and registers exactly, centers and the
 // objective to 1e-12 relative, empty-cluster counts exactly. Adds the
 // reference's empty-cluster events to *empty_events.
-void ExpectMatchesLloyd(const Case& c, bool dense, int layers,
-                        int64_t* empty_events) {
+void ExpectMatchesLloyd(const Case& c, bool dense, int layers, int64_t* empty_events) {
   SCOPED_TRACE(c.Describe());
   const Matrix<double> points = CaseData(c);
-  const Matrix<double> init =
-      *InitialCenters(points, c.k, InitMethod::kRandomSubset, c.seed);
-  const std::vector<LloydIteration<double>> lloyd =
-      ReferenceLloyd(points, init, layers);
-  absl::StatusOr<Model<double>> model = LloydConstruction<double>(
-      c.d, c.k, {.embedding = c.embedding, .theta3 = c.theta3});
+  const Matrix<double> init = *InitialCenters(points, c.k, InitMethod::kRandomSubset, c.seed);
+  const std::vector<LloydIteration<double>> lloyd = ReferenceLloyd(points, init, layers);
+  absl::StatusOr<Model<double>> model =
+      LloydConstruction<double>(c.d, c.k, {.embedding = c.embedding, .theta3 = c.theta3});
   ASSERT_TRUE(model.ok()) << model.status();
   const Matrix<double> codes = CenterRegisters<double>(c.embedding, c.k);
 
@@ -95,8 +87,7 @@ void ExpectMatchesLloyd(const Case& c, bool dense, int layers,
   for (Path path : paths) {
     SCOPED_TRACE(path == Path::kFast ? "fast path" : "dense path");
     absl::StatusOr<RunResult<double>> run = RunTransformer(
-        *model, points, init,
-        {.layers = layers, .path = path, .record_trajectory = true});
+        *model, points, init, {.layers = layers, .path = path, .record_trajectory = true});
     ASSERT_TRUE(run.ok()) << run.status();
     ASSERT_EQ(run->path, path);
     ASSERT_EQ(run->trajectory.size(), static_cast<size_t>(layers));
@@ -127,8 +118,7 @@ TEST(LloydConstruction, EqualsReferenceLloydAtEveryLayerOnRandomProblems) {
   for (const Case& c : cases) {
     // The dense path is O(n^2) per layer; it runs on every problem up to
     // n = 2000 and on the two largest.
-    ExpectMatchesLloyd(c, /*dense=*/c.n <= 2000 || c.n == 5000, 20,
-                       &empty_events);
+    ExpectMatchesLloyd(c, /*dense=*/c.n <= 2000 || c.n == 5000, 20, &empty_events);
     if (HasFatalFailure()) return;
   }
   // The grid problems exercise the empty-cluster rule, not just the proof's
@@ -158,11 +148,9 @@ TEST(LloydConstruction, TiesGoToTheLowestIndex) {
 
 TEST(LloydConstruction, EmptyClusterKeepsPreviousCenterAndIsCounted) {
   Matrix<double> points(2, 4);
-  points << 0, 1, 0, 1,
-            0, 0, 1, 1;
+  points << 0, 1, 0, 1, 0, 0, 1, 1;
   Matrix<double> init(2, 3);
-  init << 0.5, 9, 0.6,
-          0.5, 9, 0.5;  // center 1 is far away: nobody comes to it
+  init << 0.5, 9, 0.6, 0.5, 9, 0.5;  // center 1 is far away: nobody comes to it
   for (Embedding e : {Embedding::kOneHot, Embedding::kBinary}) {
     SCOPED_TRACE(EmbeddingName(e));
     const Model<double> model = *LloydConstruction<double>(2, 3, {.embedding = e});
@@ -201,9 +189,7 @@ TEST(LloydConstruction, BinaryRegistersHoldTheBitsOfTheCluster) {
   const Matrix<float> codes = CenterRegisters<float>(Embedding::kBinary, 5);
   ASSERT_EQ(codes.rows(), 3);
   Matrix<float> want(3, 5);
-  want << 0, 1, 0, 1, 0,
-          0, 0, 1, 1, 0,
-          0, 0, 0, 0, 1;
+  want << 0, 1, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1;
   EXPECT_EQ(codes, want);
   EXPECT_EQ(RegisterDim(Embedding::kBinary, 1), 0);
   EXPECT_EQ(RegisterDim(Embedding::kBinary, 64), 6);
@@ -212,9 +198,7 @@ TEST(LloydConstruction, BinaryRegistersHoldTheBitsOfTheCluster) {
 }
 
 TEST(LloydConstruction, RejectsWhatCannotBeExact) {
-  EXPECT_EQ(LloydConstruction<double>(2, 3, {.embedding = Embedding::kNone})
-                .status()
-                .code(),
+  EXPECT_EQ(LloydConstruction<double>(2, 3, {.embedding = Embedding::kNone}).status().code(),
             absl::StatusCode::kInvalidArgument);
   const auto binary_linear = LloydConstruction<double>(
       2, 3, {.embedding = Embedding::kBinary, .theta3 = Theta3Form::kLinear});
@@ -238,22 +222,20 @@ TEST(LloydConstruction, FastPathOnlyForExactWeights) {
   model.layers[0][BlockId::kPointsToPoints].V(0, 0) = 1e-3f;
   EXPECT_EQ(MatchLloyd(model), std::nullopt);
   EXPECT_EQ(RunTransformer(model, points, init, {.layers = 2})->path, Path::kDense);
-  EXPECT_EQ(RunTransformer(model, points, init, {.layers = 2, .path = Path::kFast})
-                .status()
-                .code(),
+  EXPECT_EQ(RunTransformer(model, points, init, {.layers = 2, .path = Path::kFast}).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(LloydConstruction, FloatPathsAgreeWithDouble) {
   const Task<double> task = GenerateTask<double>({.n = 3000, .d = 16, .k = 8}, 11);
   const Matrix<double> init = *InitialCenters(task.points, 8, InitMethod::kKMeansPlusPlus, 3);
-  const RunResult<double> exact = *RunTransformer(
-      *LloydConstruction<double>(16, 8, {}), task.points, init, {.layers = 10});
+  const RunResult<double> exact =
+      *RunTransformer(*LloydConstruction<double>(16, 8, {}), task.points, init, {.layers = 10});
   for (Path path : {Path::kFast, Path::kDense}) {
-    const RunResult<float> run = *RunTransformer(
-        *LloydConstruction<float>(16, 8, {.embedding = Embedding::kBinary}),
-        Matrix<float>(task.points.cast<float>()), Matrix<float>(init.cast<float>()),
-        {.layers = 10, .path = path});
+    const RunResult<float> run =
+        *RunTransformer(*LloydConstruction<float>(16, 8, {.embedding = Embedding::kBinary}),
+                        Matrix<float>(task.points.cast<float>()), Matrix<float>(init.cast<float>()),
+                        {.layers = 10, .path = path});
     EXPECT_EQ(run.labels, exact.labels);
     EXPECT_LE(RelativeError(run.centers.cast<double>(), exact.centers), 1e-5);
     EXPECT_NEAR(run.objective, exact.objective, 1e-5 * exact.objective);
@@ -269,8 +251,7 @@ TEST(Transformer, BeforeLayerStopsTheRun) {
         model, points, Matrix<double>(points.leftCols(3)),
         {.layers = 10, .path = path, .before_layer = [&](int layer) {
            ++calls;
-           return layer == 4 ? absl::DeadlineExceededError("deadline passed")
-                             : absl::OkStatus();
+           return layer == 4 ? absl::DeadlineExceededError("deadline passed") : absl::OkStatus();
          }});
     EXPECT_EQ(run.status().code(), absl::StatusCode::kDeadlineExceeded);
     EXPECT_EQ(calls, 5);
@@ -282,8 +263,8 @@ TEST(Transformer, ZeroLayersAssignsToTheGivenCenters) {
   points << 0, 5, 10;
   Matrix<double> centers(1, 2);
   centers << 1, 9;
-  const RunResult<double> run = *RunTransformer(
-      *LloydConstruction<double>(1, 2, {}), points, centers, {.layers = 0});
+  const RunResult<double> run =
+      *RunTransformer(*LloydConstruction<double>(1, 2, {}), points, centers, {.layers = 0});
   EXPECT_EQ(run.labels, (Labels{0, 0, 1}));
   EXPECT_EQ(run.centers, centers);
   EXPECT_EQ(run.objective, 1 + 16 + 1);
@@ -328,14 +309,12 @@ TEST(RunLloyd, EqualsTheMaterialisedConstruction) {
   const Matrix<double> points = GenerateTask<double>({.n = 700, .d = 5, .k = 6}, 8).points;
   const Matrix<double> init = *InitialCenters(points, 6, InitMethod::kKMeansPlusPlus, 8);
   for (const LloydOptions& options :
-       {LloydOptions{.embedding = Embedding::kBinary},
-        LloydOptions{.theta3 = Theta3Form::kLinear},
+       {LloydOptions{.embedding = Embedding::kBinary}, LloydOptions{.theta3 = Theta3Form::kLinear},
         LloydOptions{.beta = 50}}) {
     SCOPED_TRACE(LloydModelName(options));
-    const RunResult<double> direct =
-        *RunLloyd(options, points, init, {.layers = 6});
-    const RunResult<double> built = *RunTransformer(
-        *LloydConstruction<double>(5, 6, options), points, init, {.layers = 6});
+    const RunResult<double> direct = *RunLloyd(options, points, init, {.layers = 6});
+    const RunResult<double> built =
+        *RunTransformer(*LloydConstruction<double>(5, 6, options), points, init, {.layers = 6});
     EXPECT_EQ(direct.path, built.path);
     EXPECT_EQ(direct.labels, built.labels);
     EXPECT_EQ(direct.centers, built.centers);

@@ -26,7 +26,8 @@ TEST(Engine, ExactModelsAreTheThreeLloydConstructions) {
     EXPECT_FALSE(m.description().empty());
     names.push_back(m.name());
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-linear"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-linear"}));
 }
 
 TEST(Engine, ExactModelFromGivenCentersIsReferenceLloyd) {
@@ -43,8 +44,7 @@ TEST(Engine, ExactModelFromGivenCentersIsReferenceLloyd) {
     EXPECT_EQ(run->path, Path::kFast);
     EXPECT_EQ(run->layers_run, 6);
     for (int t = 0; t < 6; ++t) {
-      EXPECT_NEAR(run->layer_objectives[t], reference[t].objective,
-                  1e-12 * reference[t].objective);
+      EXPECT_NEAR(run->layer_objectives[t], reference[t].objective, 1e-12 * reference[t].objective);
     }
     EXPECT_LE((run->centers - reference.back().centers).norm(),
               1e-12 * reference.back().centers.norm());
@@ -175,10 +175,9 @@ TEST(Engine, AModelRefusesBatchesItCannotRun) {
   const Task<double> task = GenerateTask<double>({.n = 50, .d = 3, .k = 4}, 1);
   EXPECT_EQ(Cluster(learned, MakeBatch({.points = task.points, .k = 5})).status().message(),
             "model random was trained for d = 3, k = 4; the batch has d = 3, k = 5");
-  EXPECT_EQ(Cluster(learned, MakeBatch({.points = task.points, .k = 4, .beta = 2}))
-                .status()
-                .message(),
-            "beta applies to the exact models; random is learned");
+  EXPECT_EQ(
+      Cluster(learned, MakeBatch({.points = task.points, .k = 4, .beta = 2})).status().message(),
+      "beta applies to the exact models; random is learned");
   Model<double> broken = RandomModel(3, 4, InputScaling::kNone);
   broken.layers[0][BlockId::kCentersToPoints].V.resize(2, 2);
   EXPECT_EQ(ServedModel<double>::FromWeights(broken, "").status().code(),
@@ -191,9 +190,8 @@ TEST(Engine, TheStopCheckEndsTheRunWithItsStatus) {
   const StopCheck check = [&calls] {
     return ++calls > 3 ? absl::DeadlineExceededError("too late") : absl::OkStatus();
   };
-  const absl::StatusOr<RunResult<double>> run =
-      Cluster(ExactModels<double>()[0], MakeBatch({.points = task.points, .k = 3, .layers = 10}),
-              check);
+  const absl::StatusOr<RunResult<double>> run = Cluster(
+      ExactModels<double>()[0], MakeBatch({.points = task.points, .k = 3, .layers = 10}), check);
   EXPECT_EQ(run.status(), absl::DeadlineExceededError("too late"));
 }
 

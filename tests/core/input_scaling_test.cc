@@ -24,9 +24,9 @@ TEST(InputScaling, NoneIsTheIdentity) {
 
 TEST(InputScaling, MinMaxMapsEveryDimensionOntoZeroOneAndBack) {
   Matrix<double> points(3, 4);
-  points << 1, 3, 2, 5,   //
-      -10, 10, 0, 0,      //
-      7, 7, 7, 7;         // constant: maps to 0
+  points << 1, 3, 2, 5,  //
+      -10, 10, 0, 0,     //
+      7, 7, 7, 7;        // constant: maps to 0
   const InputMap<double> map(InputScaling::kMinMax, points);
   EXPECT_FALSE(map.identity());
   Matrix<double> expected(3, 4);

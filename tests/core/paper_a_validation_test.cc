@@ -10,8 +10,8 @@
 #include "core/constructions.h"
 #include "core/init.h"
 #include "core/lloyd.h"
-#include "learn/task_generator.h"
 #include "core/transformer.h"
+#include "learn/task_generator.h"
 
 namespace kmt {
 namespace {
@@ -39,15 +39,14 @@ TEST(PaperAValidation, SoftmaxBeta1e4FollowsLloyd) {
   const PaperData& s = PaperSetup();
   const Model<double> model = *LloydConstruction<double>(
       2, 5, {.embedding = Embedding::kOneHot, .theta3 = Theta3Form::kLinear, .beta = 1e4});
-  const RunResult<double> run = *RunTransformer(
-      model, s.points, s.init, {.layers = kLayers, .record_trajectory = true});
+  const RunResult<double> run =
+      *RunTransformer(model, s.points, s.init, {.layers = kLayers, .record_trajectory = true});
   ASSERT_EQ(run.path, Path::kDense);
 
   std::printf("layer  transformer(beta=1e4)  Lloyd's      relative gap\n");
   for (int t = 0; t < kLayers; ++t) {
     const double got = run.layer_objectives[t], want = s.lloyd[t].objective;
-    std::printf("%5d  %20.10f  %12.10f  %.2e\n", t + 1, got, want,
-                std::abs(got - want) / want);
+    std::printf("%5d  %20.10f  %12.10f  %.2e\n", t + 1, got, want, std::abs(got - want) / want);
     // A soft boundary moves the centers a little: the objective stays within
     // 1e-3 of Lloyd's at every layer.
     EXPECT_NEAR(got, want, 1e-3 * want) << "layer " << t + 1;
@@ -61,8 +60,7 @@ TEST(PaperAValidation, SoftmaxBeta1e4FollowsLloyd) {
     const double top = registers.col(i).maxCoeff();
     for (int c = 0; c < 4; ++c) counts[c] += top >= 1 - tolerances[c];
   }
-  std::printf("discrete assignments after %d layers (paper A reports 9921 of 10000):\n",
-              kLayers);
+  std::printf("discrete assignments after %d layers (paper A reports 9921 of 10000):\n", kLayers);
   for (int c = 0; c < 4; ++c) {
     std::printf("  one-hot to within %g: %d of 10000\n", tolerances[c], counts[c]);
   }
@@ -79,8 +77,7 @@ TEST(PaperAValidation, HardmaxIsLloydExactly) {
     const Model<double> model = *LloydConstruction<double>(2, 5, {.theta3 = form});
     for (Path path : {Path::kFast, Path::kDense}) {
       const RunResult<double> run = *RunTransformer(
-          model, s.points, s.init,
-          {.layers = kLayers, .path = path, .record_trajectory = true});
+          model, s.points, s.init, {.layers = kLayers, .path = path, .record_trajectory = true});
       for (int t = 0; t < kLayers; ++t) {
         SCOPED_TRACE(t + 1);
         EXPECT_EQ(run.trajectory[t].labels, s.lloyd[t].labels);

@@ -41,15 +41,12 @@ TEST(Validation, NonFiniteValuesAreNamed) {
 TEST(Validation, ClusterCounts) {
   EXPECT_TRUE(ValidateClusterCount(5, 5).ok());
   EXPECT_EQ(ValidateClusterCount(5, 0).message(), "k = 0, must be at least 1");
-  EXPECT_EQ(ValidateClusterCount(4, 5).message(),
-            "n = 4 points is fewer than k = 5 clusters");
-  EXPECT_EQ(ValidatePoints(Matrix<double>(0, 4)).message(),
-            "d = 0, must be at least 1");
+  EXPECT_EQ(ValidateClusterCount(4, 5).message(), "n = 4 points is fewer than k = 5 clusters");
+  EXPECT_EQ(ValidatePoints(Matrix<double>(0, 4)).message(), "d = 0, must be at least 1");
   EXPECT_EQ(ValidatePoints(Matrix<double>(3, 0)).message(), "no points: n = 0");
-  EXPECT_EQ(ValidateCenters<double>(Matrix<double>::Zero(3, 9),
-                                    Matrix<double>::Zero(2, 3))
-                .message(),
-            "centers have d = 2, points have d = 3");
+  EXPECT_EQ(
+      ValidateCenters<double>(Matrix<double>::Zero(3, 9), Matrix<double>::Zero(2, 3)).message(),
+      "centers have d = 2, points have d = 3");
 }
 
 }  // namespace

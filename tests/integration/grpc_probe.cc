@@ -1,9 +1,9 @@
 #include "tests/integration/grpc_probe.h"
 
-#include <future>
-
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+
+#include <future>
 
 #include "client/cluster_client.h"
 
@@ -19,7 +19,8 @@ std::string Bytes(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
   (void)buffer.Dump(&slices);
   std::string out;
-  for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  for (const grpc::Slice& s : slices)
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
   return out;
 }
 

@@ -28,8 +28,7 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& out,
-            const std::string& err) {
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& out, const std::string& err) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -57,8 +56,8 @@ std::string TempDir(const std::string& name) {
     }
   } registry;
   const char* base = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(base ? base : "/tmp") + "/kmt-" + name + "-" +
-                    std::to_string(getpid());
+  std::string dir =
+      std::string(base ? base : "/tmp") + "/kmt-" + name + "-" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   registry.dirs.push_back(dir);
@@ -71,8 +70,7 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::strin
   server->dir_ = TempDir("server" + std::to_string(started++));
   const std::string port_file = server->dir_ + "/port";
   std::vector<std::string> argv = {KMT_SERVER_BINARY, "--listen=127.0.0.1:0",
-                                   "--port_file=" + port_file,
-                                   "--metrics_listen=127.0.0.1:0",
+                                   "--port_file=" + port_file, "--metrics_listen=127.0.0.1:0",
                                    "--metrics_port_file=" + server->dir_ + "/metrics_port"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   server->pid_ = Spawn(argv, server->dir_ + "/stdout", server->dir_ + "/stderr");

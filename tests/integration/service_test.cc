@@ -2,6 +2,8 @@
 // client library, checked against the core computing the same thing in this
 // process.
 #include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -16,11 +18,8 @@
 #include <sstream>
 #include <thread>
 
-#include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
-
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/cluster_client.h"
@@ -28,8 +27,8 @@
 #include "core/cluster_sums.h"
 #include "core/init.h"
 #include "core/random.h"
-#include "learn/task_generator.h"
 #include "core/transformer.h"
+#include "learn/task_generator.h"
 #include "proto/model_file.h"
 #include "tests/integration/grpc_probe.h"
 #include "tests/integration/server_process.h"
@@ -187,10 +186,9 @@ std::string ModelDir() {
 class ServiceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = ServerProcess::Start({"--model_dir=" + ModelDir(),
-                                    absl::StrCat("--max_points=", kMaxPoints),
-                                    "--max_message_bytes=4194304", "--workers=2",
-                                    "--not_serving_delay=0s"})
+    server_ = ServerProcess::Start(
+                  {"--model_dir=" + ModelDir(), absl::StrCat("--max_points=", kMaxPoints),
+                   "--max_message_bytes=4194304", "--workers=2", "--not_serving_delay=0s"})
                   .release();
     ASSERT_NE(server_, nullptr);
   }
@@ -226,12 +224,12 @@ TEST_F(ServiceTest, CliPerBatchModeEqualsTheCoreOnEveryBatch) {
   const Dataset& data = HundredThousand();
   const std::string dir = TempDir("per-batch");
   std::string out, err;
-  ASSERT_EQ(RunProgram({CliBinary(), "cluster", "--server=" + server_->address(),
-                        "--input=" + data.csv, "--k=6", "--iterations=10", "--seed=7",
-                        "--batch_size=4096", "--labels_out=" + dir + "/labels",
-                        "--centers_out=" + dir + "/centers.csv"},
-                       &out, &err),
-            0)
+  ASSERT_EQ(
+      RunProgram({CliBinary(), "cluster", "--server=" + server_->address(), "--input=" + data.csv,
+                  "--k=6", "--iterations=10", "--seed=7", "--batch_size=4096",
+                  "--labels_out=" + dir + "/labels", "--centers_out=" + dir + "/centers.csv"},
+                 &out, &err),
+      0)
       << err;
   EXPECT_NE(out.find("25 batches, 100000 points, 0 failed"), std::string::npos) << out;
   const Labels labels = ReadLabels(dir + "/labels");
@@ -260,11 +258,10 @@ TEST_F(ServiceTest, CliWholeFileModeEqualsTheCoreOnAllPointsAtOnce) {
   const Matrix<float> init = *InitialCenters(data.points, 6, InitMethod::kKMeansPlusPlus, 3);
   WriteCsv(dir + "/init.csv", init);
   std::string out, err;
-  ASSERT_EQ(RunProgram({CliBinary(), "cluster", "--mode=whole",
-                        "--server=" + server_->address(), "--input=" + data.csv, "--k=6",
-                        "--iterations=10", "--init=given", "--centers_in=" + dir + "/init.csv",
-                        "--batch_size=7000", "--labels_out=" + dir + "/labels",
-                        "--centers_out=" + dir + "/centers.csv"},
+  ASSERT_EQ(RunProgram({CliBinary(), "cluster", "--mode=whole", "--server=" + server_->address(),
+                        "--input=" + data.csv, "--k=6", "--iterations=10", "--init=given",
+                        "--centers_in=" + dir + "/init.csv", "--batch_size=7000",
+                        "--labels_out=" + dir + "/labels", "--centers_out=" + dir + "/centers.csv"},
                        &out, &err),
             0)
       << err;
@@ -345,7 +342,8 @@ TEST_F(ServiceTest, BadBatchesGetTheirOwnErrorsAndTheStreamGoesOn) {
   v1::ClusterRequest beta = Request("beta", "lloyd-onehot", good, 5, 1);
   beta.set_beta(-1);
   add(beta, absl::StatusCode::kInvalidArgument, "beta = -1, must be 0 (hardmax) or positive");
-  v1::ClusterRequest dense = Request("dense", "lloyd-onehot", Matrix<float>(HundredThousand().points.leftCols(5000)), 5, 1);
+  v1::ClusterRequest dense = Request("dense", "lloyd-onehot",
+                                     Matrix<float>(HundredThousand().points.leftCols(5000)), 5, 1);
   dense.set_beta(100);
   add(dense, absl::StatusCode::kInvalidArgument,
       "n = 5000 exceeds this server's limit of 4096 points for lloyd-onehot with beta > 0, "
@@ -416,7 +414,8 @@ TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
   const Matrix<float> init = *InitialCenters(scaled, 4, InitMethod::kKMeansPlusPlus, 5);
   RunResult<float> run = *RunTransformer(LearnedModel(), scaled, init, {.layers = 3});
   EXPECT_EQ(run.path, Path::kDense);
-  const Matrix<float> centers = ((run.centers.array().colwise() * range.array()).matrix()).colwise() + lo;
+  const Matrix<float> centers =
+      ((run.centers.array().colwise() * range.array()).matrix()).colwise() + lo;
   EXPECT_LE((CentersOf(got, 3) - centers).norm(), 1e-5 * centers.norm());
   Labels labels;
   AssignNearest(points, centers, &labels);
@@ -437,11 +436,11 @@ TEST_F(ServiceTest, HealthIsServingAndReflectionListsTheService) {
 
 TEST_F(ServiceTest, PythonPipelineWithStubsGeneratedFromTheProto) {
   std::string out, err;
-  const int code = RunProgram({"/usr/bin/python3", KMT_SOURCE_DIR "/docs/examples/python_client.py",
-                               "--server=" + server_->address(),
-                               "--proto_dir=" KMT_SOURCE_DIR "/proto",
-                               "--out_dir=" + TempDir("python")},
-                              &out, &err);
+  const int code =
+      RunProgram({"/usr/bin/python3", KMT_SOURCE_DIR "/docs/examples/python_client.py",
+                  "--server=" + server_->address(), "--proto_dir=" KMT_SOURCE_DIR "/proto",
+                  "--out_dir=" + TempDir("python")},
+                 &out, &err);
   ASSERT_EQ(code, 0) << err;
   EXPECT_NE(out.find("1000 labels, 4 centers"), std::string::npos) << out;
 }
@@ -576,8 +575,8 @@ TEST(ClientRetries, GivesUpOnAnAddressWhereNothingListens) {
 }
 
 TEST(ServiceShutdown, SigtermDuringBusyStreamsLosesNoAcceptedBatch) {
-  auto server = ServerProcess::Start(
-      {"--model_dir=", "--not_serving_delay=1s", "--shutdown_grace=60s"});
+  auto server =
+      ServerProcess::Start({"--model_dir=", "--not_serving_delay=1s", "--shutdown_grace=60s"});
   ASSERT_NE(server, nullptr);
   const Matrix<float> points = GenerateTask<float>({.n = 4096, .d = 16, .k = 16}, 8).points;
   constexpr int kStreams = 8, kBatches = 150;

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "learn/task_generator.h"
 #include "core/transformer.h"
+#include "learn/task_generator.h"
 #include "proto/model_file.h"
 
 namespace kmt {

@@ -11,9 +11,19 @@ namespace kmt {
 namespace {
 
 std::vector<std::string> Tiny(const std::string& out) {
-  return {KMT_TRAIN_BINARY, "--d=2", "--k=3", "--n=48", "--batch=4", "--steps=30",
-          "--eval_every=10", "--validation_tasks=4", "--checkpoint_every=7",
-          "--embedding=binary", "--seed=5", "--name=tiny", "--out=" + out};
+  return {KMT_TRAIN_BINARY,
+          "--d=2",
+          "--k=3",
+          "--n=48",
+          "--batch=4",
+          "--steps=30",
+          "--eval_every=10",
+          "--validation_tasks=4",
+          "--checkpoint_every=7",
+          "--embedding=binary",
+          "--seed=5",
+          "--name=tiny",
+          "--out=" + out};
 }
 
 TEST(TrainCli, ResumedRunWritesTheSameWeightsAsAStraightRun) {

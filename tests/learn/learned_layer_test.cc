@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/random.h"
-#include "learn/smoothed_objective.h"
 #include "core/transformer.h"
+#include "learn/smoothed_objective.h"
 
 namespace kmt {
 namespace {
@@ -85,8 +85,8 @@ TEST(SoftmaxAttention, BackwardMatchesFiniteDifferences) {
   };
   AttentionCache<double> cache;
   SoftmaxAttentionForward(block, queries, keys, &cache);
-  AttentionBlock<double> grad = ZeroLike(LayerWeights<double>{block, block, block, block})
-                                    [BlockId::kPointsToCenters];
+  AttentionBlock<double> grad =
+      ZeroLike(LayerWeights<double>{block, block, block, block})[BlockId::kPointsToCenters];
   Matrix<double> d_keys = Matrix<double>::Zero(dim, 6);
   SoftmaxAttentionBackward(block, cache, probe, &grad, &d_keys);
   ExpectBlockGradients(loss, block, grad, "attention");
@@ -104,7 +104,8 @@ TEST(SoftmaxAttention, BackwardAccumulates) {
   SoftmaxAttentionBackward<double>(block, cache, probe, &once[BlockId::kPointsToPoints], nullptr);
   SoftmaxAttentionBackward<double>(block, cache, probe, &twice[BlockId::kPointsToPoints], nullptr);
   SoftmaxAttentionBackward<double>(block, cache, probe, &twice[BlockId::kPointsToPoints], nullptr);
-  EXPECT_LE((twice[BlockId::kPointsToPoints].Q - 2 * once[BlockId::kPointsToPoints].Q).norm(), 1e-12);
+  EXPECT_LE((twice[BlockId::kPointsToPoints].Q - 2 * once[BlockId::kPointsToPoints].Q).norm(),
+            1e-12);
 }
 
 TEST(SoftmaxAttention, ForwardEqualsTheServingEvaluator) {
@@ -112,9 +113,9 @@ TEST(SoftmaxAttention, ForwardEqualsTheServingEvaluator) {
   const AttentionBlock<double> block = RandomBlock(5, rng);
   const Matrix<double> queries = Random(5, 9, rng), keys = Random(5, 13, rng);
   AttentionCache<double> cache;
-  EXPECT_LE((SoftmaxAttentionForward(block, queries, keys, &cache) -
-             Attend(block, queries, keys)).norm(),
-            1e-12);
+  EXPECT_LE(
+      (SoftmaxAttentionForward(block, queries, keys, &cache) - Attend(block, queries, keys)).norm(),
+      1e-12);
 }
 
 TEST(SmoothedObjective, GradientMatchesFiniteDifferences) {
@@ -170,9 +171,8 @@ TEST(LearnedLayer, BackwardMatchesFiniteDifferences) {
     const Matrix<double> points = Random(d, n, rng), centers = points.leftCols(k);
     const auto loss = [&] {
       LayerCache<double> cache;
-      return SmoothedObjective<double>(
-          points, LayerForward(w, embedding, points, centers, &cache), 0.3,
-          LossForm::kSoftmax, 1.0, nullptr);
+      return SmoothedObjective<double>(points, LayerForward(w, embedding, points, centers, &cache),
+                                       0.3, LossForm::kSoftmax, 1.0, nullptr);
     };
     LayerCache<double> cache;
     const Matrix<double> out = LayerForward(w, embedding, points, centers, &cache);
@@ -198,14 +198,14 @@ TEST(LearnedLayer, ForwardEqualsOneLayerOfTheServingEvaluator) {
   model.layers.push_back(RandomLayer(d + 2, rng));
   const Matrix<double> points = Random(d, 40, rng), centers = points.leftCols(k);
   LayerCache<double> cache;
-  const Matrix<double> trained = LayerForward(model.layers[0], model.embedding, points, centers,
-                                              &cache);
+  const Matrix<double> trained =
+      LayerForward(model.layers[0], model.embedding, points, centers, &cache);
   const RunResult<double> served = *RunTransformer(model, points, centers, {.layers = 1});
   EXPECT_LE((trained - served.centers).norm(), 1e-12 * trained.norm());
   // Re-embedding: layer 2 starts from [X; 0] and the new centers.
   const RunResult<double> two = *RunTransformer(model, points, centers, {.layers = 2});
-  const Matrix<double> second = LayerForward(model.layers[0], model.embedding, points,
-                                             trained, &cache);
+  const Matrix<double> second =
+      LayerForward(model.layers[0], model.embedding, points, trained, &cache);
   EXPECT_LE((second - two.centers).norm(), 1e-12 * second.norm());
 }
 

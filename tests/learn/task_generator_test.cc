@@ -113,8 +113,7 @@ TEST(TaskGenerator, EachFamilyHasItsCentredLocationAndSpread) {
   for (const Expected& e : expected) {
     SCOPED_TRACE(FamilyName(e.family));
     const std::vector<double> noise = Noise(GenerateTask<double>(
-        {.n = 100000, .d = 1, .k = 1, .scale = scale, .min_max_scale = false,
-         .family = e.family},
+        {.n = 100000, .d = 1, .k = 1, .scale = scale, .min_max_scale = false, .family = e.family},
         5));
     // Standard errors at n = 100000 are at most ~0.007 (lognormal mean); the
     // tolerances allow about four of them.
@@ -169,10 +168,13 @@ TEST(TaskGenerator, AnisotropicScalesDifferPerComponent) {
   const double scale = 0.2;
   for (bool isotropic : {true, false}) {
     SCOPED_TRACE(isotropic ? "isotropic" : "anisotropic");
-    const Task<double> task = GenerateTask<double>(
-        {.n = 30000, .d = d, .k = k, .scale = scale, .min_max_scale = false,
-         .isotropic = isotropic},
-        3);
+    const Task<double> task = GenerateTask<double>({.n = 30000,
+                                                    .d = d,
+                                                    .k = k,
+                                                    .scale = scale,
+                                                    .min_max_scale = false,
+                                                    .isotropic = isotropic},
+                                                   3);
     double lowest = INFINITY, highest = 0.0;
     for (int j = 0; j < k; ++j) {
       for (int l = 0; l < d; ++l) {
@@ -201,8 +203,8 @@ TEST(TaskGenerator, AnisotropicScalesDifferPerComponent) {
 TEST(TaskGenerator, MinMaxScalingMapsEveryDimensionOntoZeroOne) {
   for (Family family : kFamilies) {
     SCOPED_TRACE(FamilyName(family));
-    const TaskOptions options{.n = 1000, .d = 6, .k = 4, .family = family,
-                              .equal_weights = false, .isotropic = false};
+    const TaskOptions options{
+        .n = 1000, .d = 6, .k = 4, .family = family, .equal_weights = false, .isotropic = false};
     const Task<double> scaled = GenerateTask<double>(options, 21);
     const Task<float> single = GenerateTask<float>(options, 21);
     TaskOptions raw_options = options;
@@ -234,10 +236,14 @@ TEST(TaskGenerator, SameSeedSameTaskDifferentSeedDifferentTask) {
   for (Family family : kFamilies) {
     for (bool equal_weights : {true, false}) {
       for (bool isotropic : {true, false}) {
-        SCOPED_TRACE(testing::Message() << FamilyName(family) << " equal_weights="
-                                        << equal_weights << " isotropic=" << isotropic);
-        const TaskOptions options{.n = 300, .d = 4, .k = 5, .family = family,
-                                  .equal_weights = equal_weights, .isotropic = isotropic};
+        SCOPED_TRACE(testing::Message() << FamilyName(family) << " equal_weights=" << equal_weights
+                                        << " isotropic=" << isotropic);
+        const TaskOptions options{.n = 300,
+                                  .d = 4,
+                                  .k = 5,
+                                  .family = family,
+                                  .equal_weights = equal_weights,
+                                  .isotropic = isotropic};
         const Task<float> a = GenerateTask<float>(options, 9);
         const Task<float> b = GenerateTask<float>(options, 9);
         const Task<float> c = GenerateTask<float>(options, 10);

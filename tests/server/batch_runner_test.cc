@@ -33,8 +33,7 @@ class BatchRunnerTest : public ::testing::Test {
   v1::ClusterResponse Answer(const v1::ClusterRequest& r, const StopCheck& check = kGo) {
     return RunBatch(registry_, limits_, r, check);
   }
-  void ExpectError(const v1::ClusterRequest& r, absl::StatusCode code,
-                   const std::string& message) {
+  void ExpectError(const v1::ClusterRequest& r, absl::StatusCode code, const std::string& message) {
     const v1::ClusterResponse response = Answer(r);
     EXPECT_EQ(response.request_id(), r.request_id());
     EXPECT_EQ(response.model(), r.model());
@@ -47,11 +46,8 @@ class BatchRunnerTest : public ::testing::Test {
 
   std::vector<std::string> refused_;
   const ModelRegistry registry_ = ModelRegistry::Load("", &refused_);
-  Limits limits_{.max_points = 1000,
-                 .max_d = 8,
-                 .max_k = 16,
-                 .max_iterations = 50,
-                 .max_dense_points = 100};
+  Limits limits_{
+      .max_points = 1000, .max_d = 8, .max_k = 16, .max_iterations = 50, .max_dense_points = 100};
 };
 
 TEST_F(BatchRunnerTest, AnswerIsTheEngineRunOnTheBatch) {
@@ -63,8 +59,7 @@ TEST_F(BatchRunnerTest, AnswerIsTheEngineRunOnTheBatch) {
   EXPECT_EQ(response.model(), "lloyd-binary");
   EXPECT_GE(response.timing().compute_seconds(), 0);
   v1::ClusterResponse expected;
-  FillResponse(r, *Cluster(registry_.Find("lloyd-binary")->model, *BatchFromRequest(r)),
-               &expected);
+  FillResponse(r, *Cluster(registry_.Find("lloyd-binary")->model, *BatchFromRequest(r)), &expected);
   EXPECT_EQ(std::vector<int>(response.labels().begin(), response.labels().end()),
             std::vector<int>(expected.labels().begin(), expected.labels().end()));
   EXPECT_EQ(std::vector<float>(response.centers().begin(), response.centers().end()),
@@ -107,8 +102,8 @@ TEST_F(BatchRunnerTest, AStopEndsTheBatchWithItsCode) {
 }
 
 TEST_F(BatchRunnerTest, ErrorResponsesAreCapped) {
-  const v1::ClusterResponse response = ErrorResponse(
-      Request("m", 1, 1, 1), absl::InvalidArgumentError(std::string(5000, 'e')));
+  const v1::ClusterResponse response =
+      ErrorResponse(Request("m", 1, 1, 1), absl::InvalidArgumentError(std::string(5000, 'e')));
   EXPECT_EQ(response.error().message().size(), kMaxStatusMessageBytes);
   EXPECT_EQ(response.request_id(), "r1");
 }

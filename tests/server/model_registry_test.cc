@@ -63,8 +63,8 @@ TEST_F(ModelRegistryTest, FilesAreServedOrRefusedWithAReason) {
 
   std::vector<std::string> names;
   for (const RegistryEntry& e : registry.models()) names.push_back(e.info.name());
-  EXPECT_EQ(names, (std::vector<std::string>{"lloyd-onehot", "lloyd-binary",
-                                             "lloyd-onehot-linear", "learned-a", "learned-b"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-linear",
+                                             "learned-a", "learned-b"}));
   const RegistryEntry* b = registry.Find("learned-b");
   EXPECT_EQ(b->info.kind(), "learned");
   EXPECT_EQ(b->info.d(), 2);
