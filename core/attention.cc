@@ -85,9 +85,10 @@ bool HardmaxColumn(const AttentionBlock<Scalar>& block, const Projected<Scalar>&
   return block.score == ScoreKind::kDotProduct || best == 0;
 }
 
-// Turns the scores of queries [first, first + cols) into unnormalized weights, in place, and per
-// query the divisor that normalizes them and whether it has support. The output is divided after
-// the weighted sum, so an average of equal values is that value to the last bit.
+// Turns the products keys^T queries of queries [first, first + cols) into
+// unnormalized weights, in place, and per query the divisor that normalizes
+// them and whether it has support. The output is divided after the weighted
+// sum, so an average of equal values is that value to the last bit.
 template <typename Scalar>
 void NormalizeColumns(const AttentionBlock<Scalar>& block, const Projected<Scalar>& p,
                       Eigen::Index first, Matrix<Scalar>* weights, Scalar* divisor, char* support) {
@@ -98,6 +99,12 @@ void NormalizeColumns(const AttentionBlock<Scalar>& block, const Projected<Scala
   for (Eigen::Index c = 0; c < cols; ++c) {
     Eigen::Map<Vector<Scalar>> column(weights->col(c).data(), weights->rows());
     const Eigen::Index query = first + c;
+    if (block.score == ScoreKind::kEuclidean) {
+      // Scores are minus the squared distances, formed here while the
+      // column is in cache.
+      CrossToSquaredDistances<Scalar>(column, p.key_sq, p.query_sq[query]);
+      column = -column;
+    }
     if (hard) {
       support[c] = HardmaxColumn(block, p, query, column, &divisor[c]);
     } else if (block.normalizer == Normalizer::kSoftmax) {
@@ -126,14 +133,7 @@ void ForEachQueryBlock(const AttentionBlock<Scalar>& block, const Projected<Scal
   Vector<Scalar> divisors;
   for (Eigen::Index first = 0; first < nq; first += step) {
     const Eigen::Index cols = std::min(step, nq - first);
-    const auto queries = p.queries.middleCols(first, cols);
-    if (block.score == ScoreKind::kEuclidean) {
-      SquaredDistances<Scalar>(p.keys, p.key_sq, queries, p.query_sq.segment(first, cols),
-                               &weights);
-      weights = -weights;
-    } else {
-      weights.noalias() = p.keys.transpose() * queries;
-    }
+    weights.noalias() = p.keys.transpose() * p.queries.middleCols(first, cols);
     divisors.resize(cols);
     NormalizeColumns(block, p, first, &weights, divisors.data(), support->data() + first);
     fn(first, weights, divisors);

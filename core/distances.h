@@ -21,6 +21,16 @@ Vector<Scalar> SquaredNorms(const Eigen::Ref<const Matrix<Scalar>>& m) {
   return m.colwise().squaredNorm().transpose();
 }
 
+// The product form's last step for one column: `cross` holds the products
+// <a_i, b_j> of every column a_i with one b_j (squared norm b_sq) and becomes
+// ||a_i - b_j||^2, clamped at zero. Callers that keep a large block of cross
+// products run it column by column while each column is in cache.
+template <typename Scalar, typename Column>
+void CrossToSquaredDistances(Column&& cross, const Eigen::Ref<const Vector<Scalar>>& a_sq,
+                             Scalar b_sq) {
+  cross = ((Scalar(-2) * cross.array() + a_sq.array()) + b_sq).max(Scalar(0)).matrix();
+}
+
 // out (a.cols() x b.cols()): out(i, j) = ||a_i - b_j||^2 in product form,
 // given the columns' squared norms a_sq and b_sq. `out` is resized.
 template <typename Scalar>
@@ -29,10 +39,9 @@ void SquaredDistances(const Eigen::Ref<const Matrix<Scalar>>& a,
                       const Eigen::Ref<const Matrix<Scalar>>& b,
                       const Eigen::Ref<const Vector<Scalar>>& b_sq, Matrix<Scalar>* out) {
   out->noalias() = a.transpose() * b;
-  *out =
-      (((Scalar(-2) * out->array()).colwise() + a_sq.array()).rowwise() + b_sq.transpose().array())
-          .max(Scalar(0))
-          .matrix();
+  for (Eigen::Index j = 0; j < out->cols(); ++j) {
+    CrossToSquaredDistances<Scalar>(out->col(j), a_sq, b_sq[j]);
+  }
 }
 
 // A bound on |product form - exact| for one distance in d dimensions between
