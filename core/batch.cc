@@ -27,6 +27,14 @@ absl::StatusOr<Batch<Scalar>> Batch<Scalar>::Validate(BatchSpec<Scalar> spec) {
     return absl::InvalidArgumentError(
         absl::StrCat("beta = ", spec.beta, ", must be 0 (hardmax) or positive"));
   }
+  if (!std::isfinite(spec.tau) || spec.tau < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tau = ", spec.tau, ", must be finite and at least 0"));
+  }
+  if (std::isnan(spec.gamma) || spec.gamma < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gamma = ", spec.gamma, ", must be 0 (infinity) or positive"));
+  }
   return Batch(std::move(spec));
 }
 

@@ -21,9 +21,11 @@ struct BatchSpec {
   Matrix<Scalar> given_centers;
   InitMethod init = InitMethod::kKMeansPlusPlus;  ///< how to choose centers when none are given
   uint64_t seed = 0;                              ///< seed of that choice
-  /// Exact constructions: theta1's softmax inverse temperature; 0 is
-  /// hardmax (exact Lloyd's).
+  /// Inverse temperature (soft and robust k-means; lloyd-onehot-linear's
+  /// softmax assignment); 0: the model's default.
   double beta = 0;
+  double tau = 0;                  ///< trimmed k-means' regularization; 0: the model's default
+  double gamma = 0;                ///< k-medoids' draw; 0: infinity (the point nearest the mean)
   bool record_trajectory = false;  ///< keep every layer's labels, registers and centers
   bool cluster_sums = false;       ///< per center, count and coordinate sum of its points
 };
@@ -32,7 +34,8 @@ template <typename Scalar>
 class Batch {
  public:
   // Checks that the points are d x n with d, n >= 1 and finite, 1 <= k <= n,
-  // given centers are d x k and finite, layers >= 0 and beta >= 0.
+  // given centers are d x k and finite, layers >= 0, and beta, tau and gamma
+  // >= 0.
   static absl::StatusOr<Batch> Validate(BatchSpec<Scalar> spec);
 
   const BatchSpec<Scalar>& spec() const { return spec_; }

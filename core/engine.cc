@@ -8,12 +8,16 @@
 namespace kmt {
 
 template <typename Scalar>
-ServedModel<Scalar> ServedModel<Scalar>::Exact(const LloydOptions& options,
-                                               std::string description) {
+ServedModel<Scalar> ServedModel<Scalar>::Exact(const LloydOptions& options, std::string description,
+                                               Algorithm algorithm,
+                                               std::vector<ParameterSpec> parameters,
+                                               std::string name) {
   ServedModel m;
-  m.name_ = LloydModelName(options);
+  m.name_ = name.empty() ? LloydModelName(options) : std::move(name);
   m.description_ = std::move(description);
   m.lloyd_ = options;
+  m.algorithm_ = algorithm;
+  m.parameters_ = std::move(parameters);
   return m;
 }
 
@@ -39,40 +43,130 @@ InputScaling ServedModel<Scalar>::input_scaling() const {
   return weights_ != nullptr ? weights_->input_scaling : InputScaling::kNone;
 }
 
+namespace {
+
+// The batch's value of each parameter a model may read, by name.
+template <typename Scalar>
+std::vector<std::pair<const char*, double>> Given(const Batch<Scalar>& batch) {
+  return {{"beta", batch.spec().beta}, {"tau", batch.spec().tau}, {"gamma", batch.spec().gamma}};
+}
+
+const ParameterSpec* FindParameter(const std::vector<ParameterSpec>& specs,
+                                   absl::string_view name) {
+  for (const ParameterSpec& p : specs) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 template <typename Scalar>
 absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
-  if (weights_ == nullptr) return ValidateLloydOptions(batch.d(), batch.k(), lloyd_);
-  if (batch.d() != weights_->d || batch.k() != weights_->k) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model ", name_, " was trained for d = ", weights_->d, ", k = ", weights_->k,
-                     "; the batch has d = ", batch.d(), ", k = ", batch.k()));
+  if (weights_ != nullptr) {
+    if (batch.d() != weights_->d || batch.k() != weights_->k) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model ", name_, " was trained for d = ", weights_->d, ", k = ", weights_->k,
+                       "; the batch has d = ", batch.d(), ", k = ", batch.k()));
+    }
+  } else if (absl::Status s = ValidateLloydOptions(batch.d(), batch.k(), lloyd_); !s.ok()) {
+    return s;
   }
-  if (batch.spec().beta != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("beta applies to the exact models; ", name_, " is learned"));
+  for (const auto& [name, value] : Given(batch)) {
+    if (value == 0) continue;
+    const ParameterSpec* spec = FindParameter(parameters_, name);
+    if (spec == nullptr) {
+      if (weights_ != nullptr && absl::string_view(name) == "beta") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("beta applies to the exact models; ", name_, " is learned"));
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, " = ", value, ": model ", name_, " has no parameter ", name,
+          absl::string_view(name) == "beta" && algorithm_ == Algorithm::kLloyd
+              ? " (a softmax assignment is soft-kmeans, or lloyd-onehot-linear with beta)"
+              : ""));
+    }
+    const bool low = spec->min_exclusive ? value <= spec->min : value < spec->min;
+    if (low || value > spec->max) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " = ", value, " is out of range for ",
+                                                     name_, ": ", spec->min_exclusive ? "(" : "[",
+                                                     spec->min, ", ", spec->max, "]"));
+    }
   }
   return absl::OkStatus();
 }
 
 template <typename Scalar>
+VariantParameters ServedModel<Scalar>::Resolve(const Batch<Scalar>& batch) const {
+  const auto value = [&](const char* name, double given) {
+    const ParameterSpec* spec = FindParameter(parameters_, name);
+    return given == 0 && spec != nullptr ? spec->default_value : given;
+  };
+  const BatchSpec<Scalar>& spec = batch.spec();
+  const double gamma = value("gamma", spec.gamma);
+  return {.beta = value("beta", spec.beta),
+          .tau = value("tau", spec.tau),
+          .gamma = gamma == 0 ? std::numeric_limits<double>::infinity() : gamma,
+          .seed = spec.seed};
+}
+
+template <typename Scalar>
 bool ServedModel<Scalar>::RunsDense(const Batch<Scalar>& batch) const {
-  return weights_ != nullptr ? !fast_ : batch.spec().beta > 0;
+  if (weights_ != nullptr) return !fast_;
+  // Lloyd's circuit with a softmax assignment (lloyd-onehot-linear's beta).
+  return algorithm_ == Algorithm::kLloyd && std::isfinite(Resolve(batch).beta) &&
+         Resolve(batch).beta > 0;
 }
 
 template <typename Scalar>
 std::vector<ServedModel<Scalar>> ExactModels() {
+  const double inf = std::numeric_limits<double>::infinity();
+  using M = ServedModel<Scalar>;
   return {
-      ServedModel<Scalar>::Exact(
-          {.embedding = Embedding::kOneHot},
-          "Lloyd's algorithm, one-hot registers (d + k per token), hardmax "
-          "center update; any d and k; beta > 0 makes the assignment a softmax"),
-      ServedModel<Scalar>::Exact(
-          {.embedding = Embedding::kBinary},
-          "Lloyd's algorithm, binary registers (d + ceil(log2 k) per token); "
-          "any d and k; beta > 0 makes the assignment a softmax"),
-      ServedModel<Scalar>::Exact({.embedding = Embedding::kOneHot, .theta3 = Theta3Form::kLinear},
-                                 "Lloyd's algorithm, one-hot registers, linear-attention center "
-                                 "update (paper A's form); with beta > 0 it is soft k-means"),
+      M::Exact({.embedding = Embedding::kOneHot},
+               "Lloyd's algorithm, one-hot registers (d + k per token), hardmax center update; "
+               "any d and k"),
+      M::Exact({.embedding = Embedding::kBinary},
+               "Lloyd's algorithm, binary registers (d + ceil(log2 k) per token); any d and k"),
+      M::Exact({.embedding = Embedding::kOneHot, .theta3 = Theta3Form::kLinear},
+               "Lloyd's algorithm, one-hot registers, linear-attention center update (paper A's "
+               "form); beta > 0 makes the assignment a softmax, run by the dense evaluator (soft "
+               "k-means; soft-kmeans runs it in O(n k d))",
+               Algorithm::kLloyd,
+               {{.name = "beta",
+                 .description = "inverse temperature of the softmax assignment; default: hardmax",
+                 .default_value = inf,
+                 .min = 0,
+                 .max = inf,
+                 .min_exclusive = true}}),
+      M::Exact({.embedding = Embedding::kOneHot, .theta3 = Theta3Form::kLinear},
+               "soft k-means: responsibilities softmax_j(-beta ||x_i - c_j||^2), centers their "
+               "weighted means (theta1 softmax, theta3 linear attention); any d and k",
+               Algorithm::kSoftKMeans,
+               {{.name = "beta",
+                 .description = "inverse temperature of the responsibilities, in 1 / squared "
+                                "units of the data; Lloyd's as beta grows",
+                 .default_value = 100,
+                 .min = 0,
+                 .max = inf,
+                 .min_exclusive = true}},
+               "soft-kmeans"),
+      M::Exact({.embedding = Embedding::kOneHot},
+               "randomized k-medoids: each center the mean of its cluster, then a point of the "
+               "cluster drawn with probability proportional to exp(-gamma ||x_i - mean||^2) "
+               "(Gumbel-max, keyed by seed, layer and cluster); centers are always data points",
+               Algorithm::kKMedoids,
+               {{.name = "gamma",
+                 .description = "inverse temperature of the draw, in 1 / squared units of the "
+                                "data; default (0): infinity, the point nearest the mean",
+                 .default_value = 0,
+                 .min = 0,
+                 .max = inf}},
+               "kmedoids"),
+      M::Exact({.embedding = Embedding::kOneHot},
+               "spherical k-means: points and centers of unit norm (a norm layer), assignment by "
+               "largest cosine, centers the normalized means; a point of norm 0 is an error",
+               Algorithm::kSphericalKMeans, {}, "spherical-kmeans"),
   };
 }
 
@@ -81,14 +175,29 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
                                           const Batch<Scalar>& batch, const StopCheck& check) {
   if (absl::Status s = model.Accepts(batch); !s.ok()) return s;
   const BatchSpec<Scalar>& spec = batch.spec();
+  const VariantParameters parameters = model.Resolve(batch);
+  // Spherical k-means' norm layer: the points and given centers become
+  // directions, and results are reported for those.
+  Matrix<Scalar> unit_points, unit_centers;
+  const bool spherical = model.algorithm() == Algorithm::kSphericalKMeans;
+  if (spherical) {
+    unit_points = spec.points;
+    if (absl::Status s = NormalizeColumns(&unit_points, "point"); !s.ok()) return s;
+    if (spec.given_centers.size() > 0) {
+      unit_centers = spec.given_centers;
+      if (absl::Status s = NormalizeColumns(&unit_centers, "center"); !s.ok()) return s;
+    }
+  }
+  const Matrix<Scalar>& points = spherical ? unit_points : spec.points;
+  const Matrix<Scalar>& given = spherical ? unit_centers : spec.given_centers;
   // The model sees the batch through its input map; centers it is given
   // are mapped too, centers it chooses are chosen among the mapped points.
-  const InputMap<Scalar> map(model.input_scaling(), spec.points);
-  const Matrix<Scalar> mapped = map.identity() ? Matrix<Scalar>() : map.ToModel(spec.points);
-  const Matrix<Scalar>& model_points = map.identity() ? spec.points : mapped;
+  const InputMap<Scalar> map(model.input_scaling(), points);
+  const Matrix<Scalar> mapped = map.identity() ? Matrix<Scalar>() : map.ToModel(points);
+  const Matrix<Scalar>& model_points = map.identity() ? points : mapped;
   Matrix<Scalar> initial;
-  if (spec.given_centers.size() > 0) {
-    initial = map.ToModel(spec.given_centers);
+  if (given.size() > 0) {
+    initial = map.ToModel(given);
   } else {
     absl::StatusOr<Matrix<Scalar>> chosen =
         ChooseInitialCenters(model_points, spec.k, spec.init, spec.seed, check);
@@ -96,14 +205,17 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
     initial = *std::move(chosen);
   }
 
-  // An exact construction with a softmax assignment has weights only for
-  // this d, k and beta: they are built for the batch.
+  // Lloyd's circuit with a softmax assignment has weights only for this d,
+  // k and beta: they are built for the batch.
   Model<Scalar> softmax_construction;
-  Evaluator<Scalar> evaluator{.embedding = model.embedding(), .k = spec.k};
-  if (model.exact() && spec.beta > 0) {
+  Evaluator<Scalar> evaluator{.embedding = model.embedding(),
+                              .k = spec.k,
+                              .algorithm = model.algorithm(),
+                              .parameters = parameters};
+  if (model.exact() && model.RunsDense(batch)) {
     absl::StatusOr<Model<Scalar>> built = LloydConstruction<Scalar>(
         batch.d(), spec.k,
-        {.embedding = model.embedding(), .theta3 = model.theta3(), .beta = spec.beta});
+        {.embedding = model.embedding(), .theta3 = model.theta3(), .beta = parameters.beta});
     if (!built.ok()) return built.status();
     softmax_construction = *std::move(built);
     evaluator.weights = &softmax_construction;
@@ -115,11 +227,11 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
       .record_trajectory = spec.record_trajectory,
       .before_layer = [&check](int) { return check ? check() : absl::OkStatus(); }};
   absl::StatusOr<RunResult<Scalar>> run =
-      Evaluate(evaluator, spec.points, model_points, map, initial, options);
+      Evaluate(evaluator, points, model_points, map, initial, options);
   if (!run.ok()) return run.status();
   if (spec.cluster_sums) {
     run->cluster_sums.emplace(batch.d(), spec.k);
-    AccumulateClusterSums(spec.points, run->labels, &*run->cluster_sums);
+    AccumulateClusterSums(points, run->labels, &*run->cluster_sums);
   }
   return run;
 }

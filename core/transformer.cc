@@ -87,13 +87,14 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
   return absl::OkStatus();
 }
 
-// The Lloyd construction with this embedding, k clusters.
+// Lloyd's assignment and the evaluator's center update, registers laid out
+// by its embedding.
 template <typename Scalar>
-absl::Status RunFast(Embedding embedding, int k, const Frame<Scalar>& frame,
+absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& frame,
                      const Matrix<Scalar>& initial_centers, const RunOptions& options,
                      RunResult<Scalar>* result) {
+  const int k = evaluator.k;
   const Matrix<Scalar>& points = frame.model_points;
-  const int d = static_cast<int>(points.rows());
   Matrix<Scalar> centers = initial_centers;
   // The labels the layers see: the reported ones unless the points are mapped.
   Labels model_labels;
@@ -104,14 +105,13 @@ absl::Status RunFast(Embedding embedding, int k, const Frame<Scalar>& frame,
   }
   for (int t = 0; t < options.layers; ++t) {
     if (absl::Status s = BeforeLayer(options, t); !s.ok()) return s;
-    ClusterSums sums(d, k);
-    AccumulateClusterSums(points, *labels, &sums);
-    const int empty = ApplyMeans(sums, &centers);
+    const int empty =
+        UpdateCenters(evaluator.algorithm, evaluator.parameters, points, *labels, t, &centers);
     result->empty_cluster_events += empty;
     result->layers_run = t + 1;
     if (options.record_trajectory) {
       LayerRecord<Scalar> record;
-      const Matrix<Scalar> codes = CenterRegisters<Scalar>(embedding, k);
+      const Matrix<Scalar> codes = CenterRegisters<Scalar>(evaluator.embedding, k);
       record.registers.resize(codes.rows(), points.cols());
       for (Eigen::Index i = 0; i < points.cols(); ++i) {
         record.registers.col(i) = codes.col((*labels)[i]);
@@ -171,7 +171,7 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
   const absl::Status s =
       evaluator.weights != nullptr
           ? RunDense(*evaluator.weights, frame, initial_centers, options, &result)
-          : RunFast(evaluator.embedding, evaluator.k, frame, initial_centers, options, &result);
+          : RunFast(evaluator, frame, initial_centers, options, &result);
   if (!s.ok()) return s;
   return result;
 }

@@ -22,6 +22,7 @@
 #include "core/constructions.h"
 #include "core/input_scaling.h"
 #include "core/model.h"
+#include "core/variants.h"
 
 namespace kmt {
 
@@ -81,12 +82,15 @@ absl::StatusOr<RunResult<Scalar>> RunLloyd(const LloydOptions& lloyd, const Matr
                                            const RunOptions& options);
 
 // What Evaluate runs: the dense evaluator on `weights`, or, when `weights` is
-// null, the fast path of the Lloyd construction with this embedding.
+// null, the fast path: Lloyd's assignment and the algorithm's center update
+// (variants.h), with registers laid out by `embedding`.
 template <typename Scalar>
 struct Evaluator {
   const Model<Scalar>* weights = nullptr;    ///< dense: these weights
   Embedding embedding = Embedding::kOneHot;  ///< fast: the registers' layout
   int k = 0;                                 ///< clusters
+  Algorithm algorithm = Algorithm::kLloyd;   ///< fast: the center update
+  VariantParameters parameters;              ///< fast: the update's parameters
 };
 
 // The evaluators without input checks, for inputs already validated:

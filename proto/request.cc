@@ -13,6 +13,8 @@ absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& r) {
                         .layers = r.iterations(),
                         .seed = r.seed(),
                         .beta = r.beta(),
+                        .tau = r.tau(),
+                        .gamma = r.gamma(),
                         .cluster_sums = r.return_cluster_sums()};
   switch (r.init()) {
     case v1::INIT_GIVEN: {

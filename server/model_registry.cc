@@ -16,6 +16,15 @@ v1::ModelInfo Info(const ServedModel<float>& model) {
   info.set_description(model.description());
   info.set_embedding(std::string(EmbeddingName(model.embedding())));
   info.set_input_scaling(std::string(InputScalingName(model.input_scaling())));
+  for (const ParameterSpec& p : model.parameters()) {
+    v1::ModelParameter* out = info.add_parameters();
+    out->set_name(p.name);
+    out->set_description(p.description);
+    out->set_default_value(p.default_value);
+    out->set_min(p.min);
+    out->set_max(p.max);
+    out->set_min_exclusive(p.min_exclusive);
+  }
   if (const Model<float>* weights = model.weights()) {
     info.set_d(weights->d);
     info.set_k(weights->k);

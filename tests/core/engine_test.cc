@@ -18,7 +18,7 @@ Batch<double> MakeBatch(BatchSpec<double> spec) {
   return *std::move(batch);
 }
 
-TEST(Engine, ExactModelsAreTheThreeLloydConstructions) {
+TEST(Engine, ExactModelsAreTheLloydConstructionsAndTheVariants) {
   std::vector<std::string> names;
   for (const ServedModel<double>& m : ExactModels<double>()) {
     EXPECT_TRUE(m.exact());
@@ -26,8 +26,8 @@ TEST(Engine, ExactModelsAreTheThreeLloydConstructions) {
     EXPECT_FALSE(m.description().empty());
     names.push_back(m.name());
   }
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-linear"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-linear",
+                                             "soft-kmeans", "kmedoids", "spherical-kmeans"}));
 }
 
 TEST(Engine, ExactModelFromGivenCentersIsReferenceLloyd) {
@@ -35,6 +35,7 @@ TEST(Engine, ExactModelFromGivenCentersIsReferenceLloyd) {
   const Matrix<double> init = task.points.leftCols(7);
   const auto reference = ReferenceLloyd(task.points, init, 6);
   for (const ServedModel<double>& model : ExactModels<double>()) {
+    if (model.algorithm() != Algorithm::kLloyd) continue;
     SCOPED_TRACE(model.name());
     const Batch<double> batch = MakeBatch(
         {.points = task.points, .k = 7, .layers = 6, .given_centers = init, .cluster_sums = true});
@@ -87,17 +88,19 @@ TEST(Engine, InitialisationIsTheSeededChoiceOnThePoints) {
   }
 }
 
-TEST(Engine, BetaMakesAnExactModelRunTheSoftmaxConstructionDensely) {
+TEST(Engine, BetaMakesLloydsLinearCircuitRunTheSoftmaxConstructionDensely) {
   const Task<double> task = GenerateTask<double>({.n = 200, .d = 4, .k = 3}, 5);
   const Matrix<double> init = task.points.leftCols(3);
-  const ServedModel<double> model = ExactModels<double>()[0];
+  const ServedModel<double> model = ExactModels<double>()[2];
+  ASSERT_EQ(model.name(), "lloyd-onehot-linear");
   const Batch<double> batch =
       MakeBatch({.points = task.points, .k = 3, .layers = 2, .given_centers = init, .beta = 50});
   EXPECT_TRUE(model.RunsDense(batch));
   const RunResult<double> run = *Cluster(model, batch);
   EXPECT_EQ(run.path, Path::kDense);
   const RunResult<double> expected = *RunLloyd<double>(
-      {.embedding = Embedding::kOneHot, .beta = 50}, task.points, init, {.layers = 2});
+      {.embedding = Embedding::kOneHot, .theta3 = Theta3Form::kLinear, .beta = 50}, task.points,
+      init, {.layers = 2});
   EXPECT_EQ(run.centers, expected.centers);
   EXPECT_EQ(run.layer_objectives, expected.layer_objectives);
 }

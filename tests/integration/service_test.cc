@@ -324,7 +324,7 @@ TEST_F(ServiceTest, BadBatchesGetTheirOwnErrorsAndTheStreamGoesOn) {
   shape.set_n(601);
   add(shape, absl::StatusCode::kInvalidArgument, "points has 4800 values, expected n*d = 601*8");
   add(Request("unknown", "lloyd-trinary", good, 5, 5), absl::StatusCode::kNotFound,
-      "unknown model 'lloyd-trinary'; ListModels names the 4 models served");
+      "unknown model 'lloyd-trinary'; ListModels names the 7 models served");
   add(Request("learned-d", "test-learned", good, 4, 2), absl::StatusCode::kInvalidArgument,
       "model test-learned was trained for d = 3, k = 4; the batch has d = 8, k = 4");
   add(Request("learned-k", "test-learned", three_d, 5, 2), absl::StatusCode::kInvalidArgument,
@@ -342,12 +342,12 @@ TEST_F(ServiceTest, BadBatchesGetTheirOwnErrorsAndTheStreamGoesOn) {
   v1::ClusterRequest beta = Request("beta", "lloyd-onehot", good, 5, 1);
   beta.set_beta(-1);
   add(beta, absl::StatusCode::kInvalidArgument, "beta = -1, must be 0 (hardmax) or positive");
-  v1::ClusterRequest dense = Request("dense", "lloyd-onehot",
+  v1::ClusterRequest dense = Request("dense", "lloyd-onehot-linear",
                                      Matrix<float>(HundredThousand().points.leftCols(5000)), 5, 1);
   dense.set_beta(100);
   add(dense, absl::StatusCode::kInvalidArgument,
-      "n = 5000 exceeds this server's limit of 4096 points for lloyd-onehot with beta > 0, "
-      "which runs the O(n^2) dense evaluator");
+      "n = 5000 exceeds this server's limit of 4096 points for lloyd-onehot-linear with beta "
+      "> 0, which runs the O(n^2) dense evaluator");
   add(Request("good-2", "lloyd-binary", good, 7, 3), absl::StatusCode::kOk, "");
 
   const Exchange e = Stream(server_->address(), requests);
@@ -381,7 +381,7 @@ TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
   Client client({.target = server_->address()});
   const auto models = client.ListModels();
   ASSERT_TRUE(models.ok()) << models.status();
-  ASSERT_EQ(models->size(), 4u);  // three exact, one learned
+  ASSERT_EQ(models->size(), 7u);  // six exact, one learned
   const v1::ModelInfo& learned = models->back();
   EXPECT_EQ(learned.name(), "test-learned");
   EXPECT_EQ(learned.kind(), "learned");

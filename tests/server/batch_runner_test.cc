@@ -71,7 +71,7 @@ TEST_F(BatchRunnerTest, AnswerIsTheEngineRunOnTheBatch) {
 TEST_F(BatchRunnerTest, EachBadBatchGetsItsOwnError) {
   using Code = absl::StatusCode;
   ExpectError(Request("kmeans", 10, 2, 2), Code::kNotFound,
-              "unknown model 'kmeans'; ListModels names the 3 models served");
+              "unknown model 'kmeans'; ListModels names the 6 models served");
   ExpectError(Request("lloyd-onehot", 1001, 2, 2), Code::kInvalidArgument,
               "n = 1001 exceeds this server's limit of 1000 points per batch");
   ExpectError(Request("lloyd-onehot", 10, 9, 2), Code::kInvalidArgument,
@@ -84,11 +84,11 @@ TEST_F(BatchRunnerTest, EachBadBatchGetsItsOwnError) {
   r = Request("lloyd-onehot", 10, 2, 2);
   r.set_points(3, INFINITY);
   ExpectError(r, Code::kInvalidArgument, "point 1 has Inf in dimension 1");
-  r = Request("lloyd-onehot", 101, 2, 2);
+  r = Request("lloyd-onehot-linear", 101, 2, 2);
   r.set_beta(10);
   ExpectError(r, Code::kInvalidArgument,
-              "n = 101 exceeds this server's limit of 100 points for lloyd-onehot with beta > 0, "
-              "which runs the O(n^2) dense evaluator");
+              "n = 101 exceeds this server's limit of 100 points for lloyd-onehot-linear with "
+              "beta > 0, which runs the O(n^2) dense evaluator");
   r.set_n(100);
   r.mutable_points()->Truncate(200);
   EXPECT_FALSE(Answer(r).has_error());
