@@ -3,11 +3,10 @@
 #include <limits>
 
 namespace kmt {
-namespace {
 
 template <typename Scalar>
-Scalar SquaredDistance(const Matrix<Scalar>& a, Eigen::Index i, const Matrix<Scalar>& b,
-                       Eigen::Index j) {
+Scalar ReferenceSquaredDistance(const Matrix<Scalar>& a, Eigen::Index i, const Matrix<Scalar>& b,
+                                Eigen::Index j) {
   Scalar sum = 0;
   for (Eigen::Index l = 0; l < a.rows(); ++l) {
     const Scalar diff = a(l, i) - b(l, j);
@@ -16,13 +15,15 @@ Scalar SquaredDistance(const Matrix<Scalar>& a, Eigen::Index i, const Matrix<Sca
   return sum;
 }
 
+namespace {
+
 template <typename Scalar>
 int Nearest(const Matrix<Scalar>& points, Eigen::Index i, const Matrix<Scalar>& centers,
             Scalar* distance) {
   int best = 0;
   Scalar best_distance = std::numeric_limits<Scalar>::infinity();
   for (Eigen::Index j = 0; j < centers.cols(); ++j) {
-    const Scalar dist = SquaredDistance(points, i, centers, j);
+    const Scalar dist = ReferenceSquaredDistance(points, i, centers, j);
     if (dist < best_distance) {
       best_distance = dist;
       best = static_cast<int>(j);
@@ -46,6 +47,16 @@ double ReferenceObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& ce
 }
 
 template <typename Scalar>
+Labels ReferenceLabels(const Matrix<Scalar>& points, const Matrix<Scalar>& centers) {
+  Labels labels(points.cols());
+  for (Eigen::Index i = 0; i < points.cols(); ++i) {
+    Scalar unused;
+    labels[i] = Nearest(points, i, centers, &unused);
+  }
+  return labels;
+}
+
+template <typename Scalar>
 std::vector<LloydIteration<Scalar>> ReferenceLloyd(const Matrix<Scalar>& points,
                                                    const Matrix<Scalar>& centers, int iterations) {
   const Eigen::Index d = points.rows(), n = points.cols(), k = centers.cols();
@@ -53,11 +64,7 @@ std::vector<LloydIteration<Scalar>> ReferenceLloyd(const Matrix<Scalar>& points,
   Matrix<Scalar> current = centers;
   for (int t = 0; t < iterations; ++t) {
     LloydIteration<Scalar> it;
-    it.labels.resize(n);
-    for (Eigen::Index i = 0; i < n; ++i) {
-      Scalar unused;
-      it.labels[i] = Nearest(points, i, current, &unused);
-    }
+    it.labels = ReferenceLabels(points, current);
     Matrix<Scalar> sums = Matrix<Scalar>::Zero(d, k);
     std::vector<int> counts(k, 0);
     for (Eigen::Index i = 0; i < n; ++i) {
@@ -81,7 +88,10 @@ std::vector<LloydIteration<Scalar>> ReferenceLloyd(const Matrix<Scalar>& points,
 #define KMT_INSTANTIATE(S)                                                                      \
   template std::vector<LloydIteration<S>> ReferenceLloyd<S>(const Matrix<S>&, const Matrix<S>&, \
                                                             int);                               \
-  template double ReferenceObjective<S>(const Matrix<S>&, const Matrix<S>&);
+  template double ReferenceObjective<S>(const Matrix<S>&, const Matrix<S>&);                    \
+  template Labels ReferenceLabels<S>(const Matrix<S>&, const Matrix<S>&);                       \
+  template S ReferenceSquaredDistance<S>(const Matrix<S>&, Eigen::Index, const Matrix<S>&,      \
+                                         Eigen::Index);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -29,6 +29,15 @@ std::vector<LloydIteration<Scalar>> ReferenceLloyd(const Matrix<Scalar>& points,
 template <typename Scalar>
 double ReferenceObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers);
 
+// Each point's nearest center by direct loops, ties to the lowest index.
+template <typename Scalar>
+Labels ReferenceLabels(const Matrix<Scalar>& points, const Matrix<Scalar>& centers);
+
+// ||a_i - b_j||^2 for columns i of a and j of b, one coordinate at a time.
+template <typename Scalar>
+Scalar ReferenceSquaredDistance(const Matrix<Scalar>& a, Eigen::Index i, const Matrix<Scalar>& b,
+                                Eigen::Index j);
+
 }  // namespace kmt
 
 #endif  // KMT_CORE_LLOYD_H_
