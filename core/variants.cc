@@ -78,20 +78,23 @@ template <typename Scalar>
 int KMedoids(double gamma, uint64_t seed, int layer, const Matrix<Scalar>& points,
              const Labels& labels, Matrix<Scalar>* centers) {
   const Eigen::Index d = points.rows(), k = centers->cols();
-  ClusterSums sums(d, k);
+  ClusterSums sums(static_cast<int>(d), static_cast<int>(k));
   AccumulateClusterSums(points, labels, &sums);
-  Matrix<Scalar> means = *centers;
-  const int empty = ApplyMeans(sums, &means);
   const Members members(labels, k);
   const bool nearest = std::isinf(gamma);
+  int empty = 0;
+  for (Eigen::Index j = 0; j < k; ++j) empty += sums.counts[j] == 0;
 #pragma omp parallel for schedule(dynamic) if (points.cols() > 65536)
   for (Eigen::Index j = 0; j < k; ++j) {
     if (members.size(j) == 0) continue;
+    // The draw is among the cluster's points, scored against its mean (in
+    // double: the draw's scores are compared, not summed).
+    const Vector<double> mean = sums.sums.col(j) / static_cast<double>(sums.counts[j]);
     double best = -std::numeric_limits<double>::infinity();
     Eigen::Index chosen = members.begin(j)[0];
     for (Eigen::Index t = 0; t < members.size(j); ++t) {
       const Eigen::Index i = members.begin(j)[t];
-      const double dist = DirectSquaredDistance(points.col(i).data(), means.col(j).data(), d);
+      const double dist = (points.col(i).template cast<double>() - mean).squaredNorm();
       const double score =
           nearest
               ? -dist
@@ -112,16 +115,17 @@ int Spherical(const Matrix<Scalar>& points, const Labels& labels, Matrix<Scalar>
   const Eigen::Index d = points.rows(), k = centers->cols();
   ClusterSums sums(d, k);
   AccumulateClusterSums(points, labels, &sums);
-  int empty = 0;
+  // A cluster with no points, or whose points sum to 0, keeps its center.
+  int kept = 0;
   for (Eigen::Index j = 0; j < k; ++j) {
-    if (sums.counts[j] == 0) {
-      ++empty;
+    const double norm = sums.sums.col(j).norm();
+    if (sums.counts[j] == 0 || !(norm > 0)) {
+      ++kept;
       continue;
     }
-    const double norm = sums.sums.col(j).norm();
-    if (norm > 0) centers->col(j) = (sums.sums.col(j) / norm).template cast<Scalar>();
+    centers->col(j) = (sums.sums.col(j) / norm).template cast<Scalar>();
   }
-  return empty;
+  return kept;
 }
 
 }  // namespace

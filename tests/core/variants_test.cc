@@ -1,0 +1,215 @@
+// The fast path of each variant, run through the engine, against the plain
+// reference of its classical algorithm, layer by layer, in float and double:
+// labels exactly, centers and objectives to a tolerance stated per type.
+#include "core/variants.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/engine.h"
+#include "core/variant_reference.h"
+#include "learn/task_generator.h"
+
+namespace kmt {
+namespace {
+
+template <typename Scalar>
+const ServedModel<Scalar>& Model(const std::string& name) {
+  static const std::vector<ServedModel<Scalar>> models = ExactModels<Scalar>();
+  for (const ServedModel<Scalar>& m : models) {
+    if (m.name() == name) return m;
+  }
+  ADD_FAILURE() << "no model " << name;
+  return models[0];
+}
+
+// Problems with ties and duplicates: some on an integer grid, some with
+// repeated points, one with more centers than the data fill (empty clusters).
+template <typename Scalar>
+std::vector<std::pair<Matrix<Scalar>, Matrix<Scalar>>> Problems() {
+  std::vector<std::pair<Matrix<Scalar>, Matrix<Scalar>>> problems;
+  for (int seed = 1; seed <= 6; ++seed) {
+    const int d = 1 + seed % 4, k = 2 + 2 * seed;
+    Matrix<Scalar> points =
+        GenerateTask<Scalar>({.n = 150 * seed, .d = d, .k = k}, 100 + seed).points;
+    if (seed % 3 == 0) points = (points * Scalar(4)).array().round().matrix();  // a grid
+    if (seed % 2 == 0) points.rightCols(20) = points.leftCols(20);              // duplicates
+    Matrix<Scalar> centers = points.leftCols(k);
+    if (seed == 5) centers.col(k - 1).setConstant(Scalar(50));  // far: its cluster is empty
+    problems.emplace_back(points, centers);
+  }
+  return problems;
+}
+
+template <typename Scalar>
+double Tolerance() {
+  return std::is_same_v<Scalar, float> ? 1e-4 : 1e-10;
+}
+
+// The engine's run with the trajectory recorded, against the reference.
+template <typename Scalar>
+void ExpectEqualsReference(const ServedModel<Scalar>& model, BatchSpec<Scalar> spec,
+                           const std::vector<LloydIteration<Scalar>>& reference) {
+  spec.record_trajectory = true;
+  const absl::StatusOr<Batch<Scalar>> batch = Batch<Scalar>::Validate(spec);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  const absl::StatusOr<RunResult<Scalar>> run = Cluster(model, *batch);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->path, Path::kFast);
+  ASSERT_EQ(run->trajectory.size(), reference.size());
+  for (size_t t = 0; t < reference.size(); ++t) {
+    SCOPED_TRACE(testing::Message() << "layer " << t);
+    const LayerRecord<Scalar>& got = run->trajectory[t];
+    ASSERT_EQ(got.labels, reference[t].labels);
+    EXPECT_LE((got.centers - reference[t].centers).norm(),
+              Tolerance<Scalar>() * (1 + reference[t].centers.norm()));
+    EXPECT_NEAR(got.objective, reference[t].objective,
+                Tolerance<Scalar>() * (1 + reference[t].objective));
+    EXPECT_EQ(got.empty_clusters, reference[t].empty_clusters);
+  }
+}
+
+template <typename Scalar>
+class VariantsTest : public ::testing::Test {};
+using Scalars = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(VariantsTest, Scalars);
+
+TYPED_TEST(VariantsTest, SoftKMeansEqualsItsReference) {
+  using S = TypeParam;
+  int problem = 0;
+  for (const auto& [points, centers] : Problems<S>()) {
+    for (const double beta : {1.0, 30.0, 1e4}) {
+      SCOPED_TRACE(testing::Message() << "problem " << problem << ", beta " << beta);
+      ExpectEqualsReference(Model<S>("soft-kmeans"),
+                            {.points = points,
+                             .k = static_cast<int>(centers.cols()),
+                             .layers = 6,
+                             .given_centers = centers,
+                             .beta = beta},
+                            ReferenceSoftKMeans<S>(points, centers, beta, 6));
+    }
+    ++problem;
+  }
+}
+
+TYPED_TEST(VariantsTest, SoftKMeansFastPathEqualsTheDenseCircuit) {
+  using S = TypeParam;
+  const auto [points, centers] = Problems<S>()[1];
+  const int k = static_cast<int>(centers.cols());
+  const BatchSpec<S> spec{
+      .points = points, .k = k, .layers = 5, .given_centers = centers, .beta = 40};
+  const RunResult<S> fast = *Cluster(Model<S>("soft-kmeans"), *Batch<S>::Validate(spec));
+  const RunResult<S> dense = *Cluster(Model<S>("lloyd-onehot-linear"), *Batch<S>::Validate(spec));
+  EXPECT_EQ(fast.path, Path::kFast);
+  EXPECT_EQ(dense.path, Path::kDense);
+  EXPECT_EQ(fast.labels, dense.labels);
+  EXPECT_LE((fast.centers - dense.centers).norm(), Tolerance<S>() * (1 + dense.centers.norm()));
+  for (size_t t = 0; t < fast.layer_objectives.size(); ++t) {
+    EXPECT_NEAR(fast.layer_objectives[t], dense.layer_objectives[t],
+                Tolerance<S>() * (1 + dense.layer_objectives[t]));
+  }
+}
+
+TYPED_TEST(VariantsTest, KMedoidsEqualsItsReferenceAndCentersAreDataPoints) {
+  using S = TypeParam;
+  int problem = 0;
+  for (const auto& [points, centers] : Problems<S>()) {
+    for (const double gamma : {0.0, 0.5, 50.0}) {
+      SCOPED_TRACE(testing::Message() << "problem " << problem << ", gamma " << gamma);
+      const int k = static_cast<int>(centers.cols());
+      BatchSpec<S> spec{.points = points,
+                        .k = k,
+                        .layers = 5,
+                        .given_centers = centers,
+                        .seed = 77,
+                        .gamma = gamma};
+      ExpectEqualsReference(Model<S>("kmedoids"), spec,
+                            ReferenceKMedoids<S>(points, centers, gamma, 77, 5));
+      const RunResult<S> run = *Cluster(Model<S>("kmedoids"), *Batch<S>::Validate(spec));
+      std::set<std::vector<S>> data;
+      for (Eigen::Index i = 0; i < points.cols(); ++i) {
+        data.insert(std::vector<S>(points.col(i).data(), points.col(i).data() + points.rows()));
+      }
+      for (int j = 0; j < k; ++j) {
+        const std::vector<S> c(run.centers.col(j).data(),
+                               run.centers.col(j).data() + run.centers.rows());
+        EXPECT_TRUE(data.count(c) || c == std::vector<S>(centers.col(j).data(),
+                                                         centers.col(j).data() + centers.rows()))
+            << "center " << j << " is neither a data point nor its initial value";
+      }
+    }
+    ++problem;
+  }
+}
+
+TYPED_TEST(VariantsTest, KMedoidsDrawsDependOnTheSeedOnly) {
+  using S = TypeParam;
+  const auto [points, centers] = Problems<S>()[3];
+  BatchSpec<S> spec{.points = points,
+                    .k = static_cast<int>(centers.cols()),
+                    .layers = 4,
+                    .given_centers = centers,
+                    .seed = 5,
+                    .gamma = 0.2};
+  const RunResult<S> a = *Cluster(Model<S>("kmedoids"), *Batch<S>::Validate(spec));
+  const RunResult<S> b = *Cluster(Model<S>("kmedoids"), *Batch<S>::Validate(spec));
+  EXPECT_EQ(a.centers, b.centers);
+  spec.seed = 6;
+  const RunResult<S> c = *Cluster(Model<S>("kmedoids"), *Batch<S>::Validate(spec));
+  EXPECT_NE(a.centers, c.centers);
+}
+
+TYPED_TEST(VariantsTest, SphericalKMeansEqualsItsReference) {
+  using S = TypeParam;
+  int problem = 0;
+  for (auto [points, centers] : Problems<S>()) {
+    SCOPED_TRACE(testing::Message() << "problem " << problem++);
+    // Directions need points away from the origin.
+    points.array() += S(0.25);
+    centers.array() += S(0.25);
+    ExpectEqualsReference(Model<S>("spherical-kmeans"),
+                          {.points = points,
+                           .k = static_cast<int>(centers.cols()),
+                           .layers = 5,
+                           .given_centers = centers},
+                          ReferenceSphericalKMeans<S>(points, centers, 5));
+  }
+}
+
+TEST(Variants, ParametersOutOfRangeOrUnreadAreRefusedByName) {
+  const Matrix<double> points = GenerateTask<double>({.n = 60, .d = 2, .k = 3}, 1).points;
+  const auto refuse = [&](const std::string& model, BatchSpec<double> spec) {
+    spec.points = points;
+    spec.k = 3;
+    const absl::StatusOr<Batch<double>> batch = Batch<double>::Validate(spec);
+    if (!batch.ok()) return std::string(batch.status().message());
+    return std::string(Cluster(Model<double>(model), *batch).status().message());
+  };
+  EXPECT_EQ(refuse("lloyd-onehot", {.beta = 10}),
+            "beta = 10: model lloyd-onehot has no parameter beta (a softmax assignment is "
+            "soft-kmeans, or lloyd-onehot-linear with beta)");
+  EXPECT_EQ(refuse("soft-kmeans", {.gamma = 2}),
+            "gamma = 2: model soft-kmeans has no parameter gamma");
+  EXPECT_EQ(refuse("kmedoids", {.tau = 1}), "tau = 1: model kmedoids has no parameter tau");
+  EXPECT_EQ(refuse("soft-kmeans", {.beta = -1}), "beta = -1, must be 0 (hardmax) or positive");
+  EXPECT_EQ(refuse("kmedoids", {.gamma = -3}), "gamma = -3, must be 0 (infinity) or positive");
+  Matrix<double> zero = points;
+  zero.col(7).setZero();
+  const absl::StatusOr<Batch<double>> batch =
+      Batch<double>::Validate({.points = zero, .k = 3, .layers = 1});
+  EXPECT_EQ(Cluster(Model<double>("spherical-kmeans"), *batch).status().message(),
+            "point 7 has norm 0: spherical k-means needs a direction");
+}
+
+TEST(Variants, DefaultsComeFromTheModel) {
+  const Matrix<double> points = GenerateTask<double>({.n = 60, .d = 2, .k = 3}, 1).points;
+  const Batch<double> batch = *Batch<double>::Validate({.points = points, .k = 3});
+  EXPECT_EQ(Model<double>("soft-kmeans").Resolve(batch).beta, 100);
+  EXPECT_TRUE(std::isinf(Model<double>("kmedoids").Resolve(batch).gamma));
+  EXPECT_TRUE(std::isinf(Model<double>("lloyd-onehot-linear").Resolve(batch).beta));
+  EXPECT_FALSE(Model<double>("lloyd-onehot-linear").RunsDense(batch));
+}
+
+}  // namespace
+}  // namespace kmt
