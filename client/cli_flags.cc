@@ -20,9 +20,14 @@ ABSL_FLAG(int, iterations, 20, "layers, i.e. Lloyd's iterations for exact models
 ABSL_FLAG(std::string, init, "kmeans++",
           "initial centers: kmeans++, random or given (--centers_in)");
 ABSL_FLAG(std::string, centers_in, "", "CSV of k initial centers, one per line, for --init=given");
-ABSL_FLAG(uint64_t, seed, 1, "seed of the initialisation");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the initialisation (and of kmedoids' draws)");
 ABSL_FLAG(double, beta, 0,
-          "exact models: softmax inverse temperature of the assignment; 0 = hardmax");
+          "inverse temperature: soft-kmeans, robust-kmeans, lloyd-onehot-linear's softmax "
+          "assignment; 0 = the model's default (kmt models lists it)");
+ABSL_FLAG(double, tau, 0, "trimmed-kmeans: normmax's regularization; 0 = the model's default");
+ABSL_FLAG(double, gamma, 0,
+          "kmedoids: inverse temperature of each center's draw; 0 = infinity (the point nearest "
+          "the cluster's mean)");
 ABSL_FLAG(int, d, 0, "dimensions of a float32 input; bench: dimensions of the generated batches");
 ABSL_FLAG(int, window, 8, "batches in flight on one stream");
 ABSL_FLAG(int, batches_per_stream, 64,
@@ -63,6 +68,8 @@ absl::StatusOr<v1::ClusterRequest> Template(int d) {
   r.set_iterations(absl::GetFlag(FLAGS_iterations));
   r.set_seed(absl::GetFlag(FLAGS_seed));
   r.set_beta(absl::GetFlag(FLAGS_beta));
+  r.set_tau(absl::GetFlag(FLAGS_tau));
+  r.set_gamma(absl::GetFlag(FLAGS_gamma));
   absl::StatusOr<v1::Init> init = InitFlag();
   if (!init.ok()) return init.status();
   r.set_init(*init);

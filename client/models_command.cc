@@ -18,6 +18,11 @@ absl::Status RunModels() {
                 m.embedding().c_str(), m.d() ? std::to_string(m.d()).c_str() : "any",
                 m.k() ? std::to_string(m.k()).c_str() : "any", m.input_scaling().c_str(),
                 m.description().c_str());
+    for (const v1::ModelParameter& p : m.parameters()) {
+      std::printf("  --%s: %s; default %g, range %s%g, %g]\n", p.name().c_str(),
+                  p.description().c_str(), p.default_value(), p.min_exclusive() ? "(" : "[",
+                  p.min(), p.max());
+    }
   }
   return absl::OkStatus();
 }

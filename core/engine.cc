@@ -158,8 +158,8 @@ std::vector<ServedModel<Scalar>> ExactModels() {
                Algorithm::kKMedoids,
                {{.name = "gamma",
                  .description = "inverse temperature of the draw, in 1 / squared units of the "
-                                "data; default (0): infinity, the point nearest the mean",
-                 .default_value = 0,
+                                "data; infinity: the point nearest the mean",
+                 .default_value = inf,
                  .min = 0,
                  .max = inf}},
                "kmedoids"),

@@ -48,6 +48,11 @@ def main():
         yield pb.ClusterRequest(request_id="py-1", model="lloyd-onehot", n=1000, d=2,
                                 points=points, k=4, iterations=10,
                                 init=pb.INIT_KMEANS_PLUS_PLUS, seed=1)
+        # A variant with its parameter: randomized k-medoids, centers drawn among
+        # the data points with inverse temperature gamma, keyed by the seed.
+        yield pb.ClusterRequest(request_id="py-2", model="kmedoids", n=1000, d=2,
+                                points=points, k=4, iterations=10,
+                                init=pb.INIT_KMEANS_PLUS_PLUS, seed=1, gamma=2.0)
 
     stub = rpc.KMeansTransformerStub(grpc.insecure_channel(args.server))
     for response in stub.Cluster(batches(), timeout=30):
