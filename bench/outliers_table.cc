@@ -112,7 +112,7 @@ int Main(int seeds) {
         spec.points = p.points;
         spec.k = kK;
         spec.layers = kLayers;
-        spec.init = InitMethod::kKMeansPlusPlus;
+        spec.init = InitMethod::kRandomSubset;
         spec.seed = s;
         const absl::StatusOr<RunResult<double>> run =
             Cluster(*model, *Batch<double>::Validate(std::move(spec)));

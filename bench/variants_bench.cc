@@ -47,6 +47,16 @@ const std::vector<Variant>& Variants() {
        [](const Data& p) {
          return ReferenceSoftKMeans(p.points, p.init, 100, 1).back().objective;
        }},
+      {"trimmed-kmeans",
+       {.tau = 1.0},
+       [](const Data& p) {
+         return ReferenceTrimmedKMeans(p.points, p.init, 1.0, 1).back().objective;
+       }},
+      {"robust-kmeans",
+       {.beta = 1},
+       [](const Data& p) {
+         return ReferenceRobustKMeans(p.points, p.init, 1.0, 1).back().objective;
+       }},
       {"kmedoids",
        {.seed = 3, .gamma = 20},
        [](const Data& p) {

@@ -1,6 +1,7 @@
 #include "client/cli_flags.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,9 @@ ABSL_FLAG(uint64_t, seed, 1, "seed of the initialisation (and of kmedoids' draws
 ABSL_FLAG(double, beta, 0,
           "inverse temperature: soft-kmeans, robust-kmeans, lloyd-onehot-linear's softmax "
           "assignment; 0 = the model's default (kmt models lists it)");
-ABSL_FLAG(double, tau, 0, "trimmed-kmeans: normmax's regularization; 0 = the model's default");
+ABSL_FLAG(std::optional<double>, tau, std::nullopt,
+          "trimmed-kmeans: normmax's regularization (0 keeps each cluster's point nearest its "
+          "center); unset = the model's default");
 ABSL_FLAG(double, gamma, 0,
           "kmedoids: inverse temperature of each center's draw; 0 = infinity (the point nearest "
           "the cluster's mean)");
@@ -68,7 +71,7 @@ absl::StatusOr<v1::ClusterRequest> Template(int d) {
   r.set_iterations(absl::GetFlag(FLAGS_iterations));
   r.set_seed(absl::GetFlag(FLAGS_seed));
   r.set_beta(absl::GetFlag(FLAGS_beta));
-  r.set_tau(absl::GetFlag(FLAGS_tau));
+  if (const std::optional<double> tau = absl::GetFlag(FLAGS_tau)) r.set_tau(*tau);
   r.set_gamma(absl::GetFlag(FLAGS_gamma));
   absl::StatusOr<v1::Init> init = InitFlag();
   if (!init.ok()) return init.status();

@@ -27,9 +27,9 @@ absl::StatusOr<Batch<Scalar>> Batch<Scalar>::Validate(BatchSpec<Scalar> spec) {
     return absl::InvalidArgumentError(
         absl::StrCat("beta = ", spec.beta, ", must be 0 (hardmax) or positive"));
   }
-  if (!std::isfinite(spec.tau) || spec.tau < 0) {
+  if (spec.tau && (!std::isfinite(*spec.tau) || *spec.tau < 0)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("tau = ", spec.tau, ", must be finite and at least 0"));
+        absl::StrCat("tau = ", *spec.tau, ", must be finite and at least 0"));
   }
   if (std::isnan(spec.gamma) || spec.gamma < 0) {
     return absl::InvalidArgumentError(

@@ -5,6 +5,7 @@
 #define KMT_CORE_BATCH_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "core/init.h"
@@ -24,7 +25,7 @@ struct BatchSpec {
   /// Inverse temperature (soft and robust k-means; lloyd-onehot-linear's
   /// softmax assignment); 0: the model's default.
   double beta = 0;
-  double tau = 0;                  ///< trimmed k-means' regularization; 0: the model's default
+  std::optional<double> tau;       ///< trimmed k-means' regularization; unset: the model's default
   double gamma = 0;                ///< k-medoids' draw; 0: infinity (the point nearest the mean)
   bool record_trajectory = false;  ///< keep every layer's labels, registers and centers
   bool cluster_sums = false;       ///< per center, count and coordinate sum of its points

@@ -45,10 +45,16 @@ InputScaling ServedModel<Scalar>::input_scaling() const {
 
 namespace {
 
-// The batch's value of each parameter a model may read, by name.
+// The parameters the batch sets, by name: beta and gamma when not 0, tau
+// when present.
 template <typename Scalar>
 std::vector<std::pair<const char*, double>> Given(const Batch<Scalar>& batch) {
-  return {{"beta", batch.spec().beta}, {"tau", batch.spec().tau}, {"gamma", batch.spec().gamma}};
+  const BatchSpec<Scalar>& spec = batch.spec();
+  std::vector<std::pair<const char*, double>> given;
+  if (spec.beta != 0) given.emplace_back("beta", spec.beta);
+  if (spec.tau) given.emplace_back("tau", *spec.tau);
+  if (spec.gamma != 0) given.emplace_back("gamma", spec.gamma);
+  return given;
 }
 
 const ParameterSpec* FindParameter(const std::vector<ParameterSpec>& specs,
@@ -73,7 +79,6 @@ absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
     return s;
   }
   for (const auto& [name, value] : Given(batch)) {
-    if (value == 0) continue;
     const ParameterSpec* spec = FindParameter(parameters_, name);
     if (spec == nullptr) {
       if (weights_ != nullptr && absl::string_view(name) == "beta") {
@@ -98,13 +103,16 @@ absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
 
 template <typename Scalar>
 VariantParameters ServedModel<Scalar>::Resolve(const Batch<Scalar>& batch) const {
-  const auto value = [&](const char* name, double given) {
+  // A parameter the batch leaves unset (0 for beta and gamma) takes the
+  // model's default.
+  const auto value = [&](const char* name, std::optional<double> given) {
     const ParameterSpec* spec = FindParameter(parameters_, name);
-    return given == 0 && spec != nullptr ? spec->default_value : given;
+    return !given && spec != nullptr ? spec->default_value : given.value_or(0);
   };
+  const auto set = [](double v) { return v != 0 ? std::optional<double>(v) : std::nullopt; };
   const BatchSpec<Scalar>& spec = batch.spec();
-  const double gamma = value("gamma", spec.gamma);
-  return {.beta = value("beta", spec.beta),
+  const double gamma = value("gamma", set(spec.gamma));
+  return {.beta = value("beta", set(spec.beta)),
           .tau = value("tau", spec.tau),
           .gamma = gamma == 0 ? std::numeric_limits<double>::infinity() : gamma,
           .seed = spec.seed};
@@ -151,6 +159,30 @@ std::vector<ServedModel<Scalar>> ExactModels() {
                  .max = inf,
                  .min_exclusive = true}},
                "soft-kmeans"),
+      M::Exact({.embedding = Embedding::kOneHot},
+               "trimmed k-means: each center the mean of the r points of its cluster nearest it, "
+               "r chosen by normmax (the r maximising the mean of -||x_i - c_j||^2 over them "
+               "minus tau / r); far points of a cluster do not move its center",
+               Algorithm::kTrimmedKMeans,
+               {{.name = "tau",
+                 .description = "normmax's regularization, in squared units of the data: 0 keeps "
+                                "the nearest point only, larger keeps more (Lloyd's as tau grows)",
+                 .default_value = 1,
+                 .min = 0,
+                 .max = inf}},
+               "trimmed-kmeans"),
+      M::Exact({.embedding = Embedding::kOneHot},
+               "robust k-means: each center the sparsemax(-beta ||x_i - c_j||^2)-weighted mean "
+               "of its cluster's points; far points get weight exactly 0",
+               Algorithm::kRobustKMeans,
+               {{.name = "beta",
+                 .description = "inverse temperature of the sparsemax, in 1 / squared units of the "
+                                "data: small is the cluster's mean, large its nearest point",
+                 .default_value = 1,
+                 .min = 0,
+                 .max = inf,
+                 .min_exclusive = true}},
+               "robust-kmeans"),
       M::Exact({.embedding = Embedding::kOneHot},
                "randomized k-medoids: each center the mean of its cluster, then a point of the "
                "cluster drawn with probability proportional to exp(-gamma ||x_i - mean||^2) "

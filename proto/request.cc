@@ -13,7 +13,7 @@ absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& r) {
                         .layers = r.iterations(),
                         .seed = r.seed(),
                         .beta = r.beta(),
-                        .tau = r.tau(),
+                        .tau = r.has_tau() ? std::optional<double>(r.tau()) : std::nullopt,
                         .gamma = r.gamma(),
                         .cluster_sums = r.return_cluster_sums()};
   switch (r.init()) {

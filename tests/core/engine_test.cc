@@ -27,7 +27,8 @@ TEST(Engine, ExactModelsAreTheLloydConstructionsAndTheVariants) {
     names.push_back(m.name());
   }
   EXPECT_EQ(names, (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-linear",
-                                             "soft-kmeans", "kmedoids", "spherical-kmeans"}));
+                                             "soft-kmeans", "trimmed-kmeans", "robust-kmeans",
+                                             "kmedoids", "spherical-kmeans"}));
 }
 
 TEST(Engine, ExactModelFromGivenCentersIsReferenceLloyd) {

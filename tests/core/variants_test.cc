@@ -111,6 +111,42 @@ TYPED_TEST(VariantsTest, SoftKMeansFastPathEqualsTheDenseCircuit) {
   }
 }
 
+TYPED_TEST(VariantsTest, TrimmedKMeansEqualsItsReference) {
+  using S = TypeParam;
+  int problem = 0;
+  for (const auto& [points, centers] : Problems<S>()) {
+    for (const double tau : {0.0, 0.02, 1.0, 1e6}) {
+      SCOPED_TRACE(testing::Message() << "problem " << problem << ", tau " << tau);
+      ExpectEqualsReference(Model<S>("trimmed-kmeans"),
+                            {.points = points,
+                             .k = static_cast<int>(centers.cols()),
+                             .layers = 6,
+                             .given_centers = centers,
+                             .tau = tau},
+                            ReferenceTrimmedKMeans<S>(points, centers, tau, 6));
+    }
+    ++problem;
+  }
+}
+
+TYPED_TEST(VariantsTest, RobustKMeansEqualsItsReference) {
+  using S = TypeParam;
+  int problem = 0;
+  for (const auto& [points, centers] : Problems<S>()) {
+    for (const double beta : {0.01, 1.0, 50.0, 1e4}) {
+      SCOPED_TRACE(testing::Message() << "problem " << problem << ", beta " << beta);
+      ExpectEqualsReference(Model<S>("robust-kmeans"),
+                            {.points = points,
+                             .k = static_cast<int>(centers.cols()),
+                             .layers = 6,
+                             .given_centers = centers,
+                             .beta = beta},
+                            ReferenceRobustKMeans<S>(points, centers, beta, 6));
+    }
+    ++problem;
+  }
+}
+
 TYPED_TEST(VariantsTest, KMedoidsEqualsItsReferenceAndCentersAreDataPoints) {
   using S = TypeParam;
   int problem = 0;
@@ -191,7 +227,9 @@ TEST(Variants, ParametersOutOfRangeOrUnreadAreRefusedByName) {
             "soft-kmeans, or lloyd-onehot-linear with beta)");
   EXPECT_EQ(refuse("soft-kmeans", {.gamma = 2}),
             "gamma = 2: model soft-kmeans has no parameter gamma");
-  EXPECT_EQ(refuse("kmedoids", {.tau = 1}), "tau = 1: model kmedoids has no parameter tau");
+  EXPECT_EQ(refuse("kmedoids", {.tau = 1.0}), "tau = 1: model kmedoids has no parameter tau");
+  EXPECT_EQ(refuse("kmedoids", {.tau = 0.0}), "tau = 0: model kmedoids has no parameter tau");
+  EXPECT_EQ(refuse("trimmed-kmeans", {.tau = -1.0}), "tau = -1, must be finite and at least 0");
   EXPECT_EQ(refuse("soft-kmeans", {.beta = -1}), "beta = -1, must be 0 (hardmax) or positive");
   EXPECT_EQ(refuse("kmedoids", {.gamma = -3}), "gamma = -3, must be 0 (infinity) or positive");
   Matrix<double> zero = points;
@@ -207,6 +245,10 @@ TEST(Variants, DefaultsComeFromTheModel) {
   const Batch<double> batch = *Batch<double>::Validate({.points = points, .k = 3});
   EXPECT_EQ(Model<double>("soft-kmeans").Resolve(batch).beta, 100);
   EXPECT_TRUE(std::isinf(Model<double>("kmedoids").Resolve(batch).gamma));
+  EXPECT_EQ(Model<double>("trimmed-kmeans").Resolve(batch).tau, 1);
+  EXPECT_EQ(Model<double>("robust-kmeans").Resolve(batch).beta, 1);
+  const Batch<double> zero_tau = *Batch<double>::Validate({.points = points, .k = 3, .tau = 0.0});
+  EXPECT_EQ(Model<double>("trimmed-kmeans").Resolve(zero_tau).tau, 0);
   EXPECT_TRUE(std::isinf(Model<double>("lloyd-onehot-linear").Resolve(batch).beta));
   EXPECT_FALSE(Model<double>("lloyd-onehot-linear").RunsDense(batch));
 }

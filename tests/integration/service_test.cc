@@ -324,7 +324,7 @@ TEST_F(ServiceTest, BadBatchesGetTheirOwnErrorsAndTheStreamGoesOn) {
   shape.set_n(601);
   add(shape, absl::StatusCode::kInvalidArgument, "points has 4800 values, expected n*d = 601*8");
   add(Request("unknown", "lloyd-trinary", good, 5, 5), absl::StatusCode::kNotFound,
-      "unknown model 'lloyd-trinary'; ListModels names the 7 models served");
+      "unknown model 'lloyd-trinary'; ListModels names the 9 models served");
   add(Request("learned-d", "test-learned", good, 4, 2), absl::StatusCode::kInvalidArgument,
       "model test-learned was trained for d = 3, k = 4; the batch has d = 8, k = 4");
   add(Request("learned-k", "test-learned", three_d, 5, 2), absl::StatusCode::kInvalidArgument,
@@ -381,7 +381,7 @@ TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
   Client client({.target = server_->address()});
   const auto models = client.ListModels();
   ASSERT_TRUE(models.ok()) << models.status();
-  ASSERT_EQ(models->size(), 7u);  // six exact, one learned
+  ASSERT_EQ(models->size(), 9u);  // eight exact, one learned
   const v1::ModelInfo& learned = models->back();
   EXPECT_EQ(learned.name(), "test-learned");
   EXPECT_EQ(learned.kind(), "learned");
