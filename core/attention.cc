@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/distances.h"
+#include "core/normalizers.h"
+#include "core/random.h"
 
 namespace kmt {
 namespace {
@@ -50,7 +52,7 @@ Projected<Scalar> Project(const AttentionBlock<Scalar>& block, const Matrix<Scal
 // maximiser is scored again directly and the decision is made on those
 // values. Returns whether the query has support.
 template <typename Scalar>
-bool HardmaxColumn(const AttentionBlock<Scalar>& block, const Projected<Scalar>& p,
+bool HardmaxColumn(const AttentionBlock<Scalar>& block, Ties ties, const Projected<Scalar>& p,
                    Eigen::Index query, Eigen::Map<Vector<Scalar>> column, Scalar* divisor) {
   const int dim = static_cast<int>(p.queries.rows());
   const Scalar margin = SquaredDistanceRoundOff(dim, p.query_sq[query], p.key_sq_max);
@@ -76,7 +78,7 @@ bool HardmaxColumn(const AttentionBlock<Scalar>& block, const Projected<Scalar>&
     column[key] = maximiser ? Scalar(1) : Scalar(0);
     count += maximiser;
   }
-  if (block.ties == Ties::kLowestIndex) {
+  if (ties == Ties::kLowestIndex) {
     column.setZero();
     column[first] = 1;
     count = 1;
@@ -85,15 +87,51 @@ bool HardmaxColumn(const AttentionBlock<Scalar>& block, const Projected<Scalar>&
   return block.score == ScoreKind::kDotProduct || best == 0;
 }
 
+// Gumbel-max of one query's column of scores at finite beta, in place: 1 on
+// argmax_l (beta s_l + g_l), g_l = CounterGumbel(seed, layer, query, l), 0
+// elsewhere. As for hardmax, the keys whose perturbed product score is within
+// round-off of the best are scored again directly and the draw is made on
+// those values, so it does not depend on how the product was blocked.
+template <typename Scalar>
+void GumbelColumn(const AttentionBlock<Scalar>& block, const Projected<Scalar>& p,
+                  Sampling sampling, Eigen::Index query, Eigen::Map<Vector<Scalar>> column) {
+  const int dim = static_cast<int>(p.queries.rows());
+  Vector<Scalar> noise(column.size());
+  for (Eigen::Index key = 0; key < column.size(); ++key) {
+    noise[key] = static_cast<Scalar>(
+        CounterGumbel(sampling.seed, static_cast<uint64_t>(sampling.layer),
+                      static_cast<uint64_t>(query), static_cast<uint64_t>(key)));
+  }
+  column *= block.beta;
+  const Scalar best = (column + noise).maxCoeff();
+  // The product's round-off scaled by beta, and the rounding of the scaling
+  // and of the addition of the noise.
+  const Scalar slack =
+      block.beta * SquaredDistanceRoundOff(dim, p.query_sq[query], p.key_sq_max) +
+      4 * std::numeric_limits<Scalar>::epsilon() * (std::abs(best) + noise.cwiseAbs().maxCoeff());
+  const Scalar* q = p.queries.col(query).data();
+  for (Eigen::Index key = 0; key < column.size(); ++key) {
+    if (column[key] + noise[key] >= best - 2 * slack) {
+      column[key] = block.beta * DirectScore(block.score, q, p.keys.col(key).data(), dim);
+    }
+  }
+  column = GumbelMax<Scalar>(column, noise);
+}
+
 // Turns the products keys^T queries of queries [first, first + cols) into
 // unnormalized weights, in place, and per query the divisor that normalizes
 // them and whether it has support. The output is divided after the weighted
 // sum, so an average of equal values is that value to the last bit.
 template <typename Scalar>
 void NormalizeColumns(const AttentionBlock<Scalar>& block, const Projected<Scalar>& p,
-                      Eigen::Index first, Matrix<Scalar>* weights, Scalar* divisor, char* support) {
-  const bool hard = block.normalizer == Normalizer::kHardmax ||
-                    (block.normalizer == Normalizer::kSoftmax && std::isinf(block.beta));
+                      Sampling sampling, Eigen::Index first, Matrix<Scalar>* weights,
+                      Scalar* divisor, char* support) {
+  const bool gumbel = block.normalizer == Normalizer::kGumbel;
+  const bool hard =
+      block.normalizer == Normalizer::kHardmax ||
+      ((block.normalizer == Normalizer::kSoftmax || gumbel) && std::isinf(block.beta));
+  // Gumbel at beta = infinity has no noise left: a plain argmax.
+  const Ties ties = gumbel ? Ties::kLowestIndex : block.ties;
   const Eigen::Index cols = weights->cols();
 #pragma omp parallel for schedule(static) if (weights->size() > 65536)
   for (Eigen::Index c = 0; c < cols; ++c) {
@@ -106,17 +144,40 @@ void NormalizeColumns(const AttentionBlock<Scalar>& block, const Projected<Scala
       column = -column;
     }
     if (hard) {
-      support[c] = HardmaxColumn(block, p, query, column, &divisor[c]);
-    } else if (block.normalizer == Normalizer::kSoftmax) {
-      column *= block.beta;
-      column = (column.array() - column.maxCoeff()).exp().matrix();
-      divisor[c] = column.sum();
-      support[c] = 1;
-    } else {
-      const Scalar total = column.sum();
-      support[c] = total > 0;
-      divisor[c] = total > 0 ? total : Scalar(1);
-      if (total <= 0) column.setZero();
+      support[c] = HardmaxColumn(block, ties, p, query, column, &divisor[c]) || gumbel;
+      continue;
+    }
+    support[c] = 1;
+    switch (block.normalizer) {
+      case Normalizer::kSoftmax:
+        column *= block.beta;
+        column = (column.array() - column.maxCoeff()).exp().matrix();
+        divisor[c] = column.sum();
+        break;
+      case Normalizer::kLinear: {
+        const Scalar total = column.sum();
+        support[c] = total > 0;
+        divisor[c] = total > 0 ? total : Scalar(1);
+        if (total <= 0) column.setZero();
+        break;
+      }
+      case Normalizer::kSparsemax:
+        column = Sparsemax<Scalar>(block.beta * column);
+        divisor[c] = column.sum();
+        break;
+      case Normalizer::kNormmax:
+        // 1 on the r keys kept and r as the divisor: an exact average.
+        column = (Normmax<Scalar>(block.beta * column, block.tau).array() > 0)
+                     .template cast<Scalar>()
+                     .matrix();
+        divisor[c] = column.sum();
+        break;
+      case Normalizer::kGumbel:
+        GumbelColumn(block, p, sampling, query, column);
+        divisor[c] = 1;
+        break;
+      case Normalizer::kHardmax:
+        break;  // decided above
     }
   }
 }
@@ -124,7 +185,7 @@ void NormalizeColumns(const AttentionBlock<Scalar>& block, const Projected<Scala
 // Calls fn(first, weights, divisors) for consecutive blocks of queries.
 template <typename Scalar, typename Fn>
 void ForEachQueryBlock(const AttentionBlock<Scalar>& block, const Projected<Scalar>& p,
-                       std::vector<char>* support, Fn fn) {
+                       Sampling sampling, std::vector<char>* support, Fn fn) {
   const Eigen::Index nq = p.queries.cols(), nk = p.keys.cols();
   const Eigen::Index step =
       std::max<Eigen::Index>(1, kScoreBlockEntries / std::max<Eigen::Index>(nk, 1));
@@ -135,7 +196,7 @@ void ForEachQueryBlock(const AttentionBlock<Scalar>& block, const Projected<Scal
     const Eigen::Index cols = std::min(step, nq - first);
     weights.noalias() = p.keys.transpose() * p.queries.middleCols(first, cols);
     divisors.resize(cols);
-    NormalizeColumns(block, p, first, &weights, divisors.data(), support->data() + first);
+    NormalizeColumns(block, p, sampling, first, &weights, divisors.data(), support->data() + first);
     fn(first, weights, divisors);
   }
 }
@@ -154,6 +215,12 @@ absl::string_view NormalizerName(Normalizer normalizer) {
       return "hardmax";
     case Normalizer::kLinear:
       return "linear";
+    case Normalizer::kSparsemax:
+      return "sparsemax";
+    case Normalizer::kNormmax:
+      return "normmax";
+    case Normalizer::kGumbel:
+      return "gumbel";
   }
   return "unknown";
 }
@@ -167,11 +234,13 @@ absl::StatusOr<ScoreKind> ParseScoreKind(absl::string_view name) {
 }
 
 absl::StatusOr<Normalizer> ParseNormalizer(absl::string_view name) {
-  for (Normalizer n : {Normalizer::kSoftmax, Normalizer::kHardmax, Normalizer::kLinear}) {
+  for (Normalizer n : {Normalizer::kSoftmax, Normalizer::kHardmax, Normalizer::kLinear,
+                       Normalizer::kSparsemax, Normalizer::kNormmax, Normalizer::kGumbel}) {
     if (name == NormalizerName(n)) return n;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown normalizer '", name, "', expected softmax, hardmax or linear"));
+      absl::StrCat("unknown normalizer '", name,
+                   "', expected softmax, hardmax, linear, sparsemax, normmax or gumbel"));
 }
 
 template <typename Scalar>
@@ -200,22 +269,32 @@ absl::Status ValidateBlock(const AttentionBlock<Scalar>& block, int dim) {
       !block.bQ.allFinite() || !block.bK.allFinite() || !block.bV.allFinite()) {
     return absl::InvalidArgumentError("weights contain NaN or Inf");
   }
+  const Normalizer n = block.normalizer;
+  const bool sparse = n == Normalizer::kSparsemax || n == Normalizer::kNormmax;
   if (std::isnan(block.beta) || block.beta < 0 ||
-      (block.beta == 0 && block.normalizer == Normalizer::kHardmax)) {
+      (block.beta == 0 && (n == Normalizer::kHardmax || n == Normalizer::kGumbel || sparse))) {
     return absl::InvalidArgumentError(
         absl::StrCat("inverse temperature ", block.beta, " must be positive"));
+  }
+  if (sparse && std::isinf(block.beta)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(NormalizerName(n), " needs a finite inverse temperature, not ", block.beta));
+  }
+  if (!std::isfinite(block.tau) || block.tau < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("normmax regularisation tau = ", block.tau, " must be finite and >= 0"));
   }
   return absl::OkStatus();
 }
 
 template <typename Scalar>
 Matrix<Scalar> AttentionWeights(const AttentionBlock<Scalar>& block, const Matrix<Scalar>& queries,
-                                const Matrix<Scalar>& keys) {
+                                const Matrix<Scalar>& keys, Sampling sampling) {
   const Projected<Scalar> p = Project(block, queries, keys);
   Matrix<Scalar> all(keys.cols(), queries.cols());
   std::vector<char> support;
   ForEachQueryBlock(
-      block, p, &support,
+      block, p, sampling, &support,
       [&](Eigen::Index first, const Matrix<Scalar>& w, const Vector<Scalar>& divisors) {
         all.middleCols(first, w.cols()) = w.array().rowwise() / divisors.transpose().array();
       });
@@ -224,12 +303,12 @@ Matrix<Scalar> AttentionWeights(const AttentionBlock<Scalar>& block, const Matri
 
 template <typename Scalar>
 Matrix<Scalar> Attend(const AttentionBlock<Scalar>& block, const Matrix<Scalar>& queries,
-                      const Matrix<Scalar>& keys, std::vector<bool>* support) {
+                      const Matrix<Scalar>& keys, std::vector<bool>* support, Sampling sampling) {
   const Projected<Scalar> p = Project(block, queries, keys);
   Matrix<Scalar> out(queries.rows(), queries.cols());
   std::vector<char> supported;
   ForEachQueryBlock(
-      block, p, &supported,
+      block, p, sampling, &supported,
       [&](Eigen::Index first, const Matrix<Scalar>& w, const Vector<Scalar>& divisors) {
         auto block_out = out.middleCols(first, w.cols());
         block_out.noalias() = p.values * w;
@@ -243,9 +322,9 @@ Matrix<Scalar> Attend(const AttentionBlock<Scalar>& block, const Matrix<Scalar>&
   template struct AttentionBlock<S>;                                                         \
   template absl::Status ValidateBlock<S>(const AttentionBlock<S>&, int);                     \
   template Matrix<S> AttentionWeights<S>(const AttentionBlock<S>&, const Matrix<S>&,         \
-                                         const Matrix<S>&);                                  \
+                                         const Matrix<S>&, Sampling);                        \
   template Matrix<S> Attend<S>(const AttentionBlock<S>&, const Matrix<S>&, const Matrix<S>&, \
-                               std::vector<bool>*);
+                               std::vector<bool>*, Sampling);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -34,8 +34,8 @@ AttentionBlock<Scalar> Block(const Matrix<Scalar>& qk, const Matrix<Scalar>& v, 
 template <typename Scalar>
 bool SameBlock(const AttentionBlock<Scalar>& a, const AttentionBlock<Scalar>& b) {
   return a.score == b.score && a.normalizer == b.normalizer && a.ties == b.ties &&
-         a.beta == b.beta && a.Q == b.Q && a.K == b.K && a.V == b.V && a.bQ == b.bQ &&
-         a.bK == b.bK && a.bV == b.bV;
+         a.beta == b.beta && a.tau == b.tau && a.Q == b.Q && a.K == b.K && a.V == b.V &&
+         a.bQ == b.bQ && a.bK == b.bK && a.bV == b.bV;
 }
 
 }  // namespace

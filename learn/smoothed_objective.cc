@@ -1,10 +1,8 @@
 #include "learn/smoothed_objective.h"
 
-#include <algorithm>
-#include <functional>
-
 #include "absl/strings/str_cat.h"
 #include "core/distances.h"
+#include "core/normalizers.h"
 
 namespace kmt {
 
@@ -18,20 +16,6 @@ absl::StatusOr<LossForm> ParseLossForm(absl::string_view name) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown loss form '", name, "', expected softmax or sparsemax"));
-}
-
-template <typename Scalar>
-Vector<Scalar> Sparsemax(const Vector<Scalar>& z) {
-  // Threshold t with sum_j max(z_j - t, 0) = 1 (Martins & Astudillo 2016).
-  std::vector<Scalar> sorted(z.data(), z.data() + z.size());
-  std::sort(sorted.begin(), sorted.end(), std::greater<Scalar>());
-  Scalar cumulative = 0, threshold = 0;
-  for (size_t r = 0; r < sorted.size(); ++r) {
-    cumulative += sorted[r];
-    const Scalar t = (cumulative - 1) / static_cast<Scalar>(r + 1);
-    if (sorted[r] > t) threshold = t;
-  }
-  return (z.array() - threshold).max(Scalar(0)).matrix();
 }
 
 template <typename Scalar>
@@ -81,8 +65,7 @@ double SmoothedObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& cen
 
 #define KMT_INSTANTIATE(S)                                                                      \
   template double SmoothedObjective<S>(const Matrix<S>&, const Matrix<S>&, double, LossForm, S, \
-                                       Matrix<S>*);                                             \
-  template Vector<S> Sparsemax<S>(const Vector<S>&);
+                                       Matrix<S>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -23,10 +23,6 @@ template <typename Scalar>
 double SmoothedObjective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, double tau,
                          LossForm form, Scalar scale, Matrix<Scalar>* d_centers);
 
-// Sparsemax of a vector: its Euclidean projection onto the simplex.
-template <typename Scalar>
-Vector<Scalar> Sparsemax(const Vector<Scalar>& z);
-
 }  // namespace kmt
 
 #endif  // KMT_LEARN_SMOOTHED_OBJECTIVE_H_

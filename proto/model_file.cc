@@ -69,12 +69,22 @@ absl::StatusOr<AttentionBlock<Scalar>> BlockFromProto(const v1::AttentionBlockPr
     case v1::NORMALIZER_LINEAR:
       b.normalizer = Normalizer::kLinear;
       break;
+    case v1::NORMALIZER_SPARSEMAX:
+      b.normalizer = Normalizer::kSparsemax;
+      break;
+    case v1::NORMALIZER_NORMMAX:
+      b.normalizer = Normalizer::kNormmax;
+      break;
+    case v1::NORMALIZER_GUMBEL:
+      b.normalizer = Normalizer::kGumbel;
+      break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(where, " has unknown normalizer ", p.normalizer()));
   }
   b.beta = p.beta() == 0 ? std::numeric_limits<Scalar>::infinity() : static_cast<Scalar>(p.beta());
   b.ties = p.ties() == v1::TIES_LOWEST_INDEX ? Ties::kLowestIndex : Ties::kAverage;
+  b.tau = static_cast<Scalar>(p.tau());
   return b;
 }
 
@@ -111,9 +121,19 @@ void BlockToProto(const AttentionBlock<Scalar>& b, v1::AttentionBlockProto* p) {
     case Normalizer::kLinear:
       p->set_normalizer(v1::NORMALIZER_LINEAR);
       break;
+    case Normalizer::kSparsemax:
+      p->set_normalizer(v1::NORMALIZER_SPARSEMAX);
+      break;
+    case Normalizer::kNormmax:
+      p->set_normalizer(v1::NORMALIZER_NORMMAX);
+      break;
+    case Normalizer::kGumbel:
+      p->set_normalizer(v1::NORMALIZER_GUMBEL);
+      break;
   }
   p->set_beta(std::isinf(b.beta) ? 0.0 : static_cast<double>(b.beta));
   p->set_ties(b.ties == Ties::kLowestIndex ? v1::TIES_LOWEST_INDEX : v1::TIES_AVERAGE);
+  p->set_tau(static_cast<double>(b.tau));
 }
 
 }  // namespace

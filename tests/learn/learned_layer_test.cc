@@ -133,34 +133,6 @@ TEST(SmoothedObjective, GradientMatchesFiniteDifferences) {
   }
 }
 
-TEST(SmoothedObjective, BoundsTheObjectiveFromAboveAndTightensWithTau) {
-  Rng rng(5);
-  const Matrix<double> points = Random(2, 50, rng), centers = Random(2, 5, rng);
-  double objective = 0;
-  for (Eigen::Index i = 0; i < points.cols(); ++i) {
-    objective += (centers.colwise() - points.col(i)).colwise().squaredNorm().minCoeff();
-  }
-  for (LossForm form : {LossForm::kSoftmax, LossForm::kSparsemax}) {
-    double previous = INFINITY;
-    for (double tau : {1.0, 0.1, 0.01, 1e-4}) {
-      const double loss = SmoothedObjective<double>(points, centers, tau, form, 1.0, nullptr);
-      EXPECT_GE(loss, objective * (1 - 1e-12));
-      EXPECT_LE(loss, previous);
-      previous = loss;
-    }
-    EXPECT_NEAR(previous, objective, 1e-6 * objective);
-  }
-}
-
-TEST(Sparsemax, ProjectsOntoTheSimplex) {
-  Vector<double> z(4);
-  z << 0.5, 0.1, -2, 0.45;
-  const Vector<double> p = Sparsemax<double>(z);
-  EXPECT_NEAR(p.sum(), 1, 1e-15);
-  EXPECT_EQ(p[2], 0);
-  EXPECT_NEAR(p[0] - p[3], 0.05, 1e-15);  // equal shift on the support
-}
-
 TEST(LearnedLayer, BackwardMatchesFiniteDifferences) {
   for (Embedding embedding : {Embedding::kOneHot, Embedding::kBinary, Embedding::kNone}) {
     SCOPED_TRACE(EmbeddingName(embedding));

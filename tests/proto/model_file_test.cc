@@ -21,6 +21,17 @@ Model<double> Example() {
   m.layers[0][BlockId::kPointsToPoints].bV.setConstant(0.25);
   m.layers[0][BlockId::kCentersToPoints].beta = 7;
   m.layers[0][BlockId::kCentersToPoints].normalizer = Normalizer::kSoftmax;
+  // A second layer with the sparse and sampled normalizers.
+  LayerWeights<double> sparse = m.layers[0];
+  sparse[BlockId::kPointsToCenters].normalizer = Normalizer::kGumbel;
+  sparse[BlockId::kPointsToCenters].beta = 2.5;
+  sparse[BlockId::kPointsToPoints].normalizer = Normalizer::kGumbel;  // beta = infinity
+  sparse[BlockId::kCentersToPoints].normalizer = Normalizer::kNormmax;
+  sparse[BlockId::kCentersToPoints].beta = 1;
+  sparse[BlockId::kCentersToPoints].tau = 0.375;
+  sparse[BlockId::kCentersToCenters].normalizer = Normalizer::kSparsemax;
+  sparse[BlockId::kCentersToCenters].beta = 3;
+  m.layers.push_back(sparse);
   return m;
 }
 
@@ -47,6 +58,7 @@ void ExpectSame(const Model<double>& a, const Model<double>& b) {
       EXPECT_EQ(x.normalizer, y.normalizer);
       EXPECT_EQ(x.beta, y.beta);
       EXPECT_EQ(x.ties, y.ties);
+      EXPECT_EQ(x.tau, y.tau);
     }
   }
 }
@@ -54,6 +66,12 @@ void ExpectSame(const Model<double>& a, const Model<double>& b) {
 TEST(ModelFile, AModelSurvivesItsMessage) {
   const v1::ModelFile file = ModelToProto(Example());
   EXPECT_EQ(file.input_scaling(), v1::SCALING_MIN_MAX);
+  const v1::LayerProto& sparse = file.layers(1);
+  EXPECT_EQ(sparse.points_to_centers().normalizer(), v1::NORMALIZER_GUMBEL);
+  EXPECT_EQ(sparse.points_to_points().beta(), 0);  // infinity
+  EXPECT_EQ(sparse.centers_to_points().normalizer(), v1::NORMALIZER_NORMMAX);
+  EXPECT_EQ(sparse.centers_to_points().tau(), 0.375);
+  EXPECT_EQ(sparse.centers_to_centers().normalizer(), v1::NORMALIZER_SPARSEMAX);
   const absl::StatusOr<Model<double>> back = ModelFromProto<double>(file);
   ASSERT_TRUE(back.ok()) << back.status();
   ExpectSame(*back, Example());
@@ -100,6 +118,19 @@ TEST(ModelFile, UnusableFilesSayWhy) {
   file.mutable_layers(0)->mutable_points_to_centers()->mutable_v()->set_values(0, NAN);
   EXPECT_EQ(ModelFromProto<double>(file).status().message(),
             "layer 0 theta1: weights contain NaN or Inf");
+  file = ModelToProto(Example());
+  file.mutable_layers(0)->mutable_points_to_centers()->set_normalizer(
+      static_cast<v1::NormalizerProto>(9));
+  EXPECT_EQ(ModelFromProto<double>(file).status().message(),
+            "layer 0 theta1 has unknown normalizer 9");
+  file = ModelToProto(Example());
+  file.mutable_layers(1)->mutable_centers_to_points()->set_tau(-1);
+  EXPECT_EQ(ModelFromProto<double>(file).status().message(),
+            "layer 1 theta3: normmax regularisation tau = -1 must be finite and >= 0");
+  file = ModelToProto(Example());
+  file.mutable_layers(1)->mutable_centers_to_centers()->set_beta(0);
+  EXPECT_EQ(ModelFromProto<double>(file).status().message(),
+            "layer 1 theta4: sparsemax needs a finite inverse temperature, not inf");
 }
 
 }  // namespace
