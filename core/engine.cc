@@ -257,6 +257,7 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
   const RunOptions options{
       .layers = spec.layers,
       .record_trajectory = spec.record_trajectory,
+      .seed = spec.seed,
       .before_layer = [&check](int) { return check ? check() : absl::OkStatus(); }};
   absl::StatusOr<RunResult<Scalar>> run =
       Evaluate(evaluator, points, model_points, map, initial, options);

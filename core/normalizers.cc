@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -34,15 +35,17 @@ Vector<Scalar> Normmax(const Eigen::Ref<const Vector<Scalar>>& s, Scalar tau) {
   std::iota(order.begin(), order.end(), Eigen::Index{0});
   std::stable_sort(order.begin(), order.end(),
                    [&s](Eigen::Index a, Eigen::Index b) { return s[a] > s[b]; });
-  // With s sorted descending and V(r) = (mean of the top r) - tau/r,
-  // V(r + 1) > V(r) exactly when gaps(r) = sum_{j <= r} (s_j - s_{r+1}) < tau.
-  // gaps grows with r, so the smallest best r is the first with gaps >= tau.
-  // Summing non-negative differences keeps equal scores exactly tied.
+  // V(r) = (mean of the top r) - tau / r, written (sum - tau) / r so that it
+  // rounds once; of several best r, the smallest.
   Eigen::Index r = 1;
-  Scalar gaps = 0;
-  for (; r < s.size(); ++r) {
-    gaps += static_cast<Scalar>(r) * (s[order[r - 1]] - s[order[r]]);
-    if (gaps >= tau) break;
+  Scalar prefix = 0, best = -std::numeric_limits<Scalar>::infinity();
+  for (Eigen::Index t = 1; t <= s.size(); ++t) {
+    prefix += s[order[t - 1]];
+    const Scalar value = (prefix - tau) / static_cast<Scalar>(t);
+    if (value > best) {
+      best = value;
+      r = t;
+    }
   }
   Vector<Scalar> w = Vector<Scalar>::Zero(s.size());
   for (Eigen::Index j = 0; j < r; ++j) w[order[j]] = Scalar(1) / static_cast<Scalar>(r);

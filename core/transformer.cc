@@ -49,16 +49,18 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
       x = EmbedPoints(frame.model_points, m);
       c.bottomRows(m) = codes;
     }
-    const Matrix<Scalar> a1 = Attend(w[BlockId::kPointsToCenters], x, c);
-    const Matrix<Scalar> a2 = Attend(w[BlockId::kPointsToPoints], x, x);
+    // Sampling blocks draw noise keyed by the run's seed and this layer.
+    const Sampling sampling{.seed = options.seed, .layer = t};
+    const Matrix<Scalar> a1 = Attend(w[BlockId::kPointsToCenters], x, c, nullptr, sampling);
+    const Matrix<Scalar> a2 = Attend(w[BlockId::kPointsToPoints], x, x, nullptr, sampling);
     // The residual adds the self-attention block first: under the exact
     // constructions it cancels the old value exactly, so the new value is the
     // cross block's output to the last bit.
     x += a2;
     x += a1;
     std::vector<bool> support;
-    const Matrix<Scalar> a3 = Attend(w[BlockId::kCentersToPoints], c, x, &support);
-    const Matrix<Scalar> a4 = Attend(w[BlockId::kCentersToCenters], c, c);
+    const Matrix<Scalar> a3 = Attend(w[BlockId::kCentersToPoints], c, x, &support, sampling);
+    const Matrix<Scalar> a4 = Attend(w[BlockId::kCentersToCenters], c, c, nullptr, sampling);
     Matrix<Scalar> next = c + a4;
     next += a3;
     int empty = 0;

@@ -36,6 +36,7 @@ struct RunOptions {
   int layers = 10;                 ///< T, the number of layers (iterations)
   Path path = Path::kAuto;         ///< which evaluator
   bool record_trajectory = false;  ///< keep labels, registers and centers of every layer
+  uint64_t seed = 0;               ///< keys the draws of sampling (Gumbel) blocks, with the layer
   /// Called before each layer with its index; a non-OK status stops the run
   /// and is returned (deadlines, cancellation).
   std::function<absl::Status(int layer)> before_layer;

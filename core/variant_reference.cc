@@ -188,6 +188,10 @@ std::vector<LloydIteration<Scalar>> ReferenceRobustKMeans(const Matrix<Scalar>& 
       [&](int, Eigen::Index j, const Members& members, Matrix<Scalar>* current) {
         std::vector<double> w = ScaledScores(points, members, *current, j, beta);
         const std::vector<size_t> order = DescendingOrder(w);
+        // The projection ignores a common shift: scores relative to the best
+        // keep the sums small whatever beta is.
+        const double top = w[order[0]];
+        for (double& z : w) z -= top;
         // Sparsemax: the support is the longest prefix of the sorted scores
         // whose r-th score exceeds (their sum - 1) / r, and that value is t.
         double prefix = 0, threshold = 0;

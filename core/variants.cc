@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cluster_sums.h"
 #include "core/distances.h"
+#include "core/normalizers.h"
 #include "core/random.h"
 
 namespace kmt {
@@ -110,31 +111,14 @@ int KMedoids(double gamma, uint64_t seed, int layer, const Matrix<Scalar>& point
   return empty;
 }
 
-// -scale ||x_i - c_j||^2 for the cluster's points, the distance in Scalar,
-// and their order by score, descending, ties to the lower point index.
-template <typename Scalar>
-void ClusterScores(const Matrix<Scalar>& points, const Members& members, Eigen::Index j,
-                   const Matrix<Scalar>& centers, double scale, std::vector<double>* scores,
-                   std::vector<Eigen::Index>* order) {
-  const Eigen::Index size = members.size(j);
-  scores->resize(size);
-  order->resize(size);
-  for (Eigen::Index t = 0; t < size; ++t) {
-    (*scores)[t] =
-        -scale * static_cast<double>(DirectSquaredDistance(points.col(members.begin(j)[t]).data(),
-                                                           centers.col(j).data(), points.rows()));
-    (*order)[t] = t;
-  }
-  std::stable_sort(order->begin(), order->end(),
-                   [&](Eigen::Index a, Eigen::Index b) { return (*scores)[a] > (*scores)[b]; });
-}
-
-// Per cluster, `weights(scores, order, &w)` gives each of its points a
-// weight and returns their divisor; the new center is the weighted sum of the
-// points, accumulated in double in increasing point index, over the divisor.
+// Per cluster, the scores s_i = -scale ||x_i - c_j||^2 of its points (the
+// distance in Scalar, as Lloyd's measures it), and the new center the
+// weighted sum of its points under `weights(s)` (normalizers.h), accumulated
+// in double in increasing point index. With `uniform`, the points of nonzero
+// weight are summed and divided by their count, as Lloyd's mean is.
 template <typename Scalar, typename Weights>
-int PerClusterWeightedMeans(double scale, const Matrix<Scalar>& points, const Labels& labels,
-                            Matrix<Scalar>* centers, Weights weights) {
+int PerClusterWeightedMeans(double scale, bool uniform, const Matrix<Scalar>& points,
+                            const Labels& labels, Matrix<Scalar>* centers, Weights weights) {
   const Eigen::Index d = points.rows(), k = centers->cols();
   const Members members(labels, k);
   int empty = 0;
@@ -142,57 +126,26 @@ int PerClusterWeightedMeans(double scale, const Matrix<Scalar>& points, const La
   const Matrix<Scalar> old = *centers;
 #pragma omp parallel for schedule(dynamic) if (points.cols() > 65536)
   for (Eigen::Index j = 0; j < k; ++j) {
-    if (members.size(j) == 0) continue;
-    std::vector<double> scores, w;
-    std::vector<Eigen::Index> order;
-    ClusterScores(points, members, j, old, scale, &scores, &order);
-    const double divisor = weights(scores, order, &w);
-    Vector<double> sum = Vector<double>::Zero(d);
-    for (Eigen::Index t = 0; t < members.size(j); ++t) {
-      if (w[t] == 0) continue;
-      const Scalar* x = points.col(members.begin(j)[t]).data();
-      for (Eigen::Index l = 0; l < d; ++l) sum[l] += w[t] * static_cast<double>(x[l]);
+    const Eigen::Index size = members.size(j);
+    if (size == 0) continue;
+    Vector<double> scores(size);
+    for (Eigen::Index t = 0; t < size; ++t) {
+      scores[t] = -scale * static_cast<double>(DirectSquaredDistance(
+                               points.col(members.begin(j)[t]).data(), old.col(j).data(), d));
     }
-    centers->col(j) = (sum / divisor).template cast<Scalar>();
+    const Vector<double> w = weights(scores);
+    Vector<double> sum = Vector<double>::Zero(d);
+    double count = 0;
+    for (Eigen::Index t = 0; t < size; ++t) {
+      if (w[t] == 0) continue;
+      const double weight = uniform ? 1.0 : w[t];
+      const Scalar* x = points.col(members.begin(j)[t]).data();
+      for (Eigen::Index l = 0; l < d; ++l) sum[l] += weight * static_cast<double>(x[l]);
+      ++count;
+    }
+    centers->col(j) = (uniform ? sum / count : sum).template cast<Scalar>();
   }
   return empty;
-}
-
-// Normmax_tau: uniform weight on the r highest scores, r maximising their
-// mean minus tau / r, written (sum - tau) / r (one rounding, so exact ties
-// tie), ties to the smallest r.
-double NormmaxWeights(double tau, const std::vector<double>& scores,
-                      const std::vector<Eigen::Index>& order, std::vector<double>* w) {
-  double prefix = 0, best = -std::numeric_limits<double>::infinity();
-  size_t best_r = 1;
-  for (size_t r = 1; r <= order.size(); ++r) {
-    prefix += scores[order[r - 1]];
-    const double value = (prefix - tau) / static_cast<double>(r);
-    if (value > best) {
-      best = value;
-      best_r = r;
-    }
-  }
-  w->assign(scores.size(), 0.0);
-  for (size_t r = 0; r < best_r; ++r) (*w)[order[r]] = 1;
-  return static_cast<double>(best_r);
-}
-
-// Sparsemax: w_i = max(z_i - t, 0), t such that the weights sum to 1; the
-// support is the longest prefix of the sorted scores whose r-th exceeds
-// (their sum - 1) / r.
-double SparsemaxWeights(const std::vector<double>& z, const std::vector<Eigen::Index>& order,
-                        std::vector<double>* w) {
-  double prefix = 0, threshold = 0;
-  for (size_t r = 1; r <= order.size(); ++r) {
-    prefix += z[order[r - 1]];
-    const double t = (prefix - 1) / static_cast<double>(r);
-    if (z[order[r - 1]] <= t) break;
-    threshold = t;
-  }
-  w->resize(z.size());
-  for (size_t t = 0; t < z.size(); ++t) (*w)[t] = std::max(z[t] - threshold, 0.0);
-  return 1;
 }
 
 template <typename Scalar>
@@ -240,19 +193,17 @@ int UpdateCenters(Algorithm algorithm, const VariantParameters& parameters,
   switch (algorithm) {
     case Algorithm::kSoftKMeans:
       return SoftKMeans(parameters.beta, points, centers);
+    case Algorithm::kTrimmedKMeans:
+      return PerClusterWeightedMeans(
+          1.0, /*uniform=*/true, points, labels, centers,
+          [tau = parameters.tau](const Vector<double>& s) { return Normmax<double>(s, tau); });
+    case Algorithm::kRobustKMeans:
+      return PerClusterWeightedMeans(parameters.beta, /*uniform=*/false, points, labels, centers,
+                                     [](const Vector<double>& z) { return Sparsemax<double>(z); });
     case Algorithm::kKMedoids:
       return KMedoids(parameters.gamma, parameters.seed, layer, points, labels, centers);
     case Algorithm::kSphericalKMeans:
       return Spherical(points, labels, centers);
-    case Algorithm::kTrimmedKMeans:
-      return PerClusterWeightedMeans(
-          1.0, points, labels, centers,
-          [tau = parameters.tau](const std::vector<double>& scores,
-                                 const std::vector<Eigen::Index>& order, std::vector<double>* w) {
-            return NormmaxWeights(tau, scores, order, w);
-          });
-    case Algorithm::kRobustKMeans:
-      return PerClusterWeightedMeans(parameters.beta, points, labels, centers, SparsemaxWeights);
     case Algorithm::kLloyd:
       break;
   }
