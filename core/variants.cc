@@ -31,20 +31,19 @@ int SoftKMeans(double beta, const Matrix<Scalar>& points, Matrix<Scalar>* center
   for (Eigen::Index c = 0; c < chunks; ++c) {
     const Eigen::Index first = c * kSoftChunk, rows = std::min(kSoftChunk, n - first);
     const auto x = points.middleCols(first, rows);
-    // Distances centers x points: each point's column is contiguous.
-    Matrix<Scalar> r;
-    SquaredDistances<Scalar>(*centers, center_sq, x, SquaredNorms<Scalar>(x), &r);
-    // r_ji = softmax_j(-beta d_ij), in the points' precision (the nearest
-    // center's term is exactly 1 before normalizing); the chunk's sums
-    // through one matrix product, the chunks added in double.
-    r *= static_cast<Scalar>(-beta);
+    Matrix<Scalar> dist;
+    SquaredDistances<Scalar>(x, SquaredNorms<Scalar>(x), *centers, center_sq, &dist);
+    // r_ij = softmax_j(-beta d_ij) in double, whatever the points' type: a
+    // far center's responsibilities are tiny, and in float they would
+    // underflow to 0 and freeze it where double moves it.
+    Matrix<double> r = (-beta) * dist.template cast<double>();
     for (Eigen::Index i = 0; i < rows; ++i) {
-      auto col = r.col(i);
-      col = (col.array() - col.maxCoeff()).exp().matrix();
-      col /= col.sum();
+      auto row = r.row(i);
+      row = (row.array() - row.maxCoeff()).exp().matrix();
+      row /= row.sum();
     }
-    sums[c] = (x * r.transpose()).template cast<double>();
-    masses[c] = r.rowwise().sum().template cast<double>();
+    sums[c].noalias() = x.template cast<double>() * r;
+    masses[c] = r.colwise().sum().transpose();
   }
   Matrix<double> sum = Matrix<double>::Zero(d, k);
   Vector<double> mass = Vector<double>::Zero(k);
