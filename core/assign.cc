@@ -43,7 +43,10 @@ void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, 
       const Eigen::Index rows = std::min(block, n - first);
       const auto x = points.middleCols(first, rows);
       const Vector<Scalar> x_sq = SquaredNorms<Scalar>(x);
-      SquaredDistances<Scalar>(x, x_sq, centers, center_sq, &dist);
+      // The kernel's product, then its last step and the argmin scan column
+      // by column, each column still in L1.
+      auto cross = dist.topRows(rows);
+      cross.noalias() = x.transpose() * centers;
       Scalar* best_p = best.data();
       Scalar* second_p = second.data();
       int* arg_p = arg.data();
@@ -51,6 +54,7 @@ void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, 
       std::fill_n(second_p, rows, std::numeric_limits<Scalar>::infinity());
       std::fill_n(arg_p, rows, 0);
       for (Eigen::Index j = 0; j < k; ++j) {
+        CrossToSquaredDistances<Scalar>(cross.col(j), x_sq, center_sq[j]);
         const Scalar* col = dist.col(j).data();
         const int jj = static_cast<int>(j);
         for (Eigen::Index i = 0; i < rows; ++i) {

@@ -140,8 +140,7 @@ void NormalizeColumns(const AttentionBlock<Scalar>& block, const Projected<Scala
     if (block.score == ScoreKind::kEuclidean) {
       // Scores are minus the squared distances, formed here while the
       // column is in cache.
-      CrossToSquaredDistances<Scalar>(column, p.key_sq, p.query_sq[query]);
-      column = -column;
+      CrossToNegativeSquaredDistances<Scalar>(column, p.key_sq, p.query_sq[query]);
     }
     if (hard) {
       support[c] = HardmaxColumn(block, ties, p, query, column, &divisor[c]) || gumbel;

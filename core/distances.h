@@ -31,6 +31,13 @@ void CrossToSquaredDistances(Column&& cross, const Eigen::Ref<const Vector<Scala
   cross = ((Scalar(-2) * cross.array() + a_sq.array()) + b_sq).max(Scalar(0)).matrix();
 }
 
+// The same step for an attention score: minus the squared distance.
+template <typename Scalar, typename Column>
+void CrossToNegativeSquaredDistances(Column&& cross, const Eigen::Ref<const Vector<Scalar>>& a_sq,
+                                     Scalar b_sq) {
+  cross = -((Scalar(-2) * cross.array() + a_sq.array()) + b_sq).max(Scalar(0)).matrix();
+}
+
 // out (a.cols() x b.cols()): out(i, j) = ||a_i - b_j||^2 in product form,
 // given the columns' squared norms a_sq and b_sq. `out` is resized.
 template <typename Scalar>
