@@ -43,8 +43,8 @@ void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, 
       const Eigen::Index rows = std::min(block, n - first);
       const auto x = points.middleCols(first, rows);
       const Vector<Scalar> x_sq = SquaredNorms<Scalar>(x);
-      // The kernel's product, then its last step and the argmin scan column
-      // by column, each column still in L1.
+      // The kernel's product, then its last step fused into the argmin scan
+      // (the products stay in `dist`).
       auto cross = dist.topRows(rows);
       cross.noalias() = x.transpose() * centers;
       Scalar* best_p = best.data();
@@ -54,11 +54,12 @@ void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, 
       std::fill_n(second_p, rows, std::numeric_limits<Scalar>::infinity());
       std::fill_n(arg_p, rows, 0);
       for (Eigen::Index j = 0; j < k; ++j) {
-        CrossToSquaredDistances<Scalar>(cross.col(j), x_sq, center_sq[j]);
         const Scalar* col = dist.col(j).data();
+        const Scalar* x_sq_p = x_sq.data();
+        const Scalar cj = center_sq[j];
         const int jj = static_cast<int>(j);
         for (Eigen::Index i = 0; i < rows; ++i) {
-          const Scalar v = col[i];
+          const Scalar v = FinishSquaredDistance(col[i], x_sq_p[i], cj);
           const Scalar b0 = best_p[i];
           second_p[i] = std::min(second_p[i], std::max(b0, v));
           arg_p[i] = v < b0 ? jj : arg_p[i];
@@ -72,7 +73,9 @@ void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, 
         if (second_p[i] - best_p[i] <= slack) {
           Scalar exact = std::numeric_limits<Scalar>::infinity();
           for (Eigen::Index j = 0; j < k; ++j) {
-            if (dist(i, j) > best_p[i] + slack) continue;
+            if (FinishSquaredDistance(dist(i, j), x_sq[i], center_sq[j]) > best_p[i] + slack) {
+              continue;
+            }
             const Scalar s = DirectSquaredDistance(xi, centers.col(j).data(), d);
             if (s < exact) {
               exact = s;
