@@ -1,16 +1,20 @@
 // Speed of the core on one machine, in one process: the fast path per layer
 // against reference Lloyd's per iteration and FAISS k-means per iteration on
-// the same data, and the dense evaluator per layer. Float throughout.
+// the same data, the dense evaluator per layer, and each variant of Lloyd's
+// on the fast path against its reference. Float throughout.
 //   build/bench/core_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
+#include <functional>
 #include <map>
 #include <tuple>
 
 #include "core/constructions.h"
+#include "core/engine.h"
 #include "core/init.h"
 #include "core/lloyd.h"
 #include "core/transformer.h"
+#include "core/variant_reference.h"
 #include "learn/task_generator.h"
 
 #ifdef KMT_HAVE_FAISS
@@ -109,6 +113,94 @@ BENCHMARK(BM_DensePathLayer)
     ->Args({256, 32, 64})
     ->Args({1024, 32, 64})
     ->Args({4096, 32, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Paper A's variants (docs/variants.md): the engine's fast path per layer
+// against the plain reference per iteration.
+struct Variant {
+  const char* model;
+  BatchSpec<float> parameters;                   // beta, tau, gamma, seed
+  std::function<double(const Data&)> reference;  // one iteration; returns the objective
+};
+
+// Parameters on the scale of the generated tasks (points in [0, 1]^32).
+const std::vector<Variant>& Variants() {
+  static const std::vector<Variant> variants = {
+      {"soft-kmeans",
+       {.beta = 100},
+       [](const Data& p) {
+         return ReferenceSoftKMeans(p.points, p.init, 100, 1).back().objective;
+       }},
+      {"trimmed-kmeans",
+       {.tau = 1.0},
+       [](const Data& p) {
+         return ReferenceTrimmedKMeans(p.points, p.init, 1.0, 1).back().objective;
+       }},
+      {"robust-kmeans",
+       {.beta = 1},
+       [](const Data& p) {
+         return ReferenceRobustKMeans(p.points, p.init, 1.0, 1).back().objective;
+       }},
+      {"kmedoids",
+       {.seed = 3, .gamma = 20},
+       [](const Data& p) {
+         return ReferenceKMedoids(p.points, p.init, 20, 3, 1).back().objective;
+       }},
+      {"spherical-kmeans",
+       {},
+       [](const Data& p) {
+         return ReferenceSphericalKMeans(p.points, p.init, 1).back().objective;
+       }},
+  };
+  return variants;
+}
+
+void BM_VariantFastPathLayer(benchmark::State& state) {
+  const Variant& v = Variants()[state.range(0)];
+  const int n = state.range(1);
+  const Data& data = Problem(n, 32, 64);
+  state.SetLabel(v.model);
+  const ServedModel<float>* model = nullptr;
+  static const std::vector<ServedModel<float>> models = ExactModels<float>();
+  for (const ServedModel<float>& m : models) {
+    if (m.name() == v.model) model = &m;
+  }
+  BatchSpec<float> spec = v.parameters;
+  spec.points = data.points;
+  spec.k = 64;
+  spec.layers = kLayers;
+  spec.given_centers = data.init;
+  const Batch<float> batch = *Batch<float>::Validate(std::move(spec));
+  for (auto _ : state) {
+    auto run = Cluster(*model, batch);
+    benchmark::DoNotOptimize(run->objective);
+  }
+  SetPerUnit(state, "s_per_layer", kLayers, n);
+}
+
+void BM_VariantReferenceIteration(benchmark::State& state) {
+  const Variant& v = Variants()[state.range(0)];
+  const int n = state.range(1);
+  const Data& data = Problem(n, 32, 64);
+  state.SetLabel(v.model);
+  for (auto _ : state) benchmark::DoNotOptimize(v.reference(data));
+  SetPerUnit(state, "s_per_layer", 1, n);
+}
+
+void VariantArgs(benchmark::internal::Benchmark* b) {
+  for (int v = 0; v < static_cast<int>(Variants().size()); ++v) {
+    for (int n : {100000, 1000000}) b->Args({v, n});
+  }
+}
+
+BENCHMARK(BM_VariantFastPathLayer)
+    ->Apply(VariantArgs)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_VariantReferenceIteration)
+    ->Apply(VariantArgs)
+    ->Iterations(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
