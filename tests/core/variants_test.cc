@@ -196,6 +196,43 @@ TYPED_TEST(VariantsTest, KMedoidsDrawsDependOnTheSeedOnly) {
   EXPECT_NE(a.centers, c.centers);
 }
 
+TEST(Variants, KMedoidsDrawsFollowTheGumbelMaxProbabilities) {
+  // One cluster of five points; over many seeds the center drawn after one
+  // layer is point i with probability proportional to exp(-gamma ||x_i -
+  // mean||^2). Chi-square with 4 degrees of freedom: 18.47 is the 0.001
+  // critical value.
+  Matrix<double> points(1, 5);
+  points << 0.0, 0.5, 1.0, 2.0, 3.5;
+  const double mean = points.mean(), gamma = 0.4;
+  std::vector<double> p(5);
+  double total = 0;
+  for (int i = 0; i < 5; ++i) {
+    p[i] = std::exp(-gamma * (points(0, i) - mean) * (points(0, i) - mean));
+    total += p[i];
+  }
+  constexpr int kDraws = 20000;
+  std::vector<int> counts(5, 0);
+  for (int seed = 0; seed < kDraws; ++seed) {
+    const Batch<double> batch = *Batch<double>::Validate({.points = points,
+                                                          .k = 1,
+                                                          .layers = 1,
+                                                          .given_centers = points.leftCols(1),
+                                                          .seed = static_cast<uint64_t>(seed),
+                                                          .gamma = gamma});
+    const double center = Cluster(Model<double>("kmedoids"), batch)->centers(0, 0);
+    for (int i = 0; i < 5; ++i) counts[i] += center == points(0, i);
+  }
+  double chi2 = 0;
+  int drawn = 0;
+  for (int i = 0; i < 5; ++i) {
+    const double expected = kDraws * p[i] / total;
+    chi2 += (counts[i] - expected) * (counts[i] - expected) / expected;
+    drawn += counts[i];
+  }
+  EXPECT_EQ(drawn, kDraws);  // every center is one of the points
+  EXPECT_LT(chi2, 18.47);
+}
+
 TYPED_TEST(VariantsTest, SphericalKMeansEqualsItsReference) {
   using S = TypeParam;
   int problem = 0;
