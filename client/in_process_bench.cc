@@ -29,7 +29,8 @@ absl::StatusOr<Throughput> InProcessThroughput(const std::vector<v1::ClusterRequ
     if (m.name() == batches[0].model()) model = std::move(m);
   }
   if (!model) {
-    return absl::InvalidArgumentError("--in_process compares exact models (lloyd-*) only");
+    return absl::InvalidArgumentError(
+        "--in_process compares exact models only (kmt models lists them)");
   }
   // What a server's worker does with a batch, less the response.
   const auto one = [&model](const v1::ClusterRequest& r) -> absl::Status {

@@ -22,8 +22,8 @@ struct Throughput {
 
 // Batches/s of the core alone on `count` of `batches` (reused round robin),
 // with a thread per CPU this process may run on, each batch on one thread
-// (as the server's workers run them). Exact models (lloyd-*) only; each batch runs as a server's
-// worker runs it (proto/request.h, core/engine.h).
+// (as the server's workers run them). Exact models only (the constructions and variants); each
+// batch runs as a server's worker runs it (proto/request.h, core/engine.h).
 absl::StatusOr<Throughput> InProcessThroughput(const std::vector<v1::ClusterRequest>& batches,
                                                int64_t count);
 
