@@ -1,4 +1,4 @@
-// The trainable k-means transformer layer (SPEC section 4): four Euclidean
+// The trainable k-means transformer layer (docs/learning.md): four Euclidean
 // softmax attention blocks with full Q, K, V and biases, applied once to
 // freshly embedded tokens. Forward passes cache what the backward passes
 // need; backward passes accumulate into gradients, as in llm.c. Inputs (the

@@ -1,4 +1,4 @@
-// Trains the one-layer k-means transformer (SPEC section 4) on a distribution
+// Trains the one-layer k-means transformer (docs/learning.md) on a distribution
 // of clustering tasks: each step draws a batch of tasks, runs one layer from
 // the tasks' first k points, and takes an Adam step on the smoothed objective
 // of the resulting centers, with gradient-norm clipping and the learning rate

@@ -58,9 +58,9 @@ Matrix<Scalar> Row(std::initializer_list<double> values) {
   return m;
 }
 
-// SPEC section 1 written out per query and key, in long double: the weights
-// of every key (rows) for every query (columns), each normalizer straight from
-// its definition.
+// The attention definition (docs/core.md) written out per query and key, in long double: the
+// weights of every key (rows) for every query (columns), each normalizer straight from its
+// definition.
 template <typename Scalar>
 Matrix<long double> NaiveWeights(const AttentionBlock<Scalar>& b, const Matrix<Scalar>& z,
                                  const Matrix<Scalar>& keys, Sampling sampling = {}) {
