@@ -118,6 +118,21 @@ void GumbelColumn(const AttentionBlock<Scalar>& block, const Projected<Scalar>& 
   column = GumbelMax<Scalar>(column, noise);
 }
 
+// Every key's score for one query computed directly, not in product form.
+// Sparsemax and normmax weigh keys by their scores' values, not only their
+// order, and the product form's round-off grows with the tokens' norms: a
+// block that penalizes other clusters' keys through large register
+// coordinates would lose its members' scores in it.
+template <typename Scalar>
+void ScoreDirectly(const AttentionBlock<Scalar>& block, const Projected<Scalar>& p,
+                   Eigen::Index query, Eigen::Map<Vector<Scalar>> column) {
+  const int dim = static_cast<int>(p.queries.rows());
+  const Scalar* q = p.queries.col(query).data();
+  for (Eigen::Index key = 0; key < column.size(); ++key) {
+    column[key] = DirectScore(block.score, q, p.keys.col(key).data(), dim);
+  }
+}
+
 // Turns the products keys^T queries of queries [first, first + cols) into
 // unnormalized weights, in place, and per query the divisor that normalizes
 // them and whether it has support. The output is divided after the weighted
@@ -161,11 +176,13 @@ void NormalizeColumns(const AttentionBlock<Scalar>& block, const Projected<Scala
         break;
       }
       case Normalizer::kSparsemax:
+        ScoreDirectly(block, p, query, column);
         column = Sparsemax<Scalar>(block.beta * column);
         divisor[c] = column.sum();
         break;
       case Normalizer::kNormmax:
         // 1 on the r keys kept and r as the divisor: an exact average.
+        ScoreDirectly(block, p, query, column);
         column = (Normmax<Scalar>(block.beta * column, block.tau).array() > 0)
                      .template cast<Scalar>()
                      .matrix();

@@ -114,6 +114,39 @@ absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k, const LloydOptions
 }
 
 template <typename Scalar>
+absl::StatusOr<Model<Scalar>> ClusterRestrictedConstruction(int d, int k, Normalizer normalizer,
+                                                            double beta, double tau,
+                                                            double register_penalty) {
+  if (normalizer != Normalizer::kSparsemax && normalizer != Normalizer::kNormmax) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a cluster-restricted theta3 is sparsemax or normmax, not ", NormalizerName(normalizer)));
+  }
+  if (!(register_penalty > 0) || !std::isfinite(register_penalty)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("register penalty ", register_penalty, " must be positive and finite"));
+  }
+  const double scale = normalizer == Normalizer::kSparsemax ? beta : 1.0;
+  if (!(scale > 0) || !std::isfinite(scale)) {
+    return absl::InvalidArgumentError(absl::StrCat("beta ", beta, " must be positive and finite"));
+  }
+  absl::StatusOr<Model<Scalar>> model = LloydConstruction<Scalar>(d, k, {});
+  if (!model.ok()) return model;
+  const int m = model->registers();
+  Matrix<Scalar> qk = Matrix<Scalar>::Zero(d + m, d + m);
+  qk.topLeftCorner(d, d).diagonal().setConstant(static_cast<Scalar>(std::sqrt(scale)));
+  qk.bottomRightCorner(m, m).diagonal().setConstant(
+      static_cast<Scalar>(std::sqrt(register_penalty)));
+  AttentionBlock<Scalar>& theta3 = model->layers[0][BlockId::kCentersToPoints];
+  theta3.Q = qk;
+  theta3.K = qk;
+  theta3.normalizer = normalizer;
+  theta3.beta = 1;
+  theta3.tau = static_cast<Scalar>(tau);
+  model->name = normalizer == Normalizer::kSparsemax ? "robust-kmeans" : "trimmed-kmeans";
+  return model;
+}
+
+template <typename Scalar>
 std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model) {
   if (model.reembed || !model.keep_empty_centers || model.d < 1 || model.k < 1) {
     return std::nullopt;
@@ -132,9 +165,11 @@ std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model) {
   return std::nullopt;
 }
 
-#define KMT_INSTANTIATE(S)                                                               \
-  template absl::StatusOr<Model<S>> LloydConstruction<S>(int, int, const LloydOptions&); \
-  template std::optional<Theta3Form> MatchLloyd<S>(const Model<S>&);
+#define KMT_INSTANTIATE(S)                                                                         \
+  template absl::StatusOr<Model<S>> LloydConstruction<S>(int, int, const LloydOptions&);           \
+  template std::optional<Theta3Form> MatchLloyd<S>(const Model<S>&);                               \
+  template absl::StatusOr<Model<S>> ClusterRestrictedConstruction<S>(int, int, Normalizer, double, \
+                                                                     double, double);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -44,6 +44,20 @@ std::string LloydModelName(const LloydOptions& options);
 template <typename Scalar>
 absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k, const LloydOptions& options);
 
+// Paper A's circuit of a variant whose center update weighs each cluster's
+// own points (docs/variants.md): Lloyd's construction with one-hot registers
+// whose theta3 is `normalizer` (kSparsemax: robust k-means, scores
+// -beta ||x - c||^2; kNormmax: trimmed k-means with tau, scores
+// -||x - c||^2). theta3's queries and keys carry the register coordinates
+// scaled by sqrt(register_penalty): a point of another cluster scores
+// 2 register_penalty lower, so it gets no weight once that exceeds the
+// spread of the cluster's own scores (plus 1 for sparsemax and tau for
+// normmax). Centers no point carries the code of keep their tokens.
+template <typename Scalar>
+absl::StatusOr<Model<Scalar>> ClusterRestrictedConstruction(int d, int k, Normalizer normalizer,
+                                                            double beta, double tau,
+                                                            double register_penalty);
+
 // If the model's weights are exactly a Lloyd construction with hardmax
 // assignment, its theta3 form; the fast path runs exactly those models.
 template <typename Scalar>

@@ -22,6 +22,13 @@ struct Frame {
   const InputMap<Scalar>& map;
 };
 
+// Whether a normalizer puts weight on some key for every query, so that its
+// support says nothing about a cluster's points.
+bool WeighsEveryKey(Normalizer normalizer) {
+  return normalizer == Normalizer::kSparsemax || normalizer == Normalizer::kNormmax ||
+         normalizer == Normalizer::kGumbel;
+}
+
 // Centers (model units) into the result in the caller's units, with the
 // labels and objective they give the caller's points.
 template <typename Scalar>
@@ -59,7 +66,18 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
     x += a2;
     x += a1;
     std::vector<bool> support;
-    const Matrix<Scalar> a3 = Attend(w[BlockId::kCentersToPoints], c, x, &support, sampling);
+    const AttentionBlock<Scalar>& theta3 = w[BlockId::kCentersToPoints];
+    const Matrix<Scalar> a3 = Attend(theta3, c, x, &support, sampling);
+    if (WeighsEveryKey(theta3.normalizer)) {
+      // Sparsemax, normmax and Gumbel give some key weight whatever the
+      // scores: a center has support when a point carries its code.
+      support.assign(model.k, false);
+      for (Eigen::Index i = 0; i < x.cols(); ++i) {
+        for (int j = 0; j < model.k; ++j) {
+          if (!support[j] && x.col(i).tail(m) == codes.col(j)) support[j] = true;
+        }
+      }
+    }
     const Matrix<Scalar> a4 = Attend(w[BlockId::kCentersToCenters], c, c, nullptr, sampling);
     Matrix<Scalar> next = c + a4;
     next += a3;

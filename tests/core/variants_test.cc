@@ -147,6 +147,53 @@ TYPED_TEST(VariantsTest, RobustKMeansEqualsItsReference) {
   }
 }
 
+// Paper A's circuits of trimmed and robust k-means, run by the dense
+// evaluator as transformers, against the references. Not on the integer
+// grids: there points lie exactly halfway between centers, and the circuit's
+// weighted sums (a matrix product, then a division by the weights' sum)
+// round differently from the reference's loop, so such a point may go to
+// the other center. Elsewhere the labels are equal exactly.
+TYPED_TEST(VariantsTest, TrimmedAndRobustCircuitsEqualTheirReferences) {
+  using S = TypeParam;
+  int problem = 0;
+  for (const auto& [points, centers] : Problems<S>()) {
+    SCOPED_TRACE(testing::Message() << "problem " << problem);
+    const bool grid = problem++ % 3 == 2;
+    if (grid || points.cols() > 800) continue;  // the dense evaluator is O(n^2) per layer
+    const int d = static_cast<int>(points.rows()), k = static_cast<int>(centers.cols());
+    // Squared diameter of the points and centers: the spread of a cluster's
+    // scores is below it.
+    Matrix<S> all(d, points.cols() + k);
+    all << points, centers;
+    const double diameter_sq =
+        (all.rowwise().maxCoeff() - all.rowwise().minCoeff()).template cast<double>().squaredNorm();
+    for (const auto& [normalizer, parameter] :
+         std::vector<std::pair<Normalizer, double>>{{Normalizer::kSparsemax, 1.0},
+                                                    {Normalizer::kSparsemax, 50.0},
+                                                    {Normalizer::kNormmax, 0.0},
+                                                    {Normalizer::kNormmax, 0.5}}) {
+      SCOPED_TRACE(testing::Message() << NormalizerName(normalizer) << " " << parameter);
+      const bool sparse = normalizer == Normalizer::kSparsemax;
+      const double penalty = 4 * (1 + (sparse ? parameter : 1.0) * diameter_sq + parameter);
+      const kmt::Model<S> model = *ClusterRestrictedConstruction<S>(
+          d, k, normalizer, sparse ? parameter : 0, sparse ? 0 : parameter, penalty);
+      const RunResult<S> run = *RunTransformer(
+          model, points, centers, {.layers = 5, .path = Path::kDense, .record_trajectory = true});
+      ASSERT_EQ(run.path, Path::kDense);
+      const std::vector<LloydIteration<S>> reference =
+          sparse ? ReferenceRobustKMeans<S>(points, centers, parameter, 5)
+                 : ReferenceTrimmedKMeans<S>(points, centers, parameter, 5);
+      for (size_t t = 0; t < reference.size(); ++t) {
+        SCOPED_TRACE(testing::Message() << "layer " << t);
+        ASSERT_EQ(run.trajectory[t].labels, reference[t].labels);
+        EXPECT_LE((run.trajectory[t].centers - reference[t].centers).norm(),
+                  Tolerance<S>() * (1 + reference[t].centers.norm()));
+        EXPECT_EQ(run.trajectory[t].empty_clusters, reference[t].empty_clusters);
+      }
+    }
+  }
+}
+
 TYPED_TEST(VariantsTest, KMedoidsEqualsItsReferenceAndCentersAreDataPoints) {
   using S = TypeParam;
   int problem = 0;
