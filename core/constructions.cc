@@ -1,6 +1,7 @@
 #include "core/constructions.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -147,6 +148,35 @@ absl::StatusOr<Model<Scalar>> ClusterRestrictedConstruction(int d, int k, Normal
 }
 
 template <typename Scalar>
+absl::StatusOr<Model<Scalar>> KMedoidsConstruction(int d, int k, double gamma,
+                                                   double register_penalty) {
+  if (!(register_penalty > 0) || !std::isfinite(register_penalty)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("register penalty ", register_penalty, " must be positive and finite"));
+  }
+  if (!(gamma > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("gamma ", gamma, " must be positive"));
+  }
+  absl::StatusOr<Model<Scalar>> model = LloydConstruction<Scalar>(d, k, {});
+  if (!model.ok()) return model;
+  const int m = model->registers();
+  const bool nearest = std::isinf(gamma);
+  Matrix<Scalar> qk = Matrix<Scalar>::Zero(d + m, d + m);
+  qk.topLeftCorner(d, d).diagonal().setConstant(
+      static_cast<Scalar>(nearest ? 1.0 : std::sqrt(gamma)));
+  qk.bottomRightCorner(m, m).diagonal().setConstant(
+      static_cast<Scalar>(std::sqrt(register_penalty)));
+  CenterStep<Scalar> draw;
+  draw.to_points =
+      Block<Scalar>(qk, Projector<Scalar>(d, m, true), ScoreKind::kEuclidean, Normalizer::kGumbel);
+  draw.to_points.beta = nearest ? std::numeric_limits<Scalar>::infinity() : Scalar(1);
+  draw.to_centers = model->layers[0][BlockId::kCentersToCenters];
+  model->layers[0].center_steps.push_back(std::move(draw));
+  model->name = "kmedoids";
+  return model;
+}
+
+template <typename Scalar>
 std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model) {
   if (model.reembed || !model.keep_empty_centers || model.d < 1 || model.k < 1) {
     return std::nullopt;
@@ -158,6 +188,7 @@ std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model) {
     const LayerWeights<Scalar>& e = exact->layers[0];
     bool same = !model.layers.empty();
     for (const LayerWeights<Scalar>& w : model.layers) {
+      same = same && w.center_steps.empty();
       for (BlockId id : kBlockIds) same = same && SameBlock(w[id], e[id]);
     }
     if (same) return form;
@@ -169,7 +200,8 @@ std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model) {
   template absl::StatusOr<Model<S>> LloydConstruction<S>(int, int, const LloydOptions&);           \
   template std::optional<Theta3Form> MatchLloyd<S>(const Model<S>&);                               \
   template absl::StatusOr<Model<S>> ClusterRestrictedConstruction<S>(int, int, Normalizer, double, \
-                                                                     double, double);
+                                                                     double, double);              \
+  template absl::StatusOr<Model<S>> KMedoidsConstruction<S>(int, int, double, double);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

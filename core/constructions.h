@@ -58,6 +58,17 @@ absl::StatusOr<Model<Scalar>> ClusterRestrictedConstruction(int d, int k, Normal
                                                             double beta, double tau,
                                                             double register_penalty);
 
+// Paper A's circuit of randomized k-medoids: Lloyd's one-hot construction
+// (theta3 the cluster's mean) and one more center step whose centers ->
+// points block is Gumbel attention over the cluster's points, scores
+// -gamma ||x - mean||^2 with the registers scaled as above (gamma =
+// infinity: hardmax, the point nearest the mean), values the points' data,
+// and whose centers -> centers block removes the mean. The draws are keyed
+// by the run's seed, the layer, the cluster and the point.
+template <typename Scalar>
+absl::StatusOr<Model<Scalar>> KMedoidsConstruction(int d, int k, double gamma,
+                                                   double register_penalty);
+
 // If the model's weights are exactly a Lloyd construction with hardmax
 // assignment, its theta3 form; the fast path runs exactly those models.
 template <typename Scalar>

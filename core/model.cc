@@ -37,6 +37,16 @@ absl::Status ValidateModel(const Model<Scalar>& model) {
             absl::StrCat("layer ", t, " ", BlockName(id), ": ", s.message()));
       }
     }
+    const std::vector<CenterStep<Scalar>>& steps = model.layers[t].center_steps;
+    for (size_t step = 0; step < steps.size(); ++step) {
+      for (const auto& [name, block] : {std::pair{"to_points", &steps[step].to_points},
+                                        std::pair{"to_centers", &steps[step].to_centers}}) {
+        if (absl::Status s = ValidateBlock(*block, dim); !s.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("layer ", t, " center step ", step, " ", name, ": ", s.message()));
+        }
+      }
+    }
   }
   return absl::OkStatus();
 }

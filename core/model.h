@@ -31,9 +31,19 @@ inline constexpr std::array<BlockId, 4> kBlockIds = {
 // "theta1" ... "theta4", as errors and model files name the blocks.
 absl::string_view BlockName(BlockId id);
 
+// A further update of the center tokens after theta3 and theta4, with the
+// same residual form: C <- C + A(C, X; to_points) + A(C, C; to_centers).
+// Randomized k-medoids draws each center among its cluster's points with one.
+template <typename Scalar>
+struct CenterStep {
+  AttentionBlock<Scalar> to_points;   ///< centers query the updated points
+  AttentionBlock<Scalar> to_centers;  ///< centers query centers (removes the old value)
+};
+
 template <typename Scalar>
 struct LayerWeights {
   std::array<AttentionBlock<Scalar>, 4> blocks;  ///< indexed by BlockId
+  std::vector<CenterStep<Scalar>> center_steps;  ///< after theta4, in order; usually none
 
   AttentionBlock<Scalar>& operator[](BlockId id) { return blocks[static_cast<int>(id)]; }
   const AttentionBlock<Scalar>& operator[](BlockId id) const {

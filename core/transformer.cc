@@ -65,31 +65,42 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
     // cross block's output to the last bit.
     x += a2;
     x += a1;
-    std::vector<bool> support;
-    const AttentionBlock<Scalar>& theta3 = w[BlockId::kCentersToPoints];
-    const Matrix<Scalar> a3 = Attend(theta3, c, x, &support, sampling);
-    if (WeighsEveryKey(theta3.normalizer)) {
-      // Sparsemax, normmax and Gumbel give some key weight whatever the
-      // scores: a center has support when a point carries its code.
-      support.assign(model.k, false);
-      for (Eigen::Index i = 0; i < x.cols(); ++i) {
-        for (int j = 0; j < model.k; ++j) {
-          if (!support[j] && x.col(i).tail(m) == codes.col(j)) support[j] = true;
+    // C <- C + A(C, X; to_points) + A(C, C; to_centers), a center without
+    // support keeping its token; returns how many kept it.
+    const auto update_centers = [&](const AttentionBlock<Scalar>& to_points,
+                                    const AttentionBlock<Scalar>& to_centers) {
+      std::vector<bool> support;
+      const Matrix<Scalar> a3 = Attend(to_points, c, x, &support, sampling);
+      if (WeighsEveryKey(to_points.normalizer)) {
+        // Sparsemax, normmax and Gumbel give some key weight whatever the
+        // scores: a center has support when a point carries its code.
+        support.assign(model.k, false);
+        for (Eigen::Index i = 0; i < x.cols(); ++i) {
+          for (int j = 0; j < model.k; ++j) {
+            if (!support[j] && x.col(i).tail(m) == codes.col(j)) support[j] = true;
+          }
         }
       }
-    }
-    const Matrix<Scalar> a4 = Attend(w[BlockId::kCentersToCenters], c, c, nullptr, sampling);
-    Matrix<Scalar> next = c + a4;
-    next += a3;
-    int empty = 0;
-    if (model.keep_empty_centers) {
-      for (int j = 0; j < model.k; ++j) {
-        if (support[j]) continue;
-        next.col(j) = c.col(j);
-        ++empty;
+      const Matrix<Scalar> a4 = Attend(to_centers, c, c, nullptr, sampling);
+      Matrix<Scalar> next = c + a4;
+      next += a3;
+      int kept = 0;
+      if (model.keep_empty_centers) {
+        for (int j = 0; j < model.k; ++j) {
+          if (support[j]) continue;
+          next.col(j) = c.col(j);
+          ++kept;
+        }
       }
+      c = std::move(next);
+      return kept;
+    };
+    const int empty = update_centers(w[BlockId::kCentersToPoints], w[BlockId::kCentersToCenters]);
+    // Further center steps see the clusters the layer's update saw; an empty
+    // cluster is counted once.
+    for (const CenterStep<Scalar>& step : w.center_steps) {
+      update_centers(step.to_points, step.to_centers);
     }
-    c = std::move(next);
     result->empty_cluster_events += empty;
     result->layers_run = t + 1;
     Report(frame, Matrix<Scalar>(c.topRows(d)), result);

@@ -179,6 +179,16 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
       if (!block.ok()) return block.status();
       w[id] = *std::move(block);
     }
+    for (int s = 0; s < layer.center_steps_size(); ++s) {
+      const std::string step = absl::StrCat(where, "center step ", s, " ");
+      absl::StatusOr<AttentionBlock<Scalar>> to_points =
+          BlockFromProto<Scalar>(layer.center_steps(s).to_points(), dim, step + "to_points");
+      if (!to_points.ok()) return to_points.status();
+      absl::StatusOr<AttentionBlock<Scalar>> to_centers =
+          BlockFromProto<Scalar>(layer.center_steps(s).to_centers(), dim, step + "to_centers");
+      if (!to_centers.ok()) return to_centers.status();
+      w.center_steps.push_back({*std::move(to_points), *std::move(to_centers)});
+    }
     model.layers.push_back(std::move(w));
   }
   if (absl::Status s = ValidateModel(model); !s.ok()) return s;
@@ -202,6 +212,11 @@ v1::ModelFile ModelToProto(const Model<Scalar>& model) {
     BlockToProto(w[BlockId::kPointsToPoints], layer->mutable_points_to_points());
     BlockToProto(w[BlockId::kCentersToPoints], layer->mutable_centers_to_points());
     BlockToProto(w[BlockId::kCentersToCenters], layer->mutable_centers_to_centers());
+    for (const CenterStep<Scalar>& step : w.center_steps) {
+      v1::CenterStepProto* out = layer->add_center_steps();
+      BlockToProto(step.to_points, out->mutable_to_points());
+      BlockToProto(step.to_centers, out->mutable_to_centers());
+    }
   }
   return file;
 }

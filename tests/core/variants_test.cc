@@ -194,6 +194,43 @@ TYPED_TEST(VariantsTest, TrimmedAndRobustCircuitsEqualTheirReferences) {
   }
 }
 
+// Paper A's k-medoids circuit (the mean, then a Gumbel centers -> points
+// step) on the dense evaluator against the reference, with the same seed:
+// the noise is keyed alike (seed, layer, cluster, point). Not on the grids,
+// for the reason above.
+TYPED_TEST(VariantsTest, KMedoidsCircuitEqualsItsReference) {
+  using S = TypeParam;
+  int problem = 0;
+  for (const auto& [points, centers] : Problems<S>()) {
+    SCOPED_TRACE(testing::Message() << "problem " << problem);
+    const bool grid = problem++ % 3 == 2;
+    if (grid || points.cols() > 800) continue;
+    const int d = static_cast<int>(points.rows()), k = static_cast<int>(centers.cols());
+    Matrix<S> all(d, points.cols() + k);
+    all << points, centers;
+    const double diameter_sq =
+        (all.rowwise().maxCoeff() - all.rowwise().minCoeff()).template cast<double>().squaredNorm();
+    for (const double gamma : {0.0, 0.5, 50.0}) {
+      SCOPED_TRACE(testing::Message() << "gamma " << gamma);
+      const double model_gamma = gamma == 0 ? std::numeric_limits<double>::infinity() : gamma;
+      // Above the spread of a cluster's scores and of the Gumbel noise.
+      const double penalty = 4 * (100 + (gamma == 0 ? 1.0 : gamma) * diameter_sq);
+      const kmt::Model<S> model = *KMedoidsConstruction<S>(d, k, model_gamma, penalty);
+      const RunResult<S> run = *RunTransformer(
+          model, points, centers,
+          {.layers = 5, .path = Path::kDense, .record_trajectory = true, .seed = 77});
+      const std::vector<LloydIteration<S>> reference =
+          ReferenceKMedoids<S>(points, centers, gamma, 77, 5);
+      for (size_t t = 0; t < reference.size(); ++t) {
+        SCOPED_TRACE(testing::Message() << "layer " << t);
+        ASSERT_EQ(run.trajectory[t].labels, reference[t].labels);
+        EXPECT_EQ(run.trajectory[t].centers, reference[t].centers);  // data points, exactly
+        EXPECT_EQ(run.trajectory[t].empty_clusters, reference[t].empty_clusters);
+      }
+    }
+  }
+}
+
 TYPED_TEST(VariantsTest, KMedoidsEqualsItsReferenceAndCentersAreDataPoints) {
   using S = TypeParam;
   int problem = 0;

@@ -77,6 +77,27 @@ TEST(ModelFile, AModelSurvivesItsMessage) {
   ExpectSame(*back, Example());
 }
 
+TEST(ModelFile, CenterStepsSurviveTheirMessage) {
+  const Model<double> kmedoids = *KMedoidsConstruction<double>(3, 4, 2.5, 100);
+  ASSERT_EQ(kmedoids.layers[0].center_steps.size(), 1u);
+  const v1::ModelFile file = ModelToProto(kmedoids);
+  ASSERT_EQ(file.layers(0).center_steps_size(), 1);
+  const Model<double> back = *ModelFromProto<double>(file);
+  ExpectSame(back, kmedoids);
+  ASSERT_EQ(back.layers[0].center_steps.size(), 1u);
+  const CenterStep<double>&a = back.layers[0].center_steps[0],
+        &b = kmedoids.layers[0].center_steps[0];
+  EXPECT_EQ(a.to_points.Q, b.to_points.Q);
+  EXPECT_EQ(a.to_points.V, b.to_points.V);
+  EXPECT_EQ(a.to_points.normalizer, Normalizer::kGumbel);
+  EXPECT_EQ(a.to_points.beta, b.to_points.beta);
+  EXPECT_EQ(a.to_centers.V, b.to_centers.V);
+  v1::ModelFile bad = file;
+  bad.mutable_layers(0)->mutable_center_steps(0)->mutable_to_points()->mutable_b_v()->RemoveLast();
+  EXPECT_EQ(ModelFromProto<double>(bad).status().message(),
+            "layer 0 center step 0 to_points b_V has 6 values; tokens have 7 dimensions");
+}
+
 TEST(ModelFile, AModelSurvivesAFile) {
   const std::string path =
       (std::filesystem::temp_directory_path() / "kmt-model-file-test.kmt").string();
