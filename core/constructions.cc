@@ -178,7 +178,7 @@ absl::StatusOr<Model<Scalar>> KMedoidsConstruction(int d, int k, double gamma,
 
 template <typename Scalar>
 std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model) {
-  if (model.reembed || !model.keep_empty_centers || model.d < 1 || model.k < 1) {
+  if (model.reembed || model.unit_norm || !model.keep_empty_centers || model.d < 1 || model.k < 1) {
     return std::nullopt;
   }
   for (Theta3Form form : {Theta3Form::kHardmax, Theta3Form::kLinear}) {

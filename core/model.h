@@ -65,6 +65,11 @@ struct Model {
   bool reembed = false;
   /// How a caller's points are mapped before the layers (input_scaling.h).
   InputScaling input_scaling = InputScaling::kNone;
+  /// A norm layer on the data coordinates: point tokens scaled to unit norm
+  /// at embedding and center tokens after every update (spherical k-means).
+  /// A token of norm 0 is left as it is (the engine refuses such points for
+  /// spherical k-means before any layer).
+  bool unit_norm = false;
   /// A center whose theta3 attention has no support (no point carries its
   /// code) keeps its token, as Lloyd's keeps an empty cluster's center.
   bool keep_empty_centers = true;

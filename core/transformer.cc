@@ -46,14 +46,26 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
                       RunResult<Scalar>* result) {
   const int d = model.d, m = model.registers();
   const Matrix<Scalar> codes = CenterRegisters<Scalar>(model.embedding, model.k);
+  // The norm layer on the data coordinates of tokens (spherical k-means); a
+  // token of norm 0 keeps its value.
+  const auto unit_norm = [&](Matrix<Scalar>* tokens) {
+    if (!model.unit_norm) return;
+    for (Eigen::Index i = 0; i < tokens->cols(); ++i) {
+      const Scalar norm = tokens->col(i).head(d).norm();
+      if (norm > 0) tokens->col(i).head(d) /= norm;
+    }
+  };
   Matrix<Scalar> x = EmbedPoints(frame.model_points, m);
   Matrix<Scalar> c = EmbedCenters(initial_centers, model.embedding);
+  unit_norm(&x);
+  unit_norm(&c);
   for (int t = 0; t < options.layers; ++t) {
     if (absl::Status s = BeforeLayer(options, t); !s.ok()) return s;
     const LayerWeights<Scalar>& w = model.layers[t % model.layers.size()];
     if (model.reembed && t > 0) {
       // Only the centers carry over: points start again from [X; 0].
       x = EmbedPoints(frame.model_points, m);
+      unit_norm(&x);
       c.bottomRows(m) = codes;
     }
     // Sampling blocks draw noise keyed by the run's seed and this layer.
@@ -101,6 +113,7 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
     for (const CenterStep<Scalar>& step : w.center_steps) {
       update_centers(step.to_points, step.to_centers);
     }
+    unit_norm(&c);
     result->empty_cluster_events += empty;
     result->layers_run = t + 1;
     Report(frame, Matrix<Scalar>(c.topRows(d)), result);

@@ -164,6 +164,7 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
           absl::StrCat("model has unknown input scaling ", file.input_scaling()));
   }
   model.reembed = file.reembed();
+  model.unit_norm = file.unit_norm();
   model.keep_empty_centers = file.keep_empty_centers();
   const int dim = model.dim();
   for (int t = 0; t < file.layers_size(); ++t) {
@@ -205,6 +206,7 @@ v1::ModelFile ModelToProto(const Model<Scalar>& model) {
   file.set_input_scaling(model.input_scaling == InputScaling::kMinMax ? v1::SCALING_MIN_MAX
                                                                       : v1::SCALING_NONE);
   file.set_reembed(model.reembed);
+  file.set_unit_norm(model.unit_norm);
   file.set_keep_empty_centers(model.keep_empty_centers);
   for (const LayerWeights<Scalar>& w : model.layers) {
     v1::LayerProto* layer = file.add_layers();

@@ -317,6 +317,36 @@ TEST(Variants, KMedoidsDrawsFollowTheGumbelMaxProbabilities) {
   EXPECT_LT(chi2, 18.47);
 }
 
+// Spherical k-means as a circuit: Lloyd's construction with a norm layer on
+// the data coordinates, on the dense evaluator, against the reference. Not
+// on the grids, for the reason above.
+TYPED_TEST(VariantsTest, SphericalCircuitEqualsItsReference) {
+  using S = TypeParam;
+  int problem = 0;
+  for (auto [points, centers] : Problems<S>()) {
+    SCOPED_TRACE(testing::Message() << "problem " << problem);
+    const bool grid = problem++ % 3 == 2;
+    if (grid || points.cols() > 800) continue;
+    points.array() += S(0.25);
+    centers.array() += S(0.25);
+    kmt::Model<S> model = *LloydConstruction<S>(static_cast<int>(points.rows()),
+                                                static_cast<int>(centers.cols()), {});
+    model.unit_norm = true;
+    const RunResult<S> run = *RunTransformer(
+        model, points, centers, {.layers = 5, .path = Path::kDense, .record_trajectory = true});
+    ASSERT_EQ(run.path, Path::kDense);
+    const std::vector<LloydIteration<S>> reference =
+        ReferenceSphericalKMeans<S>(points, centers, 5);
+    for (size_t t = 0; t < reference.size(); ++t) {
+      SCOPED_TRACE(testing::Message() << "layer " << t);
+      ASSERT_EQ(run.trajectory[t].labels, reference[t].labels);
+      EXPECT_LE((run.trajectory[t].centers - reference[t].centers).norm(),
+                Tolerance<S>() * (1 + reference[t].centers.norm()));
+      EXPECT_EQ(run.trajectory[t].empty_clusters, reference[t].empty_clusters);
+    }
+  }
+}
+
 TYPED_TEST(VariantsTest, SphericalKMeansEqualsItsReference) {
   using S = TypeParam;
   int problem = 0;

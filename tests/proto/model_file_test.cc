@@ -18,6 +18,7 @@ Model<double> Example() {
   m.name = "example";
   m.input_scaling = InputScaling::kMinMax;
   m.reembed = true;
+  m.unit_norm = true;
   m.layers[0][BlockId::kPointsToPoints].bV.setConstant(0.25);
   m.layers[0][BlockId::kCentersToPoints].beta = 7;
   m.layers[0][BlockId::kCentersToPoints].normalizer = Normalizer::kSoftmax;
@@ -42,6 +43,7 @@ void ExpectSame(const Model<double>& a, const Model<double>& b) {
   EXPECT_EQ(a.embedding, b.embedding);
   EXPECT_EQ(a.input_scaling, b.input_scaling);
   EXPECT_EQ(a.reembed, b.reembed);
+  EXPECT_EQ(a.unit_norm, b.unit_norm);
   EXPECT_EQ(a.keep_empty_centers, b.keep_empty_centers);
   ASSERT_EQ(a.layers.size(), b.layers.size());
   for (size_t t = 0; t < a.layers.size(); ++t) {
