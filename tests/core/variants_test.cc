@@ -47,6 +47,27 @@ double Tolerance() {
   return std::is_same_v<Scalar, float> ? 1e-4 : 1e-10;
 }
 
+// A run's trajectory against the reference, layer by layer: labels and
+// empty-cluster counts exactly, centers (and, when the run reports against
+// the reference's points, objectives) to the type's tolerance.
+template <typename Scalar>
+void ExpectTrajectory(const RunResult<Scalar>& run,
+                      const std::vector<LloydIteration<Scalar>>& reference, bool objectives) {
+  ASSERT_EQ(run.trajectory.size(), reference.size());
+  for (size_t t = 0; t < reference.size(); ++t) {
+    SCOPED_TRACE(testing::Message() << "layer " << t);
+    const LayerRecord<Scalar>& got = run.trajectory[t];
+    ASSERT_EQ(got.labels, reference[t].labels);
+    EXPECT_LE((got.centers - reference[t].centers).norm(),
+              Tolerance<Scalar>() * (1 + reference[t].centers.norm()));
+    if (objectives) {
+      EXPECT_NEAR(got.objective, reference[t].objective,
+                  Tolerance<Scalar>() * (1 + reference[t].objective));
+    }
+    EXPECT_EQ(got.empty_clusters, reference[t].empty_clusters);
+  }
+}
+
 // The engine's run with the trajectory recorded, against the reference.
 template <typename Scalar>
 void ExpectEqualsReference(const ServedModel<Scalar>& model, BatchSpec<Scalar> spec,
@@ -57,17 +78,36 @@ void ExpectEqualsReference(const ServedModel<Scalar>& model, BatchSpec<Scalar> s
   const absl::StatusOr<RunResult<Scalar>> run = Cluster(model, *batch);
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->path, Path::kFast);
-  ASSERT_EQ(run->trajectory.size(), reference.size());
-  for (size_t t = 0; t < reference.size(); ++t) {
-    SCOPED_TRACE(testing::Message() << "layer " << t);
-    const LayerRecord<Scalar>& got = run->trajectory[t];
-    ASSERT_EQ(got.labels, reference[t].labels);
-    EXPECT_LE((got.centers - reference[t].centers).norm(),
-              Tolerance<Scalar>() * (1 + reference[t].centers.norm()));
-    EXPECT_NEAR(got.objective, reference[t].objective,
-                Tolerance<Scalar>() * (1 + reference[t].objective));
-    EXPECT_EQ(got.empty_clusters, reference[t].empty_clusters);
+  ExpectTrajectory(*run, reference, /*objectives=*/true);
+}
+
+// The problems the circuits run on the dense evaluator, with the squared
+// diameter of their points and centers (which bounds a cluster's spread of
+// scores). Not the integer grids: there points lie exactly halfway between
+// centers, and a circuit's weighted sums (a matrix product, then a division
+// by the weights' sum) round differently from a reference's loop, so such a
+// point may go to the other center. Elsewhere the labels are equal exactly.
+template <typename Scalar>
+struct DenseProblem {
+  Matrix<Scalar> points, centers;
+  double diameter_sq;
+};
+
+template <typename Scalar>
+std::vector<DenseProblem<Scalar>> DenseProblems() {
+  std::vector<DenseProblem<Scalar>> dense;
+  int problem = 0;
+  for (const auto& [points, centers] : Problems<Scalar>()) {
+    const bool grid = problem++ % 3 == 2;
+    if (grid || points.cols() > 800) continue;  // the dense evaluator is O(n^2) per layer
+    Matrix<Scalar> all(points.rows(), points.cols() + centers.cols());
+    all << points, centers;
+    dense.push_back({points, centers,
+                     (all.rowwise().maxCoeff() - all.rowwise().minCoeff())
+                         .template cast<double>()
+                         .squaredNorm()});
   }
+  return dense;
 }
 
 template <typename Scalar>
@@ -148,84 +188,56 @@ TYPED_TEST(VariantsTest, RobustKMeansEqualsItsReference) {
 }
 
 // Paper A's circuits of trimmed and robust k-means, run by the dense
-// evaluator as transformers, against the references. Not on the integer
-// grids: there points lie exactly halfway between centers, and the circuit's
-// weighted sums (a matrix product, then a division by the weights' sum)
-// round differently from the reference's loop, so such a point may go to
-// the other center. Elsewhere the labels are equal exactly.
+// evaluator as transformers, against the references.
 TYPED_TEST(VariantsTest, TrimmedAndRobustCircuitsEqualTheirReferences) {
   using S = TypeParam;
-  int problem = 0;
-  for (const auto& [points, centers] : Problems<S>()) {
-    SCOPED_TRACE(testing::Message() << "problem " << problem);
-    const bool grid = problem++ % 3 == 2;
-    if (grid || points.cols() > 800) continue;  // the dense evaluator is O(n^2) per layer
-    const int d = static_cast<int>(points.rows()), k = static_cast<int>(centers.cols());
-    // Squared diameter of the points and centers: the spread of a cluster's
-    // scores is below it.
-    Matrix<S> all(d, points.cols() + k);
-    all << points, centers;
-    const double diameter_sq =
-        (all.rowwise().maxCoeff() - all.rowwise().minCoeff()).template cast<double>().squaredNorm();
+  for (const DenseProblem<S>& p : DenseProblems<S>()) {
+    const int d = static_cast<int>(p.points.rows()), k = static_cast<int>(p.centers.cols());
     for (const auto& [normalizer, parameter] :
          std::vector<std::pair<Normalizer, double>>{{Normalizer::kSparsemax, 1.0},
                                                     {Normalizer::kSparsemax, 50.0},
                                                     {Normalizer::kNormmax, 0.0},
                                                     {Normalizer::kNormmax, 0.5}}) {
-      SCOPED_TRACE(testing::Message() << NormalizerName(normalizer) << " " << parameter);
+      SCOPED_TRACE(testing::Message() << "n = " << p.points.cols() << ", "
+                                      << NormalizerName(normalizer) << " " << parameter);
       const bool sparse = normalizer == Normalizer::kSparsemax;
-      const double penalty = 4 * (1 + (sparse ? parameter : 1.0) * diameter_sq + parameter);
+      const double penalty = 4 * (1 + (sparse ? parameter : 1.0) * p.diameter_sq + parameter);
       const kmt::Model<S> model = *ClusterRestrictedConstruction<S>(
           d, k, normalizer, sparse ? parameter : 0, sparse ? 0 : parameter, penalty);
-      const RunResult<S> run = *RunTransformer(
-          model, points, centers, {.layers = 5, .path = Path::kDense, .record_trajectory = true});
+      const RunResult<S> run =
+          *RunTransformer(model, p.points, p.centers,
+                          {.layers = 5, .path = Path::kDense, .record_trajectory = true});
       ASSERT_EQ(run.path, Path::kDense);
-      const std::vector<LloydIteration<S>> reference =
-          sparse ? ReferenceRobustKMeans<S>(points, centers, parameter, 5)
-                 : ReferenceTrimmedKMeans<S>(points, centers, parameter, 5);
-      for (size_t t = 0; t < reference.size(); ++t) {
-        SCOPED_TRACE(testing::Message() << "layer " << t);
-        ASSERT_EQ(run.trajectory[t].labels, reference[t].labels);
-        EXPECT_LE((run.trajectory[t].centers - reference[t].centers).norm(),
-                  Tolerance<S>() * (1 + reference[t].centers.norm()));
-        EXPECT_EQ(run.trajectory[t].empty_clusters, reference[t].empty_clusters);
-      }
+      ExpectTrajectory(run,
+                       sparse ? ReferenceRobustKMeans<S>(p.points, p.centers, parameter, 5)
+                              : ReferenceTrimmedKMeans<S>(p.points, p.centers, parameter, 5),
+                       /*objectives=*/true);
     }
   }
 }
 
 // Paper A's k-medoids circuit (the mean, then a Gumbel centers -> points
 // step) on the dense evaluator against the reference, with the same seed:
-// the noise is keyed alike (seed, layer, cluster, point). Not on the grids,
-// for the reason above.
+// the noise is keyed alike (seed, layer, cluster, point), so the same data
+// points are drawn.
 TYPED_TEST(VariantsTest, KMedoidsCircuitEqualsItsReference) {
   using S = TypeParam;
-  int problem = 0;
-  for (const auto& [points, centers] : Problems<S>()) {
-    SCOPED_TRACE(testing::Message() << "problem " << problem);
-    const bool grid = problem++ % 3 == 2;
-    if (grid || points.cols() > 800) continue;
-    const int d = static_cast<int>(points.rows()), k = static_cast<int>(centers.cols());
-    Matrix<S> all(d, points.cols() + k);
-    all << points, centers;
-    const double diameter_sq =
-        (all.rowwise().maxCoeff() - all.rowwise().minCoeff()).template cast<double>().squaredNorm();
+  for (const DenseProblem<S>& p : DenseProblems<S>()) {
+    const int d = static_cast<int>(p.points.rows()), k = static_cast<int>(p.centers.cols());
     for (const double gamma : {0.0, 0.5, 50.0}) {
-      SCOPED_TRACE(testing::Message() << "gamma " << gamma);
+      SCOPED_TRACE(testing::Message() << "n = " << p.points.cols() << ", gamma " << gamma);
       const double model_gamma = gamma == 0 ? std::numeric_limits<double>::infinity() : gamma;
       // Above the spread of a cluster's scores and of the Gumbel noise.
-      const double penalty = 4 * (100 + (gamma == 0 ? 1.0 : gamma) * diameter_sq);
+      const double penalty = 4 * (100 + (gamma == 0 ? 1.0 : gamma) * p.diameter_sq);
       const kmt::Model<S> model = *KMedoidsConstruction<S>(d, k, model_gamma, penalty);
       const RunResult<S> run = *RunTransformer(
-          model, points, centers,
+          model, p.points, p.centers,
           {.layers = 5, .path = Path::kDense, .record_trajectory = true, .seed = 77});
       const std::vector<LloydIteration<S>> reference =
-          ReferenceKMedoids<S>(points, centers, gamma, 77, 5);
+          ReferenceKMedoids<S>(p.points, p.centers, gamma, 77, 5);
+      ExpectTrajectory(run, reference, /*objectives=*/true);
       for (size_t t = 0; t < reference.size(); ++t) {
-        SCOPED_TRACE(testing::Message() << "layer " << t);
-        ASSERT_EQ(run.trajectory[t].labels, reference[t].labels);
         EXPECT_EQ(run.trajectory[t].centers, reference[t].centers);  // data points, exactly
-        EXPECT_EQ(run.trajectory[t].empty_clusters, reference[t].empty_clusters);
       }
     }
   }
@@ -318,32 +330,22 @@ TEST(Variants, KMedoidsDrawsFollowTheGumbelMaxProbabilities) {
 }
 
 // Spherical k-means as a circuit: Lloyd's construction with a norm layer on
-// the data coordinates, on the dense evaluator, against the reference. Not
-// on the grids, for the reason above.
+// the data coordinates, on the dense evaluator, against the reference (whose
+// objective is that of the unit points, the run's that of the points).
 TYPED_TEST(VariantsTest, SphericalCircuitEqualsItsReference) {
   using S = TypeParam;
-  int problem = 0;
-  for (auto [points, centers] : Problems<S>()) {
-    SCOPED_TRACE(testing::Message() << "problem " << problem);
-    const bool grid = problem++ % 3 == 2;
-    if (grid || points.cols() > 800) continue;
-    points.array() += S(0.25);
-    centers.array() += S(0.25);
-    kmt::Model<S> model = *LloydConstruction<S>(static_cast<int>(points.rows()),
-                                                static_cast<int>(centers.cols()), {});
+  for (DenseProblem<S> p : DenseProblems<S>()) {
+    SCOPED_TRACE(testing::Message() << "n = " << p.points.cols());
+    p.points.array() += S(0.25);
+    p.centers.array() += S(0.25);
+    kmt::Model<S> model = *LloydConstruction<S>(static_cast<int>(p.points.rows()),
+                                                static_cast<int>(p.centers.cols()), {});
     model.unit_norm = true;
     const RunResult<S> run = *RunTransformer(
-        model, points, centers, {.layers = 5, .path = Path::kDense, .record_trajectory = true});
+        model, p.points, p.centers, {.layers = 5, .path = Path::kDense, .record_trajectory = true});
     ASSERT_EQ(run.path, Path::kDense);
-    const std::vector<LloydIteration<S>> reference =
-        ReferenceSphericalKMeans<S>(points, centers, 5);
-    for (size_t t = 0; t < reference.size(); ++t) {
-      SCOPED_TRACE(testing::Message() << "layer " << t);
-      ASSERT_EQ(run.trajectory[t].labels, reference[t].labels);
-      EXPECT_LE((run.trajectory[t].centers - reference[t].centers).norm(),
-                Tolerance<S>() * (1 + reference[t].centers.norm()));
-      EXPECT_EQ(run.trajectory[t].empty_clusters, reference[t].empty_clusters);
-    }
+    ExpectTrajectory(run, ReferenceSphericalKMeans<S>(p.points, p.centers, 5),
+                     /*objectives=*/false);
   }
 }
 
