@@ -90,8 +90,8 @@ int KMedoids(double gamma, uint64_t seed, int layer, const Matrix<Scalar>& point
 #pragma omp parallel for schedule(dynamic) if (points.cols() > 65536)
   for (Eigen::Index j = 0; j < k; ++j) {
     if (members.size(j) == 0) continue;
-    // The draw is among the cluster's points, scored against its mean (in
-    // double: the draw's scores are compared, not summed).
+    // The draw is among the cluster's points, scored against their mean in
+    // double, so that float and double batches draw the same points.
     const Vector<double> mean = sums.sums.col(j) / static_cast<double>(sums.counts[j]);
     double best = -std::numeric_limits<double>::infinity();
     Eigen::Index chosen = members.begin(j)[0];
