@@ -122,8 +122,8 @@ template <typename Scalar>
 bool ServedModel<Scalar>::RunsDense(const Batch<Scalar>& batch) const {
   if (weights_ != nullptr) return !fast_;
   // Lloyd's circuit with a softmax assignment (lloyd-onehot-linear's beta).
-  return algorithm_ == Algorithm::kLloyd && std::isfinite(Resolve(batch).beta) &&
-         Resolve(batch).beta > 0;
+  const double beta = Resolve(batch).beta;
+  return algorithm_ == Algorithm::kLloyd && std::isfinite(beta) && beta > 0;
 }
 
 template <typename Scalar>
@@ -244,14 +244,15 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
                               .k = spec.k,
                               .algorithm = model.algorithm(),
                               .parameters = parameters};
-  if (model.exact() && model.RunsDense(batch)) {
+  const bool dense = model.RunsDense(batch);
+  if (model.exact() && dense) {
     absl::StatusOr<Model<Scalar>> built = LloydConstruction<Scalar>(
         batch.d(), spec.k,
         {.embedding = model.embedding(), .theta3 = model.theta3(), .beta = parameters.beta});
     if (!built.ok()) return built.status();
     softmax_construction = *std::move(built);
     evaluator.weights = &softmax_construction;
-  } else if (model.RunsDense(batch)) {
+  } else if (dense) {
     evaluator.weights = model.weights();
   }
   const RunOptions options{

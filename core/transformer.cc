@@ -46,14 +46,9 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
                       RunResult<Scalar>* result) {
   const int d = model.d, m = model.registers();
   const Matrix<Scalar> codes = CenterRegisters<Scalar>(model.embedding, model.k);
-  // The norm layer on the data coordinates of tokens (spherical k-means); a
-  // token of norm 0 keeps its value.
+  // The norm layer on the data coordinates of tokens (spherical k-means).
   const auto unit_norm = [&](Matrix<Scalar>* tokens) {
-    if (!model.unit_norm) return;
-    for (Eigen::Index i = 0; i < tokens->cols(); ++i) {
-      const Scalar norm = tokens->col(i).head(d).norm();
-      if (norm > 0) tokens->col(i).head(d) /= norm;
-    }
+    if (model.unit_norm) ScaleToUnitNorm<Scalar>(tokens->topRows(d));
   };
   Matrix<Scalar> x = EmbedPoints(frame.model_points, m);
   Matrix<Scalar> c = EmbedCenters(initial_centers, model.embedding);

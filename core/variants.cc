@@ -215,21 +215,32 @@ int UpdateCenters(Algorithm algorithm, const VariantParameters& parameters,
 }
 
 template <typename Scalar>
-absl::Status NormalizeColumns(Matrix<Scalar>* points, const char* what) {
-  for (Eigen::Index i = 0; i < points->cols(); ++i) {
-    const Scalar norm = points->col(i).norm();
-    if (!(norm > 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " ", i, " has norm 0: spherical k-means needs a direction"));
+Eigen::Index ScaleToUnitNorm(Eigen::Ref<Matrix<Scalar>, 0, Eigen::OuterStride<>> columns) {
+  Eigen::Index first_zero = -1;
+  for (Eigen::Index i = 0; i < columns.cols(); ++i) {
+    const Scalar norm = columns.col(i).norm();
+    if (norm > 0) {
+      columns.col(i) /= norm;
+    } else if (first_zero < 0) {
+      first_zero = i;
     }
-    points->col(i) /= norm;
+  }
+  return first_zero;
+}
+
+template <typename Scalar>
+absl::Status NormalizeColumns(Matrix<Scalar>* points, const char* what) {
+  if (const Eigen::Index zero = ScaleToUnitNorm<Scalar>(*points); zero >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", zero, " has norm 0: spherical k-means needs a direction"));
   }
   return absl::OkStatus();
 }
 
-#define KMT_INSTANTIATE(S)                                                             \
-  template int UpdateCenters<S>(Algorithm, const VariantParameters&, const Matrix<S>&, \
-                                const Labels&, int, Matrix<S>*);                       \
+#define KMT_INSTANTIATE(S)                                                                  \
+  template int UpdateCenters<S>(Algorithm, const VariantParameters&, const Matrix<S>&,      \
+                                const Labels&, int, Matrix<S>*);                            \
+  template Eigen::Index ScaleToUnitNorm<S>(Eigen::Ref<Matrix<S>, 0, Eigen::OuterStride<>>); \
   template absl::Status NormalizeColumns<S>(Matrix<S>*, const char*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -42,8 +42,14 @@ int UpdateCenters(Algorithm algorithm, const VariantParameters& parameters,
                   const Matrix<Scalar>& points, const Labels& labels, int layer,
                   Matrix<Scalar>* centers);
 
-// Each point scaled to unit norm (spherical k-means' norm layer); a point of
-// norm 0 is an error naming it.
+// Spherical k-means' norm layer: every column of nonzero norm scaled to unit
+// norm, a column of norm 0 left as it is. Returns the index of the first
+// such column, or -1. Takes data rows of tokens as well as whole matrices.
+template <typename Scalar>
+Eigen::Index ScaleToUnitNorm(Eigen::Ref<Matrix<Scalar>, 0, Eigen::OuterStride<>> columns);
+
+// The norm layer on points (or centers) that must all have a direction: a
+// column of norm 0 is an error naming it (`what` i).
 template <typename Scalar>
 absl::Status NormalizeColumns(Matrix<Scalar>* points, const char* what);
 
