@@ -8,15 +8,11 @@
 namespace kmt {
 namespace {
 
-// Projection onto the data rows (data = true) or the register rows.
+// Projection of tokens of size dim onto rows [first, first + count).
 template <typename Scalar>
-Matrix<Scalar> Projector(int d, int m, bool data) {
-  Matrix<Scalar> p = Matrix<Scalar>::Zero(d + m, d + m);
-  if (data) {
-    p.topLeftCorner(d, d).setIdentity();
-  } else {
-    p.bottomRightCorner(m, m).setIdentity();
-  }
+Matrix<Scalar> Projector(int dim, int first, int count) {
+  Matrix<Scalar> p = Matrix<Scalar>::Zero(dim, dim);
+  p.block(first, first, count, count).setIdentity();
   return p;
 }
 
@@ -37,6 +33,13 @@ bool SameBlock(const AttentionBlock<Scalar>& a, const AttentionBlock<Scalar>& b)
   return a.score == b.score && a.normalizer == b.normalizer && a.ties == b.ties &&
          a.beta == b.beta && a.tau == b.tau && a.Q == b.Q && a.K == b.K && a.V == b.V &&
          a.bQ == b.bQ && a.bK == b.bK && a.bV == b.bV;
+}
+
+template <typename Scalar>
+bool SameFeedForward(const std::optional<FeedForward<Scalar>>& a,
+                     const std::optional<FeedForward<Scalar>>& b) {
+  if (!a || !b) return !a && !b;
+  return a->W1 == b->W1 && a->b1 == b->b1 && a->W2 == b->W2 && a->b2 == b->b2;
 }
 
 }  // namespace
@@ -67,6 +70,11 @@ absl::Status ValidateLloydOptions(int d, int k, const LloydOptions& options) {
         "linear theta3 needs one-hot registers: the binary code of cluster 0 "
         "is all zeros, so its dot products vanish");
   }
+  if (options.score == ScoreKind::kDotProduct &&
+      (options.embedding != Embedding::kOneHot || options.theta3 != Theta3Form::kLinear)) {
+    return absl::InvalidArgumentError(
+        "the dot-product Lloyd circuit has one-hot registers and a linear theta3");
+  }
   if (!(options.beta > 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("inverse temperature ", options.beta, " must be positive"));
@@ -76,7 +84,11 @@ absl::Status ValidateLloydOptions(int d, int k, const LloydOptions& options) {
 
 std::string LloydModelName(const LloydOptions& options) {
   std::string name = absl::StrCat("lloyd-", EmbeddingName(options.embedding));
-  if (options.theta3 == Theta3Form::kLinear) absl::StrAppend(&name, "-linear");
+  if (options.score == ScoreKind::kDotProduct) {
+    absl::StrAppend(&name, "-dot");
+  } else if (options.theta3 == Theta3Form::kLinear) {
+    absl::StrAppend(&name, "-linear");
+  }
   if (!std::isinf(options.beta)) absl::StrAppend(&name, "-softmax");
   return name;
 }
@@ -88,9 +100,10 @@ absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k, const LloydOptions
   model.d = d;
   model.k = k;
   model.embedding = options.embedding;
-  const int m = model.registers();
-  const Matrix<Scalar> px = Projector<Scalar>(d, m, true);
-  const Matrix<Scalar> pr = Projector<Scalar>(d, m, false);
+  model.norm_coordinate = options.score == ScoreKind::kDotProduct;
+  const int m = model.registers(), dim = model.dim();
+  const Matrix<Scalar> px = Projector<Scalar>(dim, 0, d);
+  const Matrix<Scalar> pr = Projector<Scalar>(dim, d, m);
   const auto euclidean = ScoreKind::kEuclidean;
   const auto hardmax = Normalizer::kHardmax;
 
@@ -108,6 +121,33 @@ absl::StatusOr<Model<Scalar>> LloydConstruction(int d, int k, const LloydOptions
           ? Block<Scalar>(pr, px, euclidean, hardmax)
           : Block<Scalar>(pr, px, ScoreKind::kDotProduct, Normalizer::kLinear);
   w[BlockId::kCentersToCenters] = Block<Scalar>(pr, -px, euclidean, hardmax);
+  if (model.norm_coordinate) {
+    // Theorem 2.2. A point's query is [x; 0; -1/2] and a key [c; 0; ||c||^2],
+    // so theta1 scores <x, c> - ||c||^2 / 2 = (||x||^2 - ||x - c||^2) / 2,
+    // largest at the nearest center, and theta2 (keys the points) largest at
+    // the point itself. theta4 also clears the old norm, and the
+    // feed-forward block writes the new one: relu(c_l)^2 + relu(-c_l)^2 =
+    // c_l^2, summed into the last coordinate.
+    const Matrix<Scalar> norm = Projector<Scalar>(dim, dim - 1, 1);
+    for (BlockId id : {BlockId::kPointsToCenters, BlockId::kPointsToPoints}) {
+      AttentionBlock<Scalar>& b = w[id];
+      b.score = ScoreKind::kDotProduct;
+      b.K = px + norm;
+      b.bQ[dim - 1] = Scalar(-0.5);
+    }
+    AttentionBlock<Scalar>& theta4 = w[BlockId::kCentersToCenters];
+    theta4.score = ScoreKind::kDotProduct;
+    theta4.V = -(px + norm);
+    FeedForward<Scalar> ffn;
+    ffn.W1 = Matrix<Scalar>::Zero(2 * d, dim);
+    ffn.W1.topLeftCorner(d, d).setIdentity();
+    ffn.W1.bottomLeftCorner(d, d) = -Matrix<Scalar>::Identity(d, d);
+    ffn.b1 = Vector<Scalar>::Zero(2 * d);
+    ffn.W2 = Matrix<Scalar>::Zero(dim, 2 * d);
+    ffn.W2.row(dim - 1).setOnes();
+    ffn.b2 = Vector<Scalar>::Zero(dim);
+    w.center_feed_forward = std::move(ffn);
+  }
   model.layers.push_back(std::move(w));
 
   model.name = LloydModelName(options);
@@ -168,7 +208,7 @@ absl::StatusOr<Model<Scalar>> KMedoidsConstruction(int d, int k, double gamma,
       static_cast<Scalar>(std::sqrt(register_penalty)));
   CenterStep<Scalar> draw;
   draw.to_points =
-      Block<Scalar>(qk, Projector<Scalar>(d, m, true), ScoreKind::kEuclidean, Normalizer::kGumbel);
+      Block<Scalar>(qk, Projector<Scalar>(d + m, 0, d), ScoreKind::kEuclidean, Normalizer::kGumbel);
   draw.to_points.beta = nearest ? std::numeric_limits<Scalar>::infinity() : Scalar(1);
   draw.to_centers = model->layers[0][BlockId::kCentersToCenters];
   model->layers[0].center_steps.push_back(std::move(draw));
@@ -181,17 +221,24 @@ std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model) {
   if (model.reembed || model.unit_norm || !model.keep_empty_centers || model.d < 1 || model.k < 1) {
     return std::nullopt;
   }
-  for (Theta3Form form : {Theta3Form::kHardmax, Theta3Form::kLinear}) {
-    absl::StatusOr<Model<Scalar>> exact =
-        LloydConstruction<Scalar>(model.d, model.k, {.embedding = model.embedding, .theta3 = form});
-    if (!exact.ok()) continue;
+  const LloydOptions candidates[] = {
+      {.embedding = model.embedding, .theta3 = Theta3Form::kHardmax},
+      {.embedding = model.embedding, .theta3 = Theta3Form::kLinear},
+      {.embedding = model.embedding,
+       .theta3 = Theta3Form::kLinear,
+       .score = ScoreKind::kDotProduct},
+  };
+  for (const LloydOptions& options : candidates) {
+    absl::StatusOr<Model<Scalar>> exact = LloydConstruction<Scalar>(model.d, model.k, options);
+    if (!exact.ok() || exact->norm_coordinate != model.norm_coordinate) continue;
     const LayerWeights<Scalar>& e = exact->layers[0];
     bool same = !model.layers.empty();
     for (const LayerWeights<Scalar>& w : model.layers) {
-      same = same && w.center_steps.empty();
+      same = same && w.center_steps.empty() &&
+             SameFeedForward(w.center_feed_forward, e.center_feed_forward);
       for (BlockId id : kBlockIds) same = same && SameBlock(w[id], e[id]);
     }
-    if (same) return form;
+    if (same) return options.theta3;
   }
   return std::nullopt;
 }

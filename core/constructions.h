@@ -32,12 +32,20 @@ struct LloydOptions {
   /// theta1's inverse temperature: infinity is hardmax (exact Lloyd's), a
   /// finite value is softmax with that beta (paper A validated 1e4).
   double beta = std::numeric_limits<double>::infinity();
+  /// How theta1 and theta2 score: Euclidean (paper A Theorem 2.1), or dot
+  /// products over tokens that carry their squared norm (paper A Theorem
+  /// 2.2: <x, c> - ||c||^2 / 2 ranks the centers as the distances do, and a
+  /// ReLU^2 feed-forward block recomputes ||c||^2 after each update). The
+  /// dot-product circuit has one-hot registers and a linear theta3, so that
+  /// every block scores by dot products.
+  ScoreKind score = ScoreKind::kEuclidean;
 };
 
 // Whether a construction exists for d, k and these options, and if not why.
 absl::Status ValidateLloydOptions(int d, int k, const LloydOptions& options);
 
-// The registry name of a construction: lloyd-<embedding>[-linear][-softmax].
+// The registry name of a construction:
+// lloyd-<embedding>[-linear | -dot][-softmax].
 std::string LloydModelName(const LloydOptions& options);
 
 // The looped one-layer model for any d >= 1, k >= 1.
@@ -70,7 +78,8 @@ absl::StatusOr<Model<Scalar>> KMedoidsConstruction(int d, int k, double gamma,
                                                    double register_penalty);
 
 // If the model's weights are exactly a Lloyd construction with hardmax
-// assignment, its theta3 form; the fast path runs exactly those models.
+// assignment (either score), its theta3 form; the fast path runs exactly
+// those models.
 template <typename Scalar>
 std::optional<Theta3Form> MatchLloyd(const Model<Scalar>& model);
 

@@ -1,6 +1,7 @@
 #include "core/embedding.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/distances.h"
 
 namespace kmt {
 
@@ -53,28 +54,38 @@ Matrix<Scalar> CenterRegisters(Embedding embedding, int k) {
   return e;
 }
 
+namespace {
+
+// Tokens [data; registers; squared norm of the data (if asked)].
 template <typename Scalar>
-Matrix<Scalar> EmbedPoints(const Matrix<Scalar>& points, int m) {
-  Matrix<Scalar> tokens(points.rows() + m, points.cols());
-  tokens.topRows(points.rows()) = points;
-  tokens.bottomRows(m).setZero();
+Matrix<Scalar> Tokens(const Matrix<Scalar>& data, const Matrix<Scalar>& registers,
+                      bool norm_coordinate) {
+  const Eigen::Index d = data.rows(), m = registers.rows();
+  Matrix<Scalar> tokens(d + m + (norm_coordinate ? 1 : 0), data.cols());
+  tokens.topRows(d) = data;
+  tokens.middleRows(d, m) = registers;
+  if (norm_coordinate) tokens.bottomRows(1) = SquaredNorms<Scalar>(data).transpose();
   return tokens;
 }
 
+}  // namespace
+
 template <typename Scalar>
-Matrix<Scalar> EmbedCenters(const Matrix<Scalar>& centers, Embedding embedding) {
+Matrix<Scalar> EmbedPoints(const Matrix<Scalar>& points, int m, bool norm_coordinate) {
+  return Tokens<Scalar>(points, Matrix<Scalar>::Zero(m, points.cols()), norm_coordinate);
+}
+
+template <typename Scalar>
+Matrix<Scalar> EmbedCenters(const Matrix<Scalar>& centers, Embedding embedding,
+                            bool norm_coordinate) {
   const int k = static_cast<int>(centers.cols());
-  const int m = RegisterDim(embedding, k);
-  Matrix<Scalar> tokens(centers.rows() + m, k);
-  tokens.topRows(centers.rows()) = centers;
-  tokens.bottomRows(m) = CenterRegisters<Scalar>(embedding, k);
-  return tokens;
+  return Tokens<Scalar>(centers, CenterRegisters<Scalar>(embedding, k), norm_coordinate);
 }
 
-#define KMT_INSTANTIATE(S)                                  \
-  template Matrix<S> CenterRegisters<S>(Embedding, int);    \
-  template Matrix<S> EmbedPoints<S>(const Matrix<S>&, int); \
-  template Matrix<S> EmbedCenters<S>(const Matrix<S>&, Embedding);
+#define KMT_INSTANTIATE(S)                                        \
+  template Matrix<S> CenterRegisters<S>(Embedding, int);          \
+  template Matrix<S> EmbedPoints<S>(const Matrix<S>&, int, bool); \
+  template Matrix<S> EmbedCenters<S>(const Matrix<S>&, Embedding, bool);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -25,11 +25,13 @@ int RegisterDim(Embedding embedding, int k);
 template <typename Scalar>
 Matrix<Scalar> CenterRegisters(Embedding embedding, int k);
 
-// Embeds points (d x n) as [X; 0] and centers (d x k) as [C; E].
+// Embeds points (d x n) as [X; 0] and centers (d x k) as [C; E]; with
+// `norm_coordinate`, each token ends with its columns' squared norm.
 template <typename Scalar>
-Matrix<Scalar> EmbedPoints(const Matrix<Scalar>& points, int m);
+Matrix<Scalar> EmbedPoints(const Matrix<Scalar>& points, int m, bool norm_coordinate = false);
 template <typename Scalar>
-Matrix<Scalar> EmbedCenters(const Matrix<Scalar>& centers, Embedding embedding);
+Matrix<Scalar> EmbedCenters(const Matrix<Scalar>& centers, Embedding embedding,
+                            bool norm_coordinate = false);
 
 }  // namespace kmt
 

@@ -147,6 +147,12 @@ std::vector<ServedModel<Scalar>> ExactModels() {
                  .min = 0,
                  .max = inf,
                  .min_exclusive = true}}),
+      M::Exact({.embedding = Embedding::kOneHot,
+                .theta3 = Theta3Form::kLinear,
+                .score = ScoreKind::kDotProduct},
+               "Lloyd's algorithm as paper A's Theorem 2.2 circuit: dot-product attention over "
+               "tokens carrying their squared norm (d + k + 1 per token), a ReLU^2 feed-forward "
+               "block recomputing the centers' norms; any d and k"),
       M::Exact({.embedding = Embedding::kOneHot, .theta3 = Theta3Form::kLinear},
                "soft k-means: responsibilities softmax_j(-beta ||x_i - c_j||^2), centers their "
                "weighted means (theta1 softmax, theta3 linear attention); any d and k",

@@ -47,6 +47,12 @@ absl::Status ValidateModel(const Model<Scalar>& model) {
         }
       }
     }
+    if (const auto& ffn = model.layers[t].center_feed_forward; ffn) {
+      if (absl::Status s = ValidateFeedForward(*ffn, dim); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("layer ", t, " center feed-forward: ", s.message()));
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -7,12 +7,14 @@
 #define KMT_CORE_MODEL_H_
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "core/attention.h"
 #include "core/embedding.h"
+#include "core/feed_forward.h"
 #include "core/input_scaling.h"
 
 namespace kmt {
@@ -44,6 +46,9 @@ template <typename Scalar>
 struct LayerWeights {
   std::array<AttentionBlock<Scalar>, 4> blocks;  ///< indexed by BlockId
   std::vector<CenterStep<Scalar>> center_steps;  ///< after theta4, in order; usually none
+  /// On the center tokens after the center steps (residual): the dot-product
+  /// Lloyd circuit recomputes the new centers' squared norms with it.
+  std::optional<FeedForward<Scalar>> center_feed_forward;
 
   AttentionBlock<Scalar>& operator[](BlockId id) { return blocks[static_cast<int>(id)]; }
   const AttentionBlock<Scalar>& operator[](BlockId id) const {
@@ -70,12 +75,18 @@ struct Model {
   /// A token of norm 0 is left as it is (the engine refuses such points for
   /// spherical k-means before any layer).
   bool unit_norm = false;
+  /// Tokens end with one more coordinate: the squared norm of their data
+  /// coordinates, set at embedding for points and centers (paper A's
+  /// Theorem 2.2: dot-product scores <x, c> - ||c||^2 / 2 order centers as
+  /// the distances do). Layers that move the centers must keep it up to date.
+  bool norm_coordinate = false;
   /// A center whose theta3 attention has no support (no point carries its
   /// code) keeps its token, as Lloyd's keeps an empty cluster's center.
   bool keep_empty_centers = true;
 
   int registers() const { return RegisterDim(embedding, k); }
-  int dim() const { return d + registers(); }
+  /// Tokens are [data (d); registers; squared norm (if norm_coordinate)].
+  int dim() const { return d + registers() + (norm_coordinate ? 1 : 0); }
 };
 
 // Checks d, k and every block's shapes and parameters.

@@ -1,5 +1,6 @@
 #include "core/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -50,8 +51,8 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
   const auto unit_norm = [&](Matrix<Scalar>* tokens) {
     if (model.unit_norm) ScaleToUnitNorm<Scalar>(tokens->topRows(d));
   };
-  Matrix<Scalar> x = EmbedPoints(frame.model_points, m);
-  Matrix<Scalar> c = EmbedCenters(initial_centers, model.embedding);
+  Matrix<Scalar> x = EmbedPoints(frame.model_points, m, model.norm_coordinate);
+  Matrix<Scalar> c = EmbedCenters(initial_centers, model.embedding, model.norm_coordinate);
   unit_norm(&x);
   unit_norm(&c);
   for (int t = 0; t < options.layers; ++t) {
@@ -59,9 +60,9 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
     const LayerWeights<Scalar>& w = model.layers[t % model.layers.size()];
     if (model.reembed && t > 0) {
       // Only the centers carry over: points start again from [X; 0].
-      x = EmbedPoints(frame.model_points, m);
+      x = EmbedPoints(frame.model_points, m, model.norm_coordinate);
       unit_norm(&x);
-      c.bottomRows(m) = codes;
+      c.middleRows(d, m) = codes;
     }
     // Sampling blocks draw noise keyed by the run's seed and this layer.
     const Sampling sampling{.seed = options.seed, .layer = t};
@@ -73,7 +74,7 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
     x += a2;
     x += a1;
     // C <- C + A(C, X; to_points) + A(C, C; to_centers), a center without
-    // support keeping its token; returns how many kept it.
+    // support keeping its token; returns which kept it.
     const auto update_centers = [&](const AttentionBlock<Scalar>& to_points,
                                     const AttentionBlock<Scalar>& to_centers) {
       std::vector<bool> support;
@@ -84,29 +85,38 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
         support.assign(model.k, false);
         for (Eigen::Index i = 0; i < x.cols(); ++i) {
           for (int j = 0; j < model.k; ++j) {
-            if (!support[j] && x.col(i).tail(m) == codes.col(j)) support[j] = true;
+            if (!support[j] && x.col(i).segment(d, m) == codes.col(j)) support[j] = true;
           }
         }
       }
       const Matrix<Scalar> a4 = Attend(to_centers, c, c, nullptr, sampling);
       Matrix<Scalar> next = c + a4;
       next += a3;
-      int kept = 0;
+      std::vector<bool> kept(model.k, false);
       if (model.keep_empty_centers) {
         for (int j = 0; j < model.k; ++j) {
           if (support[j]) continue;
           next.col(j) = c.col(j);
-          ++kept;
+          kept[j] = true;
         }
       }
       c = std::move(next);
       return kept;
     };
-    const int empty = update_centers(w[BlockId::kCentersToPoints], w[BlockId::kCentersToCenters]);
+    const std::vector<bool> kept =
+        update_centers(w[BlockId::kCentersToPoints], w[BlockId::kCentersToCenters]);
+    const int empty = static_cast<int>(std::count(kept.begin(), kept.end(), true));
     // Further center steps see the clusters the layer's update saw; an empty
     // cluster is counted once.
     for (const CenterStep<Scalar>& step : w.center_steps) {
       update_centers(step.to_points, step.to_centers);
+    }
+    if (w.center_feed_forward) {
+      // A kept center's token is already whole: it skips the block too.
+      const Matrix<Scalar> f = FeedForwardOutput(*w.center_feed_forward, c);
+      for (int j = 0; j < model.k; ++j) {
+        if (!kept[j]) c.col(j) += f.col(j);
+      }
     }
     unit_norm(&c);
     result->empty_cluster_events += empty;
@@ -115,7 +125,7 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
     result->layer_objectives.push_back(result->objective);
     if (options.record_trajectory) {
       LayerRecord<Scalar> record;
-      record.registers = x.bottomRows(m);
+      record.registers = x.middleRows(d, m);
       AssignNearest<Scalar>(record.registers, codes, &record.labels);
       record.centers = result->centers;
       record.objective = result->objective;

@@ -9,31 +9,45 @@
 namespace kmt {
 namespace {
 
+std::string TokenSize(int dim) { return absl::StrCat("tokens have ", dim, " dimensions"); }
+
+// A rows x cols matrix; `expected` says where the shape comes from.
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> FromProto(const v1::MatrixProto& m, int rows, int cols,
+                                         absl::string_view what, absl::string_view expected) {
+  if (m.rows() != rows || m.cols() != cols ||
+      m.values_size() != static_cast<int64_t>(rows) * cols) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is ", m.rows(), "x", m.cols(), " with ",
+                                                   m.values_size(), " values; ", expected));
+  }
+  Matrix<Scalar> out(rows, cols);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) out(r, c) = static_cast<Scalar>(m.values(r * cols + c));
+  }
+  return out;
+}
+
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> FromProto(const v1::MatrixProto& m, int dim,
                                          absl::string_view what) {
-  if (m.rows() != dim || m.cols() != dim || m.values_size() != dim * dim) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " is ", m.rows(), "x", m.cols(), " with ",
-                                                   m.values_size(), " values; tokens have ", dim,
-                                                   " dimensions"));
+  return FromProto<Scalar>(m, dim, dim, what, TokenSize(dim));
+}
+
+template <typename Scalar>
+absl::StatusOr<Vector<Scalar>> FromProto(const google::protobuf::RepeatedField<double>& v, int size,
+                                         absl::string_view what, absl::string_view expected) {
+  if (v.size() != size) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has ", v.size(), " values; ", expected));
   }
-  Matrix<Scalar> out(dim, dim);
-  for (int r = 0; r < dim; ++r) {
-    for (int c = 0; c < dim; ++c) out(r, c) = static_cast<Scalar>(m.values(r * dim + c));
-  }
+  Vector<Scalar> out(size);
+  for (int i = 0; i < size; ++i) out[i] = static_cast<Scalar>(v[i]);
   return out;
 }
 
 template <typename Scalar>
 absl::StatusOr<Vector<Scalar>> FromProto(const google::protobuf::RepeatedField<double>& v, int dim,
                                          absl::string_view what) {
-  if (v.size() != dim) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " has ", v.size(), " values; tokens have ", dim, " dimensions"));
-  }
-  Vector<Scalar> out(dim);
-  for (int i = 0; i < dim; ++i) out[i] = static_cast<Scalar>(v[i]);
-  return out;
+  return FromProto<Scalar>(v, dim, what, TokenSize(dim));
 }
 
 template <typename Scalar>
@@ -86,6 +100,34 @@ absl::StatusOr<AttentionBlock<Scalar>> BlockFromProto(const v1::AttentionBlockPr
   b.ties = p.ties() == v1::TIES_LOWEST_INDEX ? Ties::kLowestIndex : Ties::kAverage;
   b.tau = static_cast<Scalar>(p.tau());
   return b;
+}
+
+template <typename Scalar>
+absl::StatusOr<FeedForward<Scalar>> FeedForwardFromProto(const v1::FeedForwardProto& p, int dim,
+                                                         const std::string& where) {
+  if (p.activation() != v1::ACTIVATION_RELU_SQUARED) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " has activation ", p.activation(),
+                                                   "; only ReLU^2 (", v1::ACTIVATION_RELU_SQUARED,
+                                                   ") is defined"));
+  }
+  const int hidden = p.w1().rows();
+  if (hidden < 1) return absl::InvalidArgumentError(absl::StrCat(where, " has no hidden unit"));
+  const std::string shape =
+      absl::StrCat("expected ", hidden, " hidden units (W1's rows) and tokens of ", dim);
+  FeedForward<Scalar> f;
+  absl::StatusOr<Matrix<Scalar>> w1 = FromProto<Scalar>(p.w1(), hidden, dim, where + " W1", shape);
+  if (!w1.ok()) return w1.status();
+  absl::StatusOr<Matrix<Scalar>> w2 = FromProto<Scalar>(p.w2(), dim, hidden, where + " W2", shape);
+  if (!w2.ok()) return w2.status();
+  absl::StatusOr<Vector<Scalar>> b1 = FromProto<Scalar>(p.b1(), hidden, where + " b1", shape);
+  if (!b1.ok()) return b1.status();
+  absl::StatusOr<Vector<Scalar>> b2 = FromProto<Scalar>(p.b2(), dim, where + " b2");
+  if (!b2.ok()) return b2.status();
+  f.W1 = *std::move(w1);
+  f.W2 = *std::move(w2);
+  f.b1 = *std::move(b1);
+  f.b2 = *std::move(b2);
+  return f;
 }
 
 template <typename Scalar>
@@ -165,6 +207,7 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
   }
   model.reembed = file.reembed();
   model.unit_norm = file.unit_norm();
+  model.norm_coordinate = file.norm_coordinate();
   model.keep_empty_centers = file.keep_empty_centers();
   const int dim = model.dim();
   for (int t = 0; t < file.layers_size(); ++t) {
@@ -190,6 +233,12 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
       if (!to_centers.ok()) return to_centers.status();
       w.center_steps.push_back({*std::move(to_points), *std::move(to_centers)});
     }
+    if (layer.has_center_feed_forward()) {
+      absl::StatusOr<FeedForward<Scalar>> ffn =
+          FeedForwardFromProto<Scalar>(layer.center_feed_forward(), dim, where + "feed-forward");
+      if (!ffn.ok()) return ffn.status();
+      w.center_feed_forward = *std::move(ffn);
+    }
     model.layers.push_back(std::move(w));
   }
   if (absl::Status s = ValidateModel(model); !s.ok()) return s;
@@ -207,6 +256,7 @@ v1::ModelFile ModelToProto(const Model<Scalar>& model) {
                                                                       : v1::SCALING_NONE);
   file.set_reembed(model.reembed);
   file.set_unit_norm(model.unit_norm);
+  file.set_norm_coordinate(model.norm_coordinate);
   file.set_keep_empty_centers(model.keep_empty_centers);
   for (const LayerWeights<Scalar>& w : model.layers) {
     v1::LayerProto* layer = file.add_layers();
@@ -218,6 +268,14 @@ v1::ModelFile ModelToProto(const Model<Scalar>& model) {
       v1::CenterStepProto* out = layer->add_center_steps();
       BlockToProto(step.to_points, out->mutable_to_points());
       BlockToProto(step.to_centers, out->mutable_to_centers());
+    }
+    if (const auto& ffn = w.center_feed_forward; ffn) {
+      v1::FeedForwardProto* out = layer->mutable_center_feed_forward();
+      ToProto(ffn->W1, out->mutable_w1());
+      ToProto(ffn->b1, out->mutable_b1());
+      ToProto(ffn->W2, out->mutable_w2());
+      ToProto(ffn->b2, out->mutable_b2());
+      out->set_activation(v1::ACTIVATION_RELU_SQUARED);
     }
   }
   return file;

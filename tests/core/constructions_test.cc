@@ -21,12 +21,26 @@ struct Case {
   Theta3Form theta3;
   bool grid;  // integer coordinates: duplicates, exact ties, empty clusters
   uint64_t seed;
+  ScoreKind score = ScoreKind::kEuclidean;
 
+  LloydOptions Options() const {
+    return {.embedding = embedding, .theta3 = theta3, .score = score};
+  }
   std::string Describe() const {
-    return absl::StrCat("n=", n, " d=", d, " k=", k, " ", EmbeddingName(embedding),
-                        " theta3=", Theta3FormName(theta3), grid ? " grid" : "", " seed=", seed);
+    return absl::StrCat("n=", n, " d=", d, " k=", k, " ", LloydModelName(Options()),
+                        grid ? " grid" : "", " seed=", seed);
   }
 };
+
+// The same problems for the dot-product circuit (one-hot, linear theta3).
+std::vector<Case> DotProductCases(std::vector<Case> cases) {
+  for (Case& c : cases) {
+    c.embedding = Embedding::kOneHot;
+    c.theta3 = Theta3Form::kLinear;
+    c.score = ScoreKind::kDotProduct;
+  }
+  return cases;
+}
 
 std::vector<Case> RandomCases(int count) {
   Rng rng(2026);
@@ -64,21 +78,57 @@ Matrix<double> CaseData(const Case& c) {
   return points;
 }
 
+// One circuit of each kind: both embeddings, Theorem 2.2's dot products.
+std::vector<LloydOptions> ExactCircuits() {
+  return {{.embedding = Embedding::kOneHot},
+          {.embedding = Embedding::kBinary},
+          {.embedding = Embedding::kOneHot,
+           .theta3 = Theta3Form::kLinear,
+           .score = ScoreKind::kDotProduct}};
+}
+
 double RelativeError(const Matrix<double>& got, const Matrix<double>& want) {
   return (got - want).norm() / std::max(want.norm(), 1e-300);
 }
 
+// Whether every point the two labelings put apart lies at a tie of the
+// centers it was assigned with: its squared distances to both centers agree
+// to round-off of the squared norms involved. The dot-product circuit orders
+// centers by <x, c> - ||c||^2 / 2, which rounds differently from the direct
+// distances reference Lloyd's compares, so at an exact tie (integer grids)
+// the two can pick different maximisers.
+bool DifferOnlyAtTies(const Matrix<double>& points, const Matrix<double>& centers,
+                      const Labels& got, const Labels& want) {
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    const auto x = points.col(i);
+    const double a = (x - centers.col(got[i])).squaredNorm();
+    const double b = (x - centers.col(want[i])).squaredNorm();
+    const double scale =
+        x.squaredNorm() + centers.col(got[i]).squaredNorm() + centers.col(want[i]).squaredNorm();
+    if (std::abs(a - b) > 1e-12 * scale) return false;
+  }
+  return true;
+}
+
+// What a comparison with reference Lloyd's saw.
+struct Tally {
+  int64_t empty_events = 0;     // the reference's empty clusters, fast path
+  int tie_divergences = 0;      // dense runs that parted from it at a tie
+  int64_t layers_compared = 0;  // dense layers found equal
+};
+
 // Runs the construction on both paths and compares every layer with
 // reference Lloyd's: assignments and registers exactly, centers and the
-// objective to 1e-12 relative, empty-cluster counts exactly. Adds the
-// reference's empty-cluster events to *empty_events.
-void ExpectMatchesLloyd(const Case& c, bool dense, int layers, int64_t* empty_events) {
+// objective to 1e-12 relative, empty-cluster counts exactly. The
+// dot-product circuit's dense run may part from the reference only at a tie
+// (DifferOnlyAtTies); the comparison of that run stops there and counts it.
+void ExpectMatchesLloyd(const Case& c, bool dense, int layers, Tally* tally) {
   SCOPED_TRACE(c.Describe());
   const Matrix<double> points = CaseData(c);
   const Matrix<double> init = *InitialCenters(points, c.k, InitMethod::kRandomSubset, c.seed);
   const std::vector<LloydIteration<double>> lloyd = ReferenceLloyd(points, init, layers);
-  absl::StatusOr<Model<double>> model =
-      LloydConstruction<double>(c.d, c.k, {.embedding = c.embedding, .theta3 = c.theta3});
+  absl::StatusOr<Model<double>> model = LloydConstruction<double>(c.d, c.k, c.Options());
   ASSERT_TRUE(model.ok()) << model.status();
   const Matrix<double> codes = CenterRegisters<double>(c.embedding, c.k);
 
@@ -96,6 +146,12 @@ void ExpectMatchesLloyd(const Case& c, bool dense, int layers, int64_t* empty_ev
       SCOPED_TRACE(absl::StrCat("layer ", t + 1));
       const LayerRecord<double>& got = run->trajectory[t];
       const LloydIteration<double>& want = lloyd[t];
+      if (c.score == ScoreKind::kDotProduct && path == Path::kDense && got.labels != want.labels) {
+        ASSERT_TRUE(DifferOnlyAtTies(points, t == 0 ? init : lloyd[t - 1].centers, got.labels,
+                                     want.labels));
+        ++tally->tie_divergences;
+        break;
+      }
       ASSERT_EQ(got.labels, want.labels);
       for (int i = 0; i < c.n; ++i) {
         ASSERT_EQ(got.registers.col(i), codes.col(want.labels[i])) << "point " << i;
@@ -104,28 +160,58 @@ void ExpectMatchesLloyd(const Case& c, bool dense, int layers, int64_t* empty_ev
       ASSERT_NEAR(got.objective, want.objective, 1e-12 * want.objective + 1e-300);
       ASSERT_EQ(got.empty_clusters, want.empty_clusters);
       empty += want.empty_clusters;
+      if (path == Path::kDense) ++tally->layers_compared;
     }
-    EXPECT_EQ(run->empty_cluster_events, empty);
+    if (path == Path::kFast) {
+      EXPECT_EQ(run->empty_cluster_events, empty);
+      tally->empty_events += empty;
+    }
     EXPECT_EQ(run->layers_run, layers);
-    if (path == Path::kFast) *empty_events += empty;
   }
 }
 
 TEST(LloydConstruction, EqualsReferenceLloydAtEveryLayerOnRandomProblems) {
   const std::vector<Case> cases = RandomCases(200);
   ASSERT_GE(cases.size(), 200u);
-  int64_t empty_events = 0;
+  Tally tally;
   for (const Case& c : cases) {
     // The dense path is O(n^2) per layer; it runs on every problem up to
     // n = 2000 and on the two largest.
-    ExpectMatchesLloyd(c, /*dense=*/c.n <= 2000 || c.n == 5000, 20, &empty_events);
+    ExpectMatchesLloyd(c, /*dense=*/c.n <= 2000 || c.n == 5000, 20, &tally);
     if (HasFatalFailure()) return;
   }
+  const int64_t empty_events = tally.empty_events;
+  EXPECT_EQ(tally.tie_divergences, 0);
   // The grid problems exercise the empty-cluster rule, not just the proof's
   // case without empty clusters.
   EXPECT_GT(empty_events, 0);
   std::printf("%zu problems, %lld empty-cluster events\n", cases.size(),
               static_cast<long long>(empty_events));
+}
+
+// Paper A's Theorem 2.2: the dot-product circuit on the same problems.
+TEST(LloydConstruction, DotProductCircuitEqualsReferenceLloydAtEveryLayer) {
+  const std::vector<Case> cases = DotProductCases(RandomCases(200));
+  Tally tally;
+  int off_grid_dense = 0;
+  for (const Case& c : cases) {
+    // The dense path up to n = 1500: every block of this circuit scores
+    // through dot products, whose round-off bound sends more keys to the
+    // direct re-decision than the Euclidean circuit's.
+    const bool dense = c.n <= 1500;
+    const int before = tally.tie_divergences;
+    ExpectMatchesLloyd(c, dense, 20, &tally);
+    if (HasFatalFailure()) return;
+    // Off the integer grids there are no exact ties: every layer equal.
+    if (!c.grid) {
+      EXPECT_EQ(tally.tie_divergences, before) << c.Describe();
+    }
+    off_grid_dense += dense && !c.grid;
+  }
+  EXPECT_GT(tally.empty_events, 0);
+  EXPECT_GT(off_grid_dense, 100);
+  std::printf("%zu problems: %lld dense layers equal to Lloyd's, %d grid runs parted at a tie\n",
+              cases.size(), static_cast<long long>(tally.layers_compared), tally.tie_divergences);
 }
 
 TEST(LloydConstruction, TiesGoToTheLowestIndex) {
@@ -134,9 +220,9 @@ TEST(LloydConstruction, TiesGoToTheLowestIndex) {
   points << 0, 1, 2, 3;
   Matrix<double> init(1, 3);
   init << 0, 2, 4;
-  for (Embedding e : {Embedding::kOneHot, Embedding::kBinary}) {
-    SCOPED_TRACE(EmbeddingName(e));
-    const Model<double> model = *LloydConstruction<double>(1, 3, {.embedding = e});
+  for (const LloydOptions& options : ExactCircuits()) {
+    SCOPED_TRACE(LloydModelName(options));
+    const Model<double> model = *LloydConstruction<double>(1, 3, options);
     for (Path path : {Path::kFast, Path::kDense}) {
       const RunResult<double> run = *RunTransformer(
           model, points, init, {.layers = 1, .path = path, .record_trajectory = true});
@@ -151,9 +237,9 @@ TEST(LloydConstruction, EmptyClusterKeepsPreviousCenterAndIsCounted) {
   points << 0, 1, 0, 1, 0, 0, 1, 1;
   Matrix<double> init(2, 3);
   init << 0.5, 9, 0.6, 0.5, 9, 0.5;  // center 1 is far away: nobody comes to it
-  for (Embedding e : {Embedding::kOneHot, Embedding::kBinary}) {
-    SCOPED_TRACE(EmbeddingName(e));
-    const Model<double> model = *LloydConstruction<double>(2, 3, {.embedding = e});
+  for (const LloydOptions& options : ExactCircuits()) {
+    SCOPED_TRACE(LloydModelName(options));
+    const Model<double> model = *LloydConstruction<double>(2, 3, options);
     for (Path path : {Path::kFast, Path::kDense}) {
       const RunResult<double> run =
           *RunTransformer(model, points, init, {.layers = 3, .path = path});
@@ -172,8 +258,8 @@ TEST(LloydConstruction, DuplicatePointsAndDuplicateCenters) {
   // tie, so it is empty at every layer and keeps its place.
   const Matrix<double> points = Matrix<double>::Constant(3, 50, 0.25);
   const Matrix<double> init = Matrix<double>::Constant(3, 2, 0.25);
-  for (Embedding e : {Embedding::kOneHot, Embedding::kBinary}) {
-    const Model<double> model = *LloydConstruction<double>(3, 2, {.embedding = e});
+  for (const LloydOptions& options : ExactCircuits()) {
+    const Model<double> model = *LloydConstruction<double>(3, 2, options);
     for (Path path : {Path::kFast, Path::kDense}) {
       const RunResult<double> run =
           *RunTransformer(model, points, init, {.layers = 4, .path = path});
@@ -207,6 +293,36 @@ TEST(LloydConstruction, RejectsWhatCannotBeExact) {
   EXPECT_FALSE(LloydConstruction<double>(0, 3, {}).ok());
   EXPECT_FALSE(LloydConstruction<double>(2, 0, {}).ok());
   EXPECT_FALSE(LloydConstruction<double>(2, 3, {.beta = -1}).ok());
+  for (const LloydOptions& dot :
+       {LloydOptions{.score = ScoreKind::kDotProduct},
+        LloydOptions{.embedding = Embedding::kBinary, .score = ScoreKind::kDotProduct}}) {
+    EXPECT_EQ(LloydConstruction<double>(2, 3, dot).status().message(),
+              "the dot-product Lloyd circuit has one-hot registers and a linear theta3");
+  }
+}
+
+TEST(LloydConstruction, DotProductCircuitCarriesTheSquaredNorms) {
+  const LloydOptions options = ExactCircuits()[2];
+  EXPECT_EQ(LloydModelName(options), "lloyd-onehot-dot");
+  const Model<double> model = *LloydConstruction<double>(2, 3, options);
+  EXPECT_TRUE(model.norm_coordinate);
+  EXPECT_EQ(model.dim(), 2 + 3 + 1);
+  for (BlockId id : kBlockIds) EXPECT_EQ(model.layers[0][id].score, ScoreKind::kDotProduct);
+  ASSERT_TRUE(model.layers[0].center_feed_forward.has_value());
+  EXPECT_EQ(model.layers[0].center_feed_forward->hidden(), 4);
+  // After a layer the last coordinate of every center token is its squared
+  // norm again: theta4 cleared the old one, the feed-forward block wrote it.
+  Matrix<double> points(2, 4);
+  points << 0, 1, 4, 5, 0, 2, 4, 6;
+  Matrix<double> init(2, 3);
+  init << 0, 4, 9, 0, 4, 9;
+  const RunResult<double> run = *RunTransformer(
+      model, points, init, {.layers = 2, .path = Path::kDense, .record_trajectory = true});
+  EXPECT_EQ(run.trajectory[0].labels, (Labels{0, 0, 1, 1}));
+  Matrix<double> want(2, 3);
+  want << 0.5, 4.5, 9, 1, 5, 9;
+  EXPECT_EQ(run.centers, want);
+  EXPECT_EQ(run.empty_cluster_events, 2);  // center 2 at (9, 9) never wins
 }
 
 TEST(LloydConstruction, FastPathOnlyForExactWeights) {
@@ -215,6 +331,10 @@ TEST(LloydConstruction, FastPathOnlyForExactWeights) {
   EXPECT_EQ(MatchLloyd(*LloydConstruction<float>(4, 3, {.theta3 = Theta3Form::kLinear})),
             Theta3Form::kLinear);
   EXPECT_EQ(MatchLloyd(*LloydConstruction<float>(4, 3, {.beta = 1e4})), std::nullopt);
+  Model<float> dot = *LloydConstruction<float>(4, 3, ExactCircuits()[2]);
+  EXPECT_EQ(MatchLloyd(dot), Theta3Form::kLinear);
+  dot.layers[0].center_feed_forward->W2(4 + 3, 0) = 2;
+  EXPECT_EQ(MatchLloyd(dot), std::nullopt);
   const Matrix<float> points = GenerateTask<float>({.n = 40, .d = 4, .k = 3}, 7).points;
   const Matrix<float> init = points.leftCols(3);
   EXPECT_EQ(RunTransformer(model, points, init, {.layers = 2})->path, Path::kFast);
@@ -240,6 +360,20 @@ TEST(LloydConstruction, FloatPathsAgreeWithDouble) {
     EXPECT_LE(RelativeError(run.centers.cast<double>(), exact.centers), 1e-5);
     EXPECT_NEAR(run.objective, exact.objective, 1e-5 * exact.objective);
   }
+}
+
+TEST(LloydConstruction, DotProductCircuitInFloatAgreesWithDouble) {
+  const Task<double> task = GenerateTask<double>({.n = 1000, .d = 16, .k = 8}, 12);
+  const Matrix<double> init = *InitialCenters(task.points, 8, InitMethod::kKMeansPlusPlus, 4);
+  const RunResult<double> exact =
+      *RunTransformer(*LloydConstruction<double>(16, 8, {}), task.points, init, {.layers = 10});
+  const RunResult<float> run =
+      *RunTransformer(*LloydConstruction<float>(16, 8, ExactCircuits()[2]),
+                      Matrix<float>(task.points.cast<float>()), Matrix<float>(init.cast<float>()),
+                      {.layers = 10, .path = Path::kDense});
+  EXPECT_EQ(run.labels, exact.labels);
+  EXPECT_LE(RelativeError(run.centers.cast<double>(), exact.centers), 1e-5);
+  EXPECT_NEAR(run.objective, exact.objective, 1e-5 * exact.objective);
 }
 
 TEST(Transformer, BeforeLayerStopsTheRun) {

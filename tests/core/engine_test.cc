@@ -27,8 +27,8 @@ TEST(Engine, ExactModelsAreTheLloydConstructionsAndTheVariants) {
     names.push_back(m.name());
   }
   EXPECT_EQ(names, (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-linear",
-                                             "soft-kmeans", "trimmed-kmeans", "robust-kmeans",
-                                             "kmedoids", "spherical-kmeans"}));
+                                             "lloyd-onehot-dot", "soft-kmeans", "trimmed-kmeans",
+                                             "robust-kmeans", "kmedoids", "spherical-kmeans"}));
 }
 
 TEST(Engine, ExactModelFromGivenCentersIsReferenceLloyd) {

@@ -35,6 +35,12 @@ TEST(Model, ValidationNamesTheLayerAndBlock) {
   m.k = 3;
   m.layers.clear();
   EXPECT_EQ(ValidateModel(m).message(), "model has no layer weights");
+  m = *LloydConstruction<double>(2, 3,
+                                 {.theta3 = Theta3Form::kLinear, .score = ScoreKind::kDotProduct});
+  EXPECT_TRUE(ValidateModel(m).ok());
+  m.layers[0].center_feed_forward->W2.resize(5, 4);
+  EXPECT_EQ(ValidateModel(m).message(),
+            "layer 0 center feed-forward: feed-forward W2 is 5x4, expected 6x4");
 }
 
 }  // namespace

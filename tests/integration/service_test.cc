@@ -381,7 +381,7 @@ TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
   Client client({.target = server_->address()});
   const auto models = client.ListModels();
   ASSERT_TRUE(models.ok()) << models.status();
-  ASSERT_EQ(models->size(), 9u);  // eight exact, one learned
+  ASSERT_EQ(models->size(), 10u);  // nine exact, one learned
   const v1::ModelInfo& learned = models->back();
   EXPECT_EQ(learned.name(), "test-learned");
   EXPECT_EQ(learned.kind(), "learned");

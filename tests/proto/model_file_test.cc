@@ -44,6 +44,7 @@ void ExpectSame(const Model<double>& a, const Model<double>& b) {
   EXPECT_EQ(a.input_scaling, b.input_scaling);
   EXPECT_EQ(a.reembed, b.reembed);
   EXPECT_EQ(a.unit_norm, b.unit_norm);
+  EXPECT_EQ(a.norm_coordinate, b.norm_coordinate);
   EXPECT_EQ(a.keep_empty_centers, b.keep_empty_centers);
   ASSERT_EQ(a.layers.size(), b.layers.size());
   for (size_t t = 0; t < a.layers.size(); ++t) {
@@ -98,6 +99,44 @@ TEST(ModelFile, CenterStepsSurviveTheirMessage) {
   bad.mutable_layers(0)->mutable_center_steps(0)->mutable_to_points()->mutable_b_v()->RemoveLast();
   EXPECT_EQ(ModelFromProto<double>(bad).status().message(),
             "layer 0 center step 0 to_points b_V has 6 values; tokens have 7 dimensions");
+}
+
+TEST(ModelFile, TheDotProductCircuitSurvivesItsMessage) {
+  const Model<double> dot = *LloydConstruction<double>(
+      3, 4, {.theta3 = Theta3Form::kLinear, .score = ScoreKind::kDotProduct});
+  const v1::ModelFile file = ModelToProto(dot);
+  EXPECT_TRUE(file.norm_coordinate());
+  ASSERT_TRUE(file.layers(0).has_center_feed_forward());
+  EXPECT_EQ(file.layers(0).center_feed_forward().activation(), v1::ACTIVATION_RELU_SQUARED);
+  const Model<double> back = *ModelFromProto<double>(file);
+  ExpectSame(back, dot);
+  ASSERT_TRUE(back.layers[0].center_feed_forward.has_value());
+  const FeedForward<double>&a = *back.layers[0].center_feed_forward,
+        &b = *dot.layers[0].center_feed_forward;
+  EXPECT_EQ(a.W1, b.W1);
+  EXPECT_EQ(a.b1, b.b1);
+  EXPECT_EQ(a.W2, b.W2);
+  EXPECT_EQ(a.b2, b.b2);
+  EXPECT_EQ(MatchLloyd(back), Theta3Form::kLinear);
+
+  v1::ModelFile bad = file;
+  bad.mutable_layers(0)->mutable_center_feed_forward()->set_activation(v1::ACTIVATION_UNSPECIFIED);
+  EXPECT_EQ(ModelFromProto<double>(bad).status().message(),
+            "layer 0 feed-forward has activation 0; only ReLU^2 (1) is defined");
+  bad = file;
+  bad.mutable_layers(0)->mutable_center_feed_forward()->mutable_b1()->RemoveLast();
+  EXPECT_EQ(ModelFromProto<double>(bad).status().message(),
+            "layer 0 feed-forward b1 has 5 values; expected 6 hidden units (W1's rows) and "
+            "tokens of 8");
+  bad = file;
+  bad.mutable_layers(0)->mutable_center_feed_forward()->mutable_w2()->set_cols(5);
+  EXPECT_EQ(ModelFromProto<double>(bad).status().message(),
+            "layer 0 feed-forward W2 is 8x5 with 48 values; expected 6 hidden units (W1's rows) "
+            "and tokens of 8");
+  bad = file;
+  bad.set_norm_coordinate(false);
+  EXPECT_EQ(ModelFromProto<double>(bad).status().message(),
+            "layer 0 theta1 Q is 8x8 with 64 values; tokens have 7 dimensions");
 }
 
 TEST(ModelFile, AModelSurvivesAFile) {

@@ -71,7 +71,7 @@ TEST_F(BatchRunnerTest, AnswerIsTheEngineRunOnTheBatch) {
 TEST_F(BatchRunnerTest, EachBadBatchGetsItsOwnError) {
   using Code = absl::StatusCode;
   ExpectError(Request("kmeans", 10, 2, 2), Code::kNotFound,
-              "unknown model 'kmeans'; ListModels names the 8 models served");
+              "unknown model 'kmeans'; ListModels names the 9 models served");
   ExpectError(Request("lloyd-onehot", 1001, 2, 2), Code::kInvalidArgument,
               "n = 1001 exceeds this server's limit of 1000 points per batch");
   ExpectError(Request("lloyd-onehot", 10, 9, 2), Code::kInvalidArgument,

@@ -39,7 +39,7 @@ TEST_F(ModelRegistryTest, ExactModelsWithoutADirectory) {
   std::vector<std::string> refused;
   const ModelRegistry registry = ModelRegistry::Load("", &refused);
   EXPECT_TRUE(refused.empty());
-  ASSERT_EQ(registry.models().size(), 8u);
+  ASSERT_EQ(registry.models().size(), 9u);
   const RegistryEntry* onehot = registry.Find("lloyd-onehot");
   ASSERT_NE(onehot, nullptr);
   EXPECT_EQ(onehot->info.kind(), "exact");
@@ -63,10 +63,10 @@ TEST_F(ModelRegistryTest, FilesAreServedOrRefusedWithAReason) {
 
   std::vector<std::string> names;
   for (const RegistryEntry& e : registry.models()) names.push_back(e.info.name());
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-linear",
-                                      "soft-kmeans", "trimmed-kmeans", "robust-kmeans", "kmedoids",
-                                      "spherical-kmeans", "learned-a", "learned-b"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-linear",
+                                             "lloyd-onehot-dot", "soft-kmeans", "trimmed-kmeans",
+                                             "robust-kmeans", "kmedoids", "spherical-kmeans",
+                                             "learned-a", "learned-b"}));
   const RegistryEntry* b = registry.Find("learned-b");
   EXPECT_EQ(b->info.kind(), "learned");
   EXPECT_EQ(b->info.d(), 2);
@@ -88,7 +88,7 @@ TEST_F(ModelRegistryTest, FilesAreServedOrRefusedWithAReason) {
 TEST_F(ModelRegistryTest, AMissingDirectoryIsReported) {
   std::vector<std::string> refused;
   const ModelRegistry registry = ModelRegistry::Load((dir_ / "missing").string(), &refused);
-  EXPECT_EQ(registry.models().size(), 8u);
+  EXPECT_EQ(registry.models().size(), 9u);
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_EQ(refused[0].rfind("model directory " + (dir_ / "missing").string() + ": ", 0), 0u)
       << refused[0];
