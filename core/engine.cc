@@ -269,6 +269,13 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
   absl::StatusOr<RunResult<Scalar>> run =
       Evaluate(evaluator, points, model_points, map, initial, options);
   if (!run.ok()) return run.status();
+  // Coordinates within MaxCoordinate cannot overflow; fixed weights can
+  // still move centers anywhere. No non-finite number leaves the engine.
+  if (!std::isfinite(run->objective) || !run->centers.allFinite()) {
+    return absl::InternalError(absl::StrCat("model ", model.name(),
+                                            " produced non-finite centers or objective on this "
+                                            "batch; its weights are unfit for these points"));
+  }
   if (spec.cluster_sums) {
     run->cluster_sums.emplace(batch.d(), spec.k);
     AccumulateClusterSums(points, run->labels, &*run->cluster_sums);

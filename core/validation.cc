@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -28,13 +29,23 @@ bool AllFinite(const Matrix<Scalar>& m) {
 }
 
 template <typename Scalar>
-absl::Status CheckFinite(const Matrix<Scalar>& m, const char* what) {
-  if (AllFinite(m)) return absl::OkStatus();
+absl::Status CheckValues(const Matrix<Scalar>& m, const char* what) {
+  const Scalar bound = MaxCoordinate<Scalar>(static_cast<int>(m.rows()));
+  if (AllFinite(m) && (m.size() == 0 || m.cwiseAbs().maxCoeff() <= bound)) {
+    return absl::OkStatus();
+  }
   for (Eigen::Index i = 0; i < m.cols(); ++i) {
     for (Eigen::Index l = 0; l < m.rows(); ++l) {
-      if (!std::isfinite(m(l, i))) {
+      const Scalar v = m(l, i);
+      if (!std::isfinite(v)) {
         return absl::InvalidArgumentError(absl::StrCat(
-            what, " ", i, " has ", std::isnan(m(l, i)) ? "NaN" : "Inf", " in dimension ", l));
+            what, " ", i, " has ", std::isnan(v) ? "NaN" : "Inf", " in dimension ", l));
+      }
+      if (std::abs(v) > bound) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " ", i, " has ", v, " in dimension ", l, ", beyond +-", bound,
+                         ": squared distances in d = ", m.rows(), " would overflow ",
+                         sizeof(Scalar) == 4 ? "float" : "double"));
       }
     }
   }
@@ -44,6 +55,13 @@ absl::Status CheckFinite(const Matrix<Scalar>& m, const char* what) {
 }  // namespace
 
 template <typename Scalar>
+Scalar MaxCoordinate(int d) {
+  // A squared distance is at most d (2 bound)^2 = max / 4; the product form's
+  // terms ||a||^2 + ||b||^2 + 2 |<a, b>| are at most as large.
+  return std::sqrt(std::numeric_limits<Scalar>::max() / Scalar(16) / static_cast<Scalar>(d));
+}
+
+template <typename Scalar>
 absl::Status ValidatePoints(const Matrix<Scalar>& points) {
   if (points.rows() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("d = ", points.rows(), ", must be at least 1"));
@@ -51,7 +69,7 @@ absl::Status ValidatePoints(const Matrix<Scalar>& points) {
   if (points.cols() < 1) {
     return absl::InvalidArgumentError("no points: n = 0");
   }
-  return CheckFinite(points, "point");
+  return CheckValues(points, "point");
 }
 
 absl::Status ValidateClusterCount(int64_t n, int64_t k) {
@@ -74,7 +92,7 @@ absl::Status ValidateCenters(const Matrix<Scalar>& points, const Matrix<Scalar>&
   if (absl::Status s = ValidateClusterCount(points.cols(), centers.cols()); !s.ok()) {
     return s;
   }
-  return CheckFinite(centers, "center");
+  return CheckValues(centers, "center");
 }
 
 namespace {
@@ -111,6 +129,7 @@ absl::StatusOr<Matrix<Scalar>> CentersFromRowMajor(absl::Span<const float> value
 }
 
 #define KMT_INSTANTIATE(S)                                                                    \
+  template S MaxCoordinate<S>(int);                                                           \
   template absl::Status ValidatePoints<S>(const Matrix<S>&);                                  \
   template absl::Status ValidateCenters<S>(const Matrix<S>&, const Matrix<S>&);               \
   template absl::StatusOr<Matrix<S>> PointsFromRowMajor<S>(absl::Span<const float>, int64_t,  \

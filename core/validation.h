@@ -10,14 +10,22 @@
 
 namespace kmt {
 
-// points is d x n with d >= 1, n >= 1 and every value finite.
+// The largest coordinate magnitude points and centers may have in d
+// dimensions: within it no squared distance, product-form term or objective
+// term can overflow Scalar (a quarter of its largest value at most).
+template <typename Scalar>
+Scalar MaxCoordinate(int d);
+
+// points is d x n with d >= 1, n >= 1 and every value finite and within
+// MaxCoordinate(d).
 template <typename Scalar>
 absl::Status ValidatePoints(const Matrix<Scalar>& points);
 
 // 1 <= k <= n.
 absl::Status ValidateClusterCount(int64_t n, int64_t k);
 
-// centers is d x k for the points' d, with k clusters valid for n, finite.
+// centers is d x k for the points' d, with k clusters valid for n, finite
+// and within MaxCoordinate(d).
 template <typename Scalar>
 absl::Status ValidateCenters(const Matrix<Scalar>& points, const Matrix<Scalar>& centers);
 

@@ -201,3 +201,24 @@ TEST(Engine, TheStopCheckEndsTheRunWithItsStatus) {
 
 }  // namespace
 }  // namespace kmt
+
+namespace kmt {
+namespace {
+
+TEST(Engine, WeightsThatOverflowAreAnErrorNotAnInfiniteObjective) {
+  // theta3 multiplies the centers by 1e200 every layer: finite centers whose
+  // squared distances overflow double.
+  Model<double> weights = RandomModel(3, 4, InputScaling::kNone);
+  weights.layers[0][BlockId::kCentersToPoints].V *= 1e200;
+  const ServedModel<double> model = *ServedModel<double>::FromWeights(weights, "test");
+  const Task<double> task = GenerateTask<double>({.n = 50, .d = 3, .k = 4}, 3);
+  const absl::StatusOr<RunResult<double>> run =
+      Cluster(model, MakeBatch({.points = task.points, .k = 4, .layers = 2}));
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(run.status().message(),
+            "model random produced non-finite centers or objective on this batch; its weights are "
+            "unfit for these points");
+}
+
+}  // namespace
+}  // namespace kmt

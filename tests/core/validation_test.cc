@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "core/transformer.h"
 
 namespace kmt {
 namespace {
@@ -36,6 +40,37 @@ TEST(Validation, NonFiniteValuesAreNamed) {
   values[5] = -INFINITY;
   EXPECT_EQ(ValidatePoints(*PointsFromRowMajor<float>(values, 4, 2)).message(),
             "point 2 has Inf in dimension 1");
+}
+
+TEST(Validation, CoordinatesThatWouldOverflowAreNamed) {
+  const float bound = MaxCoordinate<float>(2);
+  EXPECT_NEAR(bound, std::sqrt(std::numeric_limits<float>::max() / 32), 1e12);
+  std::vector<float> values = {0, 0, 1, 1, -bound, bound, bound, -bound};
+  EXPECT_TRUE(ValidatePoints(*PointsFromRowMajor<float>(values, 4, 2)).ok());
+  values[5] = 1e19f;
+  EXPECT_EQ(ValidatePoints(*PointsFromRowMajor<float>(values, 4, 2)).message(),
+            absl::StrCat("point 2 has ", 1e19f, " in dimension 1, beyond +-", bound,
+                         ": squared distances in d = 2 would overflow float"));
+  EXPECT_EQ(ValidateCenters(*PointsFromRowMajor<float>({0, 0, 1, 1}, 2, 2),
+                            *CentersFromRowMajor<float>({0, 0, -3e19f, 1}, 2, 2))
+                .message(),
+            absl::StrCat("center 1 has ", -3e19f, " in dimension 0, beyond +-", bound,
+                         ": squared distances in d = 2 would overflow float"));
+}
+
+TEST(Validation, AtTheBoundEveryObjectiveIsFinite) {
+  // Points at opposite corners of the allowed box: the largest distances.
+  for (int d : {1, 2, 32}) {
+    const float bound = MaxCoordinate<float>(d);
+    Matrix<float> points(d, 6);
+    for (int i = 0; i < 6; ++i) points.col(i).setConstant(i % 2 == 0 ? bound : -bound);
+    points(0, 4) = 0;
+    const Matrix<float> init = points.leftCols(2).rowwise().reverse();
+    const RunResult<float> run = *RunLloyd<float>({}, points, init, {.layers = 3});
+    EXPECT_TRUE(std::isfinite(run.objective)) << "d = " << d;
+    for (double objective : run.layer_objectives) EXPECT_TRUE(std::isfinite(objective));
+    EXPECT_TRUE(run.centers.allFinite());
+  }
 }
 
 TEST(Validation, ClusterCounts) {
