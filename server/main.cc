@@ -33,6 +33,9 @@
 #include "server/worker_pool.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address (port 0 picks a free one)");
+ABSL_FLAG(bool, allow_port_sharing, false,
+          "let several processes listen on the same gRPC port (SO_REUSEPORT), splitting the "
+          "connections between them; by default a port in use is an error at start");
 ABSL_FLAG(std::string, port_file, "", "if set, the bound gRPC port is written to this file");
 ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
           "Prometheus /metrics address (port 0 picks a free one)");
@@ -119,10 +122,15 @@ int Serve() {
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.SetMaxSendMessageSize(-1);
   ApplyChannelTuning(&builder);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT,
+                             absl::GetFlag(FLAGS_allow_port_sharing) ? 1 : 0);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
-    Log("ERROR", "cannot listen on " + absl::GetFlag(FLAGS_listen));
+    Log("ERROR", absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_listen),
+                              ": the port is in use by another process or the address is not "
+                              "one of this machine's (--allow_port_sharing lets servers share a "
+                              "port)"));
     return 1;
   }
   server->GetHealthCheckService()->SetServingStatus(v1::KMeansTransformer::service_full_name(),
