@@ -324,7 +324,7 @@ TEST_F(ServiceTest, BadBatchesGetTheirOwnErrorsAndTheStreamGoesOn) {
   shape.set_n(601);
   add(shape, absl::StatusCode::kInvalidArgument, "points has 4800 values, expected n*d = 601*8");
   add(Request("unknown", "lloyd-trinary", good, 5, 5), absl::StatusCode::kNotFound,
-      "unknown model 'lloyd-trinary'; ListModels names the 9 models served");
+      "unknown model 'lloyd-trinary'; ListModels names the 10 models served");
   add(Request("learned-d", "test-learned", good, 4, 2), absl::StatusCode::kInvalidArgument,
       "model test-learned was trained for d = 3, k = 4; the batch has d = 8, k = 4");
   add(Request("learned-k", "test-learned", three_d, 5, 2), absl::StatusCode::kInvalidArgument,
