@@ -12,7 +12,7 @@
 
 namespace kmt {
 
-// `check` is called between layers and initialisation steps; a non-OK
+// `check` (if set) is called between layers and initialisation steps; a non-OK
 // status (deadline, cancellation) stops the batch with that status.
 v1::ClusterResponse RunBatch(const ModelRegistry& registry, const Limits& limits,
                              const v1::ClusterRequest& request, const StopCheck& check);
