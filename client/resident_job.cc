@@ -266,10 +266,19 @@ class Job {
 };
 
 // Greedy k-means++ over the job's shards (core/seeding.h), one Round per
-// seeding round.
-absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed) {
+// seeding round; progress is logged after 1, 2, 4, 8, ... centers.
+absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed,
+                                   const std::function<void(const std::string&)>& log) {
   std::vector<int64_t> sizes;
   for (const Shard& shard : job.shards()) sizes.push_back(shard.count);
+  int chosen = 1;
+  const StopCheck progress = [&] {
+    if (log && (chosen & (chosen - 1)) == 0) {
+      log(absl::StrCat("k-means++: ", chosen, " of ", k, " centers chosen"));
+    }
+    ++chosen;
+    return absl::OkStatus();
+  };
   return ShardedKMeansPlusPlus<float>(
       sizes, d, k, seed,
       [&](const std::vector<SeedRequest<float>>& requests)
@@ -301,7 +310,8 @@ absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed) {
                                              a.candidate_potentials().end());
         }
         return out;
-      });
+      },
+      progress);
 }
 
 }  // namespace
@@ -331,7 +341,7 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
   if (initial) {
     centers = *initial;
   } else {
-    absl::StatusOr<Matrix<float>> seeded = Seed(job, d, k, options.seed);
+    absl::StatusOr<Matrix<float>> seeded = Seed(job, d, k, options.seed, options.log);
     if (!seeded.ok()) return seeded.status();
     centers = *std::move(seeded);
   }

@@ -252,6 +252,27 @@ TEST(ResidentJobFaults, AReplicaKilledMidJobChangesNothing) {
   EXPECT_TRUE(told);
 }
 
+TEST(ResidentJobFaults, AReplicaKilledDuringKMeansPlusPlusChangesNothing) {
+  auto a = ServerProcess::Start({"--model_dir=", "--workers=1"});
+  auto b = ServerProcess::Start({"--model_dir=", "--workers=1"});
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ResidentJobOptions options = Options({a->address(), b->address()}, 2);
+  options.iterations = 2;
+  // Killed once 4 centers are chosen: b's shards go to a, which first takes
+  // the chosen centers into their distances.
+  options.log = [&](const std::string& line) {
+    if (line.rfind("k-means++: 4 of", 0) == 0) b->Signal(SIGKILL);
+  };
+  const absl::StatusOr<ResidentJobResult> got =
+      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->shard_moves, 2);
+  const Matrix<float> init = *InitialCenters(Points(), kK, InitMethod::kKMeansPlusPlus, 4);
+  const RunResult<float> want = *RunLloyd<float>({}, Points(), init, {.layers = 2});
+  EXPECT_EQ(got->labels, want.labels);
+}
+
 TEST(ResidentJobCap, AShardThatDoesNotFitIsRefusedWithTheNumbersAndTheCliFallsBack) {
   auto server = ServerProcess::Start({"--model_dir=", "--max_resident_bytes=100000"});
   ASSERT_NE(server, nullptr);
