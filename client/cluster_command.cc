@@ -355,11 +355,11 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
   std::fprintf(stderr, "initial objective %.10g\nfinal objective %.10g after %d iterations\n",
                result->initial_objective, result->objective, run);
   std::fprintf(stderr,
-               "resident: %zu shards on %zu replicas, %d moved; seconds: load %.3f, init %.3f, "
+               "resident: %d shards on %zu replicas, %d moved; seconds: load %.3f, init %.3f, "
                "iterations %.3f (%.4f each), labels %.3f, write %.3f, total %.3f\n",
-               options.servers.size() * options.streams_per_server, options.servers.size(),
-               result->shard_moves, result->load_seconds, result->init_seconds, iterating,
-               run > 0 ? iterating / run : 0.0, result->labels_seconds, write_seconds, total);
+               result->shards, options.servers.size(), result->shard_moves, result->load_seconds,
+               result->init_seconds, iterating, run > 0 ? iterating / run : 0.0,
+               result->labels_seconds, write_seconds, total);
   return absl::OkStatus();
 }
 

@@ -107,7 +107,9 @@ class Job {
           grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
       alive_.push_back(true);
     }
-    const int64_t count = static_cast<int64_t>(stubs_.size()) * options.streams_per_server;
+    // No shard without points: a small dataset gets fewer shards.
+    const int64_t count =
+        std::min<int64_t>(n, static_cast<int64_t>(stubs_.size()) * options.streams_per_server);
     for (int64_t s = 0; s < count; ++s) {
       Shard shard;
       shard.first = n * s / count;
@@ -399,6 +401,7 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
     if (unchanged || small_gain) t = options.iterations - 1;  // only the labels step remains
   }
   result.centers = std::move(centers);
+  result.shards = static_cast<int>(job.shards().size());
   result.shard_moves = job.moves();
   return result;
 }

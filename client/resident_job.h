@@ -45,6 +45,7 @@ struct ResidentJobResult {
   double initial_objective = 0;    ///< of the initial centers
   std::vector<double> objectives;  ///< after each iteration
   int iterations_run = 0;
+  int shards = 0;       ///< shards the points were split into
   int shard_moves = 0;  ///< shards loaded again on another replica after a failure
   // Wall-clock seconds of each phase.
   double load_seconds = 0, init_seconds = 0, labels_seconds = 0;
