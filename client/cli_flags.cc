@@ -36,8 +36,11 @@ ABSL_FLAG(int, window, 8, "batches in flight on one stream");
 ABSL_FLAG(int, batches_per_stream, 64,
           "batches one stream carries before a new one is opened (and balanced anew)");
 ABSL_FLAG(int, streams, 1,
-          "cluster: streams at once (round-robin spreads them over the --server addresses)");
-ABSL_FLAG(int, max_attempts, 3, "sends of a batch answered UNAVAILABLE, the first included");
+          "cluster: streams at once (round-robin spreads them over the --server addresses); "
+          "whole mode: shards (and streams) per replica");
+ABSL_FLAG(int, max_attempts, 3,
+          "sends of a batch answered UNAVAILABLE, the first included; whole mode: moves of "
+          "shards whose replica failed");
 ABSL_FLAG(absl::Duration, timeout, absl::InfiniteDuration(), "deadline of each stream");
 
 namespace kmt {

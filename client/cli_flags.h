@@ -5,15 +5,21 @@
 #define KMT_CLIENT_CLI_FLAGS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "client/cluster_client.h"
 #include "proto/kmeans_transformer.pb.h"
 
 ABSL_DECLARE_FLAG(int, d);
 ABSL_DECLARE_FLAG(int, iterations);
 ABSL_DECLARE_FLAG(uint64_t, seed);
+ABSL_DECLARE_FLAG(std::string, server);
+ABSL_DECLARE_FLAG(int, streams);
+ABSL_DECLARE_FLAG(int, max_attempts);
+ABSL_DECLARE_FLAG(absl::Duration, timeout);
 
 namespace kmt {
 

@@ -1,6 +1,9 @@
 // kmt cluster: the --input file in batches of --batch_size points, either
 // every batch its own clustering task (--mode=per-batch) or the whole file
-// one dataset, clustered with exact Lloyd's over all batches (--mode=whole).
+// one dataset, clustered with exact Lloyd's over all of it (--mode=whole):
+// on shards resident on the replicas (client/resident_job.h), or, where a
+// replica has no room for its shard, with one pass over the file per
+// iteration.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,27 +13,43 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/cli_flags.h"
 #include "client/cluster_client.h"
 #include "client/commands.h"
+#include "client/npy.h"
 #include "client/point_reader.h"
+#include "client/resident_job.h"
 #include "core/cluster_sums.h"
 #include "core/random.h"
 #include "core/types.h"
 
-ABSL_FLAG(std::string, input, "", "points: CSV (one point per line) or raw float32 row-major");
-ABSL_FLAG(std::string, format, "", "csv or f32; by default .csv files are CSV, others float32");
+ABSL_FLAG(std::string, input, "",
+          "points: CSV (one point per line), NumPy .npy (float32 or float64, shape (n, d)) or raw "
+          "float32 row-major");
+ABSL_FLAG(std::string, format, "",
+          "csv, npy or f32; by default .csv files are CSV, .npy files NumPy, others float32");
 ABSL_FLAG(int64_t, batch_size, 4096, "points per batch");
 ABSL_FLAG(std::string, mode, "per-batch",
           "per-batch: every batch is its own clustering task; whole: the whole file is one "
-          "dataset (k-means++ on a sample, one pass over all batches per Lloyd's iteration, "
-          "then the final labels)");
-ABSL_FLAG(int64_t, sample_size, 65536, "whole mode: points sampled for the initial centers");
-ABSL_FLAG(std::string, labels_out, "", "where to write the labels, one per line");
-ABSL_FLAG(std::string, centers_out, "", "where to write the centers (CSV)");
+          "dataset, clustered with exact Lloyd's on shards resident on every --server replica "
+          "(--streams shards per replica)");
+ABSL_FLAG(bool, resident, true,
+          "whole mode: keep the shards resident on the replicas (k-means++ over all points); "
+          "false, or a replica without room: one pass over the file per iteration (k-means++ on "
+          "a sample of --sample_size points)");
+ABSL_FLAG(double, tol, 0,
+          "whole mode: stop once an iteration lowers the objective by at most this fraction; 0: "
+          "only once no label changes");
+ABSL_FLAG(int64_t, sample_size, 65536,
+          "whole mode, one pass per iteration: points sampled for the initial centers");
+ABSL_FLAG(std::string, labels_out, "",
+          "where to write the labels: one per line, or int32 .npy if the name ends in .npy");
+ABSL_FLAG(std::string, centers_out, "",
+          "where to write the centers: CSV, or float32 .npy (k x d) if the name ends in .npy");
 
 namespace kmt {
 namespace {
@@ -101,6 +120,34 @@ std::string Row(const float* values, int d) {
   });
 }
 
+bool IsNpy(const std::string& path) { return absl::EndsWith(path, ".npy"); }
+
+// One dataset's results: labels one per line or as .npy, centers (d x k) as
+// CSV rows or a k x d .npy.
+absl::Status WriteResults(const Labels& labels, const Matrix<float>& centers) {
+  if (const std::string path = absl::GetFlag(FLAGS_labels_out); !path.empty()) {
+    if (IsNpy(path)) {
+      const absl::Status s = WriteNpy(path, "<i4", {static_cast<int64_t>(labels.size())},
+                                      labels.data(), labels.size() * sizeof(int));
+      if (!s.ok()) return s;
+    } else {
+      std::ofstream out(path);
+      for (int label : labels) out << label << "\n";
+      if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    }
+  }
+  const std::string path = absl::GetFlag(FLAGS_centers_out);
+  if (IsNpy(path)) {
+    return WriteNpy(path, "<f4", {centers.cols(), centers.rows()}, centers.data(),
+                    centers.size() * sizeof(float));
+  }
+  std::vector<std::string> rows;
+  for (Eigen::Index j = 0; j < centers.cols(); ++j) {
+    rows.push_back(Row(centers.col(j).data(), static_cast<int>(centers.rows())));
+  }
+  return WriteCenters(path, rows);
+}
+
 absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterRequest base) {
   std::ofstream labels;
   if (const std::string path = absl::GetFlag(FLAGS_labels_out); !path.empty()) {
@@ -162,7 +209,9 @@ absl::StatusOr<std::vector<float>> Sample(PointReader& reader, int64_t size, int
   return sample;
 }
 
-absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterRequest base) {
+// Whole mode, one pass over the file per Lloyd's iteration: every batch is
+// assigned and summed by the server, the client adds the sums.
+absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::ClusterRequest base) {
   const int d = reader.d(), k = base.k();
   // Initial centers: given, or the server's initialisation on a sample.
   std::vector<float> centers(base.centers().begin(), base.centers().end());
@@ -199,6 +248,9 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
   base.set_init(v1::INIT_GIVEN);
   base.set_iterations(0);
   const int iterations = absl::GetFlag(FLAGS_iterations);
+  const double tol = absl::GetFlag(FLAGS_tol);
+  Labels all_labels;
+  double previous = 0;
   for (int t = 0; t <= iterations; ++t) {
     const bool last = t == iterations;
     base.mutable_centers()->Assign(centers.begin(), centers.end());
@@ -207,10 +259,6 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
     ClusterSums sums(d, k);
     double objective = 0;
     absl::Status failure;
-    std::ofstream labels;
-    if (last && !absl::GetFlag(FLAGS_labels_out).empty()) {
-      labels.open(absl::GetFlag(FLAGS_labels_out));
-    }
     const absl::Status status =
         Pass(client, reader, base, last ? "labels" : absl::StrCat("pass ", t + 1),
              [&](v1::ClusterResponse&& r) {
@@ -222,7 +270,7 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
                  return;
                }
                objective += r.objective();
-               for (int label : r.labels()) labels << label << "\n";
+               all_labels.insert(all_labels.end(), r.labels().begin(), r.labels().end());
                for (int j = 0; j < r.center_counts_size(); ++j) {
                  sums.counts[j] += r.center_counts(j);
                  for (int l = 0; l < d; ++l) sums.sums(l, j) += r.center_sums(j * d + l);
@@ -235,13 +283,84 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
     if (last) break;
     Matrix<float> next = Eigen::Map<const Matrix<float>>(centers.data(), d, k);
     ApplyMeans(sums, &next);
-    const bool converged = std::equal(centers.begin(), centers.end(), next.data());
+    const bool converged = std::equal(centers.begin(), centers.end(), next.data()) ||
+                           (tol > 0 && t > 0 && previous - objective <= tol * objective);
+    previous = objective;
     centers.assign(next.data(), next.data() + next.size());
     if (converged) t = iterations - 1;  // only the labels pass remains
   }
-  std::vector<std::string> rows;
-  for (int j = 0; j < k; ++j) rows.push_back(Row(centers.data() + j * d, d));
-  return WriteCenters(absl::GetFlag(FLAGS_centers_out), rows);
+  return WriteResults(all_labels, Eigen::Map<const Matrix<float>>(centers.data(), d, k));
+}
+
+// Whole mode on resident shards. A replica without room for its shard
+// answers RESOURCE_EXHAUSTED, and the job runs by passes instead.
+absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterRequest base) {
+  if (!absl::GetFlag(FLAGS_resident)) return ClusterWholeByPasses(client, reader, base);
+  if (base.init() == v1::INIT_RANDOM) {
+    std::fprintf(stderr, "whole mode with --init=random runs one pass per iteration\n");
+    return ClusterWholeByPasses(client, reader, base);
+  }
+  const int d = reader.d();
+  const auto start = std::chrono::steady_clock::now();
+  // CSV is parsed once into memory; binary files are read where each shard
+  // starts, by every loading thread at once.
+  std::vector<float> parsed;
+  int64_t n = reader.n();
+  if (n < 0) {
+    if (absl::Status s = reader.Rewind(); !s.ok()) return s;
+    absl::StatusOr<int64_t> got = reader.Read(INT64_MAX / 2 / d, &parsed);
+    if (!got.ok()) return got.status();
+    n = *got;
+  }
+  const PointSource source = [&](int64_t first, int64_t count, std::vector<float>* values) {
+    if (reader.n() >= 0) return reader.ReadAt(first, count, values);
+    values->insert(values->end(), parsed.begin() + first * d, parsed.begin() + (first + count) * d);
+    return absl::OkStatus();
+  };
+  absl::StatusOr<std::vector<std::string>> servers = ReplicaAddresses(absl::GetFlag(FLAGS_server));
+  if (!servers.ok()) return servers.status();
+  const ResidentJobOptions options{
+      .servers = *servers,
+      .streams_per_server = std::max(1, absl::GetFlag(FLAGS_streams)),
+      .k = base.k(),
+      .iterations = absl::GetFlag(FLAGS_iterations),
+      .tol = absl::GetFlag(FLAGS_tol),
+      .seed = base.seed(),
+      .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
+      .max_moves = std::max(0, absl::GetFlag(FLAGS_max_attempts)),
+      .stream_timeout = absl::GetFlag(FLAGS_timeout),
+      .log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }};
+  std::optional<Matrix<float>> initial;
+  if (base.init() == v1::INIT_GIVEN) {
+    initial = Eigen::Map<const Matrix<float>>(base.centers().data(), d, base.k());
+  }
+  absl::StatusOr<ResidentJobResult> result = RunResidentJob(options, n, d, source, initial);
+  if (result.status().code() == absl::StatusCode::kResourceExhausted) {
+    std::fprintf(stderr,
+                 "a replica has no room for its shard (%s); running one pass over the file per "
+                 "iteration instead\n",
+                 std::string(result.status().message()).c_str());
+    return ClusterWholeByPasses(client, reader, base);
+  }
+  if (!result.ok()) return result.status();
+  const auto written = std::chrono::steady_clock::now();
+  if (absl::Status s = WriteResults(result->labels, result->centers); !s.ok()) return s;
+  const double write_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - written).count();
+  const double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double iterating = 0;
+  for (double t : result->iteration_seconds) iterating += t;
+  const int run = result->iterations_run;
+  std::fprintf(stderr, "initial objective %.10g\nfinal objective %.10g after %d iterations\n",
+               result->initial_objective, result->objective, run);
+  std::fprintf(stderr,
+               "resident: %d shards on %zu replicas, %d moved; seconds: load %.3f, init %.3f, "
+               "iterations %.3f (%.4f each), labels %.3f, write %.3f, total %.3f\n",
+               result->shards, options.servers.size(), result->shard_moves, result->load_seconds,
+               result->init_seconds, iterating, run > 0 ? iterating / run : 0.0,
+               result->labels_seconds, write_seconds, total);
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // kmt: the command-line client.
 //   kmt models                    list the served models
-//   kmt cluster --input=FILE ...  cluster a CSV or float32 file
+//   kmt cluster --input=FILE ...  cluster a CSV, .npy or float32 file
 //   kmt bench ...                 load the server, report latency, throughput
 #include <cstdio>
 #include <string>
@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "kmt models | kmt cluster --input=FILE [flags] | kmt bench [flags]\n"
       "cluster modes: --mode=per-batch clusters every batch as its own task;\n"
-      "--mode=whole clusters the whole file as one dataset with exact Lloyd's\n"
-      "over all batches (one pass per iteration).");
+      "--mode=whole clusters the whole file as one dataset with exact Lloyd's,\n"
+      "its shards resident on every --server replica for the length of the job.");
   absl::SetFlagsUsageConfig({.contains_helpshort_flags = NextToMain,
                              .contains_help_flags = NextToMain,
                              .contains_helppackage_flags = NextToMain});

@@ -1,11 +1,16 @@
 #include "client/point_reader.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/npy.h"
 
 namespace kmt {
 namespace {
@@ -26,26 +31,27 @@ bool ParseFloat(absl::string_view field, float* out) {
 
 absl::StatusOr<std::unique_ptr<PointReader>> PointReader::Open(const std::string& path,
                                                                const std::string& format, int d) {
-  const bool csv = format.empty() ? absl::EndsWith(path, ".csv") : format == "csv";
-  if (!format.empty() && format != "csv" && format != "f32") {
+  Format f;
+  if (format == "csv" || (format.empty() && absl::EndsWith(path, ".csv"))) {
+    f = Format::kCsv;
+  } else if (format == "npy" || (format.empty() && absl::EndsWith(path, ".npy"))) {
+    f = Format::kNpy;
+  } else if (format == "f32" || format.empty()) {
+    f = Format::kFloat32;
+  } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown format '", format, "', expected csv or f32"));
+        absl::StrCat("unknown format '", format, "', expected csv, f32 or npy"));
   }
-  std::unique_ptr<PointReader> reader(new PointReader(path, csv));
+  std::unique_ptr<PointReader> reader(new PointReader(path, f));
+  if (f != Format::kCsv) {
+    if (absl::Status s = reader->OpenBinary(d); !s.ok()) return s;
+    return reader;
+  }
   reader->in_.open(path, std::ios::binary);
   if (!reader->in_) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   reader->in_.seekg(0, std::ios::end);
   reader->size_ = reader->in_.tellg();
   reader->in_.seekg(0);
-  if (!csv) {
-    if (d < 1) return absl::InvalidArgumentError("a float32 file needs --d");
-    if (reader->size_ % (4 * int64_t{d}) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, " has ", reader->size_, " bytes, not a multiple of 4*d = ", 4 * d));
-    }
-    reader->d_ = d;
-    return reader;
-  }
   // The first line with numbers fixes d.
   std::string line;
   while (std::getline(reader->in_, line)) {
@@ -64,7 +70,87 @@ absl::StatusOr<std::unique_ptr<PointReader>> PointReader::Open(const std::string
   return reader;
 }
 
+PointReader::~PointReader() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::Status PointReader::OpenBinary(int d) {
+  fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) return absl::NotFoundError(absl::StrCat("cannot open ", path_));
+  const off_t size = lseek(fd_, 0, SEEK_END);
+  if (size < 0) return absl::InternalError(absl::StrCat("cannot read the size of ", path_));
+  if (format_ == Format::kFloat32) {
+    if (d < 1) return absl::InvalidArgumentError("a float32 file needs --d");
+    if (size % (4 * int64_t{d}) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, " has ", size, " bytes, not a multiple of 4*d = ", 4 * d));
+    }
+    d_ = d;
+    n_ = size / (4 * int64_t{d});
+    return absl::OkStatus();
+  }
+  // A .npy header fits in its first 64 KiB in practice; version 2 allows
+  // more, read as far as it says.
+  std::string head(std::min<int64_t>(size, 1 << 16), '\0');
+  if (pread(fd_, head.data(), head.size(), 0) != static_cast<ssize_t>(head.size())) {
+    return absl::InternalError(absl::StrCat("cannot read ", path_));
+  }
+  absl::StatusOr<NpyHeader> header = ParseNpyHeader(head);
+  if (!header.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": ", header.status().message()));
+  }
+  const int64_t rows = header->shape[0];
+  const int64_t cols = header->shape.size() == 2 ? header->shape[1] : 1;
+  if (cols < 1 || cols > (1 << 30)) {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": shape has d = ", cols));
+  }
+  if (d > 0 && cols != d) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, " has d = ", cols, " values per point, expected ", d));
+  }
+  const int64_t expected = header->data_offset + rows * cols * header->item_bytes;
+  if (size != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(path_, " has ", size, " bytes; its header (",
+                                                   rows, " x ", cols, " values of ",
+                                                   header->item_bytes, " bytes) needs ", expected));
+  }
+  d_ = static_cast<int>(cols);
+  n_ = rows;
+  data_offset_ = header->data_offset;
+  item_bytes_ = header->item_bytes;
+  return absl::OkStatus();
+}
+
+absl::Status PointReader::ReadAt(int64_t first, int64_t count, std::vector<float>* values) const {
+  if (fd_ < 0) return absl::FailedPreconditionError("only binary files are read at a point");
+  if (first < 0 || count < 0 || first + count > n_) {
+    return absl::OutOfRangeError(
+        absl::StrCat("points ", first, " + ", count, " are outside ", path_, "'s ", n_));
+  }
+  const size_t start = values->size();
+  const int64_t items = count * d_;
+  values->resize(start + items);
+  std::vector<double> wide(item_bytes_ == 8 ? items : 0);
+  char* out = item_bytes_ == 8 ? reinterpret_cast<char*>(wide.data())
+                               : reinterpret_cast<char*>(values->data() + start);
+  int64_t want = items * item_bytes_, offset = data_offset_ + first * d_ * item_bytes_;
+  while (want > 0) {
+    const ssize_t got = pread(fd_, out, want, offset);
+    if (got <= 0) {
+      return absl::InternalError(absl::StrCat("cannot read ", path_, ": ",
+                                              got == 0 ? "it ended early" : std::strerror(errno)));
+    }
+    out += got;
+    want -= got;
+    offset += got;
+  }
+  if (item_bytes_ == 8) std::copy(wide.begin(), wide.end(), values->begin() + start);
+  return absl::OkStatus();
+}
+
 absl::Status PointReader::Rewind() {
+  next_ = 0;
+  if (format_ != Format::kCsv) return absl::OkStatus();
   in_.clear();
   in_.seekg(0);
   line_number_ = 0;
@@ -73,6 +159,7 @@ absl::Status PointReader::Rewind() {
 }
 
 double PointReader::progress() {
+  if (format_ != Format::kCsv) return n_ == 0 ? 1.0 : static_cast<double>(next_) / n_;
   if (size_ == 0) return 1;
   const auto pos = in_.tellg();
   return pos < 0 ? 1.0 : static_cast<double>(pos) / static_cast<double>(size_);
@@ -101,13 +188,10 @@ absl::Status PointReader::ParseLine(const std::string& line, std::vector<float>*
 }
 
 absl::StatusOr<int64_t> PointReader::Read(int64_t max_points, std::vector<float>* values) {
-  if (!csv_) {
-    const size_t start = values->size();
-    values->resize(start + max_points * d_);
-    in_.read(reinterpret_cast<char*>(values->data() + start),
-             static_cast<std::streamsize>(max_points * d_ * sizeof(float)));
-    const int64_t got = in_.gcount() / static_cast<int64_t>(sizeof(float) * d_);
-    values->resize(start + got * d_);
+  if (format_ != Format::kCsv) {
+    const int64_t got = std::min(max_points, n_ - next_);
+    if (absl::Status s = ReadAt(next_, got, values); !s.ok()) return s;
+    next_ += got;
     return got;
   }
   int64_t got = 0;

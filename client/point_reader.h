@@ -1,7 +1,9 @@
 // Reads points from a CSV file (one point per line, values separated by
-// commas or whitespace, an optional header line) or a raw little-endian
-// float32 file (n*d values, row-major), a batch at a time, and can start
-// over for another pass.
+// commas or whitespace, an optional header line), a raw little-endian
+// float32 file (n*d values, row-major) or a NumPy .npy file (float32 or
+// float64, C order, shape (n, d)), a batch at a time, and can start over for
+// another pass. Binary files can also be read at any point, from several
+// threads at once.
 #ifndef KMT_CLIENT_POINT_READER_H_
 #define KMT_CLIENT_POINT_READER_H_
 
@@ -17,27 +19,42 @@ namespace kmt {
 
 class PointReader {
  public:
-  // format: "csv" or "f32"; "" picks by extension (.csv, else f32). d is
-  // required for f32 and, if given, checked for CSV.
+  // format: "csv", "f32" or "npy"; "" picks by extension (.csv, .npy, else
+  // f32). d is required for f32 and, if given, checked for CSV and .npy.
   static absl::StatusOr<std::unique_ptr<PointReader>> Open(const std::string& path,
                                                            const std::string& format, int d);
+  ~PointReader();
 
   int d() const { return d_; }
+  // Points in a binary file; -1 for CSV (known only once read).
+  int64_t n() const { return n_; }
   // Appends up to max_points points to `values` (row-major); returns how
   // many, 0 at the end of the file.
   absl::StatusOr<int64_t> Read(int64_t max_points, std::vector<float>* values);
+  // Appends points [first, first + count) of a binary file to `values`;
+  // safe to call from several threads at once.
+  absl::Status ReadAt(int64_t first, int64_t count, std::vector<float>* values) const;
   // Back to the first point.
   absl::Status Rewind();
   // Fraction of the file consumed, for progress reports.
   double progress();
 
  private:
-  PointReader(std::string path, bool csv) : path_(std::move(path)), csv_(csv) {}
+  enum class Format { kCsv, kFloat32, kNpy };
+  PointReader(std::string path, Format format) : path_(std::move(path)), format_(format) {}
+  absl::Status OpenBinary(int d);
   absl::Status ParseLine(const std::string& line, std::vector<float>* values);
 
   std::string path_;
-  bool csv_;
+  Format format_;
   int d_ = 0;
+  int64_t n_ = -1;
+  // Binary files: read with pread at data_offset_ + point * d * item_bytes_.
+  int fd_ = -1;
+  int64_t data_offset_ = 0;
+  int item_bytes_ = 4;
+  int64_t next_ = 0;  // the next point Read returns
+  // CSV:
   std::ifstream in_;
   int64_t line_number_ = 0;
   int64_t size_ = 0;

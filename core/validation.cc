@@ -95,6 +95,18 @@ absl::Status ValidateCenters(const Matrix<Scalar>& points, const Matrix<Scalar>&
   return CheckValues(centers, "center");
 }
 
+template <typename Scalar>
+absl::Status ValidateCenterValues(const Matrix<Scalar>& centers, int64_t d) {
+  if (centers.rows() != d) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("centers have d = ", centers.rows(), ", points have d = ", d));
+  }
+  if (centers.cols() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("k = ", centers.cols(), ", must be at least 1"));
+  }
+  return CheckFinite(centers, "center");
+}
+
 namespace {
 
 // `what` names the rows ("point", "center"), `count` their number ("n", "k").
@@ -132,6 +144,7 @@ absl::StatusOr<Matrix<Scalar>> CentersFromRowMajor(absl::Span<const float> value
   template S MaxCoordinate<S>(int);                                                           \
   template absl::Status ValidatePoints<S>(const Matrix<S>&);                                  \
   template absl::Status ValidateCenters<S>(const Matrix<S>&, const Matrix<S>&);               \
+  template absl::Status ValidateCenterValues<S>(const Matrix<S>&, int64_t);                   \
   template absl::StatusOr<Matrix<S>> PointsFromRowMajor<S>(absl::Span<const float>, int64_t,  \
                                                            int64_t);                          \
   template absl::StatusOr<Matrix<S>> CentersFromRowMajor<S>(absl::Span<const float>, int64_t, \

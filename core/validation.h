@@ -29,6 +29,11 @@ absl::Status ValidateClusterCount(int64_t n, int64_t k);
 template <typename Scalar>
 absl::Status ValidateCenters(const Matrix<Scalar>& points, const Matrix<Scalar>& centers);
 
+// centers is d x k for this d, k >= 1, finite; k is not checked against a
+// number of points (a shard of a dataset may hold fewer than k).
+template <typename Scalar>
+absl::Status ValidateCenterValues(const Matrix<Scalar>& centers, int64_t d);
+
 // n x d row-major values (as they travel on the wire) to a d x n matrix,
 // checking the count and the shape; the values are left to ValidatePoints
 // (or Batch::Validate), so each batch is read for them once.

@@ -7,20 +7,9 @@
 
 #include "server/batch_runner.h"
 #include "server/grpc_status.h"
+#include "server/job_reactor.h"
 
 namespace kmt {
-namespace {
-
-// Why the work of a call should stop, if it should.
-absl::Status CallStatus(const grpc::CallbackServerContext* context) {
-  if (!context->IsCancelled()) return absl::OkStatus();
-  if (context->deadline() <= std::chrono::system_clock::now()) {
-    return absl::DeadlineExceededError("the call's deadline passed");
-  }
-  return absl::CancelledError("the call was cancelled");
-}
-
-}  // namespace
 
 // One Cluster stream. Batches are numbered as read; a finished batch waits
 // in `ready_` until every earlier one has been written. Reading pauses while
@@ -155,11 +144,24 @@ ClusterService::ClusterService(const ModelRegistry* registry, Limits limits, Wor
       limits_(limits),
       pool_(pool),
       metrics_(metrics),
-      max_in_flight_(static_cast<size_t>(max_in_flight)) {}
+      max_in_flight_(static_cast<size_t>(max_in_flight)),
+      resident_(limits.max_resident_bytes),
+      job_environment_{.limits = limits,
+                       .pool = pool,
+                       .metrics = metrics,
+                       .memory = &resident_,
+                       .draining = &draining_} {
+  metrics_->SetResidentBytes(0, resident_.cap());
+}
 
 grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse>* ClusterService::Cluster(
     grpc::CallbackServerContext* context) {
   return new ClusterReactor(this, context);
+}
+
+grpc::ServerBidiReactor<v1::JobRequest, v1::JobResponse>* ClusterService::Job(
+    grpc::CallbackServerContext* context) {
+  return new JobReactor(&job_environment_, context);
 }
 
 grpc::ServerUnaryReactor* ClusterService::ListModels(grpc::CallbackServerContext* context,

@@ -1,13 +1,15 @@
 // The gRPC service, on gRPC's callback API: a Cluster stream hands each batch
 // it reads to the shared worker pool and writes the responses in request
 // order from whichever thread completes the next one, so a batch costs no
-// thread hand-offs beyond the pool's. ListModels reads the registry.
+// thread hand-offs beyond the pool's. ListModels reads the registry. Job
+// streams (server/job_reactor.h) keep a shard each, within the resident cap.
 #ifndef KMT_SERVER_CLUSTER_SERVICE_H_
 #define KMT_SERVER_CLUSTER_SERVICE_H_
 
 #include <atomic>
 
 #include "proto/kmeans_transformer.grpc.pb.h"
+#include "server/job_reactor.h"
 #include "server/limits.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
@@ -19,11 +21,14 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
  public:
   // `max_in_flight` bounds the batches a stream has read and not yet
   // answered; past it the stream stops reading, and gRPC flow control holds
-  // the client back.
+  // the client back. limits.max_resident_bytes is the resident cap, resolved
+  // (ResidentCap).
   ClusterService(const ModelRegistry* registry, Limits limits, WorkerPool* pool, Metrics* metrics,
                  int max_in_flight);
 
   grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse>* Cluster(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<v1::JobRequest, v1::JobResponse>* Job(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const v1::ListModelsRequest* request,
@@ -42,6 +47,8 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
   Metrics* metrics_;
   const size_t max_in_flight_;
   std::atomic<bool> draining_{false};
+  ResidentMemory resident_;
+  const JobEnvironment job_environment_;
 };
 
 }  // namespace kmt

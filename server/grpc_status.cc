@@ -1,5 +1,6 @@
 #include "server/grpc_status.h"
 
+#include <chrono>
 #include <string>
 
 namespace kmt {
@@ -12,6 +13,14 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
     message += kTruncationMark;
   }
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::move(message));
+}
+
+absl::Status CallStatus(const grpc::CallbackServerContext* context) {
+  if (!context->IsCancelled()) return absl::OkStatus();
+  if (context->deadline() <= std::chrono::system_clock::now()) {
+    return absl::DeadlineExceededError("the call's deadline passed");
+  }
+  return absl::CancelledError("the call was cancelled");
 }
 
 }  // namespace kmt

@@ -1,5 +1,5 @@
-// Per-batch limits the server enforces; every one is a flag, whose default is
-// the value here.
+// Limits the server enforces, per batch and on resident jobs; every one is a
+// flag, whose default is the value here.
 #ifndef KMT_SERVER_LIMITS_H_
 #define KMT_SERVER_LIMITS_H_
 
@@ -13,6 +13,13 @@ struct Limits {
   int max_k = 4096;                 ///< clusters
   int max_iterations = 1000;        ///< layers per batch
   int64_t max_dense_points = 4096;  ///< n for runs of the O(n^2) dense evaluator
+  /// Bytes all resident jobs' shards may hold at once; 0 derives it from
+  /// the memory the process may use (ResidentCap).
+  int64_t max_resident_bytes = 0;
+  /// The share of the memory the process may use (its cgroup's limit or the
+  /// machine's) that resident shards may hold when max_resident_bytes is 0;
+  /// the rest is left to batches, gRPC's buffers and the allocator's slack.
+  double resident_memory_fraction = 0.6;
 };
 
 }  // namespace kmt

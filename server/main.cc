@@ -24,12 +24,14 @@
 #include "absl/time/time.h"
 #include "base/allocator.h"
 #include "base/cpus.h"
+#include "base/memory.h"
 #include "proto/channel_tuning.h"
 #include "server/cluster_service.h"
 #include "server/limits.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
+#include "server/resident_memory.h"
 #include "server/worker_pool.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address (port 0 picks a free one)");
@@ -48,6 +50,9 @@ ABSL_FLAG(int, max_k, kmt::Limits{}.max_k, "most clusters");
 ABSL_FLAG(int, max_iterations, kmt::Limits{}.max_iterations, "most layers (iterations) per batch");
 ABSL_FLAG(int64_t, max_dense_points, kmt::Limits{}.max_dense_points,
           "most points for runs of the O(n^2) dense evaluator (softmax beta, learned models)");
+ABSL_FLAG(int64_t, max_resident_bytes, kmt::Limits{}.max_resident_bytes,
+          "most bytes the shards of resident jobs (Job streams) may hold at once; 0: a share of "
+          "the memory this process may use (its cgroup's limit, else the machine's)");
 ABSL_FLAG(int, max_message_bytes, 64 << 20, "largest request message accepted");
 ABSL_FLAG(int, workers, kmt::UsableCpus(),
           "batches computed at once (default: the CPUs this process may run on)");
@@ -98,7 +103,9 @@ int Serve() {
                       .max_d = absl::GetFlag(FLAGS_max_d),
                       .max_k = absl::GetFlag(FLAGS_max_k),
                       .max_iterations = absl::GetFlag(FLAGS_max_iterations),
-                      .max_dense_points = absl::GetFlag(FLAGS_max_dense_points)};
+                      .max_dense_points = absl::GetFlag(FLAGS_max_dense_points),
+                      .max_resident_bytes = ResidentCap(absl::GetFlag(FLAGS_max_resident_bytes),
+                                                        UsableMemoryBytes())};
   // The workers first: they keep the process's scheduling policy; the
   // threads started after them may not (NetworkThreadsWaitForWorkers).
   WorkerPool pool(std::max(1, absl::GetFlag(FLAGS_workers)),
@@ -138,7 +145,8 @@ int Serve() {
   WriteNumber(absl::GetFlag(FLAGS_port_file), port);
   Log("INFO", absl::StrCat("serving ", registry.models().size(), " models on port ", port,
                            ", metrics on port ", (*metrics)->port(), ", with ",
-                           absl::GetFlag(FLAGS_workers), " workers"));
+                           absl::GetFlag(FLAGS_workers), " workers; resident jobs may hold ",
+                           limits.max_resident_bytes, " bytes"));
 
   // Signals are taken by one thread with sigwait (blocked everywhere else,
   // see main), so shutdown runs as ordinary code, not in a handler.

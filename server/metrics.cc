@@ -64,6 +64,21 @@ Metrics::Metrics(const ModelRegistry& registry)
                   .Help("Cluster streams open now.")
                   .Register(*registry_)
                   .Add({});
+  jobs_ = &prometheus::BuildGauge()
+               .Name("kmt_jobs_in_flight")
+               .Help("Resident jobs (Job streams) open now.")
+               .Register(*registry_)
+               .Add({});
+  resident_bytes_ = &prometheus::BuildGauge()
+                         .Name("kmt_resident_bytes")
+                         .Help("Bytes the shards of resident jobs hold now.")
+                         .Register(*registry_)
+                         .Add({});
+  resident_cap_ = &prometheus::BuildGauge()
+                       .Name("kmt_resident_limit_bytes")
+                       .Help("The cap on the bytes resident jobs' shards may hold.")
+                       .Register(*registry_)
+                       .Add({});
   auto& loaded = prometheus::BuildGauge()
                      .Name("kmt_models_loaded")
                      .Help("Models served, by kind (exact or learned).")

@@ -36,6 +36,14 @@ class Metrics {
   void RecordStreamError(int code);
   void StreamStarted() { streams_->Increment(); }
   void StreamEnded() { streams_->Decrement(); }
+  // Resident jobs: open Job streams, and the bytes their shards hold out of
+  // the server's cap.
+  void JobStarted() { jobs_->Increment(); }
+  void JobEnded() { jobs_->Decrement(); }
+  void SetResidentBytes(int64_t held, int64_t cap) {
+    resident_bytes_->Set(static_cast<double>(held));
+    resident_cap_->Set(static_cast<double>(cap));
+  }
 
  private:
   explicit Metrics(const ModelRegistry& registry);
@@ -50,6 +58,9 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* points_;
   prometheus::Family<prometheus::Counter>* errors_;
   prometheus::Gauge* streams_;
+  prometheus::Gauge* jobs_;
+  prometheus::Gauge* resident_bytes_;
+  prometheus::Gauge* resident_cap_;
 };
 
 }  // namespace kmt

@@ -8,20 +8,11 @@ with the gRPC Python plugin (protobuf-compiler, protobuf-compiler-grpc).
 import argparse
 import os
 import random
-import subprocess
 import sys
 
 import grpc
 
-
-def generate_stubs(proto_dir, out_dir):
-    os.makedirs(out_dir, exist_ok=True)
-    subprocess.run(
-        ["protoc", f"-I{proto_dir}", f"--python_out={out_dir}", f"--grpc_out={out_dir}",
-         "--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin",
-         os.path.join(proto_dir, "kmeans_transformer.proto")],
-        check=True)
-    sys.path.insert(0, out_dir)
+from kmt_stubs import generate_stubs
 
 
 def main():

@@ -66,5 +66,61 @@ TEST_F(PointReaderTest, BadFilesSayWhatIsWrong) {
   EXPECT_NE(read.status().message().find("line 2"), std::string::npos) << read.status();
 }
 
+// A .npy file of `values` with this dtype and shape, as NumPy writes it.
+std::string NpyBytes(const std::string& descr, const std::string& shape, const void* values,
+                     size_t bytes) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  dict.append(64 - (10 + dict.size() + 1) % 64, ' ');
+  dict += '\n';
+  std::string out = std::string("\x93NUMPY\x01\x00", 8);
+  out += static_cast<char>(dict.size() & 0xff);
+  out += static_cast<char>(dict.size() >> 8);
+  return out + dict + std::string(static_cast<const char*>(values), bytes);
+}
+
+TEST_F(PointReaderTest, NpyFloat32AndFloat64InBatchesAndAtAnyPoint) {
+  const float f[] = {1.5f, -2, 3, 4, 5, 6};
+  const double g[] = {1.5, -2, 3, 4, 5, 6};
+  for (const std::string& path : {File("f.npy", NpyBytes("<f4", "(3, 2)", f, sizeof(f))),
+                                  File("g.npy", NpyBytes("<f8", "(3, 2)", g, sizeof(g)))}) {
+    SCOPED_TRACE(path);
+    absl::StatusOr<std::unique_ptr<PointReader>> reader = PointReader::Open(path, "", 0);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    EXPECT_EQ((*reader)->d(), 2);
+    EXPECT_EQ((*reader)->n(), 3);
+    std::vector<float> values;
+    EXPECT_EQ(*(*reader)->Read(2, &values), 2);
+    EXPECT_EQ(*(*reader)->Read(2, &values), 1);
+    EXPECT_EQ(*(*reader)->Read(2, &values), 0);
+    EXPECT_EQ(values, std::vector<float>(std::begin(f), std::end(f)));
+    values.clear();
+    ASSERT_TRUE((*reader)->ReadAt(1, 2, &values).ok());
+    EXPECT_EQ(values, std::vector<float>(f + 2, f + 6));
+    EXPECT_EQ((*reader)->ReadAt(2, 2, &values).code(), absl::StatusCode::kOutOfRange);
+  }
+}
+
+TEST_F(PointReaderTest, BadNpyFilesSayWhatIsWrong) {
+  const float f[] = {1, 2, 3, 4, 5, 6};
+  const std::string truncated = NpyBytes("<f4", "(4, 2)", f, sizeof(f));
+  absl::StatusOr<std::unique_ptr<PointReader>> r =
+      PointReader::Open(File("t.npy", truncated), "", 0);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("has 152 bytes; its header (4 x 2 values of 4 bytes) "
+                                      "needs 160"),
+            std::string::npos)
+      << r.status();
+  r = PointReader::Open(File("i.npy", NpyBytes("<i4", "(3, 2)", f, sizeof(f))), "", 0);
+  EXPECT_NE(r.status().message().find(".npy dtype '<i4' is not supported"), std::string::npos)
+      << r.status();
+  r = PointReader::Open(File("d.npy", NpyBytes("<f4", "(3, 2)", f, sizeof(f))), "", 3);
+  EXPECT_NE(r.status().message().find("has d = 2 values per point, expected 3"), std::string::npos)
+      << r.status();
+  r = PointReader::Open(File("x.npy", "not numpy at all"), "", 0);
+  EXPECT_NE(r.status().message().find("not a .npy file"), std::string::npos) << r.status();
+  EXPECT_EQ(PointReader::Open(File("p.bin", "abcd"), "parquet", 0).status().message(),
+            "unknown format 'parquet', expected csv, f32 or npy");
+}
+
 }  // namespace
 }  // namespace kmt

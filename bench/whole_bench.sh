@@ -1,0 +1,77 @@
+#!/bin/bash
+# Whole-dataset clustering end to end against the in-process core on the
+# same data in the same script: `kmt cluster --mode=whole` on shards
+# resident on a local kmt-server (file read, transfer, iterations, labels
+# written) and bench/whole_reference (file read, the core's Lloyd's on every
+# CPU, labels written), from the same given initial centers. Prints each
+# side's split (load, init, iterations, labels) and the ratio of the totals,
+# then the objective of k-means++ over all points on the resident shards
+# against k-means++ on a 65,536-point sample (the pass-per-iteration form).
+#
+#   bench/whole_bench.sh                    # 10^6 x 32 float32, k = 64, T = 10
+#   N=10000000 bench/whole_bench.sh         # also prints the server's peak memory
+#   N=20000 K=8 ROUNDS=1 bench/whole_bench.sh   # a quick look
+#
+# ROUNDS (3) alternates the two sides that many times; the ratio is taken
+# between the summed totals.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+source bench/lib.sh
+N=${N:-1000000}
+D=${D:-32}
+K=${K:-64}
+T=${T:-10}
+ROUNDS=${ROUNDS:-3}
+STREAMS=${STREAMS:-$(allowed_cpus | wc -l)}
+work=$(mktemp -d)
+trap 'stop_server; rm -rf "$work"' EXIT
+
+now() { date +%s.%N; }
+"$BUILD/bench/whole_reference" --generate --n="$N" --d="$D" --k="$K" \
+  --points="$work/points.f32" --centers="$work/init.csv"
+echo "data: $N x $D float32 ($(($(stat -c %s "$work/points.f32") >> 20)) MiB), k = $K, T = $T," \
+  "$STREAMS shards on one local replica ($(allowed_cpus | wc -l) CPUs)"
+
+start_server "$work" "" --max_resident_bytes=$((8 << 30))
+service_total=0
+core_total=0
+for round in $(seq "$ROUNDS"); do
+  t0=$(now)
+  "$BUILD/client/kmt" cluster --mode=whole --server="$target" --streams="$STREAMS" \
+    --input="$work/points.f32" --d="$D" --k="$K" --iterations="$T" --init=given \
+    --centers_in="$work/init.csv" --labels_out="$work/labels.service" \
+    --centers_out="$work/centers.service" 2>"$work/service.log"
+  t1=$(now)
+  "$BUILD/bench/whole_reference" --points="$work/points.f32" --d="$D" \
+    --centers="$work/init.csv" --iterations="$T" --labels_out="$work/labels.core" \
+    >"$work/core.log"
+  t2=$(now)
+  service=$(echo "$t1 - $t0" | bc)
+  core=$(echo "$t2 - $t1" | bc)
+  service_total=$(echo "$service_total + $service" | bc)
+  core_total=$(echo "$core_total + $core" | bc)
+  echo "round $round: service $(grep -h '^resident:' "$work/service.log")"
+  echo "round $round: core    $(cat "$work/core.log")"
+  printf 'round %d: end to end %.3f s, in-process %.3f s, ratio %.2f\n' "$round" "$service" \
+    "$core" "$(echo "$service / $core" | bc -l)"
+  if ! cmp -s "$work/labels.service" "$work/labels.core"; then
+    echo "labels differ between the service and the core" >&2
+    exit 1
+  fi
+done
+printf 'total over %d rounds: end to end %.3f s, in-process %.3f s, ratio %.2f (labels equal)\n' \
+  "$ROUNDS" "$service_total" "$core_total" "$(echo "$service_total / $core_total" | bc -l)"
+echo "server peak resident memory: $(awk '/VmHWM/ { print $2 / 1024 " MiB" }' "/proc/$server/status")"
+
+# Initialisation over all points against a sample.
+"$BUILD/client/kmt" cluster --mode=whole --server="$target" --streams="$STREAMS" \
+  --input="$work/points.f32" --d="$D" --k="$K" --iterations=0 2>"$work/init_all.log"
+"$BUILD/client/kmt" cluster --mode=whole --resident=false --server="$target" \
+  --input="$work/points.f32" --d="$D" --k="$K" --iterations=0 --batch_size=65536 \
+  2>"$work/init_sample.log"
+all=$(awk '/^initial objective/ { print $3 }' "$work/init_all.log")
+init_seconds=$(sed -n 's/.*init \([0-9.]*\),.*/\1/p' "$work/init_all.log")
+sample=$(awk '/^final objective/ { print $3 }' "$work/init_sample.log")
+printf 'k-means++ objective: over all %d points %.6g (%.3f s), on a 65,536-point sample %.6g (ratio %.4f)\n' \
+  "$N" "$all" "$init_seconds" "$sample" "$(echo "$all / $sample" | bc -l)"

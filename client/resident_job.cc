@@ -1,0 +1,444 @@
+#include "client/resident_job.h"
+
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <netdb.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/cluster_client.h"
+#include "core/cluster_sums.h"
+#include "core/seeding.h"
+#include "proto/channel_tuning.h"
+#include "proto/kmeans_transformer.grpc.pb.h"
+
+namespace kmt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Failures after which the shard goes to another replica: the replica is
+// gone, restarting or shutting down. Other codes are the job's own errors.
+bool ReplicaFailed(absl::StatusCode code) {
+  return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kCancelled ||
+         code == absl::StatusCode::kAborted || code == absl::StatusCode::kUnknown ||
+         code == absl::StatusCode::kInternal;
+}
+
+// One Job stream on the synchronous API. A step's requests are written to
+// every shard's stream before any answer is read, so the replicas compute
+// at once.
+class JobStream {
+ public:
+  JobStream(v1::KMeansTransformer::Stub* stub, absl::Duration timeout) {
+    if (timeout != absl::InfiniteDuration()) {
+      context_.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    }
+    stream_ = stub->Job(&context_);
+  }
+  // Ends the job on the replica (its shard is freed), unless it has ended.
+  ~JobStream() {
+    if (!failure_.ok()) return;
+    stream_->WritesDone();
+    context_.TryCancel();
+    stream_->Finish();
+  }
+
+  absl::Status Send(const v1::JobRequest& request) {
+    if (!failure_.ok()) return failure_;
+    if (!stream_->Write(request)) return Fail();
+    return absl::OkStatus();
+  }
+
+  // The next response; a step's error arrives inside it, a broken stream as
+  // the status.
+  absl::StatusOr<v1::JobResponse> Receive() {
+    if (!failure_.ok()) return failure_;
+    v1::JobResponse response;
+    if (!stream_->Read(&response)) return Fail();
+    return response;
+  }
+
+ private:
+  absl::Status Fail() {
+    const grpc::Status status = stream_->Finish();
+    failure_ =
+        status.ok() ? absl::UnavailableError("the job stream ended early") : FromGrpc(status);
+    return failure_;
+  }
+
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::JobRequest, v1::JobResponse>> stream_;
+  absl::Status failure_;
+};
+
+struct Shard {
+  int64_t first = 0, count = 0;
+  int server = 0;
+  std::unique_ptr<JobStream> stream;
+  std::vector<float> seeded;  // centers taken into its seeding distances, to replay
+};
+
+absl::Status StepError(const v1::JobResponse& r) {
+  return absl::Status(static_cast<absl::StatusCode>(r.error().code()), r.error().message());
+}
+
+class Job {
+ public:
+  Job(const ResidentJobOptions& options, int64_t n, int d, const PointSource& source)
+      : options_(options), d_(d), source_(source) {
+    for (const std::string& address : options.servers) {
+      grpc::ChannelArguments args;
+      args.SetMaxReceiveMessageSize(-1);
+      args.SetMaxSendMessageSize(-1);
+      ApplyChannelTuning(&args);
+      stubs_.push_back(v1::KMeansTransformer::NewStub(
+          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+      alive_.push_back(true);
+    }
+    // No shard without points: a small dataset gets fewer shards.
+    const int64_t count =
+        std::min<int64_t>(n, static_cast<int64_t>(stubs_.size()) * options.streams_per_server);
+    for (int64_t s = 0; s < count; ++s) {
+      Shard shard;
+      shard.first = n * s / count;
+      shard.count = n * (s + 1) / count - shard.first;
+      shard.server = static_cast<int>(s % stubs_.size());
+      shards_.push_back(std::move(shard));
+    }
+  }
+
+  const std::vector<Shard>& shards() const { return shards_; }
+  int moves() const { return moves_; }
+
+  // Loads every shard on its replica, all at once.
+  absl::Status LoadAll() {
+    std::vector<absl::Status> results(shards_.size());
+    std::vector<std::thread> threads;
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      threads.emplace_back([this, s, &results] { results[s] = Load(&shards_[s]); });
+    }
+    for (std::thread& t : threads) t.join();
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      if (results[s].ok()) continue;
+      if (!ReplicaFailed(results[s].code())) return Named(s, results[s]);
+      if (absl::Status moved = Move(s, results[s]); !moved.ok()) return moved;
+    }
+    return absl::OkStatus();
+  }
+
+  // One request per shard (none where `make` gives none), all at once; the
+  // answers in shard order. A shard whose stream fails is moved and asked
+  // again.
+  using MakeRequest = std::function<std::optional<v1::JobRequest>(size_t shard)>;
+  absl::StatusOr<std::vector<v1::JobResponse>> Round(const MakeRequest& make) {
+    std::vector<v1::JobResponse> answers(shards_.size());
+    std::vector<size_t> pending;
+    std::vector<std::optional<v1::JobRequest>> requests(shards_.size());
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      requests[s] = make(s);
+      if (requests[s]) pending.push_back(s);
+    }
+    while (!pending.empty()) {
+      std::vector<absl::Status> failed(shards_.size());
+      for (size_t s : pending) failed[s] = shards_[s].stream->Send(*requests[s]);
+      for (size_t s : pending) {
+        if (!failed[s].ok()) continue;
+        absl::StatusOr<v1::JobResponse> r = shards_[s].stream->Receive();
+        if (!r.ok()) {
+          failed[s] = r.status();
+        } else if (r->has_error()) {
+          return Named(s, StepError(*r));
+        } else {
+          answers[s] = *std::move(r);
+          if (requests[s]->has_seed()) {
+            const auto& add = requests[s]->seed().add_centers();
+            shards_[s].seeded.insert(shards_[s].seeded.end(), add.begin(), add.end());
+          }
+        }
+      }
+      std::vector<size_t> again;
+      for (size_t s : pending) {
+        if (failed[s].ok()) continue;
+        if (!ReplicaFailed(failed[s].code())) return Named(s, failed[s]);
+        if (absl::Status moved = Move(s, failed[s]); !moved.ok()) return moved;
+        again.push_back(s);
+      }
+      pending = std::move(again);
+    }
+    return answers;
+  }
+
+ private:
+  absl::Status Named(size_t s, const absl::Status& status) const {
+    return absl::Status(status.code(),
+                        absl::StrCat("shard ", s, " on ", options_.servers[shards_[s].server], ": ",
+                                     status.message()));
+  }
+
+  // Opens a stream on the shard's replica and sends its points in chunks,
+  // then reads the acknowledgements.
+  absl::Status Load(Shard* shard) {
+    shard->stream =
+        std::make_unique<JobStream>(stubs_[shard->server].get(), options_.stream_timeout);
+    const int64_t chunk = std::max<int64_t>(1, options_.chunk_bytes / (4 * int64_t{d_}));
+    int64_t chunks = 0;
+    v1::JobRequest request;
+    std::vector<float> values;
+    for (int64_t done = 0; done < shard->count || chunks == 0; done += chunk, ++chunks) {
+      const int64_t count = std::min(chunk, shard->count - done);
+      values.clear();
+      if (absl::Status s = source_(shard->first + done, count, &values); !s.ok()) return s;
+      v1::ShardChunk* c = request.mutable_shard();
+      c->set_n(shard->count);
+      c->set_d(d_);
+      c->mutable_points()->Assign(values.begin(), values.end());
+      if (absl::Status s = shard->stream->Send(request); !s.ok()) return s;
+    }
+    for (int64_t c = 0; c < chunks; ++c) {
+      absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
+      if (!r.ok()) return r.status();
+      if (r->has_error()) return StepError(*r);
+      if (c + 1 == chunks && r->points_loaded() != shard->count) {
+        return absl::InternalError(absl::StrCat("the replica holds ", r->points_loaded(), " of ",
+                                                shard->count, " points"));
+      }
+    }
+    // A shard moved during k-means++ gets back the distances it had.
+    if (!shard->seeded.empty()) {
+      v1::JobRequest replay;
+      replay.mutable_seed()->mutable_add_centers()->Assign(shard->seeded.begin(),
+                                                           shard->seeded.end());
+      if (absl::Status s = shard->stream->Send(replay); !s.ok()) return s;
+      absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
+      if (!r.ok()) return r.status();
+      if (r->has_error()) return StepError(*r);
+    }
+    return absl::OkStatus();
+  }
+
+  // After `why`, the shard's replica is taken as gone and the shard goes to
+  // the live replica with the fewest shards.
+  absl::Status Move(size_t s, const absl::Status& why) {
+    Shard& shard = shards_[s];
+    for (;;) {
+      alive_[shard.server] = false;
+      if (++moves_ > options_.max_moves) {
+        return Named(s, absl::Status(why.code(), absl::StrCat("gave up after ", moves_ - 1,
+                                                              " shard moves: ", why.message())));
+      }
+      std::vector<int> load(stubs_.size(), 0);
+      for (const Shard& other : shards_) ++load[other.server];
+      int best = -1;
+      for (size_t r = 0; r < stubs_.size(); ++r) {
+        if (alive_[r] && (best < 0 || load[r] < load[best])) best = static_cast<int>(r);
+      }
+      if (best < 0)
+        return Named(s, absl::Status(why.code(), absl::StrCat("no replica left: ", why.message())));
+      if (options_.log) {
+        options_.log(absl::StrCat("shard ", s, ": ", options_.servers[shard.server], " failed (",
+                                  why.ToString(), "); loading it on ", options_.servers[best],
+                                  " and repeating the step"));
+      }
+      shard.server = best;
+      const absl::Status loaded = Load(&shard);
+      if (loaded.ok()) return loaded;
+      if (!ReplicaFailed(loaded.code())) return Named(s, loaded);
+    }
+  }
+
+  const ResidentJobOptions& options_;
+  const int d_;
+  const PointSource& source_;
+  std::vector<std::unique_ptr<v1::KMeansTransformer::Stub>> stubs_;
+  std::vector<bool> alive_;
+  std::vector<Shard> shards_;
+  int moves_ = 0;
+};
+
+// Greedy k-means++ over the job's shards (core/seeding.h), one Round per
+// seeding round; progress is logged after 1, 2, 4, 8, ... centers.
+absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed,
+                                   const std::function<void(const std::string&)>& log) {
+  std::vector<int64_t> sizes;
+  for (const Shard& shard : job.shards()) sizes.push_back(shard.count);
+  int chosen = 1;
+  const StopCheck progress = [&] {
+    if (log && (chosen & (chosen - 1)) == 0) {
+      log(absl::StrCat("k-means++: ", chosen, " of ", k, " centers chosen"));
+    }
+    ++chosen;
+    return absl::OkStatus();
+  };
+  return ShardedKMeansPlusPlus<float>(
+      sizes, d, k, seed,
+      [&](const std::vector<SeedRequest<float>>& requests)
+          -> absl::StatusOr<std::vector<SeedAnswer<float>>> {
+        absl::StatusOr<std::vector<v1::JobResponse>> answers =
+            job.Round([&](size_t s) -> std::optional<v1::JobRequest> {
+              const SeedRequest<float>& r = requests[s];
+              if (r.add.size() == 0 && r.indices.empty() && r.targets.empty() &&
+                  r.candidates.size() == 0) {
+                return std::nullopt;
+              }
+              v1::JobRequest request;
+              v1::SeedStep* step = request.mutable_seed();
+              step->mutable_add_centers()->Assign(r.add.data(), r.add.data() + r.add.size());
+              step->mutable_point_indices()->Assign(r.indices.begin(), r.indices.end());
+              step->mutable_draw_targets()->Assign(r.targets.begin(), r.targets.end());
+              step->mutable_candidates()->Assign(r.candidates.data(),
+                                                 r.candidates.data() + r.candidates.size());
+              return request;
+            });
+        if (!answers.ok()) return answers.status();
+        std::vector<SeedAnswer<float>> out(requests.size());
+        for (size_t s = 0; s < requests.size(); ++s) {
+          const v1::JobResponse& a = (*answers)[s];
+          out[s].potential = a.potential();
+          out[s].points =
+              Eigen::Map<const Matrix<float>>(a.points().data(), d, a.points_size() / d);
+          out[s].candidate_potentials.assign(a.candidate_potentials().begin(),
+                                             a.candidate_potentials().end());
+        }
+        return out;
+      },
+      progress);
+}
+
+}  // namespace
+
+absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& options, int64_t n,
+                                                 int d, const PointSource& source,
+                                                 const std::optional<Matrix<float>>& initial) {
+  if (options.servers.empty()) return absl::InvalidArgumentError("no server addresses");
+  if (options.streams_per_server < 1 || options.iterations < 0 || options.tol < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("streams per server ", options.streams_per_server, ", iterations ",
+                     options.iterations, ", tol ", options.tol, ": none may be negative"));
+  }
+  if (options.k < 1 || n < options.k) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("k = ", options.k, " needs 1 <= k <= n = ", n, " points"));
+  }
+  const int k = options.k;
+  ResidentJobResult result;
+  Job job(options, n, d, source);
+  auto start = Clock::now();
+  if (absl::Status s = job.LoadAll(); !s.ok()) return s;
+  result.load_seconds = Since(start);
+
+  start = Clock::now();
+  Matrix<float> centers;
+  if (initial) {
+    centers = *initial;
+  } else {
+    absl::StatusOr<Matrix<float>> seeded = Seed(job, d, k, options.seed, options.log);
+    if (!seeded.ok()) return seeded.status();
+    centers = *std::move(seeded);
+  }
+  result.init_seconds = Since(start);
+
+  // Step t assigns under the centers after t iterations; the last one
+  // (after `iterations`, or once converged) also gives the labels.
+  double previous = 0;
+  for (int t = 0;; ++t) {
+    const bool last = t == options.iterations;
+    start = Clock::now();
+    absl::StatusOr<std::vector<v1::JobResponse>> answers =
+        job.Round([&](size_t) -> std::optional<v1::JobRequest> {
+          v1::JobRequest request;
+          v1::AssignStep* step = request.mutable_assign();
+          step->set_k(k);
+          step->mutable_centers()->Assign(centers.data(), centers.data() + centers.size());
+          step->set_return_labels(last && options.labels);
+          return request;
+        });
+    if (!answers.ok()) return answers.status();
+    // Summed in shard order, so a repeated step gives the same bits.
+    ClusterSums sums(d, k);
+    double objective = 0;
+    for (const v1::JobResponse& a : *answers) {
+      objective += a.objective();
+      for (int j = 0; j < k; ++j) {
+        sums.counts[j] += a.center_counts(j);
+        for (int l = 0; l < d; ++l) sums.sums(l, j) += a.center_sums(j * d + l);
+      }
+    }
+    if (t == 0) result.initial_objective = objective;
+    if (t > 0) result.objectives.push_back(objective);
+    if (options.log) options.log(absl::StrCat("step ", t, " objective ", objective));
+    if (last) {
+      result.objective = objective;
+      if (options.labels) {
+        result.labels.reserve(n);
+        for (const v1::JobResponse& a : *answers) {
+          result.labels.insert(result.labels.end(), a.labels().begin(), a.labels().end());
+        }
+      }
+      result.labels_seconds = Since(start);
+      break;
+    }
+    Matrix<float> next = centers;
+    ApplyMeans(sums, &next);
+    const bool unchanged = next == centers;
+    const bool small_gain =
+        options.tol > 0 && t > 0 && previous - objective <= options.tol * objective;
+    previous = objective;
+    centers = std::move(next);
+    result.iterations_run = t + 1;
+    result.iteration_seconds.push_back(Since(start));
+    if (unchanged || small_gain) t = options.iterations - 1;  // only the labels step remains
+  }
+  result.centers = std::move(centers);
+  result.shards = static_cast<int>(job.shards().size());
+  result.shard_moves = job.moves();
+  return result;
+}
+
+absl::StatusOr<std::vector<std::string>> ReplicaAddresses(const std::string& target) {
+  if (absl::StartsWith(target, "ipv4:") || absl::StartsWith(target, "ipv6:")) {
+    return std::vector<std::string>(absl::StrSplit(target.substr(5), ',', absl::SkipEmpty()));
+  }
+  if (!absl::StartsWith(target, "dns:///")) return std::vector<std::string>{target};
+  const std::string name = target.substr(7);
+  const size_t colon = name.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("'", target, "' has no port"));
+  }
+  const std::string host = name.substr(0, colon), port = name.substr(colon + 1);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int e = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); e != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot resolve ", host, ": ", gai_strerror(e)));
+  }
+  std::vector<std::string> addresses;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char ip[INET6_ADDRSTRLEN] = {};
+    const void* raw =
+        a->ai_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    if (inet_ntop(a->ai_family, raw, ip, sizeof(ip)) == nullptr) continue;
+    const std::string address =
+        a->ai_family == AF_INET ? absl::StrCat(ip, ":", port) : absl::StrCat("[", ip, "]:", port);
+    if (std::find(addresses.begin(), addresses.end(), address) == addresses.end()) {
+      addresses.push_back(address);
+    }
+  }
+  freeaddrinfo(found);
+  return addresses;
+}
+
+}  // namespace kmt

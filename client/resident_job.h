@@ -1,0 +1,74 @@
+// Whole-dataset clustering on resident shards: the points are split into
+// contiguous shards, each loaded on one replica's Job stream (several per
+// replica with `streams_per_server`) and kept there for the job. Then greedy
+// k-means++ over all shards (core/seeding.h), exact Lloyd's iterations that
+// send only the centers and sum the shards' counts, sums and objectives in
+// shard order, and a last step for the labels. When a stream fails (its
+// replica died or restarted) the shard is loaded on another replica and the
+// step is asked again with the same centers, so the result does not change.
+#ifndef KMT_CLIENT_RESIDENT_JOB_H_
+#define KMT_CLIENT_RESIDENT_JOB_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/types.h"
+
+namespace kmt {
+
+struct ResidentJobOptions {
+  std::vector<std::string> servers;  ///< replica addresses, host:port; one channel each
+  int streams_per_server = 1;        ///< shards (and streams) per replica
+  int k = 10;                        ///< clusters
+  int iterations = 20;               ///< most Lloyd's iterations
+  /// Stop once an iteration lowers the objective by at most tol times the
+  /// objective; 0: only once no label changes (the centers stay the same).
+  double tol = 0;
+  uint64_t seed = 1;              ///< k-means++'s draws
+  bool labels = true;             ///< collect every point's label
+  int64_t chunk_bytes = 4 << 20;  ///< points per shard message, in bytes
+  int max_moves = 3;              ///< shard moves after failures before the job fails
+  absl::Duration stream_timeout = absl::InfiniteDuration();  ///< deadline of each stream
+  /// Called with a line of progress or news (a shard moved), if set.
+  std::function<void(const std::string&)> log;
+};
+
+struct ResidentJobResult {
+  Matrix<float> centers;           ///< d x k final centers
+  Labels labels;                   ///< n, if asked: nearest final center
+  double objective = 0;            ///< of the final centers, over all points
+  double initial_objective = 0;    ///< of the initial centers
+  std::vector<double> objectives;  ///< after each iteration
+  int iterations_run = 0;
+  int shards = 0;       ///< shards the points were split into
+  int shard_moves = 0;  ///< shards loaded again on another replica after a failure
+  // Wall-clock seconds of each phase.
+  double load_seconds = 0, init_seconds = 0, labels_seconds = 0;
+  std::vector<double> iteration_seconds;
+};
+
+// Copies points [first, first + count) of the dataset, row-major, into
+// `values`; called from several threads at once.
+using PointSource =
+    std::function<absl::Status(int64_t first, int64_t count, std::vector<float>* values)>;
+
+// Clusters n points in d dimensions read from `source`, starting from
+// `initial` (d x k) if given, else from k-means++ over all of them. A replica
+// that refuses its shard for lack of room ends the job with that
+// RESOURCE_EXHAUSTED status (its message gives the numbers).
+absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& options, int64_t n,
+                                                 int d, const PointSource& source,
+                                                 const std::optional<Matrix<float>>& initial);
+
+// The replica addresses of a --server target: "host:port", a list
+// "ipv4:a:p,b:q", or "dns:///name:port" resolved to every address it has.
+absl::StatusOr<std::vector<std::string>> ReplicaAddresses(const std::string& target);
+
+}  // namespace kmt
+
+#endif  // KMT_CLIENT_RESIDENT_JOB_H_

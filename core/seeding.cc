@@ -1,0 +1,210 @@
+#include "core/seeding.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "core/distances.h"
+#include "core/random.h"
+#include "core/validation.h"
+
+namespace kmt {
+namespace {
+
+// Points per block of distances: the block's distances to a few candidates
+// stay small, so the state of a shard is its points and three numbers each.
+constexpr Eigen::Index kBlock = 16384;
+
+// Calls visit(first, dist) for every block of points, dist (rows x c) the
+// squared distances of points first.. to each column of `c`.
+template <typename Scalar, typename Visit>
+void ForEachBlock(const Matrix<Scalar>& points, const Vector<Scalar>& point_sq,
+                  const Matrix<Scalar>& c, Visit&& visit) {
+  const Vector<Scalar> c_sq = SquaredNorms<Scalar>(c);
+  Matrix<Scalar> dist;
+  for (Eigen::Index first = 0; first < points.cols(); first += kBlock) {
+    const Eigen::Index rows = std::min(kBlock, points.cols() - first);
+    SquaredDistances<Scalar>(points.middleCols(first, rows), point_sq.segment(first, rows), c, c_sq,
+                             &dist);
+    visit(first, dist);
+  }
+}
+
+}  // namespace
+
+template <typename Scalar>
+SeedingShard<Scalar>::SeedingShard(const Matrix<Scalar>* points)
+    : points_(*points),
+      point_sq_(SquaredNorms<Scalar>(*points)),
+      closest_(Vector<double>::Constant(points->cols(), std::numeric_limits<double>::infinity())) {}
+
+template <typename Scalar>
+Eigen::Index SeedingShard<Scalar>::Find(double target) {
+  const Eigen::Index n = points_.cols();
+  if (!cumulative_current_) {
+    cumulative_.resize(n);
+    std::partial_sum(closest_.data(), closest_.data() + n, cumulative_.begin());
+    cumulative_current_ = true;
+  }
+  return std::min<Eigen::Index>(
+      std::lower_bound(cumulative_.begin(), cumulative_.end(), target) - cumulative_.begin(),
+      n - 1);
+}
+
+template <typename Scalar>
+absl::StatusOr<SeedAnswer<Scalar>> SeedingShard<Scalar>::Step(const SeedRequest<Scalar>& r) {
+  const Eigen::Index d = points_.rows(), n = points_.cols();
+  for (const Matrix<Scalar>* m : {&r.add, &r.candidates}) {
+    if (m->cols() == 0) continue;
+    if (absl::Status s = ValidateCenterValues(*m, d); !s.ok()) return s;
+  }
+  for (int64_t i : r.indices) {
+    if (i < 0 || i >= n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("point index ", i, " is outside the shard's ", n, " points"));
+    }
+  }
+  for (double t : r.targets) {
+    if (!std::isfinite(t) || t < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("draw target ", t, " is not in [0, inf)"));
+    }
+  }
+  if ((!r.targets.empty() || r.candidates.cols() > 0) && !seeded_ && r.add.cols() == 0) {
+    return absl::FailedPreconditionError(
+        "draws and candidates need a center added to the distances first");
+  }
+  if (!r.targets.empty() && n == 0) {
+    return absl::InvalidArgumentError("draw targets for a shard without points");
+  }
+
+  SeedAnswer<Scalar> answer;
+  if (r.add.cols() > 0) {
+    // One center at a time, so that a shard that takes several at once (a
+    // replica taking over a shard) gets the same distances to the bit.
+    for (Eigen::Index c = 0; c < r.add.cols(); ++c) {
+      ForEachBlock<Scalar>(points_, point_sq_, Matrix<Scalar>(r.add.col(c)),
+                           [&](Eigen::Index first, const auto& dist) {
+                             auto closest = closest_.segment(first, dist.rows());
+                             closest = closest.cwiseMin(dist.col(0).template cast<double>());
+                           });
+    }
+    cumulative_current_ = false;
+    seeded_ = true;
+  }
+  answer.potential = closest_.sum();
+  answer.points.resize(d, static_cast<Eigen::Index>(r.indices.size() + r.targets.size()));
+  Eigen::Index out = 0;
+  for (int64_t i : r.indices) answer.points.col(out++) = points_.col(i);
+  for (double t : r.targets) answer.points.col(out++) = points_.col(Find(t));
+  if (r.candidates.cols() > 0) {
+    answer.candidate_potentials.assign(r.candidates.cols(), 0.0);
+    ForEachBlock<Scalar>(points_, point_sq_, r.candidates,
+                         [&](Eigen::Index first, const auto& dist) {
+                           const auto closest = closest_.segment(first, dist.rows());
+                           for (Eigen::Index c = 0; c < dist.cols(); ++c) {
+                             answer.candidate_potentials[c] +=
+                                 closest.cwiseMin(dist.col(c).template cast<double>()).sum();
+                           }
+                         });
+  }
+  return answer;
+}
+
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>& shard_sizes, int d,
+                                                     int k, uint64_t seed,
+                                                     const SeedRound<Scalar>& round,
+                                                     const StopCheck& check) {
+  const size_t shards = shard_sizes.size();
+  const int64_t n = std::accumulate(shard_sizes.begin(), shard_sizes.end(), int64_t{0});
+  if (k < 1 || n < k) {
+    return absl::InvalidArgumentError(absl::StrCat("k = ", k, " needs 1 <= k <= n = ", n));
+  }
+  const int trials = 2 + static_cast<int>(std::floor(std::log(k)));
+  Rng rng(seed);
+  std::vector<SeedRequest<Scalar>> requests(shards);
+  const auto run = [&]() -> absl::StatusOr<std::vector<SeedAnswer<Scalar>>> {
+    absl::StatusOr<std::vector<SeedAnswer<Scalar>>> answers = round(requests);
+    if (answers.ok() && answers->size() != shards) {
+      return absl::InternalError(
+          absl::StrCat(answers->size(), " seeding answers for ", shards, " shards"));
+    }
+    requests.assign(shards, SeedRequest<Scalar>{});
+    return answers;
+  };
+
+  // The first center: a point drawn uniformly.
+  Matrix<Scalar> centers(d, k);
+  {
+    int64_t first = static_cast<int64_t>(rng.Below(n));
+    size_t s = 0;
+    while (first >= shard_sizes[s]) first -= shard_sizes[s++];
+    requests[s].indices = {first};
+    absl::StatusOr<std::vector<SeedAnswer<Scalar>>> answers = run();
+    if (!answers.ok()) return answers.status();
+    centers.col(0) = (*answers)[s].points.col(0);
+  }
+  std::vector<double> shard_potential(shards);
+  for (SeedRequest<Scalar>& r : requests) r.add = centers.col(0);
+  for (int j = 1; j < k; ++j) {
+    if (j == 1) {
+      absl::StatusOr<std::vector<SeedAnswer<Scalar>>> answers = run();
+      if (!answers.ok()) return answers.status();
+      for (size_t s = 0; s < shards; ++s) shard_potential[s] = (*answers)[s].potential;
+    }
+    if (check) {
+      if (absl::Status s = check(); !s.ok()) return s;
+    }
+    const double potential = std::accumulate(shard_potential.begin(), shard_potential.end(), 0.0);
+    // Draw the candidates: a position in the running sum over the shards in
+    // order, then the point within the shard that holds it.
+    std::vector<std::pair<size_t, size_t>> drawn(trials);  // (shard, answer column)
+    for (int t = 0; t < trials; ++t) {
+      double target = rng.Uniform() * potential;
+      size_t s = 0;
+      while (s + 1 < shards && (shard_sizes[s] == 0 || target > shard_potential[s])) {
+        target -= shard_potential[s++];
+      }
+      while (shard_sizes[s] == 0) --s;  // past the end by round-off: the last point
+      const double local = std::clamp(target, 0.0, shard_potential[s]);
+      drawn[t] = {s, requests[s].indices.size() + requests[s].targets.size()};
+      requests[s].targets.push_back(local);
+    }
+    absl::StatusOr<std::vector<SeedAnswer<Scalar>>> answers = run();
+    if (!answers.ok()) return answers.status();
+    Matrix<Scalar> candidates(d, trials);
+    for (int t = 0; t < trials; ++t) {
+      candidates.col(t) = (*answers)[drawn[t].first].points.col(drawn[t].second);
+    }
+    for (SeedRequest<Scalar>& r : requests) r.candidates = candidates;
+    answers = run();
+    if (!answers.ok()) return answers.status();
+    std::vector<double> totals(trials, 0.0);
+    for (const SeedAnswer<Scalar>& a : *answers) {
+      if (a.candidate_potentials.size() != static_cast<size_t>(trials)) {
+        return absl::InternalError("a shard answered the wrong number of candidate potentials");
+      }
+      for (int t = 0; t < trials; ++t) totals[t] += a.candidate_potentials[t];
+    }
+    const int best =
+        static_cast<int>(std::min_element(totals.begin(), totals.end()) - totals.begin());
+    centers.col(j) = candidates.col(best);
+    for (size_t s = 0; s < shards; ++s) {
+      shard_potential[s] = (*answers)[s].candidate_potentials[best];
+    }
+    for (SeedRequest<Scalar>& r : requests) r.add = centers.col(j);
+  }
+  return centers;
+}
+
+#define KMT_INSTANTIATE(S)                                     \
+  template class SeedingShard<S>;                              \
+  template absl::StatusOr<Matrix<S>> ShardedKMeansPlusPlus<S>( \
+      const std::vector<int64_t>&, int, int, uint64_t, const SeedRound<S>&, const StopCheck&);
+KMT_INSTANTIATE(float)
+KMT_INSTANTIATE(double)
+#undef KMT_INSTANTIATE
+
+}  // namespace kmt

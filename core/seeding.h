@@ -1,0 +1,84 @@
+// Greedy k-means++ (each new center the best of 2 + floor(ln k) candidates
+// drawn with probability proportional to the squared distance to the chosen
+// centers, as scikit-learn does) over points split into shards. Each shard
+// keeps its points' squared distances to the nearest chosen center; a
+// coordinator draws over the shards' running sums in shard order and keeps
+// the candidate that lowers the summed potential most. The core's k-means++
+// on one matrix is this driver over one shard, and a resident job spread over
+// replicas runs it over theirs, so both choose the same centers for the same
+// seed (up to the order in which potentials are summed).
+#ifndef KMT_CORE_SEEDING_H_
+#define KMT_CORE_SEEDING_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/init.h"
+#include "core/types.h"
+
+namespace kmt {
+
+// One shard's part of a seeding round, done in this order.
+template <typename Scalar>
+struct SeedRequest {
+  Matrix<Scalar> add;            ///< d x m centers taken into the distances
+  std::vector<int64_t> indices;  ///< points to return, by index in the shard
+  std::vector<double> targets;   ///< points to return, by position in the running sum
+  Matrix<Scalar> candidates;     ///< d x c candidates whose potentials to return
+};
+
+template <typename Scalar>
+struct SeedAnswer {
+  double potential = 0;   ///< the shard's sum of distances after `add`
+  Matrix<Scalar> points;  ///< d x (indices + targets): the points asked for, in order
+  std::vector<double> candidate_potentials;  ///< per candidate: the potential with it added
+};
+
+// One shard: a d x n matrix (kept by reference; it must outlive the shard)
+// and each point's squared distance to the nearest center added so far
+// (+inf before the first).
+template <typename Scalar>
+class SeedingShard {
+ public:
+  explicit SeedingShard(const Matrix<Scalar>* points);
+
+  // Checks the request against the shard (d, indices in range, targets
+  // finite and not negative) and runs it.
+  absl::StatusOr<SeedAnswer<Scalar>> Step(const SeedRequest<Scalar>& request);
+
+  // Bytes this state holds per point, beyond the points themselves.
+  static constexpr int64_t kBytesPerPoint = sizeof(Scalar) + 2 * sizeof(double);
+
+ private:
+  // The point whose range of the running sum of distances holds `target`:
+  // the first with running sum >= target, the last one if none.
+  Eigen::Index Find(double target);
+
+  const Matrix<Scalar>& points_;
+  Vector<Scalar> point_sq_;
+  Vector<double> closest_;
+  std::vector<double> cumulative_;  // running sum of closest_, built on demand
+  bool cumulative_current_ = false;
+  bool seeded_ = false;  // a center has been added
+};
+
+// Runs one request per shard, every shard at once, and returns the answers
+// in shard order.
+template <typename Scalar>
+using SeedRound = std::function<absl::StatusOr<std::vector<SeedAnswer<Scalar>>>(
+    const std::vector<SeedRequest<Scalar>>&)>;
+
+// Greedy k-means++ over shards of `shard_sizes` points (in total at least
+// k) in d dimensions; returns d x k centers, each a copy of a point. Two
+// rounds per center; `check` is called before each center after the first.
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>& shard_sizes, int d,
+                                                     int k, uint64_t seed,
+                                                     const SeedRound<Scalar>& round,
+                                                     const StopCheck& check = {});
+
+}  // namespace kmt
+
+#endif  // KMT_CORE_SEEDING_H_

@@ -1,0 +1,81 @@
+#include "server/job_reactor.h"
+
+#include <chrono>
+
+#include "server/grpc_status.h"
+
+namespace kmt {
+
+JobReactor::JobReactor(const JobEnvironment* environment, grpc::CallbackServerContext* context)
+    : env_(environment), context_(context) {
+  shard_.emplace(env_->memory, env_->limits);
+  env_->metrics->JobStarted();
+  StartRead(&request_);
+}
+
+void JobReactor::OnReadDone(bool ok) {
+  if (!ok) return End(CallStatus(context_));  // the client's writes are done
+  if (*env_->draining) {
+    return End(
+        absl::UnavailableError("server is shutting down; load this shard on another replica"));
+  }
+  response_.Clear();
+  switch (request_.step_case()) {
+    case v1::JobRequest::kShard: {
+      const absl::Status status = shard_->Load(request_.shard(), &response_);
+      env_->metrics->SetResidentBytes(env_->memory->held(), env_->memory->cap());
+      if (!status.ok()) return End(status);
+      StartWrite(&response_);
+      return;
+    }
+    case v1::JobRequest::kAssign:
+    case v1::JobRequest::kSeed:
+      env_->pool->Submit([this] { Step(); });
+      return;
+    default: {
+      const grpc::Status wire = ToGrpcStatus(
+          absl::InvalidArgumentError("a job request needs one of shard, assign or seed"));
+      response_.mutable_error()->set_code(wire.error_code());
+      response_.mutable_error()->set_message(wire.error_message());
+      StartWrite(&response_);
+    }
+  }
+}
+
+void JobReactor::Step() {
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status status = CallStatus(context_);
+  if (status.ok()) {
+    status = request_.has_assign() ? shard_->Assign(request_.assign(), &response_)
+                                   : shard_->Seed(request_.seed(), &response_);
+  }
+  if (!status.ok()) {
+    const grpc::Status wire = ToGrpcStatus(status);
+    response_.Clear();
+    response_.mutable_error()->set_code(wire.error_code());
+    response_.mutable_error()->set_message(wire.error_message());
+  }
+  response_.set_compute_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  StartWrite(&response_);
+}
+
+void JobReactor::OnWriteDone(bool ok) {
+  if (!ok) return End(CallStatus(context_));  // the client is gone
+  request_.Clear();
+  StartRead(&request_);
+}
+
+void JobReactor::End(const absl::Status& status) {
+  if (!status.ok()) env_->metrics->RecordStreamError(static_cast<int>(status.code()));
+  Finish(ToGrpcStatus(status));
+}
+
+void JobReactor::OnDone() {
+  shard_.reset();  // the shard's bytes go back to the cap
+  env_->metrics->SetResidentBytes(env_->memory->held(), env_->memory->cap());
+  env_->metrics->JobEnded();
+  delete this;
+}
+
+}  // namespace kmt

@@ -1,0 +1,53 @@
+// A resident job (the Job RPC) on gRPC's callback API: one request at a time
+// is read, computed and answered. Shard chunks are copied on the thread that
+// read them; steps run on the worker pool, as batches do. The shard lives as
+// long as the reactor, so its memory is given back however the stream ends.
+#ifndef KMT_SERVER_JOB_REACTOR_H_
+#define KMT_SERVER_JOB_REACTOR_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <optional>
+
+#include "proto/kmeans_transformer.grpc.pb.h"
+#include "server/limits.h"
+#include "server/metrics.h"
+#include "server/resident_memory.h"
+#include "server/resident_shard.h"
+#include "server/worker_pool.h"
+
+namespace kmt {
+
+// What every job of a server shares.
+struct JobEnvironment {
+  Limits limits;
+  WorkerPool* pool;
+  Metrics* metrics;
+  ResidentMemory* memory;
+  const std::atomic<bool>* draining;  ///< set: new requests are answered UNAVAILABLE
+};
+
+class JobReactor final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobResponse> {
+ public:
+  JobReactor(const JobEnvironment* environment, grpc::CallbackServerContext* context);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone() override;
+
+ private:
+  // Runs a step on the shard and writes its response; on a worker.
+  void Step();
+  void End(const absl::Status& status);
+
+  const JobEnvironment* const env_;
+  grpc::CallbackServerContext* const context_;
+  std::optional<ResidentShard> shard_;
+  v1::JobRequest request_;
+  v1::JobResponse response_;
+};
+
+}  // namespace kmt
+
+#endif  // KMT_SERVER_JOB_REACTOR_H_

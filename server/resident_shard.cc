@@ -1,0 +1,123 @@
+#include "server/resident_shard.h"
+
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "core/cluster_sums.h"
+#include "core/validation.h"
+
+namespace kmt {
+namespace {
+
+// k*d or m*d row-major values as a d x m matrix of centers; m from the count.
+absl::StatusOr<Matrix<float>> Centers(const google::protobuf::RepeatedField<float>& values,
+                                      int64_t d, const char* what) {
+  if (values.size() % d != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has ", values.size(), " values, not a multiple of d = ", d));
+  }
+  return Eigen::Map<const Matrix<float>>(values.data(), d, values.size() / d);
+}
+
+}  // namespace
+
+ResidentShard::~ResidentShard() {
+  if (reserved_ > 0) memory_->Release(reserved_);
+}
+
+int64_t ResidentShard::Bytes(int64_t n, int64_t d) {
+  const int64_t per_point = 4 * d + 2 * 4 + SeedingShard<float>::kBytesPerPoint;
+  if (n > std::numeric_limits<int64_t>::max() / per_point) return 0;
+  return n * per_point;
+}
+
+absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* out) {
+  const int64_t n = chunk.n(), d = chunk.d();
+  if (reserved_ == 0) {
+    if (n < 1 || d < 1 || d > limits_.max_d) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shard of n = ", n, ", d = ", d, ": needs n >= 1 and 1 <= d <= ", limits_.max_d));
+    }
+    const int64_t bytes = Bytes(n, d);
+    if (bytes == 0) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("shard of n = ", n, " points in d = ", d, " overflows a byte count"));
+    }
+    if (absl::Status s = memory_->Reserve(bytes); !s.ok()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("shard of n = ", n, " points in d = ", d, ": ", s.message()));
+    }
+    reserved_ = bytes;
+    points_.resize(d, n);
+  } else if (n != points_.cols() || d != points_.rows()) {
+    return absl::InvalidArgumentError(absl::StrCat("a chunk says n = ", n, ", d = ", d,
+                                                   ", the shard's first said n = ", points_.cols(),
+                                                   ", d = ", points_.rows()));
+  }
+  const int64_t values = chunk.points_size();
+  if (values % d != 0 || values / d > n - received_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a chunk of ", values, " values after ", received_, " of n = ", n,
+                     " points: needs a multiple of d = ", d, " and at most the points left"));
+  }
+  if (values > 0) {
+    std::memcpy(points_.data() + received_ * d, chunk.points().data(), values * sizeof(float));
+  }
+  received_ += values / d;
+  // Checked once, when complete: a NaN in the shard ends the job.
+  if (complete()) {
+    if (absl::Status s = ValidatePoints(points_); !s.ok()) return s;
+  }
+  out->set_points_loaded(received_);
+  return absl::OkStatus();
+}
+
+absl::Status ResidentShard::CheckComplete() const {
+  if (complete()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the shard has ", received_, " of its ", points_.cols(), " points; steps need all of them"));
+}
+
+absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* out) {
+  if (absl::Status s = CheckComplete(); !s.ok()) return s;
+  const int d = static_cast<int>(points_.rows());
+  if (step.k() < 1 || step.k() > limits_.max_k) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("k = ", step.k(), ", must be between 1 and ", limits_.max_k));
+  }
+  absl::StatusOr<Matrix<float>> centers = CentersFromRowMajor<float>(step.centers(), step.k(), d);
+  if (!centers.ok()) return centers.status();
+  if (absl::Status s = ValidateCenterValues(*centers, d); !s.ok()) return s;
+  Labels labels;
+  ClusterSums sums(d, step.k());
+  out->set_objective(AssignAndSum(points_, *centers, &labels, &sums));
+  out->mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
+  out->mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
+  if (step.return_labels()) out->mutable_labels()->Add(labels.begin(), labels.end());
+  return absl::OkStatus();
+}
+
+absl::Status ResidentShard::Seed(const v1::SeedStep& step, v1::JobResponse* out) {
+  if (absl::Status s = CheckComplete(); !s.ok()) return s;
+  const int64_t d = points_.rows();
+  SeedRequest<float> request;
+  absl::StatusOr<Matrix<float>> add = Centers(step.add_centers(), d, "add_centers");
+  if (!add.ok()) return add.status();
+  absl::StatusOr<Matrix<float>> candidates = Centers(step.candidates(), d, "candidates");
+  if (!candidates.ok()) return candidates.status();
+  request.add = *std::move(add);
+  request.candidates = *std::move(candidates);
+  request.indices.assign(step.point_indices().begin(), step.point_indices().end());
+  request.targets.assign(step.draw_targets().begin(), step.draw_targets().end());
+  if (seeding_ == nullptr) seeding_ = std::make_unique<SeedingShard<float>>(&points_);
+  absl::StatusOr<SeedAnswer<float>> answer = seeding_->Step(request);
+  if (!answer.ok()) return answer.status();
+  out->set_potential(answer->potential);
+  out->mutable_points()->Add(answer->points.data(), answer->points.data() + answer->points.size());
+  out->mutable_candidate_potentials()->Add(answer->candidate_potentials.begin(),
+                                           answer->candidate_potentials.end());
+  return absl::OkStatus();
+}
+
+}  // namespace kmt

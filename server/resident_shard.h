@@ -1,0 +1,56 @@
+// One resident job's shard: its points (d x n, filled chunk by chunk), held
+// against the server's resident cap from the first chunk until the shard is
+// destroyed with its stream, and the steps computed on it by the core's fast
+// path (core/cluster_sums.h) and sharded k-means++ (core/seeding.h).
+#ifndef KMT_SERVER_RESIDENT_SHARD_H_
+#define KMT_SERVER_RESIDENT_SHARD_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "core/seeding.h"
+#include "core/types.h"
+#include "proto/kmeans_transformer.pb.h"
+#include "server/limits.h"
+#include "server/resident_memory.h"
+
+namespace kmt {
+
+class ResidentShard {
+ public:
+  ResidentShard(ResidentMemory* memory, const Limits& limits) : memory_(memory), limits_(limits) {}
+  ~ResidentShard();
+  ResidentShard(const ResidentShard&) = delete;
+  ResidentShard& operator=(const ResidentShard&) = delete;
+
+  // The bytes a shard of n points in d dimensions holds: the points and,
+  // per point, the state of a step (label, distance, k-means++'s running
+  // sums). 0 if that overflows.
+  static int64_t Bytes(int64_t n, int64_t d);
+
+  // Takes a chunk of the shard. The first one reserves Bytes(n, d) or fails
+  // with RESOURCE_EXHAUSTED before any point is kept. An error here ends the
+  // job.
+  absl::Status Load(const v1::ShardChunk& chunk, v1::JobResponse* out);
+  // Steps on the complete shard; an error is the step's own (the shard stays).
+  absl::Status Assign(const v1::AssignStep& step, v1::JobResponse* out);
+  absl::Status Seed(const v1::SeedStep& step, v1::JobResponse* out);
+
+  bool complete() const { return reserved_ > 0 && received_ == points_.cols(); }
+  int64_t reserved_bytes() const { return reserved_; }
+
+ private:
+  absl::Status CheckComplete() const;
+
+  ResidentMemory* const memory_;
+  const Limits limits_;
+  int64_t reserved_ = 0;
+  int64_t received_ = 0;
+  Matrix<float> points_;  // d x n
+  std::unique_ptr<SeedingShard<float>> seeding_;
+};
+
+}  // namespace kmt
+
+#endif  // KMT_SERVER_RESIDENT_SHARD_H_

@@ -1,0 +1,305 @@
+// Resident jobs on real kmt-server processes on loopback ports: the kmt CLI
+// and the client library against the core on all points, one replica
+// against two, a replica killed in the middle of a job, and the resident
+// cap.
+#include "client/resident_job.h"
+
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/init.h"
+#include "core/transformer.h"
+#include "learn/task_generator.h"
+#include "proto/kmeans_transformer.grpc.pb.h"
+#include "server/resident_shard.h"
+#include "tests/integration/server_process.h"
+
+namespace kmt {
+namespace {
+
+constexpr int kD = 8, kK = 6;
+
+const Matrix<float>& Points() {
+  static const Matrix<float>* points = new Matrix<float>(
+      GenerateTask<float>({.n = 60000, .d = kD, .k = 16, .scale = 0.3}, 21).points);
+  return *points;
+}
+
+PointSource SourceOf(const Matrix<float>& points) {
+  return [&points](int64_t first, int64_t count, std::vector<float>* values) {
+    values->insert(values->end(), points.col(first).data(),
+                   points.col(first).data() + count * points.rows());
+    return absl::OkStatus();
+  };
+}
+
+ResidentJobOptions Options(std::vector<std::string> servers, int streams) {
+  return {.servers = std::move(servers),
+          .streams_per_server = streams,
+          .k = kK,
+          .iterations = 8,
+          .seed = 4,
+          .chunk_bytes = 64 << 10};
+}
+
+// The values after a version 1.0 .npy header.
+template <typename T>
+std::vector<T> ReadNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 10) return {};
+  const size_t offset =
+      10 + static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]);
+  std::vector<T> values((bytes.size() - offset) / sizeof(T));
+  std::memcpy(values.data(), bytes.data() + offset, values.size() * sizeof(T));
+  return values;
+}
+
+// GET /metrics over plain HTTP/1.0.
+std::string Metrics(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string request = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  if (write(fd, request.data(), request.size()) < 0) return "";
+  std::string response;
+  char buffer[4096];
+  for (ssize_t got; (got = read(fd, buffer, sizeof(buffer))) > 0;) response.append(buffer, got);
+  close(fd);
+  return response;
+}
+
+double Gauge(const std::string& metrics, const std::string& name) {
+  const size_t at = metrics.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + name.size() + 2));
+}
+
+class ResidentJobTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    a_ = ServerProcess::Start({"--model_dir=", "--workers=1"}).release();
+    b_ = ServerProcess::Start({"--model_dir=", "--workers=1"}).release();
+    ASSERT_NE(a_, nullptr);
+    ASSERT_NE(b_, nullptr);
+  }
+  static void TearDownTestSuite() {
+    delete a_;
+    delete b_;
+  }
+  static ServerProcess* a_;
+  static ServerProcess* b_;
+};
+ServerProcess* ResidentJobTest::a_ = nullptr;
+ServerProcess* ResidentJobTest::b_ = nullptr;
+
+TEST_F(ResidentJobTest, CliWholeModeEqualsTheCoreOnAllPoints) {
+  const Matrix<float>& points = Points();
+  const std::string dir = TempDir("resident-cli");
+  std::ofstream(dir + "/points.f32", std::ios::binary)
+      .write(reinterpret_cast<const char*>(points.data()), points.size() * sizeof(float));
+  const Matrix<float> init = *InitialCenters(points, kK, InitMethod::kKMeansPlusPlus, 3);
+  {
+    std::ofstream csv(dir + "/init.csv");
+    for (int j = 0; j < kK; ++j) {
+      for (int l = 0; l < kD; ++l) csv << (l ? "," : "") << absl::StrFormat("%.9g", init(l, j));
+      csv << "\n";
+    }
+  }
+  std::string out, err;
+  ASSERT_EQ(RunProgram({KMT_CLI_BINARY, "cluster", "--mode=whole",
+                        "--server=ipv4:" + a_->address() + "," + b_->address(), "--streams=2",
+                        "--input=" + dir + "/points.f32", absl::StrCat("--d=", kD),
+                        absl::StrCat("--k=", kK), "--iterations=10", "--init=given",
+                        "--centers_in=" + dir + "/init.csv", "--labels_out=" + dir + "/labels.npy",
+                        "--centers_out=" + dir + "/centers.npy"},
+                       &out, &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("resident: 4 shards on 2 replicas, 0 moved"), std::string::npos) << err;
+  const RunResult<float> want = *RunLloyd<float>({}, points, init, {.layers = 10});
+  EXPECT_EQ(ReadNpy<int>(dir + "/labels.npy"), want.labels);
+  const std::vector<float> centers = ReadNpy<float>(dir + "/centers.npy");
+  ASSERT_EQ(centers.size(), static_cast<size_t>(kK * kD));
+  // The double sums are added per shard here and per chunk in the core:
+  // their float means may differ by one rounding.
+  for (int j = 0; j < kK; ++j) {
+    for (int l = 0; l < kD; ++l) {
+      EXPECT_NEAR(centers[j * kD + l], want.centers(l, j), 1e-6 * std::abs(want.centers(l, j)));
+    }
+  }
+}
+
+TEST_F(ResidentJobTest, KMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoints) {
+  ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+  options.iterations = 0;
+  const absl::StatusOr<ResidentJobResult> got =
+      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->centers, *InitialCenters(Points(), kK, InitMethod::kKMeansPlusPlus, 4));
+}
+
+TEST_F(ResidentJobTest, TwoReplicasGiveTheResultOfOne) {
+  const absl::StatusOr<ResidentJobResult> one = RunResidentJob(
+      Options({a_->address()}, 2), Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  const absl::StatusOr<ResidentJobResult> two =
+      RunResidentJob(Options({a_->address(), b_->address()}, 1), Points().cols(), kD,
+                     SourceOf(Points()), std::nullopt);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(one->centers, two->centers);
+  EXPECT_EQ(one->labels, two->labels);
+  EXPECT_EQ(one->objective, two->objective);
+  EXPECT_EQ(one->objectives, two->objectives);
+}
+
+TEST_F(ResidentJobTest, ResidentBytesAndJobsAreMetricsWhileAStreamLives) {
+  auto stub = v1::KMeansTransformer::NewStub(
+      grpc::CreateChannel(a_->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  auto stream = stub->Job(&context);
+  v1::JobRequest request;
+  request.mutable_shard()->set_n(1000);
+  request.mutable_shard()->set_d(kD);
+  request.mutable_shard()->mutable_points()->Add(Points().data(), Points().data() + 1000 * kD);
+  ASSERT_TRUE(stream->Write(request));
+  v1::JobResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.points_loaded(), 1000);
+  std::string metrics = Metrics(a_->metrics_port());
+  EXPECT_EQ(Gauge(metrics, "kmt_resident_bytes"), ResidentShard::Bytes(1000, kD)) << metrics;
+  EXPECT_EQ(Gauge(metrics, "kmt_jobs_in_flight"), 1);
+  EXPECT_GT(Gauge(metrics, "kmt_resident_limit_bytes"), 0);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  // The reactor gives the bytes back once gRPC is done with the call.
+  for (int i = 0; i < 500 && Gauge(metrics, "kmt_jobs_in_flight") != 0; ++i) {
+    usleep(10000);
+    metrics = Metrics(a_->metrics_port());
+  }
+  EXPECT_EQ(Gauge(metrics, "kmt_resident_bytes"), 0);
+  EXPECT_EQ(Gauge(metrics, "kmt_jobs_in_flight"), 0);
+}
+
+TEST_F(ResidentJobTest, PythonDriverWithStubsGeneratedFromTheProtoEqualsTheCore) {
+  const Matrix<float> points = Points().leftCols(5000);
+  const std::string dir = TempDir("resident-python");
+  std::ofstream(dir + "/points.f32", std::ios::binary)
+      .write(reinterpret_cast<const char*>(points.data()), points.size() * sizeof(float));
+  std::string out, err;
+  ASSERT_EQ(
+      RunProgram({"/usr/bin/python3", KMT_SOURCE_DIR "/docs/examples/python_resident_job.py",
+                  "--servers=" + a_->address() + "," + b_->address(),
+                  "--points=" + dir + "/points.f32", absl::StrCat("--d=", kD),
+                  absl::StrCat("--k=", kK), "--iterations=7", "--labels_out=" + dir + "/labels",
+                  "--proto_dir=" KMT_SOURCE_DIR "/proto", "--out_dir=" + dir + "/stubs"},
+                 &out, &err),
+      0)
+      << err;
+  EXPECT_NE(out.find("5000 labels on 2 replicas, 6 centers"), std::string::npos) << out;
+  const RunResult<float> want = *RunLloyd<float>({}, points, points.leftCols(kK), {.layers = 7});
+  std::ifstream in(dir + "/labels");
+  Labels labels;
+  for (int label; in >> label;) labels.push_back(label);
+  EXPECT_EQ(labels, want.labels);
+}
+
+TEST(ResidentJobFaults, AReplicaKilledMidJobChangesNothing) {
+  auto a = ServerProcess::Start({"--model_dir=", "--workers=1"});
+  auto b = ServerProcess::Start({"--model_dir=", "--workers=1"});
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const ResidentJobOptions options = Options({a->address(), b->address()}, 2);
+  const absl::StatusOr<ResidentJobResult> clean =
+      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  ASSERT_GE(clean->iterations_run, 4);
+
+  // Killed after the third iteration's sums are in: the fourth finds its
+  // shards' streams broken.
+  ResidentJobOptions faulty = options;
+  std::vector<std::string> news;
+  faulty.log = [&](const std::string& line) {
+    news.push_back(line);
+    if (line.rfind("step 3 ", 0) == 0) b->Signal(SIGKILL);
+  };
+  const absl::StatusOr<ResidentJobResult> got =
+      RunResidentJob(faulty, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->shard_moves, 2);  // b held two of the four shards
+  EXPECT_EQ(got->centers, clean->centers);
+  EXPECT_EQ(got->labels, clean->labels);
+  EXPECT_EQ(got->objective, clean->objective);
+  EXPECT_EQ(got->objectives, clean->objectives);
+  bool told = false;
+  for (const std::string& line : news) told |= line.find("failed") != std::string::npos;
+  EXPECT_TRUE(told);
+}
+
+TEST(ResidentJobFaults, AReplicaKilledDuringKMeansPlusPlusChangesNothing) {
+  auto a = ServerProcess::Start({"--model_dir=", "--workers=1"});
+  auto b = ServerProcess::Start({"--model_dir=", "--workers=1"});
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ResidentJobOptions options = Options({a->address(), b->address()}, 2);
+  options.iterations = 2;
+  // Killed once 4 centers are chosen: b's shards go to a, which first takes
+  // the chosen centers into their distances.
+  options.log = [&](const std::string& line) {
+    if (line.rfind("k-means++: 4 of", 0) == 0) b->Signal(SIGKILL);
+  };
+  const absl::StatusOr<ResidentJobResult> got =
+      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->shard_moves, 2);
+  const Matrix<float> init = *InitialCenters(Points(), kK, InitMethod::kKMeansPlusPlus, 4);
+  const RunResult<float> want = *RunLloyd<float>({}, Points(), init, {.layers = 2});
+  EXPECT_EQ(got->labels, want.labels);
+}
+
+TEST(ResidentJobCap, AShardThatDoesNotFitIsRefusedWithTheNumbersAndTheCliFallsBack) {
+  auto server = ServerProcess::Start({"--model_dir=", "--max_resident_bytes=100000"});
+  ASSERT_NE(server, nullptr);
+  const absl::StatusOr<ResidentJobResult> refused = RunResidentJob(
+      Options({server->address()}, 1), Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find(absl::StrCat(
+                "shard of n = 60000 points in d = 8: a shard of ", ResidentShard::Bytes(60000, kD),
+                " bytes does not fit: this server holds 0 of "
+                "its 100000 resident bytes")),
+            std::string::npos)
+      << refused.status();
+
+  const std::string dir = TempDir("resident-cap");
+  std::ofstream(dir + "/points.f32", std::ios::binary)
+      .write(reinterpret_cast<const char*>(Points().data()), Points().size() * sizeof(float));
+  std::string out, err;
+  ASSERT_EQ(RunProgram({KMT_CLI_BINARY, "cluster", "--mode=whole", "--server=" + server->address(),
+                        "--input=" + dir + "/points.f32", absl::StrCat("--d=", kD),
+                        absl::StrCat("--k=", kK), "--iterations=3", "--labels_out=" + dir + "/l"},
+                       &out, &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("a replica has no room for its shard"), std::string::npos) << err;
+  EXPECT_NE(err.find("running one pass over the file per iteration instead"), std::string::npos);
+  EXPECT_NE(err.find("final objective"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kmt
