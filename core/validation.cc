@@ -104,7 +104,7 @@ absl::Status ValidateCenterValues(const Matrix<Scalar>& centers, int64_t d) {
   if (centers.cols() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("k = ", centers.cols(), ", must be at least 1"));
   }
-  return CheckFinite(centers, "center");
+  return CheckValues(centers, "center");
 }
 
 namespace {

@@ -1,5 +1,6 @@
-// Bytes -> a points file -> the client's readers, as CSV and as raw float32
-// (d = 3), batch after batch to the end and once more after a rewind.
+// Bytes -> a points file -> the client's readers, as CSV, as raw float32
+// (d = 3) and as .npy, batch after batch to the end and once more after a
+// rewind.
 #include <unistd.h>
 
 #include <cstddef>
@@ -38,5 +39,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   ReadAll(path, "csv", 0);
   ReadAll(path, "f32", 3);
+  ReadAll(path, "npy", 0);
   return 0;
 }
