@@ -131,7 +131,9 @@ absl::Status RunBench() {
   // machine that speeds up or slows down during the run affects both alike.
   const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
   const bool in_process = absl::GetFlag(FLAGS_in_process);
-  ClientOptions options = Options();
+  absl::StatusOr<ClientOptions> flags = Options();
+  if (!flags.ok()) return flags.status();
+  ClientOptions options = *std::move(flags);
   options.window = 1;
   options.streams = 1;
   BenchRecord record;

@@ -42,6 +42,12 @@ ABSL_FLAG(int, max_attempts, 3,
           "sends of a batch answered UNAVAILABLE, the first included; whole mode: moves of "
           "shards whose replica failed");
 ABSL_FLAG(absl::Duration, timeout, absl::InfiniteDuration(), "deadline of each stream");
+ABSL_FLAG(bool, tls, false, "connect with TLS, trusting the system's CAs (implied by --tls_ca)");
+ABSL_FLAG(std::string, tls_ca, "", "PEM file of the CA to trust for the server's certificate");
+ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate, for servers that require one");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "name to verify in the server's certificate, if not the --server host");
 
 namespace kmt {
 namespace {
@@ -56,14 +62,23 @@ absl::StatusOr<v1::Init> InitFlag() {
 
 }  // namespace
 
-ClientOptions Options() {
-  return {.target = absl::GetFlag(FLAGS_server),
-          .load_balancing = absl::GetFlag(FLAGS_lb),
-          .max_attempts = absl::GetFlag(FLAGS_max_attempts),
-          .window = absl::GetFlag(FLAGS_window),
-          .streams = absl::GetFlag(FLAGS_streams),
-          .batches_per_stream = absl::GetFlag(FLAGS_batches_per_stream),
-          .stream_timeout = absl::GetFlag(FLAGS_timeout)};
+absl::StatusOr<ClientOptions> Options() {
+  const ClientTls tls{.enabled = absl::GetFlag(FLAGS_tls) || !absl::GetFlag(FLAGS_tls_ca).empty() ||
+                                 !absl::GetFlag(FLAGS_tls_cert).empty(),
+                      .ca_file = absl::GetFlag(FLAGS_tls_ca),
+                      .cert_file = absl::GetFlag(FLAGS_tls_cert),
+                      .key_file = absl::GetFlag(FLAGS_tls_key),
+                      .server_name = absl::GetFlag(FLAGS_tls_server_name)};
+  absl::StatusOr<ChannelSecurity> security = ClientSecurity(tls);
+  if (!security.ok()) return security.status();
+  return ClientOptions{.target = absl::GetFlag(FLAGS_server),
+                       .load_balancing = absl::GetFlag(FLAGS_lb),
+                       .max_attempts = absl::GetFlag(FLAGS_max_attempts),
+                       .window = absl::GetFlag(FLAGS_window),
+                       .streams = absl::GetFlag(FLAGS_streams),
+                       .batches_per_stream = absl::GetFlag(FLAGS_batches_per_stream),
+                       .stream_timeout = absl::GetFlag(FLAGS_timeout),
+                       .security = *std::move(security)};
 }
 
 absl::StatusOr<v1::ClusterRequest> Template(int d) {

@@ -24,8 +24,9 @@ ABSL_DECLARE_FLAG(absl::Duration, timeout);
 namespace kmt {
 
 // The client's options from --server, --lb, --max_attempts, --window,
-// --streams, --batches_per_stream and --timeout.
-ClientOptions Options();
+// --streams, --batches_per_stream, --timeout and the --tls flags (whose
+// files are read here: one that cannot be is an error).
+absl::StatusOr<ClientOptions> Options();
 
 // The request fields every batch of `d`-dimensional points shares: model,
 // k, iterations, seed, beta, tau, gamma, initialisation (and the --centers_in centers

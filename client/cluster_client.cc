@@ -32,7 +32,7 @@ Client::Client(const ClientOptions& options) : options_(options) {
   args.SetMaxSendMessageSize(options.max_message_bytes);
   args.SetLoadBalancingPolicyName(options.load_balancing);
   ApplyChannelTuning(&args);
-  channel_ = grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+  channel_ = options.security.Connect(options.target, args);
   stub_ = v1::KMeansTransformer::NewStub(channel_);
 }
 

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
+#include "proto/transport_security.h"
 
 namespace kmt {
 
@@ -33,6 +34,7 @@ struct ClientOptions {
   /// after the first ones were opened.
   int batches_per_stream = 64;
   absl::Duration stream_timeout = absl::InfiniteDuration();  ///< deadline of each stream
+  ChannelSecurity security;  ///< TLS settings (proto/transport_security.h); plaintext by default
 };
 
 // Produces the next request; false when there are no more.
@@ -43,6 +45,8 @@ using ResponseSink = std::function<void(v1::ClusterResponse&&)>;
 class Client {
  public:
   explicit Client(const ClientOptions& options);
+
+  const ClientOptions& options() const { return options_; }
 
   absl::StatusOr<std::vector<v1::ModelInfo>> ListModels();
 

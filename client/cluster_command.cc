@@ -329,6 +329,7 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
       .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
       .max_moves = std::max(0, absl::GetFlag(FLAGS_max_attempts)),
       .stream_timeout = absl::GetFlag(FLAGS_timeout),
+      .security = client.options().security,
       .log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }};
   std::optional<Matrix<float>> initial;
   if (base.init() == v1::INIT_GIVEN) {
@@ -371,7 +372,9 @@ absl::Status RunCluster() {
   if (!reader.ok()) return reader.status();
   absl::StatusOr<v1::ClusterRequest> base = Template((*reader)->d());
   if (!base.ok()) return base.status();
-  Client client(Options());
+  absl::StatusOr<ClientOptions> options = Options();
+  if (!options.ok()) return options.status();
+  Client client(*options);
   const std::string mode = absl::GetFlag(FLAGS_mode);
   if (mode == "per-batch") return ClusterPerBatch(client, **reader, *base);
   if (mode == "whole") return ClusterWhole(client, **reader, *base);

@@ -10,7 +10,9 @@
 namespace kmt {
 
 absl::Status RunModels() {
-  Client client(Options());
+  absl::StatusOr<ClientOptions> options = Options();
+  if (!options.ok()) return options.status();
+  Client client(*options);
   absl::StatusOr<std::vector<v1::ModelInfo>> models = client.ListModels();
   if (!models.ok()) return models.status();
   for (const v1::ModelInfo& m : *models) {

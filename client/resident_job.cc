@@ -103,8 +103,7 @@ class Job {
       args.SetMaxReceiveMessageSize(-1);
       args.SetMaxSendMessageSize(-1);
       ApplyChannelTuning(&args);
-      stubs_.push_back(v1::KMeansTransformer::NewStub(
-          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+      stubs_.push_back(v1::KMeansTransformer::NewStub(options.security.Connect(address, args)));
       alive_.push_back(true);
     }
     // No shard without points: a small dataset gets fewer shards.

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/types.h"
+#include "proto/transport_security.h"
 
 namespace kmt {
 
@@ -34,6 +35,7 @@ struct ResidentJobOptions {
   int64_t chunk_bytes = 4 << 20;  ///< points per shard message, in bytes
   int max_moves = 3;              ///< shard moves after failures before the job fails
   absl::Duration stream_timeout = absl::InfiniteDuration();  ///< deadline of each stream
+  ChannelSecurity security;  ///< TLS settings (proto/transport_security.h); plaintext by default
   /// Called with a line of progress or news (a shard moved), if set.
   std::function<void(const std::string&)> log;
 };

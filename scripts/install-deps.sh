@@ -6,7 +6,7 @@
 set -euo pipefail
 
 build_packages=(
-  g++ make cmake pkg-config git ca-certificates clang-format clang libclang-rt-14-dev
+  g++ make cmake pkg-config git ca-certificates openssl clang-format clang libclang-rt-14-dev
   libeigen3-dev libabsl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev civetweb libcivetweb-dev zlib1g-dev libcurl4-openssl-dev

@@ -26,6 +26,7 @@
 #include "base/cpus.h"
 #include "base/memory.h"
 #include "proto/channel_tuning.h"
+#include "proto/transport_security.h"
 #include "server/cluster_service.h"
 #include "server/limits.h"
 #include "server/log.h"
@@ -35,6 +36,13 @@
 #include "server/worker_pool.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address (port 0 picks a free one)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain: serve TLS (with --tls_key); the files are watched, so a "
+          "rotated certificate is served without a restart");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA: require every client to present a certificate it signed (mutual TLS)");
+ABSL_FLAG(int, tls_refresh_seconds, 10, "how often the TLS files are read again");
 ABSL_FLAG(bool, allow_port_sharing, false,
           "let several processes listen on the same gRPC port (SO_REUSEPORT), splitting the "
           "connections between them; by default a port in use is an error at start");
@@ -125,7 +133,16 @@ int Serve() {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentials({.cert_file = absl::GetFlag(FLAGS_tls_cert),
+                         .key_file = absl::GetFlag(FLAGS_tls_key),
+                         .client_ca_file = absl::GetFlag(FLAGS_tls_client_ca),
+                         .refresh_seconds = std::max(1, absl::GetFlag(FLAGS_tls_refresh_seconds))});
+  if (!credentials.ok()) {
+    Log("ERROR", std::string(credentials.status().message()));
+    return 1;
+  }
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), *credentials, &port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.SetMaxSendMessageSize(-1);
   ApplyChannelTuning(&builder);
