@@ -377,6 +377,27 @@ TEST_F(ServiceTest, OversizeMessageEndsTheStreamWithResourceExhausted) {
   EXPECT_TRUE(e.responses.empty());
 }
 
+TEST_F(ServiceTest, AMessageAtTheSizeLimitIsServedAndOneByteMoreIsNot) {
+  // A request padded through its id to exactly the server's 4 MiB limit.
+  const auto sized = [](size_t bytes) {
+    v1::ClusterRequest r = Request("", "lloyd-onehot", Matrix<float>::Random(8, 100000), 3, 1);
+    r.set_request_id(std::string(bytes - r.ByteSizeLong() - 4, 'x'));
+    // The id's length prefix grows with the id: trim to the exact size.
+    while (r.ByteSizeLong() > bytes) r.mutable_request_id()->pop_back();
+    while (r.ByteSizeLong() < bytes) r.mutable_request_id()->push_back('x');
+    EXPECT_EQ(r.ByteSizeLong(), bytes);
+    return r;
+  };
+  const Exchange at = Stream(server_->address(), {sized(4194304)});
+  EXPECT_TRUE(at.status.ok()) << at.status.error_message();
+  ASSERT_EQ(at.responses.size(), 1u);
+  EXPECT_FALSE(at.responses[0].has_error()) << at.responses[0].error().message();
+  const Exchange over = Stream(server_->address(), {sized(4194305)});
+  EXPECT_EQ(over.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << over.status.error_message();
+  EXPECT_TRUE(over.responses.empty());
+}
+
 TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
   Client client({.target = server_->address()});
   const auto models = client.ListModels();
