@@ -595,6 +595,66 @@ TEST(ClientRetries, GivesUpOnAnAddressWhereNothingListens) {
   EXPECT_EQ(answered, 0);
 }
 
+// A field of /proc/PID/status ("VmRSS", "Threads"), as a number.
+int64_t ProcStatus(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, field + ":")) {
+      return std::stoll(line.substr(field.size() + 1));
+    }
+  }
+  return -1;
+}
+
+TEST(ServiceAbuse, TwoThousandIdleStreamsHoldNeitherThreadsNorMuchMemory) {
+  const auto server = ServerProcess::Start({"--workers=2"});
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::KMeansTransformer::NewStub(
+      grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(Client({.target = server->address()}).ListModels().ok());
+  const int64_t threads_before = ProcStatus(server->pid(), "Threads");
+  const int64_t rss_before = ProcStatus(server->pid(), "VmRSS");
+  // Streams opened and left idle: no thread of the client waits on them.
+  constexpr int kStreams = 2000;
+  grpc::CompletionQueue queue;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<
+      std::unique_ptr<grpc::ClientAsyncReaderWriter<v1::ClusterRequest, v1::ClusterResponse>>>
+      streams;
+  for (int i = 0; i < kStreams; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    streams.push_back(stub->AsyncCluster(contexts.back().get(), &queue, contexts.back().get()));
+  }
+  for (int i = 0; i < kStreams; ++i) {
+    void* tag;
+    bool ok;
+    ASSERT_TRUE(queue.Next(&tag, &ok));
+    EXPECT_TRUE(ok);
+  }
+  // Give the server time to take every stream in.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const int64_t threads = ProcStatus(server->pid(), "Threads");
+  const int64_t rss = ProcStatus(server->pid(), "VmRSS");
+  std::printf("%d idle streams: server threads %lld -> %lld, RSS %lld -> %lld kB\n", kStreams,
+              static_cast<long long>(threads_before), static_cast<long long>(threads),
+              static_cast<long long>(rss_before), static_cast<long long>(rss));
+  // Streams wait in gRPC's completion queues, not on threads; each holds a
+  // few tens of kilobytes of buffers.
+  EXPECT_LE(threads, threads_before + 8);
+  EXPECT_LE(rss - rss_before, kStreams * 100);  // kB: at most 100 kB a stream
+  // The server still answers a new client at once.
+  EXPECT_TRUE(Client({.target = server->address()}).ListModels().ok());
+  for (auto& context : contexts) context->TryCancel();
+  streams.clear();
+  queue.Shutdown();
+  void* tag;
+  bool ok;
+  while (queue.Next(&tag, &ok)) {
+  }
+  EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
+}
+
 TEST(ServiceStart, APortInUseIsAnErrorUnlessSharingIsAsked) {
   // Sharing takes both servers' consent (SO_REUSEPORT on each socket): a
   // server that does not ask is refused even by one that does.
