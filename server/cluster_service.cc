@@ -14,8 +14,9 @@ namespace kmt {
 // One Cluster stream. Batches are numbered as read; a finished batch waits
 // in `ready_` until every earlier one has been written. Reading pauses while
 // `max_in_flight` batches are unanswered. The stream finishes once reading
-// has ended and every batch read has been written (or the call is gone), so
-// no pool task outlives the reactor.
+// has ended (or the call is cancelled) and every batch read has been
+// answered (written, or dropped when the call is gone), so no pool task
+// outlives the reactor.
 class ClusterReactor final
     : public grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse> {
  public:
@@ -26,11 +27,15 @@ class ClusterReactor final
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {
+    {
       std::unique_lock<std::mutex> lock(mu_);
-      reads_done_ = true;
-      Advance(lock);
-      return;
+      if (!ok || cancelled_) {
+        // A batch read after the cancellation is dropped: nobody waits for it.
+        reading_ = false;
+        reads_done_ = true;
+        Advance(lock);
+        return;
+      }
     }
     const auto received = std::chrono::steady_clock::now();
     auto batch = std::make_shared<v1::ClusterRequest>(std::move(request_));
@@ -65,6 +70,16 @@ class ClusterReactor final
     writing_ = false;
     ++written_;
     writable_ = writable_ && ok;
+    Advance(lock);
+  }
+
+  // A cancelled call may leave its pending read without a reaction until
+  // the call is finished (seen with a client that stopped reading and then
+  // cancelled): finish once every batch read has its answer, without
+  // waiting for the read.
+  void OnCancel() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cancelled_ = true;
     Advance(lock);
   }
 
@@ -103,11 +118,11 @@ class ClusterReactor final
         ready_.erase(next);
       }
     }
-    if (!reads_done_ && !reading_ &&
+    if (!reads_done_ && !cancelled_ && !reading_ &&
         read_ - written_ < static_cast<int64_t>(service_->max_in_flight_)) {
       reading_ = read = true;
     }
-    if (reads_done_ && !writing_ && written_ == read_ && !finished_) {
+    if ((reads_done_ || cancelled_) && !writing_ && written_ == read_ && !finished_) {
       finished_ = finish = true;
     }
     // A dropped answer may have unblocked the next one.
@@ -136,6 +151,7 @@ class ClusterReactor final
   bool writing_ = false;
   bool writable_ = true;
   bool finished_ = false;
+  bool cancelled_ = false;
 };
 
 ClusterService::ClusterService(const ModelRegistry* registry, Limits limits, WorkerPool* pool,

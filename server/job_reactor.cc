@@ -10,10 +10,24 @@ JobReactor::JobReactor(const JobEnvironment* environment, grpc::CallbackServerCo
     : env_(environment), context_(context) {
   shard_.emplace(env_->memory, env_->limits);
   env_->metrics->JobStarted();
+  Read();
+}
+
+void JobReactor::Read() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ended_) return;
+    reading_ = true;
+  }
   StartRead(&request_);
 }
 
 void JobReactor::OnReadDone(bool ok) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reading_ = false;
+    if (ended_) return;  // finished on cancellation: the request is dropped
+  }
   if (!ok) return End(CallStatus(context_));  // the client's writes are done
   if (*env_->draining) {
     return End(
@@ -63,10 +77,24 @@ void JobReactor::Step() {
 void JobReactor::OnWriteDone(bool ok) {
   if (!ok) return End(CallStatus(context_));  // the client is gone
   request_.Clear();
-  StartRead(&request_);
+  Read();
+}
+
+void JobReactor::OnCancel() {
+  bool end;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    end = reading_;
+  }
+  if (end) End(CallStatus(context_));
 }
 
 void JobReactor::End(const absl::Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ended_) return;
+    ended_ = true;
+  }
   if (!status.ok()) env_->metrics->RecordStreamError(static_cast<int>(status.code()));
   Finish(ToGrpcStatus(status));
 }

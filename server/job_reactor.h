@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <mutex>
 #include <optional>
 
 #include "proto/kmeans_transformer.grpc.pb.h"
@@ -34,18 +35,28 @@ class JobReactor final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobR
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
+  // A cancelled call may leave a pending read without a reaction until the
+  // call is finished: with only a read pending (no step, no write), finish.
+  void OnCancel() override;
   void OnDone() override;
 
  private:
   // Runs a step on the shard and writes its response; on a worker.
   void Step();
+  // Finishes the call, once.
   void End(const absl::Status& status);
+  // Starts the next read, unless the call has ended.
+  void Read();
 
   const JobEnvironment* const env_;
   grpc::CallbackServerContext* const context_;
   std::optional<ResidentShard> shard_;
   v1::JobRequest request_;
   v1::JobResponse response_;
+
+  std::mutex mu_;
+  bool reading_ = false;  // a read is pending and nothing else is in flight
+  bool ended_ = false;    // Finish was called
 };
 
 }  // namespace kmt

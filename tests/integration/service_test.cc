@@ -699,6 +699,52 @@ TEST(ServiceFaults, AReplicaKilledDuringAPerBatchRunLosesNothing) {
   EXPECT_TRUE(calm.second == killed.second) << "centers differ";
 }
 
+TEST(ServiceAbuse, AClientThatNeverReadsIsHeldByTheStreamWindow) {
+  const auto server =
+      ServerProcess::Start({"--workers=2", "--not_serving_delay=0s", "--shutdown_grace=5s"});
+  ASSERT_NE(server, nullptr);
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(-1);
+  auto stub = v1::KMeansTransformer::NewStub(
+      grpc::CreateCustomChannel(server->address(), grpc::InsecureChannelCredentials(), args));
+  const int64_t rss_before = ProcStatus(server->pid(), "VmRSS");
+  // 256 KiB batches written as fast as they are taken; no response is read.
+  const v1::ClusterRequest request =
+      Request("r", "lloyd-onehot", Matrix<float>::Random(8, 8192), 6, 5);
+  grpc::ClientContext context;
+  grpc::CompletionQueue queue;
+  void* tag;
+  bool ok;
+  auto stream = stub->AsyncCluster(&context, &queue, &context);
+  ASSERT_TRUE(queue.Next(&tag, &ok) && ok);
+  constexpr int kOffered = 2000;  // 500 MiB if nothing held the client back
+  int taken = 0;
+  for (; taken < kOffered; ++taken) {
+    stream->Write(request, &context);
+    const auto status =
+        queue.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::seconds(3));
+    if (status != grpc::CompletionQueue::NextStatus::GOT_EVENT) break;  // the write is held
+    ASSERT_TRUE(ok);
+  }
+  const int64_t grown_kb = ProcStatus(server->pid(), "VmRSS") - rss_before;
+  std::printf("a client that never reads: %d of %d batches of 256 KiB taken, server RSS +%lld kB\n",
+              taken, kOffered, static_cast<long long>(grown_kb));
+  // The client's writes stop completing: what the server does not take
+  // waits in the client's own buffers. The server holds 16 batches in
+  // flight, its 16 MiB stream window and the responses the client does not
+  // read: tens of MiB, not the hundreds of MiB written.
+  EXPECT_LT(taken, kOffered);
+  EXPECT_LT(grown_kb, 128 * 1024);
+  // The server is not stuck: a new client is served.
+  EXPECT_TRUE(Client({.target = server->address()}).ListModels().ok());
+  context.TryCancel();
+  queue.Shutdown();
+  while (queue.Next(&tag, &ok)) {
+  }
+  stream.reset();
+  EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0) << server->Log();
+}
+
 TEST(ServiceStart, APortInUseIsAnErrorUnlessSharingIsAsked) {
   // Sharing takes both servers' consent (SO_REUSEPORT on each socket): a
   // server that does not ask is refused even by one that does.
