@@ -2,27 +2,36 @@
 # Installs, from Debian 12 packages, everything needed to build and test the
 # project. Idempotent and quiet when everything is already there.
 #   scripts/install-deps.sh           build + test dependencies
+#   scripts/install-deps.sh --build   only what compiling the programs needs
+#                                     (configure with -DKMT_BUILD_TESTS=OFF
+#                                     -DKMT_BUILD_BENCHMARKS=OFF)
 #   scripts/install-deps.sh --runtime only the shared libraries the binaries load
 set -euo pipefail
 
 build_packages=(
-  g++ make cmake pkg-config git ca-certificates clang-format
+  g++ make cmake pkg-config
   libeigen3-dev libabsl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev civetweb libcivetweb-dev zlib1g-dev libcurl4-openssl-dev
+)
+# Tests, benchmarks, formatting, and the Python client's dependencies.
+test_packages=(
+  git ca-certificates clang-format
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus libfaiss-dev libopenblas0-openmp
-  python3 python3-grpcio python3-protobuf python3-yaml
+  python3 python3-grpcio python3-protobuf python3-numpy python3-yaml
 )
 runtime_packages=(
   libgrpc++1.51 libprotobuf32 libabsl20220623 libprometheus-cpp-pull1.0
   libprometheus-cpp-core1.0 libgomp1 ca-certificates
 )
 
-packages=("${build_packages[@]}")
-if [[ "${1:-}" == "--runtime" ]]; then
-  packages=("${runtime_packages[@]}")
-fi
+case "${1:-}" in
+  "") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  --build) packages=("${build_packages[@]}") ;;
+  --runtime) packages=("${runtime_packages[@]}") ;;
+  *) echo "usage: $0 [--build | --runtime]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
