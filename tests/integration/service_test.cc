@@ -434,17 +434,6 @@ TEST_F(ServiceTest, HealthIsServingAndReflectionListsTheService) {
   EXPECT_NE(services->find("grpc.health.v1.Health"), std::string::npos);
 }
 
-TEST_F(ServiceTest, PythonPipelineWithStubsGeneratedFromTheProto) {
-  std::string out, err;
-  const int code =
-      RunProgram({"/usr/bin/python3", KMT_SOURCE_DIR "/docs/examples/python_client.py",
-                  "--server=" + server_->address(), "--proto_dir=" KMT_SOURCE_DIR "/proto",
-                  "--out_dir=" + TempDir("python")},
-                 &out, &err);
-  ASSERT_EQ(code, 0) << err;
-  EXPECT_NE(out.find("1000 labels, 4 centers"), std::string::npos) << out;
-}
-
 // ---- Deadlines, cancellation and shutdown, each on a server of its own. ----
 
 // A batch that keeps one worker busy for many seconds.
