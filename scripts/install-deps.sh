@@ -6,6 +6,8 @@
 #                                     (configure with -DKMT_BUILD_TESTS=OFF
 #                                     -DKMT_BUILD_BENCHMARKS=OFF)
 #   scripts/install-deps.sh --runtime only the shared libraries the binaries load
+#   scripts/install-deps.sh --container the image builder and runtime for
+#                                     tests/deploy/container_test.sh
 set -euo pipefail
 
 build_packages=(
@@ -21,6 +23,7 @@ test_packages=(
   prometheus libfaiss-dev libopenblas0-openmp
   python3 python3-grpcio python3-protobuf python3-numpy python3-yaml
 )
+container_packages=(buildah podman runc fuse-overlayfs debootstrap)
 runtime_packages=(
   libgrpc++1.51 libprotobuf32 libabsl20220623 libprometheus-cpp-pull1.0
   libprometheus-cpp-core1.0 libgomp1 ca-certificates
@@ -30,7 +33,8 @@ case "${1:-}" in
   "") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
   --build) packages=("${build_packages[@]}") ;;
   --runtime) packages=("${runtime_packages[@]}") ;;
-  *) echo "usage: $0 [--build | --runtime]" >&2; exit 2 ;;
+  --container) packages=("${container_packages[@]}") ;;
+  *) echo "usage: $0 [--build | --runtime | --container]" >&2; exit 2 ;;
 esac
 
 missing=()
