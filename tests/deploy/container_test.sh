@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Dockerfile with buildah, runs the image with podman, and checks
-# that it serves: health, the model list, a CSV clustered through it by the
-# host's kmt, and the metrics port; that it runs as a non-root user. Prints
-# the image size and how long each step took.
+# that it serves: the model list, a CSV clustered through it by the host's
+# kmt, that batch counted on the metrics port; that it runs as a non-root
+# user and exits 0 on SIGTERM. Prints the image size and how long each step
+# took.
 #   tests/deploy/container_test.sh [path/to/kmt]     (as root)
 # The builder comes from `scripts/install-deps.sh --container`. Base images
 # debian:bookworm and debian:bookworm-slim already in podman's store (pulled
