@@ -7,9 +7,15 @@ import math
 import os
 import re
 import subprocess
+import sys
 import unittest
 
+import numpy as np
+
 from harness import CLI, SOURCE_DIR, Prometheus, Server, http_get, wait_for
+
+sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+import kmt  # noqa: E402
 
 DASHBOARD = os.path.join(SOURCE_DIR, "deploy/grafana/dashboards/kmeans-transformer.json")
 ALERTS = os.path.join(SOURCE_DIR, "deploy/prometheus/alerts.yml")
@@ -186,6 +192,40 @@ class PrometheusTest(unittest.TestCase):
         text = self.server.metrics()
         self.assertRegex(text, r'kmt_build_info\{version="[0-9.]+"\} 1')
         self.assertRegex(text, r'kmt_models_loaded\{kind="exact"\} 8')
+
+
+class ObjectiveQuantilesTest(unittest.TestCase):
+    """The dashboard's objective-per-point quantiles, read by Prometheus
+    from the histogram, against the true quantiles of the batches sent."""
+
+    def test_quantiles_within_ten_percent(self):
+        server = Server("--model_dir=")
+        prometheus = Prometheus([f"127.0.0.1:{server.metrics_port}"])
+        try:
+            # 200 batches whose spread, and so objective per point, ranges
+            # over two decades.
+            rng = np.random.default_rng(11)
+
+            def blocks():
+                for _ in range(200):
+                    centers = rng.uniform(0, 10, size=(4, 3))
+                    spread = 10 ** rng.uniform(-1.5, 0.5)
+                    yield (centers[rng.integers(0, 4, 256)]
+                           + rng.normal(0, spread, (256, 3))).astype(np.float32)
+            with kmt.Client(server.address) as client:
+                per_point = np.array([r.objective / len(r.labels) for r in
+                                      client.cluster_batches(blocks(), k=4, iterations=5)])
+            wait_for(lambda: prometheus.scalar("sum(kmt_objective_per_point_count)") == 200,
+                     what="Prometheus to scrape 200 batches")
+            for q in (0.5, 0.9):
+                with self.subTest(q=q):
+                    true = np.quantile(per_point, q, method="inverted_cdf")
+                    read = prometheus.scalar(
+                        f"histogram_quantile({q}, sum by (le) (kmt_objective_per_point_bucket))")
+                    self.assertLess(abs(read / true - 1), 0.1, (read, true))
+        finally:
+            prometheus.stop()
+            server.stop()
 
 
 if __name__ == "__main__":
