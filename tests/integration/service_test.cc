@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -461,6 +462,22 @@ TEST(ServiceStopsWork, WhenTheDeadlinePasses) {
   const Exchange e = Stream(server->address(), {HeavyBatch()}, &context);
   EXPECT_EQ(e.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_TRUE(SmallBatchAnswered(server->address()));
+  // The deadline counts once as the stream's outcome and once as the batch
+  // it cut short; the metrics are recorded as each stream ends.
+  std::map<std::string, double> metrics;
+  for (int scrape = 0; scrape < 600; ++scrape) {
+    metrics = ScrapeMetrics(server->metrics_port());
+    if (metrics["kmt_streams_total{code=\"DEADLINE_EXCEEDED\"}"] == 1 &&
+        metrics["kmt_streams_total{code=\"OK\"}"] == 1) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(metrics["kmt_streams_total{code=\"DEADLINE_EXCEEDED\"}"], 1);
+  EXPECT_EQ(metrics["kmt_streams_total{code=\"OK\"}"], 1);
+  EXPECT_EQ(metrics["kmt_errors_total{code=\"DEADLINE_EXCEEDED\"}"], 1);
+  EXPECT_EQ(metrics["kmt_batches_total{code=\"DEADLINE_EXCEEDED\",model=\"lloyd-onehot\"}"], 1);
+  EXPECT_EQ(metrics["kmt_batches_total{code=\"OK\",model=\"lloyd-onehot\"}"], 1);
   EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
 }
 

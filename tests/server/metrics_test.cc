@@ -3,11 +3,7 @@
 // the series it should, and the process metrics are there.
 #include "server/metrics.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,34 +13,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "tests/integration/server_process.h"
 
 namespace kmt {
 namespace {
-
-// GET /metrics on the loopback port: {series as exposed: value}.
-std::map<std::string, double> Scrape(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  const std::string request = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
-  EXPECT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
-  std::string text;
-  char buffer[65536];
-  for (ssize_t got; (got = read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, got);
-  close(fd);
-  std::map<std::string, double> series;
-  for (absl::string_view line : absl::StrSplit(text.substr(text.find("\r\n\r\n") + 4), '\n')) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    double value;
-    EXPECT_TRUE(absl::SimpleAtod(line.substr(space + 1), &value)) << line;
-    series[std::string(line.substr(0, space))] = value;
-  }
-  return series;
-}
 
 class MetricsTest : public ::testing::Test {
  protected:
@@ -57,7 +29,7 @@ class MetricsTest : public ::testing::Test {
     metrics_ = std::move(*metrics);
   }
 
-  std::map<std::string, double> Scrape() { return kmt::Scrape(metrics_->port()); }
+  std::map<std::string, double> Scrape() { return ScrapeMetrics(metrics_->port()); }
 
   std::unique_ptr<ModelRegistry> registry_;
   std::unique_ptr<Metrics> metrics_;
