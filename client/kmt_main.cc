@@ -6,39 +6,18 @@
 #include <string>
 #include <vector>
 
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
-#include "absl/strings/string_view.h"
 #include "base/allocator.h"
+#include "base/command_line.h"
 #include "client/commands.h"
 
-namespace {
-
-// True for a file in this one's folder. The subcommands' flags are defined
-// next to this file, and absl's --help lists only those of kmt_main.cc.
-bool NextToMain(absl::string_view file) {
-  absl::string_view main_file = __FILE__;
-  // absl reports flag files without their leading slashes.
-  main_file.remove_prefix(main_file.find_first_not_of('/'));
-  const size_t folder = main_file.rfind('/') + 1;
-  return file.substr(0, folder) == main_file.substr(0, folder) &&
-         file.find('/', folder) == absl::string_view::npos;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  std::vector<char*> args = kmt::ParseCommandLine(
       "kmt models | kmt cluster --input=FILE [flags] | kmt bench [flags]\n"
       "cluster modes: --mode=per-batch clusters every batch as its own task;\n"
       "--mode=whole clusters the whole file as one dataset with exact Lloyd's,\n"
-      "its shards resident on every --server replica for the length of the job.");
-  absl::SetFlagsUsageConfig({.contains_helpshort_flags = NextToMain,
-                             .contains_help_flags = NextToMain,
-                             .contains_helppackage_flags = NextToMain});
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+      "its shards resident on every --server replica for the length of the job.",
+      argc, argv);
   kmt::KeepBatchMemory();
   const std::string command = args.size() > 1 ? args[1] : "";
   absl::Status status;

@@ -2,27 +2,41 @@
 # Installs, from Debian 12 packages, everything needed to build and test the
 # project. Idempotent and quiet when everything is already there.
 #   scripts/install-deps.sh           build + test dependencies
+#   scripts/install-deps.sh --build   only what compiling the programs needs
+#                                     (configure with -DKMT_BUILD_TESTS=OFF
+#                                     -DKMT_BUILD_BENCHMARKS=OFF)
 #   scripts/install-deps.sh --runtime only the shared libraries the binaries load
+#   scripts/install-deps.sh --container the image builder and runtime for
+#                                     tests/deploy/container_test.sh
 set -euo pipefail
 
 build_packages=(
-  g++ make cmake pkg-config git ca-certificates openssl clang-format clang libclang-rt-14-dev
+  g++ make cmake pkg-config
   libeigen3-dev libabsl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev civetweb libcivetweb-dev zlib1g-dev libcurl4-openssl-dev
+)
+# Tests, benchmarks, formatting, fuzzing (clang), certificates for the TLS
+# tests (openssl), and the Python client's dependencies.
+test_packages=(
+  git ca-certificates clang-format openssl clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus libfaiss-dev libopenblas0-openmp
-  python3 python3-grpcio python3-protobuf python3-yaml
+  python3 python3-grpcio python3-protobuf python3-numpy python3-yaml
 )
+container_packages=(buildah podman runc fuse-overlayfs debootstrap)
 runtime_packages=(
   libgrpc++1.51 libprotobuf32 libabsl20220623 libprometheus-cpp-pull1.0
   libprometheus-cpp-core1.0 libgomp1 ca-certificates
 )
 
-packages=("${build_packages[@]}")
-if [[ "${1:-}" == "--runtime" ]]; then
-  packages=("${runtime_packages[@]}")
-fi
+case "${1:-}" in
+  "") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  --build) packages=("${build_packages[@]}") ;;
+  --runtime) packages=("${runtime_packages[@]}") ;;
+  --container) packages=("${container_packages[@]}") ;;
+  *) echo "usage: $0 [--build | --runtime | --container]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

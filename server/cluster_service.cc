@@ -132,7 +132,7 @@ class ClusterReactor final
     if (read) StartRead(&request_);
     if (finish) {
       const absl::Status status = CallStatus(context_);
-      if (!status.ok()) service_->metrics_->RecordStreamError(static_cast<int>(status.code()));
+      service_->metrics_->RecordStreamEnd(static_cast<int>(status.code()));
       Finish(ToGrpcStatus(status));
     }
   }

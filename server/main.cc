@@ -17,12 +17,11 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/allocator.h"
+#include "base/command_line.h"
 #include "base/cpus.h"
 #include "base/memory.h"
 #include "proto/channel_tuning.h"
@@ -194,10 +193,10 @@ int Serve() {
 }  // namespace kmt
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  kmt::ParseCommandLine(
       "Serves k-means transformers over gRPC: exact Lloyd constructions for any\n"
-      "(d, k) and the learned models in --model_dir.");
-  absl::ParseCommandLine(argc, argv);
+      "(d, k) and the learned models in --model_dir.",
+      argc, argv);
   kmt::KeepBatchMemory();
   sigset_t signals;
   sigemptyset(&signals);

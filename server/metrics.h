@@ -1,7 +1,10 @@
 // The server's Prometheus metrics, served at /metrics on their own port.
 // Names follow the Prometheus naming guide: one prefix (kmt_), base units,
 // _total on counters; labels stay low-cardinality (model, code): a model
-// name the server does not serve is recorded as "unknown".
+// name the server does not serve is recorded as "unknown". The series alerts
+// watch exist from the start at 0, so that rate() and increase() see the
+// first event after a restart. Process metrics (CPU, memory, file
+// descriptors, threads) come with them, under Prometheus's standard names.
 #ifndef KMT_SERVER_METRICS_H_
 #define KMT_SERVER_METRICS_H_
 
@@ -29,11 +32,13 @@ class Metrics {
 
   int port() const;
 
-  // One answered batch: its response and the seconds from receipt to answer.
+  // One answered batch: its response (with its queue and compute time) and
+  // the seconds from receipt to answer.
   void RecordBatch(const v1::ClusterRequest& request, const v1::ClusterResponse& response,
                    double seconds);
-  // A stream that ended with a non-OK status (deadline, cancellation).
-  void RecordStreamError(int code);
+  // A Cluster stream that ended with this status code (OK, or the deadline
+  // or cancellation that ended it).
+  void RecordStreamEnd(int code);
   void StreamStarted() { streams_->Increment(); }
   void StreamEnded() { streams_->Decrement(); }
   // Resident jobs: open Job streams, and the bytes their shards hold out of
@@ -51,12 +56,16 @@ class Metrics {
   const ModelRegistry& models_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::shared_ptr<prometheus::Collectable> process_;
   prometheus::Family<prometheus::Histogram>* latency_;
+  prometheus::Family<prometheus::Histogram>* queue_;
+  prometheus::Family<prometheus::Histogram>* compute_;
   prometheus::Family<prometheus::Histogram>* objective_;
   prometheus::Family<prometheus::Histogram>* layers_;
   prometheus::Family<prometheus::Counter>* batches_;
   prometheus::Family<prometheus::Counter>* points_;
   prometheus::Family<prometheus::Counter>* errors_;
+  prometheus::Family<prometheus::Counter>* stream_ends_;
   prometheus::Gauge* streams_;
   prometheus::Gauge* jobs_;
   prometheus::Gauge* resident_bytes_;

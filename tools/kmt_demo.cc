@@ -7,9 +7,8 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
+#include "base/command_line.h"
 #include "core/constructions.h"
 #include "core/init.h"
 #include "core/lloyd.h"
@@ -74,10 +73,10 @@ absl::Status Demo() {
 }  // namespace kmt
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  kmt::ParseCommandLine(
       "Clusters a generated Gaussian mixture with an exact k-means transformer\n"
-      "and prints its objective per layer next to reference Lloyd's.");
-  absl::ParseCommandLine(argc, argv);
+      "and prints its objective per layer next to reference Lloyd's.",
+      argc, argv);
   const absl::Status status = kmt::Demo();
   if (!status.ok()) {
     std::fprintf(stderr, "kmt-demo: %s\n", std::string(status.message()).c_str());

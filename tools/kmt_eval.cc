@@ -12,12 +12,11 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/command_line.h"
 #include "core/init.h"
 #include "core/transformer.h"
 #include "learn/task_generator.h"
@@ -240,9 +239,8 @@ absl::Status Run() {
 }  // namespace kmt
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Evaluates learned k-means transformers against Lloyd's on held-out tasks.");
-  absl::ParseCommandLine(argc, argv);
+  kmt::ParseCommandLine("Evaluates learned k-means transformers against Lloyd's on held-out tasks.",
+                        argc, argv);
   const absl::Status status = kmt::Run();
   if (!status.ok()) {
     std::fprintf(stderr, "kmt-eval: %s\n", status.ToString().c_str());

@@ -10,12 +10,11 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/command_line.h"
 #include "learn/trainer.h"
 #include "proto/model_file.h"
 
@@ -209,10 +208,10 @@ absl::Status Run() {
 }  // namespace kmt
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  kmt::ParseCommandLine(
       "Trains a one-layer k-means transformer on generated clustering tasks and\n"
-      "writes it as a model file the server loads (--out).");
-  absl::ParseCommandLine(argc, argv);
+      "writes it as a model file the server loads (--out).",
+      argc, argv);
   const absl::Status status = kmt::Run();
   if (!status.ok()) {
     std::fprintf(stderr, "kmt-train: %s\n", status.ToString().c_str());

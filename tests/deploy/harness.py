@@ -99,13 +99,15 @@ class Server:
 
 
 class Prometheus:
-    """A real Prometheus server (Debian's package) scraping `targets` every second."""
+    """A real Prometheus server (Debian's package) scraping `targets` every
+    second and evaluating the rule files `rules` every second."""
 
-    def __init__(self, targets):
+    def __init__(self, targets, rules=()):
         self.dir = tempfile.mkdtemp(prefix="kmt-prometheus-")
         config = os.path.join(self.dir, "prometheus.yml")
         with open(config, "w") as f:
             f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    f"rule_files: {json.dumps(list(rules))}\n"
                     "scrape_configs:\n  - job_name: kmeans-transformer\n"
                     "    static_configs:\n"
                     f"      - targets: {json.dumps(targets)}\n")
@@ -132,6 +134,10 @@ class Prometheus:
         except urllib.error.HTTPError as e:
             return json.loads(e.read().decode())
 
+    def rules(self):
+        """The rule groups Prometheus loaded, as /api/v1/rules lists them."""
+        return json.loads(http_get(f"http://127.0.0.1:{self.port}/api/v1/rules"))["data"]["groups"]
+
     def vector(self, expr, by):
         """{label value: number} for a vector query grouped by one label."""
         answer = self.query(expr)
@@ -139,8 +145,13 @@ class Prometheus:
         return {r["metric"].get(by, ""): float(r["value"][1]) for r in answer["data"]["result"]}
 
     def scalar(self, expr):
-        answer = self.vector(expr, "")
-        return answer.get("") if answer else None
+        """The value of a scalar, or of a vector of one element; None if empty."""
+        answer = self.query(expr)
+        assert answer["status"] == "success", answer
+        if answer["data"]["resultType"] == "scalar":
+            return float(answer["data"]["result"][1])
+        values = self.vector(expr, "")
+        return values.get("") if values else None
 
     def stop(self):
         self.proc.terminate()

@@ -61,6 +61,21 @@ class ManifestsTest(unittest.TestCase):
         self.assertEqual(compose["server"]["image"], IMAGE)
         self.assertEqual({int(p.split(":")[1]) for p in compose["server"]["ports"]}, exposed)
 
+    def test_image_build_leaves_local_builds_out_and_installs_build_packages_only(self):
+        ignored = read(os.path.join(SOURCE_DIR, ".dockerignore")).split()
+        for path in ("build/", "build-*/", ".git/"):
+            self.assertIn(path, ignored)
+        build_stage = self.dockerfile.split("\nFROM ")[1]
+        self.assertIn("scripts/install-deps.sh --build", build_stage)
+        self.assertNotIn("scripts/build.sh", build_stage)  # which installs the test packages
+        listed = subprocess.run(
+            ["bash", "-c", 'source <(sed -n "/^build_packages=/,/^)/p" "$0"); '
+             'echo "${build_packages[@]}"', os.path.join(SOURCE_DIR, "scripts/install-deps.sh")],
+            capture_output=True, text=True, check=True).stdout.split()
+        self.assertIn("libgrpc++-dev", listed)
+        for package in ("prometheus", "libfaiss-dev", "python3", "libgtest-dev", "clang-format"):
+            self.assertNotIn(package, listed)
+
     def test_flags_exist_and_name_the_container_ports(self):
         names = re.findall(r"^--([a-z_]+)=", self.flags, re.M)
         self.assertTrue(names)

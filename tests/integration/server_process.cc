@@ -1,8 +1,11 @@
 #include "tests/integration/server_process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
 extern char** environ;
@@ -133,6 +138,39 @@ int RunProgram(const std::vector<std::string>& argv, std::string* out, std::stri
   if (out) *out = ReadFile(dir + "/stdout");
   if (err) *err = ReadFile(dir + "/stderr");
   return ExitCode(status);
+}
+
+std::map<std::string, double> ScrapeMetrics(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    close(fd);
+    return {};
+  }
+  const std::string request = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+    close(fd);
+    return {};
+  }
+  std::string text;
+  char buffer[65536];
+  for (ssize_t got; (got = read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, got);
+  close(fd);
+  std::map<std::string, double> series;
+  const size_t body = text.find("\r\n\r\n");
+  if (body == std::string::npos) return {};
+  for (absl::string_view line : absl::StrSplit(text.substr(body + 4), '\n')) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    double value;
+    if (space != absl::string_view::npos && absl::SimpleAtod(line.substr(space + 1), &value)) {
+      series[std::string(line.substr(0, space))] = value;
+    }
+  }
+  return series;
 }
 
 }  // namespace kmt

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ class ServerProcess {
 // Runs a program to completion; returns its exit code and its standard
 // output and error.
 int RunProgram(const std::vector<std::string>& argv, std::string* out, std::string* err);
+
+// GET /metrics from a server's metrics port on the loopback interface:
+// {series as exposed, e.g. kmt_errors_total{code="INTERNAL"}: value};
+// empty if the port does not answer.
+std::map<std::string, double> ScrapeMetrics(int port);
 
 // A fresh directory under the test's temporary directory, removed when the
 // test program exits.

@@ -1,0 +1,26 @@
+// Command-line parsing shared by the programs: absl flags, with --help
+// listing the flags this project defines rather than absl's default of the
+// flags in a file named after the program.
+#ifndef KMT_BASE_COMMAND_LINE_H_
+#define KMT_BASE_COMMAND_LINE_H_
+
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace kmt {
+
+// True for a flag defined in a source file of this project (the programs'
+// own flags), false for the flags of the libraries (absl's --flagfile...).
+// `file` is as absl reports it: a path without its leading slashes.
+bool IsProjectFlagFile(absl::string_view file);
+
+// Sets `usage` as the program's usage message and parses argv. --help (and
+// --helpshort) print the usage and the program's own flags with their
+// defaults, --helpfull every flag linked in; each then exits. Returns the
+// arguments that are not flags, the program's name first.
+std::vector<char*> ParseCommandLine(const char* usage, int argc, char** argv);
+
+}  // namespace kmt
+
+#endif  // KMT_BASE_COMMAND_LINE_H_

@@ -1,0 +1,80 @@
+#include "base/command_line.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "gtest/gtest.h"
+#include "tests/integration/server_process.h"
+
+namespace kmt {
+namespace {
+
+TEST(IsProjectFlagFile, TakesTheSourceTreeAndNotTheLibraries) {
+  const std::string root = KMT_SOURCE_DIR;
+  EXPECT_TRUE(IsProjectFlagFile(root + "/server/main.cc"));
+  EXPECT_TRUE(IsProjectFlagFile(std::string(absl::StripPrefix(root, "/")) + "/tools/x.cc"));
+  EXPECT_FALSE(IsProjectFlagFile("build/abseil-cpp/absl/flags/parse.cc"));
+  EXPECT_FALSE(IsProjectFlagFile(root + "-other/server/main.cc"));
+}
+
+// A flag as absl's help text lists it: the file it is listed under ("Flags
+// from FILE:") and its entry, "--name (help); default: value;".
+struct Listed {
+  std::string file;
+  std::string entry;
+};
+
+std::map<std::string, Listed> ListedFlags(const std::string& help) {
+  std::map<std::string, Listed> flags;
+  std::string file, name;
+  for (absl::string_view line : absl::StrSplit(help, '\n')) {
+    // Entries start 4 spaces in, their continuation lines 6.
+    const bool starts_entry = absl::StartsWith(line, "    --");
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (absl::ConsumePrefix(&line, "Flags from ")) {
+      file = std::string(absl::StripSuffix(line, ":"));
+      name.clear();
+    } else if (file.empty() || line.empty()) {
+      name.clear();  // the usage message, or the text after the flags
+    } else if (starts_entry) {
+      name = std::string(line.substr(2, line.find(' ') - 2));
+      flags[name] = {file, std::string(line)};
+    } else if (!name.empty()) {
+      absl::StrAppend(&flags[name].entry, " ", line);
+    }
+  }
+  return flags;
+}
+
+// --help lists every flag the program defines, with its default, and none
+// of the libraries' flags: what --helpfull lists from the project's files.
+TEST(ParseCommandLine, HelpListsEachProgramsOwnFlagsWithDefaults) {
+  for (const std::string program :
+       {KMT_SERVER_BINARY, KMT_CLI_BINARY, KMT_TRAIN_BINARY, KMT_EVAL_BINARY, KMT_DEMO_BINARY}) {
+    SCOPED_TRACE(program);
+    std::string full, help;
+    RunProgram({program, "--helpfull"}, &full, nullptr);
+    RunProgram({program, "--help"}, &help, nullptr);
+    std::set<std::string> own, library;
+    for (const auto& [name, listed] : ListedFlags(full)) {
+      (IsProjectFlagFile(listed.file) ? own : library).insert(name);
+    }
+    ASSERT_FALSE(own.empty()) << full;
+    ASSERT_TRUE(library.count("flagfile")) << full;
+    std::set<std::string> shown;
+    for (const auto& [name, listed] : ListedFlags(help)) {
+      shown.insert(name);
+      EXPECT_TRUE(absl::StrContains(listed.entry, "; default: ")) << listed.entry;
+    }
+    EXPECT_EQ(shown, own) << help;
+  }
+}
+
+}  // namespace
+}  // namespace kmt

@@ -1,0 +1,162 @@
+"""The Python client (python/kmt) against a real kmt-server: numpy arrays in
+and out, errors as exceptions, batches streamed in order, Lloyd's over a
+whole dataset equal to Lloyd's on all points at once, stubs generated on
+first use from any working directory or at install, and the docs' example."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+SOURCE_DIR = os.environ["KMT_SOURCE_DIR"]
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests/deploy"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+
+import kmt  # noqa: E402
+from harness import Server  # noqa: E402
+
+
+def blobs(n, d, k, seed=3, spread=0.05):
+    """n points around k well separated centers in [0, 10]^d."""
+    rng = np.random.default_rng(seed)
+    centers = rng.uniform(0, 10, size=(k, d))
+    return (centers[rng.integers(0, k, size=n)] + rng.normal(0, spread, size=(n, d))).astype(
+        np.float32)
+
+
+def lloyd(points, centers, iterations):
+    """Reference Lloyd's on all points at once, in double."""
+    x = points.astype(np.float64)
+    c = centers.astype(np.float64)
+    for _ in range(iterations):
+        labels = ((x[:, None, :] - c[None, :, :]) ** 2).sum(-1).argmin(1)
+        for j in range(len(c)):
+            if (labels == j).any():
+                c[j] = x[labels == j].mean(0)
+    return c
+
+
+def run_python(code, cwd, **env):
+    result = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True,
+                            text=True, timeout=120, env={**os.environ, **env})
+    if result.returncode != 0:
+        raise AssertionError(result.stderr)
+    return result.stdout
+
+
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(f"--model_dir={SOURCE_DIR}/models")
+        cls.client = kmt.Client(cls.server.address, timeout=120)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        assert cls.server.stop() == 0
+
+    def test_models(self):
+        models = {m.name: m.kind for m in self.client.models()}
+        self.assertEqual(models["lloyd-onehot"], "exact")
+        self.assertEqual(sorted(kind for kind in models.values()).count("learned"), 4)
+
+    def test_cluster_takes_and_returns_numpy_arrays(self):
+        points = blobs(1000, 3, 4)
+        result = self.client.cluster(points, k=4, iterations=10)
+        self.assertEqual(result.labels.shape, (1000,))
+        self.assertEqual(result.labels.dtype, np.int32)
+        self.assertEqual(result.centers.shape, (4, 3))
+        self.assertEqual(result.centers.dtype, np.float32)
+        # Each label is the point's nearest final center, and the objective
+        # is the sum of squared distances to them.
+        distances = ((points[:, None, :].astype(np.float64) - result.centers[None]) ** 2).sum(-1)
+        np.testing.assert_array_equal(result.labels, distances.argmin(1))
+        self.assertAlmostEqual(result.objective, distances.min(1).sum(),
+                               delta=1e-4 * result.objective)
+        self.assertEqual(result.iterations_run, 10)
+
+    def test_trajectory_and_variant_parameters_pass_through(self):
+        points = blobs(500, 2, 3)
+        result = self.client.cluster(points, k=3, iterations=5, model="kmedoids", gamma=2.0,
+                                     return_trajectory=True)
+        self.assertEqual(result.model, "kmedoids")
+        self.assertEqual(result.layer_objectives.shape, (5,))
+
+    def test_a_failed_batch_raises_with_its_code(self):
+        with self.assertRaises(kmt.ClusterError) as caught:
+            self.client.cluster(blobs(10, 2, 2), k=20)
+        self.assertEqual(caught.exception.code.name, "INVALID_ARGUMENT")
+        self.assertIn("k", caught.exception.message)
+
+    def test_batches_cover_the_rows_in_order(self):
+        points = np.arange(23 * 2, dtype=np.float32).reshape(23, 2)
+        sizes = [len(b) for b in kmt.batches(points, 5)]
+        self.assertEqual(sizes, [5, 5, 5, 5, 3])
+        # A last block shorter than min_size joins the one before.
+        self.assertEqual([len(b) for b in kmt.batches(points, 5, min_size=4)], [5, 5, 5, 8])
+        np.testing.assert_array_equal(np.concatenate(list(kmt.batches(points, 5, 4))), points)
+
+    def test_cluster_batches_answers_every_block_in_order(self):
+        points = blobs(2000, 2, 3)
+        results = list(self.client.cluster_batches(kmt.batches(points, 300, min_size=250), k=3,
+                                                   iterations=5))
+        self.assertEqual([r.request_id for r in results], [f"batch-{i}" for i in range(6)])
+        self.assertEqual(sum(len(r.labels) for r in results), 2000)
+        self.assertEqual(len(results[-1].labels), 500)
+
+    def test_fit_is_lloyds_on_the_whole_dataset(self):
+        points = blobs(5000, 4, 6, spread=1.0)
+        start = points[:6]
+        whole = self.client.fit(points, k=6, iterations=8, batch_size=700, centers=start)
+        np.testing.assert_allclose(whole.centers, lloyd(points, start, whole.passes),
+                                   rtol=0, atol=1e-4)
+        self.assertEqual(whole.labels.shape, (5000,))
+        distances = ((points[:, None, :].astype(np.float64) - whole.centers[None]) ** 2).sum(-1)
+        self.assertAlmostEqual(whole.objective, distances.min(1).sum(),
+                               delta=1e-4 * whole.objective)
+
+    def test_fit_with_server_initialisation_on_a_sample(self):
+        points = blobs(3000, 2, 5)
+        whole = self.client.fit(points, k=5, iterations=20, batch_size=1000, sample_size=500)
+        self.assertEqual(whole.centers.shape, (5, 2))
+        self.assertLess(whole.passes, 20)  # well separated blobs settle
+
+    def test_stubs_are_generated_on_first_use_from_any_directory(self):
+        with tempfile.TemporaryDirectory() as work:
+            cache = os.path.join(work, "cache")
+            out = run_python(
+                f"import kmt; print(len(kmt.Client('{self.server.address}').models()))",
+                cwd=work, PYTHONPATH=os.path.join(SOURCE_DIR, "python"), XDG_CACHE_HOME=cache)
+            self.assertEqual(out.strip(), "12")
+            (stubs,) = os.listdir(os.path.join(cache, "kmt"))
+            self.assertEqual(sorted(f for f in os.listdir(os.path.join(cache, "kmt", stubs))
+                                    if f.endswith(".py")),
+                             ["kmeans_transformer_pb2.py", "kmeans_transformer_pb2_grpc.py"])
+
+    def test_installed_package_needs_neither_the_checkout_nor_protoc(self):
+        with tempfile.TemporaryDirectory() as work:
+            target = os.path.join(work, "site")
+            subprocess.run([os.path.join(SOURCE_DIR, "scripts/install-python-client.sh"), target],
+                           check=True, capture_output=True, timeout=120)
+            cache = os.path.join(work, "cache")
+            out = run_python(
+                f"import kmt; print(kmt.__file__); print(len(kmt.Client('{self.server.address}')"
+                ".models()))", cwd="/", PYTHONPATH=target, XDG_CACHE_HOME=cache, PATH="/nonexistent")
+            self.assertEqual(out.split(), [os.path.join(target, "kmt", "__init__.py"), "12"])
+            self.assertFalse(os.path.exists(cache))
+
+    def test_the_docs_example_runs_from_any_directory(self):
+        with tempfile.TemporaryDirectory() as work:
+            result = subprocess.run(
+                [sys.executable, os.path.join(SOURCE_DIR, "docs/examples/python_client.py"),
+                 f"--server={self.server.address}"],
+                cwd=work, capture_output=True, text=True, timeout=300,
+                env={**os.environ, "XDG_CACHE_HOME": os.path.join(work, "cache")})
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("1000 labels, 4 centers", result.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,139 @@
+// The /metrics endpoint, scraped over HTTP as Prometheus does: the series
+// alerts watch exist at 0 from the start, each recorded event moves exactly
+// the series it should, and the process metrics are there.
+#include "server/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "tests/integration/server_process.h"
+
+namespace kmt {
+namespace {
+
+class MetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::vector<std::string> refused;
+    registry_ = std::make_unique<ModelRegistry>(ModelRegistry::Load("", &refused));
+    absl::StatusOr<std::unique_ptr<Metrics>> metrics =
+        Metrics::Start("127.0.0.1:0", *registry_, "1.2.3");
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    metrics_ = std::move(*metrics);
+  }
+
+  std::map<std::string, double> Scrape() { return ScrapeMetrics(metrics_->port()); }
+
+  std::unique_ptr<ModelRegistry> registry_;
+  std::unique_ptr<Metrics> metrics_;
+};
+
+v1::ClusterRequest Request(const std::string& model, int64_t n) {
+  v1::ClusterRequest request;
+  request.set_model(model);
+  request.set_n(n);
+  return request;
+}
+
+TEST_F(MetricsTest, SeriesAlertsWatchStartAtZero) {
+  const std::map<std::string, double> series = Scrape();
+  ASSERT_FALSE(registry_->models().empty());
+  for (const RegistryEntry& m : registry_->models()) {
+    SCOPED_TRACE(m.info.name());
+    EXPECT_EQ(series.at("kmt_batches_total{code=\"OK\",model=\"" + m.info.name() + "\"}"), 0);
+    EXPECT_EQ(series.at("kmt_points_total{model=\"" + m.info.name() + "\"}"), 0);
+  }
+  for (const char* code : {"INTERNAL", "UNAVAILABLE", "DEADLINE_EXCEEDED", "INVALID_ARGUMENT"}) {
+    EXPECT_EQ(series.at(std::string("kmt_errors_total{code=\"") + code + "\"}"), 0) << code;
+  }
+  EXPECT_EQ(series.count("kmt_errors_total{code=\"OK\"}"), 0u);
+  EXPECT_EQ(series.at("kmt_models_loaded{kind=\"learned\"}"), 0);
+  EXPECT_EQ(series.at("kmt_models_loaded{kind=\"exact\"}"),
+            static_cast<double>(registry_->models().size()));
+  EXPECT_EQ(series.at("kmt_build_info{version=\"1.2.3\"}"), 1);
+}
+
+TEST_F(MetricsTest, ABatchMovesItsCountersAndHistograms) {
+  const std::string model = registry_->models().front().info.name();
+  v1::ClusterResponse ok;
+  ok.set_objective(2.0 * 100);
+  ok.set_iterations_run(5);
+  ok.mutable_timing()->set_queue_seconds(0.001);
+  ok.mutable_timing()->set_compute_seconds(0.02);
+  metrics_->RecordBatch(Request(model, 100), ok, 0.03);
+  v1::ClusterResponse failed;
+  failed.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kInvalidArgument));
+  metrics_->RecordBatch(Request("no-such-model", 100), failed, 0.0001);
+
+  const std::map<std::string, double> series = Scrape();
+  const std::string m = "model=\"" + model + "\"";
+  EXPECT_EQ(series.at("kmt_batches_total{code=\"OK\"," + m + "}"), 1);
+  EXPECT_EQ(series.at("kmt_batches_total{code=\"INVALID_ARGUMENT\",model=\"unknown\"}"), 1);
+  EXPECT_EQ(series.at("kmt_errors_total{code=\"INVALID_ARGUMENT\"}"), 1);
+  EXPECT_EQ(series.at("kmt_points_total{" + m + "}"), 100);
+  EXPECT_EQ(series.at("kmt_objective_per_point_sum{" + m + "}"), 2.0);
+  EXPECT_EQ(series.at("kmt_layers_sum{" + m + "}"), 5);
+  EXPECT_DOUBLE_EQ(series.at("kmt_queue_seconds_sum{" + m + "}"), 0.001);
+  EXPECT_DOUBLE_EQ(series.at("kmt_compute_seconds_sum{" + m + "}"), 0.02);
+  EXPECT_DOUBLE_EQ(series.at("kmt_request_duration_seconds_sum{code=\"OK\"," + m + "}"), 0.03);
+  // Queue and compute time are those of successful batches only.
+  EXPECT_EQ(series.count("kmt_queue_seconds_count{model=\"unknown\"}"), 0u);
+  EXPECT_EQ(series.at("kmt_request_duration_seconds_count{code=\"INVALID_ARGUMENT\",model="
+                      "\"unknown\"}"),
+            1);
+}
+
+// A deadline that ends a stream is a stream outcome, not another failed batch.
+TEST_F(MetricsTest, StreamOutcomesHaveTheirOwnCounter) {
+  metrics_->RecordStreamEnd(static_cast<int>(absl::StatusCode::kDeadlineExceeded));
+  metrics_->RecordStreamEnd(0);
+  metrics_->RecordStreamEnd(0);
+  const std::map<std::string, double> series = Scrape();
+  EXPECT_EQ(series.at("kmt_streams_total{code=\"DEADLINE_EXCEEDED\"}"), 1);
+  EXPECT_EQ(series.at("kmt_streams_total{code=\"OK\"}"), 2);
+  EXPECT_EQ(series.at("kmt_streams_total{code=\"CANCELLED\"}"), 0);
+  EXPECT_EQ(series.at("kmt_errors_total{code=\"DEADLINE_EXCEEDED\"}"), 0);
+}
+
+// histogram_quantile interpolates linearly within a bucket: with each bound
+// at most 1.26 times the previous, a quantile inside 1e-6..1e6 reads within
+// about 10% of the true one.
+TEST_F(MetricsTest, ObjectiveBucketsAreFineEnoughForQuantiles) {
+  v1::ClusterResponse ok;
+  ok.set_objective(1.0);
+  metrics_->RecordBatch(Request(registry_->models().front().info.name(), 1), ok, 0.001);
+  std::vector<double> bounds;
+  for (const auto& [name, value] : Scrape()) {
+    if (name.rfind("kmt_objective_per_point_bucket{", 0) != 0) continue;
+    const size_t at = name.find("le=\"") + 4;
+    double le;
+    if (absl::SimpleAtod(name.substr(at, name.find('"', at) - at), &le) && std::isfinite(le)) {
+      bounds.push_back(le);
+    }
+  }
+  std::sort(bounds.begin(), bounds.end());
+  ASSERT_GE(bounds.size(), 2u);
+  EXPECT_LE(bounds.front(), 1e-6);
+  EXPECT_GE(bounds.back(), 1e6);
+  for (size_t i = 1; i < bounds.size(); ++i) EXPECT_LE(bounds[i] / bounds[i - 1], 1.26);
+}
+
+TEST_F(MetricsTest, ProcessMetricsUnderPrometheusNames) {
+  const std::map<std::string, double> series = Scrape();
+  EXPECT_GE(series.at("process_cpu_seconds_total"), 0);
+  for (const char* name :
+       {"process_resident_memory_bytes", "process_virtual_memory_bytes",
+        "process_start_time_seconds", "process_threads", "process_open_fds", "process_max_fds"}) {
+    EXPECT_GT(series.at(name), 0) << name;
+  }
+}
+
+}  // namespace
+}  // namespace kmt
