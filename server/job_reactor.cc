@@ -95,7 +95,7 @@ void JobReactor::End(const absl::Status& status) {
     if (ended_) return;
     ended_ = true;
   }
-  if (!status.ok()) env_->metrics->RecordStreamError(static_cast<int>(status.code()));
+  env_->metrics->RecordJobEnd(static_cast<int>(status.code()));
   Finish(ToGrpcStatus(status));
 }
 

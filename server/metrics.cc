@@ -93,6 +93,10 @@ Metrics::Metrics(const ModelRegistry& registry)
                   .Help("Cluster streams open now.")
                   .Register(*registry_)
                   .Add({});
+  job_ends_ = &prometheus::BuildCounter()
+                   .Name("kmt_jobs_total")
+                   .Help("Resident-job streams ended, by final status code.")
+                   .Register(*registry_);
   jobs_ = &prometheus::BuildGauge()
                .Name("kmt_jobs_in_flight")
                .Help("Resident jobs (Job streams) open now.")
@@ -165,6 +169,8 @@ void Metrics::RecordBatch(const v1::ClusterRequest& request, const v1::ClusterRe
       .Observe(response.objective() / static_cast<double>(request.n()));
   layers_->Add({{"model", model}}, kLayerBuckets).Observe(response.iterations_run());
 }
+
+void Metrics::RecordJobEnd(int code) { job_ends_->Add({{"code", CodeName(code)}}).Increment(); }
 
 void Metrics::RecordStreamEnd(int code) {
   stream_ends_->Add({{"code", CodeName(code)}}).Increment();

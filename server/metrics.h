@@ -43,6 +43,8 @@ class Metrics {
   void StreamEnded() { streams_->Decrement(); }
   // Resident jobs: open Job streams, and the bytes their shards hold out of
   // the server's cap.
+  // A Job stream that ended with this status code.
+  void RecordJobEnd(int code);
   void JobStarted() { jobs_->Increment(); }
   void JobEnded() { jobs_->Decrement(); }
   void SetResidentBytes(int64_t held, int64_t cap) {
@@ -68,6 +70,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* stream_ends_;
   prometheus::Gauge* streams_;
   prometheus::Gauge* jobs_;
+  prometheus::Family<prometheus::Counter>* job_ends_;
   prometheus::Gauge* resident_bytes_;
   prometheus::Gauge* resident_cap_;
 };

@@ -128,6 +128,8 @@ int ServerProcess::Terminate(absl::Duration timeout) {
 
 std::string ServerProcess::Log() const { return ReadFile(dir_ + "/stderr"); }
 
+std::string ServerBinary() { return KMT_SERVER_BINARY; }
+
 int RunProgram(const std::vector<std::string>& argv, std::string* out, std::string* err) {
   static int runs = 0;
   const std::string dir = TempDir("run" + std::to_string(runs++));

@@ -39,6 +39,9 @@ class ServerProcess {
   std::string dir_;
 };
 
+// The kmt-server binary the tests run.
+std::string ServerBinary();
+
 // Runs a program to completion; returns its exit code and its standard
 // output and error.
 int RunProgram(const std::vector<std::string>& argv, std::string* out, std::string* err);

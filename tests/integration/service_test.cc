@@ -758,14 +758,14 @@ TEST(ServiceStart, APortInUseIsAnErrorUnlessSharingIsAsked) {
   ASSERT_NE(first, nullptr);
   std::string out, err;
   const std::string grpc_taken = absl::StrCat("--listen=127.0.0.1:", first->port());
-  EXPECT_EQ(RunProgram({KMT_SERVER_BINARY, grpc_taken, "--metrics_listen=127.0.0.1:0"}, &out, &err),
+  EXPECT_EQ(RunProgram({ServerBinary(), grpc_taken, "--metrics_listen=127.0.0.1:0"}, &out, &err),
             1);
   EXPECT_TRUE(absl::StrContains(err, absl::StrCat("cannot listen on 127.0.0.1:", first->port(),
                                                   ": the port is in use by another process")))
       << err;
   const std::string metrics_taken =
       absl::StrCat("--metrics_listen=127.0.0.1:", first->metrics_port());
-  EXPECT_EQ(RunProgram({KMT_SERVER_BINARY, "--listen=127.0.0.1:0", metrics_taken}, &out, &err), 1);
+  EXPECT_EQ(RunProgram({ServerBinary(), "--listen=127.0.0.1:0", metrics_taken}, &out, &err), 1);
   EXPECT_TRUE(absl::StrContains(
       err, absl::StrCat("cannot serve metrics on 127.0.0.1:", first->metrics_port())))
       << err;

@@ -121,7 +121,7 @@ TEST_F(TlsTest, MutualTlsServesOnlyClientsWithACertificateFromItsCa) {
 
 TEST_F(TlsTest, BadTlsFilesStopTheServerAtStartWithTheReason) {
   std::string out, err;
-  EXPECT_EQ(RunProgram({KMT_SERVER_BINARY, "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
+  EXPECT_EQ(RunProgram({ServerBinary(), "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
                         "--tls_cert=/nonexistent.pem", "--tls_key=" + pki_->Path("server", ".key")},
                        &out, &err),
             1);
