@@ -751,6 +751,111 @@ TEST(ServiceAbuse, AClientThatNeverReadsIsHeldByTheStreamWindow) {
   EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0) << server->Log();
 }
 
+// A TCP relay on a free loopback port to `port`, passing the client's bytes
+// on at `bytes_per_second` and the server's at full speed; one connection.
+class SlowRelay {
+ public:
+  SlowRelay(int port, int bytes_per_second) : port_(port), rate_(bytes_per_second) {
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    bind(listener_, reinterpret_cast<sockaddr*>(&address), length);
+    getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
+    listen(listener_, 1);
+    listen_port_ = ntohs(address.sin_port);
+    accepter_ = std::thread([this] { Relay(); });
+  }
+  ~SlowRelay() {
+    shutdown(listener_, SHUT_RDWR);
+    close(listener_);
+    for (int fd : {client_.load(), server_.load()}) {
+      if (fd >= 0) shutdown(fd, SHUT_RDWR);
+    }
+    accepter_.join();
+  }
+  std::string address() const { return absl::StrCat("127.0.0.1:", listen_port_); }
+
+ private:
+  void Relay() {
+    const int client = accept(listener_, nullptr, nullptr);
+    if (client < 0) return;
+    const int server = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port_);
+    if (connect(server, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) return;
+    client_ = client;
+    server_ = server;
+    // 4 KiB pieces, each followed by the pause that keeps to the rate.
+    const auto pipe = [](int from, int to, int rate) {
+      char buffer[4096];
+      for (;;) {
+        const ssize_t got = read(from, buffer, sizeof(buffer));
+        if (got <= 0 || write(to, buffer, got) != got) break;
+        if (rate > 0) std::this_thread::sleep_for(std::chrono::microseconds(got * 1000000 / rate));
+      }
+      shutdown(to, SHUT_WR);
+    };
+    std::thread down(pipe, server, client, 0);
+    pipe(client, server, rate_);
+    down.join();
+    close(client);
+    close(server);
+  }
+
+  int port_, rate_, listener_, listen_port_ = 0;
+  std::atomic<int> client_{-1}, server_{-1};
+  std::thread accepter_;
+};
+
+TEST(ServiceAbuse, ATricklingMessageDoesNotHoldTheWorker) {
+  // One worker; a 2 MiB batch arrives at 256 KiB/s, about 8 s. Messages are
+  // read by gRPC's threads, so the worker serves another client meanwhile.
+  const auto server = ServerProcess::Start({"--workers=1", "--not_serving_delay=0s"});
+  ASSERT_NE(server, nullptr);
+  SlowRelay relay(server->port(), 256 << 10);
+  std::atomic<bool> trickled{false};
+  int trickle_answered = 0;
+  absl::Status trickle_status;
+  std::thread slow([&] {
+    Client client({.target = relay.address(), .max_attempts = 1});
+    const v1::ClusterRequest big =
+        Request("big", "lloyd-onehot", Matrix<float>::Random(8, 65536), 4, 3);
+    bool sent = false;
+    trickle_status = client.Cluster(
+        [&](v1::ClusterRequest* r) {
+          if (sent) return false;
+          *r = big;
+          return sent = true;
+        },
+        [&](v1::ClusterResponse&& response) { trickle_answered += !response.has_error(); });
+    trickled = true;
+  });
+  // Once the trickle is under way, a direct client's batch is answered.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  Client direct({.target = server->address()});
+  const Matrix<float> points = Matrix<float>::Random(8, 1000);
+  int answered = 0;
+  bool sent = false;
+  const absl::Status status = direct.Cluster(
+      [&](v1::ClusterRequest* r) {
+        if (sent) return false;
+        *r = Request("small", "lloyd-onehot", points, 4, 3);
+        return sent = true;
+      },
+      [&](v1::ClusterResponse&& response) { answered += !response.has_error(); });
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(answered, 1);
+  EXPECT_FALSE(trickled) << "the trickle ended before the direct batch was answered";
+  slow.join();
+  EXPECT_TRUE(trickle_status.ok()) << trickle_status;
+  EXPECT_EQ(trickle_answered, 1);
+  EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
+}
+
 TEST(ServiceStart, APortInUseIsAnErrorUnlessSharingIsAsked) {
   // Sharing takes both servers' consent (SO_REUSEPORT on each socket): a
   // server that does not ask is refused even by one that does.
