@@ -20,10 +20,9 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/command_line.h"
 #include "client/cluster_client.h"
 
 ABSL_FLAG(std::string, server, "localhost:50051", "the server's address");
@@ -210,9 +209,9 @@ int Run() {
 }  // namespace kmt
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  kmt::ParseCommandLine(
       "Soaks a running kmt-server with mixed traffic; prints what was answered, the server's "
-      "memory growth and per-second p99 latency.");
-  absl::ParseCommandLine(argc, argv);
+      "memory growth and per-second p99 latency.",
+      argc, argv);
   return kmt::Run();
 }

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/command_line.h"
 #include "core/init.h"
 #include "core/transformer.h"
 #include "learn/task_generator.h"
@@ -107,6 +107,9 @@ int Cluster() {
 }  // namespace kmt
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  kmt::ParseCommandLine(
+      "The in-process reference of bench/whole_bench.sh: writes its data, or runs Lloyd's on it "
+      "in this process.",
+      argc, argv);
   return absl::GetFlag(FLAGS_generate) ? kmt::Generate() : kmt::Cluster();
 }
