@@ -5,15 +5,23 @@
 namespace kmt {
 
 absl::string_view InputScalingName(InputScaling scaling) {
-  return scaling == InputScaling::kNone ? "none" : "min-max";
+  switch (scaling) {
+    case InputScaling::kNone:
+      return "none";
+    case InputScaling::kMinMax:
+      return "min-max";
+    case InputScaling::kGlobalMinMax:
+      return "global-min-max";
+  }
+  return "unknown";
 }
 
 absl::StatusOr<InputScaling> ParseInputScaling(absl::string_view name) {
-  for (InputScaling s : {InputScaling::kNone, InputScaling::kMinMax}) {
+  for (InputScaling s : {InputScaling::kNone, InputScaling::kMinMax, InputScaling::kGlobalMinMax}) {
     if (name == InputScalingName(s)) return s;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown input scaling '", name, "', expected none or min-max"));
+      absl::StrCat("unknown input scaling '", name, "', expected none, min-max or global-min-max"));
 }
 
 template <typename Scalar>
@@ -22,6 +30,7 @@ InputMap<Scalar>::InputMap(InputScaling scaling, const Matrix<Scalar>& points) {
   identity_ = false;
   offset_ = points.rowwise().minCoeff();
   scale_ = points.rowwise().maxCoeff() - offset_;
+  if (scaling == InputScaling::kGlobalMinMax) scale_.setConstant(scale_.maxCoeff());
   inverse_scale_ = scale_.unaryExpr([](Scalar r) { return r > 0 ? 1 / r : Scalar(0); });
 }
 

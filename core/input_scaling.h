@@ -1,7 +1,10 @@
 // How a model sees a caller's points. A learned model was trained on tasks
-// mapped onto [0, 1] and is served through the same map: the batch is mapped
+// in [0, 1]^d and is served through a map onto that box: the batch is mapped
 // before the layers, and the centers are mapped back, so labels, centers and
-// objectives are reported in the caller's units.
+// objectives are reported in the caller's units. The global map (paper B's
+// appendix D) translates and scales every dimension alike, so the caller's
+// k-means problem is the model's, up to a translation and a uniform scale;
+// the per-dimension map stretches each axis to [0, 1] and changes it.
 #ifndef KMT_CORE_INPUT_SCALING_H_
 #define KMT_CORE_INPUT_SCALING_H_
 
@@ -15,6 +18,7 @@ enum class InputScaling {
   kNone,    ///< the points as they are
   kMinMax,  ///< per dimension, (x - min) / (max - min) over the batch; a constant dimension maps to
             ///< 0
+  kGlobalMinMax,  ///< (x - min) / r: min per dimension, r the largest of the dimensions' ranges
 };
 
 absl::string_view InputScalingName(InputScaling scaling);

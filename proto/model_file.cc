@@ -201,6 +201,9 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
     case v1::SCALING_MIN_MAX:
       model.input_scaling = InputScaling::kMinMax;
       break;
+    case v1::SCALING_GLOBAL_MIN_MAX:
+      model.input_scaling = InputScaling::kGlobalMinMax;
+      break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("model has unknown input scaling ", file.input_scaling()));
@@ -252,8 +255,17 @@ v1::ModelFile ModelToProto(const Model<Scalar>& model) {
   file.set_d(model.d);
   file.set_k(model.k);
   file.set_embedding(std::string(EmbeddingName(model.embedding)));
-  file.set_input_scaling(model.input_scaling == InputScaling::kMinMax ? v1::SCALING_MIN_MAX
-                                                                      : v1::SCALING_NONE);
+  switch (model.input_scaling) {
+    case InputScaling::kNone:
+      file.set_input_scaling(v1::SCALING_NONE);
+      break;
+    case InputScaling::kMinMax:
+      file.set_input_scaling(v1::SCALING_MIN_MAX);
+      break;
+    case InputScaling::kGlobalMinMax:
+      file.set_input_scaling(v1::SCALING_GLOBAL_MIN_MAX);
+      break;
+  }
   file.set_reembed(model.reembed);
   file.set_unit_norm(model.unit_norm);
   file.set_norm_coordinate(model.norm_coordinate);

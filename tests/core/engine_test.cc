@@ -222,3 +222,37 @@ TEST(Engine, WeightsThatOverflowAreAnErrorNotAnInfiniteObjective) {
 
 }  // namespace
 }  // namespace kmt
+
+namespace kmt {
+namespace {
+
+TEST(Engine, GlobalScalingKeepsTheCallersProblem) {
+  // Anisotropic data: one axis 50 times the other's range.
+  Task<double> task = GenerateTask<double>({.n = 200, .d = 3, .k = 4}, 21);
+  task.points.row(0) *= 50.0;
+  const ServedModel<double> model =
+      *ServedModel<double>::FromWeights(RandomModel(3, 4, InputScaling::kGlobalMinMax), "test");
+  const RunResult<double> run =
+      *Cluster(model, MakeBatch({.points = task.points, .k = 4, .layers = 3, .seed = 2}));
+  // The objective reported is the caller's: that of the centers returned on
+  // the caller's points, every point at its nearest center.
+  Labels nearest;
+  Vector<double> sq;
+  AssignNearest(task.points, run.centers, &nearest, &sq);
+  EXPECT_EQ(run.labels, nearest);
+  EXPECT_NEAR(run.objective, sq.sum(), 1e-9 * sq.sum());
+  // The same points scaled by 7 and moved: the same labels, the centers
+  // scaled and moved alike, the objective 49 times larger.
+  const Vector<double> shift = (Vector<double>(3) << 100, -3, 0.5).finished();
+  const Matrix<double> moved = (7.0 * task.points).colwise() + shift;
+  const RunResult<double> again =
+      *Cluster(model, MakeBatch({.points = moved, .k = 4, .layers = 3, .seed = 2}));
+  EXPECT_EQ(again.labels, run.labels);
+  const Matrix<double> expected = (7.0 * run.centers).colwise() + shift;
+  EXPECT_LE((again.centers - expected).cwiseAbs().maxCoeff(),
+            1e-9 * expected.cwiseAbs().maxCoeff());
+  EXPECT_NEAR(again.objective, 49 * run.objective, 1e-9 * again.objective);
+}
+
+}  // namespace
+}  // namespace kmt

@@ -46,7 +46,7 @@ TEST(ShippedModels, EveryFileLoadsWithItsProvenance) {
     ASSERT_TRUE(file.ok()) << file.status();
     EXPECT_TRUE(ModelFromProto<float>(*file).ok());
     EXPECT_EQ(file->name() + ".kmt", entry.path().filename().string());
-    EXPECT_EQ(file->input_scaling(), v1::SCALING_MIN_MAX);
+    EXPECT_EQ(file->input_scaling(), v1::SCALING_GLOBAL_MIN_MAX);
     EXPECT_NE(file->provenance().training_config().find("steps="), std::string::npos);
     EXPECT_TRUE(file->provenance().final_metrics().count("validation_ratio"));
   }

@@ -45,7 +45,7 @@ TEST(TrainCli, ResumedRunWritesTheSameWeightsAsAStraightRun) {
   ASSERT_EQ(straight.layers_size(), 1);
   EXPECT_EQ(straight.layers(0).SerializeAsString(), resumed.layers(0).SerializeAsString());
   EXPECT_EQ(straight.name(), "tiny");
-  EXPECT_EQ(straight.input_scaling(), v1::SCALING_MIN_MAX);
+  EXPECT_EQ(straight.input_scaling(), v1::SCALING_GLOBAL_MIN_MAX);
   EXPECT_TRUE(straight.reembed());
   EXPECT_EQ(straight.provenance().seed(), 5u);
   EXPECT_NE(straight.provenance().training_config().find("steps=30"), std::string::npos);
