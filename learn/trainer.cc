@@ -85,8 +85,7 @@ Model<float> ModelFromParams(const TrainerOptions& o, const Vector<double>& para
   model.keep_empty_centers = false;
   // Trained on tasks in [0, 1]^d: served through the map onto that box that
   // keeps the caller's k-means problem (one scale for every dimension).
-  model.input_scaling =
-      o.tasks.min_max_scale ? InputScaling::kGlobalMinMax : InputScaling::kNone;
+  model.input_scaling = o.tasks.min_max_scale ? InputScaling::kGlobalMinMax : InputScaling::kNone;
   model.layers.push_back(WeightsFromParams(o, params));
   return model;
 }
