@@ -802,6 +802,9 @@ class SlowRelay {
     std::thread down(pipe, server, client, 0);
     pipe(client, server, rate_);
     down.join();
+    // Forgotten before closed, so the destructor never touches a reused fd.
+    client_ = -1;
+    server_ = -1;
     close(client);
     close(server);
   }
