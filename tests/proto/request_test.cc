@@ -42,7 +42,9 @@ TEST(Request, FieldsBecomeTheBatch) {
 
   r.set_init(v1::INIT_GIVEN);
   for (float v : {0.f, 0.f, 10.f, 10.f}) r.add_centers(v);
-  const BatchSpec<float>& given = BatchFromRequest(r)->spec();
+  const absl::StatusOr<Batch<float>> with_centers = BatchFromRequest(r);
+  ASSERT_TRUE(with_centers.ok()) << with_centers.status();
+  const BatchSpec<float>& given = with_centers->spec();
   EXPECT_EQ(given.given_centers.cols(), 2);
   EXPECT_EQ(given.given_centers(0, 1), 10);
 }
