@@ -42,6 +42,28 @@ bool SameFeedForward(const std::optional<FeedForward<Scalar>>& a,
   return a->W1 == b->W1 && a->b1 == b->b1 && a->W2 == b->W2 && a->b2 == b->b2;
 }
 
+absl::Status CheckRegisterPenalty(double register_penalty) {
+  if (!(register_penalty > 0) || !std::isfinite(register_penalty)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("register penalty ", register_penalty, " must be positive and finite"));
+  }
+  return absl::OkStatus();
+}
+
+// Queries and keys of a block that weighs each cluster's own points: the
+// data coordinates scaled by data_scale, the registers by
+// sqrt(register_penalty), so another cluster's point scores
+// 2 register_penalty lower.
+template <typename Scalar>
+Matrix<Scalar> ClusterRestrictedProjection(int d, int m, double data_scale,
+                                           double register_penalty) {
+  Matrix<Scalar> qk = Matrix<Scalar>::Zero(d + m, d + m);
+  qk.topLeftCorner(d, d).diagonal().setConstant(static_cast<Scalar>(data_scale));
+  qk.bottomRightCorner(m, m).diagonal().setConstant(
+      static_cast<Scalar>(std::sqrt(register_penalty)));
+  return qk;
+}
+
 }  // namespace
 
 absl::string_view Theta3FormName(Theta3Form form) {
@@ -162,21 +184,15 @@ absl::StatusOr<Model<Scalar>> ClusterRestrictedConstruction(int d, int k, Normal
     return absl::InvalidArgumentError(absl::StrCat(
         "a cluster-restricted theta3 is sparsemax or normmax, not ", NormalizerName(normalizer)));
   }
-  if (!(register_penalty > 0) || !std::isfinite(register_penalty)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("register penalty ", register_penalty, " must be positive and finite"));
-  }
+  if (absl::Status s = CheckRegisterPenalty(register_penalty); !s.ok()) return s;
   const double scale = normalizer == Normalizer::kSparsemax ? beta : 1.0;
   if (!(scale > 0) || !std::isfinite(scale)) {
     return absl::InvalidArgumentError(absl::StrCat("beta ", beta, " must be positive and finite"));
   }
   absl::StatusOr<Model<Scalar>> model = LloydConstruction<Scalar>(d, k, {});
   if (!model.ok()) return model;
-  const int m = model->registers();
-  Matrix<Scalar> qk = Matrix<Scalar>::Zero(d + m, d + m);
-  qk.topLeftCorner(d, d).diagonal().setConstant(static_cast<Scalar>(std::sqrt(scale)));
-  qk.bottomRightCorner(m, m).diagonal().setConstant(
-      static_cast<Scalar>(std::sqrt(register_penalty)));
+  const Matrix<Scalar> qk = ClusterRestrictedProjection<Scalar>(d, model->registers(),
+                                                                std::sqrt(scale), register_penalty);
   AttentionBlock<Scalar>& theta3 = model->layers[0][BlockId::kCentersToPoints];
   theta3.Q = qk;
   theta3.K = qk;
@@ -190,10 +206,7 @@ absl::StatusOr<Model<Scalar>> ClusterRestrictedConstruction(int d, int k, Normal
 template <typename Scalar>
 absl::StatusOr<Model<Scalar>> KMedoidsConstruction(int d, int k, double gamma,
                                                    double register_penalty) {
-  if (!(register_penalty > 0) || !std::isfinite(register_penalty)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("register penalty ", register_penalty, " must be positive and finite"));
-  }
+  if (absl::Status s = CheckRegisterPenalty(register_penalty); !s.ok()) return s;
   if (!(gamma > 0)) {
     return absl::InvalidArgumentError(absl::StrCat("gamma ", gamma, " must be positive"));
   }
@@ -201,11 +214,8 @@ absl::StatusOr<Model<Scalar>> KMedoidsConstruction(int d, int k, double gamma,
   if (!model.ok()) return model;
   const int m = model->registers();
   const bool nearest = std::isinf(gamma);
-  Matrix<Scalar> qk = Matrix<Scalar>::Zero(d + m, d + m);
-  qk.topLeftCorner(d, d).diagonal().setConstant(
-      static_cast<Scalar>(nearest ? 1.0 : std::sqrt(gamma)));
-  qk.bottomRightCorner(m, m).diagonal().setConstant(
-      static_cast<Scalar>(std::sqrt(register_penalty)));
+  const Matrix<Scalar> qk =
+      ClusterRestrictedProjection<Scalar>(d, m, nearest ? 1.0 : std::sqrt(gamma), register_penalty);
   CenterStep<Scalar> draw;
   draw.to_points =
       Block<Scalar>(qk, Projector<Scalar>(d + m, 0, d), ScoreKind::kEuclidean, Normalizer::kGumbel);
