@@ -32,6 +32,8 @@ ABSL_FLAG(std::vector<std::string>, seeds, {},
 ABSL_FLAG(bool, without_reembed, false,
           "also run each model without re-embedding (registers carried over between steps)");
 ABSL_FLAG(std::string, out_md, "", "Markdown table to write (default: stdout only)");
+ABSL_FLAG(std::string, out_steps_md, "",
+          "Markdown table of every step's mean log objective, first scenario");
 ABSL_FLAG(std::string, out_svg, "", "SVG plot of mean log objective against step, first scenario");
 ABSL_FLAG(std::string, svg_dir, "", "directory for one SVG plot per scenario, <scenario>.svg");
 
@@ -66,6 +68,24 @@ std::string Table(const std::vector<Scenario>& scenarios,
     for (size_t m = 0; m < models.size(); ++m) {
       absl::StrAppend(&out, " | ", Cell(r.models[m], t), " | ", SignedCell(r.differences[m], t));
     }
+    absl::StrAppend(&out, " |\n");
+  }
+  return out;
+}
+
+// The first scenario step by step: one row per T, one column per run.
+std::string StepsTable(const Scenario& s, const ScenarioSummary& r,
+                       const std::vector<Model<float>>& models, int steps) {
+  std::string out = absl::StrCat("| ", s.description, ", T | Lloyd's");
+  std::string rule = "|---|---";
+  for (const Model<float>& m : models) {
+    absl::StrAppend(&out, " | ", m.name);
+    absl::StrAppend(&rule, "|---");
+  }
+  absl::StrAppend(&out, " |\n", rule, "|\n");
+  for (int t = 0; t < steps; ++t) {
+    absl::StrAppend(&out, "| ", t + 1, " | ", Cell(r.lloyd, t));
+    for (const StepSummary& m : r.models) absl::StrAppend(&out, " | ", Cell(m, t));
     absl::StrAppend(&out, " |\n");
   }
   return out;
@@ -214,6 +234,9 @@ absl::Status Run() {
   }
   if (const std::string path = absl::GetFlag(FLAGS_out_md); !path.empty()) {
     std::ofstream(path) << table;
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_out_steps_md); !path.empty()) {
+    std::ofstream(path) << StepsTable(scenarios[0], results[0], models, steps);
   }
   if (const std::string path = absl::GetFlag(FLAGS_out_svg); !path.empty()) {
     std::ofstream(path) << Svg(scenarios[0], results[0], models, steps);
