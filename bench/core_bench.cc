@@ -10,6 +10,8 @@
 #include <map>
 #include <tuple>
 
+#include "core/assign.h"
+#include "core/cluster_sums.h"
 #include "core/constructions.h"
 #include "core/engine.h"
 #include "core/init.h"
@@ -77,6 +79,22 @@ void BM_ReferenceLloydIteration(benchmark::State& state) {
 
 void BM_DensePathLayer(benchmark::State& state) { RunLayers(state, Path::kDense, 1); }
 
+// One Lloyd's iteration as a resident job's shard runs it (and the fast path
+// each layer): the assignment with its counts and sums in one pass, then the
+// means.
+void BM_LloydIteration(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2);
+  const Data& data = Problem(n, d, k);
+  Matrix<float> centers = data.init;
+  Labels labels;
+  for (auto _ : state) {
+    ClusterSums sums(d, k);
+    benchmark::DoNotOptimize(AssignNearest(data.points, centers, &labels, nullptr, &sums));
+    ApplyMeans(sums, &centers);
+  }
+  SetPerUnit(state, "s_per_layer", 1, n);
+}
+
 // The bound of one Lloyd's iteration: its 2·n·k·d multiply-adds as Eigen's
 // sgemm computes them, in the blocks of points the assignment uses, on every
 // CPU. s_per_layer is directly comparable with BM_FastPathLayer's; GFLOPs
@@ -130,6 +148,11 @@ BENCHMARK(BM_FaissKMeansIteration)
 #endif
 
 BENCHMARK(BM_FastPathLayer)
+    ->Args({100000, 32, 64})
+    ->Args({1000000, 32, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_LloydIteration)
     ->Args({100000, 32, 64})
     ->Args({1000000, 32, 64})
     ->Unit(benchmark::kMillisecond)
