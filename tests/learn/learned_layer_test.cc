@@ -81,14 +81,18 @@ TEST(SoftmaxAttention, BackwardMatchesFiniteDifferences) {
   const Matrix<double> probe = Random(dim, 5, rng);  // loss = <probe, out>
   const auto loss = [&] {
     AttentionCache<double> cache;
-    return probe.cwiseProduct(SoftmaxAttentionForward(block, queries, keys, &cache)).sum();
+    Matrix<double> out;
+    SoftmaxAttentionForward(block, queries, keys, &cache, &out);
+    return probe.cwiseProduct(out).sum();
   };
   AttentionCache<double> cache;
-  SoftmaxAttentionForward(block, queries, keys, &cache);
+  Matrix<double> out;
+  SoftmaxAttentionForward(block, queries, keys, &cache, &out);
   AttentionBlock<double> grad =
       ZeroLike(LayerWeights<double>{block, block, block, block})[BlockId::kPointsToCenters];
   Matrix<double> d_keys = Matrix<double>::Zero(dim, 6);
-  SoftmaxAttentionBackward(block, cache, probe, &grad, &d_keys);
+  AttentionScratch<double> scratch;
+  SoftmaxAttentionBackward(block, cache, probe, &grad, &d_keys, &scratch);
   ExpectBlockGradients(loss, block, grad, "attention");
   ExpectGradient(loss, keys.data(), keys.size(), d_keys.data(), "keys");
 }
@@ -98,12 +102,17 @@ TEST(SoftmaxAttention, BackwardAccumulates) {
   AttentionBlock<double> block = RandomBlock(3, rng);
   const Matrix<double> z = Random(3, 4, rng), probe = Random(3, 4, rng);
   AttentionCache<double> cache;
-  SoftmaxAttentionForward(block, z, z, &cache);
+  Matrix<double> out;
+  SoftmaxAttentionForward(block, z, z, &cache, &out);
   LayerWeights<double> once = ZeroLike(LayerWeights<double>{block, block, block, block});
   LayerWeights<double> twice = once;
-  SoftmaxAttentionBackward<double>(block, cache, probe, &once[BlockId::kPointsToPoints], nullptr);
-  SoftmaxAttentionBackward<double>(block, cache, probe, &twice[BlockId::kPointsToPoints], nullptr);
-  SoftmaxAttentionBackward<double>(block, cache, probe, &twice[BlockId::kPointsToPoints], nullptr);
+  AttentionScratch<double> scratch;
+  SoftmaxAttentionBackward<double>(block, cache, probe, &once[BlockId::kPointsToPoints], nullptr,
+                                   &scratch);
+  SoftmaxAttentionBackward<double>(block, cache, probe, &twice[BlockId::kPointsToPoints], nullptr,
+                                   &scratch);
+  SoftmaxAttentionBackward<double>(block, cache, probe, &twice[BlockId::kPointsToPoints], nullptr,
+                                   &scratch);
   EXPECT_LE((twice[BlockId::kPointsToPoints].Q - 2 * once[BlockId::kPointsToPoints].Q).norm(),
             1e-12);
 }
@@ -113,9 +122,9 @@ TEST(SoftmaxAttention, ForwardEqualsTheServingEvaluator) {
   const AttentionBlock<double> block = RandomBlock(5, rng);
   const Matrix<double> queries = Random(5, 9, rng), keys = Random(5, 13, rng);
   AttentionCache<double> cache;
-  EXPECT_LE(
-      (SoftmaxAttentionForward(block, queries, keys, &cache) - Attend(block, queries, keys)).norm(),
-      1e-12);
+  Matrix<double> out;
+  SoftmaxAttentionForward(block, queries, keys, &cache, &out);
+  EXPECT_LE((out - Attend(block, queries, keys)).norm(), 1e-12);
 }
 
 TEST(SmoothedObjective, GradientMatchesFiniteDifferences) {
@@ -151,7 +160,7 @@ TEST(LearnedLayer, BackwardMatchesFiniteDifferences) {
     Matrix<double> d_out = Matrix<double>::Zero(d, k);
     SmoothedObjective<double>(points, out, 0.3, LossForm::kSoftmax, 1.0, &d_out);
     LayerWeights<double> grad = ZeroLike(w);
-    LayerBackward(w, cache, d_out, &grad);
+    LayerBackward(w, d_out, &cache, &grad);
     for (BlockId id : kBlockIds) {
       ExpectBlockGradients(loss, w[id], grad[id], std::string(BlockName(id)));
     }
