@@ -4,7 +4,9 @@
 // held-out tasks, runs every model for T = 1..T re-embedded steps and Lloyd's
 // for T iterations from the same initial centers, and reports the mean (and
 // spread) over tasks of log(objective). Writes a Markdown table and an SVG
-// plot of the objective against the step.
+// plot of the objective against the step, and, for a models-by-scenarios
+// view such as the cross-family matrix, the per-task difference from
+// Lloyd's at step T as a table and an SVG heatmap.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -31,6 +33,9 @@ ABSL_FLAG(std::vector<std::string>, scenarios, {},
 ABSL_FLAG(uint64_t, seed, 1000003, "seed of the held-out tasks (unlike any training seed)");
 ABSL_FLAG(std::string, out_md, "", "Markdown table to write (default: stdout only)");
 ABSL_FLAG(std::string, out_svg, "", "SVG plot of mean log objective against step, first scenario");
+ABSL_FLAG(std::string, out_matrix_md, "",
+          "Markdown table, models by scenarios, of log(objective) minus Lloyd's at step T");
+ABSL_FLAG(std::string, out_matrix_svg, "", "SVG heatmap of the same table");
 
 namespace kmt {
 namespace {
@@ -72,6 +77,9 @@ struct Curve {
 struct Result {
   Curve lloyd;
   std::vector<Curve> models;
+  /// Per model, log(model objective) - log(Lloyd's objective) task by task
+  /// (same tasks, same initial centers).
+  std::vector<Curve> differences;
 };
 
 Curve Summarise(const std::vector<std::vector<double>>& logs, int steps) {
@@ -104,8 +112,15 @@ Result Evaluate(const Scenario& s, const std::vector<Model<float>>& models, int 
       learned[m][t] = logs(*RunTransformer(models[m], points, init, {.layers = steps}));
     }
   }
-  Result r{Summarise(lloyd, steps), {}};
-  for (const auto& m : learned) r.models.push_back(Summarise(m, steps));
+  Result r{Summarise(lloyd, steps), {}, {}};
+  for (const auto& m : learned) {
+    r.models.push_back(Summarise(m, steps));
+    std::vector<std::vector<double>> diff = m;
+    for (int t = 0; t < tasks; ++t) {
+      for (int step = 0; step < steps; ++step) diff[t][step] -= lloyd[t][step];
+    }
+    r.differences.push_back(Summarise(diff, steps));
+  }
   return r;
 }
 
@@ -193,6 +208,79 @@ std::string Svg(const Scenario& s, const Result& r, const std::vector<Model<floa
   return svg + "</svg>\n";
 }
 
+// Models (rows) by scenarios (columns): mean ± sd over tasks of
+// log(model objective) - log(Lloyd's objective) at the last step.
+std::string MatrixTable(const std::vector<Scenario>& scenarios, const std::vector<Result>& results,
+                        const std::vector<Model<float>>& models, int steps) {
+  std::string out = "| model |";
+  std::string rule = "|---|";
+  for (const Scenario& s : scenarios) {
+    absl::StrAppend(&out, " ", s.name, " |");
+    absl::StrAppend(&rule, "---|");
+  }
+  absl::StrAppend(&out, "\n", rule, "\n");
+  for (size_t m = 0; m < models.size(); ++m) {
+    absl::StrAppend(&out, "| ", models[m].name, " |");
+    for (const Result& r : results) {
+      const Curve& c = r.differences[m];
+      absl::StrAppend(&out, absl::StrFormat(" %+.3f ± %.3f |", c.mean[steps - 1], c.sd[steps - 1]));
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+// The same means as a heatmap: blue where a model beats Lloyd's, red where
+// it loses, white at zero, colour scaled by the largest magnitude.
+std::string MatrixSvg(const std::vector<Scenario>& scenarios, const std::vector<Result>& results,
+                      const std::vector<Model<float>>& models, int steps, int tasks) {
+  double extent = 1e-9;
+  for (const Result& r : results) {
+    for (const Curve& c : r.differences) extent = std::max(extent, std::abs(c.mean[steps - 1]));
+  }
+  const int left = 260, top = 70, cell_w = 110, cell_h = 40;
+  const int w = left + cell_w * static_cast<int>(scenarios.size()) + 20;
+  const int h = top + cell_h * static_cast<int>(models.size()) + 50;
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
+      "fill=\"white\"/>\n<text x=\"10\" y=\"22\" font-size=\"14\">Mean log objective minus "
+      "Lloyd's at T = %d, %d tasks per scenario (blue: better than Lloyd's)</text>\n"
+      "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">evaluated on</text>\n",
+      w, h, steps, tasks, left + cell_w * static_cast<int>(scenarios.size()) / 2, top - 30);
+  for (size_t j = 0; j < scenarios.size(); ++j) {
+    absl::StrAppend(&svg,
+                    absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                                    left + cell_w * static_cast<int>(j) + cell_w / 2, top - 8,
+                                    scenarios[j].name));
+  }
+  for (size_t m = 0; m < models.size(); ++m) {
+    const int y = top + cell_h * static_cast<int>(m);
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n",
+                                          left - 8, y + cell_h / 2 + 4, models[m].name));
+    for (size_t j = 0; j < results.size(); ++j) {
+      const double v = results[j].differences[m].mean[steps - 1];
+      // 0 is white; -extent full blue (33, 102, 172), +extent full red (178, 24, 43).
+      const double a = std::min(1.0, std::abs(v) / extent);
+      const int r = static_cast<int>(std::lround(255 + a * ((v < 0 ? 33 : 178) - 255)));
+      const int g = static_cast<int>(std::lround(255 + a * ((v < 0 ? 102 : 24) - 255)));
+      const int b = static_cast<int>(std::lround(255 + a * ((v < 0 ? 172 : 43) - 255)));
+      const int x = left + cell_w * static_cast<int>(j);
+      absl::StrAppend(
+          &svg, absl::StrFormat(
+                    "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                    "fill=\"rgb(%d,%d,%d)\" stroke=\"white\"/>\n"
+                    "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"%s\">%+.3f</text>\n",
+                    x, y, cell_w, cell_h, r, g, b, x + cell_w / 2, y + cell_h / 2 + 4,
+                    a > 0.6 ? "white" : "black", v));
+    }
+  }
+  absl::StrAppend(&svg, absl::StrFormat("<text x=\"10\" y=\"%d\">rows: models; "
+                                        "colours scaled to ±%.3f</text>\n</svg>\n",
+                                        h - 16, extent));
+  return svg;
+}
+
 absl::Status Run() {
   std::vector<Model<float>> models;
   for (const std::string& path : absl::GetFlag(FLAGS_models)) {
@@ -231,6 +319,12 @@ absl::Status Run() {
   }
   if (const std::string path = absl::GetFlag(FLAGS_out_svg); !path.empty()) {
     std::ofstream(path) << Svg(scenarios[0], results[0], models, steps);
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_out_matrix_md); !path.empty()) {
+    std::ofstream(path) << MatrixTable(scenarios, results, models, steps);
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_out_matrix_svg); !path.empty()) {
+    std::ofstream(path) << MatrixSvg(scenarios, results, models, steps, tasks);
   }
   return absl::OkStatus();
 }
