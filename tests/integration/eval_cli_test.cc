@@ -1,13 +1,15 @@
 // kmt-eval as a user runs it for a models-by-scenarios matrix: each cell is
-// the mean over tasks of log(model objective) - log(Lloyd's objective), so it
-// equals the difference of the two means in the main table, and the heatmap
-// has one coloured cell per model and scenario.
+// the mean over tasks of log(model objective) - log(Lloyd's objective) at
+// step T, the main table's "− Lloyd's" cell and the difference of its two
+// means, and the heatmap has one coloured cell per model and scenario.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "learn/trainer.h"
 #include "proto/model_file.h"
@@ -22,16 +24,17 @@ std::string Read(const std::string& path) {
   return s.str();
 }
 
-// The leading number of each cell of a Markdown table row, skipping the
-// first (label) cell.
-std::vector<double> Numbers(absl::string_view row) {
-  std::vector<double> out;
+// The cells of a Markdown table row, the label cell first.
+std::vector<std::string> Cells(absl::string_view row) {
   std::vector<std::string> cells = absl::StrSplit(row, '|', absl::SkipWhitespace());
-  for (size_t i = 1; i < cells.size(); ++i) {
-    double v;
-    if (std::sscanf(cells[i].c_str(), "%lf", &v) == 1) out.push_back(v);
-  }
-  return out;
+  for (std::string& c : cells) c = std::string(absl::StripAsciiWhitespace(c));
+  return cells;
+}
+
+double Leading(const std::string& cell) {
+  double v = NAN;
+  std::sscanf(cell.c_str(), "%lf", &v);
+  return v;
 }
 
 // Two untrained models of the d = 2, k = 3 shape from different seeds.
@@ -63,23 +66,24 @@ TEST(EvalCli, MatrixCellIsTheModelsMeanMinusLloydsOnTheSameTasks) {
       << err;
   const std::vector<std::string> table = absl::StrSplit(Read(dir + "/table.md"), '\n');
   const std::vector<std::string> matrix = absl::StrSplit(Read(dir + "/matrix.md"), '\n');
+  ASSERT_GE(table.size(), 5u);
+  EXPECT_EQ(table[0], "| scenario, T = 3 | Lloyd's | model-1 | − Lloyd's | model-2 | − Lloyd's |");
   ASSERT_GE(matrix.size(), 4u);
   EXPECT_EQ(matrix[0], "| model | random | laplace | cauchy |");
   for (int m = 0; m < 2; ++m) {
     SCOPED_TRACE(m);
-    EXPECT_EQ(matrix[2 + m].rfind("| model-" + std::to_string(m + 1) + " |", 0), 0u)
-        << matrix[2 + m];
-    // Cells "mean ± sd": the leading number is the mean.
-    const std::vector<double> cells = Numbers(matrix[2 + m]);
-    ASSERT_EQ(cells.size(), 3u) << matrix[2 + m];
+    const std::vector<std::string> cells = Cells(matrix[2 + m]);
+    ASSERT_EQ(cells.size(), 4u) << matrix[2 + m];
+    EXPECT_EQ(cells[0], "model-" + std::to_string(m + 1));
     for (int s = 0; s < 3; ++s) {
       SCOPED_TRACE(s);
-      // Main table row: Lloyd's T=1 and T=3, then T=1 and T=3 per model.
-      const std::vector<double> row = Numbers(table[2 + s]);
+      // Main table row at T = 3: scenario, Lloyd's, then per model its mean
+      // and its difference from Lloyd's.
+      const std::vector<std::string> row = Cells(table[2 + s]);
       ASSERT_EQ(row.size(), 6u) << table[2 + s];
-      const double lloyd = row[1], model = row[3 + 2 * m];
+      EXPECT_EQ(cells[1 + s], row[3 + 2 * m]);
       // Three figures rounded to 1e-3: within 1.5e-3 of each other.
-      EXPECT_NEAR(cells[s], model - lloyd, 1.5e-3);
+      EXPECT_NEAR(Leading(cells[1 + s]), Leading(row[2 + 2 * m]) - Leading(row[1]), 1.5e-3);
     }
   }
   const std::string svg = Read(dir + "/matrix.svg");
