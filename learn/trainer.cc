@@ -115,8 +115,8 @@ void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
   std::vector<Vector<double>> task_grads(o.batch, Vector<double>(count));
   std::vector<double> task_loss(o.batch);
   // One workspace per thread, kept across tasks and steps: after the first
-  // task no large buffer is allocated (allocating them per task cost a third
-  // of the training time in page faults).
+  // task no large buffer is allocated (allocated per task, they made page
+  // faults a third of the training's profile).
   struct Workspace {
     LayerCache<float> cache;
     LayerWeights<float> grad;

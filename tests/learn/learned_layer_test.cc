@@ -1,6 +1,6 @@
 // Every backward pass of the trainable layer against central finite
-// differences in double, and its forward pass against the evaluator that
-// serves learned models.
+// differences in double, its forward pass against the evaluator that serves
+// learned models, and a reused cache against a fresh one.
 #include "learn/learned_layer.h"
 
 #include <gtest/gtest.h>
@@ -188,6 +188,37 @@ TEST(LearnedLayer, ForwardEqualsOneLayerOfTheServingEvaluator) {
   const Matrix<double> second =
       LayerForward(model.layers[0], model.embedding, points, trained, &cache);
   EXPECT_LE((second - two.centers).norm(), 1e-12 * second.norm());
+}
+
+// The trainer reuses one cache per thread across tasks: a cache that last
+// held the same or other shapes gives exactly what a fresh one gives,
+// forward and back.
+TEST(LearnedLayer, ReusedCacheGivesWhatAFreshOneGives) {
+  Rng rng(8);
+  const int d = 3, k = 3;
+  const LayerWeights<double> w = RandomLayer(d + k, rng);
+  LayerCache<double> reused;
+  for (int n : {12, 7, 7, 20}) {
+    SCOPED_TRACE(n);
+    const Matrix<double> points = Random(d, n, rng), centers = points.leftCols(k);
+    const Matrix<double> d_out = Random(d, k, rng);
+    LayerCache<double> fresh;
+    const Matrix<double> expected = LayerForward(w, Embedding::kOneHot, points, centers, &fresh);
+    const Matrix<double> got = LayerForward(w, Embedding::kOneHot, points, centers, &reused);
+    EXPECT_TRUE(got == expected) << got << "\nexpected\n" << expected;
+    LayerWeights<double> expected_grad = ZeroLike(w), grad = ZeroLike(w);
+    LayerBackward(w, d_out, &fresh, &expected_grad);
+    LayerBackward(w, d_out, &reused, &grad);
+    for (BlockId id : kBlockIds) {
+      SCOPED_TRACE(BlockName(id));
+      EXPECT_TRUE(grad[id].Q == expected_grad[id].Q);
+      EXPECT_TRUE(grad[id].K == expected_grad[id].K);
+      EXPECT_TRUE(grad[id].V == expected_grad[id].V);
+      EXPECT_TRUE(grad[id].bQ == expected_grad[id].bQ);
+      EXPECT_TRUE(grad[id].bK == expected_grad[id].bK);
+      EXPECT_TRUE(grad[id].bV == expected_grad[id].bV);
+    }
+  }
 }
 
 }  // namespace
