@@ -19,7 +19,7 @@ ABSL_FLAG(std::string, model, "lloyd-onehot", "model name (kmt models lists them
 ABSL_FLAG(int, k, 10, "clusters");
 ABSL_FLAG(int, iterations, 20, "layers, i.e. Lloyd's iterations for exact models");
 ABSL_FLAG(std::string, init, "kmeans++",
-          "initial centers: kmeans++, random or given (--centers_in)");
+          "initial centers: kmeans++ (greedy), plain-kmeans++, random or given (--centers_in)");
 ABSL_FLAG(std::string, centers_in, "", "CSV of k initial centers, one per line, for --init=given");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the initialisation (and of kmedoids' draws)");
 ABSL_FLAG(double, beta, 0,
@@ -57,7 +57,15 @@ absl::StatusOr<v1::Init> InitFlag() {
   if (init == "given") return v1::INIT_GIVEN;
   absl::StatusOr<InitMethod> method = ParseInitMethod(init);
   if (!method.ok()) return method.status();
-  return *method == InitMethod::kRandomSubset ? v1::INIT_RANDOM : v1::INIT_KMEANS_PLUS_PLUS;
+  switch (*method) {
+    case InitMethod::kRandomSubset:
+      return v1::INIT_RANDOM;
+    case InitMethod::kKMeansPlusPlus:
+      return v1::INIT_KMEANS_PLUS_PLUS;
+    case InitMethod::kPlainKMeansPlusPlus:
+      return v1::INIT_PLAIN_KMEANS_PLUS_PLUS;
+  }
+  return absl::InvalidArgumentError("unknown initialisation");  // Unreachable.
 }
 
 }  // namespace

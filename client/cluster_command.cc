@@ -326,6 +326,7 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
       .iterations = absl::GetFlag(FLAGS_iterations),
       .tol = absl::GetFlag(FLAGS_tol),
       .seed = base.seed(),
+      .plain_seeding = base.init() == v1::INIT_PLAIN_KMEANS_PLUS_PLUS,
       .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
       .max_moves = std::max(0, absl::GetFlag(FLAGS_max_attempts)),
       .stream_timeout = absl::GetFlag(FLAGS_timeout),

@@ -279,9 +279,10 @@ class Job {
   int moves_ = 0;
 };
 
-// Greedy k-means++ over the job's shards (core/seeding.h), one Round per
-// seeding round; progress is logged after 1, 2, 4, 8, ... centers.
-absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed,
+// k-means++ with `trials` candidates per center over the job's shards
+// (core/seeding.h), one Round per seeding round; progress is logged after 1,
+// 2, 4, 8, ... centers.
+absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed, int trials,
                                    const std::function<void(const std::string&)>& log) {
   std::vector<int64_t> sizes;
   for (const Shard& shard : job.shards()) sizes.push_back(shard.count);
@@ -294,7 +295,7 @@ absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed,
     return absl::OkStatus();
   };
   return ShardedKMeansPlusPlus<float>(
-      sizes, d, k, seed,
+      sizes, d, k, seed, trials,
       [&](const std::vector<SeedRequest<float>>& requests)
           -> absl::StatusOr<std::vector<SeedAnswer<float>>> {
         absl::StatusOr<std::vector<v1::JobResponse>> answers =
@@ -355,7 +356,9 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
   if (initial) {
     centers = *initial;
   } else {
-    absl::StatusOr<Matrix<float>> seeded = Seed(job, d, k, options.seed, options.log);
+    absl::StatusOr<Matrix<float>> seeded =
+        Seed(job, d, k, options.seed, options.plain_seeding ? 1 : GreedySeedingCandidates(k),
+             options.log);
     if (!seeded.ok()) return seeded.status();
     centers = *std::move(seeded);
   }

@@ -1,7 +1,7 @@
 // Whole-dataset clustering on resident shards: the points are split into
 // contiguous shards, each loaded on one replica's Job stream (several per
 // replica with `streams_per_server`) and kept there for the job. Then greedy
-// k-means++ over all shards (core/seeding.h), exact Lloyd's iterations that
+// (or plain) k-means++ over all shards (core/seeding.h), exact Lloyd's iterations that
 // send only the centers and sum the shards' counts, sums and objectives in
 // shard order, and a last step for the labels. When a stream fails (its
 // replica died or restarted) the shard is loaded on another replica and the
@@ -31,6 +31,7 @@ struct ResidentJobOptions {
   /// objective; 0: only once no label changes (the centers stay the same).
   double tol = 0;
   uint64_t seed = 1;              ///< k-means++'s draws
+  bool plain_seeding = false;     ///< plain k-means++ (one draw per center), not greedy
   bool labels = true;             ///< collect every point's label
   int64_t chunk_bytes = 4 << 20;  ///< points per shard message, in bytes
   int max_moves = 3;              ///< shard moves after failures before the job fails

@@ -28,10 +28,10 @@ Matrix<Scalar> RandomSubset(const Matrix<Scalar>& points, int k, Rng& rng) {
 // k-means++ on one matrix: the sharded driver over a single shard.
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> KMeansPlusPlus(const Matrix<Scalar>& points, int k, uint64_t seed,
-                                              const StopCheck& check) {
+                                              int candidates, const StopCheck& check) {
   SeedingShard<Scalar> shard(&points);
   return ShardedKMeansPlusPlus<Scalar>(
-      {points.cols()}, static_cast<int>(points.rows()), k, seed,
+      {points.cols()}, static_cast<int>(points.rows()), k, seed, candidates,
       [&](const std::vector<SeedRequest<Scalar>>& requests)
           -> absl::StatusOr<std::vector<SeedAnswer<Scalar>>> {
         absl::StatusOr<SeedAnswer<Scalar>> answer = shard.Step(requests[0]);
@@ -44,15 +44,24 @@ absl::StatusOr<Matrix<Scalar>> KMeansPlusPlus(const Matrix<Scalar>& points, int 
 }  // namespace
 
 absl::string_view InitMethodName(InitMethod method) {
-  return method == InitMethod::kRandomSubset ? "random" : "kmeans++";
+  switch (method) {
+    case InitMethod::kRandomSubset:
+      return "random";
+    case InitMethod::kKMeansPlusPlus:
+      return "kmeans++";
+    case InitMethod::kPlainKMeansPlusPlus:
+      return "plain-kmeans++";
+  }
+  return "";  // Unreachable; keeps -Wreturn-type quiet.
 }
 
 absl::StatusOr<InitMethod> ParseInitMethod(absl::string_view name) {
-  for (InitMethod m : {InitMethod::kRandomSubset, InitMethod::kKMeansPlusPlus}) {
+  for (InitMethod m :
+       {InitMethod::kRandomSubset, InitMethod::kKMeansPlusPlus, InitMethod::kPlainKMeansPlusPlus}) {
     if (name == InitMethodName(m)) return m;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown initialisation '", name, "', expected random or kmeans++"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown initialisation '", name,
+                                                 "', expected random, kmeans++ or plain-kmeans++"));
 }
 
 template <typename Scalar>
@@ -68,11 +77,17 @@ template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> ChooseInitialCenters(const Matrix<Scalar>& points, int k,
                                                     InitMethod method, uint64_t seed,
                                                     const StopCheck& check) {
-  if (method == InitMethod::kRandomSubset) {
-    Rng rng(seed);
-    return RandomSubset(points, k, rng);
+  switch (method) {
+    case InitMethod::kRandomSubset: {
+      Rng rng(seed);
+      return RandomSubset(points, k, rng);
+    }
+    case InitMethod::kKMeansPlusPlus:
+      return KMeansPlusPlus(points, k, seed, GreedySeedingCandidates(k), check);
+    case InitMethod::kPlainKMeansPlusPlus:
+      return KMeansPlusPlus(points, k, seed, 1, check);
   }
-  return KMeansPlusPlus(points, k, seed, check);
+  return absl::InvalidArgumentError("unknown initialisation");  // Unreachable.
 }
 
 template absl::StatusOr<Matrix<float>> ChooseInitialCenters<float>(const Matrix<float>&, int,

@@ -1,7 +1,9 @@
-// Initial centers: a random subset of the points, or greedy k-means++ (each
-// new center is the best of 2 + floor(ln k) candidates drawn with probability
+// Initial centers: a random subset of the points, greedy k-means++ (each new
+// center is the best of 2 + floor(ln k) candidates drawn with probability
 // proportional to the squared distance to the chosen centers, as
-// scikit-learn does). Both are deterministic for a given seed.
+// scikit-learn does), or plain k-means++ (each new center is one such draw,
+// as Arthur and Vassilvitskii define it and the papers' authors run it). All
+// are deterministic for a given seed.
 #ifndef KMT_CORE_INIT_H_
 #define KMT_CORE_INIT_H_
 
@@ -14,7 +16,11 @@
 
 namespace kmt {
 
-enum class InitMethod { kRandomSubset, kKMeansPlusPlus };
+enum class InitMethod {
+  kRandomSubset,         // "random": k distinct points, uniformly
+  kKMeansPlusPlus,       // "kmeans++": greedy k-means++
+  kPlainKMeansPlusPlus,  // "plain-kmeans++": one D^2 draw per center
+};
 
 absl::string_view InitMethodName(InitMethod method);
 absl::StatusOr<InitMethod> ParseInitMethod(absl::string_view name);
@@ -23,8 +29,8 @@ absl::StatusOr<InitMethod> ParseInitMethod(absl::string_view name);
 // cancellation) stops it and is returned.
 using StopCheck = std::function<absl::Status()>;
 
-// points: d x n; returns d x k centers, each a copy of a point. k-means++
-// calls `check` before each center after the first.
+// points: d x n; returns d x k centers, each a copy of a point. Both
+// k-means++ forms call `check` before each center after the first.
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> InitialCenters(const Matrix<Scalar>& points, int k,
                                               InitMethod method, uint64_t seed,

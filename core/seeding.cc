@@ -34,6 +34,8 @@ void ForEachBlock(const Matrix<Scalar>& points, const Vector<Scalar>& point_sq,
 
 }  // namespace
 
+int GreedySeedingCandidates(int k) { return 2 + static_cast<int>(std::floor(std::log(k))); }
+
 template <typename Scalar>
 SeedingShard<Scalar>::SeedingShard(const Matrix<Scalar>* points)
     : points_(*points),
@@ -48,9 +50,13 @@ Eigen::Index SeedingShard<Scalar>::Find(double target) {
     std::partial_sum(closest_.data(), closest_.data() + n, cumulative_.begin());
     cumulative_current_ = true;
   }
-  return std::min<Eigen::Index>(
-      std::lower_bound(cumulative_.begin(), cumulative_.end(), target) - cumulative_.begin(),
-      n - 1);
+  Eigen::Index i =
+      std::upper_bound(cumulative_.begin(), cumulative_.end(), target) - cumulative_.begin();
+  if (i < n) return i;
+  // Past the end by round-off: the last point with a positive distance.
+  i = n - 1;
+  while (i > 0 && closest_[i] == 0) --i;
+  return i;
 }
 
 template <typename Scalar>
@@ -84,11 +90,20 @@ absl::StatusOr<SeedAnswer<Scalar>> SeedingShard<Scalar>::Step(const SeedRequest<
     // One center at a time, so that a shard that takes several at once (a
     // replica taking over a shard) gets the same distances to the bit.
     for (Eigen::Index c = 0; c < r.add.cols(); ++c) {
-      ForEachBlock<Scalar>(points_, point_sq_, Matrix<Scalar>(r.add.col(c)),
-                           [&](Eigen::Index first, const auto& dist) {
-                             auto closest = closest_.segment(first, dist.rows());
-                             closest = closest.cwiseMin(dist.col(0).template cast<double>());
-                           });
+      const Matrix<Scalar> center = r.add.col(c);
+      const Scalar center_sq = center.squaredNorm();
+      ForEachBlock<Scalar>(points_, point_sq_, center, [&](Eigen::Index first, const auto& dist) {
+        for (Eigen::Index i = 0; i < dist.rows(); ++i) {
+          // The product form can leave a copy of the center a small positive
+          // distance; near-zero distances are decided exactly, so a point
+          // equal to a chosen center weighs 0 and is never drawn.
+          Scalar sq = dist(i, 0);
+          if (sq <= SquaredDistanceRoundOff<Scalar>(d, point_sq_[first + i], center_sq)) {
+            sq = DirectSquaredDistance(points_.col(first + i).data(), center.data(), d);
+          }
+          closest_[first + i] = std::min(closest_[first + i], static_cast<double>(sq));
+        }
+      });
     }
     cumulative_current_ = false;
     seeded_ = true;
@@ -114,7 +129,7 @@ absl::StatusOr<SeedAnswer<Scalar>> SeedingShard<Scalar>::Step(const SeedRequest<
 
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>& shard_sizes, int d,
-                                                     int k, uint64_t seed,
+                                                     int k, uint64_t seed, int trials,
                                                      const SeedRound<Scalar>& round,
                                                      const StopCheck& check) {
   const size_t shards = shard_sizes.size();
@@ -122,7 +137,10 @@ absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>&
   if (k < 1 || n < k) {
     return absl::InvalidArgumentError(absl::StrCat("k = ", k, " needs 1 <= k <= n = ", n));
   }
-  const int trials = 2 + static_cast<int>(std::floor(std::log(k)));
+  if (trials < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(trials, " k-means++ candidates per center, expected at least 1"));
+  }
   Rng rng(seed);
   std::vector<SeedRequest<Scalar>> requests(shards);
   const auto run = [&]() -> absl::StatusOr<std::vector<SeedAnswer<Scalar>>> {
@@ -164,7 +182,7 @@ absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>&
     for (int t = 0; t < trials; ++t) {
       double target = rng.Uniform() * potential;
       size_t s = 0;
-      while (s + 1 < shards && (shard_sizes[s] == 0 || target > shard_potential[s])) {
+      while (s + 1 < shards && (shard_sizes[s] == 0 || target >= shard_potential[s])) {
         target -= shard_potential[s++];
       }
       while (shard_sizes[s] == 0) --s;  // past the end by round-off: the last point
@@ -199,10 +217,11 @@ absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>&
   return centers;
 }
 
-#define KMT_INSTANTIATE(S)                                     \
-  template class SeedingShard<S>;                              \
-  template absl::StatusOr<Matrix<S>> ShardedKMeansPlusPlus<S>( \
-      const std::vector<int64_t>&, int, int, uint64_t, const SeedRound<S>&, const StopCheck&);
+#define KMT_INSTANTIATE(S)                                                       \
+  template class SeedingShard<S>;                                                \
+  template absl::StatusOr<Matrix<S>> ShardedKMeansPlusPlus<S>(                   \
+      const std::vector<int64_t>&, int, int, uint64_t, int, const SeedRound<S>&, \
+      const StopCheck&);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

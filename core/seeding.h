@@ -1,6 +1,7 @@
-// Greedy k-means++ (each new center the best of 2 + floor(ln k) candidates
+// k-means++, greedy (each new center the best of 2 + floor(ln k) candidates
 // drawn with probability proportional to the squared distance to the chosen
-// centers, as scikit-learn does) over points split into shards. Each shard
+// centers, as scikit-learn does) or plain (one candidate: each new center is
+// the draw), over points split into shards. Each shard
 // keeps its points' squared distances to the nearest chosen center; a
 // coordinator draws over the shards' running sums in shard order and keeps
 // the candidate that lowers the summed potential most. The core's k-means++
@@ -52,8 +53,10 @@ class SeedingShard {
   static constexpr int64_t kBytesPerPoint = sizeof(Scalar) + 2 * sizeof(double);
 
  private:
-  // The point whose range of the running sum of distances holds `target`:
-  // the first with running sum >= target, the last one if none.
+  // The point whose range [sum before it, sum with it) of the running sum of
+  // distances holds `target`: the first with running sum > target, so never
+  // a point at distance 0 while another is farther; the last point at a
+  // positive distance if none (round-off).
   Eigen::Index Find(double target);
 
   const Matrix<Scalar>& points_;
@@ -70,12 +73,17 @@ template <typename Scalar>
 using SeedRound = std::function<absl::StatusOr<std::vector<SeedAnswer<Scalar>>>(
     const std::vector<SeedRequest<Scalar>>&)>;
 
-// Greedy k-means++ over shards of `shard_sizes` points (in total at least
-// k) in d dimensions; returns d x k centers, each a copy of a point. Two
-// rounds per center; `check` is called before each center after the first.
+// Candidates per center of greedy k-means++: 2 + floor(ln k).
+int GreedySeedingCandidates(int k);
+
+// k-means++ over shards of `shard_sizes` points (in total at least k) in d
+// dimensions with `trials` candidates per center (GreedySeedingCandidates(k),
+// or 1 for plain k-means++); returns d x k centers, each a copy of a point.
+// Two rounds per center; `check` is called before each center after the
+// first.
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>& shard_sizes, int d,
-                                                     int k, uint64_t seed,
+                                                     int k, uint64_t seed, int trials,
                                                      const SeedRound<Scalar>& round,
                                                      const StopCheck& check = {});
 

@@ -26,30 +26,31 @@ double OpenUniform(Rng& rng) {
   return u;
 }
 
-double Noise(Family family, Rng& rng) {
+// One coordinate of a component with location mu and scale s (Family).
+double Draw(Family family, double mu, double s, Rng& rng) {
   switch (family) {
     case Family::kNormal:
-      return rng.Normal();
+      return mu + s * rng.Normal();
     case Family::kLaplace: {
       const double u = OpenUniform(rng);
-      return u < 0.5 ? std::log(2.0 * u) : -std::log(2.0 * (1.0 - u));
+      return mu + s * (u < 0.5 ? std::log(2.0 * u) : -std::log(2.0 * (1.0 - u)));
     }
     case Family::kGumbel:
-      return -std::log(-std::log(OpenUniform(rng))) - kEulerGamma;
+      return mu + s * (-std::log(-std::log(OpenUniform(rng))) - kEulerGamma);
     case Family::kLognormal:
-      return std::exp(rng.Normal()) - std::exp(0.5);
+      return std::exp(mu + s * rng.Normal());
     case Family::kCauchy:
-      return std::tan(M_PI * (OpenUniform(rng) - 0.5));
+      return mu + s * std::tan(M_PI * (OpenUniform(rng) - 0.5));
   }
   return 0.0;  // Unreachable; keeps -Wreturn-type quiet.
 }
 
-// Cumulative Dirichlet(1) weights: normalized Exp(1) draws.
-std::vector<double> CumulativeDirichletWeights(int k, Rng& rng) {
+// Cumulative mixture weights proportional to k draws of U(0, 1).
+std::vector<double> CumulativeUniformWeights(int k, Rng& rng) {
   std::vector<double> cumulative(k);
   double total = 0.0;
   for (int j = 0; j < k; ++j) {
-    total += -std::log(OpenUniform(rng));
+    total += rng.Uniform();
     cumulative[j] = total;
   }
   for (double& c : cumulative) c /= total;
@@ -92,11 +93,11 @@ Task<Scalar> GenerateTask(const TaskOptions& options, uint64_t seed) {
     for (int l = 0; l < d; ++l) means(l, j) = rng.Uniform();
   }
   std::vector<double> cumulative;
-  if (!options.equal_weights) cumulative = CumulativeDirichletWeights(k, rng);
+  if (!options.equal_weights) cumulative = CumulativeUniformWeights(k, rng);
   Matrix<double> scales = Matrix<double>::Constant(d, k, options.scale);
   if (!options.isotropic) {
     for (int j = 0; j < k; ++j) {
-      for (int l = 0; l < d; ++l) scales(l, j) = options.scale * (0.5 + rng.Uniform());
+      for (int l = 0; l < d; ++l) scales(l, j) = options.scale * rng.Uniform();
     }
   }
   Matrix<double> points(d, n);
@@ -113,9 +114,11 @@ Task<Scalar> GenerateTask(const TaskOptions& options, uint64_t seed) {
                         k - 1);
     }
     task.components[i] = j;
-    for (int l = 0; l < d; ++l) {
-      points(l, i) = means(l, j) + scales(l, j) * Noise(options.family, rng);
-    }
+    for (int l = 0; l < d; ++l) points(l, i) = Draw(options.family, means(l, j), scales(l, j), rng);
+  }
+  if (options.family == Family::kLognormal) {
+    // The locations were the logs' means; report the components' means.
+    means = (means.array() + scales.array().square() / 2).exp();
   }
   if (options.min_max_scale) {
     for (int l = 0; l < d; ++l) {

@@ -1,8 +1,10 @@
-// Clustering tasks drawn from a mixture: k component means ~ U(0,1)^d, equal
-// or Dirichlet(1) weights, per-coordinate noise from one of several families
-// with an isotropic or per-component scale, then each dimension min-max scaled
-// to [0, 1]. Deterministic for a given seed; the default options keep the
-// draws of the original normal-only generator, so old seeds name old tasks.
+// Clustering tasks drawn from a mixture as the papers' authors draw them: k
+// component locations ~ U(0,1)^d, equal weights or weights proportional to
+// U(0,1) draws, per-coordinate noise from one of several families with one
+// scale or scale * U(0,1) per component and dimension, then each dimension
+// min-max scaled to [0, 1]. Deterministic for a given seed; the default
+// options keep the draws of the original normal-only generator, so old seeds
+// name old tasks.
 #ifndef KMT_LEARN_TASK_GENERATOR_H_
 #define KMT_LEARN_TASK_GENERATOR_H_
 
@@ -14,15 +16,18 @@
 
 namespace kmt {
 
-// Per-coordinate noise around a component mean, before multiplying by the
-// scale. Every family with a mean is centred to mean 0; Cauchy has none and
-// is centred on its median 0.
+// Per-coordinate distribution of a component with location mu and scale s
+// (one coordinate; coordinates are independent). The additive families are
+// mu + s * noise, the noise centred to mean 0 (Cauchy, which has no mean, to
+// median 0). Lognormal is multiplicative, as the authors draw it: the log of a
+// coordinate is N(mu, s^2), so the spread grows with exp(mu) and the point is
+// always positive; at s = 0.1 it is nearly a normal of sd 0.1 exp(mu).
 enum class Family {
-  kNormal,     // N(0, 1)
-  kLaplace,    // Laplace(0, b = 1)
-  kGumbel,     // standard Gumbel minus the Euler-Mascheroni constant
-  kLognormal,  // exp(N(0, 1)) - exp(1/2)
-  kCauchy,     // standard Cauchy
+  kNormal,     // mu + s N(0, 1)
+  kLaplace,    // mu + s Laplace(0, b = 1)
+  kGumbel,     // mu + s (standard Gumbel minus the Euler-Mascheroni constant)
+  kLognormal,  // exp(mu + s N(0, 1))
+  kCauchy,     // mu + s (standard Cauchy)
 };
 
 absl::string_view FamilyName(Family family);
@@ -35,16 +40,19 @@ struct TaskOptions {
   double scale = 0.1;               ///< noise multiplier, the normal's sd; default 0.1
   bool min_max_scale = true;        ///< scale each dimension to [0, 1]; default true
   Family family = Family::kNormal;  ///< noise distribution; default kNormal
-  bool equal_weights = true;        ///< false: weights ~ Dirichlet(1); default true
-  bool isotropic = true;            ///< false: scale * U(0.5, 1.5) per component and
+  bool equal_weights = true;        ///< false: weights proportional to k draws of
+                                    ///< U(0, 1); default true
+  bool isotropic = true;            ///< false: scale * U(0, 1) per component and
                                     ///< dimension; default true
 };
 
 template <typename Scalar>
 struct Task {
   Matrix<Scalar> points;  ///< d x n, in drawing order (already shuffled); default empty
-  Matrix<Scalar> means;   ///< d x k component means, scaled like the points; default empty
-  Labels components;      ///< the component each point came from; default empty
+  /// d x k component means (Cauchy: medians), scaled like the points; for
+  /// lognormal exp(mu + s^2 / 2); default empty
+  Matrix<Scalar> means;
+  Labels components;  ///< the component each point came from; default empty
 };
 
 template <typename Scalar>

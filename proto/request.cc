@@ -30,6 +30,9 @@ absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& r) {
     case v1::INIT_KMEANS_PLUS_PLUS:
       spec.init = InitMethod::kKMeansPlusPlus;
       break;
+    case v1::INIT_PLAIN_KMEANS_PLUS_PLUS:
+      spec.init = InitMethod::kPlainKMeansPlusPlus;
+      break;
     default:
       return absl::InvalidArgumentError(absl::StrCat("unknown init ", r.init()));
   }

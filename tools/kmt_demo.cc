@@ -24,7 +24,8 @@ ABSL_FLAG(std::string, embedding, "onehot", "cluster registers: onehot or binary
 ABSL_FLAG(std::string, theta3, "hardmax", "center update form: hardmax or linear");
 ABSL_FLAG(double, beta, std::numeric_limits<double>::infinity(),
           "inverse temperature of the assignment block; inf is hardmax");
-ABSL_FLAG(std::string, init, "kmeans++", "initial centers: random or kmeans++");
+ABSL_FLAG(std::string, init, "kmeans++",
+          "initial centers: random, kmeans++ (greedy) or plain-kmeans++");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the data and the initial centers");
 
 namespace kmt {

@@ -1,10 +1,10 @@
 // kmt-eval: held-out evaluation of learned k-means transformers against
-// Lloyd's. For each scenario (the training distribution, k-means++ init,
-// other n, unequal weights, anisotropic scales, other noise families) it draws
-// held-out tasks, runs every model for T = 1..T re-embedded steps and Lloyd's
-// for T iterations from the same initial centers, and reports the mean (and
-// spread) over tasks of log(objective). Writes a Markdown table and an SVG
-// plot of the objective against the step.
+// Lloyd's in the papers' scenarios (learn/evaluation.h), over one or more
+// seeds of held-out tasks. Writes a Markdown table and SVG plots of the mean
+// log objective against the step, and, for a models-by-scenarios view such
+// as the cross-family matrix, each model's difference from Lloyd's at step T
+// as a table and an SVG heatmap.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -12,122 +12,64 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "base/command_line.h"
-#include "core/init.h"
-#include "core/transformer.h"
-#include "learn/task_generator.h"
+#include "learn/evaluation.h"
 #include "proto/model_file.h"
 
 ABSL_FLAG(std::vector<std::string>, models, {}, "model files (*.kmt) to evaluate");
-ABSL_FLAG(int, tasks, 320, "held-out tasks per scenario");
+ABSL_FLAG(int, tasks, 320, "held-out tasks per scenario and seed");
 ABSL_FLAG(int, steps, 20, "steps T (layers; Lloyd's iterations)");
 ABSL_FLAG(std::vector<std::string>, scenarios, {},
-          "scenarios to run (default all): random, kmeans++, n128, n256, n1024, n2048, "
-          "unequal, anisotropic, laplace, gumbel, lognormal, cauchy");
+          "scenarios to run (default all): random, kmeans++, plain-kmeans++, n128, n256, n1024, "
+          "n2048, unequal, anisotropic, half-scale, double-scale, raw, anisotropic-raw, laplace, "
+          "gumbel, lognormal, cauchy");
 ABSL_FLAG(uint64_t, seed, 1000003, "seed of the held-out tasks (unlike any training seed)");
+ABSL_FLAG(std::vector<std::string>, seeds, {},
+          "several task seeds (overrides --seed): the spread is then over seeds, of each seed's "
+          "mean over its tasks");
+ABSL_FLAG(bool, without_reembed, false,
+          "also run each model without re-embedding (registers carried over between steps)");
 ABSL_FLAG(std::string, out_md, "", "Markdown table to write (default: stdout only)");
 ABSL_FLAG(std::string, out_svg, "", "SVG plot of mean log objective against step, first scenario");
+ABSL_FLAG(std::string, svg_dir, "", "directory for one SVG plot per scenario, <scenario>.svg");
+ABSL_FLAG(std::string, out_matrix_md, "",
+          "Markdown table, models by scenarios, of log(objective) minus Lloyd's at step T");
+ABSL_FLAG(std::string, out_matrix_svg, "", "SVG heatmap of the same table");
 
 namespace kmt {
 namespace {
 
-struct Scenario {
-  std::string name;
-  std::string description;
-  TaskOptions tasks;
-  InitMethod init = InitMethod::kRandomSubset;
-};
-
-std::vector<Scenario> Scenarios(const TaskOptions& base) {
-  std::vector<Scenario> all;
-  const auto add = [&](std::string name, std::string description, auto change) {
-    Scenario s{std::move(name), std::move(description), base};
-    change(s);
-    all.push_back(std::move(s));
-  };
-  add("random", "training distribution, random-subset init", [](Scenario&) {});
-  add("kmeans++", "k-means++ init (trained on random init)",
-      [](Scenario& s) { s.init = InitMethod::kKMeansPlusPlus; });
-  for (int n : {128, 256, 1024, 2048}) {
-    add(absl::StrCat("n", n), absl::StrCat("n = ", n), [n](Scenario& s) { s.tasks.n = n; });
-  }
-  add("unequal", "unequal mixture weights", [](Scenario& s) { s.tasks.equal_weights = false; });
-  add("anisotropic", "anisotropic scales", [](Scenario& s) { s.tasks.isotropic = false; });
-  for (Family f : {Family::kLaplace, Family::kGumbel, Family::kLognormal, Family::kCauchy}) {
-    const std::string name(FamilyName(f));
-    add(name, name + " noise", [f](Scenario& s) { s.tasks.family = f; });
-  }
-  return all;
+std::string Cell(const StepSummary& s, int t) {
+  if (!std::isfinite(s.mean[t])) return "diverged";
+  return absl::StrFormat("%.3f ± %.3f", s.mean[t], s.sd[t]);
 }
 
-// Mean and standard deviation over tasks of log objective, per step.
-struct Curve {
-  std::vector<double> mean, sd;
-};
-
-struct Result {
-  Curve lloyd;
-  std::vector<Curve> models;
-};
-
-Curve Summarise(const std::vector<std::vector<double>>& logs, int steps) {
-  Curve c{std::vector<double>(steps, 0), std::vector<double>(steps, 0)};
-  const double n = static_cast<double>(logs.size());
-  for (int t = 0; t < steps; ++t) {
-    for (const auto& task : logs) c.mean[t] += task[t] / n;
-    for (const auto& task : logs) c.sd[t] += (task[t] - c.mean[t]) * (task[t] - c.mean[t]) / n;
-    c.sd[t] = std::sqrt(c.sd[t]);
-  }
-  return c;
+std::string SignedCell(const StepSummary& s, int t) {
+  if (!std::isfinite(s.mean[t])) return "diverged";
+  return absl::StrFormat("%+.3f ± %.3f", s.mean[t], s.sd[t]);
 }
 
-Result Evaluate(const Scenario& s, const std::vector<Model<float>>& models, int tasks, int steps,
-                uint64_t seed) {
-  std::vector<std::vector<double>> lloyd(tasks);
-  std::vector<std::vector<std::vector<double>>> learned(models.size(),
-                                                        std::vector<std::vector<double>>(tasks));
-#pragma omp parallel for schedule(dynamic)
-  for (int t = 0; t < tasks; ++t) {
-    const Matrix<float> points = GenerateTask<float>(s.tasks, seed + t).points;
-    const Matrix<float> init = *InitialCenters(points, s.tasks.k, s.init, seed + t);
-    const auto logs = [](const RunResult<float>& r) {
-      std::vector<double> out;
-      for (double o : r.layer_objectives) out.push_back(std::log(o));
-      return out;
-    };
-    lloyd[t] = logs(*RunLloyd<float>({}, points, init, {.layers = steps}));
-    for (size_t m = 0; m < models.size(); ++m) {
-      learned[m][t] = logs(*RunTransformer(models[m], points, init, {.layers = steps}));
-    }
-  }
-  Result r{Summarise(lloyd, steps), {}};
-  for (const auto& m : learned) r.models.push_back(Summarise(m, steps));
-  return r;
-}
-
-std::string Cell(const Curve& c, int t) {
-  return absl::StrFormat("%.3f ± %.3f", c.mean[t], c.sd[t]);
-}
-
-std::string Table(const std::vector<Scenario>& scenarios, const std::vector<Result>& results,
-                  const std::vector<Model<float>>& models, int steps) {
-  std::string header = "| scenario | Lloyd's T=1 | Lloyd's T=" + std::to_string(steps);
-  std::string rule = "|---|---|---";
+// One row per scenario at step t (0-based): Lloyd's, then per model its log
+// objective and its difference from Lloyd's.
+std::string Table(const std::vector<Scenario>& scenarios,
+                  const std::vector<ScenarioSummary>& results,
+                  const std::vector<Model<float>>& models, int t) {
+  std::string header = absl::StrCat("| scenario, T = ", t + 1, " | Lloyd's");
+  std::string rule = "|---|---";
   for (const Model<float>& m : models) {
-    absl::StrAppend(&header, " | ", m.name, " T=1 | ", m.name, " T=", steps);
+    absl::StrAppend(&header, " | ", m.name, " | − Lloyd's");
     absl::StrAppend(&rule, "|---|---");
   }
   std::string out = header + " |\n" + rule + "|\n";
   for (size_t i = 0; i < scenarios.size(); ++i) {
-    const Result& r = results[i];
-    absl::StrAppend(&out, "| ", scenarios[i].description, " | ", Cell(r.lloyd, 0), " | ",
-                    Cell(r.lloyd, steps - 1));
-    for (const Curve& c : r.models) {
-      absl::StrAppend(&out, " | ", Cell(c, 0), " | ", Cell(c, steps - 1));
+    const ScenarioSummary& r = results[i];
+    absl::StrAppend(&out, "| ", scenarios[i].description, " | ", Cell(r.lloyd, t));
+    for (size_t m = 0; m < models.size(); ++m) {
+      absl::StrAppend(&out, " | ", Cell(r.models[m], t), " | ", SignedCell(r.differences[m], t));
     }
     absl::StrAppend(&out, " |\n");
   }
@@ -135,13 +77,15 @@ std::string Table(const std::vector<Scenario>& scenarios, const std::vector<Resu
 }
 
 // A line chart of mean log objective against step: Lloyd's and each model.
-std::string Svg(const Scenario& s, const Result& r, const std::vector<Model<float>>& models,
-                int steps) {
-  std::vector<std::pair<std::string, const Curve*>> lines = {{"Lloyd's", &r.lloyd}};
+// A curve stops where its mean stops being finite.
+std::string Svg(const Scenario& s, const ScenarioSummary& r,
+                const std::vector<Model<float>>& models, int steps) {
+  std::vector<std::pair<std::string, const StepSummary*>> lines = {{"Lloyd's", &r.lloyd}};
   for (size_t m = 0; m < models.size(); ++m) lines.push_back({models[m].name, &r.models[m]});
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& [name, c] : lines) {
     for (double v : c->mean) {
+      if (!std::isfinite(v)) continue;
       lo = std::min(lo, v);
       hi = std::max(hi, v);
     }
@@ -149,16 +93,17 @@ std::string Svg(const Scenario& s, const Result& r, const std::vector<Model<floa
   const double pad = 0.05 * (hi - lo + 1e-9);
   lo -= pad;
   hi += pad;
-  const int w = 640, h = 400, left = 70, right = 200, top = 40, bottom = 50;
+  const int w = 720, h = 400, left = 70, right = 280, top = 40, bottom = 50;
   const auto x = [&](int t) { return left + (w - left - right) * t / std::max(1.0, steps - 1.0); };
   const auto y = [&](double v) { return top + (h - top - bottom) * (hi - v) / (hi - lo); };
   const char* colors[] = {"#444444", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"};
+  const std::string spread = r.seeds > 1 ? absl::StrCat(r.seeds, " seeds") : "1 seed";
   std::string svg = absl::StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
       "fill=\"white\"/>\n<text x=\"%d\" y=\"22\" font-size=\"14\">Mean log k-means objective, "
-      "%s</text>\n",
-      w, h, left, s.description);
+      "%s (%s)</text>\n",
+      w, h, left, s.description, spread);
   absl::StrAppend(
       &svg, absl::StrFormat("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n"
                             "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n",
@@ -179,7 +124,7 @@ std::string Svg(const Scenario& s, const Result& r, const std::vector<Model<floa
                                   (left + w - right) / 2, h - 10));
   for (size_t i = 0; i < lines.size(); ++i) {
     std::string points;
-    for (int t = 0; t < steps; ++t) {
+    for (int t = 0; t < steps && std::isfinite(lines[i].second->mean[t]); ++t) {
       absl::StrAppend(&points, absl::StrFormat("%.1f,%.1f ", x(t), y(lines[i].second->mean[t])));
     }
     const char* color = colors[i % 6];
@@ -191,6 +136,99 @@ std::string Svg(const Scenario& s, const Result& r, const std::vector<Model<floa
                         lines[i].first));
   }
   return svg + "</svg>\n";
+}
+
+// Models (rows) by scenarios (columns): log(model objective) - log(Lloyd's
+// objective) at the last step, as the main table's "− Lloyd's" columns.
+std::string MatrixTable(const std::vector<Scenario>& scenarios,
+                        const std::vector<ScenarioSummary>& results,
+                        const std::vector<Model<float>>& models, int steps) {
+  std::string out = "| model |";
+  std::string rule = "|---|";
+  for (const Scenario& s : scenarios) {
+    absl::StrAppend(&out, " ", s.name, " |");
+    absl::StrAppend(&rule, "---|");
+  }
+  absl::StrAppend(&out, "\n", rule, "\n");
+  for (size_t m = 0; m < models.size(); ++m) {
+    absl::StrAppend(&out, "| ", models[m].name, " |");
+    for (const ScenarioSummary& r : results) {
+      absl::StrAppend(&out, " ", SignedCell(r.differences[m], steps - 1), " |");
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+// The same means as a heatmap: blue where a model beats Lloyd's, red where
+// it loses, white at zero, colours scaled by the largest finite magnitude; a
+// diverged cell is grey.
+std::string MatrixSvg(const std::vector<Scenario>& scenarios,
+                      const std::vector<ScenarioSummary>& results,
+                      const std::vector<Model<float>>& models, int steps,
+                      const std::string& spread) {
+  double extent = 1e-9;
+  for (const ScenarioSummary& r : results) {
+    for (const StepSummary& c : r.differences) {
+      if (std::isfinite(c.mean[steps - 1])) extent = std::max(extent, std::abs(c.mean[steps - 1]));
+    }
+  }
+  const int left = 260, top = 70, cell_w = 110, cell_h = 40;
+  const int w = left + cell_w * static_cast<int>(scenarios.size()) + 20;
+  const int h = top + cell_h * static_cast<int>(models.size()) + 50;
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
+      "fill=\"white\"/>\n<text x=\"10\" y=\"22\" font-size=\"14\">Mean log objective minus "
+      "Lloyd's at T = %d, %s (blue: better than Lloyd's)</text>\n"
+      "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">evaluated on</text>\n",
+      w, h, steps, spread, left + cell_w * static_cast<int>(scenarios.size()) / 2, top - 30);
+  for (size_t j = 0; j < scenarios.size(); ++j) {
+    absl::StrAppend(&svg,
+                    absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                                    left + cell_w * static_cast<int>(j) + cell_w / 2, top - 8,
+                                    scenarios[j].name));
+  }
+  for (size_t m = 0; m < models.size(); ++m) {
+    const int y = top + cell_h * static_cast<int>(m);
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n",
+                                          left - 8, y + cell_h / 2 + 4, models[m].name));
+    for (size_t j = 0; j < results.size(); ++j) {
+      const double v = results[j].differences[m].mean[steps - 1];
+      const int x = left + cell_w * static_cast<int>(j);
+      // 0 is white; -extent full blue (33, 102, 172), +extent full red (178, 24, 43).
+      const double a = std::isfinite(v) ? std::min(1.0, std::abs(v) / extent) : 0.0;
+      const auto mix = [&](int negative, int positive) {
+        if (!std::isfinite(v)) return 190;
+        return static_cast<int>(std::lround(255 + a * ((v < 0 ? negative : positive) - 255)));
+      };
+      absl::StrAppend(
+          &svg,
+          absl::StrFormat("<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                          "fill=\"rgb(%d,%d,%d)\" stroke=\"white\"/>\n"
+                          "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"%s\">%s</text>\n",
+                          x, y, cell_w, cell_h, mix(33, 178), mix(102, 24), mix(172, 43),
+                          x + cell_w / 2, y + cell_h / 2 + 4, a > 0.6 ? "white" : "black",
+                          std::isfinite(v) ? absl::StrFormat("%+.3f", v) : "diverged"));
+    }
+  }
+  absl::StrAppend(&svg, absl::StrFormat("<text x=\"10\" y=\"%d\">rows: models; "
+                                        "colours scaled to ±%.3f</text>\n</svg>\n",
+                                        h - 16, extent));
+  return svg;
+}
+
+absl::StatusOr<std::vector<uint64_t>> Seeds() {
+  std::vector<uint64_t> seeds;
+  for (const std::string& text : absl::GetFlag(FLAGS_seeds)) {
+    uint64_t seed;
+    if (!absl::SimpleAtoi(text, &seed)) {
+      return absl::InvalidArgumentError(absl::StrCat("--seeds: '", text, "' is not a seed"));
+    }
+    seeds.push_back(seed);
+  }
+  if (seeds.empty()) seeds.push_back(absl::GetFlag(FLAGS_seed));
+  return seeds;
 }
 
 absl::Status Run() {
@@ -208,29 +246,77 @@ absl::Status Run() {
       return absl::InvalidArgumentError("all models must share d and k");
     }
   }
-  TaskOptions base{.d = models[0].d, .k = models[0].k};
+  if (absl::GetFlag(FLAGS_without_reembed)) {
+    // The ablation: the same weights, registers carried from step to step.
+    const size_t given = models.size();
+    for (size_t m = 0; m < given; ++m) {
+      Model<float> ablation = models[m];
+      ablation.reembed = false;
+      ablation.name += " (no re-embedding)";
+      models.push_back(std::move(ablation));
+    }
+  }
+  absl::StatusOr<std::vector<uint64_t>> seeds = Seeds();
+  if (!seeds.ok()) return seeds.status();
+  const TaskOptions base{.d = models[0].d, .k = models[0].k};
   std::vector<Scenario> scenarios;
   const std::vector<std::string> wanted = absl::GetFlag(FLAGS_scenarios);
-  for (const Scenario& s : Scenarios(base)) {
+  for (const Scenario& s : PaperScenarios(base)) {
     if (wanted.empty() || std::find(wanted.begin(), wanted.end(), s.name) != wanted.end()) {
       scenarios.push_back(s);
     }
   }
   if (scenarios.empty()) return absl::InvalidArgumentError("--scenarios matches none");
   const int tasks = absl::GetFlag(FLAGS_tasks), steps = absl::GetFlag(FLAGS_steps);
-  std::vector<Result> results;
+  std::vector<ScenarioSummary> results;
   for (const Scenario& s : scenarios) {
-    std::fprintf(stderr, "%s...\n", s.description.c_str());
-    results.push_back(Evaluate(s, models, tasks, steps, absl::GetFlag(FLAGS_seed)));
+    std::vector<SeedLogs> per_seed;
+    for (uint64_t seed : *seeds) {
+      std::fprintf(stderr, "%s, seed %llu...\n", s.description.c_str(),
+                   static_cast<unsigned long long>(seed));
+      per_seed.push_back(EvaluateSeed(s, models, tasks, steps, seed));
+    }
+    results.push_back(Summarise(per_seed));
+    for (size_t m = 0; m < models.size(); ++m) {
+      if (results.back().diverged[m] > 0) {
+        std::fprintf(stderr, "%s: %s diverged (non-finite objective) on %d runs\n",
+                     s.description.c_str(), models[m].name.c_str(), results.back().diverged[m]);
+      }
+    }
   }
-  const std::string table = Table(scenarios, results, models, steps);
-  std::printf("mean ± sd over %d held-out tasks of log(k-means objective); lower is better\n\n%s",
-              tasks, table.c_str());
+  const std::string table =
+      Table(scenarios, results, models, steps - 1) + "\n" + Table(scenarios, results, models, 0);
+  if (seeds->size() > 1) {
+    std::printf(
+        "log(k-means objective), lower is better: mean ± sd over %zu seeds (%s) of each seed's "
+        "mean over %d held-out tasks\n\n%s",
+        seeds->size(), absl::StrJoin(*seeds, ", ").c_str(), tasks, table.c_str());
+  } else {
+    std::printf(
+        "log(k-means objective), lower is better: mean ± sd over %d held-out tasks (seed "
+        "%llu)\n\n%s",
+        tasks, static_cast<unsigned long long>(seeds->front()), table.c_str());
+  }
   if (const std::string path = absl::GetFlag(FLAGS_out_md); !path.empty()) {
     std::ofstream(path) << table;
   }
   if (const std::string path = absl::GetFlag(FLAGS_out_svg); !path.empty()) {
     std::ofstream(path) << Svg(scenarios[0], results[0], models, steps);
+  }
+  if (const std::string dir = absl::GetFlag(FLAGS_svg_dir); !dir.empty()) {
+    for (size_t i = 0; i < scenarios.size(); ++i) {
+      std::ofstream(absl::StrCat(dir, "/", scenarios[i].name, ".svg"))
+          << Svg(scenarios[i], results[i], models, steps);
+    }
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_out_matrix_md); !path.empty()) {
+    std::ofstream(path) << MatrixTable(scenarios, results, models, steps);
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_out_matrix_svg); !path.empty()) {
+    const std::string spread = seeds->size() > 1
+                                   ? absl::StrCat(seeds->size(), " seeds of ", tasks, " tasks")
+                                   : absl::StrCat(tasks, " tasks");
+    std::ofstream(path) << MatrixSvg(scenarios, results, models, steps, spread);
   }
   return absl::OkStatus();
 }

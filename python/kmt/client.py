@@ -19,7 +19,12 @@ from . import stubs
 
 pb, rpc = stubs.load()
 
-INITS = {"kmeans++": pb.INIT_KMEANS_PLUS_PLUS, "random": pb.INIT_RANDOM, "given": pb.INIT_GIVEN}
+INITS = {
+    "kmeans++": pb.INIT_KMEANS_PLUS_PLUS,
+    "plain-kmeans++": pb.INIT_PLAIN_KMEANS_PLUS_PLUS,
+    "random": pb.INIT_RANDOM,
+    "given": pb.INIT_GIVEN,
+}
 
 
 class ClusterError(Exception):

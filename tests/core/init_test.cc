@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
+#include <vector>
 
+#include "core/random.h"
 #include "learn/task_generator.h"
 
 namespace kmt {
@@ -55,6 +58,84 @@ TEST(Init, KMeansPlusPlusHandlesDuplicatePoints) {
   EXPECT_EQ(c, Matrix<double>::Ones(2, 3));
 }
 
+// Plain k-means++ written out directly: the first center a point drawn
+// uniformly, each next one the point whose range of the running sum of
+// squared distances to the nearest chosen center holds a uniform draw.
+Matrix<double> StraightforwardKMeansPlusPlus(const Matrix<double>& points, int k, uint64_t seed) {
+  Rng rng(seed);
+  const Eigen::Index n = points.cols();
+  Matrix<double> centers(points.rows(), k);
+  centers.col(0) = points.col(static_cast<Eigen::Index>(rng.Below(n)));
+  std::vector<double> nearest(n, INFINITY);
+  for (int j = 1; j < k; ++j) {
+    double total = 0;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      nearest[i] = std::min(nearest[i], (points.col(i) - centers.col(j - 1)).squaredNorm());
+      total += nearest[i];
+    }
+    const double target = rng.Uniform() * total;
+    double running = 0;
+    Eigen::Index pick = n - 1;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      running += nearest[i];
+      if (running > target) {
+        pick = i;
+        break;
+      }
+    }
+    centers.col(j) = points.col(pick);
+  }
+  return centers;
+}
+
+TEST(Init, PlainKMeansPlusPlusIsOneDSquaredDrawPerCenter) {
+  const Matrix<double> points = GenerateTask<double>({.n = 700, .d = 5, .k = 8}, 4).points;
+  int differ_from_greedy = 0;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    SCOPED_TRACE(seed);
+    const Matrix<double> plain = *InitialCenters(points, 8, InitMethod::kPlainKMeansPlusPlus, seed);
+    EXPECT_EQ(plain, StraightforwardKMeansPlusPlus(points, 8, seed));
+    EXPECT_EQ(*InitialCenters(points, 8, InitMethod::kPlainKMeansPlusPlus, seed), plain);
+    // The same first draw as greedy k-means++; greedy then picks the best of
+    // 2 + floor(ln 8) = 4 candidates, so the rest mostly differs.
+    const Matrix<double> greedy = *InitialCenters(points, 8, InitMethod::kKMeansPlusPlus, seed);
+    EXPECT_EQ(plain.col(0), greedy.col(0));
+    if (plain != greedy) ++differ_from_greedy;
+  }
+  EXPECT_GT(differ_from_greedy, 15);
+}
+
+TEST(Init, PlainKMeansPlusPlusDrawsWithSquaredDistanceProbabilities) {
+  // Four points on a line, two of them equal. The first center is uniform
+  // over the points; the second has value b with probability
+  // (points of value b) (b - a)^2 / sum over points (x - a)^2, given the
+  // first's value a, so a copy of the first center is never drawn.
+  Matrix<double> points(1, 4);
+  points << 0, 0, 2, 5;
+  const double values[] = {0, 2, 5}, copies[] = {2, 1, 1};
+  const auto value_index = [&](double v) { return v == 0 ? 0 : v == 2 ? 1 : 2; };
+  const int draws = 40000;
+  int count[3][3] = {};
+  for (uint64_t seed = 0; seed < draws; ++seed) {
+    const Matrix<double> c = *InitialCenters(points, 2, InitMethod::kPlainKMeansPlusPlus, seed);
+    ++count[value_index(c(0, 0))][value_index(c(0, 1))];
+  }
+  for (int a = 0; a < 3; ++a) {
+    double sum = 0;
+    for (int b = 0; b < 3; ++b) sum += copies[b] * std::pow(values[b] - values[a], 2);
+    for (int b = 0; b < 3; ++b) {
+      SCOPED_TRACE(testing::Message() << "first " << values[a] << " second " << values[b]);
+      const double p = copies[a] / 4 * copies[b] * std::pow(values[b] - values[a], 2) / sum;
+      if (a == b) {
+        EXPECT_EQ(count[a][b], 0);
+      } else {
+        // Binomial counts: within 4.5 standard deviations.
+        EXPECT_NEAR(count[a][b], p * draws, 4.5 * std::sqrt(draws * p * (1 - p)));
+      }
+    }
+  }
+}
+
 TEST(Init, RejectsImpossibleRequests) {
   const Matrix<double> points = Matrix<double>::Zero(2, 5);
   EXPECT_EQ(InitialCenters(points, 6, InitMethod::kRandomSubset, 1).status().message(),
@@ -62,8 +143,12 @@ TEST(Init, RejectsImpossibleRequests) {
   EXPECT_EQ(InitialCenters(points, 0, InitMethod::kKMeansPlusPlus, 1).status().message(),
             "k = 0, must be at least 1");
   EXPECT_EQ(ParseInitMethod("forgy").status().message(),
-            "unknown initialisation 'forgy', expected random or kmeans++");
-  EXPECT_EQ(*ParseInitMethod("kmeans++"), InitMethod::kKMeansPlusPlus);
+            "unknown initialisation 'forgy', expected random, kmeans++ or plain-kmeans++");
+  for (InitMethod m :
+       {InitMethod::kRandomSubset, InitMethod::kKMeansPlusPlus, InitMethod::kPlainKMeansPlusPlus}) {
+    EXPECT_EQ(*ParseInitMethod(InitMethodName(m)), m);
+  }
+  EXPECT_EQ(*ParseInitMethod("plain-kmeans++"), InitMethod::kPlainKMeansPlusPlus);
 }
 
 }  // namespace

@@ -49,10 +49,14 @@ void ShardsChooseTheCentersOfTheWholeMatrix() {
   const Matrix<Scalar> points = GenerateTask<Scalar>({.n = 3000, .d = 4, .k = 12}, 5).points;
   for (uint64_t seed : {1, 2, 3}) {
     SCOPED_TRACE(seed);
-    const Matrix<Scalar> whole = *InitialCenters(points, 12, InitMethod::kKMeansPlusPlus, seed);
-    // Uneven shards, one of them empty.
-    LocalShards<Scalar> local(points, {1000, 0, 1, 1999});
-    EXPECT_EQ(*ShardedKMeansPlusPlus<Scalar>(local.sizes, 4, 12, seed, local.Round()), whole);
+    // Uneven shards, one of them empty; fresh shards for each run.
+    LocalShards<Scalar> greedy(points, {1000, 0, 1, 1999});
+    EXPECT_EQ(*ShardedKMeansPlusPlus<Scalar>(greedy.sizes, 4, 12, seed, GreedySeedingCandidates(12),
+                                             greedy.Round()),
+              *InitialCenters(points, 12, InitMethod::kKMeansPlusPlus, seed));
+    LocalShards<Scalar> plain(points, {1000, 0, 1, 1999});
+    EXPECT_EQ(*ShardedKMeansPlusPlus<Scalar>(plain.sizes, 4, 12, seed, 1, plain.Round()),
+              *InitialCenters(points, 12, InitMethod::kPlainKMeansPlusPlus, seed));
   }
 }
 
@@ -81,14 +85,29 @@ TEST(Seeding, DrawsFollowTheRunningSumOfDistances) {
   points << 0, 1, 3, 6;
   SeedingShard<double> shard(&points);
   Matrix<double> origin = Matrix<double>::Zero(1, 1);
-  // Distances to 0: 0, 1, 9, 36; running sum 0, 1, 10, 46.
-  const SeedAnswer<double> a =
-      *shard.Step({.add = origin, .targets = {0.5, 1.0, 9.9, 45.0, 1e9}, .candidates = points});
+  // Distances to 0: 0, 1, 9, 36; running sum 0, 1, 10, 46: the points hold
+  // [0, 0), [0, 1), [1, 10) and [10, 46), so the point at distance 0 is
+  // never drawn.
+  const SeedAnswer<double> a = *shard.Step(
+      {.add = origin, .targets = {0.0, 0.5, 1.0, 9.9, 45.0, 1e9}, .candidates = points});
   EXPECT_EQ(a.potential, 46);
-  Matrix<double> drawn(1, 5);
-  drawn << 1, 1, 3, 6, 6;  // past the end: the last point
+  Matrix<double> drawn(1, 6);
+  drawn << 1, 1, 3, 3, 6, 6;  // past the end: the last point
   EXPECT_EQ(a.points, drawn);
   EXPECT_EQ(a.candidate_potentials, (std::vector<double>{46, 29, 10, 10}));
+}
+
+TEST(Seeding, PastTheEndDrawsTheLastPointAtAPositiveDistance) {
+  Matrix<double> points(1, 4);
+  points << 5, 0, 3, 0;
+  SeedingShard<double> shard(&points);
+  // Distances to 0: 25, 0, 9, 0; a target past the sum (round-off between
+  // the coordinator's sum and the shard's running sum) takes point 2.
+  const SeedAnswer<double> a =
+      *shard.Step({.add = Matrix<double>::Zero(1, 1), .targets = {34.0, 1e9}});
+  Matrix<double> drawn(1, 2);
+  drawn << 3, 3;
+  EXPECT_EQ(a.points, drawn);
 }
 
 TEST(Seeding, BadRequestsSayWhatIsWrong) {
@@ -105,8 +124,10 @@ TEST(Seeding, BadRequestsSayWhatIsWrong) {
   ASSERT_TRUE(shard.Step({.add = points.col(0)}).ok());
   EXPECT_EQ(shard.Step({.targets = {-1.0}}).status().message(),
             "draw target -1 is not in [0, inf)");
-  EXPECT_EQ(ShardedKMeansPlusPlus<float>({2, 1}, 2, 4, 1, {}).status().message(),
+  EXPECT_EQ(ShardedKMeansPlusPlus<float>({2, 1}, 2, 4, 1, 1, {}).status().message(),
             "k = 4 needs 1 <= k <= n = 3");
+  EXPECT_EQ(ShardedKMeansPlusPlus<float>({2, 1}, 2, 2, 1, 0, {}).status().message(),
+            "0 k-means++ candidates per center, expected at least 1");
 }
 
 }  // namespace

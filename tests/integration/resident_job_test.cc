@@ -147,12 +147,19 @@ TEST_F(ResidentJobTest, CliWholeModeEqualsTheCoreOnAllPoints) {
 }
 
 TEST_F(ResidentJobTest, KMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoints) {
-  ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
-  options.iterations = 0;
-  const absl::StatusOr<ResidentJobResult> got =
-      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->centers, *InitialCenters(Points(), kK, InitMethod::kKMeansPlusPlus, 4));
+  for (bool plain : {false, true}) {
+    SCOPED_TRACE(plain ? "plain" : "greedy");
+    ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+    options.iterations = 0;
+    options.plain_seeding = plain;
+    const absl::StatusOr<ResidentJobResult> got =
+        RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(
+        got->centers,
+        *InitialCenters(Points(), kK,
+                        plain ? InitMethod::kPlainKMeansPlusPlus : InitMethod::kKMeansPlusPlus, 4));
+  }
 }
 
 // More labels than one response carries (2^20): they arrive over several,

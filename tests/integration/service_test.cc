@@ -306,6 +306,33 @@ TEST_F(ServiceTest, GivenCentersWithZeroIterationsAssignAndSum) {
   EXPECT_NEAR(got.objective(), Objective(points, centers), 1e-9 * got.objective());
 }
 
+TEST_F(ServiceTest, EachInitialisationIsTheCores) {
+  const Matrix<float> points = HundredThousand().points.leftCols(3000);
+  const std::pair<v1::Init, InitMethod> inits[] = {
+      {v1::INIT_KMEANS_PLUS_PLUS, InitMethod::kKMeansPlusPlus},
+      {v1::INIT_PLAIN_KMEANS_PLUS_PLUS, InitMethod::kPlainKMeansPlusPlus},
+      {v1::INIT_RANDOM, InitMethod::kRandomSubset}};
+  std::vector<v1::ClusterRequest> requests;
+  for (const auto& [init, method] : inits) {
+    v1::ClusterRequest r =
+        Request(std::string(InitMethodName(method)), "lloyd-onehot", points, 6, 0);
+    r.set_init(init);
+    r.set_seed(21);
+    requests.push_back(r);
+  }
+  const Exchange e = Stream(server_->address(), requests);
+  ASSERT_TRUE(e.status.ok()) << e.status.error_message();
+  ASSERT_EQ(e.responses.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(InitMethodName(inits[i].second));
+    ASSERT_FALSE(e.responses[i].has_error()) << e.responses[i].error().message();
+    EXPECT_EQ(CentersOf(e.responses[i], 8), *InitialCenters(points, 6, inits[i].second, 21));
+  }
+  // Greedy and plain k-means++ share their first draw and then differ.
+  EXPECT_EQ(CentersOf(e.responses[0], 8).col(0), CentersOf(e.responses[1], 8).col(0));
+  EXPECT_NE(CentersOf(e.responses[0], 8), CentersOf(e.responses[1], 8));
+}
+
 TEST_F(ServiceTest, BadBatchesGetTheirOwnErrorsAndTheStreamGoesOn) {
   const Matrix<float> good = HundredThousand().points.leftCols(600);
   const Matrix<float> three_d = good.topRows(3);

@@ -36,8 +36,8 @@ double StandardDeviation(const std::vector<double>& values) {
   return std::sqrt(sum / (values.size() - 1));
 }
 
-// Point minus its component mean, for every coordinate: the drawn noise when
-// the task is not min-max scaled.
+// Point minus its component mean, for every coordinate: the drawn noise of
+// an additive family when the task is not min-max scaled.
 std::vector<double> Noise(const Task<double>& task) {
   std::vector<double> noise;
   for (Eigen::Index i = 0; i < task.points.cols(); ++i) {
@@ -93,7 +93,7 @@ TEST(TaskGenerator, DefaultOptionsDrawTheOriginalNormalMixture) {
   EXPECT_EQ(single.means, means.cast<float>());
 }
 
-TEST(TaskGenerator, EachFamilyHasItsCentredLocationAndSpread) {
+TEST(TaskGenerator, EachAdditiveFamilyHasItsCentredLocationAndSpread) {
   struct Expected {
     Family family;
     double median;  // of the unscaled noise
@@ -106,7 +106,6 @@ TEST(TaskGenerator, EachFamilyHasItsCentredLocationAndSpread) {
       {Family::kLaplace, 0.0, 2 * std::log(2.0), true},
       {Family::kGumbel, -std::log(std::log(2.0)) - gamma,
        std::log(std::log(4.0)) - std::log(-std::log(0.75)), true},
-      {Family::kLognormal, 1.0 - std::exp(0.5), std::exp(z75) - std::exp(-z75), true},
       {Family::kCauchy, 0.0, 2.0, false},
   };
   const double scale = 0.5;
@@ -115,12 +114,88 @@ TEST(TaskGenerator, EachFamilyHasItsCentredLocationAndSpread) {
     const std::vector<double> noise = Noise(GenerateTask<double>(
         {.n = 100000, .d = 1, .k = 1, .scale = scale, .min_max_scale = false, .family = e.family},
         5));
-    // Standard errors at n = 100000 are at most ~0.007 (lognormal mean); the
-    // tolerances allow about four of them.
+    // Standard errors at n = 100000 are at most ~0.005; the tolerances allow
+    // about four of them.
     EXPECT_NEAR(Quantile(noise, 0.5) / scale, e.median, 0.02);
     EXPECT_NEAR((Quantile(noise, 0.75) - Quantile(noise, 0.25)) / scale, e.iqr, 0.03 * e.iqr);
     if (e.has_mean) {
       EXPECT_NEAR(Mean(noise) / scale, 0.0, 0.03);
+    }
+  }
+}
+
+TEST(TaskGenerator, LognormalPointsAreTheExpOfANormalAroundTheLocation) {
+  // One component: the log of every coordinate is N(mu, s^2), so every point
+  // is positive and the component's mean is exp(mu + s^2 / 2).
+  const double scale = 0.5;
+  const Task<double> task = GenerateTask<double>({.n = 100000,
+                                                  .d = 2,
+                                                  .k = 1,
+                                                  .scale = scale,
+                                                  .min_max_scale = false,
+                                                  .family = Family::kLognormal},
+                                                 5);
+  EXPECT_GT(task.points.minCoeff(), 0.0);
+  for (int l = 0; l < 2; ++l) {
+    SCOPED_TRACE(l);
+    // mu recovered from the reported mean.
+    const double mu = std::log(task.means(l, 0)) - scale * scale / 2;
+    EXPECT_GE(mu, 0.0);
+    EXPECT_LT(mu, 1.0);
+    std::vector<double> z, x;
+    for (Eigen::Index i = 0; i < task.points.cols(); ++i) {
+      x.push_back(task.points(l, i));
+      z.push_back((std::log(task.points(l, i)) - mu) / scale);
+    }
+    // Standard normal: standard errors at n = 100000 are about 0.003 for the
+    // mean, 0.0022 for the sd and 0.004 for a quartile; the tolerances allow
+    // about four of them.
+    EXPECT_NEAR(Mean(z), 0.0, 0.013);
+    EXPECT_NEAR(StandardDeviation(z), 1.0, 0.01);
+    EXPECT_NEAR(Quantile(z, 0.25), -0.6744897501960817, 0.016);
+    EXPECT_NEAR(Quantile(z, 0.75), 0.6744897501960817, 0.016);
+    // The points themselves are skewed: mean above median, by a factor
+    // exp(s^2 / 2) ~ 1.13.
+    EXPECT_NEAR(Mean(x) / task.means(l, 0), 1.0, 0.01);
+    EXPECT_NEAR(Mean(x) / Quantile(x, 0.5), std::exp(scale * scale / 2), 0.01);
+  }
+}
+
+TEST(TaskGenerator, LognormalSpreadGrowsWithTheLocationAdditiveSpreadDoesNot) {
+  // Noise that multiplies exp(mu): every component has the same ratio of
+  // standard deviation to mean, sqrt(exp(s^2) - 1), whatever its location,
+  // so the spread differs between components; with additive noise every
+  // component has the same standard deviation. Twenty components in one
+  // dimension spread their lognormal means over [1, e].
+  const double scale = 0.1;
+  const int k = 20;
+  for (Family family : {Family::kLognormal, Family::kNormal}) {
+    SCOPED_TRACE(FamilyName(family));
+    const Task<double> task = GenerateTask<double>(
+        {.n = 200000, .d = 1, .k = k, .scale = scale, .min_max_scale = false, .family = family}, 6);
+    std::vector<std::vector<double>> per(k);
+    for (Eigen::Index i = 0; i < task.points.cols(); ++i) {
+      per[task.components[i]].push_back(task.points(0, i));
+    }
+    double lowest_cv = INFINITY, highest_cv = 0.0, lowest_sd = INFINITY, highest_sd = 0.0;
+    for (int j = 0; j < k; ++j) {
+      const double sd = StandardDeviation(per[j]);
+      lowest_sd = std::min(lowest_sd, sd);
+      highest_sd = std::max(highest_sd, sd);
+      // Only meaningful for the positive lognormal points.
+      lowest_cv = std::min(lowest_cv, sd / Mean(per[j]));
+      highest_cv = std::max(highest_cv, sd / Mean(per[j]));
+    }
+    // About 10000 points per component: a sample sd is within ~3% (four
+    // standard errors) of its value.
+    if (family == Family::kLognormal) {
+      const double cv = std::sqrt(std::exp(scale * scale) - 1);
+      EXPECT_GT(lowest_cv, 0.97 * cv);
+      EXPECT_LT(highest_cv, 1.03 * cv);
+      EXPECT_GT(highest_sd / lowest_sd, 1.5);
+    } else {
+      EXPECT_GT(lowest_sd, 0.97 * scale);
+      EXPECT_LT(highest_sd, 1.03 * scale);
     }
   }
 }
@@ -143,29 +218,45 @@ TEST(TaskGenerator, CauchyNoiseHasAHeavyTailNormalNoiseDoesNot) {
   }
 }
 
-TEST(TaskGenerator, UnequalWeightsGiveUnequalCountsEqualWeightsDoNot) {
-  const int n = 10000, k = 5;
-  // Binomial(n, 1/k) standard deviation is 40.
-  const double sd = std::sqrt(n * (1.0 / k) * (1.0 - 1.0 / k));
-  bool some_unequal = false;
+// The generator's draws after the d x k means: the next `count` uniforms.
+std::vector<double> UniformsAfterMeans(uint64_t seed, int d, int k, int count) {
+  Rng rng(seed);
+  for (int i = 0; i < d * k; ++i) rng.Uniform();
+  std::vector<double> u(count);
+  for (double& x : u) x = rng.Uniform();
+  return u;
+}
+
+TEST(TaskGenerator, UnequalWeightsAreProportionalToUniformDrawsEqualWeightsAreEqual) {
+  const int n = 20000, d = 2, k = 5;
   for (uint64_t seed = 0; seed < 5; ++seed) {
     SCOPED_TRACE(seed);
-    const TaskOptions equal{.n = n, .d = 2, .k = k};
+    const TaskOptions equal{.n = n, .d = d, .k = k};
+    // Binomial(n, 1/k) standard deviation is about 57.
+    const double sd = std::sqrt(n * (1.0 / k) * (1.0 - 1.0 / k));
     for (int c : Counts(GenerateTask<double>(equal, seed), k)) {
       EXPECT_NEAR(c, n / k, 4 * sd);
     }
     TaskOptions unequal = equal;
     unequal.equal_weights = false;
+    // The weights: k uniforms drawn after the means, normalised.
+    const std::vector<double> u = UniformsAfterMeans(seed, d, k, k);
+    double total = 0.0;
+    for (double x : u) total += x;
     const std::vector<int> counts = Counts(GenerateTask<double>(unequal, seed), k);
-    const auto [lo, hi] = std::minmax_element(counts.begin(), counts.end());
-    if (*hi - *lo > 20 * sd) some_unequal = true;
+    for (int j = 0; j < k; ++j) {
+      const double w = u[j] / total;
+      EXPECT_NEAR(counts[j], n * w, 4 * std::sqrt(n * w * (1 - w)) + 1) << "component " << j;
+    }
   }
-  EXPECT_TRUE(some_unequal);
 }
 
-TEST(TaskGenerator, AnisotropicScalesDifferPerComponent) {
+TEST(TaskGenerator, AnisotropicScalesAreScaleTimesUniformPerComponentAndDimension) {
   const int d = 4, k = 3;
   const double scale = 0.2;
+  const uint64_t seed = 3;
+  // The scales: d x k uniforms drawn after the means, component by component.
+  const std::vector<double> u = UniformsAfterMeans(seed, d, k, d * k);
   for (bool isotropic : {true, false}) {
     SCOPED_TRACE(isotropic ? "isotropic" : "anisotropic");
     const Task<double> task = GenerateTask<double>({.n = 30000,
@@ -174,28 +265,29 @@ TEST(TaskGenerator, AnisotropicScalesDifferPerComponent) {
                                                     .scale = scale,
                                                     .min_max_scale = false,
                                                     .isotropic = isotropic},
-                                                   3);
+                                                   seed);
     double lowest = INFINITY, highest = 0.0;
     for (int j = 0; j < k; ++j) {
       for (int l = 0; l < d; ++l) {
+        SCOPED_TRACE(testing::Message() << "component " << j << " dimension " << l);
         std::vector<double> noise;
         for (int i = 0; i < task.points.cols(); ++i) {
           if (task.components[i] == j) noise.push_back(task.points(l, i) - task.means(l, j));
         }
-        const double sd = StandardDeviation(noise) / scale;
-        lowest = std::min(lowest, sd);
-        highest = std::max(highest, sd);
+        // About 10000 points per component: each sample sd is within ~3%
+        // (four standard errors) of its scale.
+        const double sd = StandardDeviation(noise);
+        const double expected = isotropic ? scale : scale * u[j * d + l];
+        EXPECT_NEAR(sd / expected, 1.0, 0.03);
+        lowest = std::min(lowest, sd / scale);
+        highest = std::max(highest, sd / scale);
       }
     }
-    // About 10000 points per component: each sample sd is within ~4% of its
-    // scale.
-    if (isotropic) {
-      EXPECT_GT(lowest, 0.96);
-      EXPECT_LT(highest, 1.04);
-    } else {
-      EXPECT_GT(lowest, 0.5 * 0.96);
-      EXPECT_LT(highest, 1.5 * 1.04);
-      EXPECT_GT(highest / lowest, 1.3);
+    if (!isotropic) {
+      // Scale times U(0, 1): never above the scale, and spread over (0, 1).
+      EXPECT_LT(highest, 1.03);
+      EXPECT_LT(lowest, 0.5);
+      EXPECT_GT(highest, 0.5);
     }
   }
 }

@@ -49,6 +49,21 @@ TEST(Request, FieldsBecomeTheBatch) {
   EXPECT_EQ(given.given_centers(0, 1), 10);
 }
 
+TEST(Request, EachInitValueNamesItsMethod) {
+  const std::pair<v1::Init, InitMethod> cases[] = {
+      {v1::INIT_KMEANS_PLUS_PLUS, InitMethod::kKMeansPlusPlus},
+      {v1::INIT_RANDOM, InitMethod::kRandomSubset},
+      {v1::INIT_PLAIN_KMEANS_PLUS_PLUS, InitMethod::kPlainKMeansPlusPlus}};
+  for (const auto& [init, method] : cases) {
+    SCOPED_TRACE(InitMethodName(method));
+    v1::ClusterRequest r = Request();
+    r.set_init(init);
+    const absl::StatusOr<Batch<float>> batch = BatchFromRequest(r);
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    EXPECT_EQ(batch->spec().init, method);
+  }
+}
+
 TEST(Request, BadRequestsSayWhatIsWrong) {
   v1::ClusterRequest r = Request();
   r.set_n(5);

@@ -1,0 +1,69 @@
+// Held-out evaluation of k-means transformers against Lloyd's, in the
+// scenarios the papers evaluate learned models on. For one scenario and one
+// seed, `tasks` tasks are drawn; every model runs T = 1..steps steps and
+// Lloyd's `steps` iterations from the same initial centers, and each run's
+// log(k-means objective) after each step is kept. Over several seeds, each
+// seed's mean over its tasks is one sample, and the spread is over seeds.
+#ifndef KMT_LEARN_EVALUATION_H_
+#define KMT_LEARN_EVALUATION_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/init.h"
+#include "core/model.h"
+#include "learn/task_generator.h"
+
+namespace kmt {
+
+struct Scenario {
+  std::string name;                             ///< as kmt-eval's --scenarios names it
+  std::string description;                      ///< for tables and figures
+  TaskOptions tasks;                            ///< the task distribution
+  InitMethod init = InitMethod::kRandomSubset;  ///< how the initial centers are chosen
+};
+
+// Every scenario, around the training distribution `base` (its n, d, k,
+// scale and family): the training distribution itself; each initialisation;
+// other n; unequal weights; anisotropic scales; half and double the scale;
+// the training distribution and anisotropic scales without the generator's
+// min-max step (a model's own input map does the scaling); each other
+// family.
+std::vector<Scenario> PaperScenarios(const TaskOptions& base);
+
+// log(objective) after each step: runs[task][t] for t = 0..steps-1. A run
+// whose objective is not finite (or that fails) counts as +inf from then on.
+using StepLogs = std::vector<std::vector<double>>;
+
+struct SeedLogs {
+  StepLogs lloyd;                ///< Lloyd's from the same initial centers
+  std::vector<StepLogs> models;  ///< per model, in the order given
+};
+
+// Tasks seed, seed + 1, ..., seed + tasks - 1 of the scenario.
+SeedLogs EvaluateSeed(const Scenario& scenario, const std::vector<Model<float>>& models, int tasks,
+                      int steps, uint64_t seed);
+
+// Mean and spread per step. Over one seed the spread is the standard
+// deviation over tasks; over several, the sample standard deviation over
+// seeds of each seed's mean over its tasks.
+struct StepSummary {
+  std::vector<double> mean, sd;
+};
+
+struct ScenarioSummary {
+  int seeds = 0;
+  StepSummary lloyd;
+  std::vector<StepSummary> models;
+  /// Per model, the model's log objective minus Lloyd's (task by task over
+  /// one seed; seed mean minus seed mean over several).
+  std::vector<StepSummary> differences;
+  std::vector<int> diverged;  ///< per model, runs (over all seeds) with a non-finite objective
+};
+
+ScenarioSummary Summarise(const std::vector<SeedLogs>& per_seed);
+
+}  // namespace kmt
+
+#endif  // KMT_LEARN_EVALUATION_H_
