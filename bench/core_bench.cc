@@ -6,14 +6,18 @@
 //   build/bench/core_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <tuple>
 
+#include "core/assign.h"
+#include "core/cluster_sums.h"
 #include "core/constructions.h"
 #include "core/engine.h"
 #include "core/init.h"
 #include "core/lloyd.h"
+#include "core/random.h"
 #include "core/transformer.h"
 #include "core/variant_reference.h"
 #include "learn/task_generator.h"
@@ -77,6 +81,22 @@ void BM_ReferenceLloydIteration(benchmark::State& state) {
 
 void BM_DensePathLayer(benchmark::State& state) { RunLayers(state, Path::kDense, 1); }
 
+// One Lloyd's iteration as a resident job's shard runs it (and the fast path
+// each layer): the assignment with its counts and sums in one pass, then the
+// means.
+void BM_LloydIteration(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2);
+  const Data& data = Problem(n, d, k);
+  Matrix<float> centers = data.init;
+  Labels labels;
+  for (auto _ : state) {
+    ClusterSums sums(d, k);
+    benchmark::DoNotOptimize(AssignNearest(data.points, centers, &labels, nullptr, &sums));
+    ApplyMeans(sums, &centers);
+  }
+  SetPerUnit(state, "s_per_layer", 1, n);
+}
+
 // The bound of one Lloyd's iteration: its 2·n·k·d multiply-adds as Eigen's
 // sgemm computes them, in the blocks of points the assignment uses, on every
 // CPU. s_per_layer is directly comparable with BM_FastPathLayer's; GFLOPs
@@ -129,7 +149,99 @@ BENCHMARK(BM_FaissKMeansIteration)
     ->UseRealTime();
 #endif
 
+// A learned model as the service runs it (paper B's main setting: one-hot,
+// d = 32, k = 10, n = 512, T = 20 layers with re-embedding, softmax at
+// beta = 1/sqrt(d_emb)), with random weights of the shipped model's shapes:
+// the work does not depend on their values.
+Model<float> LearnedShape(int d, int k) {
+  const int dim = d + k;
+  Model<float> model;
+  model.name = "learned-shape";
+  model.d = d;
+  model.k = k;
+  model.reembed = true;
+  model.input_scaling = InputScaling::kGlobalMinMax;
+  Rng rng(5);
+  const auto random = [&](Eigen::Index rows, Eigen::Index cols) {
+    Matrix<float> m(rows, cols);
+    for (Eigen::Index i = 0; i < m.size(); ++i) {
+      m.data()[i] = static_cast<float>(rng.Normal() / std::sqrt(dim));
+    }
+    return m;
+  };
+  LayerWeights<float> layer;
+  for (AttentionBlock<float>& block : layer.blocks) {
+    block.Q = random(dim, dim);
+    block.K = random(dim, dim);
+    block.V = random(dim, dim);
+    block.bQ = random(dim, 1);
+    block.bK = random(dim, 1);
+    block.bV = random(dim, 1);
+    block.normalizer = Normalizer::kSoftmax;
+    block.beta = 1.0f / std::sqrt(static_cast<float>(dim));
+  }
+  model.layers.push_back(std::move(layer));
+  return model;
+}
+
+void BM_LearnedModelRun(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2), layers = state.range(3);
+  const Data& data = Problem(n, d, k);
+  const Model<float> model = LearnedShape(d, k);
+  for (auto _ : state) {
+    auto run = RunTransformer(model, data.points, data.init, {.layers = layers});
+    benchmark::DoNotOptimize(run->objective);
+  }
+  SetPerUnit(state, "s_per_run", 1, n);
+}
+
+// The bound of that run: its matrix products alone, in Eigen's sgemm at the
+// same shapes (per layer and block: the three projections, the scores and
+// the weighted values), on every CPU.
+void BM_GemmBoundOfALearnedRun(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2), layers = state.range(3);
+  const int dim = d + k;
+  const Matrix<float> w = Matrix<float>::Random(dim, dim);
+  const Matrix<float> x = Matrix<float>::Random(dim, n), c = Matrix<float>::Random(dim, k);
+  // (queries, keys) of theta1..theta4.
+  const std::pair<const Matrix<float>*, const Matrix<float>*> blocks[] = {
+      {&x, &c}, {&x, &x}, {&c, &x}, {&c, &c}};
+  double flops = 0;
+  for (const auto& [q, kv] : blocks) {
+    flops += 2.0 * dim * dim * (q->cols() + 2 * kv->cols()) + 4.0 * dim * q->cols() * kv->cols();
+  }
+  for (auto _ : state) {
+    for (int t = 0; t < layers; ++t) {
+      for (const auto& [q, kv] : blocks) {
+        const Matrix<float> queries = w * *q, keys = w * *kv, values = w * *kv;
+        const Matrix<float> scores = keys.transpose() * queries;
+        const Matrix<float> out = values * scores;
+        benchmark::DoNotOptimize(out.data());
+      }
+    }
+  }
+  SetPerUnit(state, "s_per_run", 1, n);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(flops * layers * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_LearnedModelRun)
+    ->Args({512, 32, 10, 20})
+    ->Args({1024, 32, 10, 20})
+    ->Args({2048, 32, 10, 20})
+    ->Args({4096, 32, 10, 20})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_GemmBoundOfALearnedRun)
+    ->Args({512, 32, 10, 20})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_FastPathLayer)
+    ->Args({100000, 32, 64})
+    ->Args({1000000, 32, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_LloydIteration)
     ->Args({100000, 32, 64})
     ->Args({1000000, 32, 64})
     ->Unit(benchmark::kMillisecond)

@@ -7,17 +7,19 @@
 //   build/bench/learned_cost_bench
 //
 // Time, per batch: the 32 tasks spread over the threads, as the trainer
-// spreads them, as wall-clock time and as the CPU time of all threads.
-// Forward: LayerForward of every task, keeping its cache. Backward:
+// spreads them, as wall-clock time and as the CPU time of all threads; each
+// thread keeps one cache and reuses its buffers, as the trainer does.
+// Forward: LayerForward of every task, filling its cache. Backward:
 // LayerBackward of every task from its cache and its loss gradient; the
 // forward passes and the loss run untimed, one task per thread at a time,
 // so that one cache per thread is alive, as in training.
 // Memory, per task, from the heap counter (bench/heap_counter.h; not in
-// sanitizer builds): kept = bytes allocated after the forward pass and not
-// before (the activations cached for the backward pass, and the d x k
-// output); peak = the most bytes allocated at once during the forward and
-// backward passes beyond what was allocated before them (the loss runs
-// before, uncounted). A batch computed as one tensor, as on a GPU, holds 32
+// sanitizer builds), with a fresh cache: kept = bytes allocated after the
+// forward pass and not before (the activations cached for the backward
+// pass, and the d x k output); peak = the most bytes allocated at once
+// during the forward and backward passes beyond what was allocated before
+// them (the loss runs before, uncounted), the buffers the backward pass
+// adds to the cache included. A batch computed as one tensor, as on a GPU, holds 32
 // tasks' worth; the trainer holds one per thread.
 // After the benchmarks, a table of one-hot against binary at each k.
 #include <benchmark/benchmark.h>
@@ -123,13 +125,15 @@ void Label(benchmark::State& state, Embedding embedding, int k) {
 void Forward(benchmark::State& state, Embedding embedding, int k) {
   const Problem& p = Tasks(k);
   const LayerWeights<float> w = RandomWeights(kD + RegisterDim(embedding, k), 1);
+  // One cache per thread, its buffers reused from task to task.
+  std::vector<LayerCache<float>> caches(omp_get_max_threads());
   double wall = 0, cpu = 0;
   for (auto _ : state) {
     const Clock start;
 #pragma omp parallel for schedule(dynamic)
     for (int t = 0; t < kBatch; ++t) {
-      LayerCache<float> cache;
-      benchmark::DoNotOptimize(LayerForward(w, embedding, p.points[t], p.centers[t], &cache));
+      LayerCache<float>* cache = &caches[omp_get_thread_num()];
+      benchmark::DoNotOptimize(LayerForward(w, embedding, p.points[t], p.centers[t], cache));
     }
     wall += start.WallSeconds();
     cpu += start.CpuSeconds();
@@ -164,7 +168,7 @@ void Backward(benchmark::State& state, Embedding embedding, int k) {
       }
       const Clock start;
 #pragma omp parallel for
-      for (int i = 0; i < wave; ++i) LayerBackward(w, caches[i], d_centers[i], &grads[i]);
+      for (int i = 0; i < wave; ++i) LayerBackward(w, d_centers[i], &caches[i], &grads[i]);
       seconds += start.WallSeconds();
       cpu += start.CpuSeconds();
     }
@@ -199,7 +203,7 @@ void Memory(benchmark::State& state, Embedding embedding, int k) {
       LayerCache<float> cache;
       benchmark::DoNotOptimize(LayerForward(w, embedding, p.points[0], p.centers[0], &cache));
       kept = HeapLiveBytes() - before;
-      LayerBackward(w, cache, d_centers, &grad);
+      LayerBackward(w, d_centers, &cache, &grad);
     }
     peak = HeapPeakBytes() - before;
   }

@@ -61,12 +61,25 @@ class JobStream {
     return absl::OkStatus();
   }
 
-  // The next response; a step's error arrives inside it, a broken stream as
-  // the status.
+  // The next step's response, its labels gathered from the responses that
+  // follow it; a step's error arrives inside it, a broken stream as the
+  // status.
   absl::StatusOr<v1::JobResponse> Receive() {
     if (!failure_.ok()) return failure_;
     v1::JobResponse response;
     if (!stream_->Read(&response)) return Fail();
+    for (int64_t to_follow = response.labels_to_follow(); to_follow > 0;) {
+      v1::JobResponse more;
+      if (!stream_->Read(&more)) return Fail();
+      if (more.labels_size() == 0 || more.labels_to_follow() != to_follow - more.labels_size()) {
+        return absl::InternalError(absl::StrCat("a job's labels arrived out of step: ", to_follow,
+                                                " to follow, then ", more.labels_size(), " with ",
+                                                more.labels_to_follow(), " to follow"));
+      }
+      response.mutable_labels()->Add(more.labels().begin(), more.labels().end());
+      to_follow = more.labels_to_follow();
+    }
+    response.clear_labels_to_follow();
     return response;
   }
 

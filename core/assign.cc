@@ -1,6 +1,7 @@
 #include "core/assign.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "core/distances.h"
@@ -8,100 +9,177 @@
 namespace kmt {
 namespace {
 
-// Points per matrix-product block: the block's distances (points x k) stay
-// within about 256 KiB so they are scanned while still in the core's cache.
-Eigen::Index BlockSize(Eigen::Index k, size_t scalar_bytes) {
-  const Eigen::Index budget = (256 * 1024) / static_cast<Eigen::Index>(scalar_bytes);
+// The scan's SIMD packet, and the points it carries at once: their running
+// best, second best and label stay in vector registers (four packets each)
+// while it walks the centers. Labels are carried as Scalars, exact far
+// beyond any k served.
+template <typename Scalar>
+using Packet = typename Eigen::internal::packet_traits<Scalar>::type;
+constexpr int kPacketsPerScan = 4;
+template <typename Scalar>
+constexpr Eigen::Index kLanes =
+    kPacketsPerScan* Eigen::internal::unpacket_traits<Packet<Scalar>>::size;
+
+// Points per matrix-product block, a multiple of kLanes: the block's products
+// (points x k) stay within about 256 KiB so they are scanned while still in
+// the core's cache.
+template <typename Scalar>
+Eigen::Index BlockSize(Eigen::Index k) {
+  const Eigen::Index budget = (256 * 1024) / static_cast<Eigen::Index>(sizeof(Scalar));
   return std::clamp<Eigen::Index>(budget / std::max<Eigen::Index>(k, 1), 64, 4096) &
-         ~Eigen::Index{15};
+         ~(kLanes<Scalar> - 1);
+}
+
+// The points are split into at most this many parts of whole blocks, each
+// run by one thread with its own objective and sums, merged in part order.
+// The split depends only on n, d and k, so neither does the thread count.
+constexpr Eigen::Index kMaxParts = 64;
+// Bytes of per-part cluster sums allowed before parts are merged into fewer.
+constexpr double kPartSumsBytes = 64.0 * 1024 * 1024;
+
+Eigen::Index Parts(Eigen::Index blocks, Eigen::Index d, Eigen::Index k) {
+  const double by_memory = kPartSumsBytes / (sizeof(double) * static_cast<double>(d * k));
+  return std::clamp<Eigen::Index>(
+      std::min<Eigen::Index>(blocks, static_cast<Eigen::Index>(std::min(by_memory, 1e9))), 1,
+      kMaxParts);
+}
+
+// For kLanes points (rows of a block's scores `score`, leading dimension ld),
+// the largest and second largest score over the centers and the lowest index
+// of the largest.
+template <typename Scalar>
+void ScanLanes(const Scalar* score, Eigen::Index ld, Eigen::Index k, Scalar* best_out,
+               Scalar* second_out, Scalar* arg_out) {
+  namespace simd = Eigen::internal;
+  using P = Packet<Scalar>;
+  constexpr int kPackets = kPacketsPerScan;
+  constexpr int kSize = sizeof(P) / sizeof(Scalar);
+  P best[kPackets], second[kPackets], arg[kPackets];
+  for (int v = 0; v < kPackets; ++v) {
+    best[v] = second[v] = simd::pset1<P>(-std::numeric_limits<Scalar>::infinity());
+    arg[v] = simd::pset1<P>(0);
+  }
+  for (Eigen::Index j = 0; j < k; ++j) {
+    const P index = simd::pset1<P>(static_cast<Scalar>(j));
+    for (int v = 0; v < kPackets; ++v) {
+      const P s = simd::ploadu<P>(score + j * ld + v * kSize);
+      second[v] = simd::pmax(second[v], simd::pmin(best[v], s));
+      arg[v] = simd::pselect(simd::pcmp_lt(best[v], s), index, arg[v]);
+      best[v] = simd::pmax(best[v], s);
+    }
+  }
+  for (int v = 0; v < kPackets; ++v) {
+    simd::pstoreu(best_out + v * kSize, best[v]);
+    simd::pstoreu(second_out + v * kSize, second[v]);
+    simd::pstoreu(arg_out + v * kSize, arg[v]);
+  }
 }
 
 }  // namespace
 
 template <typename Scalar>
-void AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
-                   Vector<Scalar>* sq_dist) {
+double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
+                     NonDeduced<Vector<Scalar>>* sq_dist, ClusterSums* sums) {
   const Eigen::Index d = points.rows(), n = points.cols(), k = centers.cols();
-  labels->assign(n, 0);
   if (sq_dist != nullptr) sq_dist->resize(n);
-  if (n == 0 || k == 0) return;
+  if (n == 0 || k == 0) {
+    labels->assign(n, 0);
+    return 0;
+  }
+  labels->resize(n);  // every label is written below
 
+  constexpr Eigen::Index L = kLanes<Scalar>;
   const Vector<Scalar> center_sq = SquaredNorms<Scalar>(centers);
   const Scalar center_sq_max = center_sq.maxCoeff();
-  const Eigen::Index block = BlockSize(k, sizeof(Scalar));
+  // Every block's scores start from this row (exact: a power of two).
+  const Eigen::Matrix<Scalar, 1, Eigen::Dynamic> offset = Scalar(-0.5) * center_sq.transpose();
+  // Twice the scores' round-off bound for a point at squared distance sq from
+  // its center j, with its norm bounded by SquaredNormBound: both bounds are
+  // linear, so it is slack_per_sq * sq + slack_of[j].
+  const Scalar slack_per_sq = 2 * ScoreRoundOff<Scalar>(d, SquaredNormBound<Scalar>(d, 1, 0), 0);
+  Vector<Scalar> slack_of(k);
+  for (Eigen::Index j = 0; j < k; ++j) {
+    slack_of[j] =
+        2 * ScoreRoundOff<Scalar>(d, SquaredNormBound<Scalar>(d, 0, center_sq[j]), center_sq_max);
+  }
+  const Eigen::Index block = BlockSize<Scalar>(k);
   const Eigen::Index blocks = (n + block - 1) / block;
+  const Eigen::Index per_part = (blocks + Parts(blocks, d, k) - 1) / Parts(blocks, d, k);
+  const Eigen::Index parts = (blocks + per_part - 1) / per_part;
+  std::vector<double> part_objective(parts, 0);
+  std::vector<ClusterSums> part_sums;
+  if (sums != nullptr)
+    part_sums.assign(parts, ClusterSums(static_cast<int>(d), static_cast<int>(k)));
   int* out = labels->data();
 
 #pragma omp parallel if (n * k * d > (1 << 18))
   {
-    Matrix<Scalar> dist(block, k);
-    Vector<Scalar> best(block), second(block);
-    std::vector<int> arg(block);
-#pragma omp for schedule(static)
-    for (Eigen::Index b = 0; b < blocks; ++b) {
-      const Eigen::Index first = b * block;
-      const Eigen::Index rows = std::min(block, n - first);
-      const auto x = points.middleCols(first, rows);
-      const Vector<Scalar> x_sq = SquaredNorms<Scalar>(x);
-      // The kernel's product, then its last step fused into the argmin scan
-      // (the products stay in `dist`).
-      auto cross = dist.topRows(rows);
-      cross.noalias() = x.transpose() * centers;
-      Scalar* best_p = best.data();
-      Scalar* second_p = second.data();
-      int* arg_p = arg.data();
-      std::fill_n(best_p, rows, std::numeric_limits<Scalar>::infinity());
-      std::fill_n(second_p, rows, std::numeric_limits<Scalar>::infinity());
-      std::fill_n(arg_p, rows, 0);
-      for (Eigen::Index j = 0; j < k; ++j) {
-        const Scalar* col = dist.col(j).data();
-        const Scalar* x_sq_p = x_sq.data();
-        const Scalar cj = center_sq[j];
-        const int jj = static_cast<int>(j);
-        for (Eigen::Index i = 0; i < rows; ++i) {
-          const Scalar v = FinishSquaredDistance(col[i], x_sq_p[i], cj);
-          const Scalar b0 = best_p[i];
-          second_p[i] = std::min(second_p[i], std::max(b0, v));
-          arg_p[i] = v < b0 ? jj : arg_p[i];
-          best_p[i] = std::min(b0, v);
+    Matrix<Scalar> score(block, k);
+    Vector<Scalar> best(block), second(block), arg(block);
+#pragma omp for schedule(dynamic)
+    for (Eigen::Index p = 0; p < parts; ++p) {
+      double objective = 0;
+      ClusterSums* part = sums != nullptr ? &part_sums[p] : nullptr;
+      for (Eigen::Index b = p * per_part; b < std::min(blocks, (p + 1) * per_part); ++b) {
+        const Eigen::Index first = b * block;
+        const Eigen::Index rows = std::min(block, n - first);
+        const auto x = points.middleCols(first, rows);
+        // A last partial group of lanes scans the offsets alone past the block.
+        const Eigen::Index scanned = (rows + L - 1) / L * L;
+        score.topRows(scanned).rowwise() = offset;
+        score.topRows(rows).noalias() += x.transpose() * centers;
+        for (Eigen::Index i = 0; i < scanned; i += L) {
+          ScanLanes(score.data() + i, block, k, best.data() + i, second.data() + i, arg.data() + i);
         }
-      }
-      for (Eigen::Index i = 0; i < rows; ++i) {
-        const Scalar* xi = points.col(first + i).data();
-        const Scalar slack = 2 * SquaredDistanceRoundOff(d, x_sq[i], center_sq_max);
-        int label = arg_p[i];
-        if (second_p[i] - best_p[i] <= slack) {
-          Scalar exact = std::numeric_limits<Scalar>::infinity();
-          for (Eigen::Index j = 0; j < k; ++j) {
-            if (FinishSquaredDistance(dist(i, j), x_sq[i], center_sq[j]) > best_p[i] + slack) {
-              continue;
+        for (Eigen::Index i = 0; i < rows; ++i) {
+          int label = static_cast<int>(arg[i]);
+          Scalar sq = (x.col(i) - centers.col(label)).squaredNorm();
+          const Scalar slack = slack_per_sq * sq + slack_of[label];
+          if (best[i] - second[i] <= slack) {
+            // A near tie: decided again on directly computed distances.
+            const Scalar* xi = points.col(first + i).data();
+            Scalar exact = std::numeric_limits<Scalar>::infinity();
+            for (Eigen::Index j = 0; j < k; ++j) {
+              if (score(i, j) < best[i] - slack) continue;
+              const Scalar s = DirectSquaredDistance(xi, centers.col(j).data(), d);
+              if (s < exact) {
+                exact = s;
+                label = static_cast<int>(j);
+              }
             }
-            const Scalar s = DirectSquaredDistance(xi, centers.col(j).data(), d);
-            if (s < exact) {
-              exact = s;
-              label = static_cast<int>(j);
-            }
+            sq = (x.col(i) - centers.col(label)).squaredNorm();
+          }
+          out[first + i] = label;
+          if (sq_dist != nullptr) (*sq_dist)[first + i] = sq;
+          objective += sq;
+          if (part != nullptr) {
+            part->sums.col(label) += x.col(i).template cast<double>();
+            ++part->counts[label];
           }
         }
-        out[first + i] = label;
-        if (sq_dist != nullptr) {
-          (*sq_dist)[first + i] = (x.col(i) - centers.col(label)).squaredNorm();
-        }
       }
+      part_objective[p] = objective;
     }
   }
+  double objective = 0;
+  for (Eigen::Index p = 0; p < parts; ++p) {
+    objective += part_objective[p];
+    if (sums == nullptr) continue;
+    sums->sums += part_sums[p].sums;
+    for (Eigen::Index j = 0; j < k; ++j) sums->counts[j] += part_sums[p].counts[j];
+  }
+  return objective;
 }
 
 template <typename Scalar>
 double Objective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers) {
   Labels labels;
-  Vector<Scalar> sq_dist;
-  AssignNearest(points, centers, &labels, &sq_dist);
-  return sq_dist.template cast<double>().sum();
+  return AssignNearest(points, centers, &labels);
 }
 
-#define KMT_INSTANTIATE(S)                                                                 \
-  template void AssignNearest<S>(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*); \
+#define KMT_INSTANTIATE(S)                                                                  \
+  template double AssignNearest<S>(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*, \
+                                   ClusterSums*);                                           \
   template double Objective<S>(const Matrix<S>&, const Matrix<S>&);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

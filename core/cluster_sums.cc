@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "core/assign.h"
-
 namespace kmt {
 
 template <typename Scalar>
@@ -30,15 +28,6 @@ void AccumulateClusterSums(const Matrix<Scalar>& points, const Labels& labels, C
 }
 
 template <typename Scalar>
-double AssignAndSum(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
-                    ClusterSums* into) {
-  Vector<Scalar> sq_dist;
-  AssignNearest(points, centers, labels, &sq_dist);
-  AccumulateClusterSums(points, *labels, into);
-  return sq_dist.template cast<double>().sum();
-}
-
-template <typename Scalar>
 int ApplyMeans(const ClusterSums& sums, Matrix<Scalar>* centers) {
   int empty = 0;
   for (Eigen::Index j = 0; j < centers->cols(); ++j) {
@@ -52,9 +41,8 @@ int ApplyMeans(const ClusterSums& sums, Matrix<Scalar>* centers) {
   return empty;
 }
 
-#define KMT_INSTANTIATE(S)                                                                    \
-  template void AccumulateClusterSums<S>(const Matrix<S>&, const Labels&, ClusterSums*);      \
-  template double AssignAndSum<S>(const Matrix<S>&, const Matrix<S>&, Labels*, ClusterSums*); \
+#define KMT_INSTANTIATE(S)                                                               \
+  template void AccumulateClusterSums<S>(const Matrix<S>&, const Labels&, ClusterSums*); \
   template int ApplyMeans<S>(const ClusterSums&, Matrix<S>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -20,16 +20,9 @@ struct ClusterSums {
 
 // Adds the points (d x n) under their labels to `into`. Summed in fixed
 // chunks merged in order, so the result does not depend on the thread count.
+// (AssignNearest adds them in the assignment's own pass when asked.)
 template <typename Scalar>
 void AccumulateClusterSums(const Matrix<Scalar>& points, const Labels& labels, ClusterSums* into);
-
-// One Lloyd's step on points (d x n) under centers (d x k), as the fast path
-// runs it: every point's nearest center (AssignNearest, exact ties) into
-// `labels`, their counts and sums added to `into`; returns the objective
-// sum_i min_j ||x_i - c_j||^2, accumulated in double.
-template <typename Scalar>
-double AssignAndSum(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
-                    ClusterSums* into);
 
 // Replaces each center that has points by their mean; a center with none
 // keeps its value. Returns the number of such empty clusters.

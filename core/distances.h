@@ -2,10 +2,10 @@
 // between the columns of two matrices come from ||a||^2 + ||b||^2 - 2<a, b>
 // through one matrix product (as FAISS computes them), negative round-off
 // clamped to zero. The product form can misorder two distances that differ
-// by less than its round-off, so callers that must decide exact ties (the
-// assignment, hardmax attention) bound it with SquaredDistanceRoundOff and
-// score the candidates within twice that bound again with
-// DirectSquaredDistance.
+// by less than its round-off, so callers that must decide exact ties bound it
+// (hardmax attention with SquaredDistanceRoundOff, the assignment's scores
+// with ScoreRoundOff) and score the candidates within twice that bound again
+// with DirectSquaredDistance.
 #ifndef KMT_CORE_DISTANCES_H_
 #define KMT_CORE_DISTANCES_H_
 
@@ -67,6 +67,27 @@ void SquaredDistances(const Eigen::Ref<const Matrix<Scalar>>& a,
 template <typename Scalar>
 Scalar SquaredDistanceRoundOff(Eigen::Index d, Scalar a_sq, Scalar b_sq) {
   return 2 * static_cast<Scalar>(d + 4) * std::numeric_limits<Scalar>::epsilon() * (a_sq + b_sq);
+}
+
+// An upper bound on ||a||^2 from a computed squared distance from a to some
+// b and b's computed squared norm: ||a||^2 <= 2 ||a - b||^2 + 2 ||b||^2, with
+// room for the round-off of both terms. It stands in for ||a||^2 in
+// SquaredDistanceRoundOff where a's own norm is not at hand.
+template <typename Scalar>
+Scalar SquaredNormBound(Eigen::Index d, Scalar sq_dist, Scalar b_sq) {
+  return 2 * (sq_dist + b_sq) *
+         (1 + 4 * static_cast<Scalar>(d + 2) * std::numeric_limits<Scalar>::epsilon());
+}
+
+// The assignment's score of b for a: <a, b> - ||b||^2 / 2, which is
+// (||a||^2 - ||a - b||^2) / 2 and so largest for the nearest b. One matrix
+// product computes it for every pair when its output starts at -||b||^2 / 2
+// (no subtraction after it). A bound on |computed - exact| for one score:
+// the d + 1 terms of the product's sum round within (d + 1) eps of
+// ||a||^2 / 2 + ||b||^2, and ||b||^2 itself within d eps.
+template <typename Scalar>
+Scalar ScoreRoundOff(Eigen::Index d, Scalar a_sq, Scalar b_sq) {
+  return 2 * static_cast<Scalar>(d + 2) * std::numeric_limits<Scalar>::epsilon() * (a_sq + b_sq);
 }
 
 // sum_l (a_l - b_l)^2 in a plain loop: the exact arbitration of near ties.

@@ -265,6 +265,7 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
       .layers = spec.layers,
       .record_trajectory = spec.record_trajectory,
       .seed = spec.seed,
+      .cluster_sums = spec.cluster_sums,
       .before_layer = [&check](int) { return check ? check() : absl::OkStatus(); }};
   absl::StatusOr<RunResult<Scalar>> run =
       Evaluate(evaluator, points, model_points, map, initial, options);
@@ -275,10 +276,6 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
     return absl::InternalError(absl::StrCat("model ", model.name(),
                                             " produced non-finite centers or objective on this "
                                             "batch; its weights are unfit for these points"));
-  }
-  if (spec.cluster_sums) {
-    run->cluster_sums.emplace(batch.d(), spec.k);
-    AccumulateClusterSums(points, run->labels, &*run->cluster_sums);
   }
   return run;
 }

@@ -37,6 +37,7 @@ struct RunOptions {
   Path path = Path::kAuto;         ///< which evaluator
   bool record_trajectory = false;  ///< keep labels, registers and centers of every layer
   uint64_t seed = 0;               ///< keys the draws of sampling (Gumbel) blocks, with the layer
+  bool cluster_sums = false;       ///< keep the final labels' counts and sums (RunResult)
   /// Called before each layer with its index; a non-OK status stops the run
   /// and is returned (deadlines, cancellation).
   std::function<absl::Status(int layer)> before_layer;
@@ -62,7 +63,7 @@ struct RunResult {
   Path path = Path::kAuto;                      ///< the evaluator that ran
   std::vector<LayerRecord<Scalar>> trajectory;  ///< if record_trajectory
   /// Per center, count and coordinate sum of the points under the final
-  /// labels, if the batch asked for them (engine.h).
+  /// labels, if RunOptions::cluster_sums asked for them.
   std::optional<ClusterSums> cluster_sums;
 };
 

@@ -15,6 +15,15 @@ using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 // One cluster index per point.
 using Labels = std::vector<int>;
 
+// A parameter type that takes no part in template argument deduction, so a
+// nullptr can be passed for it (C++20's std::type_identity_t).
+template <typename T>
+struct TypeIdentity {
+  using type = T;
+};
+template <typename T>
+using NonDeduced = typename TypeIdentity<T>::type;
+
 }  // namespace kmt
 
 #endif  // KMT_CORE_TYPES_H_

@@ -1,13 +1,15 @@
 #include "learn/learned_layer.h"
 
+#include <cmath>
+
 #include "core/distances.h"
 
 namespace kmt {
 
 template <typename Scalar>
-Matrix<Scalar> SoftmaxAttentionForward(const AttentionBlock<Scalar>& block,
-                                       const Matrix<Scalar>& queries, const Matrix<Scalar>& keys,
-                                       AttentionCache<Scalar>* cache) {
+void SoftmaxAttentionForward(const AttentionBlock<Scalar>& block, const Matrix<Scalar>& queries,
+                             const Matrix<Scalar>& keys, AttentionCache<Scalar>* cache,
+                             Matrix<Scalar>* out) {
   AttentionCache<Scalar>& c = *cache;
   c.queries = queries;
   c.keys = keys;
@@ -15,50 +17,60 @@ Matrix<Scalar> SoftmaxAttentionForward(const AttentionBlock<Scalar>& block,
   c.p = (block.Q * queries).colwise() + block.bQ;
   c.k = (block.K * keys).colwise() + block.bK;
   c.v = (block.V * keys).colwise() + block.bV;
-  // 2. Scores s_lq = -beta ||p_q - k_l||^2, keys x queries.
-  Matrix<Scalar> s;
-  SquaredDistances<Scalar>(c.k, SquaredNorms<Scalar>(c.k), c.p, SquaredNorms<Scalar>(c.p), &s);
-  s *= -block.beta;
-  // 3. Softmax over the keys of each query.
-  c.weights = (s.rowwise() - s.colwise().maxCoeff()).array().exp().matrix();
-  c.weights.array().rowwise() /= c.weights.colwise().sum().array();
+  // 2. Scores s_lq = -beta ||p_q - k_l||^2 (keys x queries) from the cross
+  // products, and 3. the softmax over the keys of each query, one column at
+  // a time while it is in cache. Scalar std::exp, not Eigen's vectorised
+  // one: the trained weights stay those of the published seeds.
+  c.weights.noalias() = c.k.transpose() * c.p;
+  const Vector<Scalar> k_sq = SquaredNorms<Scalar>(c.k), p_sq = SquaredNorms<Scalar>(c.p);
+  for (Eigen::Index q = 0; q < c.weights.cols(); ++q) {
+    auto s = c.weights.col(q);
+    CrossToSquaredDistances<Scalar>(s, k_sq, p_sq[q]);
+    s *= -block.beta;
+    const Scalar max = s.maxCoeff();
+    for (Eigen::Index l = 0; l < s.size(); ++l) s[l] = std::exp(s[l] - max);
+    s /= s.sum();
+  }
   // 4. Weighted values.
-  return c.v * c.weights;
+  out->noalias() = c.v * c.weights;
 }
 
 template <typename Scalar>
 void SoftmaxAttentionBackward(const AttentionBlock<Scalar>& block, const AttentionCache<Scalar>& c,
                               const Matrix<Scalar>& d_out, AttentionBlock<Scalar>* grad,
-                              Matrix<Scalar>* d_keys) {
+                              Matrix<Scalar>* d_keys, AttentionScratch<Scalar>* scratch) {
+  AttentionScratch<Scalar>& b = *scratch;
   // 4. Weighted values: out = v W.
-  const Matrix<Scalar> d_v = d_out * c.weights.transpose();  // dim x nk
-  const Matrix<Scalar> d_w = c.v.transpose() * d_out;        // nk x nq
-  // 3. Softmax: ds_l = w_l (dw_l - sum_l' w_l' dw_l').
-  // (Reductions are stored before use: inside a product Eigen would
-  // re-evaluate them for every coefficient.)
-  const Matrix<Scalar> wd = c.weights.cwiseProduct(d_w);
-  const Vector<Scalar> wd_sum = wd.colwise().sum().transpose();
-  Matrix<Scalar> d_s = wd - c.weights * wd_sum.asDiagonal();  // nk x nq
+  b.d_v.noalias() = d_out * c.weights.transpose();  // dim x nk
+  b.d_s.noalias() = c.v.transpose() * d_out;        // d W, nk x nq
+  // 3. Softmax: ds_l = w_l (dw_l - sum_l' w_l' dw_l'), column by column.
   // 2. Scores: s_lq = -beta (||p_q||^2 + ||k_l||^2 - 2 k_l.p_q).
-  d_s *= -block.beta;
-  const Vector<Scalar> ds_cols = d_s.colwise().sum().transpose();
-  const Vector<Scalar> ds_rows = d_s.rowwise().sum();
-  Matrix<Scalar> d_p = c.p * ds_cols.asDiagonal();  // dim x nq
-  d_p.noalias() -= c.k * d_s;
-  d_p *= Scalar(2);
-  Matrix<Scalar> d_k = c.k * ds_rows.asDiagonal();  // dim x nk
-  d_k.noalias() -= c.p * d_s.transpose();
-  d_k *= Scalar(2);
+  b.ds_cols.resize(b.d_s.cols());
+  for (Eigen::Index q = 0; q < b.d_s.cols(); ++q) {
+    auto ds = b.d_s.col(q);
+    const auto w = c.weights.col(q);
+    ds = w.cwiseProduct(ds);
+    const Scalar wd_sum = ds.sum();
+    ds = (ds - w * wd_sum) * -block.beta;
+    b.ds_cols[q] = ds.sum();
+  }
+  b.ds_rows = b.d_s.rowwise().sum();
+  b.d_p.noalias() = c.p * b.ds_cols.asDiagonal();  // dim x nq
+  b.d_p.noalias() -= c.k * b.d_s;
+  b.d_p *= Scalar(2);
+  b.d_k.noalias() = c.k * b.ds_rows.asDiagonal();  // dim x nk
+  b.d_k.noalias() -= c.p * b.d_s.transpose();
+  b.d_k *= Scalar(2);
   // 1. Projections.
-  grad->Q.noalias() += d_p * c.queries.transpose();
-  grad->bQ += d_p.rowwise().sum();
-  grad->K.noalias() += d_k * c.keys.transpose();
-  grad->bK += d_k.rowwise().sum();
-  grad->V.noalias() += d_v * c.keys.transpose();
-  grad->bV += d_v.rowwise().sum();
+  grad->Q.noalias() += b.d_p * c.queries.transpose();
+  grad->bQ += b.d_p.rowwise().sum();
+  grad->K.noalias() += b.d_k * c.keys.transpose();
+  grad->bK += b.d_k.rowwise().sum();
+  grad->V.noalias() += b.d_v * c.keys.transpose();
+  grad->bV += b.d_v.rowwise().sum();
   if (d_keys != nullptr) {
-    d_keys->noalias() += block.K.transpose() * d_k;
-    d_keys->noalias() += block.V.transpose() * d_v;
+    d_keys->noalias() += block.K.transpose() * b.d_k;
+    d_keys->noalias() += block.V.transpose() * b.d_v;
   }
 }
 
@@ -66,43 +78,57 @@ template <typename Scalar>
 Matrix<Scalar> LayerForward(const LayerWeights<Scalar>& w, Embedding embedding,
                             const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
                             LayerCache<Scalar>* cache) {
+  LayerCache<Scalar>& c = *cache;
+  const Eigen::Index d = points.rows();
   const int m = RegisterDim(embedding, static_cast<int>(centers.cols()));
-  const Matrix<Scalar> x0 = EmbedPoints(points, m);
-  const Matrix<Scalar> c0 = EmbedCenters(centers, embedding);
-  Matrix<Scalar> x1 = x0;
-  x1 += SoftmaxAttentionForward(w[BlockId::kPointsToPoints], x0, x0,
-                                cache->Of(BlockId::kPointsToPoints));
-  x1 += SoftmaxAttentionForward(w[BlockId::kPointsToCenters], x0, c0,
-                                cache->Of(BlockId::kPointsToCenters));
-  Matrix<Scalar> c1 = c0;
-  c1 += SoftmaxAttentionForward(w[BlockId::kCentersToCenters], c0, c0,
-                                cache->Of(BlockId::kCentersToCenters));
-  c1 += SoftmaxAttentionForward(w[BlockId::kCentersToPoints], c0, x1,
-                                cache->Of(BlockId::kCentersToPoints));
-  return c1.topRows(points.rows());
+  // [X; 0] written in place: EmbedPoints would allocate it anew each time.
+  c.x0.resize(d + m, points.cols());
+  c.x0.topRows(d) = points;
+  c.x0.bottomRows(m).setZero();
+  c.c0 = EmbedCenters(centers, embedding);
+  c.x1 = c.x0;
+  SoftmaxAttentionForward(w[BlockId::kPointsToPoints], c.x0, c.x0, c.Of(BlockId::kPointsToPoints),
+                          &c.out);
+  c.x1 += c.out;
+  SoftmaxAttentionForward(w[BlockId::kPointsToCenters], c.x0, c.c0, c.Of(BlockId::kPointsToCenters),
+                          &c.out);
+  c.x1 += c.out;
+  c.c1 = c.c0;
+  SoftmaxAttentionForward(w[BlockId::kCentersToCenters], c.c0, c.c0,
+                          c.Of(BlockId::kCentersToCenters), &c.out);
+  c.c1 += c.out;
+  SoftmaxAttentionForward(w[BlockId::kCentersToPoints], c.c0, c.x1, c.Of(BlockId::kCentersToPoints),
+                          &c.out);
+  c.c1 += c.out;
+  return c.c1.topRows(d);
 }
 
 template <typename Scalar>
-void LayerBackward(const LayerWeights<Scalar>& w, const LayerCache<Scalar>& cache,
-                   const Matrix<Scalar>& d_centers, LayerWeights<Scalar>* grad) {
+void LayerBackward(const LayerWeights<Scalar>& w, const Matrix<Scalar>& d_centers,
+                   LayerCache<Scalar>* cache, LayerWeights<Scalar>* grad) {
   const BlockId theta1 = BlockId::kPointsToCenters, theta2 = BlockId::kPointsToPoints,
                 theta3 = BlockId::kCentersToPoints, theta4 = BlockId::kCentersToCenters;
-  const Eigen::Index dim = cache.Of(theta1).p.rows(), d = d_centers.rows();
+  LayerCache<Scalar>& c = *cache;
+  const LayerCache<Scalar>& forward = *cache;
+  const Eigen::Index dim = forward.Of(theta1).p.rows(), d = d_centers.rows();
   // C1 = C0 + A3 + A4 with C0 constant: both blocks see dC1.
-  Matrix<Scalar> d_c1 = Matrix<Scalar>::Zero(dim, d_centers.cols());
-  d_c1.topRows(d) = d_centers;
-  Matrix<Scalar> d_x1 = Matrix<Scalar>::Zero(dim, cache.Of(theta3).keys.cols());
-  SoftmaxAttentionBackward<Scalar>(w[theta3], cache.Of(theta3), d_c1, &(*grad)[theta3], &d_x1);
-  SoftmaxAttentionBackward<Scalar>(w[theta4], cache.Of(theta4), d_c1, &(*grad)[theta4], nullptr);
+  c.d_c1.setZero(dim, d_centers.cols());
+  c.d_c1.topRows(d) = d_centers;
+  c.d_x1.setZero(dim, forward.Of(theta3).keys.cols());
+  SoftmaxAttentionBackward<Scalar>(w[theta3], forward.Of(theta3), c.d_c1, &(*grad)[theta3], &c.d_x1,
+                                   &c.scratch);
+  SoftmaxAttentionBackward<Scalar>(w[theta4], forward.Of(theta4), c.d_c1, &(*grad)[theta4], nullptr,
+                                   &c.scratch);
   // X1 = X0 + A1 + A2 with X0 constant.
-  SoftmaxAttentionBackward<Scalar>(w[theta1], cache.Of(theta1), d_x1, &(*grad)[theta1], nullptr);
-  SoftmaxAttentionBackward<Scalar>(w[theta2], cache.Of(theta2), d_x1, &(*grad)[theta2], nullptr);
+  SoftmaxAttentionBackward<Scalar>(w[theta1], forward.Of(theta1), c.d_x1, &(*grad)[theta1], nullptr,
+                                   &c.scratch);
+  SoftmaxAttentionBackward<Scalar>(w[theta2], forward.Of(theta2), c.d_x1, &(*grad)[theta2], nullptr,
+                                   &c.scratch);
 }
 
 template <typename Scalar>
-LayerWeights<Scalar> ZeroLike(const LayerWeights<Scalar>& like) {
-  LayerWeights<Scalar> zero = like;
-  for (AttentionBlock<Scalar>& b : zero.blocks) {
+void SetZero(LayerWeights<Scalar>* w) {
+  for (AttentionBlock<Scalar>& b : w->blocks) {
     b.Q.setZero();
     b.K.setZero();
     b.V.setZero();
@@ -110,18 +136,26 @@ LayerWeights<Scalar> ZeroLike(const LayerWeights<Scalar>& like) {
     b.bK.setZero();
     b.bV.setZero();
   }
+}
+
+template <typename Scalar>
+LayerWeights<Scalar> ZeroLike(const LayerWeights<Scalar>& like) {
+  LayerWeights<Scalar> zero = like;
+  SetZero(&zero);
   return zero;
 }
 
-#define KMT_INSTANTIATE(S)                                                                       \
-  template Matrix<S> SoftmaxAttentionForward<S>(const AttentionBlock<S>&, const Matrix<S>&,      \
-                                                const Matrix<S>&, AttentionCache<S>*);           \
-  template void SoftmaxAttentionBackward<S>(const AttentionBlock<S>&, const AttentionCache<S>&,  \
-                                            const Matrix<S>&, AttentionBlock<S>*, Matrix<S>*);   \
-  template Matrix<S> LayerForward<S>(const LayerWeights<S>&, Embedding, const Matrix<S>&,        \
-                                     const Matrix<S>&, LayerCache<S>*);                          \
-  template void LayerBackward<S>(const LayerWeights<S>&, const LayerCache<S>&, const Matrix<S>&, \
-                                 LayerWeights<S>*);                                              \
+#define KMT_INSTANTIATE(S)                                                                      \
+  template void SoftmaxAttentionForward<S>(const AttentionBlock<S>&, const Matrix<S>&,          \
+                                           const Matrix<S>&, AttentionCache<S>*, Matrix<S>*);   \
+  template void SoftmaxAttentionBackward<S>(const AttentionBlock<S>&, const AttentionCache<S>&, \
+                                            const Matrix<S>&, AttentionBlock<S>*, Matrix<S>*,   \
+                                            AttentionScratch<S>*);                              \
+  template Matrix<S> LayerForward<S>(const LayerWeights<S>&, Embedding, const Matrix<S>&,       \
+                                     const Matrix<S>&, LayerCache<S>*);                         \
+  template void LayerBackward<S>(const LayerWeights<S>&, const Matrix<S>&, LayerCache<S>*,      \
+                                 LayerWeights<S>*);                                             \
+  template void SetZero<S>(LayerWeights<S>*);                                                   \
   template LayerWeights<S> ZeroLike<S>(const LayerWeights<S>&);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -3,7 +3,9 @@
 // freshly embedded tokens. Forward passes cache what the backward passes
 // need; backward passes accumulate into gradients, as in llm.c. Inputs (the
 // points and the initial centers) are constants, so the backward passes
-// return gradients for the weights only.
+// return gradients for the weights only. Every intermediate lives in a
+// caller-owned cache or scratch: a trainer that keeps one per thread
+// allocates no large buffer after its first task.
 #ifndef KMT_LEARN_LEARNED_LAYER_H_
 #define KMT_LEARN_LEARNED_LAYER_H_
 
@@ -24,23 +26,43 @@ struct AttentionCache {
   Matrix<Scalar> weights;  // softmax over keys, nk x nq
 };
 
-// out (dim x nq) = sum_l w_l (V z'_l + b_V), w = softmax_l(-beta ||Q z + b_Q - (K z'_l + b_K)||^2).
+// The backward pass's intermediates, kept between calls so that their
+// buffers are reused.
+template <typename Scalar>
+struct AttentionScratch {
+  Matrix<Scalar> d_v;      // dim x nk
+  Matrix<Scalar> d_s;      // nk x nq: d weights, then d scores
+  Matrix<Scalar> d_p;      // dim x nq
+  Matrix<Scalar> d_k;      // dim x nk
+  Vector<Scalar> ds_cols;  // nq: column sums of d scores
+  Vector<Scalar> ds_rows;  // nk: row sums of d scores
+};
+
+// *out (dim x nq, resized) = sum_l w_l (V z'_l + b_V),
+// w = softmax_l(-beta ||Q z + b_Q - (K z'_l + b_K)||^2).
 // queries is (dim, nq), keys is (dim, nk).
 template <typename Scalar>
-Matrix<Scalar> SoftmaxAttentionForward(const AttentionBlock<Scalar>& block,
-                                       const Matrix<Scalar>& queries, const Matrix<Scalar>& keys,
-                                       AttentionCache<Scalar>* cache);
+void SoftmaxAttentionForward(const AttentionBlock<Scalar>& block, const Matrix<Scalar>& queries,
+                             const Matrix<Scalar>& keys, AttentionCache<Scalar>* cache,
+                             Matrix<Scalar>* out);
 
 // d_out is (dim, nq). Adds the block's weight gradients to *grad and, if
 // given, the gradient with respect to the keys to *d_keys (dim x nk).
 template <typename Scalar>
 void SoftmaxAttentionBackward(const AttentionBlock<Scalar>& block,
                               const AttentionCache<Scalar>& cache, const Matrix<Scalar>& d_out,
-                              AttentionBlock<Scalar>* grad, Matrix<Scalar>* d_keys);
+                              AttentionBlock<Scalar>* grad, Matrix<Scalar>* d_keys,
+                              AttentionScratch<Scalar>* scratch);
 
+// One layer's forward cache and the buffers both passes reuse.
 template <typename Scalar>
 struct LayerCache {
   std::array<AttentionCache<Scalar>, 4> blocks;  ///< indexed by BlockId
+  Matrix<Scalar> x0, x1;                         ///< point tokens before and after (dim x n)
+  Matrix<Scalar> c0, c1;                         ///< center tokens before and after (dim x k)
+  Matrix<Scalar> out;                            ///< one block's output before the residual sum
+  Matrix<Scalar> d_c1, d_x1;                     ///< backward: gradients of the new tokens
+  AttentionScratch<Scalar> scratch;              ///< backward: shared by the four blocks
 
   AttentionCache<Scalar>* Of(BlockId id) { return &blocks[static_cast<int>(id)]; }
   const AttentionCache<Scalar>& Of(BlockId id) const { return blocks[static_cast<int>(id)]; }
@@ -54,15 +76,19 @@ Matrix<Scalar> LayerForward(const LayerWeights<Scalar>& w, Embedding embedding,
                             const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
                             LayerCache<Scalar>* cache);
 
-// d_centers is (d, k), the loss gradient for LayerForward's result. Adds the
-// weight gradients to *grad.
+// d_centers is (d, k), the loss gradient for LayerForward's result, which
+// filled *cache. Adds the weight gradients to *grad.
 template <typename Scalar>
-void LayerBackward(const LayerWeights<Scalar>& w, const LayerCache<Scalar>& cache,
-                   const Matrix<Scalar>& d_centers, LayerWeights<Scalar>* grad);
+void LayerBackward(const LayerWeights<Scalar>& w, const Matrix<Scalar>& d_centers,
+                   LayerCache<Scalar>* cache, LayerWeights<Scalar>* grad);
 
 // Weights with every entry zero, shaped like `like` (gradient accumulators).
 template <typename Scalar>
 LayerWeights<Scalar> ZeroLike(const LayerWeights<Scalar>& like);
+
+// Sets every entry of the four blocks to zero, keeping the buffers.
+template <typename Scalar>
+void SetZero(LayerWeights<Scalar>* w);
 
 }  // namespace kmt
 

@@ -1,5 +1,6 @@
 #include "server/job_reactor.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "server/grpc_status.h"
@@ -71,11 +72,30 @@ void JobReactor::Step() {
   }
   response_.set_compute_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  // Labels past the first response's share follow in responses of their own.
+  labels_.clear();
+  labels_sent_ = 0;
+  if (response_.labels_size() > kLabelsPerResponse) {
+    labels_.assign(response_.labels().begin() + kLabelsPerResponse, response_.labels().end());
+    response_.mutable_labels()->Truncate(kLabelsPerResponse);
+    response_.set_labels_to_follow(static_cast<int64_t>(labels_.size()));
+  }
   StartWrite(&response_);
 }
 
 void JobReactor::OnWriteDone(bool ok) {
   if (!ok) return End(CallStatus(context_));  // the client is gone
+  if (labels_sent_ < labels_.size()) {
+    const size_t count = std::min(labels_.size() - labels_sent_, size_t{kLabelsPerResponse});
+    response_.Clear();
+    response_.mutable_labels()->Add(labels_.begin() + labels_sent_,
+                                    labels_.begin() + labels_sent_ + count);
+    labels_sent_ += count;
+    response_.set_labels_to_follow(static_cast<int64_t>(labels_.size() - labels_sent_));
+    StartWrite(&response_);
+    return;
+  }
+  labels_ = {};
   request_.Clear();
   Read();
 }

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "server/limits.h"
@@ -53,6 +54,11 @@ class JobReactor final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobR
   std::optional<ResidentShard> shard_;
   v1::JobRequest request_;
   v1::JobResponse response_;
+  // A step's labels beyond its first response, written kLabelsPerResponse at
+  // a time before the next read.
+  static constexpr int kLabelsPerResponse = 1 << 20;
+  std::vector<int32_t> labels_;
+  size_t labels_sent_ = 0;
 
   std::mutex mu_;
   bool reading_ = false;  // a read is pending and nothing else is in flight

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/validation.h"
 
@@ -91,7 +92,7 @@ absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* 
   if (absl::Status s = ValidateCenterValues(*centers, d); !s.ok()) return s;
   Labels labels;
   ClusterSums sums(d, step.k());
-  out->set_objective(AssignAndSum(points_, *centers, &labels, &sums));
+  out->set_objective(AssignNearest(points_, *centers, &labels, nullptr, &sums));
   out->mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
   out->mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
   if (step.return_labels()) out->mutable_labels()->Add(labels.begin(), labels.end());

@@ -1,7 +1,9 @@
 // kmt-eval: held-out evaluation of learned k-means transformers against
 // Lloyd's in the papers' scenarios (learn/evaluation.h), over one or more
 // seeds of held-out tasks. Writes a Markdown table and SVG plots of the mean
-// log objective against the step.
+// log objective against the step, and, for a models-by-scenarios view such
+// as the cross-family matrix, each model's difference from Lloyd's at step T
+// as a table and an SVG heatmap.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -36,6 +38,9 @@ ABSL_FLAG(std::string, out_steps_md, "",
           "Markdown table of every step's mean log objective, first scenario");
 ABSL_FLAG(std::string, out_svg, "", "SVG plot of mean log objective against step, first scenario");
 ABSL_FLAG(std::string, svg_dir, "", "directory for one SVG plot per scenario, <scenario>.svg");
+ABSL_FLAG(std::string, out_matrix_md, "",
+          "Markdown table, models by scenarios, of log(objective) minus Lloyd's at step T");
+ABSL_FLAG(std::string, out_matrix_svg, "", "SVG heatmap of the same table");
 
 namespace kmt {
 namespace {
@@ -153,6 +158,86 @@ std::string Svg(const Scenario& s, const ScenarioSummary& r,
   return svg + "</svg>\n";
 }
 
+// Models (rows) by scenarios (columns): log(model objective) - log(Lloyd's
+// objective) at the last step, as the main table's "− Lloyd's" columns.
+std::string MatrixTable(const std::vector<Scenario>& scenarios,
+                        const std::vector<ScenarioSummary>& results,
+                        const std::vector<Model<float>>& models, int steps) {
+  std::string out = "| model |";
+  std::string rule = "|---|";
+  for (const Scenario& s : scenarios) {
+    absl::StrAppend(&out, " ", s.name, " |");
+    absl::StrAppend(&rule, "---|");
+  }
+  absl::StrAppend(&out, "\n", rule, "\n");
+  for (size_t m = 0; m < models.size(); ++m) {
+    absl::StrAppend(&out, "| ", models[m].name, " |");
+    for (const ScenarioSummary& r : results) {
+      absl::StrAppend(&out, " ", SignedCell(r.differences[m], steps - 1), " |");
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+// The same means as a heatmap: blue where a model beats Lloyd's, red where
+// it loses, white at zero, colours scaled by the largest finite magnitude; a
+// diverged cell is grey.
+std::string MatrixSvg(const std::vector<Scenario>& scenarios,
+                      const std::vector<ScenarioSummary>& results,
+                      const std::vector<Model<float>>& models, int steps,
+                      const std::string& spread) {
+  double extent = 1e-9;
+  for (const ScenarioSummary& r : results) {
+    for (const StepSummary& c : r.differences) {
+      if (std::isfinite(c.mean[steps - 1])) extent = std::max(extent, std::abs(c.mean[steps - 1]));
+    }
+  }
+  const int left = 260, top = 70, cell_w = 110, cell_h = 40;
+  const int w = left + cell_w * static_cast<int>(scenarios.size()) + 20;
+  const int h = top + cell_h * static_cast<int>(models.size()) + 50;
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
+      "fill=\"white\"/>\n<text x=\"10\" y=\"22\" font-size=\"14\">Mean log objective minus "
+      "Lloyd's at T = %d, %s (blue: better than Lloyd's)</text>\n"
+      "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">evaluated on</text>\n",
+      w, h, steps, spread, left + cell_w * static_cast<int>(scenarios.size()) / 2, top - 30);
+  for (size_t j = 0; j < scenarios.size(); ++j) {
+    absl::StrAppend(&svg,
+                    absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                                    left + cell_w * static_cast<int>(j) + cell_w / 2, top - 8,
+                                    scenarios[j].name));
+  }
+  for (size_t m = 0; m < models.size(); ++m) {
+    const int y = top + cell_h * static_cast<int>(m);
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n",
+                                          left - 8, y + cell_h / 2 + 4, models[m].name));
+    for (size_t j = 0; j < results.size(); ++j) {
+      const double v = results[j].differences[m].mean[steps - 1];
+      const int x = left + cell_w * static_cast<int>(j);
+      // 0 is white; -extent full blue (33, 102, 172), +extent full red (178, 24, 43).
+      const double a = std::isfinite(v) ? std::min(1.0, std::abs(v) / extent) : 0.0;
+      const auto mix = [&](int negative, int positive) {
+        if (!std::isfinite(v)) return 190;
+        return static_cast<int>(std::lround(255 + a * ((v < 0 ? negative : positive) - 255)));
+      };
+      absl::StrAppend(
+          &svg,
+          absl::StrFormat("<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                          "fill=\"rgb(%d,%d,%d)\" stroke=\"white\"/>\n"
+                          "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"%s\">%s</text>\n",
+                          x, y, cell_w, cell_h, mix(33, 178), mix(102, 24), mix(172, 43),
+                          x + cell_w / 2, y + cell_h / 2 + 4, a > 0.6 ? "white" : "black",
+                          std::isfinite(v) ? absl::StrFormat("%+.3f", v) : "diverged"));
+    }
+  }
+  absl::StrAppend(&svg, absl::StrFormat("<text x=\"10\" y=\"%d\">rows: models; "
+                                        "colours scaled to ±%.3f</text>\n</svg>\n",
+                                        h - 16, extent));
+  return svg;
+}
+
 absl::StatusOr<std::vector<uint64_t>> Seeds() {
   std::vector<uint64_t> seeds;
   for (const std::string& text : absl::GetFlag(FLAGS_seeds)) {
@@ -246,6 +331,15 @@ absl::Status Run() {
       std::ofstream(absl::StrCat(dir, "/", scenarios[i].name, ".svg"))
           << Svg(scenarios[i], results[i], models, steps);
     }
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_out_matrix_md); !path.empty()) {
+    std::ofstream(path) << MatrixTable(scenarios, results, models, steps);
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_out_matrix_svg); !path.empty()) {
+    const std::string spread = seeds->size() > 1
+                                   ? absl::StrCat(seeds->size(), " seeds of ", tasks, " tasks")
+                                   : absl::StrCat(tasks, " tasks");
+    std::ofstream(path) << MatrixSvg(scenarios, results, models, steps, spread);
   }
   return absl::OkStatus();
 }

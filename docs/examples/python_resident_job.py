@@ -39,6 +39,11 @@ class Shard:
         answer = next(self.answers)
         if answer.HasField("error"):
             raise RuntimeError(f"job step failed: {answer.error.code} {answer.error.message}")
+        # A large shard's labels continue in the responses that follow.
+        while answer.labels_to_follow > 0:
+            more = next(self.answers)
+            answer.labels.extend(more.labels)
+            answer.labels_to_follow = more.labels_to_follow
         return answer
 
     def close(self):

@@ -2,6 +2,9 @@
 #include "core/assign.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
+
+#include <tuple>
 
 #include "core/cluster_sums.h"
 #include "core/lloyd.h"
@@ -71,6 +74,43 @@ TYPED_TEST(AssignTest, ObjectiveMatchesTheReference) {
   for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = rng.Normal();
   const double want = ReferenceObjective(points, centers);
   EXPECT_NEAR(Objective(points, centers), want, want * (sizeof(S) == 8 ? 1e-12 : 1e-5));
+}
+
+// The sums added in the assignment's pass equal the points summed under the
+// labels it returns, the objective equals its distances summed, and neither
+// depends on the thread count (bit for bit).
+TYPED_TEST(AssignTest, SumsInThePassEqualSumsUnderTheLabels) {
+  using S = TypeParam;
+  Rng rng(5);
+  for (const auto& [n, d, k] : {std::tuple{100000, 32, 64}, std::tuple{77, 3, 5},
+                                std::tuple{30001, 5, 1000}, std::tuple{4100, 17, 2}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
+    Matrix<S> points(d, n), centers(d, k);
+    for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Normal();
+    for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = rng.Normal();
+    Labels labels;
+    Vector<S> sq_dist;
+    ClusterSums fused(d, k);
+    const double objective = AssignNearest(points, centers, &labels, &sq_dist, &fused);
+    ASSERT_EQ(labels, PlainArgmin(points, centers));
+    ClusterSums after(d, k);
+    AccumulateClusterSums(points, labels, &after);
+    EXPECT_EQ(fused.counts, after.counts);
+    EXPECT_LE((fused.sums - after.sums).cwiseAbs().maxCoeff(),
+              1e-12 * (1 + after.sums.cwiseAbs().maxCoeff()));
+    EXPECT_NEAR(objective, sq_dist.template cast<double>().sum(), 1e-12 * objective);
+
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    Labels one_labels;
+    ClusterSums one(d, k);
+    const double one_objective = AssignNearest(points, centers, &one_labels, nullptr, &one);
+    omp_set_num_threads(threads);
+    EXPECT_EQ(one_labels, labels);
+    EXPECT_EQ(one.counts, fused.counts);
+    EXPECT_EQ(one.sums, fused.sums);
+    EXPECT_EQ(one_objective, objective);
+  }
 }
 
 TEST(ClusterSums, AddUpAcrossBatches) {

@@ -162,6 +162,26 @@ TEST_F(ResidentJobTest, KMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoints) {
   }
 }
 
+// More labels than one response carries (2^20): they arrive over several,
+// in order, and equal the core's.
+TEST_F(ResidentJobTest, ALargeShardsLabelsComeOverSeveralResponses) {
+  const int n = (1 << 21) + 4321;
+  Matrix<float> points(1, n);
+  for (int64_t i = 0; i < n; ++i) points(0, i) = static_cast<float>((i * 7919) % 1000);
+  ResidentJobOptions options = Options({a_->address()}, 1);
+  options.k = 3;
+  options.iterations = 2;
+  options.chunk_bytes = 4 << 20;
+  Matrix<float> init(1, 3);
+  init << 100, 500, 900;
+  const absl::StatusOr<ResidentJobResult> got =
+      RunResidentJob(options, n, 1, SourceOf(points), init);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const RunResult<float> want = *RunLloyd<float>({}, points, init, {.layers = 2});
+  ASSERT_EQ(got->labels.size(), static_cast<size_t>(n));
+  EXPECT_EQ(got->labels, want.labels);
+}
+
 TEST_F(ResidentJobTest, TwoReplicasGiveTheResultOfOne) {
   const absl::StatusOr<ResidentJobResult> one = RunResidentJob(
       Options({a_->address()}, 2), Points().cols(), kD, SourceOf(Points()), std::nullopt);

@@ -1,6 +1,6 @@
 // kmt-train as a user runs it: a run stopped half-way and resumed from its
-// checkpoint writes the same weights as one that ran straight through, and
-// the model file carries its provenance.
+// checkpoint writes the same weights as one that ran straight through, the
+// model file carries its provenance, and --family picks the training noise.
 #include <gtest/gtest.h>
 
 #include "learn/trainer.h"
@@ -64,6 +64,28 @@ TEST(TrainCli, ResumeRefusesACheckpointOfOtherOptions) {
   other.push_back("--lr=0.5");
   EXPECT_EQ(RunProgram(other, &out, &err), 1);
   EXPECT_NE(err.find("was made with other options"), std::string::npos) << err;
+}
+
+TEST(TrainCli, FamilyFlagTrainsOnThatNoise) {
+  const std::string dir = TempDir("train-family");
+  std::string out, err;
+  ASSERT_EQ(RunProgram(Tiny(dir + "/normal.kmt"), &out, &err), 0) << err;
+  std::vector<std::string> laplace = Tiny(dir + "/laplace.kmt");
+  laplace.push_back("--family=laplace");
+  ASSERT_EQ(RunProgram(laplace, &out, &err), 0) << err;
+  const v1::ModelFile normal = *ReadModelFile(dir + "/normal.kmt");
+  const v1::ModelFile other = *ReadModelFile(dir + "/laplace.kmt");
+  EXPECT_NE(normal.provenance().training_config().find("family=normal\n"), std::string::npos);
+  EXPECT_NE(other.provenance().training_config().find("family=laplace\n"), std::string::npos);
+  EXPECT_NE(other.description().find("trained on laplace mixtures"), std::string::npos)
+      << other.description();
+  // Same seed, other tasks: other weights.
+  EXPECT_NE(normal.layers(0).SerializeAsString(), other.layers(0).SerializeAsString());
+
+  std::vector<std::string> unknown = Tiny(dir + "/unknown.kmt");
+  unknown.push_back("--family=uniform");
+  EXPECT_EQ(RunProgram(unknown, &out, &err), 1);
+  EXPECT_NE(err.find("unknown family 'uniform'"), std::string::npos) << err;
 }
 
 }  // namespace

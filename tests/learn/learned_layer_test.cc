@@ -1,6 +1,6 @@
 // Every backward pass of the trainable layer against central finite
-// differences in double, and its forward pass against the evaluator that
-// serves learned models.
+// differences in double, its forward pass against the evaluator that serves
+// learned models, and a reused cache against a fresh one.
 #include "learn/learned_layer.h"
 
 #include <gtest/gtest.h>
@@ -81,14 +81,18 @@ TEST(SoftmaxAttention, BackwardMatchesFiniteDifferences) {
   const Matrix<double> probe = Random(dim, 5, rng);  // loss = <probe, out>
   const auto loss = [&] {
     AttentionCache<double> cache;
-    return probe.cwiseProduct(SoftmaxAttentionForward(block, queries, keys, &cache)).sum();
+    Matrix<double> out;
+    SoftmaxAttentionForward(block, queries, keys, &cache, &out);
+    return probe.cwiseProduct(out).sum();
   };
   AttentionCache<double> cache;
-  SoftmaxAttentionForward(block, queries, keys, &cache);
+  Matrix<double> out;
+  SoftmaxAttentionForward(block, queries, keys, &cache, &out);
   AttentionBlock<double> grad =
       ZeroLike(LayerWeights<double>{block, block, block, block})[BlockId::kPointsToCenters];
   Matrix<double> d_keys = Matrix<double>::Zero(dim, 6);
-  SoftmaxAttentionBackward(block, cache, probe, &grad, &d_keys);
+  AttentionScratch<double> scratch;
+  SoftmaxAttentionBackward(block, cache, probe, &grad, &d_keys, &scratch);
   ExpectBlockGradients(loss, block, grad, "attention");
   ExpectGradient(loss, keys.data(), keys.size(), d_keys.data(), "keys");
 }
@@ -98,12 +102,17 @@ TEST(SoftmaxAttention, BackwardAccumulates) {
   AttentionBlock<double> block = RandomBlock(3, rng);
   const Matrix<double> z = Random(3, 4, rng), probe = Random(3, 4, rng);
   AttentionCache<double> cache;
-  SoftmaxAttentionForward(block, z, z, &cache);
+  Matrix<double> out;
+  SoftmaxAttentionForward(block, z, z, &cache, &out);
   LayerWeights<double> once = ZeroLike(LayerWeights<double>{block, block, block, block});
   LayerWeights<double> twice = once;
-  SoftmaxAttentionBackward<double>(block, cache, probe, &once[BlockId::kPointsToPoints], nullptr);
-  SoftmaxAttentionBackward<double>(block, cache, probe, &twice[BlockId::kPointsToPoints], nullptr);
-  SoftmaxAttentionBackward<double>(block, cache, probe, &twice[BlockId::kPointsToPoints], nullptr);
+  AttentionScratch<double> scratch;
+  SoftmaxAttentionBackward<double>(block, cache, probe, &once[BlockId::kPointsToPoints], nullptr,
+                                   &scratch);
+  SoftmaxAttentionBackward<double>(block, cache, probe, &twice[BlockId::kPointsToPoints], nullptr,
+                                   &scratch);
+  SoftmaxAttentionBackward<double>(block, cache, probe, &twice[BlockId::kPointsToPoints], nullptr,
+                                   &scratch);
   EXPECT_LE((twice[BlockId::kPointsToPoints].Q - 2 * once[BlockId::kPointsToPoints].Q).norm(),
             1e-12);
 }
@@ -113,9 +122,9 @@ TEST(SoftmaxAttention, ForwardEqualsTheServingEvaluator) {
   const AttentionBlock<double> block = RandomBlock(5, rng);
   const Matrix<double> queries = Random(5, 9, rng), keys = Random(5, 13, rng);
   AttentionCache<double> cache;
-  EXPECT_LE(
-      (SoftmaxAttentionForward(block, queries, keys, &cache) - Attend(block, queries, keys)).norm(),
-      1e-12);
+  Matrix<double> out;
+  SoftmaxAttentionForward(block, queries, keys, &cache, &out);
+  EXPECT_LE((out - Attend(block, queries, keys)).norm(), 1e-12);
 }
 
 TEST(SmoothedObjective, GradientMatchesFiniteDifferences) {
@@ -151,7 +160,7 @@ TEST(LearnedLayer, BackwardMatchesFiniteDifferences) {
     Matrix<double> d_out = Matrix<double>::Zero(d, k);
     SmoothedObjective<double>(points, out, 0.3, LossForm::kSoftmax, 1.0, &d_out);
     LayerWeights<double> grad = ZeroLike(w);
-    LayerBackward(w, cache, d_out, &grad);
+    LayerBackward(w, d_out, &cache, &grad);
     for (BlockId id : kBlockIds) {
       ExpectBlockGradients(loss, w[id], grad[id], std::string(BlockName(id)));
     }
@@ -179,6 +188,37 @@ TEST(LearnedLayer, ForwardEqualsOneLayerOfTheServingEvaluator) {
   const Matrix<double> second =
       LayerForward(model.layers[0], model.embedding, points, trained, &cache);
   EXPECT_LE((second - two.centers).norm(), 1e-12 * second.norm());
+}
+
+// The trainer reuses one cache per thread across tasks: a cache that last
+// held the same or other shapes gives exactly what a fresh one gives,
+// forward and back.
+TEST(LearnedLayer, ReusedCacheGivesWhatAFreshOneGives) {
+  Rng rng(8);
+  const int d = 3, k = 3;
+  const LayerWeights<double> w = RandomLayer(d + k, rng);
+  LayerCache<double> reused;
+  for (int n : {12, 7, 7, 20}) {
+    SCOPED_TRACE(n);
+    const Matrix<double> points = Random(d, n, rng), centers = points.leftCols(k);
+    const Matrix<double> d_out = Random(d, k, rng);
+    LayerCache<double> fresh;
+    const Matrix<double> expected = LayerForward(w, Embedding::kOneHot, points, centers, &fresh);
+    const Matrix<double> got = LayerForward(w, Embedding::kOneHot, points, centers, &reused);
+    EXPECT_TRUE(got == expected) << got << "\nexpected\n" << expected;
+    LayerWeights<double> expected_grad = ZeroLike(w), grad = ZeroLike(w);
+    LayerBackward(w, d_out, &fresh, &expected_grad);
+    LayerBackward(w, d_out, &reused, &grad);
+    for (BlockId id : kBlockIds) {
+      SCOPED_TRACE(BlockName(id));
+      EXPECT_TRUE(grad[id].Q == expected_grad[id].Q);
+      EXPECT_TRUE(grad[id].K == expected_grad[id].K);
+      EXPECT_TRUE(grad[id].V == expected_grad[id].V);
+      EXPECT_TRUE(grad[id].bQ == expected_grad[id].bQ);
+      EXPECT_TRUE(grad[id].bK == expected_grad[id].bK);
+      EXPECT_TRUE(grad[id].bV == expected_grad[id].bV);
+    }
+  }
 }
 
 }  // namespace

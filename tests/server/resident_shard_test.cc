@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/init.h"
 #include "core/random.h"
@@ -46,7 +47,7 @@ TEST(ResidentShard, LoadsInChunksAndAssignsAsTheCore) {
   ASSERT_TRUE(shard.Assign(step, &got).ok());
   Labels labels;
   ClusterSums sums(3, 5);
-  const double objective = AssignAndSum(points, centers, &labels, &sums);
+  const double objective = AssignNearest(points, centers, &labels, nullptr, &sums);
   EXPECT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
   EXPECT_EQ(std::vector<int64_t>(got.center_counts().begin(), got.center_counts().end()),
             sums.counts);
