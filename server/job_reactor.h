@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "proto/kmeans_transformer.grpc.pb.h"
+#include "proto/reactor_order.h"
 #include "server/limits.h"
 #include "server/metrics.h"
 #include "server/resident_memory.h"
@@ -47,12 +48,15 @@ class JobReactor final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobR
   void End(const absl::Status& status);
   // Starts the next read, unless the call has ended.
   void Read();
+  // Starts writing response_.
+  void Write();
 
   const JobEnvironment* const env_;
   grpc::CallbackServerContext* const context_;
   std::optional<ResidentShard> shard_;
   v1::JobRequest request_;
   v1::JobResponse response_;
+  ReactorOrder order_;
 
   std::mutex mu_;
   bool reading_ = false;  // a read is pending and nothing else is in flight
