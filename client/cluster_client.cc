@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "proto/channel_tuning.h"
+#include "proto/reactor_order.h"
 
 namespace kmt {
 namespace {
@@ -114,13 +115,16 @@ class Client::Stream final
       context_.set_deadline(absl::ToChronoTime(absl::Now() + options.stream_timeout));
     }
     client_->stub_->async()->Cluster(&context_, this);
+    order_.Release(ReactorOrder::kRead);
     StartRead(&response_);
     std::unique_lock<std::mutex> lock(shared_->mu);
     Advance(lock);
+    order_.Release(ReactorOrder::kDone);
     StartCall();
   }
 
   void OnWriteDone(bool ok) override {
+    ReactorOrder::Reaction reaction(&order_, ReactorOrder::kWrite);
     std::unique_lock<std::mutex> lock(shared_->mu);
     writing_ = false;
     retired_.reset();
@@ -129,6 +133,7 @@ class Client::Stream final
   }
 
   void OnReadDone(bool ok) override {
+    ReactorOrder::Reaction reaction(&order_, ReactorOrder::kRead);
     if (!ok) return;  // the server finished; OnDone follows
     std::unique_lock<std::mutex> lock(shared_->mu);
     if (sent_.empty()) {  // more responses than requests: not our server
@@ -156,10 +161,12 @@ class Client::Stream final
     }
     response_.Clear();
     Advance(lock);  // releases the lock
+    order_.Release(ReactorOrder::kRead);
     StartRead(&response_);
   }
 
   void OnDone(const grpc::Status& status) override {
+    order_.Acquire(ReactorOrder::kDone);
     std::unique_lock<std::mutex> lock(shared_->mu);
     Shared& shared = *shared_;
     const ClientOptions& options = client_->options_;
@@ -217,7 +224,10 @@ class Client::Stream final
       if (!write && (!may_send || !shared_->Work())) writes_done = writes_done_ = true;
     }
     lock.unlock();
-    if (write) StartWrite(write);
+    if (write) {
+      order_.Release(ReactorOrder::kWrite);
+      StartWrite(write);
+    }
     if (writes_done) StartWritesDone();
   }
 
@@ -225,6 +235,7 @@ class Client::Stream final
   Shared* const shared_;
   grpc::ClientContext context_;
   v1::ClusterResponse response_;  // the read in progress
+  ReactorOrder order_;
   // Under shared_->mu:
   std::deque<std::unique_ptr<Entry>> sent_;      // on this stream, unanswered, in order
   std::unique_ptr<Entry> retired_;               // answered, perhaps still being written

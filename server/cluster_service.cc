@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 
+#include "proto/reactor_order.h"
 #include "server/batch_runner.h"
 #include "server/grpc_status.h"
 #include "server/job_reactor.h"
@@ -23,10 +24,12 @@ class ClusterReactor final
   ClusterReactor(ClusterService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context) {
     service_->metrics_->StreamStarted();
-    StartRead(&request_);
+    order_.Release(ReactorOrder::kCreated);
+    Read();
   }
 
   void OnReadDone(bool ok) override {
+    ReactorOrder::Reaction reaction(&order_, ReactorOrder::kRead);
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (!ok || cancelled_) {
@@ -48,7 +51,7 @@ class ClusterReactor final
       read_more = read_ - written_ < static_cast<int64_t>(service_->max_in_flight_);
       reading_ = read_more;
     }
-    if (read_more) StartRead(&request_);
+    if (read_more) Read();
     if (service_->draining_) {
       Answer(number, *batch, received,
              ErrorResponse(*batch, absl::UnavailableError(
@@ -66,6 +69,7 @@ class ClusterReactor final
   }
 
   void OnWriteDone(bool ok) override {
+    ReactorOrder::Reaction reaction(&order_, ReactorOrder::kWrite);
     std::unique_lock<std::mutex> lock(mu_);
     writing_ = false;
     ++written_;
@@ -78,17 +82,24 @@ class ClusterReactor final
   // cancelled): finish once every batch read has its answer, without
   // waiting for the read.
   void OnCancel() override {
+    ReactorOrder::Reaction reaction(&order_, ReactorOrder::kCreated);
     std::unique_lock<std::mutex> lock(mu_);
     cancelled_ = true;
     Advance(lock);
   }
 
   void OnDone() override {
+    order_.Acquire(ReactorOrder::kDone);
     service_->metrics_->StreamEnded();
     delete this;
   }
 
  private:
+  void Read() {
+    order_.Release(ReactorOrder::kRead);
+    StartRead(&request_);
+  }
+
   static double Seconds(std::chrono::steady_clock::time_point since) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
   }
@@ -128,11 +139,15 @@ class ClusterReactor final
     // A dropped answer may have unblocked the next one.
     if (!writable_ && !write && ready_.count(written_)) return Advance(lock);
     lock.unlock();
-    if (write) StartWrite(&response_);
-    if (read) StartRead(&request_);
+    if (write) {
+      order_.Release(ReactorOrder::kWrite);
+      StartWrite(&response_);
+    }
+    if (read) Read();
     if (finish) {
       const absl::Status status = CallStatus(context_);
       service_->metrics_->RecordStreamEnd(static_cast<int>(status.code()));
+      order_.Release(ReactorOrder::kDone);
       Finish(ToGrpcStatus(status));
     }
   }
@@ -141,6 +156,7 @@ class ClusterReactor final
   grpc::CallbackServerContext* const context_;
   v1::ClusterRequest request_;    // the read in progress
   v1::ClusterResponse response_;  // the write in progress
+  ReactorOrder order_;
 
   std::mutex mu_;
   int64_t read_ = 0;     // batches read

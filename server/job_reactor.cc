@@ -11,6 +11,7 @@ JobReactor::JobReactor(const JobEnvironment* environment, grpc::CallbackServerCo
     : env_(environment), context_(context) {
   shard_.emplace(env_->memory, env_->limits);
   env_->metrics->JobStarted();
+  order_.Release(ReactorOrder::kCreated);
   Read();
 }
 
@@ -20,10 +21,17 @@ void JobReactor::Read() {
     if (ended_) return;
     reading_ = true;
   }
+  order_.Release(ReactorOrder::kRead);
   StartRead(&request_);
 }
 
+void JobReactor::Write() {
+  order_.Release(ReactorOrder::kWrite);
+  StartWrite(&response_);
+}
+
 void JobReactor::OnReadDone(bool ok) {
+  ReactorOrder::Reaction reaction(&order_, ReactorOrder::kRead);
   {
     std::lock_guard<std::mutex> lock(mu_);
     reading_ = false;
@@ -40,7 +48,7 @@ void JobReactor::OnReadDone(bool ok) {
       const absl::Status status = shard_->Load(request_.shard(), &response_);
       env_->metrics->SetResidentBytes(env_->memory->held(), env_->memory->cap());
       if (!status.ok()) return End(status);
-      StartWrite(&response_);
+      Write();
       return;
     }
     case v1::JobRequest::kAssign:
@@ -52,7 +60,7 @@ void JobReactor::OnReadDone(bool ok) {
           absl::InvalidArgumentError("a job request needs one of shard, assign or seed"));
       response_.mutable_error()->set_code(wire.error_code());
       response_.mutable_error()->set_message(wire.error_message());
-      StartWrite(&response_);
+      Write();
     }
   }
 }
@@ -80,10 +88,11 @@ void JobReactor::Step() {
     response_.mutable_labels()->Truncate(kLabelsPerResponse);
     response_.set_labels_to_follow(static_cast<int64_t>(labels_.size()));
   }
-  StartWrite(&response_);
+  Write();
 }
 
 void JobReactor::OnWriteDone(bool ok) {
+  ReactorOrder::Reaction reaction(&order_, ReactorOrder::kWrite);
   if (!ok) return End(CallStatus(context_));  // the client is gone
   if (labels_sent_ < labels_.size()) {
     const size_t count = std::min(labels_.size() - labels_sent_, size_t{kLabelsPerResponse});
@@ -92,7 +101,7 @@ void JobReactor::OnWriteDone(bool ok) {
                                     labels_.begin() + labels_sent_ + count);
     labels_sent_ += count;
     response_.set_labels_to_follow(static_cast<int64_t>(labels_.size() - labels_sent_));
-    StartWrite(&response_);
+    Write();
     return;
   }
   labels_ = {};
@@ -101,6 +110,7 @@ void JobReactor::OnWriteDone(bool ok) {
 }
 
 void JobReactor::OnCancel() {
+  ReactorOrder::Reaction reaction(&order_, ReactorOrder::kCreated);
   bool end;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -116,10 +126,12 @@ void JobReactor::End(const absl::Status& status) {
     ended_ = true;
   }
   env_->metrics->RecordJobEnd(static_cast<int>(status.code()));
+  order_.Release(ReactorOrder::kDone);
   Finish(ToGrpcStatus(status));
 }
 
 void JobReactor::OnDone() {
+  order_.Acquire(ReactorOrder::kDone);
   shard_.reset();  // the shard's bytes go back to the cap
   env_->metrics->SetResidentBytes(env_->memory->held(), env_->memory->cap());
   env_->metrics->JobEnded();

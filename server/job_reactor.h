@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proto/kmeans_transformer.grpc.pb.h"
+#include "proto/reactor_order.h"
 #include "server/limits.h"
 #include "server/metrics.h"
 #include "server/resident_memory.h"
@@ -48,6 +49,8 @@ class JobReactor final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobR
   void End(const absl::Status& status);
   // Starts the next read, unless the call has ended.
   void Read();
+  // Starts writing response_.
+  void Write();
 
   const JobEnvironment* const env_;
   grpc::CallbackServerContext* const context_;
@@ -59,6 +62,7 @@ class JobReactor final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobR
   static constexpr int kLabelsPerResponse = 1 << 20;
   std::vector<int32_t> labels_;
   size_t labels_sent_ = 0;
+  ReactorOrder order_;
 
   std::mutex mu_;
   bool reading_ = false;  // a read is pending and nothing else is in flight

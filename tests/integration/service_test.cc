@@ -505,9 +505,13 @@ bool SmallBatchAnswered(const std::string& address) {
 TEST(ServiceStopsWork, WhenTheDeadlinePasses) {
   auto server = ServerProcess::Start({"--workers=1", "--model_dir=", "--not_serving_delay=0s"});
   ASSERT_NE(server, nullptr);
+  // Built before the deadline starts: in a slow build (ThreadSanitizer)
+  // building it alone took longer than the deadline, and the call ended
+  // before the server saw it.
+  const std::vector<v1::ClusterRequest> heavy = {HeavyBatch()};
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
-  const Exchange e = Stream(server->address(), {HeavyBatch()}, &context);
+  const Exchange e = Stream(server->address(), heavy, &context);
   EXPECT_EQ(e.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_TRUE(SmallBatchAnswered(server->address()));
   // The deadline counts once as the stream's outcome and once as the batch
@@ -532,12 +536,14 @@ TEST(ServiceStopsWork, WhenTheDeadlinePasses) {
 TEST(ServiceStopsWork, WhenTheClientCancels) {
   auto server = ServerProcess::Start({"--workers=1", "--model_dir=", "--not_serving_delay=0s"});
   ASSERT_NE(server, nullptr);
+  // Built before the cancel's clock starts, as above.
+  const std::vector<v1::ClusterRequest> heavy = {HeavyBatch()};
   grpc::ClientContext context;
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     context.TryCancel();
   });
-  const Exchange e = Stream(server->address(), {HeavyBatch()}, &context);
+  const Exchange e = Stream(server->address(), heavy, &context);
   canceller.join();
   EXPECT_EQ(e.status.error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(SmallBatchAnswered(server->address()));
@@ -914,8 +920,11 @@ TEST(ServiceStart, APortInUseIsAnErrorUnlessSharingIsAsked) {
 }
 
 TEST(ServiceShutdown, SigtermDuringBusyStreamsLosesNoAcceptedBatch) {
+  // The grace is room for the 128 batches the streams have in flight when
+  // draining begins: seconds in a release build, over a minute under
+  // ThreadSanitizer.
   auto server =
-      ServerProcess::Start({"--model_dir=", "--not_serving_delay=1s", "--shutdown_grace=60s"});
+      ServerProcess::Start({"--model_dir=", "--not_serving_delay=1s", "--shutdown_grace=240s"});
   ASSERT_NE(server, nullptr);
   const Matrix<float> points = GenerateTask<float>({.n = 4096, .d = 16, .k = 16}, 8).points;
   constexpr int kStreams = 8, kBatches = 150;
@@ -972,7 +981,7 @@ TEST(ServiceShutdown, SigtermDuringBusyStreamsLosesNoAcceptedBatch) {
   EXPECT_EQ(answered + unavailable, kStreams * kBatches);
   EXPECT_GT(answered, 2 * kStreams);
   EXPECT_GT(unavailable, 0);  // the drain did happen while batches came in
-  EXPECT_EQ(server->Wait(absl::Seconds(60)), 0);
+  EXPECT_EQ(server->Wait(absl::Seconds(240)), 0);
   std::printf(
       "after SIGTERM: %d computed, %d sent back as UNAVAILABLE; %d streams fully answered "
       "saw the connection close before their status\n",
