@@ -2,8 +2,10 @@
 # Builds the project with sanitizers and runs tests under them.
 #   scripts/sanitize.sh address    [CTEST_ARGS...]  AddressSanitizer + UBSan, build-asan/,
 #                                                   the whole suite unless CTEST_ARGS select
-#   scripts/sanitize.sh address-ci                  the same build, only the input-handling
-#                                                   test programs CI runs (docs/hardening.md)
+#   scripts/sanitize.sh address-ci                  AddressSanitizer + UBSan on the libraries
+#                                                   scripts/fuzz.sh builds (build-fuzz/, clang):
+#                                                   the input-handling test programs CI runs
+#                                                   (docs/hardening.md)
 #   scripts/sanitize.sh thread     [CTEST_ARGS...]  ThreadSanitizer, build-tsan/, the server
 #                                                   and client concurrency tests
 # Every instrumented process (the tests, and the kmt-server and kmt programs
@@ -24,7 +26,20 @@ fi
 case "$kind" in
   address | address-ci)
     dir=build-asan
-    sanitize=address,undefined
+    configure=(-DKMT_SANITIZE=address,undefined)
+    if [[ $kind == address-ci ]]; then
+      # What turns outside bytes into values, and the code that checks and
+      # runs them: requests and model files converted, batches validated and
+      # run as a worker runs them, shards of resident jobs, point files read.
+      # Their libraries are the fuzz targets' (the same sanitizers, plus
+      # coverage counters), which CI has just built: only these programs and
+      # kmt_learn are compiled here.
+      dir=build-fuzz
+      export CXX=clang++
+      configure=(-DKMT_FUZZ=ON)  # and address,undefined
+      targets=(request_test model_file_test validation_test engine_test batch_runner_test
+        model_registry_test resident_shard_test grpc_status_test point_reader_test npy_test)
+    fi
     reports=$here/$dir/reports
     # A small quarantine of freed memory (256 MiB by default), so that the
     # tests that bound the server's memory measure the server, not ASan.
@@ -32,18 +47,10 @@ case "$kind" in
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan
     export LSAN_OPTIONS=suppressions=$here/scripts/lsan.supp:print_suppressions=0
     default_tests=()
-    if [[ $kind == address-ci ]]; then
-      # What turns outside bytes into values, and the code that checks and
-      # runs them: requests and model files converted, batches validated and
-      # run as a worker runs them, shards of resident jobs, point files read.
-      # Only these programs and the libraries they link are built.
-      targets=(request_test model_file_test validation_test engine_test batch_runner_test
-        model_registry_test resident_shard_test grpc_status_test point_reader_test npy_test)
-    fi
     ;;
   thread)
     dir=build-tsan
-    sanitize=thread
+    configure=(-DKMT_SANITIZE=thread)
     reports=$here/$dir/reports
     # ignore_noninstrumented_modules: Debian's libraries are not built with
     # ThreadSanitizer, so their calls into intercepted functions (free,
@@ -75,7 +82,7 @@ case "$kind" in
     ;;
 esac
 scripts/install-deps.sh
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKMT_SANITIZE="$sanitize" \
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${configure[@]}" -DKMT_BUILD_TESTS=ON \
   -DKMT_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build "$dir" -j2 --target "${targets[@]}"
 rm -rf "$reports"
