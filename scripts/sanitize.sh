@@ -30,15 +30,19 @@ case "$kind" in
     if [[ $kind == address-ci ]]; then
       # What turns outside bytes into values, and the code that checks and
       # runs them: requests and model files converted, batches validated and
-      # run as a worker runs them, shards of resident jobs, point files read.
-      # Their libraries are the fuzz targets' (the same sanitizers, plus
-      # coverage counters), which CI has just built: only these programs and
-      # kmt_learn are compiled here.
+      # run as a worker runs them, shards of resident jobs, point files read;
+      # then the real server and CLI on requests, files and message sizes
+      # (service_test's ServiceTest suite; its abuse, fault and shutdown
+      # tests are left to the full run). The libraries are the fuzz targets'
+      # (the same sanitizers, plus coverage counters), which CI has just
+      # built: only the programs and what only they link are compiled here.
       dir=build-fuzz
       export CXX=clang++
       configure=(-DKMT_FUZZ=ON)  # and address,undefined
       targets=(request_test model_file_test validation_test engine_test batch_runner_test
-        model_registry_test resident_shard_test grpc_status_test point_reader_test npy_test)
+        model_registry_test resident_shard_test grpc_status_test point_reader_test npy_test
+        service_test)
+      declare -A only=([service_test]='ServiceTest.*')
     fi
     reports=$here/$dir/reports
     # A small quarantine of freed memory (256 MiB by default), so that the
@@ -89,10 +93,12 @@ rm -rf "$reports"
 mkdir -p "$reports"
 status=0
 if [[ $kind == address-ci ]]; then
-  # Each program whole, in one process, where ctest would run it.
+  # Each program in one process, where ctest would run it.
   for t in "${targets[@]}"; do
-    echo "sanitize: $t" >&2
-    (cd "$dir/tests" && "./$t" --gtest_brief=1) || status=1
+    program=$(find "$dir/tests" -name "$t" -type f)
+    echo "sanitize: $t ${only[$t]:-}" >&2
+    (cd "$(dirname "$program")" && "./$t" --gtest_brief=1 --gtest_filter="${only[$t]:-*}") ||
+      status=1
   done
 else
   if [[ $# -eq 0 ]]; then set -- "${default_tests[@]}"; fi
