@@ -2,8 +2,10 @@
 # Builds the project with sanitizers and runs tests under them.
 #   scripts/sanitize.sh address    [CTEST_ARGS...]  AddressSanitizer + UBSan, build-asan/,
 #                                                   the whole suite unless CTEST_ARGS select
-#   scripts/sanitize.sh address-ci                  the same build, only the input-handling
-#                                                   test programs CI runs (docs/hardening.md)
+#   scripts/sanitize.sh address-ci                  AddressSanitizer + UBSan on the libraries
+#                                                   scripts/fuzz.sh builds (build-fuzz/, clang):
+#                                                   the input-handling test programs CI runs
+#                                                   (docs/hardening.md)
 #   scripts/sanitize.sh thread     [CTEST_ARGS...]  ThreadSanitizer, build-tsan/, the server
 #                                                   and client concurrency tests
 # Every instrumented process (the tests, and the kmt-server and kmt programs
@@ -24,7 +26,24 @@ fi
 case "$kind" in
   address | address-ci)
     dir=build-asan
-    sanitize=address,undefined
+    configure=(-DKMT_SANITIZE=address,undefined)
+    if [[ $kind == address-ci ]]; then
+      # What turns outside bytes into values, and the code that checks and
+      # runs them: requests and model files converted, batches validated and
+      # run as a worker runs them, shards of resident jobs, point files read;
+      # then the real server and CLI on requests, files and message sizes
+      # (service_test's ServiceTest suite; its abuse, fault and shutdown
+      # tests are left to the full run). The libraries are the fuzz targets'
+      # (the same sanitizers, plus coverage counters), which CI has just
+      # built: only the programs and what only they link are compiled here.
+      dir=build-fuzz
+      export CXX=clang++
+      configure=(-DKMT_FUZZ=ON)  # and address,undefined
+      targets=(request_test model_file_test validation_test engine_test batch_runner_test
+        model_registry_test resident_shard_test grpc_status_test point_reader_test npy_test
+        service_test)
+      declare -A only=([service_test]='ServiceTest.*')
+    fi
     reports=$here/$dir/reports
     # A small quarantine of freed memory (256 MiB by default), so that the
     # tests that bound the server's memory measure the server, not ASan.
@@ -32,18 +51,10 @@ case "$kind" in
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan
     export LSAN_OPTIONS=suppressions=$here/scripts/lsan.supp:print_suppressions=0
     default_tests=()
-    if [[ $kind == address-ci ]]; then
-      # What turns outside bytes into values, and the code that checks and
-      # runs them: requests and model files converted, batches validated and
-      # run as a worker runs them, shards of resident jobs, point files read.
-      # Only these programs and the libraries they link are built.
-      targets=(request_test model_file_test validation_test engine_test batch_runner_test
-        model_registry_test resident_shard_test grpc_status_test point_reader_test npy_test)
-    fi
     ;;
   thread)
     dir=build-tsan
-    sanitize=thread
+    configure=(-DKMT_SANITIZE=thread)
     reports=$here/$dir/reports
     # ignore_noninstrumented_modules: Debian's libraries are not built with
     # ThreadSanitizer, so their calls into intercepted functions (free,
@@ -75,17 +86,19 @@ case "$kind" in
     ;;
 esac
 scripts/install-deps.sh
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKMT_SANITIZE="$sanitize" \
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${configure[@]}" -DKMT_BUILD_TESTS=ON \
   -DKMT_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build "$dir" -j2 --target "${targets[@]}"
 rm -rf "$reports"
 mkdir -p "$reports"
 status=0
 if [[ $kind == address-ci ]]; then
-  # Each program whole, in one process, where ctest would run it.
+  # Each program in one process, where ctest would run it.
   for t in "${targets[@]}"; do
-    echo "sanitize: $t" >&2
-    (cd "$dir/tests" && "./$t" --gtest_brief=1) || status=1
+    program=$(find "$dir/tests" -name "$t" -type f)
+    echo "sanitize: $t ${only[$t]:-}" >&2
+    (cd "$(dirname "$program")" && "./$t" --gtest_brief=1 --gtest_filter="${only[$t]:-*}") ||
+      status=1
   done
 else
   if [[ $# -eq 0 ]]; then set -- "${default_tests[@]}"; fi

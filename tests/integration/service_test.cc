@@ -160,7 +160,7 @@ Model<float> LearnedModel() {
     b.beta = 1 / std::sqrt(static_cast<float>(dim));
     return b;
   };
-  m.layers.push_back({block(), block(), block(), block()});
+  m.layers.push_back({{block(), block(), block(), block()}});
   return m;
 }
 
