@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "client/point_reader.h"
 #include "core/init.h"
+#include "proto/init_method.h"
 
 ABSL_FLAG(std::string, server, "localhost:50051",
           "server address; several as ipv4:127.0.0.1:P1,127.0.0.1:P2 or dns:///host:port");
@@ -18,8 +19,9 @@ ABSL_FLAG(std::string, lb, "round_robin",
 ABSL_FLAG(std::string, model, "lloyd-onehot", "model name (kmt models lists them)");
 ABSL_FLAG(int, k, 10, "clusters");
 ABSL_FLAG(int, iterations, 20, "layers, i.e. Lloyd's iterations for exact models");
-ABSL_FLAG(std::string, init, "kmeans++",
-          "initial centers: kmeans++ (greedy), plain-kmeans++, random or given (--centers_in)");
+ABSL_FLAG(std::string, init, "",
+          "initial centers: kmeans++ (greedy), plain-kmeans++, random or given (--centers_in); "
+          "empty: the model's default (`kmt models`; greedy k-means++ for the exact models)");
 ABSL_FLAG(std::string, centers_in, "", "CSV of k initial centers, one per line, for --init=given");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the initialisation (and of kmedoids' draws)");
 ABSL_FLAG(double, beta, 0,
@@ -52,20 +54,14 @@ ABSL_FLAG(std::string, tls_server_name, "",
 namespace kmt {
 namespace {
 
-absl::StatusOr<v1::Init> InitFlag() {
+// Unset: the request leaves init unset, for the model's default.
+absl::StatusOr<std::optional<v1::Init>> InitFlag() {
   const std::string init = absl::GetFlag(FLAGS_init);
+  if (init.empty()) return std::nullopt;
   if (init == "given") return v1::INIT_GIVEN;
   absl::StatusOr<InitMethod> method = ParseInitMethod(init);
   if (!method.ok()) return method.status();
-  switch (*method) {
-    case InitMethod::kRandomSubset:
-      return v1::INIT_RANDOM;
-    case InitMethod::kKMeansPlusPlus:
-      return v1::INIT_KMEANS_PLUS_PLUS;
-    case InitMethod::kPlainKMeansPlusPlus:
-      return v1::INIT_PLAIN_KMEANS_PLUS_PLUS;
-  }
-  return absl::InvalidArgumentError("unknown initialisation");  // Unreachable.
+  return InitToProto(*method);
 }
 
 }  // namespace
@@ -99,9 +95,9 @@ absl::StatusOr<v1::ClusterRequest> Template(int d) {
   r.set_beta(absl::GetFlag(FLAGS_beta));
   if (const std::optional<double> tau = absl::GetFlag(FLAGS_tau)) r.set_tau(*tau);
   r.set_gamma(absl::GetFlag(FLAGS_gamma));
-  absl::StatusOr<v1::Init> init = InitFlag();
+  absl::StatusOr<std::optional<v1::Init>> init = InitFlag();
   if (!init.ok()) return init.status();
-  r.set_init(*init);
+  if (*init) r.set_init(**init);
   if (*init == v1::INIT_GIVEN) {
     absl::StatusOr<std::unique_ptr<PointReader>> centers =
         PointReader::Open(absl::GetFlag(FLAGS_centers_in), "csv", d);

@@ -6,8 +6,27 @@
 #include "client/cli_flags.h"
 #include "client/cluster_client.h"
 #include "client/commands.h"
+#include "core/init.h"
+#include "proto/init_method.h"
 
 namespace kmt {
+namespace {
+
+std::string InitName(int init) {
+  absl::StatusOr<InitMethod> method = InitFromProto(init);
+  return method.ok() ? std::string(InitMethodName(*method)) : std::to_string(init);
+}
+
+// "init=kmeans++", and for a learned model what it was trained from.
+std::string Inits(const v1::ModelInfo& m) {
+  std::string out = "init=" + InitName(m.default_init());
+  for (int i = 0; i < m.trained_inits_size(); ++i) {
+    out += (i == 0 ? " trained-from=" : ",") + InitName(m.trained_inits(i));
+  }
+  return out;
+}
+
+}  // namespace
 
 absl::Status RunModels() {
   absl::StatusOr<ClientOptions> options = Options();
@@ -16,10 +35,11 @@ absl::Status RunModels() {
   absl::StatusOr<std::vector<v1::ModelInfo>> models = client.ListModels();
   if (!models.ok()) return models.status();
   for (const v1::ModelInfo& m : *models) {
-    std::printf("%-24s %-8s %-7s d=%s k=%s scaling=%s\n  %s\n", m.name().c_str(), m.kind().c_str(),
-                m.embedding().c_str(), m.d() ? std::to_string(m.d()).c_str() : "any",
+    std::printf("%-24s %-8s %-7s d=%s k=%s scaling=%s %s\n  %s\n", m.name().c_str(),
+                m.kind().c_str(), m.embedding().c_str(),
+                m.d() ? std::to_string(m.d()).c_str() : "any",
                 m.k() ? std::to_string(m.k()).c_str() : "any", m.input_scaling().c_str(),
-                m.description().c_str());
+                Inits(m).c_str(), m.description().c_str());
     for (const v1::ModelParameter& p : m.parameters()) {
       std::printf("  --%s: %s; default %g, range %s%g, %g]\n", p.name().c_str(),
                   p.description().c_str(), p.default_value(), p.min_exclusive() ? "(" : "[",

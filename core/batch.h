@@ -20,8 +20,10 @@ struct BatchSpec {
   int layers = 0;         ///< T, layers (iterations) to run; 0 only assigns
   /// d x k initial centers in the caller's units; empty: chosen by `init`.
   Matrix<Scalar> given_centers;
-  InitMethod init = InitMethod::kKMeansPlusPlus;  ///< how to choose centers when none are given
-  uint64_t seed = 0;                              ///< seed of that choice
+  /// How to choose centers when none are given; unset: the model's default
+  /// (ServedModel::default_init).
+  std::optional<InitMethod> init;
+  uint64_t seed = 0;  ///< seed of that choice
   /// Inverse temperature (soft and robust k-means; lloyd-onehot-linear's
   /// softmax assignment); 0: the model's default.
   double beta = 0;

@@ -43,6 +43,12 @@ InputScaling ServedModel<Scalar>::input_scaling() const {
   return weights_ != nullptr ? weights_->input_scaling : InputScaling::kNone;
 }
 
+template <typename Scalar>
+InitMethod ServedModel<Scalar>::default_init() const {
+  if (weights_ == nullptr || weights_->trained_inits.empty()) return kDefaultInit;
+  return weights_->trained_inits.front();
+}
+
 namespace {
 
 // The parameters the batch sets, by name: beta and gamma when not 0, tau
@@ -237,8 +243,8 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
   if (given.size() > 0) {
     initial = map.ToModel(given);
   } else {
-    absl::StatusOr<Matrix<Scalar>> chosen =
-        ChooseInitialCenters(model_points, spec.k, spec.init, spec.seed, check);
+    absl::StatusOr<Matrix<Scalar>> chosen = ChooseInitialCenters(
+        model_points, spec.k, spec.init.value_or(model.default_init()), spec.seed, check);
     if (!chosen.ok()) return chosen.status();
     initial = *std::move(chosen);
   }

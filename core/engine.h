@@ -53,6 +53,9 @@ class ServedModel {
   Algorithm algorithm() const { return algorithm_; }
   const std::vector<ParameterSpec>& parameters() const { return parameters_; }
   InputScaling input_scaling() const;
+  // The initialisation of a batch that names none: the first one a learned
+  // model was trained from, else kDefaultInit.
+  InitMethod default_init() const;
   // The weights; null for an exact construction.
   const Model<Scalar>* weights() const { return weights_.get(); }
 

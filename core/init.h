@@ -22,6 +22,11 @@ enum class InitMethod {
   kPlainKMeansPlusPlus,  // "plain-kmeans++": one D^2 draw per center
 };
 
+// Exact models start from it unless a request says otherwise; a learned
+// model starts from the first initialisation it was trained for
+// (Model::trained_inits).
+inline constexpr InitMethod kDefaultInit = InitMethod::kKMeansPlusPlus;
+
 absl::string_view InitMethodName(InitMethod method);
 absl::StatusOr<InitMethod> ParseInitMethod(absl::string_view name);
 

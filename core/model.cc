@@ -29,6 +29,15 @@ absl::Status ValidateModel(const Model<Scalar>& model) {
   if (model.layers.empty()) {
     return absl::InvalidArgumentError("model has no layer weights");
   }
+  for (size_t i = 0; i < model.trained_inits.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (model.trained_inits[j] == model.trained_inits[i]) {
+        return absl::InvalidArgumentError(absl::StrCat("model lists the trained initialisation ",
+                                                       InitMethodName(model.trained_inits[i]),
+                                                       " twice"));
+      }
+    }
+  }
   const int dim = model.dim();
   for (size_t t = 0; t < model.layers.size(); ++t) {
     for (BlockId id : kBlockIds) {

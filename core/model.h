@@ -15,6 +15,7 @@
 #include "core/attention.h"
 #include "core/embedding.h"
 #include "core/feed_forward.h"
+#include "core/init.h"
 #include "core/input_scaling.h"
 
 namespace kmt {
@@ -83,6 +84,10 @@ struct Model {
   /// A center whose theta3 attention has no support (no point carries its
   /// code) keeps its token, as Lloyd's keeps an empty cluster's center.
   bool keep_empty_centers = true;
+  /// Learned models: the initialisations they were trained from, distinct,
+  /// the one a request gets by default first. Empty: any (the exact
+  /// constructions, and model files that do not say).
+  std::vector<InitMethod> trained_inits;
 
   int registers() const { return RegisterDim(embedding, k); }
   /// Tokens are [data (d); registers; squared norm (if norm_coordinate)].

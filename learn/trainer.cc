@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/assign.h"
+#include "core/init.h"
 #include "core/random.h"
 #include "core/transformer.h"
 #include "learn/learned_layer.h"
@@ -21,7 +22,7 @@ uint64_t MixSeed(uint64_t seed, uint64_t a, uint64_t b) {
   return x ^ (x >> 29);
 }
 
-constexpr uint64_t kTrainTasks = 1, kValidationTasks = 2;
+constexpr uint64_t kTrainTasks = 1, kValidationTasks = 2, kInitSeeds = 3;
 
 int Dim(const TrainerOptions& o) { return o.tasks.d + RegisterDim(o.embedding, o.tasks.k); }
 
@@ -58,7 +59,15 @@ int64_t ParamCount(const TrainerOptions& o) {
   return 4 * (3 * dim * dim + 3 * dim);
 }
 
-Matrix<float> FirstK(const Matrix<float>& points, int k) { return points.leftCols(k); }
+// Initial centers of the task drawn with `task_seed`, the index-th of its
+// kind: a random subset is the first k points (the points are drawn in
+// random order); k-means++ draws its own with a seed from the task's.
+Matrix<float> TaskInit(const TrainerOptions& o, const Matrix<float>& points, uint64_t task_seed,
+                       int64_t index) {
+  const InitMethod method = o.inits[index % o.inits.size()];
+  if (method == InitMethod::kRandomSubset) return points.leftCols(o.tasks.k);
+  return *ChooseInitialCenters(points, o.tasks.k, method, MixSeed(task_seed, kInitSeeds, 0));
+}
 
 }  // namespace
 
@@ -89,6 +98,7 @@ Model<float> ModelFromParams(const TrainerOptions& o, const Vector<double>& para
   // keeps the caller's k-means problem (one scale for every dimension).
   model.input_scaling = o.tasks.min_max_scale ? InputScaling::kGlobalMinMax : InputScaling::kNone;
   model.layers.push_back(WeightsFromParams(o, params));
+  model.trained_inits = o.inits;
   return model;
 }
 
@@ -96,9 +106,9 @@ double ValidationRatio(const TrainerOptions& o, const Model<float>& model) {
   std::vector<double> ratios(o.validation_tasks);
 #pragma omp parallel for schedule(dynamic)
   for (int t = 0; t < o.validation_tasks; ++t) {
-    const Matrix<float> points =
-        GenerateTask<float>(o.tasks, MixSeed(o.seed, kValidationTasks, t)).points;
-    const Matrix<float> init = FirstK(points, o.tasks.k);
+    const uint64_t seed = MixSeed(o.seed, kValidationTasks, t);
+    const Matrix<float> points = GenerateTask<float>(o.tasks, seed).points;
+    const Matrix<float> init = TaskInit(o, points, seed, t);
     const double learned = RunTransformer(model, points, init, {.layers = 1})->objective;
     const double lloyd = RunLloyd<float>({}, points, init, {.layers = 1})->objective;
     ratios[t] = learned / lloyd;
@@ -131,10 +141,11 @@ void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
 #pragma omp parallel for schedule(dynamic)
     for (int t = 0; t < o.batch; ++t) {
       Workspace& ws = workspaces[omp_get_thread_num()];
-      const Matrix<float> points =
-          GenerateTask<float>(o.tasks, MixSeed(o.seed, kTrainTasks, s->step * o.batch + t)).points;
+      const int64_t index = s->step * o.batch + t;
+      const uint64_t seed = MixSeed(o.seed, kTrainTasks, index);
+      const Matrix<float> points = GenerateTask<float>(o.tasks, seed).points;
       const Matrix<float> centers =
-          LayerForward(w, o.embedding, points, FirstK(points, o.tasks.k), &ws.cache);
+          LayerForward(w, o.embedding, points, TaskInit(o, points, seed, index), &ws.cache);
       ws.d_centers.setZero(centers.rows(), centers.cols());
       const float scale = 1.0f / static_cast<float>(o.batch);
       task_loss[t] =

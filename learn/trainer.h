@@ -1,16 +1,18 @@
 // Trains the one-layer k-means transformer (docs/learning.md) on a distribution
 // of clustering tasks: each step draws a batch of tasks, runs one layer from
-// the tasks' first k points, and takes an Adam step on the smoothed objective
-// of the resulting centers, with gradient-norm clipping and the learning rate
-// halved when the validation ratio stops improving. Seeded and reproducible:
-// the same options give the same weights whatever the thread count, and a
-// run resumed from a saved state equals one never interrupted.
+// the tasks' initial centers (their first k points, or k-means++ ones), and takes an Adam step on
+// the smoothed objective of the resulting centers, with gradient-norm clipping and the learning
+// rate halved when the validation ratio stops improving. Seeded and reproducible: the same options
+// give the same weights whatever the thread count, and a run resumed from a saved state equals one
+// never interrupted.
 #ifndef KMT_LEARN_TRAINER_H_
 #define KMT_LEARN_TRAINER_H_
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
+#include "core/init.h"
 #include "core/model.h"
 #include "learn/smoothed_objective.h"
 #include "learn/task_generator.h"
@@ -33,6 +35,10 @@ struct TrainerOptions {
   int validation_tasks = 64;                 ///< held-out tasks for the validation ratio
   int patience = 5;                          ///< validations without improvement before halving
   uint64_t seed = 1;                         ///< weights, tasks and validation tasks
+  /// Initial centers of the tasks: task i of a step (and validation task i)
+  /// starts from inits[i % inits.size()]; the model records them, the first
+  /// as its default. A random subset is the task's first k points.
+  std::vector<InitMethod> inits = {InitMethod::kRandomSubset};
 };
 
 struct TrainerState {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "proto/init_method.h"
 
 namespace kmt {
 namespace {
@@ -212,6 +213,14 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
   model.unit_norm = file.unit_norm();
   model.norm_coordinate = file.norm_coordinate();
   model.keep_empty_centers = file.keep_empty_centers();
+  for (int init : file.trained_inits()) {
+    absl::StatusOr<InitMethod> method = InitFromProto(init);
+    if (!method.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model's trained_inits: ", method.status().message()));
+    }
+    model.trained_inits.push_back(*method);
+  }
   const int dim = model.dim();
   for (int t = 0; t < file.layers_size(); ++t) {
     const v1::LayerProto& layer = file.layers(t);
@@ -270,6 +279,7 @@ v1::ModelFile ModelToProto(const Model<Scalar>& model) {
   file.set_unit_norm(model.unit_norm);
   file.set_norm_coordinate(model.norm_coordinate);
   file.set_keep_empty_centers(model.keep_empty_centers);
+  for (InitMethod method : model.trained_inits) file.add_trained_inits(InitToProto(method));
   for (const LayerWeights<Scalar>& w : model.layers) {
     v1::LayerProto* layer = file.add_layers();
     BlockToProto(w[BlockId::kPointsToCenters], layer->mutable_points_to_centers());

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/validation.h"
+#include "proto/init_method.h"
 
 namespace kmt {
 
@@ -16,25 +17,15 @@ absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& r) {
                         .tau = r.has_tau() ? std::optional<double>(r.tau()) : std::nullopt,
                         .gamma = r.gamma(),
                         .cluster_sums = r.return_cluster_sums()};
-  switch (r.init()) {
-    case v1::INIT_GIVEN: {
-      if (absl::Status s = ValidateClusterCount(r.n(), r.k()); !s.ok()) return s;
-      absl::StatusOr<Matrix<float>> centers = CentersFromRowMajor<float>(r.centers(), r.k(), r.d());
-      if (!centers.ok()) return centers.status();
-      spec.given_centers = *std::move(centers);
-      break;
-    }
-    case v1::INIT_RANDOM:
-      spec.init = InitMethod::kRandomSubset;
-      break;
-    case v1::INIT_KMEANS_PLUS_PLUS:
-      spec.init = InitMethod::kKMeansPlusPlus;
-      break;
-    case v1::INIT_PLAIN_KMEANS_PLUS_PLUS:
-      spec.init = InitMethod::kPlainKMeansPlusPlus;
-      break;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("unknown init ", r.init()));
+  if (r.init() == v1::INIT_GIVEN) {
+    if (absl::Status s = ValidateClusterCount(r.n(), r.k()); !s.ok()) return s;
+    absl::StatusOr<Matrix<float>> centers = CentersFromRowMajor<float>(r.centers(), r.k(), r.d());
+    if (!centers.ok()) return centers.status();
+    spec.given_centers = *std::move(centers);
+  } else if (r.has_init()) {
+    absl::StatusOr<InitMethod> method = InitFromProto(r.init());
+    if (!method.ok()) return method.status();
+    spec.init = *method;
   }
   return Batch<float>::Validate(std::move(spec));
 }

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "proto/init_method.h"
 #include "proto/model_file.h"
 
 namespace kmt {
@@ -28,7 +29,9 @@ v1::ModelInfo Info(const ServedModel<float>& model) {
   if (const Model<float>* weights = model.weights()) {
     info.set_d(weights->d);
     info.set_k(weights->k);
+    for (InitMethod method : weights->trained_inits) info.add_trained_inits(InitToProto(method));
   }
+  info.set_default_init(InitToProto(model.default_init()));
   return info;
 }
 

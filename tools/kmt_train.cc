@@ -2,19 +2,24 @@
 // step) per (d, k, embedding) on a distribution of clustering tasks, with a
 // progress bar, checkpoints and resume, and writes the model file with its
 // provenance. Defaults are the papers' main setting.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/command_line.h"
+#include "core/init.h"
 #include "learn/trainer.h"
 #include "proto/model_file.h"
 
@@ -35,6 +40,9 @@ ABSL_FLAG(int, eval_every, 200, "steps between validation runs");
 ABSL_FLAG(int, validation_tasks, 64, "held-out tasks for the validation ratio");
 ABSL_FLAG(int, patience, 5, "validations without improvement before the rate halves");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the weights and the tasks");
+ABSL_FLAG(std::string, init, "random",
+          "initial centers of the tasks, comma-separated, taken in turn: random, kmeans++, "
+          "plain-kmeans++; the model records them, the first as its default");
 ABSL_FLAG(std::string, name, "", "model name (default learned-<embedding>-d<d>-k<k>)");
 ABSL_FLAG(std::string, out, "", "model file to write (default models/<name>.kmt)");
 ABSL_FLAG(std::string, checkpoint, "", "checkpoint file (default <out>.ckpt)");
@@ -70,10 +78,25 @@ absl::StatusOr<TrainerOptions> Options() {
   o.validation_tasks = absl::GetFlag(FLAGS_validation_tasks);
   o.patience = absl::GetFlag(FLAGS_patience);
   o.seed = absl::GetFlag(FLAGS_seed);
+  o.inits.clear();
+  for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_init), ',')) {
+    absl::StatusOr<InitMethod> method = ParseInitMethod(name);
+    if (!method.ok()) return method.status();
+    if (std::find(o.inits.begin(), o.inits.end(), *method) != o.inits.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--init names ", name, " twice"));
+    }
+    o.inits.push_back(*method);
+  }
   if (o.tasks.d < 1 || o.tasks.k < 1 || o.tasks.n < o.tasks.k || o.batch < 1 || o.steps < 0) {
     return absl::InvalidArgumentError("need d >= 1, k >= 1, n >= k, batch >= 1, steps >= 0");
   }
   return o;
+}
+
+std::string InitsName(const std::vector<InitMethod>& inits) {
+  return absl::StrJoin(inits, ",", [](std::string* out, InitMethod method) {
+    absl::StrAppend(out, InitMethodName(method));
+  });
 }
 
 // The options that decide the result, one per line: stored in checkpoints
@@ -81,10 +104,11 @@ absl::StatusOr<TrainerOptions> Options() {
 std::string Config(const TrainerOptions& o) {
   return absl::StrFormat(
       "d=%d\nk=%d\nn=%d\nembedding=%s\nfamily=%s\nscale=%g\nsteps=%d\nbatch=%d\nlr=%g\n"
-      "clip=%g\ntau=%g\nloss=%s\neval_every=%d\nvalidation_tasks=%d\npatience=%d\nseed=%d\n",
+      "clip=%g\ntau=%g\nloss=%s\neval_every=%d\nvalidation_tasks=%d\npatience=%d\nseed=%d\n"
+      "init=%s\n",
       o.tasks.d, o.tasks.k, o.tasks.n, EmbeddingName(o.embedding), FamilyName(o.tasks.family),
       o.tasks.scale, o.steps, o.batch, o.learning_rate, o.clip_norm, o.tau, LossFormName(o.loss),
-      o.eval_every, o.validation_tasks, o.patience, o.seed);
+      o.eval_every, o.validation_tasks, o.patience, o.seed, InitsName(o.inits));
 }
 
 absl::Status SaveCheckpoint(const std::string& path, const std::string& config,
@@ -183,10 +207,10 @@ absl::Status Run() {
   const Model<float> model = ModelFromParams(o, state.params, name);
   const double final_validation = ValidationRatio(o, model);
   v1::ModelFile file = ModelToProto(model);
-  file.set_description(
-      absl::StrCat("one learned layer applied per step with re-embedding, trained on ",
-                   FamilyName(o.tasks.family), " mixtures (n = ", o.tasks.n, ", d = ", o.tasks.d,
-                   ", k = ", o.tasks.k, ") scaled to [0, 1]"));
+  file.set_description(absl::StrCat(
+      "one learned layer applied per step with re-embedding, trained on ",
+      FamilyName(o.tasks.family), " mixtures (n = ", o.tasks.n, ", d = ", o.tasks.d,
+      ", k = ", o.tasks.k, ") scaled to [0, 1], from ", InitsName(o.inits), " initial centers"));
   v1::Provenance* p = file.mutable_provenance();
   p->set_training_config(config);
   p->set_seed(o.seed);

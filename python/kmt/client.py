@@ -101,16 +101,21 @@ class Client:
         return list(self.stub.ListModels(pb.ListModelsRequest(), timeout=self.timeout).models)
 
     @staticmethod
-    def request(points, k, model="lloyd-onehot", iterations=20, init="kmeans++", seed=1,
+    def request(points, k, model="lloyd-onehot", iterations=20, init=None, seed=1,
                 centers=None, request_id="", **fields):
-        """A ClusterRequest for an (n, d) array. `fields` are any other
-        request fields: beta, tau, gamma, return_trajectory, ..."""
+        """A ClusterRequest for an (n, d) array. `init` is a key of INITS;
+        None leaves it to the model's default (ModelInfo.default_init).
+        `fields` are any other request fields: beta, tau, gamma,
+        return_trajectory, ..."""
         points = np.ascontiguousarray(points, dtype=np.float32)
         if points.ndim != 2:
             raise ValueError(f"points has shape {points.shape}, expected (n, d)")
+        if centers is not None:
+            init = "given"
+        if init is not None:
+            fields["init"] = INITS[init]
         r = pb.ClusterRequest(request_id=request_id, model=model, n=points.shape[0],
-                              d=points.shape[1], k=k, iterations=iterations, seed=seed,
-                              init=INITS["given" if centers is not None else init], **fields)
+                              d=points.shape[1], k=k, iterations=iterations, seed=seed, **fields)
         r.points.extend(points.ravel())
         if centers is not None:
             r.centers.extend(np.ascontiguousarray(centers, dtype=np.float32).ravel())
@@ -150,7 +155,7 @@ class Client:
         for i, r in enumerate(self._stream(requests())):
             yield self._result(r, dims[i])
 
-    def fit(self, points, k, iterations=20, batch_size=4096, init="kmeans++", seed=1,
+    def fit(self, points, k, iterations=20, batch_size=4096, init=None, seed=1,
             centers=None, sample_size=65536, model="lloyd-onehot"):
         """Exact Lloyd's over all of `points` ((n, d), any n), `batch_size`
         rows per message: initial centers given, or chosen by the server's

@@ -89,6 +89,29 @@ TEST(Engine, InitialisationIsTheSeededChoiceOnThePoints) {
   }
 }
 
+TEST(Engine, ABatchWithoutAnInitGetsTheModelsDefault) {
+  // Exact models: greedy k-means++. Fixed weights: the first initialisation
+  // they were trained from, else the same default.
+  const Task<double> task = GenerateTask<double>({.n = 300, .d = 3, .k = 4}, 2);
+  Model<double> weights = *LloydConstruction<double>(3, 4, {.embedding = Embedding::kOneHot});
+  weights.name = "trained";
+  const ServedModel<double> exact = ExactModels<double>()[0];
+  const ServedModel<double> unrecorded = *ServedModel<double>::FromWeights(weights, "");
+  weights.trained_inits = {InitMethod::kRandomSubset, InitMethod::kKMeansPlusPlus};
+  const ServedModel<double> trained = *ServedModel<double>::FromWeights(weights, "");
+  EXPECT_EQ(exact.default_init(), InitMethod::kKMeansPlusPlus);
+  EXPECT_EQ(unrecorded.default_init(), InitMethod::kKMeansPlusPlus);
+  EXPECT_EQ(trained.default_init(), InitMethod::kRandomSubset);
+  // No layer: the centers reported are the initial ones.
+  const Batch<double> unset = MakeBatch({.points = task.points, .k = 4, .layers = 0, .seed = 9});
+  const Matrix<double> random = *InitialCenters(task.points, 4, InitMethod::kRandomSubset, 9);
+  const Matrix<double> greedy = *InitialCenters(task.points, 4, InitMethod::kKMeansPlusPlus, 9);
+  ASSERT_NE(random, greedy);  // so that the checks below tell them apart
+  EXPECT_EQ(Cluster(exact, unset)->centers, greedy);
+  EXPECT_EQ(Cluster(unrecorded, unset)->centers, greedy);
+  EXPECT_EQ(Cluster(trained, unset)->centers, random);
+}
+
 TEST(Engine, BetaMakesLloydsLinearCircuitRunTheSoftmaxConstructionDensely) {
   const Task<double> task = GenerateTask<double>({.n = 200, .d = 4, .k = 3}, 5);
   const Matrix<double> init = task.points.leftCols(3);

@@ -141,6 +141,7 @@ Model<float> LearnedModel() {
   m.embedding = Embedding::kBinary;
   m.reembed = true;
   m.keep_empty_centers = false;
+  m.trained_inits = {InitMethod::kPlainKMeansPlusPlus, InitMethod::kRandomSubset};
   Rng rng(99);
   const int dim = m.dim();
   const auto random = [&](int rows, int cols) {
@@ -438,6 +439,13 @@ TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
   EXPECT_EQ(learned.input_scaling(), "min-max");
   EXPECT_EQ(learned.provenance().seed(), 99u);
   EXPECT_EQ(learned.provenance().final_metrics().at("loss"), 1.5);
+  EXPECT_EQ(std::vector<int>(learned.trained_inits().begin(), learned.trained_inits().end()),
+            (std::vector<int>{v1::INIT_PLAIN_KMEANS_PLUS_PLUS, v1::INIT_RANDOM}));
+  EXPECT_EQ(learned.default_init(), v1::INIT_PLAIN_KMEANS_PLUS_PLUS);
+  for (size_t i = 0; i + 1 < models->size(); ++i) {
+    EXPECT_EQ((*models)[i].trained_inits_size(), 0) << (*models)[i].name();
+    EXPECT_EQ((*models)[i].default_init(), v1::INIT_KMEANS_PLUS_PLUS) << (*models)[i].name();
+  }
   const std::string log = server_->Log();
   EXPECT_NE(log.find("refused " + ModelDir() + "/broken.kmt: " + ModelDir() +
                      "/broken.kmt is not a kmt.v1.ModelFile (protobuf parse failed)"),
@@ -450,7 +458,8 @@ TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
       << log;
 
   // The served result is the model run on the batch scaled to [0, 1], its
-  // centers mapped back.
+  // centers mapped back; the request names no init, so the model's default,
+  // the first it was trained from, chooses the initial centers.
   const Matrix<float> points = HundredThousand().points.topLeftCorner(3, 500) * 5.0f;
   const Exchange e = Stream(server_->address(), {Request("learned", "test-learned", points, 4, 3)});
   ASSERT_EQ(e.responses.size(), 1u);
@@ -460,7 +469,7 @@ TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
   const Vector<float> range = points.rowwise().maxCoeff() - lo;
   const Vector<float> inv = range.cwiseInverse();
   const Matrix<float> scaled = ((points.colwise() - lo).array().colwise() * inv.array()).matrix();
-  const Matrix<float> init = *InitialCenters(scaled, 4, InitMethod::kKMeansPlusPlus, 5);
+  const Matrix<float> init = *InitialCenters(scaled, 4, InitMethod::kPlainKMeansPlusPlus, 5);
   RunResult<float> run = *RunTransformer(LearnedModel(), scaled, init, {.layers = 3});
   EXPECT_EQ(run.path, Path::kDense);
   const Matrix<float> centers =

@@ -49,6 +49,17 @@ TEST(ShippedModels, EveryFileLoadsWithItsProvenance) {
     EXPECT_EQ(file->input_scaling(), v1::SCALING_GLOBAL_MIN_MAX);
     EXPECT_NE(file->provenance().training_config().find("steps="), std::string::npos);
     EXPECT_TRUE(file->provenance().final_metrics().count("validation_ratio"));
+    // The initialisations it was trained from, as its training ran them.
+    const absl::StatusOr<Model<float>> model = ModelFromProto<float>(*file);
+    ASSERT_TRUE(model.ok()) << model.status();
+    ASSERT_FALSE(model->trained_inits.empty());
+    std::string inits;
+    for (InitMethod method : model->trained_inits) {
+      inits += (inits.empty() ? "" : ",") + std::string(InitMethodName(method));
+    }
+    EXPECT_NE(file->provenance().training_config().find("\ninit=" + inits + "\n"),
+              std::string::npos)
+        << file->provenance().training_config();
   }
   EXPECT_EQ(files, 4);
 }

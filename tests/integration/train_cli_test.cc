@@ -1,6 +1,7 @@
 // kmt-train as a user runs it: a run stopped half-way and resumed from its
 // checkpoint writes the same weights as one that ran straight through, the
-// model file carries its provenance, and --family picks the training noise.
+// model file carries its provenance, --family picks the training noise and
+// --init the tasks' initial centers.
 #include <gtest/gtest.h>
 
 #include "learn/trainer.h"
@@ -86,6 +87,33 @@ TEST(TrainCli, FamilyFlagTrainsOnThatNoise) {
   unknown.push_back("--family=uniform");
   EXPECT_EQ(RunProgram(unknown, &out, &err), 1);
   EXPECT_NE(err.find("unknown family 'uniform'"), std::string::npos) << err;
+}
+
+TEST(TrainCli, InitFlagTrainsFromThoseCentersAndTheFileRecordsThem) {
+  const std::string dir = TempDir("train-init");
+  std::string out, err;
+  ASSERT_EQ(RunProgram(Tiny(dir + "/random.kmt"), &out, &err), 0) << err;
+  std::vector<std::string> mixed = Tiny(dir + "/mixed.kmt");
+  mixed.push_back("--init=kmeans++,random");
+  ASSERT_EQ(RunProgram(mixed, &out, &err), 0) << err;
+  const v1::ModelFile random = *ReadModelFile(dir + "/random.kmt");
+  const v1::ModelFile other = *ReadModelFile(dir + "/mixed.kmt");
+  ASSERT_EQ(random.trained_inits_size(), 1);
+  EXPECT_EQ(random.trained_inits(0), v1::INIT_RANDOM);
+  ASSERT_EQ(other.trained_inits_size(), 2);
+  EXPECT_EQ(other.trained_inits(0), v1::INIT_KMEANS_PLUS_PLUS);
+  EXPECT_EQ(other.trained_inits(1), v1::INIT_RANDOM);
+  EXPECT_NE(other.provenance().training_config().find("init=kmeans++,random\n"), std::string::npos);
+  EXPECT_NE(other.description().find("from kmeans++,random initial centers"), std::string::npos)
+      << other.description();
+  EXPECT_NE(random.layers(0).SerializeAsString(), other.layers(0).SerializeAsString());
+
+  for (const char* bad : {"--init=given", "--init=random,random", "--init="}) {
+    std::vector<std::string> refused = Tiny(dir + "/bad.kmt");
+    refused.push_back(bad);
+    EXPECT_EQ(RunProgram(refused, &out, &err), 1) << bad;
+    EXPECT_NE(err.find("init"), std::string::npos) << bad << ": " << err;
+  }
 }
 
 }  // namespace

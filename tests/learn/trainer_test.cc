@@ -1,5 +1,6 @@
 // Training smoke test on a tiny setting: the loss goes down, a resumed run
-// equals an uninterrupted one, and the thread count does not matter.
+// equals an uninterrupted one, the thread count does not matter, and tasks
+// start from the initialisations asked for.
 #include "learn/trainer.h"
 
 #include <gtest/gtest.h>
@@ -72,6 +73,42 @@ TEST(Trainer, ModelFromParamsIsServable) {
   EXPECT_TRUE(model.reembed);
   EXPECT_EQ(model.dim(), 4);
   EXPECT_GT(ValidationRatio(o, model), 0);
+  EXPECT_EQ(model.trained_inits, std::vector<InitMethod>{InitMethod::kRandomSubset});
+}
+
+TEST(Trainer, TasksStartFromTheInitialisationsInTurn) {
+  TrainerOptions random = Tiny();
+  TrainerOptions greedy = random, mixed = random;
+  greedy.inits = {InitMethod::kKMeansPlusPlus};
+  mixed.inits = {InitMethod::kKMeansPlusPlus, InitMethod::kRandomSubset};
+  const Vector<double> params = InitialState(random).params;
+  EXPECT_EQ(ModelFromParams(mixed, params, "m").trained_inits, mixed.inits);
+  // Validation starts each task from its initialisation: k-means++ centers
+  // differ from the first k points, and a mix is each in turn.
+  const Model<float> model = ModelFromParams(random, params, "m");
+  const double r = ValidationRatio(random, model), g = ValidationRatio(greedy, model);
+  EXPECT_NE(r, g);
+  TrainerOptions first_k = random;
+  // Task 0 only: the mix starts it from k-means++ centers.
+  greedy.validation_tasks = 1;
+  mixed.validation_tasks = 1;
+  EXPECT_EQ(ValidationRatio(mixed, model), ValidationRatio(greedy, model));
+  mixed.validation_tasks = 2;  // and task 1 from a random subset
+  first_k.validation_tasks = 2;
+  greedy.validation_tasks = 2;
+  EXPECT_NE(ValidationRatio(mixed, model), ValidationRatio(greedy, model));
+  EXPECT_NE(ValidationRatio(mixed, model), ValidationRatio(first_k, model));
+  // Training on the mix: reproducible whatever the thread count, and not the
+  // run from random subsets alone.
+  TrainerState two = InitialState(mixed), one = InitialState(mixed), plain = InitialState(random);
+  Train(mixed, 5, &two, nullptr);
+  Train(random, 5, &plain, nullptr);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  Train(mixed, 5, &one, nullptr);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(one.params, two.params);
+  EXPECT_NE(two.params, plain.params);
 }
 
 }  // namespace

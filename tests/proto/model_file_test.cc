@@ -19,6 +19,7 @@ Model<double> Example() {
   m.input_scaling = InputScaling::kMinMax;
   m.reembed = true;
   m.unit_norm = true;
+  m.trained_inits = {InitMethod::kKMeansPlusPlus, InitMethod::kRandomSubset};
   m.layers[0][BlockId::kPointsToPoints].bV.setConstant(0.25);
   m.layers[0][BlockId::kCentersToPoints].beta = 7;
   m.layers[0][BlockId::kCentersToPoints].normalizer = Normalizer::kSoftmax;
@@ -46,6 +47,7 @@ void ExpectSame(const Model<double>& a, const Model<double>& b) {
   EXPECT_EQ(a.unit_norm, b.unit_norm);
   EXPECT_EQ(a.norm_coordinate, b.norm_coordinate);
   EXPECT_EQ(a.keep_empty_centers, b.keep_empty_centers);
+  EXPECT_EQ(a.trained_inits, b.trained_inits);
   ASSERT_EQ(a.layers.size(), b.layers.size());
   for (size_t t = 0; t < a.layers.size(); ++t) {
     for (BlockId id : kBlockIds) {
@@ -69,6 +71,9 @@ void ExpectSame(const Model<double>& a, const Model<double>& b) {
 TEST(ModelFile, AModelSurvivesItsMessage) {
   const v1::ModelFile file = ModelToProto(Example());
   EXPECT_EQ(file.input_scaling(), v1::SCALING_MIN_MAX);
+  ASSERT_EQ(file.trained_inits_size(), 2);
+  EXPECT_EQ(file.trained_inits(0), v1::INIT_KMEANS_PLUS_PLUS);
+  EXPECT_EQ(file.trained_inits(1), v1::INIT_RANDOM);
   const v1::LayerProto& sparse = file.layers(1);
   EXPECT_EQ(sparse.points_to_centers().normalizer(), v1::NORMALIZER_GUMBEL);
   EXPECT_EQ(sparse.points_to_points().beta(), 0);  // infinity
@@ -193,6 +198,18 @@ TEST(ModelFile, UnusableFilesSayWhy) {
   file.mutable_layers(1)->mutable_centers_to_centers()->set_beta(0);
   EXPECT_EQ(ModelFromProto<double>(file).status().message(),
             "layer 1 theta4: sparsemax needs a finite inverse temperature, not inf");
+  file = ModelToProto(Example());
+  file.add_trained_inits(v1::INIT_GIVEN);
+  EXPECT_EQ(ModelFromProto<double>(file).status().message(),
+            "model's trained_inits: INIT_GIVEN names no method: the centers are given");
+  file = ModelToProto(Example());
+  file.add_trained_inits(static_cast<v1::Init>(7));
+  EXPECT_EQ(ModelFromProto<double>(file).status().message(),
+            "model's trained_inits: unknown init 7");
+  file = ModelToProto(Example());
+  file.add_trained_inits(v1::INIT_RANDOM);
+  EXPECT_EQ(ModelFromProto<double>(file).status().message(),
+            "model lists the trained initialisation random twice");
 }
 
 }  // namespace

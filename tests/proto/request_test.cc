@@ -64,6 +64,18 @@ TEST(Request, EachInitValueNamesItsMethod) {
   }
 }
 
+TEST(Request, AnInitLeftUnsetIsLeftToTheModel) {
+  // Explicitly greedy k-means++ (the enum's zero) is told apart from unset.
+  v1::ClusterRequest r = Request();
+  absl::StatusOr<Batch<float>> batch = BatchFromRequest(r);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->spec().init, std::nullopt);
+  r.set_init(v1::INIT_KMEANS_PLUS_PLUS);
+  batch = BatchFromRequest(r);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->spec().init, InitMethod::kKMeansPlusPlus);
+}
+
 TEST(Request, BadRequestsSayWhatIsWrong) {
   v1::ClusterRequest r = Request();
   r.set_n(5);
