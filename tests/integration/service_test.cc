@@ -377,6 +377,11 @@ TEST_F(ServiceTest, BadBatchesGetTheirOwnErrorsAndTheStreamGoesOn) {
   add(dense, absl::StatusCode::kInvalidArgument,
       "n = 5000 exceeds this server's limit of 4096 points for lloyd-onehot-linear with beta "
       "> 0, which runs the O(n^2) dense evaluator");
+  add(Request("learned-dense", "test-learned",
+              Matrix<float>(HundredThousand().points.topLeftCorner(3, 5000)), 4, 1),
+      absl::StatusCode::kInvalidArgument,
+      "n = 5000 exceeds this server's limit of 4096 points for test-learned, which runs the "
+      "O(n^2) dense evaluator; exact models such as lloyd-onehot run any n");
   add(Request("good-2", "lloyd-binary", good, 7, 3), absl::StatusCode::kOk, "");
 
   const Exchange e = Stream(server_->address(), requests);
