@@ -44,11 +44,10 @@ absl::Status Run(const ModelRegistry& registry, const Limits& limits, const v1::
   const ServedModel<float>& model = served->model;
   if (absl::Status s = model.Accepts(*batch); !s.ok()) return s;
   if (model.RunsDense(*batch) && r.n() > limits.max_dense_points) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("n = ", r.n(), " exceeds this server's limit of ", limits.max_dense_points,
-                     " points for ", r.model(), r.beta() > 0 ? " with beta > 0" : "",
-                     ", which runs the O(n^2) dense evaluator",
-                     model.exact() ? "" : "; exact models such as lloyd-onehot run any n"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "n = ", r.n(), " exceeds this server's limit of ", limits.max_dense_points, " points for ",
+        r.model(), r.beta() > 0 ? " with beta > 0" : "", ", which runs the O(n^2) dense evaluator",
+        model.exact() ? "" : "; exact models such as lloyd-onehot run any n"));
   }
   absl::StatusOr<RunResult<float>> run = Cluster(model, *batch, check);
   if (!run.ok()) return run.status();
