@@ -80,9 +80,9 @@ std::vector<Scenario> PaperScenarios(const TaskOptions& base) {
     all.push_back(std::move(s));
   };
   add("random", "training distribution, random-subset init", [](Scenario&) {});
-  add("kmeans++", "greedy k-means++ init (trained on random init)",
+  add("kmeans++", "greedy k-means++ init",
       [](Scenario& s) { s.init = InitMethod::kKMeansPlusPlus; });
-  add("plain-kmeans++", "plain k-means++ init (trained on random init)",
+  add("plain-kmeans++", "plain k-means++ init",
       [](Scenario& s) { s.init = InitMethod::kPlainKMeansPlusPlus; });
   for (int n : {128, 256, 1024, 2048}) {
     add(absl::StrCat("n", n), absl::StrCat("n = ", n), [n](Scenario& s) { s.tasks.n = n; });
