@@ -60,12 +60,7 @@ RunResult<float> Run(const ServedModel<float>& model, BatchSpec<float> spec) {
 }
 
 int Main(const Options& o) {
-  absl::StatusOr<v1::ModelFile> file = ReadModelFile(o.model);
-  if (!file.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(file.status().message()).c_str());
-    return 1;
-  }
-  absl::StatusOr<Model<float>> weights = ModelFromProto<float>(*file);
+  absl::StatusOr<Model<float>> weights = ReadModel<float>(o.model);
   if (!weights.ok()) {
     std::fprintf(stderr, "%s\n", std::string(weights.status().message()).c_str());
     return 1;

@@ -337,6 +337,15 @@ absl::Status WriteModelFile(const v1::ModelFile& file, const std::string& path) 
   return WriteMessage(file, path);
 }
 
+template <typename Scalar>
+absl::StatusOr<Model<Scalar>> ReadModel(const std::string& path) {
+  absl::StatusOr<v1::ModelFile> file = ReadModelFile(path);
+  if (!file.ok()) return file.status();
+  return ModelFromProto<Scalar>(*file);
+}
+
+template absl::StatusOr<Model<float>> ReadModel<float>(const std::string&);
+template absl::StatusOr<Model<double>> ReadModel<double>(const std::string&);
 template absl::StatusOr<Model<float>> ModelFromProto<float>(const v1::ModelFile&);
 template absl::StatusOr<Model<double>> ModelFromProto<double>(const v1::ModelFile&);
 template v1::ModelFile ModelToProto<float>(const Model<float>&);

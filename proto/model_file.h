@@ -28,6 +28,9 @@ absl::Status ReadMessage(const std::string& path, google::protobuf::Message* mes
 absl::Status WriteMessage(const google::protobuf::Message& message, const std::string& path);
 
 absl::StatusOr<v1::ModelFile> ReadModelFile(const std::string& path);
+// The model a file describes: ReadModelFile, then ModelFromProto.
+template <typename Scalar>
+absl::StatusOr<Model<Scalar>> ReadModel(const std::string& path);
 absl::Status WriteModelFile(const v1::ModelFile& file, const std::string& path);
 
 }  // namespace kmt

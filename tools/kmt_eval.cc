@@ -254,9 +254,7 @@ absl::StatusOr<std::vector<uint64_t>> Seeds() {
 absl::Status Run() {
   std::vector<Model<float>> models;
   for (const std::string& path : absl::GetFlag(FLAGS_models)) {
-    absl::StatusOr<v1::ModelFile> file = ReadModelFile(path);
-    if (!file.ok()) return file.status();
-    absl::StatusOr<Model<float>> model = ModelFromProto<float>(*file);
+    absl::StatusOr<Model<float>> model = ReadModel<float>(path);
     if (!model.ok()) return model.status();
     models.push_back(*std::move(model));
   }

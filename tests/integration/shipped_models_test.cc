@@ -33,9 +33,7 @@ std::pair<double, double> MeanLogObjective(const Model<float>& model, int tasks,
 }
 
 Model<float> Load(const std::string& name) {
-  absl::StatusOr<v1::ModelFile> file = ReadModelFile(kModels + "/" + name + ".kmt");
-  EXPECT_TRUE(file.ok()) << file.status();
-  absl::StatusOr<Model<float>> model = ModelFromProto<float>(*file);
+  absl::StatusOr<Model<float>> model = ReadModel<float>(kModels + "/" + name + ".kmt");
   EXPECT_TRUE(model.ok()) << model.status();
   return *model;
 }
@@ -48,14 +46,13 @@ TEST(ShippedModels, EveryFileLoadsWithItsProvenance) {
     ++files;
     const absl::StatusOr<v1::ModelFile> file = ReadModelFile(entry.path().string());
     ASSERT_TRUE(file.ok()) << file.status();
-    EXPECT_TRUE(ModelFromProto<float>(*file).ok());
+    const absl::StatusOr<Model<float>> model = ModelFromProto<float>(*file);
+    ASSERT_TRUE(model.ok()) << model.status();
     EXPECT_EQ(file->name() + ".kmt", entry.path().filename().string());
     EXPECT_EQ(file->input_scaling(), v1::SCALING_GLOBAL_MIN_MAX);
     EXPECT_NE(file->provenance().training_config().find("steps="), std::string::npos);
     EXPECT_TRUE(file->provenance().final_metrics().count("validation_ratio"));
     // The initialisations it was trained from, as its training ran them.
-    const absl::StatusOr<Model<float>> model = ModelFromProto<float>(*file);
-    ASSERT_TRUE(model.ok()) << model.status();
     ASSERT_FALSE(model->trained_inits.empty());
     std::string inits;
     for (InitMethod method : model->trained_inits) {

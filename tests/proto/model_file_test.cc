@@ -155,11 +155,16 @@ TEST(ModelFile, AModelSurvivesAFile) {
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(read->description(), "round trip");
   ExpectSame(*ModelFromProto<double>(*read), Example());
+  const absl::StatusOr<Model<double>> model = ReadModel<double>(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ExpectSame(*model, Example());
   std::filesystem::remove(path);
 }
 
 TEST(ModelFile, UnusableFilesSayWhy) {
   EXPECT_EQ(ReadModelFile("/nonexistent/model.kmt").status().message(),
+            "cannot open /nonexistent/model.kmt");
+  EXPECT_EQ(ReadModel<float>("/nonexistent/model.kmt").status().message(),
             "cannot open /nonexistent/model.kmt");
   const std::string path =
       (std::filesystem::temp_directory_path() / "kmt-model-file-garbage.kmt").string();
