@@ -1,10 +1,13 @@
 #include "server/cluster_service.h"
 
+#include <grpcpp/alarm.h>
+
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 
+#include "absl/time/clock.h"
 #include "proto/reactor_order.h"
 #include "server/batch_runner.h"
 #include "server/grpc_status.h"
@@ -116,7 +119,7 @@ class ClusterReactor final
   // Starts what the state allows: the next write, more reading, or the end
   // of the call. gRPC operations are started with the lock released.
   void Advance(std::unique_lock<std::mutex>& lock) {
-    bool write = false, read = false, finish = false;
+    bool write = false, read = false, finish = false, linger = false;
     if (!writing_) {
       auto next = ready_.find(written_);
       if (next != ready_.end()) {
@@ -135,6 +138,8 @@ class ClusterReactor final
     }
     if ((reads_done_ || cancelled_) && !writing_ && written_ == read_ && !finished_) {
       finished_ = finish = true;
+      linger = service_->draining_ && !cancelled_ && written_ > 0 &&
+               service_->drain_linger_ > absl::ZeroDuration();
     }
     // A dropped answer may have unblocked the next one.
     if (!writable_ && !write && ready_.count(written_)) return Advance(lock);
@@ -144,12 +149,30 @@ class ClusterReactor final
       StartWrite(&response_);
     }
     if (read) Read();
-    if (finish) {
-      const absl::Status status = CallStatus(context_);
-      service_->metrics_->RecordStreamEnd(static_cast<int>(status.code()));
-      order_.Release(ReactorOrder::kDone);
-      Finish(ToGrpcStatus(status));
+    if (!finish) return;
+    // Once the server has begun shutting down, gRPC closes a connection as
+    // soon as its last call ends; if the client has sent anything the
+    // server has not read (flow-control updates while it reads answers),
+    // the close resets the connection, and answers still in the server's
+    // send queue are lost. So while draining, a stream that answered
+    // batches ends `drain_linger` after its last answer was handed to gRPC,
+    // time for the client to read them.
+    if (linger) {
+      order_.Release(ReactorOrder::kAlarm);
+      linger_.Set(absl::ToChronoTime(absl::Now() + service_->drain_linger_), [this](bool) {
+        order_.Acquire(ReactorOrder::kAlarm);
+        End();
+      });
+    } else {
+      End();
     }
+  }
+
+  void End() {
+    const absl::Status status = CallStatus(context_);
+    service_->metrics_->RecordStreamEnd(static_cast<int>(status.code()));
+    order_.Release(ReactorOrder::kDone);
+    Finish(ToGrpcStatus(status));
   }
 
   ClusterService* const service_;
@@ -157,6 +180,7 @@ class ClusterReactor final
   v1::ClusterRequest request_;    // the read in progress
   v1::ClusterResponse response_;  // the write in progress
   ReactorOrder order_;
+  grpc::Alarm linger_;  // ends the stream while draining (Advance)
 
   std::mutex mu_;
   int64_t read_ = 0;     // batches read
@@ -171,12 +195,13 @@ class ClusterReactor final
 };
 
 ClusterService::ClusterService(const ModelRegistry* registry, Limits limits, WorkerPool* pool,
-                               Metrics* metrics, int max_in_flight)
+                               Metrics* metrics, int max_in_flight, absl::Duration drain_linger)
     : registry_(registry),
       limits_(limits),
       pool_(pool),
       metrics_(metrics),
       max_in_flight_(static_cast<size_t>(max_in_flight)),
+      drain_linger_(drain_linger),
       resident_(limits.max_resident_bytes),
       job_environment_{.limits = limits,
                        .pool = pool,

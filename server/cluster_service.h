@@ -8,6 +8,7 @@
 
 #include <atomic>
 
+#include "absl/time/time.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "server/job_reactor.h"
 #include "server/limits.h"
@@ -22,9 +23,10 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
   // `max_in_flight` bounds the batches a stream has read and not yet
   // answered; past it the stream stops reading, and gRPC flow control holds
   // the client back. limits.max_resident_bytes is the resident cap, resolved
-  // (ResidentCap).
+  // (ResidentCap). While draining, a stream whose batches are all answered
+  // ends `drain_linger` later (ClusterReactor::Advance).
   ClusterService(const ModelRegistry* registry, Limits limits, WorkerPool* pool, Metrics* metrics,
-                 int max_in_flight);
+                 int max_in_flight, absl::Duration drain_linger);
 
   grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse>* Cluster(
       grpc::CallbackServerContext* context) override;
@@ -46,6 +48,7 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
   WorkerPool* pool_;
   Metrics* metrics_;
   const size_t max_in_flight_;
+  const absl::Duration drain_linger_;
   std::atomic<bool> draining_{false};
   ResidentMemory resident_;
   const JobEnvironment job_environment_;

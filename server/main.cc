@@ -74,6 +74,9 @@ ABSL_FLAG(absl::Duration, not_serving_delay, absl::Seconds(2),
           "taken, so that load balancers stop sending before the server stops taking");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
           "after that, how long accepted batches may take to finish");
+ABSL_FLAG(absl::Duration, drain_linger, absl::Seconds(1),
+          "while draining, how long a stream whose batches are all answered waits before "
+          "ending, so the client reads the last answers before gRPC closes the connection");
 
 namespace kmt {
 namespace {
@@ -126,7 +129,8 @@ int Serve() {
   }
   WriteNumber(absl::GetFlag(FLAGS_metrics_port_file), (*metrics)->port());
   ClusterService service(&registry, limits, &pool, metrics->get(),
-                         std::max(1, absl::GetFlag(FLAGS_max_in_flight_per_stream)));
+                         std::max(1, absl::GetFlag(FLAGS_max_in_flight_per_stream)),
+                         absl::GetFlag(FLAGS_drain_linger));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -23,6 +23,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "client/cluster_client.h"
 #include "core/assign.h"
 #include "core/cluster_sums.h"
@@ -1000,6 +1002,60 @@ TEST(ServiceShutdown, SigtermDuringBusyStreamsLosesNoAcceptedBatch) {
       "after SIGTERM: %d computed, %d sent back as UNAVAILABLE; %d streams fully answered "
       "saw the connection close before their status\n",
       answered.load(), unavailable.load(), cut_off.load());
+}
+
+TEST(ServiceShutdown, ADrainingStreamEndsItsLingerAfterItsLastAnswer) {
+  // Once shutdown begins, gRPC closes a connection as soon as its last call
+  // ends, and a close can lose answers the client has not read yet. So a
+  // stream that ends while the server drains ends --drain_linger after its
+  // last answer; a stream that ends before does not wait.
+  auto server =
+      ServerProcess::Start({"--model_dir=", "--not_serving_delay=0s", "--drain_linger=2s"});
+  ASSERT_NE(server, nullptr);
+  const Matrix<float> points = Matrix<float>::Random(4, 200);
+  auto stub = v1::KMeansTransformer::NewStub(
+      grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials()));
+  v1::ClusterResponse r;
+
+  grpc::ClientContext before_context;
+  auto before = stub->Cluster(&before_context);
+  ASSERT_TRUE(before->Write(Request("before", "lloyd-onehot", points, 3, 5)));
+  ASSERT_TRUE(before->Read(&r));
+  EXPECT_FALSE(r.has_error()) << r.error().message();
+  absl::Time half_closed = absl::Now();
+  before->WritesDone();
+  EXPECT_FALSE(before->Read(&r));
+  EXPECT_TRUE(before->Finish().ok());
+  const absl::Duration serving_end = absl::Now() - half_closed;
+
+  grpc::ClientContext context;
+  auto stream = stub->Cluster(&context);
+  ASSERT_TRUE(stream->Write(Request("computed", "lloyd-onehot", points, 3, 5)));
+  ASSERT_TRUE(stream->Read(&r));
+  EXPECT_FALSE(r.has_error()) << r.error().message();
+  server->Signal(SIGTERM);
+  // Batches go on until one is answered UNAVAILABLE: the server drains.
+  for (int i = 0;; ++i) {
+    ASSERT_LT(i, 500) << "the server never began draining";
+    ASSERT_TRUE(stream->Write(Request(absl::StrCat("probe-", i), "lloyd-onehot", points, 3, 5)));
+    ASSERT_TRUE(stream->Read(&r));
+    if (r.has_error()) {
+      EXPECT_EQ(r.error().code(), static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  half_closed = absl::Now();
+  stream->WritesDone();
+  EXPECT_FALSE(stream->Read(&r));
+  const grpc::Status status = stream->Finish();
+  const absl::Duration draining_end = absl::Now() - half_closed;
+  // The status itself may be cut off by the close (docs/api.md, Shutdown).
+  EXPECT_TRUE(status.ok() || status.error_code() == grpc::StatusCode::UNAVAILABLE)
+      << status.error_message();
+  EXPECT_GE(draining_end, absl::Milliseconds(1900));
+  EXPECT_LT(serving_end, absl::Seconds(2));
+  EXPECT_EQ(server->Wait(absl::Seconds(60)), 0);
 }
 
 }  // namespace
