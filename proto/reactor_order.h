@@ -4,9 +4,10 @@
 // that a read's buffer, filled by one thread, is handed to OnReadDone on
 // another. These are the edges the API promises, and only those: starting an
 // operation happens before its reaction, creating the reactor before
-// OnCancel, every reaction before OnDone, setting an alarm before its callback. Reactions the API
-// lets run at once (OnReadDone and OnWriteDone) stay unordered, so a race between them is still
-// reported. In other builds every call is empty.
+// OnCancel, every reaction before OnDone, setting an alarm before its
+// callback. Reactions the API lets run at once (OnReadDone and OnWriteDone)
+// stay unordered, so a race between them is still reported. In other builds
+// every call is empty.
 #ifndef KMT_PROTO_REACTOR_ORDER_H_
 #define KMT_PROTO_REACTOR_ORDER_H_
 

@@ -1016,17 +1016,25 @@ TEST(ServiceShutdown, ADrainingStreamEndsItsLingerAfterItsLastAnswer) {
   auto stub = v1::KMeansTransformer::NewStub(
       grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials()));
   v1::ClusterResponse r;
+  // Half-closes a stream with no answer pending; its status, and how long
+  // that status took.
+  const auto end = [](auto& stream, absl::Duration* took) {
+    const absl::Time half_closed = absl::Now();
+    stream->WritesDone();
+    v1::ClusterResponse none;
+    EXPECT_FALSE(stream->Read(&none));
+    const grpc::Status status = stream->Finish();
+    *took = absl::Now() - half_closed;
+    return status;
+  };
 
   grpc::ClientContext before_context;
   auto before = stub->Cluster(&before_context);
   ASSERT_TRUE(before->Write(Request("before", "lloyd-onehot", points, 3, 5)));
   ASSERT_TRUE(before->Read(&r));
   EXPECT_FALSE(r.has_error()) << r.error().message();
-  absl::Time half_closed = absl::Now();
-  before->WritesDone();
-  EXPECT_FALSE(before->Read(&r));
-  EXPECT_TRUE(before->Finish().ok());
-  const absl::Duration serving_end = absl::Now() - half_closed;
+  absl::Duration serving_end;
+  EXPECT_TRUE(end(before, &serving_end).ok());
 
   grpc::ClientContext context;
   auto stream = stub->Cluster(&context);
@@ -1045,11 +1053,8 @@ TEST(ServiceShutdown, ADrainingStreamEndsItsLingerAfterItsLastAnswer) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  half_closed = absl::Now();
-  stream->WritesDone();
-  EXPECT_FALSE(stream->Read(&r));
-  const grpc::Status status = stream->Finish();
-  const absl::Duration draining_end = absl::Now() - half_closed;
+  absl::Duration draining_end;
+  const grpc::Status status = end(stream, &draining_end);
   // The status itself may be cut off by the close (docs/api.md, Shutdown).
   EXPECT_TRUE(status.ok() || status.error_code() == grpc::StatusCode::UNAVAILABLE)
       << status.error_message();
