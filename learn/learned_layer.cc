@@ -1,7 +1,5 @@
 #include "learn/learned_layer.h"
 
-#include <cmath>
-
 #include "core/distances.h"
 
 namespace kmt {
@@ -19,16 +17,15 @@ void SoftmaxAttentionForward(const AttentionBlock<Scalar>& block, const Matrix<S
   c.v = (block.V * keys).colwise() + block.bV;
   // 2. Scores s_lq = -beta ||p_q - k_l||^2 (keys x queries) from the cross
   // products, and 3. the softmax over the keys of each query, one column at
-  // a time while it is in cache. Scalar std::exp, not Eigen's vectorised
-  // one: the trained weights stay those of the published seeds.
+  // a time while it is in cache. The largest score is the nearest key's, so
+  // exp(s_lq - max_l s_lq) = exp(-beta (||p_q - k_l||^2 - nearest)).
   c.weights.noalias() = c.k.transpose() * c.p;
   const Vector<Scalar> k_sq = SquaredNorms<Scalar>(c.k), p_sq = SquaredNorms<Scalar>(c.p);
   for (Eigen::Index q = 0; q < c.weights.cols(); ++q) {
     auto s = c.weights.col(q);
     CrossToSquaredDistances<Scalar>(s, k_sq, p_sq[q]);
-    s *= -block.beta;
-    const Scalar max = s.maxCoeff();
-    for (Eigen::Index l = 0; l < s.size(); ++l) s[l] = std::exp(s[l] - max);
+    const Scalar nearest = s.minCoeff();
+    s = ((s.array() - nearest) * -block.beta).exp().matrix();
     s /= s.sum();
   }
   // 4. Weighted values.
@@ -40,8 +37,11 @@ void SoftmaxAttentionBackward(const AttentionBlock<Scalar>& block, const Attenti
                               const Matrix<Scalar>& d_out, AttentionBlock<Scalar>* grad,
                               Matrix<Scalar>* d_keys, AttentionScratch<Scalar>* scratch) {
   AttentionScratch<Scalar>& b = *scratch;
+  // The gradients of v and k are kept transposed (nk x dim): their products
+  // then read the nk x nq matrices W and dS down their columns, as stored,
+  // instead of packing them row by row.
   // 4. Weighted values: out = v W.
-  b.d_v.noalias() = d_out * c.weights.transpose();  // dim x nk
+  b.d_v.noalias() = c.weights * d_out.transpose();  // (d v)^T, nk x dim
   b.d_s.noalias() = c.v.transpose() * d_out;        // d W, nk x nq
   // 3. Softmax: ds_l = w_l (dw_l - sum_l' w_l' dw_l'), column by column.
   // 2. Scores: s_lq = -beta (||p_q||^2 + ||k_l||^2 - 2 k_l.p_q).
@@ -58,19 +58,19 @@ void SoftmaxAttentionBackward(const AttentionBlock<Scalar>& block, const Attenti
   b.d_p.noalias() = c.p * b.ds_cols.asDiagonal();  // dim x nq
   b.d_p.noalias() -= c.k * b.d_s;
   b.d_p *= Scalar(2);
-  b.d_k.noalias() = c.k * b.ds_rows.asDiagonal();  // dim x nk
-  b.d_k.noalias() -= c.p * b.d_s.transpose();
+  b.d_k.noalias() = b.ds_rows.asDiagonal() * c.k.transpose();  // (d k)^T, nk x dim
+  b.d_k.noalias() -= b.d_s * c.p.transpose();
   b.d_k *= Scalar(2);
   // 1. Projections.
   grad->Q.noalias() += b.d_p * c.queries.transpose();
   grad->bQ += b.d_p.rowwise().sum();
-  grad->K.noalias() += b.d_k * c.keys.transpose();
-  grad->bK += b.d_k.rowwise().sum();
-  grad->V.noalias() += b.d_v * c.keys.transpose();
-  grad->bV += b.d_v.rowwise().sum();
+  grad->K.noalias() += b.d_k.transpose() * c.keys.transpose();
+  grad->bK += b.d_k.colwise().sum().transpose();
+  grad->V.noalias() += b.d_v.transpose() * c.keys.transpose();
+  grad->bV += b.d_v.colwise().sum().transpose();
   if (d_keys != nullptr) {
-    d_keys->noalias() += block.K.transpose() * b.d_k;
-    d_keys->noalias() += block.V.transpose() * b.d_v;
+    d_keys->noalias() += block.K.transpose() * b.d_k.transpose();
+    d_keys->noalias() += block.V.transpose() * b.d_v.transpose();
   }
 }
 

@@ -30,10 +30,10 @@ struct AttentionCache {
 // buffers are reused.
 template <typename Scalar>
 struct AttentionScratch {
-  Matrix<Scalar> d_v;      // dim x nk
+  Matrix<Scalar> d_v;      // nk x dim: d v, transposed
   Matrix<Scalar> d_s;      // nk x nq: d weights, then d scores
   Matrix<Scalar> d_p;      // dim x nq
-  Matrix<Scalar> d_k;      // dim x nk
+  Matrix<Scalar> d_k;      // nk x dim: d k, transposed
   Vector<Scalar> ds_cols;  // nq: column sums of d scores
   Vector<Scalar> ds_rows;  // nk: row sums of d scores
 };
