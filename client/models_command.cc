@@ -17,12 +17,14 @@ std::string InitName(int init) {
   return method.ok() ? std::string(InitMethodName(*method)) : std::to_string(init);
 }
 
-// "init=kmeans++", and for a learned model what it was trained from.
+// "init=kmeans++", and for a learned model what it was trained from and from
+// which layer on Lloyd's steps take over.
 std::string Inits(const v1::ModelInfo& m) {
   std::string out = "init=" + InitName(m.default_init());
   for (int i = 0; i < m.trained_inits_size(); ++i) {
     out += (i == 0 ? " trained-from=" : ",") + InitName(m.trained_inits(i));
   }
+  if (m.lloyd_after() > 0) out += " lloyd-after=" + std::to_string(m.lloyd_after());
   return out;
 }
 

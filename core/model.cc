@@ -38,6 +38,15 @@ absl::Status ValidateModel(const Model<Scalar>& model) {
       }
     }
   }
+  if (model.lloyd_after < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model lloyd_after = ", model.lloyd_after, ", must not be negative"));
+  }
+  if (model.lloyd_after > 0 && (model.unit_norm || model.norm_coordinate)) {
+    return absl::InvalidArgumentError(
+        "model lloyd_after is for models whose centers are k-means centers of their points; "
+        "this one has a norm layer or a norm coordinate");
+  }
   const int dim = model.dim();
   for (size_t t = 0; t < model.layers.size(); ++t) {
     for (BlockId id : kBlockIds) {

@@ -88,6 +88,11 @@ struct Model {
   /// the one a request gets by default first. Empty: any (the exact
   /// constructions, and model files that do not say).
   std::vector<InitMethod> trained_inits;
+  /// Layers from this index on are exact Lloyd's steps (assignment to the
+  /// nearest center, then the means, in the model's units) instead of the
+  /// model's own: the learned steps move the centers, Lloyd's settles them in
+  /// a local optimum of the caller's objective. 0: the model's layers only.
+  int lloyd_after = 0;
 
   int registers() const { return RegisterDim(embedding, k); }
   /// Tokens are [data (d); registers; squared norm (if norm_coordinate)].

@@ -70,10 +70,12 @@ class ScopedOmpThreads {
   const int saved_;
 };
 
+// The model's layers 0..layers-1; *centers ends as the last layer's centers
+// in the model's units.
 template <typename Scalar>
 absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
-                      const Matrix<Scalar>& initial_centers, const RunOptions& options,
-                      RunResult<Scalar>* result) {
+                      const Matrix<Scalar>& initial_centers, const RunOptions& options, int layers,
+                      Matrix<Scalar>* centers, RunResult<Scalar>* result) {
   std::optional<ScopedOmpThreads> one_thread;
   if (frame.points.cols() < kDenseThreadsFrom) one_thread.emplace(1);
   const int d = model.d, m = model.registers();
@@ -86,7 +88,7 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
   Matrix<Scalar> c = EmbedCenters(initial_centers, model.embedding, model.norm_coordinate);
   unit_norm(&x);
   unit_norm(&c);
-  for (int t = 0; t < options.layers; ++t) {
+  for (int t = 0; t < layers; ++t) {
     if (absl::Status s = BeforeLayer(options, t); !s.ok()) return s;
     const LayerWeights<Scalar>& w = model.layers[t % model.layers.size()];
     if (model.reembed && t > 0) {
@@ -164,14 +166,15 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
       result->trajectory.push_back(std::move(record));
     }
   }
+  *centers = c.topRows(d);
   return absl::OkStatus();
 }
 
 // Lloyd's assignment and the evaluator's center update, registers laid out
-// by its embedding.
+// by its embedding, for layers first..options.layers-1.
 template <typename Scalar>
 absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& frame,
-                     const Matrix<Scalar>& initial_centers, const RunOptions& options,
+                     const Matrix<Scalar>& initial_centers, const RunOptions& options, int first,
                      RunResult<Scalar>* result) {
   const int k = evaluator.k;
   const Matrix<Scalar>& points = frame.model_points;
@@ -185,7 +188,7 @@ absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& fr
   }
   // Lloyd's update from the sums the last report added in its pass.
   const bool reported_sums = evaluator.algorithm == Algorithm::kLloyd && frame.map.identity();
-  for (int t = 0; t < options.layers; ++t) {
+  for (int t = first; t < options.layers; ++t) {
     if (absl::Status s = BeforeLayer(options, t); !s.ok()) return s;
     const int empty = reported_sums ? ApplyMeans(*result->cluster_sums, &centers)
                                     : UpdateCenters(evaluator.algorithm, evaluator.parameters,
@@ -247,16 +250,31 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
                                            const InputMap<Scalar>& map,
                                            const Matrix<Scalar>& initial_centers,
                                            const RunOptions& options) {
-  const bool fast = evaluator.weights == nullptr;
+  const Model<Scalar>* weights = evaluator.weights;
+  const bool fast = weights == nullptr;
+  // A dense model whose later layers are Lloyd's: how many are its own.
+  const int dense_layers = fast || weights->lloyd_after == 0
+                               ? options.layers
+                               : std::min(options.layers, weights->lloyd_after);
+  const bool then_lloyd = !fast && dense_layers < options.layers;
   // The fast path's Lloyd's update takes the sums each report adds.
-  const bool fast_lloyd = fast && evaluator.algorithm == Algorithm::kLloyd && map.identity();
+  const bool fast_lloyd =
+      (then_lloyd || (fast && evaluator.algorithm == Algorithm::kLloyd)) && map.identity();
   const Frame<Scalar> frame{points, model_points, map, options.cluster_sums || fast_lloyd};
   RunResult<Scalar> result;
   result.path = fast ? Path::kFast : Path::kDense;
   Report(frame, initial_centers, &result);
-  const absl::Status s =
-      fast ? RunFast(evaluator, frame, initial_centers, options, &result)
-           : RunDense(*evaluator.weights, frame, initial_centers, options, &result);
+  absl::Status s;
+  if (fast) {
+    s = RunFast(evaluator, frame, initial_centers, options, 0, &result);
+  } else {
+    Matrix<Scalar> centers;
+    s = RunDense(*weights, frame, initial_centers, options, dense_layers, &centers, &result);
+    if (s.ok() && then_lloyd) {
+      s = RunFast<Scalar>({.embedding = weights->embedding, .k = weights->k}, frame, centers,
+                          options, dense_layers, &result);
+    }
+  }
   if (!s.ok()) return s;
   if (!options.cluster_sums) result.cluster_sums.reset();
   return result;

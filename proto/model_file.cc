@@ -213,6 +213,7 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
   model.unit_norm = file.unit_norm();
   model.norm_coordinate = file.norm_coordinate();
   model.keep_empty_centers = file.keep_empty_centers();
+  model.lloyd_after = file.lloyd_after();
   for (int init : file.trained_inits()) {
     absl::StatusOr<InitMethod> method = InitFromProto(init);
     if (!method.ok()) {
@@ -279,6 +280,7 @@ v1::ModelFile ModelToProto(const Model<Scalar>& model) {
   file.set_unit_norm(model.unit_norm);
   file.set_norm_coordinate(model.norm_coordinate);
   file.set_keep_empty_centers(model.keep_empty_centers);
+  file.set_lloyd_after(model.lloyd_after);
   for (InitMethod method : model.trained_inits) file.add_trained_inits(InitToProto(method));
   for (const LayerWeights<Scalar>& w : model.layers) {
     v1::LayerProto* layer = file.add_layers();

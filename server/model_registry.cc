@@ -30,6 +30,7 @@ v1::ModelInfo Info(const ServedModel<float>& model) {
     info.set_d(weights->d);
     info.set_k(weights->k);
     for (InitMethod method : weights->trained_inits) info.add_trained_inits(InitToProto(method));
+    info.set_lloyd_after(weights->lloyd_after);
   }
   info.set_default_init(InitToProto(model.default_init()));
   return info;

@@ -89,9 +89,9 @@ class PrometheusTest(unittest.TestCase):
         # Every canonical error code, and OK for every served model.
         self.assertEqual(len(self.at_start["errors"]), 16)
         self.assertEqual(set(self.at_start["errors"].values()), {0})
-        self.assertEqual(len(self.at_start["ok"]), 14)  # nine exact, five learned
+        self.assertEqual(len(self.at_start["ok"]), 15)  # nine exact, six learned
         self.assertEqual(set(self.at_start["ok"].values()), {0})
-        self.assertEqual(self.at_start["learned"], 5)
+        self.assertEqual(self.at_start["learned"], 6)
         # So the first errors after a start show in increase(), from the
         # series' first sample at 0.
         code = 'kmt_errors_total{code="INVALID_ARGUMENT"}'

@@ -62,7 +62,7 @@ TEST(ShippedModels, EveryFileLoadsWithItsProvenance) {
               std::string::npos)
         << file->provenance().training_config();
   }
-  EXPECT_EQ(files, 5);
+  EXPECT_EQ(files, 6);
 }
 
 TEST(ShippedModels, RegistersBeatLloydAndTheAblationDoesNot) {
@@ -98,6 +98,29 @@ TEST(ShippedModels, TheMixedInitModelHoldsItsOwnFromGreedyKMeansPlusPlus) {
   EXPECT_LE(greedy, lloyd_greedy + 0.01);
   EXPECT_EQ(lloyd_same, lloyd_greedy);  // the same tasks and centers
   EXPECT_LT(greedy, random_model);
+}
+
+TEST(ShippedModels, TheLloydFinishedModelBeatsLloydsFromEveryStart) {
+  // The -kpp model's layer for the first 10 steps, exact Lloyd's steps after.
+  const Model<float> model = Load("learned-onehot-d32-k10-kpp-lloyd");
+  const Model<float> kpp = Load("learned-onehot-d32-k10-kpp");
+  EXPECT_EQ(model.lloyd_after, 10);
+  EXPECT_EQ(kpp.lloyd_after, 0);
+  ASSERT_EQ(model.layers.size(), 1u);
+  for (BlockId id : kBlockIds) {
+    EXPECT_EQ(model.layers[0][id].Q, kpp.layers[0][id].Q);
+    EXPECT_EQ(model.layers[0][id].K, kpp.layers[0][id].K);
+    EXPECT_EQ(model.layers[0][id].V, kpp.layers[0][id].V);
+  }
+  for (InitMethod method :
+       {InitMethod::kRandomSubset, InitMethod::kKMeansPlusPlus, InitMethod::kPlainKMeansPlusPlus}) {
+    const auto [finished, lloyd] = MeanLogObjective(model, 48, method);
+    const auto [learned, same_lloyd] = MeanLogObjective(kpp, 48, method);
+    std::printf("from %s: -kpp-lloyd %.4f, -kpp %.4f, Lloyd's %.4f\n",
+                std::string(InitMethodName(method)).c_str(), finished, learned, lloyd);
+    EXPECT_LT(finished, lloyd) << InitMethodName(method);
+    EXPECT_LE(finished, learned) << InitMethodName(method);
+  }
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ void ExpectSame(const Model<double>& a, const Model<double>& b) {
   EXPECT_EQ(a.norm_coordinate, b.norm_coordinate);
   EXPECT_EQ(a.keep_empty_centers, b.keep_empty_centers);
   EXPECT_EQ(a.trained_inits, b.trained_inits);
+  EXPECT_EQ(a.lloyd_after, b.lloyd_after);
   ASSERT_EQ(a.layers.size(), b.layers.size());
   for (size_t t = 0; t < a.layers.size(); ++t) {
     for (BlockId id : kBlockIds) {
@@ -83,6 +84,18 @@ TEST(ModelFile, AModelSurvivesItsMessage) {
   const absl::StatusOr<Model<double>> back = ModelFromProto<double>(file);
   ASSERT_TRUE(back.ok()) << back.status();
   ExpectSame(*back, Example());
+}
+
+TEST(ModelFile, TheLayerWhereLloydsTakesOverSurvivesItsMessage) {
+  Model<double> m = *LloydConstruction<double>(3, 4, {});
+  m.lloyd_after = 5;
+  const v1::ModelFile file = ModelToProto(m);
+  EXPECT_EQ(file.lloyd_after(), 5);
+  ExpectSame(m, *ModelFromProto<double>(file));
+  v1::ModelFile negative = file;
+  negative.set_lloyd_after(-2);
+  EXPECT_EQ(ModelFromProto<double>(negative).status().message(),
+            "model lloyd_after = -2, must not be negative");
 }
 
 TEST(ModelFile, CenterStepsSurviveTheirMessage) {

@@ -58,9 +58,13 @@ class ClientTest(unittest.TestCase):
         assert cls.server.stop() == 0
 
     def test_models(self):
-        models = {m.name: m.kind for m in self.client.models()}
+        infos = {m.name: m for m in self.client.models()}
+        models = {name: m.kind for name, m in infos.items()}
         self.assertEqual(models["lloyd-onehot"], "exact")
-        self.assertEqual(sorted(kind for kind in models.values()).count("learned"), 5)
+        self.assertEqual(sorted(kind for kind in models.values()).count("learned"), 6)
+        # Learned steps, then Lloyd's: the shipped -kpp layer for 10 steps.
+        self.assertEqual(infos["learned-onehot-d32-k10-kpp-lloyd"].lloyd_after, 10)
+        self.assertEqual(infos["learned-onehot-d32-k10-kpp"].lloyd_after, 0)
 
     def test_cluster_takes_and_returns_numpy_arrays(self):
         points = blobs(1000, 3, 4)
@@ -129,7 +133,7 @@ class ClientTest(unittest.TestCase):
             out = run_python(
                 f"import kmt; print(len(kmt.Client('{self.server.address}').models()))",
                 cwd=work, PYTHONPATH=os.path.join(SOURCE_DIR, "python"), XDG_CACHE_HOME=cache)
-            self.assertEqual(out.strip(), "14")  # nine exact, five learned
+            self.assertEqual(out.strip(), "15")  # nine exact, six learned
             (stubs,) = os.listdir(os.path.join(cache, "kmt"))
             self.assertEqual(sorted(f for f in os.listdir(os.path.join(cache, "kmt", stubs))
                                     if f.endswith(".py")),
@@ -144,7 +148,7 @@ class ClientTest(unittest.TestCase):
             out = run_python(
                 f"import kmt; print(kmt.__file__); print(len(kmt.Client('{self.server.address}')"
                 ".models()))", cwd="/", PYTHONPATH=target, XDG_CACHE_HOME=cache, PATH="/nonexistent")
-            self.assertEqual(out.split(), [os.path.join(target, "kmt", "__init__.py"), "14"])
+            self.assertEqual(out.split(), [os.path.join(target, "kmt", "__init__.py"), "15"])
             self.assertFalse(os.path.exists(cache))
 
     def test_the_docs_example_runs_from_any_directory(self):
