@@ -83,9 +83,11 @@ absl::StatusOr<RunResult<Scalar>> RunLloyd(const LloydOptions& lloyd, const Matr
                                            const Matrix<Scalar>& initial_centers,
                                            const RunOptions& options);
 
-// What Evaluate runs: the dense evaluator on `weights`, or, when `weights` is
-// null, the fast path: Lloyd's assignment and the algorithm's center update
-// (variants.h), with registers laid out by `embedding`.
+// What Evaluate runs: the dense evaluator on `weights` (for its first
+// `lloyd_after` layers when that is set, the fast path's Lloyd's steps after
+// them), or, when `weights` is null, the fast path: Lloyd's assignment and
+// the algorithm's center update (variants.h), with registers laid out by
+// `embedding`.
 template <typename Scalar>
 struct Evaluator {
   const Model<Scalar>* weights = nullptr;    ///< dense: these weights
