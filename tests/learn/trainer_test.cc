@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <numeric>
+#include <vector>
 
 namespace kmt {
 namespace {
@@ -39,6 +40,29 @@ TEST(Trainer, LossGoesDown) {
   ASSERT_EQ(validation.size(), 3u);
   EXPECT_LT(validation.back(), validation.front());
   EXPECT_EQ(state.step, 60);
+}
+
+// Whether float arithmetic in the calling thread keeps subnormal numbers.
+bool KeepsSubnormals() {
+  volatile float smallest_normal = 1.17549435e-38f;
+  volatile float half = 0.5f;
+  const float subnormal = smallest_normal * half;
+  return subnormal != 0.0f && subnormal * 2.0f == smallest_normal;
+}
+
+// The trainer flushes subnormals to zero in its tasks only: afterwards the
+// calling thread and OpenMP's threads compute with them as before.
+TEST(Trainer, TrainingLeavesEveryThreadsSubnormalsAsTheyWere) {
+  ASSERT_TRUE(KeepsSubnormals());
+  TrainerOptions o = Tiny();
+  o.steps = 20;
+  TrainerState state = InitialState(o);
+  Train(o, o.steps, &state, nullptr);
+  EXPECT_TRUE(KeepsSubnormals());
+  std::vector<int> keeps(omp_get_max_threads(), -1);
+#pragma omp parallel
+  keeps[omp_get_thread_num()] = KeepsSubnormals() ? 1 : 0;
+  for (int k : keeps) EXPECT_EQ(k, 1);
 }
 
 TEST(Trainer, ResumedRunEqualsUninterruptedRun) {
