@@ -29,8 +29,9 @@ constexpr uint64_t kTrainTasks = 1, kValidationTasks = 2, kInitSeeds = 3;
 // inputs and results as zero (x86's DAZ and FTZ). As a model sharpens, many
 // softmax weights and their gradients fall below float's normal range, where
 // every operation costs tens of cycles: a mixed-init run went from 14 steps/s
-// at its start to 1.6 steps/s at step 5,500. Values that small change nothing
-// a float sum can hold.
+// at its start to 1.6 steps/s at step 5,500. Beside a softmax column's
+// largest term, 1 before normalising, values that small vanish in its sum
+// anyway; elsewhere they change last bits at most.
 class FlushSubnormals {
  public:
   FlushSubnormals() : saved_(_mm_getcsr()) {
