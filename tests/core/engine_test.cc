@@ -8,6 +8,7 @@
 #include "core/assign.h"
 #include "core/lloyd.h"
 #include "learn/task_generator.h"
+#include "tests/core/random_model.h"
 
 namespace kmt {
 namespace {
@@ -127,30 +128,6 @@ TEST(Engine, BetaMakesLloydsLinearCircuitRunTheSoftmaxConstructionDensely) {
       init, {.layers = 2});
   EXPECT_EQ(run.centers, expected.centers);
   EXPECT_EQ(run.layer_objectives, expected.layer_objectives);
-}
-
-// Random softmax weights: a model the fast path cannot run.
-Model<double> RandomModel(int d, int k, InputScaling scaling) {
-  Model<double> m;
-  m.name = "random";
-  m.d = d;
-  m.k = k;
-  m.embedding = Embedding::kOneHot;
-  m.reembed = true;
-  m.input_scaling = scaling;
-  const int dim = m.dim();
-  LayerWeights<double> w;
-  for (AttentionBlock<double>& b : w.blocks) {
-    b = AttentionBlock<double>::Zero(dim);
-    b.Q = 0.3 * Matrix<double>::Random(dim, dim);
-    b.K = 0.3 * Matrix<double>::Random(dim, dim);
-    b.V = 0.3 * Matrix<double>::Random(dim, dim);
-    b.bQ = 0.1 * Vector<double>::Random(dim);
-    b.normalizer = Normalizer::kSoftmax;
-    b.beta = 1;
-  }
-  m.layers.push_back(w);
-  return m;
 }
 
 TEST(Engine, MinMaxScaledWeightsSeeMappedPointsAndReportInTheCallersUnits) {

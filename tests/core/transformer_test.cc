@@ -5,45 +5,17 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
 #include "core/lloyd.h"
-#include "core/random.h"
 #include "learn/task_generator.h"
+#include "tests/core/random_model.h"
 
 namespace kmt {
 namespace {
 
-Matrix<double> Random(Eigen::Index rows, Eigen::Index cols, Rng& rng, double scale) {
-  Matrix<double> m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = scale * rng.Normal();
-  return m;
-}
-
-// A softmax layer with random weights, served as learned models are.
-Model<double> RandomLearnedModel(int d, int k, InputScaling scaling, int lloyd_after) {
-  Rng rng(11);
-  Model<double> model;
-  model.name = "random";
-  model.d = d;
-  model.k = k;
-  model.embedding = Embedding::kOneHot;
-  model.reembed = true;
-  model.keep_empty_centers = false;
-  model.input_scaling = scaling;
+// The same weights, handing over to Lloyd's after `lloyd_after` layers.
+Model<double> WithLloydAfter(Model<double> model, int lloyd_after) {
   model.lloyd_after = lloyd_after;
-  const int dim = model.dim();
-  LayerWeights<double> w;
-  for (AttentionBlock<double>& b : w.blocks) {
-    b = AttentionBlock<double>::Zero(dim);
-    b.Q = Random(dim, dim, rng, 0.3);
-    b.K = Random(dim, dim, rng, 0.3);
-    b.V = Random(dim, dim, rng, 0.3);
-    b.normalizer = Normalizer::kSoftmax;
-    b.beta = 1 / std::sqrt(static_cast<double>(dim));
-  }
-  model.layers.push_back(w);
   return model;
 }
 
@@ -58,8 +30,8 @@ TEST(Transformer, LayersFromLloydAfterOnAreReferenceLloydsSteps) {
   const int own = 2, layers = 7;
   for (InputScaling scaling : {InputScaling::kNone, InputScaling::kGlobalMinMax}) {
     SCOPED_TRACE(absl::StrCat("input scaling ", InputScalingName(scaling)));
-    const Model<double> hybrid = RandomLearnedModel(options.d, options.k, scaling, own);
-    const Model<double> learned = RandomLearnedModel(options.d, options.k, scaling, 0);
+    const Model<double> learned = RandomModel(options.d, options.k, scaling);
+    const Model<double> hybrid = WithLloydAfter(learned, own);
     const RunResult<double> run = *RunTransformer(hybrid, points, init, {.layers = layers});
     const RunResult<double> first = *RunTransformer(learned, points, init, {.layers = own});
     ASSERT_EQ(run.layers_run, layers);
@@ -89,8 +61,8 @@ TEST(Transformer, RunsNoLongerThanLloydAfterAreTheModelsOwn) {
   options.k = 4;
   const Matrix<double> points = GenerateTask<double>(options, 5).points;
   const Matrix<double> init = points.leftCols(options.k);
-  const Model<double> hybrid = RandomLearnedModel(options.d, options.k, InputScaling::kNone, 3);
-  const Model<double> learned = RandomLearnedModel(options.d, options.k, InputScaling::kNone, 0);
+  const Model<double> learned = RandomModel(options.d, options.k, InputScaling::kNone);
+  const Model<double> hybrid = WithLloydAfter(learned, 3);
   for (int layers : {0, 1, 3}) {
     const RunResult<double> a = *RunTransformer(hybrid, points, init, {.layers = layers});
     const RunResult<double> b = *RunTransformer(learned, points, init, {.layers = layers});
@@ -100,7 +72,7 @@ TEST(Transformer, RunsNoLongerThanLloydAfterAreTheModelsOwn) {
 }
 
 TEST(Transformer, LloydAfterIsRefusedWhereItHasNoMeaning) {
-  Model<double> model = RandomLearnedModel(3, 4, InputScaling::kNone, -1);
+  Model<double> model = WithLloydAfter(RandomModel(3, 4, InputScaling::kNone), -1);
   EXPECT_EQ(ValidateModel(model).message(), "model lloyd_after = -1, must not be negative");
   model.lloyd_after = 2;
   model.unit_norm = true;
