@@ -5,6 +5,7 @@ generate the stubs when used in place from a checkout, protobuf-compiler and
 protobuf-compiler-grpc (an installed package carries its stubs)."""
 from .client import (Client, ClusterError, FitResult, Result, ServiceError, batches, channel,
                      pb)
+from .resident import ResidentResult, fit_resident, replica_addresses
 
-__all__ = ["Client", "ClusterError", "FitResult", "Result", "ServiceError", "batches",
-           "channel", "pb"]
+__all__ = ["Client", "ClusterError", "FitResult", "ResidentResult", "Result", "ServiceError",
+           "batches", "channel", "fit_resident", "pb", "replica_addresses"]
