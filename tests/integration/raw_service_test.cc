@@ -1,13 +1,12 @@
 // Raw float32 payloads through a real kmt-server: the same answers as the
 // repeated fields on Cluster and Job streams, and a bad byte count refused
 // with INVALID_ARGUMENT in its own response while the stream goes on.
-#include "proto/raw_payload.h"
-
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include "learn/task_generator.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
+#include "proto/raw_payload.h"
 #include "tests/integration/server_process.h"
 
 namespace kmt {
