@@ -396,7 +396,9 @@ class Client:
 
     def cluster(self, points, k, **options):
         """Clusters one batch; options as in request()."""
-        return next(self.cluster_batches([points], k, **options))
+        # Read to the end, so that the stream ends rather than being cancelled.
+        (result,) = self.cluster_batches([points], k, **options)
+        return result
 
     def cluster_batches(self, blocks, k, **options):
         """Clusters every array of `blocks` (any iterable, e.g. batches())
