@@ -267,7 +267,7 @@ BENCHMARK(BM_DensePathLayer)
 // against the plain reference per iteration.
 struct Variant {
   const char* model;
-  BatchSpec<float> parameters;                   // beta, tau, gamma, seed
+  BatchSpec<float> parameters;                   // the parameters and seed
   std::function<double(const Data&)> reference;  // one iteration; returns the objective
 };
 
@@ -275,22 +275,22 @@ struct Variant {
 const std::vector<Variant>& Variants() {
   static const std::vector<Variant> variants = {
       {"soft-kmeans",
-       {.beta = 100},
+       {.parameters = {{"beta", 100}}},
        [](const Data& p) {
          return ReferenceSoftKMeans(p.points, p.init, 100, 1).back().objective;
        }},
       {"trimmed-kmeans",
-       {.tau = 1.0},
+       {.parameters = {{"tau", 1.0}}},
        [](const Data& p) {
          return ReferenceTrimmedKMeans(p.points, p.init, 1.0, 1).back().objective;
        }},
       {"robust-kmeans",
-       {.beta = 1},
+       {.parameters = {{"beta", 1}}},
        [](const Data& p) {
          return ReferenceRobustKMeans(p.points, p.init, 1.0, 1).back().objective;
        }},
       {"kmedoids",
-       {.seed = 3, .gamma = 20},
+       {.seed = 3, .parameters = {{"gamma", 20}}},
        [](const Data& p) {
          return ReferenceKMedoids(p.points, p.init, 20, 3, 1).back().objective;
        }},

@@ -1,5 +1,6 @@
 #include "client/cli_flags.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/point_reader.h"
+#include "client/request_parameters.h"
 #include "core/init.h"
 #include "proto/init_method.h"
 
@@ -24,15 +26,10 @@ ABSL_FLAG(std::string, init, "",
           "empty: the model's default (`kmt models`; greedy k-means++ for the exact models)");
 ABSL_FLAG(std::string, centers_in, "", "CSV of k initial centers, one per line, for --init=given");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the initialisation (and of kmedoids' draws)");
-ABSL_FLAG(double, beta, 0,
-          "inverse temperature: soft-kmeans, robust-kmeans, lloyd-onehot-linear's softmax "
-          "assignment; 0 = the model's default (kmt models lists it)");
-ABSL_FLAG(std::optional<double>, tau, std::nullopt,
-          "trimmed-kmeans: normmax's regularization (0 keeps each cluster's point nearest its "
-          "center); unset = the model's default");
-ABSL_FLAG(double, gamma, 0,
-          "kmedoids: inverse temperature of each center's draw; 0 = infinity (the point nearest "
-          "the cluster's mean)");
+ABSL_FLAG(std::string, parameters, "",
+          "the algorithm's parameters, name=value separated by commas (e.g. beta=2 for "
+          "soft-kmeans); a name left out takes the model's default (kmt models lists each "
+          "model's parameters, defaults and ranges)");
 ABSL_FLAG(int, d, 0, "dimensions of a float32 input; bench: dimensions of the generated batches");
 ABSL_FLAG(int, window, 8, "batches in flight on one stream");
 ABSL_FLAG(int, batches_per_stream, 64,
@@ -92,9 +89,10 @@ absl::StatusOr<v1::ClusterRequest> Template(int d) {
   r.set_k(absl::GetFlag(FLAGS_k));
   r.set_iterations(absl::GetFlag(FLAGS_iterations));
   r.set_seed(absl::GetFlag(FLAGS_seed));
-  r.set_beta(absl::GetFlag(FLAGS_beta));
-  if (const std::optional<double> tau = absl::GetFlag(FLAGS_tau)) r.set_tau(*tau);
-  r.set_gamma(absl::GetFlag(FLAGS_gamma));
+  absl::StatusOr<std::map<std::string, double>> parameters =
+      ParseParameters(absl::GetFlag(FLAGS_parameters));
+  if (!parameters.ok()) return parameters.status();
+  r.mutable_parameters()->insert(parameters->begin(), parameters->end());
   absl::StatusOr<std::optional<v1::Init>> init = InitFlag();
   if (!init.ok()) return init.status();
   if (*init) r.set_init(**init);

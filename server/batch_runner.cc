@@ -1,6 +1,8 @@
 #include "server/batch_runner.h"
 
 #include <chrono>
+#include <map>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/engine.h"
@@ -9,6 +11,16 @@
 
 namespace kmt {
 namespace {
+
+// " with beta = 10, ..." for the parameters a request sets, in name order.
+std::string GivenParameters(const v1::ClusterRequest& r) {
+  const std::map<std::string, double> given(r.parameters().begin(), r.parameters().end());
+  std::string out;
+  for (const auto& [name, value] : given) {
+    absl::StrAppend(&out, out.empty() ? " with " : ", ", name, " = ", value);
+  }
+  return out;
+}
 
 absl::Status CheckLimits(const v1::ClusterRequest& r, const Limits& limits) {
   if (r.n() > limits.max_points) {
@@ -46,7 +58,7 @@ absl::Status Run(const ModelRegistry& registry, const Limits& limits, const v1::
   if (model.RunsDense(*batch) && r.n() > limits.max_dense_points) {
     return absl::InvalidArgumentError(absl::StrCat(
         "n = ", r.n(), " exceeds this server's limit of ", limits.max_dense_points, " points for ",
-        r.model(), r.beta() > 0 ? " with beta > 0" : "", ", which runs the O(n^2) dense evaluator",
+        r.model(), GivenParameters(r), ", which runs the O(n^2) dense evaluator",
         model.exact() ? "" : "; exact models such as lloyd-onehot run any n"));
   }
   absl::StatusOr<RunResult<float>> run = Cluster(model, *batch, check);

@@ -44,7 +44,8 @@ def main():
 
         # A variant with its parameter: randomized k-medoids, centers drawn
         # among the data points with inverse temperature gamma.
-        medoids = client.cluster(points, k=4, iterations=10, model="kmedoids", gamma=2.0)
+        medoids = client.cluster(points, k=4, iterations=10, model="kmedoids",
+                                 parameters={"gamma": 2.0})
         print(f"py-2: kmedoids objective {medoids.objective:.3f}")
 
         # Batches of 250 points on one stream, each clustered on its own.

@@ -105,8 +105,8 @@ class Client:
                 centers=None, request_id="", **fields):
         """A ClusterRequest for an (n, d) array. `init` is a key of INITS;
         None leaves it to the model's default (ModelInfo.default_init).
-        `fields` are any other request fields: beta, tau, gamma,
-        return_trajectory, ..."""
+        `fields` are any other request fields: parameters (the algorithm's,
+        a dict such as {"beta": 2}), return_trajectory, ..."""
         points = np.ascontiguousarray(points, dtype=np.float32)
         if points.ndim != 2:
             raise ValueError(f"points has shape {points.shape}, expected (n, d)")

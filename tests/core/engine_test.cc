@@ -27,8 +27,8 @@ TEST(Engine, ExactModelsAreTheLloydConstructionsAndTheVariants) {
     EXPECT_FALSE(m.description().empty());
     names.push_back(m.name());
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-linear",
-                                             "lloyd-onehot-dot", "soft-kmeans", "trimmed-kmeans",
+  EXPECT_EQ(names, (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-dot",
+                                             "lloyd-onehot-linear", "soft-kmeans", "trimmed-kmeans",
                                              "robust-kmeans", "kmedoids", "spherical-kmeans"}));
 }
 
@@ -37,7 +37,9 @@ TEST(Engine, ExactModelFromGivenCentersIsReferenceLloyd) {
   const Matrix<double> init = task.points.leftCols(7);
   const auto reference = ReferenceLloyd(task.points, init, 6);
   for (const ServedModel<double>& model : ExactModels<double>()) {
-    if (model.algorithm() != Algorithm::kLloyd) continue;
+    // Lloyd's, and Lloyd's linear circuit at its default hardmax.
+    const std::string& algorithm = model.algorithm().name();
+    if (algorithm != "lloyd" && algorithm != "softmax-lloyd") continue;
     SCOPED_TRACE(model.name());
     const Batch<double> batch = MakeBatch(
         {.points = task.points, .k = 7, .layers = 6, .given_centers = init, .cluster_sums = true});
@@ -116,10 +118,13 @@ TEST(Engine, ABatchWithoutAnInitGetsTheModelsDefault) {
 TEST(Engine, BetaMakesLloydsLinearCircuitRunTheSoftmaxConstructionDensely) {
   const Task<double> task = GenerateTask<double>({.n = 200, .d = 4, .k = 3}, 5);
   const Matrix<double> init = task.points.leftCols(3);
-  const ServedModel<double> model = ExactModels<double>()[2];
+  const ServedModel<double> model = ExactModels<double>()[3];
   ASSERT_EQ(model.name(), "lloyd-onehot-linear");
-  const Batch<double> batch =
-      MakeBatch({.points = task.points, .k = 3, .layers = 2, .given_centers = init, .beta = 50});
+  const Batch<double> batch = MakeBatch({.points = task.points,
+                                         .k = 3,
+                                         .layers = 2,
+                                         .given_centers = init,
+                                         .parameters = {{"beta", 50}}});
   EXPECT_TRUE(model.RunsDense(batch));
   const RunResult<double> run = *Cluster(model, batch);
   EXPECT_EQ(run.path, Path::kDense);
@@ -180,7 +185,9 @@ TEST(Engine, AModelRefusesBatchesItCannotRun) {
   EXPECT_EQ(Cluster(learned, MakeBatch({.points = task.points, .k = 5})).status().message(),
             "model random was trained for d = 3, k = 4; the batch has d = 3, k = 5");
   EXPECT_EQ(
-      Cluster(learned, MakeBatch({.points = task.points, .k = 4, .beta = 2})).status().message(),
+      Cluster(learned, MakeBatch({.points = task.points, .k = 4, .parameters = {{"beta", 2}}}))
+          .status()
+          .message(),
       "beta applies to the exact models; random is learned");
   Model<double> broken = RandomModel(3, 4, InputScaling::kNone);
   broken.layers[0][BlockId::kCentersToPoints].V.resize(2, 2);

@@ -83,8 +83,8 @@ class ClientTest(unittest.TestCase):
 
     def test_trajectory_and_variant_parameters_pass_through(self):
         points = blobs(500, 2, 3)
-        result = self.client.cluster(points, k=3, iterations=5, model="kmedoids", gamma=2.0,
-                                     return_trajectory=True)
+        result = self.client.cluster(points, k=3, iterations=5, model="kmedoids",
+                                     parameters={"gamma": 2.0}, return_trajectory=True)
         self.assertEqual(result.model, "kmedoids")
         self.assertEqual(result.layer_objectives.shape, (5,))
 
