@@ -7,12 +7,8 @@ namespace kmt {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  std::string message(status.message());
-  if (message.size() > kMaxStatusMessageBytes) {
-    message.resize(kMaxStatusMessageBytes - (sizeof(kTruncationMark) - 1));
-    message += kTruncationMark;
-  }
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::move(message));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      CapStatusMessage(status.message()));
 }
 
 absl::Status CallStatus(const grpc::CallbackServerContext* context) {

@@ -1,22 +1,16 @@
-// The one conversion of an engine status to what travels to a client, for
-// batch errors (inside a response) and stream errors (the call's status)
-// alike: the same canonical code, the message capped in length; and a call's
-// own state as a status.
+// An engine status as a call's status, with the canonical code and the
+// message capped as a batch error's (proto/batch_error.h), so a client reads
+// a stream's error and a batch's alike; and a call's own state as a status.
 #ifndef KMT_SERVER_GRPC_STATUS_H_
 #define KMT_SERVER_GRPC_STATUS_H_
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/status.h>
 
-#include <cstddef>
-
 #include "absl/status/status.h"
+#include "proto/batch_error.h"
 
 namespace kmt {
-
-// Messages longer than this are cut and end in kTruncationMark.
-inline constexpr size_t kMaxStatusMessageBytes = 1024;
-inline constexpr char kTruncationMark[] = " [truncated]";
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 

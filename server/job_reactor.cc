@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "proto/batch_error.h"
 #include "server/grpc_status.h"
 
 namespace kmt {
@@ -55,13 +56,10 @@ void JobReactor::OnReadDone(bool ok) {
     case v1::JobRequest::kSeed:
       env_->pool->Submit([this] { Step(); });
       return;
-    default: {
-      const grpc::Status wire = ToGrpcStatus(
+    default:
+      *response_.mutable_error() = ToBatchError(
           absl::InvalidArgumentError("a job request needs one of shard, assign or seed"));
-      response_.mutable_error()->set_code(wire.error_code());
-      response_.mutable_error()->set_message(wire.error_message());
       Write();
-    }
   }
 }
 
@@ -73,10 +71,8 @@ void JobReactor::Step() {
                                    : shard_->Seed(request_.seed(), &response_);
   }
   if (!status.ok()) {
-    const grpc::Status wire = ToGrpcStatus(status);
     response_.Clear();
-    response_.mutable_error()->set_code(wire.error_code());
-    response_.mutable_error()->set_message(wire.error_message());
+    *response_.mutable_error() = ToBatchError(status);
   }
   response_.set_compute_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
