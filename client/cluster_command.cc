@@ -42,7 +42,7 @@ ABSL_FLAG(bool, resident, true,
           "whole mode: keep the shards resident on the replicas (k-means++ over all points); "
           "false, or a replica without room: one pass over the file per iteration (k-means++ on "
           "a sample of --sample_size points)");
-ABSL_FLAG(double, tol, 0,
+ABSL_FLAG(double, tol, kmt::ResidentJobOptions{}.tol,
           "whole mode: stop once an iteration lowers the objective by at most this fraction; 0: "
           "only once no label changes");
 ABSL_FLAG(int64_t, sample_size, 65536,
