@@ -38,7 +38,7 @@ void JobReactor::OnReadDone(bool ok) {
     reading_ = false;
     if (ended_) return;  // finished on cancellation: the request is dropped
   }
-  if (!ok) return End(CallStatus(context_));  // the client's writes are done
+  if (!ok) return End(CallStatus(context_, arrived_));  // the client's writes are done
   if (*env_->draining) {
     return End(
         absl::UnavailableError("server is shutting down; load this shard on another replica"));
@@ -65,7 +65,7 @@ void JobReactor::OnReadDone(bool ok) {
 
 void JobReactor::Step() {
   const auto start = std::chrono::steady_clock::now();
-  absl::Status status = CallStatus(context_);
+  absl::Status status = CallStatus(context_, arrived_);
   if (status.ok()) {
     status = request_.has_assign() ? shard_->Assign(request_.assign(), &response_)
                                    : shard_->Seed(request_.seed(), &response_);
@@ -89,7 +89,7 @@ void JobReactor::Step() {
 
 void JobReactor::OnWriteDone(bool ok) {
   ReactorOrder::Reaction reaction(&order_, ReactorOrder::kWrite);
-  if (!ok) return End(CallStatus(context_));  // the client is gone
+  if (!ok) return End(CallStatus(context_, arrived_));  // the client is gone
   if (labels_sent_ < labels_.size()) {
     const size_t count = std::min(labels_.size() - labels_sent_, size_t{kLabelsPerResponse});
     response_.Clear();
@@ -112,7 +112,7 @@ void JobReactor::OnCancel() {
     std::lock_guard<std::mutex> lock(mu_);
     end = reading_;
   }
-  if (end) End(CallStatus(context_));
+  if (end) End(CallStatus(context_, arrived_));
 }
 
 void JobReactor::End(const absl::Status& status) {

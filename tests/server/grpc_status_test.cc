@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 namespace kmt {
@@ -24,6 +25,34 @@ TEST(GrpcStatus, LongMessagesAreCutAndSaySo) {
   EXPECT_EQ(cut.error_message(),
             std::string(kMaxStatusMessageBytes - std::string(kTruncationMark).size(), 'x') +
                 kTruncationMark);
+}
+
+using Clock = std::chrono::system_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// The client cancels at its deadline, which reaches the server a little
+// before the server's copy of it: up to 1% of the timeout plus 50 ms before
+// is the deadline's doing.
+TEST(DeadlineEnded, ACancellationJustBeforeTheDeadlineIsTheDeadlines) {
+  const Clock::time_point arrived = Clock::now(), deadline = arrived + seconds(1);
+  EXPECT_TRUE(DeadlineEnded(deadline, arrived, deadline + milliseconds(1)));
+  EXPECT_TRUE(DeadlineEnded(deadline, arrived, deadline));
+  EXPECT_TRUE(DeadlineEnded(deadline, arrived, deadline - milliseconds(13)));
+  EXPECT_TRUE(DeadlineEnded(deadline, arrived, deadline - milliseconds(60)));
+  EXPECT_FALSE(DeadlineEnded(deadline, arrived, deadline - milliseconds(61)));
+  EXPECT_FALSE(DeadlineEnded(deadline, arrived, arrived + milliseconds(500)));
+}
+
+TEST(DeadlineEnded, TheSlackGrowsWithTheTimeout) {
+  const Clock::time_point arrived = Clock::now(), deadline = arrived + seconds(100);
+  EXPECT_TRUE(DeadlineEnded(deadline, arrived, deadline - milliseconds(1050)));
+  EXPECT_FALSE(DeadlineEnded(deadline, arrived, deadline - milliseconds(1051)));
+}
+
+TEST(DeadlineEnded, WithoutADeadlineEveryCancellationIsTheClients) {
+  const Clock::time_point arrived = Clock::now();
+  EXPECT_FALSE(DeadlineEnded(Clock::time_point::max(), arrived, arrived + seconds(3600)));
 }
 
 }  // namespace
