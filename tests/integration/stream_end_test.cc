@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -25,6 +24,7 @@ namespace {
 using Series = std::map<std::string, double>;
 
 constexpr int kStreams = 8;
+constexpr char kStreamsTotal[] = "kmt_streams_total";
 
 std::unique_ptr<v1::KMeansTransformer::Stub> Stub(const std::string& address) {
   grpc::ChannelArguments args;
@@ -62,56 +62,56 @@ std::vector<grpc::StatusCode> IdleStreams(
   return codes;
 }
 
-// The server's series once `done` holds for them (the server counts a
-// stream as it ends, after the client has seen it end), or after a minute.
-Series MetricsOnce(const ServerProcess& server, const std::function<bool(Series&)>& done) {
+// `counter`'s series for `code`, e.g. kmt_streams_total{code="OK"}.
+std::string Ended(const std::string& counter, const char* code) {
+  return absl::StrCat(counter, "{code=\"", code, "\"}");
+}
+
+// The server's series once `counter` (kmt_streams_total or kmt_jobs_total)
+// has counted `streams` ended by a deadline or a cancellation (the server
+// counts a stream as it ends, after the client has seen it end), or after a
+// minute.
+Series AfterStreamsEnded(const ServerProcess& server, const std::string& counter, int streams) {
   Series series;
   for (int scrape = 0; scrape < 600; ++scrape) {
     series = ScrapeMetrics(server.metrics_port());
-    if (done(series)) break;
+    double ended = 0;
+    for (const char* code : {"DEADLINE_EXCEEDED", "CANCELLED"}) {
+      const auto it = series.find(Ended(counter, code));
+      if (it != series.end()) ended += it->second;
+    }
+    if (ended >= streams) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return series;
 }
-
-std::string Streams(const char* code) {
-  return absl::StrCat("kmt_streams_total{code=\"", code, "\"}");
-}
-std::string Jobs(const char* code) { return absl::StrCat("kmt_jobs_total{code=\"", code, "\"}"); }
 
 std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> flags = {}) {
   flags.insert(flags.end(), {"--model_dir=", "--not_serving_delay=0s"});
   return ServerProcess::Start(flags);
 }
 
-TEST(StreamEnd, IdleClusterStreamsEndedByTheirDeadlineCountAsDeadlineExceeded) {
+// Idle streams opened by `open` and ended by their 1 s deadline, as the
+// client and `counter` see them.
+template <typename Open>
+void ExpectIdleStreamsEndedByTheirDeadline(Open open, const std::string& counter) {
   auto server = StartServer();
   ASSERT_NE(server, nullptr);
-  for (grpc::StatusCode code : IdleStreams(server->address(), kStreams, absl::Seconds(1),
-                                           &v1::KMeansTransformer::Stub::Cluster)) {
+  for (grpc::StatusCode code : IdleStreams(server->address(), kStreams, absl::Seconds(1), open)) {
     EXPECT_EQ(code, grpc::StatusCode::DEADLINE_EXCEEDED);
   }
-  const Series series = MetricsOnce(*server, [](Series& s) {
-    return s[Streams("DEADLINE_EXCEEDED")] + s[Streams("CANCELLED")] >= kStreams;
-  });
-  EXPECT_EQ(series.at(Streams("DEADLINE_EXCEEDED")), kStreams);
-  EXPECT_EQ(series.at(Streams("CANCELLED")), 0);
+  const Series series = AfterStreamsEnded(*server, counter, kStreams);
+  EXPECT_EQ(series.at(Ended(counter, "DEADLINE_EXCEEDED")), kStreams);
+  EXPECT_EQ(series.at(Ended(counter, "CANCELLED")), 0);
   EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
 }
 
+TEST(StreamEnd, IdleClusterStreamsEndedByTheirDeadlineCountAsDeadlineExceeded) {
+  ExpectIdleStreamsEndedByTheirDeadline(&v1::KMeansTransformer::Stub::Cluster, "kmt_streams_total");
+}
+
 TEST(StreamEnd, IdleJobStreamsEndedByTheirDeadlineCountAsDeadlineExceeded) {
-  auto server = StartServer();
-  ASSERT_NE(server, nullptr);
-  for (grpc::StatusCode code : IdleStreams(server->address(), kStreams, absl::Seconds(1),
-                                           &v1::KMeansTransformer::Stub::Job)) {
-    EXPECT_EQ(code, grpc::StatusCode::DEADLINE_EXCEEDED);
-  }
-  const Series series = MetricsOnce(*server, [](Series& s) {
-    return s[Jobs("DEADLINE_EXCEEDED")] + s[Jobs("CANCELLED")] >= kStreams;
-  });
-  EXPECT_EQ(series.at(Jobs("DEADLINE_EXCEEDED")), kStreams);
-  EXPECT_EQ(series.at(Jobs("CANCELLED")), 0);
-  EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
+  ExpectIdleStreamsEndedByTheirDeadline(&v1::KMeansTransformer::Stub::Job, "kmt_jobs_total");
 }
 
 // A batch of many cheap layers: it checks the call between layers every few
@@ -144,10 +144,8 @@ TEST(StreamEnd, ABatchCutShortByTheDeadlineCountsAsDeadlineExceeded) {
     }
     EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   }
-  const Series series = MetricsOnce(*server, [](Series& s) {
-    return s[Streams("DEADLINE_EXCEEDED")] + s[Streams("CANCELLED")] >= 1;
-  });
-  EXPECT_EQ(series.at(Streams("DEADLINE_EXCEEDED")), 1);
+  const Series series = AfterStreamsEnded(*server, kStreamsTotal, 1);
+  EXPECT_EQ(series.at(Ended(kStreamsTotal, "DEADLINE_EXCEEDED")), 1);
   EXPECT_EQ(series.at("kmt_errors_total{code=\"DEADLINE_EXCEEDED\"}"), 1);
   EXPECT_EQ(series.at("kmt_errors_total{code=\"CANCELLED\"}"), 0);
   EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
@@ -168,11 +166,9 @@ TEST(StreamEnd, TheClisTimeoutCountsAsDeadlineExceeded) {
                        nullptr, &err),
             0);
   EXPECT_NE(err.find("DEADLINE_EXCEEDED"), std::string::npos) << err;
-  const Series series = MetricsOnce(*server, [](Series& s) {
-    return s[Streams("DEADLINE_EXCEEDED")] + s[Streams("CANCELLED")] >= 1;
-  });
-  EXPECT_EQ(series.at(Streams("DEADLINE_EXCEEDED")), 1);
-  EXPECT_EQ(series.at(Streams("CANCELLED")), 0);
+  const Series series = AfterStreamsEnded(*server, kStreamsTotal, 1);
+  EXPECT_EQ(series.at(Ended(kStreamsTotal, "DEADLINE_EXCEEDED")), 1);
+  EXPECT_EQ(series.at(Ended(kStreamsTotal, "CANCELLED")), 0);
   EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
 }
 
@@ -194,11 +190,9 @@ TEST(StreamEnd, AStreamTheClientCancelsCountsAsCancelled) {
     canceller.join();
     EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
   }
-  const Series series = MetricsOnce(*server, [](Series& s) {
-    return s[Streams("DEADLINE_EXCEEDED")] + s[Streams("CANCELLED")] >= 1;
-  });
-  EXPECT_EQ(series.at(Streams("CANCELLED")), 1);
-  EXPECT_EQ(series.at(Streams("DEADLINE_EXCEEDED")), 0);
+  const Series series = AfterStreamsEnded(*server, kStreamsTotal, 1);
+  EXPECT_EQ(series.at(Ended(kStreamsTotal, "CANCELLED")), 1);
+  EXPECT_EQ(series.at(Ended(kStreamsTotal, "DEADLINE_EXCEEDED")), 0);
   EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
 }
 
