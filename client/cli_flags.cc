@@ -11,37 +11,41 @@
 #include "absl/time/time.h"
 #include "client/point_reader.h"
 #include "client/request_parameters.h"
+#include "client/resident_job.h"
 #include "core/init.h"
 #include "proto/init_method.h"
 
-ABSL_FLAG(std::string, server, "localhost:50051",
+ABSL_FLAG(std::string, server, kmt::ClientOptions{}.target,
           "server address; several as ipv4:127.0.0.1:P1,127.0.0.1:P2 or dns:///host:port");
-ABSL_FLAG(std::string, lb, "round_robin",
+ABSL_FLAG(std::string, lb, kmt::ClientOptions{}.load_balancing,
           "load balancing over the addresses: round_robin or pick_first");
 ABSL_FLAG(std::string, model, "lloyd-onehot", "model name (kmt models lists them)");
-ABSL_FLAG(int, k, 10, "clusters");
-ABSL_FLAG(int, iterations, 20, "layers, i.e. Lloyd's iterations for exact models");
+ABSL_FLAG(int, k, kmt::ResidentJobOptions{}.k, "clusters");
+ABSL_FLAG(int, iterations, kmt::ResidentJobOptions{}.iterations,
+          "layers, i.e. Lloyd's iterations for exact models");
 ABSL_FLAG(std::string, init, "",
           "initial centers: kmeans++ (greedy), plain-kmeans++, random or given (--centers_in); "
           "empty: the model's default (`kmt models`; greedy k-means++ for the exact models)");
 ABSL_FLAG(std::string, centers_in, "", "CSV of k initial centers, one per line, for --init=given");
-ABSL_FLAG(uint64_t, seed, 1, "seed of the initialisation (and of kmedoids' draws)");
+ABSL_FLAG(uint64_t, seed, kmt::ResidentJobOptions{}.seed,
+          "seed of the initialisation (and of kmedoids' draws)");
 ABSL_FLAG(std::string, parameters, "",
           "the algorithm's parameters, name=value separated by commas (e.g. beta=2 for "
           "soft-kmeans); a name left out takes the model's default (kmt models lists each "
           "model's parameters, defaults and ranges)");
 ABSL_FLAG(int, d, 0, "dimensions of a float32 input; bench: dimensions of the generated batches");
-ABSL_FLAG(int, window, 8, "batches in flight on one stream");
-ABSL_FLAG(int, batches_per_stream, 64,
+ABSL_FLAG(int, window, kmt::ClientOptions{}.window, "batches in flight on one stream");
+ABSL_FLAG(int, batches_per_stream, kmt::ClientOptions{}.batches_per_stream,
           "batches one stream carries before a new one is opened (and balanced anew)");
-ABSL_FLAG(int, streams, 1,
+ABSL_FLAG(int, streams, kmt::ClientOptions{}.streams,
           "cluster: streams at once (round-robin spreads them over the --server addresses); "
           "whole mode: shards (and streams) per replica");
-ABSL_FLAG(int, max_attempts, 3,
+ABSL_FLAG(int, max_attempts, kmt::ClientOptions{}.max_attempts,
           "sends of a batch answered UNAVAILABLE, the first included; whole mode: moves of "
           "shards whose replica failed");
-ABSL_FLAG(absl::Duration, timeout, absl::InfiniteDuration(), "deadline of each stream");
-ABSL_FLAG(bool, tls, false, "connect with TLS, trusting the system's CAs (implied by --tls_ca)");
+ABSL_FLAG(absl::Duration, timeout, kmt::ClientOptions{}.stream_timeout, "deadline of each stream");
+ABSL_FLAG(bool, tls, kmt::ClientTls{}.enabled,
+          "connect with TLS, trusting the system's CAs (implied by --tls_ca)");
 ABSL_FLAG(std::string, tls_ca, "", "PEM file of the CA to trust for the server's certificate");
 ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate, for servers that require one");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");

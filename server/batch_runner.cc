@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/engine.h"
+#include "proto/batch_error.h"
 #include "proto/request.h"
-#include "server/grpc_status.h"
 
 namespace kmt {
 namespace {
@@ -70,12 +70,10 @@ absl::Status Run(const ModelRegistry& registry, const Limits& limits, const v1::
 }  // namespace
 
 v1::ClusterResponse ErrorResponse(const v1::ClusterRequest& request, const absl::Status& status) {
-  const grpc::Status wire = ToGrpcStatus(status);
   v1::ClusterResponse response;
   response.set_request_id(request.request_id());
   response.set_model(request.model());
-  response.mutable_error()->set_code(static_cast<int>(wire.error_code()));
-  response.mutable_error()->set_message(wire.error_message());
+  *response.mutable_error() = ToBatchError(status);
   return response;
 }
 

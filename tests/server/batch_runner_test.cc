@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "core/engine.h"
+#include "proto/batch_error.h"
 #include "proto/request.h"
-#include "server/grpc_status.h"
 
 namespace kmt {
 namespace {
