@@ -12,12 +12,14 @@
 namespace kmt {
 
 // The request's points, k, initialisation and options, validated once
-// (Batch::Validate). The shape fields n, d and k are checked against the
-// values carried.
+// (Batch::Validate). Points and centers come from their repeated fields or
+// their raw float32 bytes (proto/raw_payload.h); the shape fields n, d and k
+// are checked against the values carried.
 absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& request);
 
-// Labels (unless omitted), centers, objective, layer objectives (if asked),
-// layers run, empty-cluster events and cluster sums (if asked).
+// Labels (unless omitted) and centers, as raw bytes if the request asked for
+// a raw response; objective, layer objectives (if asked), layers run,
+// empty-cluster events and cluster sums (if asked).
 void FillResponse(const v1::ClusterRequest& request, const RunResult<float>& run,
                   v1::ClusterResponse* response);
 

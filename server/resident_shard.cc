@@ -7,6 +7,7 @@
 #include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/validation.h"
+#include "proto/raw_payload.h"
 
 namespace kmt {
 namespace {
@@ -56,14 +57,25 @@ absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* o
                                                    ", the shard's first said n = ", points_.cols(),
                                                    ", d = ", points_.rows()));
   }
-  const int64_t values = chunk.points_size();
+  const bool raw = !chunk.points_f32().empty();
+  if (raw && chunk.points_size() > 0) {
+    return absl::InvalidArgumentError("points and points_f32 are both set; send one of them");
+  }
+  if (raw && chunk.points_f32().size() % 4 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("points_f32 has ", chunk.points_f32().size(),
+                                                   " bytes, not a whole number of float32 values"));
+  }
+  const int64_t values = raw ? chunk.points_f32().size() / 4 : chunk.points_size();
   if (values % d != 0 || values / d > n - received_) {
     return absl::InvalidArgumentError(
         absl::StrCat("a chunk of ", values, " values after ", received_, " of n = ", n,
                      " points: needs a multiple of d = ", d, " and at most the points left"));
   }
-  if (values > 0) {
-    std::memcpy(points_.data() + received_ * d, chunk.points().data(), values * sizeof(float));
+  float* const at = points_.data() + received_ * d;
+  if (raw) {
+    DecodeFloat32(chunk.points_f32(), at);
+  } else if (values > 0) {
+    std::memcpy(at, chunk.points().data(), values * sizeof(float));
   }
   received_ += values / d;
   // Checked once, when complete: a NaN in the shard ends the job.
@@ -87,7 +99,10 @@ absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* 
     return absl::InvalidArgumentError(
         absl::StrCat("k = ", step.k(), ", must be between 1 and ", limits_.max_k));
   }
-  absl::StatusOr<Matrix<float>> centers = CentersFromRowMajor<float>(step.centers(), step.k(), d);
+  absl::StatusOr<Matrix<float>> centers =
+      step.centers_f32().empty()
+          ? CentersFromRowMajor<float>(step.centers(), step.k(), d)
+          : RawMatrix({"centers", "k", step.k(), "d", d}, step.centers_size(), step.centers_f32());
   if (!centers.ok()) return centers.status();
   if (absl::Status s = ValidateCenterValues(*centers, d); !s.ok()) return s;
   Labels labels;

@@ -6,11 +6,20 @@
         ...                                          # every batch its own task
     whole = client.fit(points, k=10)                 # Lloyd's over all the points
 
+Arrays travel as raw little-endian float32 / int32 bytes (one copy each way,
+no per-value conversion) unless the client is made with raw=False. The server
+is stateless, so a batch answered UNAVAILABLE, or left unanswered by a stream
+that broke with UNAVAILABLE, is sent again on a new stream (which round-robin
+may place on another replica), as the C++ client does.
+
 `fit` runs exact Lloyd's over a dataset of any size: each pass sends every
 batch with the current centers and no layer, and adds up the per-center point
 counts and coordinate sums the server returns (docs/api.md, section 5).
 """
+import collections
 import dataclasses
+import threading
+import time
 
 import grpc
 import numpy as np
@@ -26,15 +35,32 @@ INITS = {
     "given": pb.INIT_GIVEN,
 }
 
+# The wire's raw encodings.
+FLOAT32 = np.dtype("<f4")
+INT32 = np.dtype("<i4")
 
-class ClusterError(Exception):
+
+class ServiceError(Exception):
+    """A call the service could not complete: `code` is a grpc.StatusCode."""
+
+    def __init__(self, code, message):
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+    def __str__(self):
+        return f"{self.code.name}: {self.message}"
+
+
+class ClusterError(ServiceError):
     """A batch the server answered with an error."""
 
     def __init__(self, request_id, code, message):
-        super().__init__(f"{request_id}: {code.name}: {message}")
+        super().__init__(code, message)
         self.request_id = request_id
-        self.code = code  # a grpc.StatusCode
-        self.message = message
+
+    def __str__(self):
+        return f"{self.request_id}: {super().__str__()}"
 
 
 @dataclasses.dataclass
@@ -47,6 +73,10 @@ class Result:
     layer_objectives: np.ndarray  # after each layer, if asked for
     iterations_run: int
     model: str
+    converged: bool = False       # stopped before `iterations` layers
+    distances: np.ndarray = None  # if asked: (n,) to the nearest center, or (n, k)
+    restart_objectives: np.ndarray = None  # each restart's objective, if restarts ran
+    best_restart: int = 0
 
 
 @dataclasses.dataclass
@@ -71,20 +101,220 @@ def batches(points, batch_size, min_size=1):
         yield points[start:end]
 
 
-def _status(code):
+def status_code(code):
+    """The grpc.StatusCode of a numeric code."""
     return next((c for c in grpc.StatusCode if c.value[0] == code), grpc.StatusCode.UNKNOWN)
 
 
-class Client:
-    """One channel to a server (or to several: "dns:///host:port" with
-    round-robin over every address)."""
+def float32_bytes(values):
+    """An array's values as the wire's raw float32 bytes: one conversion if
+    the array is not already C-ordered little-endian float32, then one copy."""
+    return np.ascontiguousarray(values, dtype=FLOAT32).tobytes()
 
-    def __init__(self, target="localhost:50051", max_message_bytes=64 << 20, timeout=None):
+
+def _floats(raw, repeated):
+    """A response's float32 values, from its raw field or its repeated one."""
+    if raw:
+        return np.frombuffer(raw, dtype=FLOAT32)
+    return np.asarray(repeated, dtype=np.float32)
+
+
+def _read(path, what):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise OSError(f"cannot read {what} {path}: {e.strerror}") from e
+
+
+def channel(target, options=(), tls=False, ca=None, cert=None, key=None, server_name=None):
+    """A gRPC channel to `target`: plaintext, or TLS when `tls` is true or
+    any file is given. `ca` is the PEM CA to trust (None: the system's roots),
+    `cert` and `key` the client's PEM certificate and key for mutual TLS, and
+    `server_name` the name to verify in the server's certificate when it is
+    not the target's host."""
+    options = list(options)
+    if not (tls or ca or cert or key):
+        return grpc.insecure_channel(target, options=options)
+    if bool(cert) != bool(key):
+        raise ValueError("mutual TLS needs both a client certificate and its key")
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=_read(ca, "CA") if ca else None,
+        private_key=_read(key, "key") if key else None,
+        certificate_chain=_read(cert, "certificate") if cert else None)
+    if server_name:
+        options.append(("grpc.ssl_target_name_override", server_name))
+    return grpc.secure_channel(target, credentials, options=options)
+
+
+class _Entry:
+    """A batch of one Cluster call: its place in the caller's order and its
+    sends so far."""
+    __slots__ = ("index", "attempts", "request")
+
+    def __init__(self, index, request):
+        self.index, self.attempts, self.request = index, 0, request
+
+
+class _Call:
+    """One Cluster call over as many streams as it takes: each stream writes
+    retries first, then new requests, at most `window` unanswered, and ends
+    its writes after `batches_per_stream` or once a batch came back
+    UNAVAILABLE; what a stream leaves unanswered goes to the next one."""
+
+    def __init__(self, client, requests):
+        self.client = client
+        self.source = iter(requests)
+        self.next_index = 0
+        self.exhausted = False
+        self.retry = []      # entries to send again, in request order
+        self.done = {}       # index -> response, answered and not yet yielded
+        self.next_delivery = 0
+        self.failed_streams = 0  # in a row, without an answer
+
+    def _next(self):
+        if self.retry:
+            return self.retry.pop(0)
+        if self.exhausted:
+            return None
+        request = next(self.source, None)
+        if request is None:
+            self.exhausted = True
+            return None
+        entry = _Entry(self.next_index, request)
+        self.next_index += 1
+        return entry
+
+    def responses(self):
+        """The responses, in request order."""
+        first = True
+        while self.retry or not self.exhausted:
+            if not first and (self.retry or self.failed_streams):
+                # Back off before a stream that re-sends, more after each failure.
+                attempts = max(self.failed_streams, self.retry[0].attempts if self.retry else 0)
+                time.sleep(min(2.0, 0.05 * (1 << min(attempts, 6))))
+            first = False
+            yield from self._stream()
+        while self.next_delivery in self.done:
+            yield self._deliver()
+
+    def _deliver(self):
+        response = self.done.pop(self.next_delivery)
+        self.next_delivery += 1
+        return response
+
+    def _stream(self):
+        client = self.client
+        lock = threading.Condition()
+        sent = collections.deque()  # on this stream, unanswered, in order
+        requeue = []
+        # Set under the lock: once "stop" is, writes() takes no more batches.
+        state = {"stop": False, "source_error": None}
+
+        def writes():
+            # Runs on gRPC's thread; the caller's requests are read here.
+            for _ in range(client.batches_per_stream):
+                with lock:
+                    lock.wait_for(lambda: state["stop"] or len(sent) < client.window)
+                    if state["stop"]:
+                        return
+                    try:
+                        entry = self._next()
+                    except Exception as e:  # the caller's own, raised on the caller's thread
+                        state["source_error"] = e
+                        self.exhausted = True
+                        entry = None
+                    if entry is None:
+                        return
+                    entry.attempts += 1
+                    sent.append(entry)
+                yield entry.request
+
+        call = client.stub.Cluster(writes(), timeout=client.timeout)
+        status, details, answered = grpc.StatusCode.OK, "", False
+        try:
+            for response in call:
+                with lock:
+                    if not sent:  # more responses than requests: not our server
+                        call.cancel()
+                        raise ServiceError(grpc.StatusCode.INTERNAL,
+                                           "the server answered more batches than were sent")
+                    entry = sent.popleft()
+                    lock.notify_all()
+                answered = True
+                self.failed_streams = 0
+                if (response.error.code == grpc.StatusCode.UNAVAILABLE.value[0]
+                        and entry.attempts < client.max_attempts):
+                    # The server is draining: the batch goes out again, on a
+                    # fresh stream once this one has ended.
+                    with lock:
+                        state["stop"] = True
+                        lock.notify_all()
+                    client.resent += 1
+                    requeue.append(entry)
+                    continue
+                self.done[entry.index] = response
+                while self.next_delivery in self.done:
+                    yield self._deliver()
+        except grpc.RpcError as e:
+            status, details = e.code(), e.details()
+        finally:
+            with lock:
+                state["stop"] = True
+                lock.notify_all()
+            call.cancel()  # a no-op once the call is over; ends it if the caller stopped reading
+        if state["source_error"] is not None:
+            raise state["source_error"]
+        retriable = status in (grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE)
+        for entry in sent:
+            if not retriable or entry.attempts >= client.max_attempts:
+                why = "stream ended early" if status == grpc.StatusCode.OK else details
+                raise ServiceError(
+                    status if status != grpc.StatusCode.OK else grpc.StatusCode.UNAVAILABLE,
+                    f"batch '{entry.request.request_id}' unanswered after {entry.attempts} "
+                    f"attempts: {why}")
+            client.resent += 1
+            requeue.append(entry)
+        if not retriable:
+            raise ServiceError(status, details)
+        if status != grpc.StatusCode.OK and not answered:
+            self.failed_streams += 1
+            if self.failed_streams >= client.max_attempts:
+                raise ServiceError(status, f"{self.failed_streams} streams in a row failed "
+                                           f"without an answer: {details}")
+        self.retry = sorted(self.retry + requeue, key=lambda e: e.index)
+
+
+class Client:
+    """One channel to a server (or to several: "dns:///host:port" or
+    "ipv4:a:p,b:q" with round-robin over every address).
+
+    `timeout` is the deadline in seconds of each call (each stream of
+    cluster_batches, each models()); None: none. `tls`, `ca`, `cert`, `key`
+    and `server_name` are as in channel(). `max_attempts` sends of one batch
+    on UNAVAILABLE, the first included; `window` batches in flight on one
+    stream; `batches_per_stream` before a stream ends and the next is
+    balanced anew. `raw=False` sends and reads repeated fields instead of raw
+    bytes (for servers that predate them)."""
+
+    def __init__(self, target="localhost:50051", max_message_bytes=64 << 20, timeout=None, *,
+                 tls=False, ca=None, cert=None, key=None, server_name=None, max_attempts=3,
+                 window=8, batches_per_stream=64, raw=True):
+        if max_attempts < 1 or window < 1 or batches_per_stream < 1:
+            raise ValueError(f"max_attempts {max_attempts}, window {window}, batches_per_stream "
+                             f"{batches_per_stream}: each must be at least 1")
+        self.target = target
         self.timeout = timeout
-        self.channel = grpc.insecure_channel(target, options=[
+        self.max_attempts = max_attempts
+        self.window = window
+        self.batches_per_stream = batches_per_stream
+        self.raw = raw
+        self.resent = 0  # batches sent again after UNAVAILABLE, over this client's life
+        self.channel = channel(target, options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
-            ("grpc.lb_policy_name", "round_robin")])
+            ("grpc.lb_policy_name", "round_robin")],
+            tls=tls, ca=ca, cert=cert, key=key, server_name=server_name)
         self.stub = rpc.KMeansTransformerStub(self.channel)
 
     def close(self):
@@ -98,62 +328,92 @@ class Client:
 
     def models(self):
         """The served models (kmt.v1.ModelInfo messages)."""
-        return list(self.stub.ListModels(pb.ListModelsRequest(), timeout=self.timeout).models)
+        try:
+            return list(self.stub.ListModels(pb.ListModelsRequest(), timeout=self.timeout).models)
+        except grpc.RpcError as e:
+            raise ServiceError(e.code(), e.details()) from e
 
-    @staticmethod
-    def request(points, k, model="lloyd-onehot", iterations=20, init=None, seed=1,
-                centers=None, request_id="", **fields):
+    def request(self, points, k, model="lloyd-onehot", iterations=20, init=None, seed=1,
+                centers=None, weights=None, parameters=None, request_id="", **fields):
         """A ClusterRequest for an (n, d) array. `init` is a key of INITS;
         None leaves it to the model's default (ModelInfo.default_init).
-        `fields` are any other request fields: parameters (the algorithm's,
-        a dict such as {"beta": 2}), return_trajectory, ..."""
-        points = np.ascontiguousarray(points, dtype=np.float32)
+        `centers` (k, d) are given initial centers, `weights` (n,) per-point
+        weights, `parameters` the algorithm's parameters by name, as
+        ModelInfo.parameters names them ({"beta": 2.0}). `fields` are any
+        other request fields: return_trajectory, tol, n_init, ..."""
+        points = np.asarray(points)
         if points.ndim != 2:
             raise ValueError(f"points has shape {points.shape}, expected (n, d)")
+        for name in ("beta", "tau", "gamma"):
+            if name in fields:
+                raise TypeError(f"{name} is an algorithm parameter: pass "
+                                f"parameters={{'{name}': ...}}")
         if centers is not None:
             init = "given"
         if init is not None:
             fields["init"] = INITS[init]
         r = pb.ClusterRequest(request_id=request_id, model=model, n=points.shape[0],
-                              d=points.shape[1], k=k, iterations=iterations, seed=seed, **fields)
-        r.points.extend(points.ravel())
-        if centers is not None:
-            r.centers.extend(np.ascontiguousarray(centers, dtype=np.float32).ravel())
+                              d=points.shape[1], k=k, iterations=iterations, seed=seed,
+                              raw_response=self.raw, **fields)
+        if parameters:
+            r.parameters.update(parameters)
+        for name, values in (("points", points), ("centers", centers), ("weights", weights)):
+            if values is None:
+                continue
+            if self.raw:
+                setattr(r, f"{name}_f32", float32_bytes(values))
+            else:
+                getattr(r, name).extend(np.ascontiguousarray(values, dtype=np.float32).ravel())
         return r
 
-    def _stream(self, requests):
-        """Sends the requests on one stream; yields the responses in order,
-        raising ClusterError for a failed batch."""
-        for r in self.stub.Cluster(requests, timeout=self.timeout):
+    def stream(self, requests):
+        """Sends ClusterRequests (any iterable, read as the stream needs
+        them) and yields the responses in order, UNAVAILABLE retried; raises
+        ClusterError for a failed batch and ServiceError for a call that
+        retries could not cure (DEADLINE_EXCEEDED after `timeout`, ...)."""
+        for r in _Call(self, requests).responses():
             if r.HasField("error"):
-                raise ClusterError(r.request_id, _status(r.error.code), r.error.message)
+                raise ClusterError(r.request_id, status_code(r.error.code), r.error.message)
             yield r
 
     @staticmethod
-    def _result(r, d):
-        return Result(request_id=r.request_id, labels=np.asarray(r.labels, dtype=np.int32),
-                      centers=np.asarray(r.centers, dtype=np.float32).reshape(-1, d),
+    def result(r, d, k, all_distances=False):
+        """A ClusterResponse of a batch in d dimensions with k clusters as a
+        Result; `all_distances`: the request asked for DISTANCES_ALL. Raw
+        arrays are views of the response's bytes (read-only)."""
+        labels = (np.frombuffer(r.labels_i32, dtype=INT32) if r.labels_i32
+                  else np.asarray(r.labels, dtype=np.int32))
+        distances = _floats(r.distances_f32, r.distances)
+        return Result(request_id=r.request_id, labels=labels,
+                      centers=_floats(r.centers_f32, r.centers).reshape(-1, d),
                       objective=r.objective,
                       layer_objectives=np.asarray(r.layer_objectives, dtype=np.float64),
-                      iterations_run=r.iterations_run, model=r.model)
+                      iterations_run=r.iterations_run, model=r.model, converged=r.converged,
+                      distances=(distances.reshape(-1, k) if all_distances else distances)
+                      if distances.size else None,
+                      restart_objectives=np.asarray(r.restart_objectives, dtype=np.float64),
+                      best_restart=r.best_restart)
 
     def cluster(self, points, k, **options):
         """Clusters one batch; options as in request()."""
-        return next(self.cluster_batches([points], k, **options))
+        # Read to the end, so that the stream ends rather than being cancelled.
+        (result,) = self.cluster_batches([points], k, **options)
+        return result
 
     def cluster_batches(self, blocks, k, **options):
         """Clusters every array of `blocks` (any iterable, e.g. batches())
         as its own task on one stream, yielding a Result per block in order.
         Blocks are read as the stream needs them, so memory stays bounded."""
         dims = []
+        all_distances = options.get("return_distances") == pb.DISTANCES_ALL
 
         def requests():
             for i, block in enumerate(blocks):
                 r = self.request(block, k, request_id=f"batch-{i}", **options)
                 dims.append(r.d)
                 yield r
-        for i, r in enumerate(self._stream(requests())):
-            yield self._result(r, dims[i])
+        for i, r in enumerate(self.stream(requests())):
+            yield self.result(r, dims[i], k, all_distances)
 
     def fit(self, points, k, iterations=20, batch_size=4096, init=None, seed=1,
             centers=None, sample_size=65536, model="lloyd-onehot"):
@@ -167,14 +427,14 @@ class Client:
             rows = np.random.default_rng(seed).choice(n, size=min(n, sample_size), replace=False)
             centers = self.cluster(points[np.sort(rows)], k, model=model, iterations=0,
                                    init=init, seed=seed).centers
-        centers = np.asarray(centers, dtype=np.float32).reshape(k, d)
+        centers = np.array(centers, dtype=np.float32).reshape(k, d)
 
         def one_pass(centers, sums):
             requests = (self.request(block, k, model=model, iterations=0, centers=centers,
                                      request_id=f"batch-{i}", return_cluster_sums=sums,
                                      omit_labels=sums)
                         for i, block in enumerate(batches(points, batch_size, min_size=k)))
-            return self._stream(requests)
+            return self.stream(requests)
 
         passes = 0
         for passes in range(1, iterations + 1):
@@ -190,7 +450,7 @@ class Client:
             centers = updated
         labels, objective = [], 0.0
         for r in one_pass(centers, False):
-            labels.append(np.asarray(r.labels, dtype=np.int32))
+            labels.append(self.result(r, d, k).labels)
             objective += r.objective
         return FitResult(labels=np.concatenate(labels), centers=centers, objective=objective,
                          passes=passes)

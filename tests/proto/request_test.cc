@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/engine.h"
+#include "proto/raw_payload.h"
 
 namespace kmt {
 namespace {
@@ -47,6 +48,70 @@ TEST(Request, FieldsBecomeTheBatch) {
   const BatchSpec<float>& given = with_centers->spec();
   EXPECT_EQ(given.given_centers.cols(), 2);
   EXPECT_EQ(given.given_centers(0, 1), 10);
+}
+
+// Raw float32 bytes of `values` (raw_payload_test checks them byte by byte).
+std::string Bytes(const std::vector<float>& values) {
+  std::string bytes;
+  EncodeFloat32(values, &bytes);
+  return bytes;
+}
+
+// The request's points and centers moved to their raw fields.
+v1::ClusterRequest Raw(v1::ClusterRequest r) {
+  r.set_points_f32(Bytes({r.points().begin(), r.points().end()}));
+  r.clear_points();
+  if (r.centers_size() > 0) {
+    r.set_centers_f32(Bytes({r.centers().begin(), r.centers().end()}));
+    r.clear_centers();
+  }
+  return r;
+}
+
+TEST(Request, RawBytesGiveTheBatchOfTheRepeatedFields) {
+  v1::ClusterRequest r = Request();
+  r.set_init(v1::INIT_GIVEN);
+  // Values whose bytes differ from each other and in every position.
+  r.set_points(3, -1.5e-7f);
+  r.set_points(6, 3.25e5f);
+  for (float v : {0.f, 0.1f, 10.f, 10.5f}) r.add_centers(v);
+  const absl::StatusOr<Batch<float>> repeated = BatchFromRequest(r);
+  const absl::StatusOr<Batch<float>> raw = BatchFromRequest(Raw(r));
+  ASSERT_TRUE(repeated.ok()) << repeated.status();
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_EQ(raw->spec().points, repeated->spec().points);
+  EXPECT_EQ(raw->spec().given_centers, repeated->spec().given_centers);
+  EXPECT_EQ(raw->spec().points(1, 1), -1.5e-7f);
+}
+
+TEST(Request, BadRawPayloadsAreNamed) {
+  v1::ClusterRequest r = Raw(Request());
+  r.mutable_points_f32()->pop_back();
+  EXPECT_EQ(BatchFromRequest(r).status().message(),
+            "points_f32 has 31 bytes, expected n*d*4 = 4*2*4");
+  r = Raw(Request());
+  r.mutable_points_f32()->append(8, '\0');
+  EXPECT_EQ(BatchFromRequest(r).status().message(),
+            "points_f32 has 40 bytes, expected n*d*4 = 4*2*4");
+  r = Raw(Request());
+  r.add_points(1);
+  EXPECT_EQ(BatchFromRequest(r).status().message(),
+            "points and points_f32 are both set; send one of them");
+  r = Raw(Request());
+  r.set_n(-4);
+  EXPECT_EQ(BatchFromRequest(r).status().code(), absl::StatusCode::kInvalidArgument);
+  r = Raw(Request());
+  r.set_points_f32(Bytes({0, 0, 0, 1, 10, 10, 10, NAN}));
+  EXPECT_EQ(BatchFromRequest(r).status().message(), "point 3 has NaN in dimension 1");
+
+  r = Request();
+  r.set_init(v1::INIT_GIVEN);
+  r.set_centers_f32(Bytes({0, 0, 10}));
+  EXPECT_EQ(BatchFromRequest(r).status().message(),
+            "centers_f32 has 12 bytes, expected k*d*4 = 2*2*4");
+  r.add_centers(1);
+  EXPECT_EQ(BatchFromRequest(r).status().message(),
+            "centers and centers_f32 are both set; send one of them");
 }
 
 TEST(Request, EachInitValueNamesItsMethod) {
@@ -126,6 +191,27 @@ TEST(Request, TheResponseCarriesWhatWasAskedFor) {
   EXPECT_EQ(lean.layer_objectives_size(), 0);
   EXPECT_EQ(lean.center_counts_size(), 0);
   EXPECT_EQ(lean.centers_size(), 4);
+}
+
+TEST(Request, ARawResponseCarriesTheValuesAsBytesOnly) {
+  v1::ClusterRequest r = Request();
+  r.set_init(v1::INIT_GIVEN);
+  for (float v : {0.f, 0.f, 10.f, 10.f}) r.add_centers(v);
+  r.set_raw_response(true);
+  const RunResult<float> run = *Cluster(ExactModels<float>()[0], *BatchFromRequest(r));
+  v1::ClusterResponse response;
+  FillResponse(r, run, &response);
+  EXPECT_EQ(response.labels_size(), 0);
+  EXPECT_EQ(response.centers_size(), 0);
+  EXPECT_EQ(response.labels_i32(), std::string("\0\0\0\0\0\0\0\0\x01\0\0\0\x01\0\0\0", 16));
+  EXPECT_EQ(response.centers_f32(), Bytes({0, 0.5, 10, 10.5}));
+  EXPECT_EQ(response.objective(), 1.0);
+
+  r.set_omit_labels(true);
+  v1::ClusterResponse lean;
+  FillResponse(r, run, &lean);
+  EXPECT_TRUE(lean.labels_i32().empty());
+  EXPECT_EQ(lean.centers_f32().size(), 16u);
 }
 
 }  // namespace

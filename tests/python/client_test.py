@@ -1,8 +1,11 @@
 """The Python client (python/kmt) against a real kmt-server: numpy arrays in
-and out, errors as exceptions, batches streamed in order, Lloyd's over a
-whole dataset equal to Lloyd's on all points at once, stubs generated on
-first use from any working directory or at install, and the docs' example."""
+and out, raw payloads equal to repeated fields, errors as exceptions,
+batches streamed in order, Lloyd's over a whole dataset equal to Lloyd's on
+all points at once, deadlines, stubs generated at import from any working
+directory without a trace or at install (pip or the script), and the docs'
+example."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -87,6 +90,58 @@ class ClientTest(unittest.TestCase):
                                      parameters={"gamma": 2.0}, return_trajectory=True)
         self.assertEqual(result.model, "kmedoids")
         self.assertEqual(result.layer_objectives.shape, (5,))
+        request = self.client.request(points, 3, model="soft-kmeans", parameters={"beta": 4.0})
+        self.assertEqual(dict(request.parameters), {"beta": 4.0})
+        with self.assertRaises(TypeError) as caught:
+            self.client.request(points, 3, model="soft-kmeans", beta=4.0)
+        self.assertIn("parameters={'beta'", str(caught.exception))
+
+    def test_raw_payloads_answer_as_repeated_fields(self):
+        points = blobs(3000, 5, 4, spread=1.0)
+        start = points[10:14]
+        weights = np.linspace(0.5, 2, 3000)
+        with kmt.Client(self.server.address, timeout=120, raw=False) as repeated:
+            # Raw by default: bytes on the wire both ways, repeated fields empty.
+            request = self.client.request(points, 4, centers=start, weights=weights)
+            self.assertEqual(len(request.points), 0)
+            self.assertEqual(request.points_f32, points.astype("<f4").tobytes())
+            self.assertEqual(request.centers_f32, start.astype("<f4").tobytes())
+            self.assertEqual(np.frombuffer(request.weights_f32, "<f4").tolist(),
+                             weights.astype(np.float32).tolist())
+            self.assertTrue(request.raw_response)
+            plain = repeated.request(points, 4, centers=start, weights=weights)
+            self.assertEqual((plain.points_f32, plain.raw_response), (b"", False))
+            self.assertEqual(list(plain.weights), weights.astype(np.float32).tolist())
+            # float64, Fortran order and integers are converted once.
+            for given in (points.astype(np.float64), np.asfortranarray(points),
+                          np.rint(points * 100).astype(np.int64)):
+                with self.subTest(dtype=given.dtype, fortran=given.flags.f_contiguous):
+                    raw = self.client.cluster(given, k=4, iterations=6, centers=start)
+                    want = repeated.cluster(given, k=4, iterations=6, centers=start)
+                    self.assertEqual(raw.labels.dtype, np.int32)
+                    self.assertEqual(raw.centers.dtype, np.float32)
+                    np.testing.assert_array_equal(raw.labels, want.labels)
+                    np.testing.assert_array_equal(raw.centers, want.centers)
+                    self.assertEqual(raw.objective, want.objective)
+            raw = list(self.client.cluster_batches(kmt.batches(points, 700, min_size=4), k=4,
+                                                   iterations=3, seed=9))
+            want = list(repeated.cluster_batches(kmt.batches(points, 700, min_size=4), k=4,
+                                                 iterations=3, seed=9))
+            self.assertEqual(len(raw), 5)
+            for a, b in zip(raw, want):
+                np.testing.assert_array_equal(a.labels, b.labels)
+                np.testing.assert_array_equal(a.centers, b.centers)
+            a = self.client.fit(points, k=4, iterations=5, batch_size=700, centers=start)
+            b = repeated.fit(points, k=4, iterations=5, batch_size=700, centers=start)
+            np.testing.assert_array_equal(a.labels, b.labels)
+            np.testing.assert_array_equal(a.centers, b.centers)
+
+    def test_a_call_past_its_deadline_raises_deadline_exceeded(self):
+        points = blobs(60000, 32, 16, spread=2.0)
+        with kmt.Client(self.server.address, timeout=0.05) as hasty:
+            with self.assertRaises(kmt.ServiceError) as caught:
+                list(hasty.cluster_batches([points] * 4, k=16, iterations=200))
+        self.assertEqual(caught.exception.code.name, "DEADLINE_EXCEEDED")
 
     def test_a_failed_batch_raises_with_its_code(self):
         with self.assertRaises(kmt.ClusterError) as caught:
@@ -127,37 +182,55 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(whole.centers.shape, (5, 2))
         self.assertLess(whole.passes, 20)  # well separated blobs settle
 
-    def test_stubs_are_generated_on_first_use_from_any_directory(self):
+    def test_stubs_generated_at_import_leave_nothing_behind(self):
         with tempfile.TemporaryDirectory() as work:
-            cache = os.path.join(work, "cache")
+            home, temp = os.path.join(work, "home"), os.path.join(work, "tmp")
+            os.makedirs(home)
+            os.makedirs(temp)
             out = run_python(
                 f"import kmt; print(len(kmt.Client('{self.server.address}').models()))",
-                cwd=work, PYTHONPATH=os.path.join(SOURCE_DIR, "python"), XDG_CACHE_HOME=cache)
+                cwd=work, PYTHONPATH=os.path.join(SOURCE_DIR, "python"), HOME=home, TMPDIR=temp,
+                XDG_CACHE_HOME=os.path.join(work, "cache"))
             self.assertEqual(out.strip(), "15")  # nine exact, six learned
-            (stubs,) = os.listdir(os.path.join(cache, "kmt"))
-            self.assertEqual(sorted(f for f in os.listdir(os.path.join(cache, "kmt", stubs))
-                                    if f.endswith(".py")),
-                             ["kmeans_transformer_pb2.py", "kmeans_transformer_pb2_grpc.py"])
+            self.assertEqual(os.listdir(home), [])
+            self.assertEqual(os.listdir(temp), [])
+            self.assertFalse(os.path.exists(os.path.join(work, "cache")))
+
+    def test_pip_installs_a_package_with_its_stubs(self):
+        with tempfile.TemporaryDirectory() as work:
+            # A copy of the checkout's parts, so the build leaves nothing in it.
+            shutil.copytree(os.path.join(SOURCE_DIR, "python"), os.path.join(work, "src/python"),
+                            ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+            shutil.copytree(os.path.join(SOURCE_DIR, "proto"), os.path.join(work, "src/proto"))
+            target, home = os.path.join(work, "site"), os.path.join(work, "home")
+            os.makedirs(home)
+            subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
+                            "--no-deps", "--no-index", "--no-cache-dir", "--target", target,
+                            os.path.join(work, "src/python")],
+                           check=True, capture_output=True, timeout=300)
+            shutil.rmtree(os.path.join(work, "src"))
+            out = run_python(
+                f"import kmt; print(kmt.__file__); print(len(kmt.Client('{self.server.address}')"
+                ".models()))", cwd="/", PYTHONPATH=target, HOME=home, PATH="/nonexistent")
+            self.assertEqual(out.split(), [os.path.join(target, "kmt", "__init__.py"), "15"])
+            self.assertEqual(os.listdir(home), [])
 
     def test_installed_package_needs_neither_the_checkout_nor_protoc(self):
         with tempfile.TemporaryDirectory() as work:
             target = os.path.join(work, "site")
             subprocess.run([os.path.join(SOURCE_DIR, "scripts/install-python-client.sh"), target],
                            check=True, capture_output=True, timeout=120)
-            cache = os.path.join(work, "cache")
             out = run_python(
                 f"import kmt; print(kmt.__file__); print(len(kmt.Client('{self.server.address}')"
-                ".models()))", cwd="/", PYTHONPATH=target, XDG_CACHE_HOME=cache, PATH="/nonexistent")
+                ".models()))", cwd="/", PYTHONPATH=target, PATH="/nonexistent")
             self.assertEqual(out.split(), [os.path.join(target, "kmt", "__init__.py"), "15"])
-            self.assertFalse(os.path.exists(cache))
 
     def test_the_docs_example_runs_from_any_directory(self):
         with tempfile.TemporaryDirectory() as work:
             result = subprocess.run(
                 [sys.executable, os.path.join(SOURCE_DIR, "docs/examples/python_client.py"),
                  f"--server={self.server.address}"],
-                cwd=work, capture_output=True, text=True, timeout=300,
-                env={**os.environ, "XDG_CACHE_HOME": os.path.join(work, "cache")})
+                cwd=work, capture_output=True, text=True, timeout=300)
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertIn("1000 labels, 4 centers", result.stdout)
 

@@ -6,6 +6,7 @@
 #include "core/cluster_sums.h"
 #include "core/init.h"
 #include "core/random.h"
+#include "proto/raw_payload.h"
 
 namespace kmt {
 namespace {
@@ -53,6 +54,65 @@ TEST(ResidentShard, LoadsInChunksAndAssignsAsTheCore) {
             sums.counts);
   EXPECT_EQ(Eigen::Map<const Matrix<double>>(got.center_sums().data(), 3, 5), sums.sums);
   EXPECT_EQ(got.objective(), objective);
+}
+
+// The chunk's points moved to their raw bytes.
+v1::ShardChunk RawChunk(const Matrix<float>& points, int64_t first, int64_t count) {
+  v1::ShardChunk chunk = Chunk(points, first, count);
+  EncodeFloat32(chunk.points(), chunk.mutable_points_f32());
+  chunk.clear_points();
+  return chunk;
+}
+
+TEST(ResidentShard, RawChunksAndCentersGiveTheAnswerOfRepeatedOnes) {
+  const Matrix<float> points = Points(3, 1000);
+  const Matrix<float> centers = points.leftCols(5);
+  ResidentMemory memory(1 << 21);
+  ResidentShard repeated(&memory, Limits{}), raw(&memory, Limits{});
+  v1::JobResponse response;
+  ASSERT_TRUE(repeated.Load(Chunk(points, 0, 1000), &response).ok());
+  // Mixed encodings across chunks are fine: each chunk is read on its own.
+  ASSERT_TRUE(raw.Load(RawChunk(points, 0, 400), &response).ok());
+  ASSERT_TRUE(raw.Load(Chunk(points, 400, 100), &response).ok());
+  ASSERT_TRUE(raw.Load(RawChunk(points, 500, 500), &response).ok());
+  EXPECT_EQ(response.points_loaded(), 1000);
+  v1::AssignStep step;
+  step.set_k(5);
+  step.mutable_centers()->Add(centers.data(), centers.data() + centers.size());
+  step.set_return_labels(true);
+  v1::AssignStep raw_step = step;
+  EncodeFloat32(step.centers(), raw_step.mutable_centers_f32());
+  raw_step.clear_centers();
+  v1::JobResponse want, got;
+  ASSERT_TRUE(repeated.Assign(step, &want).ok());
+  ASSERT_TRUE(raw.Assign(raw_step, &got).ok());
+  EXPECT_EQ(got.SerializeAsString(), want.SerializeAsString());
+}
+
+TEST(ResidentShard, BadRawChunksAndCentersAreNamed) {
+  const Matrix<float> points = Points(2, 10);
+  ResidentMemory memory(1 << 20);
+  ResidentShard shard(&memory, Limits{});
+  v1::JobResponse response;
+  v1::ShardChunk odd = RawChunk(points, 0, 3);
+  odd.mutable_points_f32()->pop_back();
+  EXPECT_EQ(shard.Load(odd, &response).message(),
+            "points_f32 has 23 bytes, not a whole number of float32 values");
+  v1::ShardChunk both = RawChunk(points, 0, 3);
+  both.add_points(1);
+  EXPECT_EQ(shard.Load(both, &response).message(),
+            "points and points_f32 are both set; send one of them");
+  v1::ShardChunk half = RawChunk(points, 0, 3);
+  half.mutable_points_f32()->resize(4 * 5);
+  EXPECT_EQ(shard.Load(half, &response).message(),
+            "a chunk of 5 values after 0 of n = 10 points: needs a multiple of d = 2 and at most "
+            "the points left");
+  ASSERT_TRUE(shard.Load(RawChunk(points, 0, 10), &response).ok());
+  v1::AssignStep step;
+  step.set_k(2);
+  EncodeFloat32({0, 0, 1}, step.mutable_centers_f32());
+  EXPECT_EQ(shard.Assign(step, &response).message(),
+            "centers_f32 has 12 bytes, expected k*d*4 = 2*2*4");
 }
 
 TEST(ResidentShard, TooLargeAShardIsRefusedBeforeAnyPointIsKept) {

@@ -1,0 +1,127 @@
+"""Resident jobs from Python (kmt.fit_resident) on real kmt-server replicas:
+k-means++ over the shards chooses the server's centers for the seed,
+Lloyd's over the shards equals Lloyd's on all points at once, and a replica
+killed during the iterations or during k-means++ changes nothing."""
+import os
+import signal
+import sys
+import unittest
+
+import numpy as np
+
+SOURCE_DIR = os.environ["KMT_SOURCE_DIR"]
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests/deploy"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+
+import kmt  # noqa: E402
+from harness import Server  # noqa: E402
+
+K = 6
+
+
+def mixture(n, d, seed=21):
+    rng = np.random.default_rng(seed)
+    centers = rng.uniform(0, 4, size=(16, d))
+    return (centers[rng.integers(0, 16, size=n)] + rng.normal(0, 0.5, size=(n, d))).astype(
+        np.float32)
+
+
+POINTS = mixture(30000, 8)
+
+
+class ResidentTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.a = Server("--model_dir=", "--workers=1")
+        cls.b = Server("--model_dir=", "--workers=1")
+        cls.both = f"ipv4:{cls.a.address},{cls.b.address}"
+        cls.client = kmt.Client(cls.a.address, timeout=120)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        assert cls.a.stop() == 0
+        assert cls.b.stop() == 0
+
+    def test_kmeans_plus_plus_over_the_shards_chooses_the_servers_centers(self):
+        for plain, init in ((False, "kmeans++"), (True, "plain-kmeans++")):
+            with self.subTest(init=init):
+                got = kmt.fit_resident(self.both, POINTS, K, iterations=0, seed=4,
+                                       plain_seeding=plain, streams_per_server=2, timeout=120)
+                self.assertEqual(got.shards, 4)
+                want = self.client.cluster(POINTS, K, iterations=0, init=init, seed=4)
+                np.testing.assert_array_equal(got.centers, want.centers)
+                np.testing.assert_array_equal(got.labels, want.labels)
+
+    def test_lloyds_over_the_shards_is_lloyds_on_all_points(self):
+        start = POINTS[:K]
+        got = kmt.fit_resident(self.both, POINTS, K, centers=start, iterations=7,
+                               streams_per_server=2, chunk_bytes=64 << 10, timeout=120)
+        want = self.client.cluster(POINTS, K, iterations=7, centers=start)
+        self.assertEqual(got.iterations_run, 7)
+        np.testing.assert_array_equal(got.labels, want.labels)
+        # The double sums are added per shard here and per block in the
+        # server: their float means may differ by one rounding.
+        np.testing.assert_allclose(got.centers, want.centers, rtol=1e-6)
+        self.assertAlmostEqual(got.objective, want.objective, delta=1e-6 * want.objective)
+        self.assertEqual(len(got.objectives), 7)
+        # One replica or two, one shard each or two: the same bits.
+        one = kmt.fit_resident(self.a.address, POINTS, K, centers=start, iterations=7,
+                               streams_per_server=4, timeout=120)
+        np.testing.assert_array_equal(one.centers, got.centers)
+        self.assertEqual(one.objectives, got.objectives)
+
+    def test_an_error_of_the_job_itself_is_raised_naming_the_shard(self):
+        # d = 5000 is beyond the server's --max_d: not a replica failure, no move.
+        with self.assertRaises(kmt.ServiceError) as caught:
+            kmt.fit_resident(self.a.address, POINTS[:, :1].repeat(5000, axis=1)[:10], 2,
+                             iterations=1, timeout=60)
+        self.assertEqual(caught.exception.code.name, "INVALID_ARGUMENT")
+        self.assertIn(f"shard 0 on {self.a.address}", caught.exception.message)
+
+
+class ResidentFaultTest(unittest.TestCase):
+    def run_killed(self, when):
+        """A clean run and one where replica b is killed once a logged line
+        starts with `when`; both results."""
+        a = Server("--model_dir=", "--workers=1")
+        b = Server("--model_dir=", "--workers=1")
+        try:
+            both = f"ipv4:{a.address},{b.address}"
+            options = dict(iterations=6, seed=4, streams_per_server=2, timeout=120)
+            clean = kmt.fit_resident(both, POINTS, K, **options)
+            news = []
+
+            def log(line):
+                news.append(line)
+                if line.startswith(when):
+                    b.proc.send_signal(signal.SIGKILL)
+            killed = kmt.fit_resident(both, POINTS, K, log=log, **options)
+            self.assertTrue(any("failed" in line for line in news), news)
+            return clean, killed
+        finally:
+            a.stop()
+            b.stop()
+
+    def check_same(self, clean, killed):
+        self.assertEqual(killed.shard_moves, 2)  # b held two of the four shards
+        np.testing.assert_array_equal(killed.centers, clean.centers)
+        np.testing.assert_array_equal(killed.labels, clean.labels)
+        self.assertEqual(killed.objective, clean.objective)
+        self.assertEqual(killed.objectives, clean.objectives)
+
+    def test_a_replica_killed_mid_job_changes_nothing(self):
+        # After the third iteration's sums are in: the fourth finds its
+        # shards' streams broken.
+        clean, killed = self.run_killed("step 3 ")
+        self.assertGreaterEqual(clean.iterations_run, 4)
+        self.check_same(clean, killed)
+
+    def test_a_replica_killed_during_kmeans_plus_plus_changes_nothing(self):
+        # Once 4 centers are chosen: b's shards go to a, which first takes
+        # the chosen centers into their distances.
+        self.check_same(*self.run_killed("k-means++: 4 of"))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

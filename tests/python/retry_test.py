@@ -1,0 +1,90 @@
+"""The Python client's retries against real kmt-server replicas, as the C++
+client's: a replica killed or drained in the middle of a stream of batches
+loses nothing and changes nothing, and a target where nothing listens fails
+after max_attempts with UNAVAILABLE."""
+import os
+import signal
+import socket
+import sys
+import time
+import unittest
+
+import numpy as np
+
+SOURCE_DIR = os.environ["KMT_SOURCE_DIR"]
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests/deploy"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+
+import kmt  # noqa: E402
+from harness import Server  # noqa: E402
+
+POINTS = np.random.default_rng(5).normal(size=(120 * 1024, 8)).astype(np.float32)
+
+
+def run(target, stop=None):
+    """Every batch of POINTS clustered through `target`; `stop()` is called
+    once 20 answers are in. (labels, centers, batches resent)."""
+    labels, centers = [], []
+    # One stream for every batch, unless a failure ends it.
+    with kmt.Client(target, timeout=120, batches_per_stream=1000) as client:
+        for i, r in enumerate(client.cluster_batches(kmt.batches(POINTS, 1024), k=6,
+                                                     iterations=60, seed=3)):
+            if i == 20 and stop:
+                stop()
+            labels.append(r.labels)
+            centers.append(r.centers)
+        return np.concatenate(labels), np.concatenate(centers), client.resent
+
+
+class RetryTest(unittest.TestCase):
+    def check(self, signal_number):
+        a = Server("--model_dir=", "--workers=1")
+        b = Server("--model_dir=", "--workers=1")
+        try:
+            both = f"ipv4:{a.address},{b.address}"
+            calm_labels, calm_centers, calm_resent = run(both)
+            before = {server: server.batches() for server in (a, b)}
+            victim = []
+
+            def stop():
+                # The replica the stream is on: its count has grown.
+                victim.append(next(s for s in (a, b) if s.batches() > before[s]))
+                victim[0].proc.send_signal(signal_number)
+            labels, centers, resent = run(both, stop)
+            self.assertEqual(calm_resent, 0)
+            self.assertGreater(resent, 0)  # the victim held batches when it went
+            self.assertEqual(len(labels), len(POINTS))
+            np.testing.assert_array_equal(labels, calm_labels)
+            np.testing.assert_array_equal(centers, calm_centers)
+            victim[0].proc.wait(timeout=60)
+        finally:
+            a.stop()
+            b.stop()
+
+    def test_a_replica_killed_mid_stream_loses_nothing(self):
+        self.check(signal.SIGKILL)
+
+    def test_a_replica_drained_mid_stream_loses_nothing(self):
+        # SIGTERM: the replica answers what it accepted and refuses the rest
+        # with UNAVAILABLE, which the client sends to the other one.
+        self.check(signal.SIGTERM)
+
+    def test_gives_up_on_an_address_where_nothing_listens(self):
+        with socket.socket() as s:  # a port that was free a moment ago
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        start = time.monotonic()
+        with kmt.Client(f"127.0.0.1:{port}", timeout=30, max_attempts=3) as client:
+            with self.assertRaises(kmt.ServiceError) as caught:
+                list(client.cluster_batches([POINTS[:100]] * 3, k=3))
+        self.assertEqual(caught.exception.code.name, "UNAVAILABLE")
+        # Whether a batch was written before a stream failed decides which
+        # count ran out first, the batch's or the streams'.
+        message = caught.exception.message
+        self.assertTrue("unanswered after 3 attempts" in message
+                        or "3 streams in a row failed" in message, message)
+        self.assertLess(time.monotonic() - start, 10)  # backed off, not stuck
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
