@@ -117,9 +117,9 @@ int Main(int seeds) {
   };
   const std::vector<Entry> entries = {
       {"lloyd-onehot", "Lloyd's", {}},
-      {"soft-kmeans", "soft, beta = 100", {.beta = 100}},
-      {"trimmed-kmeans", "trimmed, tau = 1", {.tau = 1}},
-      {"robust-kmeans", "robust, beta = 20", {.beta = 20}},
+      {"soft-kmeans", "soft, beta = 100", {.parameters = {{"beta", 100}}}},
+      {"trimmed-kmeans", "trimmed, tau = 1", {.parameters = {{"tau", 1}}}},
+      {"robust-kmeans", "robust, beta = 20", {.parameters = {{"beta", 20}}}},
       {"kmedoids", "k-medoids, gamma = inf", {}},
   };
   std::printf(

@@ -30,8 +30,11 @@ const ServedModel<float>& Model(const std::string& name) {
 
 double Objective(const std::string& model, const Matrix<float>& points, const Matrix<float>& init,
                  double beta) {
-  BatchSpec<float> spec{
-      .points = points, .k = kK, .layers = kLayers, .given_centers = init, .beta = beta};
+  BatchSpec<float> spec{.points = points,
+                        .k = kK,
+                        .layers = kLayers,
+                        .given_centers = init,
+                        .parameters = {{"beta", beta}}};
   return Cluster(Model(model), *Batch<float>::Validate(std::move(spec)))->objective;
 }
 

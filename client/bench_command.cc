@@ -23,6 +23,7 @@
 #include "client/commands.h"
 #include "client/in_process_bench.h"
 #include "core/random.h"
+#include "proto/batch_error.h"
 
 ABSL_FLAG(int, concurrency, 1, "bench: streams at once, one batch in flight on each");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "bench: how long to run (unless --count)");
@@ -94,7 +95,7 @@ double ServicePass(const std::vector<v1::ClusterRequest>& batches, const ClientO
           },
           [&](v1::ClusterResponse&& r) {
             const double latency = std::chrono::duration<double>(Clock::now() - sent).count();
-            const auto code = static_cast<absl::StatusCode>(r.error().code());
+            const absl::StatusCode code = FromBatchError(r.error()).code();
             std::lock_guard<std::mutex> lock(record->mu);
             record->latencies.push_back(latency);
             ++record->codes[absl::StatusCodeToString(code)];

@@ -1,5 +1,6 @@
 #include "client/cli_flags.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -9,42 +10,42 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/point_reader.h"
+#include "client/request_parameters.h"
+#include "client/resident_job.h"
 #include "core/init.h"
 #include "proto/init_method.h"
 
-ABSL_FLAG(std::string, server, "localhost:50051",
+ABSL_FLAG(std::string, server, kmt::ClientOptions{}.target,
           "server address; several as ipv4:127.0.0.1:P1,127.0.0.1:P2 or dns:///host:port");
-ABSL_FLAG(std::string, lb, "round_robin",
+ABSL_FLAG(std::string, lb, kmt::ClientOptions{}.load_balancing,
           "load balancing over the addresses: round_robin or pick_first");
 ABSL_FLAG(std::string, model, "lloyd-onehot", "model name (kmt models lists them)");
-ABSL_FLAG(int, k, 10, "clusters");
-ABSL_FLAG(int, iterations, 20, "layers, i.e. Lloyd's iterations for exact models");
+ABSL_FLAG(int, k, kmt::ResidentJobOptions{}.k, "clusters");
+ABSL_FLAG(int, iterations, kmt::ResidentJobOptions{}.iterations,
+          "layers, i.e. Lloyd's iterations for exact models");
 ABSL_FLAG(std::string, init, "",
           "initial centers: kmeans++ (greedy), plain-kmeans++, random or given (--centers_in); "
           "empty: the model's default (`kmt models`; greedy k-means++ for the exact models)");
 ABSL_FLAG(std::string, centers_in, "", "CSV of k initial centers, one per line, for --init=given");
-ABSL_FLAG(uint64_t, seed, 1, "seed of the initialisation (and of kmedoids' draws)");
-ABSL_FLAG(double, beta, 0,
-          "inverse temperature: soft-kmeans, robust-kmeans, lloyd-onehot-linear's softmax "
-          "assignment; 0 = the model's default (kmt models lists it)");
-ABSL_FLAG(std::optional<double>, tau, std::nullopt,
-          "trimmed-kmeans: normmax's regularization (0 keeps each cluster's point nearest its "
-          "center); unset = the model's default");
-ABSL_FLAG(double, gamma, 0,
-          "kmedoids: inverse temperature of each center's draw; 0 = infinity (the point nearest "
-          "the cluster's mean)");
+ABSL_FLAG(uint64_t, seed, kmt::ResidentJobOptions{}.seed,
+          "seed of the initialisation (and of kmedoids' draws)");
+ABSL_FLAG(std::string, parameters, "",
+          "the algorithm's parameters, name=value separated by commas (e.g. beta=2 for "
+          "soft-kmeans); a name left out takes the model's default (kmt models lists each "
+          "model's parameters, defaults and ranges)");
 ABSL_FLAG(int, d, 0, "dimensions of a float32 input; bench: dimensions of the generated batches");
-ABSL_FLAG(int, window, 8, "batches in flight on one stream");
-ABSL_FLAG(int, batches_per_stream, 64,
+ABSL_FLAG(int, window, kmt::ClientOptions{}.window, "batches in flight on one stream");
+ABSL_FLAG(int, batches_per_stream, kmt::ClientOptions{}.batches_per_stream,
           "batches one stream carries before a new one is opened (and balanced anew)");
-ABSL_FLAG(int, streams, 1,
+ABSL_FLAG(int, streams, kmt::ClientOptions{}.streams,
           "cluster: streams at once (round-robin spreads them over the --server addresses); "
           "whole mode: shards (and streams) per replica");
-ABSL_FLAG(int, max_attempts, 3,
+ABSL_FLAG(int, max_attempts, kmt::ClientOptions{}.max_attempts,
           "sends of a batch answered UNAVAILABLE, the first included; whole mode: moves of "
           "shards whose replica failed");
-ABSL_FLAG(absl::Duration, timeout, absl::InfiniteDuration(), "deadline of each stream");
-ABSL_FLAG(bool, tls, false, "connect with TLS, trusting the system's CAs (implied by --tls_ca)");
+ABSL_FLAG(absl::Duration, timeout, kmt::ClientOptions{}.stream_timeout, "deadline of each stream");
+ABSL_FLAG(bool, tls, kmt::ClientTls{}.enabled,
+          "connect with TLS, trusting the system's CAs (implied by --tls_ca)");
 ABSL_FLAG(std::string, tls_ca, "", "PEM file of the CA to trust for the server's certificate");
 ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate, for servers that require one");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
@@ -92,9 +93,10 @@ absl::StatusOr<v1::ClusterRequest> Template(int d) {
   r.set_k(absl::GetFlag(FLAGS_k));
   r.set_iterations(absl::GetFlag(FLAGS_iterations));
   r.set_seed(absl::GetFlag(FLAGS_seed));
-  r.set_beta(absl::GetFlag(FLAGS_beta));
-  if (const std::optional<double> tau = absl::GetFlag(FLAGS_tau)) r.set_tau(*tau);
-  r.set_gamma(absl::GetFlag(FLAGS_gamma));
+  absl::StatusOr<std::map<std::string, double>> parameters =
+      ParseParameters(absl::GetFlag(FLAGS_parameters));
+  if (!parameters.ok()) return parameters.status();
+  r.mutable_parameters()->insert(parameters->begin(), parameters->end());
   absl::StatusOr<std::optional<v1::Init>> init = InitFlag();
   if (!init.ok()) return init.status();
   if (*init) r.set_init(**init);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "proto/batch_error.h"
 #include "proto/channel_tuning.h"
 #include "proto/reactor_order.h"
 
@@ -146,7 +147,7 @@ class Client::Stream final
     --shared_->in_flight;
     answered_ = true;
     shared_->failed_streams = 0;
-    if (response_.error().code() == static_cast<int>(grpc::StatusCode::UNAVAILABLE) &&
+    if (absl::IsUnavailable(FromBatchError(response_.error())) &&
         entry->attempts < client_->options_.max_attempts) {
       // The server is draining: the batch goes out again, on a fresh stream
       // once this one has ended.

@@ -26,6 +26,7 @@
 #include "core/cluster_sums.h"
 #include "core/random.h"
 #include "core/types.h"
+#include "proto/batch_error.h"
 
 ABSL_FLAG(std::string, input, "",
           "points: CSV (one point per line), NumPy .npy (float32 or float64, shape (n, d)) or raw "
@@ -41,7 +42,7 @@ ABSL_FLAG(bool, resident, true,
           "whole mode: keep the shards resident on the replicas (k-means++ over all points); "
           "false, or a replica without room: one pass over the file per iteration (k-means++ on "
           "a sample of --sample_size points)");
-ABSL_FLAG(double, tol, 0,
+ABSL_FLAG(double, tol, kmt::ResidentJobOptions{}.tol,
           "whole mode: stop once an iteration lowers the objective by at most this fraction; 0: "
           "only once no label changes");
 ABSL_FLAG(int64_t, sample_size, 65536,
@@ -55,11 +56,6 @@ namespace kmt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string Describe(const v1::BatchError& e) {
-  return absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(e.code())), ": ",
-                      e.message());
-}
 
 // Progress on stderr at most once a second.
 class Progress {
@@ -158,10 +154,10 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
   int64_t batch = 0, failed = 0, points = 0;
   double objective = 0;
   absl::Status status = Pass(client, reader, base, "batch", [&](v1::ClusterResponse&& r) {
-    if (r.has_error()) {
+    if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
       ++failed;
       std::fprintf(stderr, "batch %lld (%s): %s\n", static_cast<long long>(batch),
-                   r.request_id().c_str(), Describe(r.error()).c_str());
+                   r.request_id().c_str(), error.ToString().c_str());
     } else {
       objective += r.objective();
       points += r.labels_size();
@@ -234,10 +230,7 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
           return sent = true;
         },
         [&](v1::ClusterResponse&& response) {
-          if (response.has_error()) {
-            failure = absl::Status(static_cast<absl::StatusCode>(response.error().code()),
-                                   response.error().message());
-          }
+          failure = FromBatchError(response.error());
           centers.assign(response.centers().begin(), response.centers().end());
         });
     if (!status.ok()) return status;
@@ -262,10 +255,10 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
     const absl::Status status =
         Pass(client, reader, base, last ? "labels" : absl::StrCat("pass ", t + 1),
              [&](v1::ClusterResponse&& r) {
-               if (r.has_error()) {
+               if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
                  if (failure.ok()) {
-                   failure = absl::Status(static_cast<absl::StatusCode>(r.error().code()),
-                                          absl::StrCat(r.request_id(), ": ", r.error().message()));
+                   failure = absl::Status(error.code(),
+                                          absl::StrCat(r.request_id(), ": ", error.message()));
                  }
                  return;
                }

@@ -16,6 +16,7 @@
 #include "client/cluster_client.h"
 #include "core/cluster_sums.h"
 #include "core/seeding.h"
+#include "proto/batch_error.h"
 #include "proto/channel_tuning.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 
@@ -103,10 +104,6 @@ struct Shard {
   std::vector<float> seeded;  // centers taken into its seeding distances, to replay
 };
 
-absl::Status StepError(const v1::JobResponse& r) {
-  return absl::Status(static_cast<absl::StatusCode>(r.error().code()), r.error().message());
-}
-
 class Job {
  public:
   Job(const ResidentJobOptions& options, int64_t n, int d, const PointSource& source)
@@ -170,8 +167,8 @@ class Job {
         absl::StatusOr<v1::JobResponse> r = shards_[s].stream->Receive();
         if (!r.ok()) {
           failed[s] = r.status();
-        } else if (r->has_error()) {
-          return Named(s, StepError(*r));
+        } else if (absl::Status error = FromBatchError(r->error()); !error.ok()) {
+          return Named(s, error);
         } else {
           answers[s] = *std::move(r);
           if (requests[s]->has_seed()) {
@@ -221,7 +218,7 @@ class Job {
     for (int64_t c = 0; c < chunks; ++c) {
       absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
       if (!r.ok()) return r.status();
-      if (r->has_error()) return StepError(*r);
+      if (absl::Status s = FromBatchError(r->error()); !s.ok()) return s;
       if (c + 1 == chunks && r->points_loaded() != shard->count) {
         return absl::InternalError(absl::StrCat("the replica holds ", r->points_loaded(), " of ",
                                                 shard->count, " points"));
@@ -235,7 +232,7 @@ class Job {
       if (absl::Status s = shard->stream->Send(replay); !s.ok()) return s;
       absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
       if (!r.ok()) return r.status();
-      if (r->has_error()) return StepError(*r);
+      if (absl::Status s = FromBatchError(r->error()); !s.ok()) return s;
     }
     return absl::OkStatus();
   }

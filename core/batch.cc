@@ -23,17 +23,11 @@ absl::StatusOr<Batch<Scalar>> Batch<Scalar>::Validate(BatchSpec<Scalar> spec) {
     return absl::InvalidArgumentError(
         absl::StrCat("iterations = ", spec.layers, ", must not be negative"));
   }
-  if (std::isnan(spec.beta) || spec.beta < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("beta = ", spec.beta, ", must be 0 (hardmax) or positive"));
-  }
-  if (spec.tau && (!std::isfinite(*spec.tau) || *spec.tau < 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tau = ", *spec.tau, ", must be finite and at least 0"));
-  }
-  if (std::isnan(spec.gamma) || spec.gamma < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gamma = ", spec.gamma, ", must be 0 (infinity) or positive"));
+  // Ranges are the model's (ServedModel::Accepts); a NaN is no value at all.
+  for (const auto& [name, value] : spec.parameters) {
+    if (std::isnan(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " = nan: not a number"));
+    }
   }
   return Batch(std::move(spec));
 }

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/init.h"
+#include "core/parameters.h"
 #include "core/types.h"
 
 namespace kmt {
@@ -24,11 +25,9 @@ struct BatchSpec {
   /// (ServedModel::default_init).
   std::optional<InitMethod> init;
   uint64_t seed = 0;  ///< seed of that choice
-  /// Inverse temperature (soft and robust k-means; lloyd-onehot-linear's
-  /// softmax assignment); 0: the model's default.
-  double beta = 0;
-  std::optional<double> tau;       ///< trimmed k-means' regularization; unset: the model's default
-  double gamma = 0;                ///< k-medoids' draw; 0: infinity (the point nearest the mean)
+  /// The algorithm's parameters by name; a name left out takes the model's
+  /// default (ServedModel::parameters gives names, defaults and ranges).
+  ParameterValues parameters;
   bool record_trajectory = false;  ///< keep every layer's labels, registers and centers
   bool cluster_sums = false;       ///< per center, count and coordinate sum of its points
 };
@@ -37,8 +36,8 @@ template <typename Scalar>
 class Batch {
  public:
   // Checks that the points are d x n with d, n >= 1 and finite, 1 <= k <= n,
-  // given centers are d x k and finite, layers >= 0, and beta, tau and gamma
-  // >= 0.
+  // given centers are d x k and finite, layers >= 0, and every parameter a
+  // number (its range is the model's).
   static absl::StatusOr<Batch> Validate(BatchSpec<Scalar> spec);
 
   const BatchSpec<Scalar>& spec() const { return spec_; }

@@ -9,7 +9,6 @@
 #ifndef KMT_CORE_DISTANCES_H_
 #define KMT_CORE_DISTANCES_H_
 
-#include <algorithm>
 #include <limits>
 
 #include "core/types.h"
@@ -20,13 +19,6 @@ namespace kmt {
 template <typename Scalar>
 Vector<Scalar> SquaredNorms(const Eigen::Ref<const Matrix<Scalar>>& m) {
   return m.colwise().squaredNorm().transpose();
-}
-
-// The product form's last step for one pair: the cross product <a, b> and
-// the squared norms to the squared distance, clamped at zero.
-template <typename Scalar>
-inline Scalar FinishSquaredDistance(Scalar cross, Scalar a_sq, Scalar b_sq) {
-  return std::max((Scalar(-2) * cross + a_sq) + b_sq, Scalar(0));
 }
 
 // The product form's last step for one column: `cross` holds the products

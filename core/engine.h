@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/algorithm.h"
 #include "core/batch.h"
 #include "core/constructions.h"
 #include "core/init.h"
@@ -20,26 +21,12 @@
 
 namespace kmt {
 
-// A request field a model reads (beta, tau or gamma): 0 in the request
-// means `default_value`; other values must lie in the range.
-struct ParameterSpec {
-  std::string name;            ///< the request field
-  std::string description;     ///< what it does, for ListModels
-  double default_value = 0;    ///< used when the request leaves the field 0
-  double min = 0;              ///< lower end of the valid range
-  double max = 0;              ///< upper end (may be infinity)
-  bool min_exclusive = false;  ///< (min, max] rather than [min, max]
-};
-
 template <typename Scalar>
 class ServedModel {
  public:
-  // An exact construction of `algorithm` over the Lloyd circuit `options`:
-  // any d and k (the batch's), reading the parameters listed. The name is
-  // the construction's unless given.
-  static ServedModel Exact(const LloydOptions& options, std::string description,
-                           Algorithm algorithm = Algorithm::kLloyd,
-                           std::vector<ParameterSpec> parameters = {}, std::string name = "");
+  // An exact model: `algorithm` on the circuit `served` (one of
+  // algorithm.served()), any d and k (the batch's).
+  static ServedModel Exact(const Algorithm& algorithm, const ServedCircuit& served);
   // Fixed weights for the model's d and k, validated here; the fast path runs
   // them if they are exactly a Lloyd construction.
   static absl::StatusOr<ServedModel> FromWeights(Model<Scalar> weights, std::string description);
@@ -48,10 +35,14 @@ class ServedModel {
   const std::string& description() const { return description_; }
   bool exact() const { return weights_ == nullptr; }
   Embedding embedding() const;
-  // Exact constructions: how theta3 forms the cluster mean.
-  Theta3Form theta3() const { return lloyd_.theta3; }
-  Algorithm algorithm() const { return algorithm_; }
-  const std::vector<ParameterSpec>& parameters() const { return parameters_; }
+  // Exact models: the circuit they are served on.
+  const LloydOptions& circuit() const { return lloyd_; }
+  // The algorithm an exact model runs; Lloyd's for fixed weights (the steps
+  // a learned model may hand over to).
+  const Algorithm& algorithm() const { return *algorithm_; }
+  // The parameters a request may set: the algorithm's; none for fixed
+  // weights.
+  const std::vector<ParameterSpec>& parameters() const;
   InputScaling input_scaling() const;
   // The initialisation of a batch that names none: the first one a learned
   // model was trained from, else kDefaultInit.
@@ -62,9 +53,8 @@ class ServedModel {
   // Whether this model can run the batch: fixed weights need their own d and
   // k; a parameter must be one the model reads, within its range.
   absl::Status Accepts(const Batch<Scalar>& batch) const;
-  // The batch's parameters with the defaults filled in (gamma 0: infinity).
-  // Call after Accepts.
-  VariantParameters Resolve(const Batch<Scalar>& batch) const;
+  // The batch's parameters with the defaults filled in. Call after Accepts.
+  ParameterValues Resolve(const Batch<Scalar>& batch) const;
   // Whether the batch runs the O(n^2) dense evaluator (softmax assignment,
   // or weights the fast path cannot run).
   bool RunsDense(const Batch<Scalar>& batch) const;
@@ -74,15 +64,14 @@ class ServedModel {
 
   std::string name_;
   std::string description_;
-  LloydOptions lloyd_;                            // exact: the construction
-  Algorithm algorithm_ = Algorithm::kLloyd;       // exact: the center update
-  std::vector<ParameterSpec> parameters_;         // the request fields it reads
-  std::shared_ptr<const Model<Scalar>> weights_;  // fixed weights, or null
-  bool fast_ = true;                              // the fast path runs it (hardmax)
+  LloydOptions lloyd_;                              // exact: the circuit
+  const Algorithm* algorithm_ = &LloydAlgorithm();  // exact: what it computes
+  std::shared_ptr<const Model<Scalar>> weights_;    // fixed weights, or null
+  bool fast_ = true;                                // the fast path runs it (hardmax)
 };
 
-// The exact constructions every server serves, in the order ListModels
-// gives them.
+// The exact models every server serves: each algorithm on each circuit it
+// is served as, in the order of Algorithms().
 template <typename Scalar>
 std::vector<ServedModel<Scalar>> ExactModels();
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/assign.h"
+#include "core/unit_norm.h"
 #include "core/validation.h"
 
 namespace kmt {
@@ -187,12 +188,18 @@ absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& fr
     labels = &model_labels;
   }
   // Lloyd's update from the sums the last report added in its pass.
-  const bool reported_sums = evaluator.algorithm == Algorithm::kLloyd && frame.map.identity();
+  const Algorithm& algorithm = *evaluator.algorithm;
+  const bool reported_sums = algorithm.UpdatesFromSums() && frame.map.identity();
+  static const ParameterValues kNone;
+  const ParameterValues& parameters =
+      evaluator.parameters != nullptr ? *evaluator.parameters : kNone;
   for (int t = first; t < options.layers; ++t) {
     if (absl::Status s = BeforeLayer(options, t); !s.ok()) return s;
-    const int empty = reported_sums ? ApplyMeans(*result->cluster_sums, &centers)
-                                    : UpdateCenters(evaluator.algorithm, evaluator.parameters,
-                                                    points, *labels, t, &centers);
+    const int empty =
+        reported_sums
+            ? algorithm.CentersFromSums(*result->cluster_sums, &centers)
+            : algorithm.UpdateCenters({.parameters = parameters, .seed = options.seed, .layer = t},
+                                      points, *labels, &centers);
     result->empty_cluster_events += empty;
     result->layers_run = t + 1;
     if (options.record_trajectory) {
@@ -259,7 +266,7 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
   const bool then_lloyd = !fast && dense_layers < options.layers;
   // The fast path's Lloyd's update takes the sums each report adds.
   const bool fast_lloyd =
-      (then_lloyd || (fast && evaluator.algorithm == Algorithm::kLloyd)) && map.identity();
+      (then_lloyd || (fast && evaluator.algorithm->UpdatesFromSums())) && map.identity();
   const Frame<Scalar> frame{points, model_points, map, options.cluster_sums || fast_lloyd};
   RunResult<Scalar> result;
   result.path = fast ? Path::kFast : Path::kDense;

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/algorithm.h"
 #include "core/cluster_sums.h"
 #include "core/constructions.h"
 #include "core/input_scaling.h"
 #include "core/model.h"
-#include "core/variants.h"
 
 namespace kmt {
 
@@ -86,15 +86,15 @@ absl::StatusOr<RunResult<Scalar>> RunLloyd(const LloydOptions& lloyd, const Matr
 // What Evaluate runs: the dense evaluator on `weights` (for its first
 // `lloyd_after` layers when that is set, the fast path's Lloyd's steps after
 // them), or, when `weights` is null, the fast path: Lloyd's assignment and
-// the algorithm's center update (variants.h), with registers laid out by
+// the algorithm's center update (algorithm.h), with registers laid out by
 // `embedding`.
 template <typename Scalar>
 struct Evaluator {
-  const Model<Scalar>* weights = nullptr;    ///< dense: these weights
-  Embedding embedding = Embedding::kOneHot;  ///< fast: the registers' layout
-  int k = 0;                                 ///< clusters
-  Algorithm algorithm = Algorithm::kLloyd;   ///< fast: the center update
-  VariantParameters parameters;              ///< fast: the update's parameters
+  const Model<Scalar>* weights = nullptr;          ///< dense: these weights
+  Embedding embedding = Embedding::kOneHot;        ///< fast: the registers' layout
+  int k = 0;                                       ///< clusters
+  const Algorithm* algorithm = &LloydAlgorithm();  ///< fast: the center update
+  const ParameterValues* parameters = nullptr;     ///< fast: its resolved parameters
 };
 
 // The evaluators without input checks, for inputs already validated:

@@ -17,9 +17,7 @@ absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& r) {
                         .k = r.k(),
                         .layers = r.iterations(),
                         .seed = r.seed(),
-                        .beta = r.beta(),
-                        .tau = r.has_tau() ? std::optional<double>(r.tau()) : std::nullopt,
-                        .gamma = r.gamma(),
+                        .parameters = {r.parameters().begin(), r.parameters().end()},
                         .cluster_sums = r.return_cluster_sums()};
   if (r.init() == v1::INIT_GIVEN) {
     if (absl::Status s = ValidateClusterCount(r.n(), r.k()); !s.ok()) return s;

@@ -1,14 +1,26 @@
 #include "server/batch_runner.h"
 
 #include <chrono>
+#include <map>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/engine.h"
+#include "proto/batch_error.h"
 #include "proto/request.h"
-#include "server/grpc_status.h"
 
 namespace kmt {
 namespace {
+
+// " with beta = 10, ..." for the parameters a request sets, in name order.
+std::string GivenParameters(const v1::ClusterRequest& r) {
+  const std::map<std::string, double> given(r.parameters().begin(), r.parameters().end());
+  std::string out;
+  for (const auto& [name, value] : given) {
+    absl::StrAppend(&out, out.empty() ? " with " : ", ", name, " = ", value);
+  }
+  return out;
+}
 
 absl::Status CheckLimits(const v1::ClusterRequest& r, const Limits& limits) {
   if (r.n() > limits.max_points) {
@@ -46,7 +58,7 @@ absl::Status Run(const ModelRegistry& registry, const Limits& limits, const v1::
   if (model.RunsDense(*batch) && r.n() > limits.max_dense_points) {
     return absl::InvalidArgumentError(absl::StrCat(
         "n = ", r.n(), " exceeds this server's limit of ", limits.max_dense_points, " points for ",
-        r.model(), r.beta() > 0 ? " with beta > 0" : "", ", which runs the O(n^2) dense evaluator",
+        r.model(), GivenParameters(r), ", which runs the O(n^2) dense evaluator",
         model.exact() ? "" : "; exact models such as lloyd-onehot run any n"));
   }
   absl::StatusOr<RunResult<float>> run = Cluster(model, *batch, check);
@@ -58,12 +70,10 @@ absl::Status Run(const ModelRegistry& registry, const Limits& limits, const v1::
 }  // namespace
 
 v1::ClusterResponse ErrorResponse(const v1::ClusterRequest& request, const absl::Status& status) {
-  const grpc::Status wire = ToGrpcStatus(status);
   v1::ClusterResponse response;
   response.set_request_id(request.request_id());
   response.set_model(request.model());
-  response.mutable_error()->set_code(static_cast<int>(wire.error_code()));
-  response.mutable_error()->set_message(wire.error_message());
+  *response.mutable_error() = ToBatchError(status);
   return response;
 }
 

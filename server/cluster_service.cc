@@ -65,7 +65,7 @@ class ClusterReactor final
     service_->pool_->Submit([this, number, batch, received] {
       const double queued = Seconds(received);
       v1::ClusterResponse response = RunBatch(*service_->registry_, service_->limits_, *batch,
-                                              [this] { return CallStatus(context_); });
+                                              [this] { return CallStatus(context_, arrived_); });
       response.mutable_timing()->set_queue_seconds(queued);
       Answer(number, *batch, received, std::move(response));
     });
@@ -169,7 +169,7 @@ class ClusterReactor final
   }
 
   void End() {
-    const absl::Status status = CallStatus(context_);
+    const absl::Status status = CallStatus(context_, arrived_);
     service_->metrics_->RecordStreamEnd(static_cast<int>(status.code()));
     order_.Release(ReactorOrder::kDone);
     Finish(ToGrpcStatus(status));
@@ -177,6 +177,7 @@ class ClusterReactor final
 
   ClusterService* const service_;
   grpc::CallbackServerContext* const context_;
+  const std::chrono::system_clock::time_point arrived_ = std::chrono::system_clock::now();
   v1::ClusterRequest request_;    // the read in progress
   v1::ClusterResponse response_;  // the write in progress
   ReactorOrder order_;

@@ -1,5 +1,6 @@
 #include "server/grpc_status.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -7,17 +8,25 @@ namespace kmt {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  std::string message(status.message());
-  if (message.size() > kMaxStatusMessageBytes) {
-    message.resize(kMaxStatusMessageBytes - (sizeof(kTruncationMark) - 1));
-    message += kTruncationMark;
-  }
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::move(message));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      CapStatusMessage(status.message()));
 }
 
-absl::Status CallStatus(const grpc::CallbackServerContext* context) {
+bool DeadlineEnded(std::chrono::system_clock::time_point deadline,
+                   std::chrono::system_clock::time_point arrived,
+                   std::chrono::system_clock::time_point now) {
+  using Duration = std::chrono::system_clock::duration;
+  if (deadline == std::chrono::system_clock::time_point::max()) return false;
+  const Duration timeout = std::max(deadline - arrived, Duration::zero());
+  const Duration slack =
+      kDeadlineSlack + std::chrono::duration_cast<Duration>(timeout * kDeadlineSlackFraction);
+  return now >= deadline - slack;
+}
+
+absl::Status CallStatus(const grpc::CallbackServerContext* context,
+                        std::chrono::system_clock::time_point arrived) {
   if (!context->IsCancelled()) return absl::OkStatus();
-  if (context->deadline() <= std::chrono::system_clock::now()) {
+  if (DeadlineEnded(context->deadline(), arrived, std::chrono::system_clock::now())) {
     return absl::DeadlineExceededError("the call's deadline passed");
   }
   return absl::CancelledError("the call was cancelled");

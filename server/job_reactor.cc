@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "proto/batch_error.h"
 #include "server/grpc_status.h"
 
 namespace kmt {
@@ -37,7 +38,7 @@ void JobReactor::OnReadDone(bool ok) {
     reading_ = false;
     if (ended_) return;  // finished on cancellation: the request is dropped
   }
-  if (!ok) return End(CallStatus(context_));  // the client's writes are done
+  if (!ok) return End(CallStatus(context_, arrived_));  // the client's writes are done
   if (*env_->draining) {
     return End(
         absl::UnavailableError("server is shutting down; load this shard on another replica"));
@@ -55,28 +56,23 @@ void JobReactor::OnReadDone(bool ok) {
     case v1::JobRequest::kSeed:
       env_->pool->Submit([this] { Step(); });
       return;
-    default: {
-      const grpc::Status wire = ToGrpcStatus(
+    default:
+      *response_.mutable_error() = ToBatchError(
           absl::InvalidArgumentError("a job request needs one of shard, assign or seed"));
-      response_.mutable_error()->set_code(wire.error_code());
-      response_.mutable_error()->set_message(wire.error_message());
       Write();
-    }
   }
 }
 
 void JobReactor::Step() {
   const auto start = std::chrono::steady_clock::now();
-  absl::Status status = CallStatus(context_);
+  absl::Status status = CallStatus(context_, arrived_);
   if (status.ok()) {
     status = request_.has_assign() ? shard_->Assign(request_.assign(), &response_)
                                    : shard_->Seed(request_.seed(), &response_);
   }
   if (!status.ok()) {
-    const grpc::Status wire = ToGrpcStatus(status);
     response_.Clear();
-    response_.mutable_error()->set_code(wire.error_code());
-    response_.mutable_error()->set_message(wire.error_message());
+    *response_.mutable_error() = ToBatchError(status);
   }
   response_.set_compute_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -93,7 +89,7 @@ void JobReactor::Step() {
 
 void JobReactor::OnWriteDone(bool ok) {
   ReactorOrder::Reaction reaction(&order_, ReactorOrder::kWrite);
-  if (!ok) return End(CallStatus(context_));  // the client is gone
+  if (!ok) return End(CallStatus(context_, arrived_));  // the client is gone
   if (labels_sent_ < labels_.size()) {
     const size_t count = std::min(labels_.size() - labels_sent_, size_t{kLabelsPerResponse});
     response_.Clear();
@@ -116,7 +112,7 @@ void JobReactor::OnCancel() {
     std::lock_guard<std::mutex> lock(mu_);
     end = reading_;
   }
-  if (end) End(CallStatus(context_));
+  if (end) End(CallStatus(context_, arrived_));
 }
 
 void JobReactor::End(const absl::Status& status) {

@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -54,6 +55,7 @@ class JobReactor final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobR
 
   const JobEnvironment* const env_;
   grpc::CallbackServerContext* const context_;
+  const std::chrono::system_clock::time_point arrived_ = std::chrono::system_clock::now();
   std::optional<ResidentShard> shard_;
   v1::JobRequest request_;
   v1::JobResponse response_;

@@ -16,10 +16,6 @@ struct Limits {
   /// Bytes all resident jobs' shards may hold at once; 0 derives it from
   /// the memory the process may use (ResidentCap).
   int64_t max_resident_bytes = 0;
-  /// The share of the memory the process may use (its cgroup's limit or the
-  /// machine's) that resident shards may hold when max_resident_bytes is 0;
-  /// the rest is left to batches, gRPC's buffers and the allocator's slack.
-  double resident_memory_fraction = 0.6;
 };
 
 }  // namespace kmt

@@ -128,6 +128,9 @@ Metrics::Metrics(const ModelRegistry& registry)
        {absl::StatusCode::kOk, absl::StatusCode::kCancelled, absl::StatusCode::kDeadlineExceeded}) {
     stream_ends_->Add({{"code", CodeName(static_cast<int>(code))}});
   }
+  // A Job stream ends with what ended it: besides those three, a shard the
+  // cap refuses (RESOURCE_EXHAUSTED), a bad chunk, a draining server.
+  for (int code = 0; code <= kLastCode; ++code) job_ends_->Add({{"code", CodeName(code)}});
 }
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen,

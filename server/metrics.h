@@ -41,9 +41,8 @@ class Metrics {
   void RecordStreamEnd(int code);
   void StreamStarted() { streams_->Increment(); }
   void StreamEnded() { streams_->Decrement(); }
-  // Resident jobs: open Job streams, and the bytes their shards hold out of
-  // the server's cap.
-  // A Job stream that ended with this status code.
+  // Resident jobs: a Job stream that ended with this status code, open Job
+  // streams, and the bytes their shards hold out of the server's cap.
   void RecordJobEnd(int code);
   void JobStarted() { jobs_->Increment(); }
   void JobEnded() { jobs_->Decrement(); }

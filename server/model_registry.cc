@@ -25,6 +25,7 @@ v1::ModelInfo Info(const ServedModel<float>& model) {
     out->set_min(p.min);
     out->set_max(p.max);
     out->set_min_exclusive(p.min_exclusive);
+    out->set_max_exclusive(p.max_exclusive);
   }
   if (const Model<float>* weights = model.weights()) {
     info.set_d(weights->d);

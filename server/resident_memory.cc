@@ -1,7 +1,6 @@
 #include "server/resident_memory.h"
 
 #include "absl/strings/str_cat.h"
-#include "server/limits.h"
 
 namespace kmt {
 
@@ -27,10 +26,9 @@ int64_t ResidentMemory::held() const {
   return held_;
 }
 
-int64_t ResidentCap(int64_t flag, int64_t usable_bytes) {
-  if (flag > 0) return flag;
-  return static_cast<int64_t>(static_cast<double>(usable_bytes) *
-                              Limits{}.resident_memory_fraction);
+int64_t ResidentCap(int64_t max_resident_bytes, int64_t usable_bytes) {
+  if (max_resident_bytes > 0) return max_resident_bytes;
+  return static_cast<int64_t>(static_cast<double>(usable_bytes) * kResidentMemoryShare);
 }
 
 }  // namespace kmt

@@ -28,10 +28,17 @@ class ResidentMemory {
   int64_t held_ = 0;
 };
 
-// The cap a server uses: `flag` if positive, else the fraction
-// Limits{}.resident_memory_fraction of `usable_bytes`, the memory the
-// process may use (base/memory.h).
-int64_t ResidentCap(int64_t flag, int64_t usable_bytes);
+// The share of the memory the process may use (its cgroup's limit or the
+// machine's) that resident shards hold at most when no cap is set; the rest
+// is left to batches, gRPC's buffers and the allocator's slack. A constant,
+// not a setting: a server that needs another cap sets it in bytes
+// (--max_resident_bytes).
+inline constexpr double kResidentMemoryShare = 0.6;
+
+// The cap a server uses: `max_resident_bytes` if positive, else
+// kResidentMemoryShare of `usable_bytes`, the memory the process may use
+// (base/memory.h).
+int64_t ResidentCap(int64_t max_resident_bytes, int64_t usable_bytes);
 
 }  // namespace kmt
 

@@ -38,7 +38,6 @@ class ResidentShard {
   absl::Status Seed(const v1::SeedStep& step, v1::JobResponse* out);
 
   bool complete() const { return reserved_ > 0 && received_ == points_.cols(); }
-  int64_t reserved_bytes() const { return reserved_; }
 
  private:
   absl::Status CheckComplete() const;

@@ -22,6 +22,7 @@
 #include "core/init.h"
 #include "learn/trainer.h"
 #include "proto/model_file.h"
+#include "proto/training_checkpoint.pb.h"
 
 ABSL_FLAG(int, d, 32, "dimensions of the tasks");
 ABSL_FLAG(int, k, 10, "clusters of the tasks");
@@ -113,7 +114,7 @@ std::string Config(const TrainerOptions& o) {
 
 absl::Status SaveCheckpoint(const std::string& path, const std::string& config,
                             const TrainerState& s) {
-  v1::TrainingCheckpoint c;
+  training::v1::TrainingCheckpoint c;
   c.set_training_config(config);
   c.set_step(s.step);
   c.mutable_params()->Add(s.params.data(), s.params.data() + s.params.size());
@@ -126,7 +127,7 @@ absl::Status SaveCheckpoint(const std::string& path, const std::string& config,
 }
 
 absl::Status LoadCheckpoint(const std::string& path, const std::string& config, TrainerState* s) {
-  v1::TrainingCheckpoint c;
+  training::v1::TrainingCheckpoint c;
   if (absl::Status status = ReadMessage(path, &c); !status.ok()) return status;
   if (c.training_config() != config) {
     return absl::FailedPreconditionError(absl::StrCat(path, " was made with other options:\n",

@@ -1,15 +1,15 @@
 // The fast path of each variant, run through the engine, against the plain
 // reference of its classical algorithm, layer by layer, in float and double:
 // labels exactly, centers and objectives to a tolerance stated per type.
-#include "core/variants.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "core/engine.h"
-#include "core/variant_reference.h"
-#include "learn/task_generator.h"
+#include "reference/variant_constructions.h"
+#include "reference/variant_reference.h"
+#include "tests/support/gaussian_clusters.h"
 
 namespace kmt {
 namespace {
@@ -32,7 +32,7 @@ std::vector<std::pair<Matrix<Scalar>, Matrix<Scalar>>> Problems() {
   for (int seed = 1; seed <= 6; ++seed) {
     const int d = 1 + seed % 4, k = 2 + 2 * seed;
     Matrix<Scalar> points =
-        GenerateTask<Scalar>({.n = 150 * seed, .d = d, .k = k}, 100 + seed).points;
+        GaussianClusters<Scalar>({.n = 150 * seed, .d = d, .k = k}, 100 + seed).points;
     if (seed % 3 == 0) points = (points * Scalar(4)).array().round().matrix();  // a grid
     if (seed % 2 == 0) points.rightCols(20) = points.leftCols(20);              // duplicates
     Matrix<Scalar> centers = points.leftCols(k);
@@ -126,7 +126,7 @@ TYPED_TEST(VariantsTest, SoftKMeansEqualsItsReference) {
                              .k = static_cast<int>(centers.cols()),
                              .layers = 6,
                              .given_centers = centers,
-                             .beta = beta},
+                             .parameters = {{"beta", beta}}},
                             ReferenceSoftKMeans<S>(points, centers, beta, 6));
     }
     ++problem;
@@ -137,8 +137,11 @@ TYPED_TEST(VariantsTest, SoftKMeansFastPathEqualsTheDenseCircuit) {
   using S = TypeParam;
   const auto [points, centers] = Problems<S>()[1];
   const int k = static_cast<int>(centers.cols());
-  const BatchSpec<S> spec{
-      .points = points, .k = k, .layers = 5, .given_centers = centers, .beta = 40};
+  const BatchSpec<S> spec{.points = points,
+                          .k = k,
+                          .layers = 5,
+                          .given_centers = centers,
+                          .parameters = {{"beta", 40}}};
   const RunResult<S> fast = *Cluster(Model<S>("soft-kmeans"), *Batch<S>::Validate(spec));
   const RunResult<S> dense = *Cluster(Model<S>("lloyd-onehot-linear"), *Batch<S>::Validate(spec));
   EXPECT_EQ(fast.path, Path::kFast);
@@ -162,7 +165,7 @@ TYPED_TEST(VariantsTest, TrimmedKMeansEqualsItsReference) {
                              .k = static_cast<int>(centers.cols()),
                              .layers = 6,
                              .given_centers = centers,
-                             .tau = tau},
+                             .parameters = {{"tau", tau}}},
                             ReferenceTrimmedKMeans<S>(points, centers, tau, 6));
     }
     ++problem;
@@ -180,7 +183,7 @@ TYPED_TEST(VariantsTest, RobustKMeansEqualsItsReference) {
                              .k = static_cast<int>(centers.cols()),
                              .layers = 6,
                              .given_centers = centers,
-                             .beta = beta},
+                             .parameters = {{"beta", beta}}},
                             ReferenceRobustKMeans<S>(points, centers, beta, 6));
     }
     ++problem;
@@ -245,6 +248,7 @@ TYPED_TEST(VariantsTest, KMedoidsCircuitEqualsItsReference) {
 
 TYPED_TEST(VariantsTest, KMedoidsEqualsItsReferenceAndCentersAreDataPoints) {
   using S = TypeParam;
+  const double kInf = std::numeric_limits<double>::infinity();
   int problem = 0;
   for (const auto& [points, centers] : Problems<S>()) {
     for (const double gamma : {0.0, 0.5, 50.0}) {
@@ -255,7 +259,8 @@ TYPED_TEST(VariantsTest, KMedoidsEqualsItsReferenceAndCentersAreDataPoints) {
                         .layers = 5,
                         .given_centers = centers,
                         .seed = 77,
-                        .gamma = gamma};
+                        // The reference's gamma 0 stands for infinity.
+                        .parameters = {{"gamma", gamma == 0 ? kInf : gamma}}};
       ExpectEqualsReference(Model<S>("kmedoids"), spec,
                             ReferenceKMedoids<S>(points, centers, gamma, 77, 5));
       const RunResult<S> run = *Cluster(Model<S>("kmedoids"), *Batch<S>::Validate(spec));
@@ -283,7 +288,7 @@ TYPED_TEST(VariantsTest, KMedoidsDrawsDependOnTheSeedOnly) {
                     .layers = 4,
                     .given_centers = centers,
                     .seed = 5,
-                    .gamma = 0.2};
+                    .parameters = {{"gamma", 0.2}}};
   const RunResult<S> a = *Cluster(Model<S>("kmedoids"), *Batch<S>::Validate(spec));
   const RunResult<S> b = *Cluster(Model<S>("kmedoids"), *Batch<S>::Validate(spec));
   EXPECT_EQ(a.centers, b.centers);
@@ -314,7 +319,7 @@ TEST(Variants, KMedoidsDrawsFollowTheGumbelMaxProbabilities) {
                                                           .layers = 1,
                                                           .given_centers = points.leftCols(1),
                                                           .seed = static_cast<uint64_t>(seed),
-                                                          .gamma = gamma});
+                                                          .parameters = {{"gamma", gamma}}});
     const double center = Cluster(Model<double>("kmedoids"), batch)->centers(0, 0);
     for (int i = 0; i < 5; ++i) counts[i] += center == points(0, i);
   }
@@ -367,7 +372,7 @@ TYPED_TEST(VariantsTest, SphericalKMeansEqualsItsReference) {
 }
 
 TEST(Variants, ParametersOutOfRangeOrUnreadAreRefusedByName) {
-  const Matrix<double> points = GenerateTask<double>({.n = 60, .d = 2, .k = 3}, 1).points;
+  const Matrix<double> points = GaussianClusters<double>({.n = 60, .d = 2, .k = 3}, 1).points;
   const auto refuse = [&](const std::string& model, BatchSpec<double> spec) {
     spec.points = points;
     spec.k = 3;
@@ -375,16 +380,27 @@ TEST(Variants, ParametersOutOfRangeOrUnreadAreRefusedByName) {
     if (!batch.ok()) return std::string(batch.status().message());
     return std::string(Cluster(Model<double>(model), *batch).status().message());
   };
-  EXPECT_EQ(refuse("lloyd-onehot", {.beta = 10}),
+  EXPECT_EQ(refuse("lloyd-onehot", {.parameters = {{"beta", 10}}}),
             "beta = 10: model lloyd-onehot has no parameter beta (a softmax assignment is "
             "soft-kmeans, or lloyd-onehot-linear with beta)");
-  EXPECT_EQ(refuse("soft-kmeans", {.gamma = 2}),
+  EXPECT_EQ(refuse("soft-kmeans", {.parameters = {{"gamma", 2}}}),
             "gamma = 2: model soft-kmeans has no parameter gamma");
-  EXPECT_EQ(refuse("kmedoids", {.tau = 1.0}), "tau = 1: model kmedoids has no parameter tau");
-  EXPECT_EQ(refuse("kmedoids", {.tau = 0.0}), "tau = 0: model kmedoids has no parameter tau");
-  EXPECT_EQ(refuse("trimmed-kmeans", {.tau = -1.0}), "tau = -1, must be finite and at least 0");
-  EXPECT_EQ(refuse("soft-kmeans", {.beta = -1}), "beta = -1, must be 0 (hardmax) or positive");
-  EXPECT_EQ(refuse("kmedoids", {.gamma = -3}), "gamma = -3, must be 0 (infinity) or positive");
+  EXPECT_EQ(refuse("kmedoids", {.parameters = {{"tau", 1.0}}}),
+            "tau = 1: model kmedoids has no parameter tau");
+  EXPECT_EQ(refuse("kmedoids", {.parameters = {{"tau", 0.0}}}),
+            "tau = 0: model kmedoids has no parameter tau");
+  const double kInf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(refuse("trimmed-kmeans", {.parameters = {{"tau", -1.0}}}),
+            "tau = -1 is out of range for trimmed-kmeans: [0, inf)");
+  EXPECT_EQ(refuse("trimmed-kmeans", {.parameters = {{"tau", kInf}}}),
+            "tau = inf is out of range for trimmed-kmeans: [0, inf)");
+  EXPECT_EQ(refuse("soft-kmeans", {.parameters = {{"beta", -1}}}),
+            "beta = -1 is out of range for soft-kmeans: (0, inf]");
+  EXPECT_EQ(refuse("soft-kmeans", {.parameters = {{"beta", 0}}}),
+            "beta = 0 is out of range for soft-kmeans: (0, inf]");
+  EXPECT_EQ(refuse("kmedoids", {.parameters = {{"gamma", -3}}}),
+            "gamma = -3 is out of range for kmedoids: [0, inf]");
+  EXPECT_EQ(refuse("kmedoids", {.parameters = {{"gamma", NAN}}}), "gamma = nan: not a number");
   Matrix<double> zero = points;
   zero.col(7).setZero();
   const absl::StatusOr<Batch<double>> batch =
@@ -394,15 +410,16 @@ TEST(Variants, ParametersOutOfRangeOrUnreadAreRefusedByName) {
 }
 
 TEST(Variants, DefaultsComeFromTheModel) {
-  const Matrix<double> points = GenerateTask<double>({.n = 60, .d = 2, .k = 3}, 1).points;
+  const Matrix<double> points = GaussianClusters<double>({.n = 60, .d = 2, .k = 3}, 1).points;
   const Batch<double> batch = *Batch<double>::Validate({.points = points, .k = 3});
-  EXPECT_EQ(Model<double>("soft-kmeans").Resolve(batch).beta, 100);
-  EXPECT_TRUE(std::isinf(Model<double>("kmedoids").Resolve(batch).gamma));
-  EXPECT_EQ(Model<double>("trimmed-kmeans").Resolve(batch).tau, 1);
-  EXPECT_EQ(Model<double>("robust-kmeans").Resolve(batch).beta, 1);
-  const Batch<double> zero_tau = *Batch<double>::Validate({.points = points, .k = 3, .tau = 0.0});
-  EXPECT_EQ(Model<double>("trimmed-kmeans").Resolve(zero_tau).tau, 0);
-  EXPECT_TRUE(std::isinf(Model<double>("lloyd-onehot-linear").Resolve(batch).beta));
+  EXPECT_EQ(Model<double>("soft-kmeans").Resolve(batch).at("beta"), 100);
+  EXPECT_TRUE(std::isinf(Model<double>("kmedoids").Resolve(batch).at("gamma")));
+  EXPECT_EQ(Model<double>("trimmed-kmeans").Resolve(batch).at("tau"), 1);
+  EXPECT_EQ(Model<double>("robust-kmeans").Resolve(batch).at("beta"), 1);
+  const Batch<double> zero_tau =
+      *Batch<double>::Validate({.points = points, .k = 3, .parameters = {{"tau", 0.0}}});
+  EXPECT_EQ(Model<double>("trimmed-kmeans").Resolve(zero_tau).at("tau"), 0);
+  EXPECT_TRUE(std::isinf(Model<double>("lloyd-onehot-linear").Resolve(batch).at("beta")));
   EXPECT_FALSE(Model<double>("lloyd-onehot-linear").RunsDense(batch));
 }
 

@@ -142,7 +142,7 @@ int RunProgram(const std::vector<std::string>& argv, std::string* out, std::stri
   return ExitCode(status);
 }
 
-std::map<std::string, double> ScrapeMetrics(int port) {
+std::string MetricsText(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -161,10 +161,14 @@ std::map<std::string, double> ScrapeMetrics(int port) {
   char buffer[65536];
   for (ssize_t got; (got = read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, got);
   close(fd);
-  std::map<std::string, double> series;
   const size_t body = text.find("\r\n\r\n");
   if (body == std::string::npos) return {};
-  for (absl::string_view line : absl::StrSplit(text.substr(body + 4), '\n')) {
+  return text.substr(body + 4);
+}
+
+std::map<std::string, double> ScrapeMetrics(int port) {
+  std::map<std::string, double> series;
+  for (absl::string_view line : absl::StrSplit(MetricsText(port), '\n')) {
     if (line.empty() || line[0] == '#') continue;
     const size_t space = line.rfind(' ');
     double value;

@@ -46,9 +46,12 @@ std::string ServerBinary();
 // output and error.
 int RunProgram(const std::vector<std::string>& argv, std::string* out, std::string* err);
 
-// GET /metrics from a server's metrics port on the loopback interface:
-// {series as exposed, e.g. kmt_errors_total{code="INTERNAL"}: value};
-// empty if the port does not answer.
+// GET /metrics from a server's metrics port on the loopback interface: the
+// exposition as served, empty if the port does not answer.
+std::string MetricsText(int port);
+
+// The same as {series as exposed, e.g. kmt_errors_total{code="INTERNAL"}:
+// value}.
 std::map<std::string, double> ScrapeMetrics(int port);
 
 // A fresh directory under the test's temporary directory, removed when the

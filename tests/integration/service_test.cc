@@ -370,15 +370,16 @@ TEST_F(ServiceTest, BadBatchesGetTheirOwnErrorsAndTheStreamGoesOn) {
   given.set_init(v1::INIT_GIVEN);
   given.mutable_centers()->Add(good.data(), good.data() + 8 * 5 - 1);
   add(given, absl::StatusCode::kInvalidArgument, "centers has 39 values, expected k*d = 5*8");
-  v1::ClusterRequest beta = Request("beta", "lloyd-onehot", good, 5, 1);
-  beta.set_beta(-1);
-  add(beta, absl::StatusCode::kInvalidArgument, "beta = -1, must be 0 (hardmax) or positive");
+  v1::ClusterRequest beta = Request("beta", "soft-kmeans", good, 5, 1);
+  (*beta.mutable_parameters())["beta"] = -1;
+  add(beta, absl::StatusCode::kInvalidArgument,
+      "beta = -1 is out of range for soft-kmeans: (0, inf]");
   v1::ClusterRequest dense = Request("dense", "lloyd-onehot-linear",
                                      Matrix<float>(HundredThousand().points.leftCols(5000)), 5, 1);
-  dense.set_beta(100);
+  (*dense.mutable_parameters())["beta"] = 100;
   add(dense, absl::StatusCode::kInvalidArgument,
       "n = 5000 exceeds this server's limit of 4096 points for lloyd-onehot-linear with beta "
-      "> 0, which runs the O(n^2) dense evaluator");
+      "= 100, which runs the O(n^2) dense evaluator");
   add(Request("learned-dense", "test-learned",
               Matrix<float>(HundredThousand().points.topLeftCorner(3, 5000)), 4, 1),
       absl::StatusCode::kInvalidArgument,

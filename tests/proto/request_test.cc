@@ -23,7 +23,7 @@ v1::ClusterRequest Request() {
 TEST(Request, FieldsBecomeTheBatch) {
   v1::ClusterRequest r = Request();
   r.set_init(v1::INIT_RANDOM);
-  r.set_beta(3);
+  (*r.mutable_parameters())["beta"] = 3;
   r.set_return_cluster_sums(true);
   const absl::StatusOr<Batch<float>> batch = BatchFromRequest(r);
   ASSERT_TRUE(batch.ok()) << batch.status();
@@ -33,7 +33,7 @@ TEST(Request, FieldsBecomeTheBatch) {
   EXPECT_EQ(spec.k, 2);
   EXPECT_EQ(spec.layers, 3);
   EXPECT_EQ(spec.seed, 5u);
-  EXPECT_EQ(spec.beta, 3);
+  EXPECT_EQ(spec.parameters, (ParameterValues{{"beta", 3}}));
   EXPECT_EQ(spec.init, InitMethod::kRandomSubset);
   EXPECT_TRUE(spec.cluster_sums);
   EXPECT_EQ(spec.given_centers.size(), 0);

@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "core/engine.h"
+#include "proto/batch_error.h"
 #include "proto/request.h"
-#include "server/grpc_status.h"
 
 namespace kmt {
 namespace {
@@ -85,10 +85,10 @@ TEST_F(BatchRunnerTest, EachBadBatchGetsItsOwnError) {
   r.set_points(3, INFINITY);
   ExpectError(r, Code::kInvalidArgument, "point 1 has Inf in dimension 1");
   r = Request("lloyd-onehot-linear", 101, 2, 2);
-  r.set_beta(10);
+  (*r.mutable_parameters())["beta"] = 10;
   ExpectError(r, Code::kInvalidArgument,
               "n = 101 exceeds this server's limit of 100 points for lloyd-onehot-linear with "
-              "beta > 0, which runs the O(n^2) dense evaluator");
+              "beta = 10, which runs the O(n^2) dense evaluator");
   r.set_n(100);
   r.mutable_points()->Truncate(200);
   EXPECT_FALSE(Answer(r).has_error());

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 namespace kmt {
@@ -16,14 +17,42 @@ TEST(GrpcStatus, CodeAndMessageCarryOver) {
             grpc::StatusCode::DEADLINE_EXCEEDED);
 }
 
-TEST(GrpcStatus, LongMessagesAreCutAndSaySo) {
+// Cut as a batch error's message is (proto/batch_error.h), so a client reads
+// both alike.
+TEST(GrpcStatus, LongMessagesAreCutAsBatchErrorsAre) {
   const std::string exact(kMaxStatusMessageBytes, 'x');
   EXPECT_EQ(ToGrpcStatus(absl::NotFoundError(exact)).error_message(), exact);
-  const grpc::Status cut = ToGrpcStatus(absl::NotFoundError(exact + "y"));
-  EXPECT_EQ(cut.error_message().size(), kMaxStatusMessageBytes);
-  EXPECT_EQ(cut.error_message(),
-            std::string(kMaxStatusMessageBytes - std::string(kTruncationMark).size(), 'x') +
-                kTruncationMark);
+  const absl::Status longer = absl::NotFoundError(exact + "y");
+  EXPECT_EQ(ToGrpcStatus(longer).error_message(), ToBatchError(longer).message());
+  EXPECT_EQ(ToGrpcStatus(longer).error_message().size(), kMaxStatusMessageBytes);
+}
+
+using Clock = std::chrono::system_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// The client cancels at its deadline, which reaches the server a little
+// before the server's copy of it: up to 1% of the timeout plus 50 ms before
+// is the deadline's doing.
+TEST(DeadlineEnded, ACancellationJustBeforeTheDeadlineIsTheDeadlines) {
+  const Clock::time_point arrived = Clock::now(), deadline = arrived + seconds(1);
+  EXPECT_TRUE(DeadlineEnded(deadline, arrived, deadline + milliseconds(1)));
+  EXPECT_TRUE(DeadlineEnded(deadline, arrived, deadline));
+  EXPECT_TRUE(DeadlineEnded(deadline, arrived, deadline - milliseconds(13)));
+  EXPECT_TRUE(DeadlineEnded(deadline, arrived, deadline - milliseconds(60)));
+  EXPECT_FALSE(DeadlineEnded(deadline, arrived, deadline - milliseconds(61)));
+  EXPECT_FALSE(DeadlineEnded(deadline, arrived, arrived + milliseconds(500)));
+}
+
+TEST(DeadlineEnded, TheSlackGrowsWithTheTimeout) {
+  const Clock::time_point arrived = Clock::now(), deadline = arrived + seconds(100);
+  EXPECT_TRUE(DeadlineEnded(deadline, arrived, deadline - milliseconds(1050)));
+  EXPECT_FALSE(DeadlineEnded(deadline, arrived, deadline - milliseconds(1051)));
+}
+
+TEST(DeadlineEnded, WithoutADeadlineEveryCancellationIsTheClients) {
+  const Clock::time_point arrived = Clock::now();
+  EXPECT_FALSE(DeadlineEnded(Clock::time_point::max(), arrived, arrived + seconds(3600)));
 }
 
 }  // namespace

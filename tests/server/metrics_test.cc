@@ -1,18 +1,23 @@
 // The /metrics endpoint, scraped over HTTP as Prometheus does: the series
 // alerts watch exist at 0 from the start, each recorded event moves exactly
-// the series it should, and the process metrics are there.
+// the series it should, the process metrics are there, and the operations
+// guide's table lists what is exposed.
 #include "server/metrics.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "tests/integration/server_process.h"
 
 namespace kmt {
@@ -54,6 +59,10 @@ TEST_F(MetricsTest, SeriesAlertsWatchStartAtZero) {
     EXPECT_EQ(series.at(std::string("kmt_errors_total{code=\"") + code + "\"}"), 0) << code;
   }
   EXPECT_EQ(series.count("kmt_errors_total{code=\"OK\"}"), 0u);
+  for (const char* code : {"OK", "CANCELLED", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED",
+                           "UNAVAILABLE", "INVALID_ARGUMENT"}) {
+    EXPECT_EQ(series.at(std::string("kmt_jobs_total{code=\"") + code + "\"}"), 0) << code;
+  }
   EXPECT_EQ(series.at("kmt_models_loaded{kind=\"learned\"}"), 0);
   EXPECT_EQ(series.at("kmt_models_loaded{kind=\"exact\"}"),
             static_cast<double>(registry_->models().size()));
@@ -100,6 +109,50 @@ TEST_F(MetricsTest, StreamOutcomesHaveTheirOwnCounter) {
   EXPECT_EQ(series.at("kmt_streams_total{code=\"OK\"}"), 2);
   EXPECT_EQ(series.at("kmt_streams_total{code=\"CANCELLED\"}"), 0);
   EXPECT_EQ(series.at("kmt_errors_total{code=\"DEADLINE_EXCEEDED\"}"), 0);
+}
+
+// {name: type} of every metric family in an exposition, from its "# TYPE"
+// lines.
+std::map<std::string, std::string> Families(const std::string& exposition) {
+  std::map<std::string, std::string> families;
+  for (absl::string_view line : absl::StrSplit(exposition, '\n')) {
+    if (!absl::ConsumePrefix(&line, "# TYPE ")) continue;
+    const std::vector<std::string> fields = absl::StrSplit(line, ' ');
+    if (fields.size() == 2) families[fields[0]] = fields[1];
+  }
+  return families;
+}
+
+// {name: type} of the metrics docs/operations.md's metrics table lists: a
+// row's first cell names one or more metrics in backquotes, its second
+// gives their type.
+std::map<std::string, std::string> DocumentedFamilies() {
+  std::ifstream in(std::string(KMT_SOURCE_DIR) + "/docs/operations.md");
+  std::map<std::string, std::string> families;
+  bool in_section = false;
+  for (std::string line; std::getline(in, line);) {
+    if (absl::StartsWith(line, "## ")) in_section = line == "## Metrics";
+    if (!in_section || !absl::StartsWith(line, "| `")) continue;
+    const std::vector<std::string> cells = absl::StrSplit(line, '|');
+    if (cells.size() < 4) continue;
+    const std::vector<std::string> quoted = absl::StrSplit(cells[1], '`');
+    for (size_t i = 1; i < quoted.size(); i += 2) {
+      families[quoted[i]] = std::string(absl::StripAsciiWhitespace(cells[2]));
+    }
+  }
+  return families;
+}
+
+// The operations guide's table names every metric the server exposes, with
+// its type, and no other.
+TEST_F(MetricsTest, TheOperationsGuideListsEveryMetric) {
+  // Histograms appear with their first observation.
+  v1::ClusterResponse ok;
+  ok.set_objective(1.0);
+  metrics_->RecordBatch(Request(registry_->models().front().info.name(), 1), ok, 0.001);
+  const std::map<std::string, std::string> documented = DocumentedFamilies();
+  ASSERT_FALSE(documented.empty());
+  EXPECT_EQ(documented, Families(MetricsText(metrics_->port())));
 }
 
 // histogram_quantile interpolates linearly within a bucket: with each bound

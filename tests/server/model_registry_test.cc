@@ -63,8 +63,8 @@ TEST_F(ModelRegistryTest, FilesAreServedOrRefusedWithAReason) {
 
   std::vector<std::string> names;
   for (const RegistryEntry& e : registry.models()) names.push_back(e.info.name());
-  EXPECT_EQ(names, (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-linear",
-                                             "lloyd-onehot-dot", "soft-kmeans", "trimmed-kmeans",
+  EXPECT_EQ(names, (std::vector<std::string>{"lloyd-onehot", "lloyd-binary", "lloyd-onehot-dot",
+                                             "lloyd-onehot-linear", "soft-kmeans", "trimmed-kmeans",
                                              "robust-kmeans", "kmedoids", "spherical-kmeans",
                                              "learned-a", "learned-b"}));
   const RegistryEntry* b = registry.Find("learned-b");

@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "server/limits.h"
-
 namespace kmt {
 namespace {
 
@@ -24,8 +22,7 @@ TEST(ResidentMemory, ReservesWhatFitsAndRefusesWithTheNumbers) {
 
 TEST(ResidentMemory, CapIsTheFlagOrAShareOfUsableMemory) {
   EXPECT_EQ(ResidentCap(123, 1 << 30), 123);
-  EXPECT_EQ(ResidentCap(0, 1000000),
-            static_cast<int64_t>(1000000 * Limits{}.resident_memory_fraction));
+  EXPECT_EQ(ResidentCap(0, 1000000), static_cast<int64_t>(1000000 * kResidentMemoryShare));
 }
 
 }  // namespace

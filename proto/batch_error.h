@@ -1,0 +1,34 @@
+// A failed batch's or step's status on the wire, both ways: the server
+// writes the BatchError of a response from a status, a client reads it back
+// as one. Status messages either end sends (a batch's error, a stream's
+// status) are capped in length here.
+#ifndef KMT_PROTO_BATCH_ERROR_H_
+#define KMT_PROTO_BATCH_ERROR_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "proto/kmeans_transformer.pb.h"
+
+namespace kmt {
+
+// Messages longer than this are cut and end in kTruncationMark.
+inline constexpr size_t kMaxStatusMessageBytes = 1024;
+inline constexpr char kTruncationMark[] = " [truncated]";
+
+// `message`, cut to kMaxStatusMessageBytes with kTruncationMark if longer.
+std::string CapStatusMessage(absl::string_view message);
+
+// The status's canonical code and its message, capped. OK gives an empty
+// BatchError (code 0), which is what an unset error reads as.
+v1::BatchError ToBatchError(const absl::Status& status);
+
+// The status a response's error carries: OK when the error is unset, a code
+// the contract does not define as UNKNOWN.
+absl::Status FromBatchError(const v1::BatchError& error);
+
+}  // namespace kmt
+
+#endif  // KMT_PROTO_BATCH_ERROR_H_

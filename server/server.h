@@ -1,0 +1,63 @@
+// kmt-server's settings in one struct and the server they describe. main
+// fills ServerOptions from the flags (each flag's default is the field's
+// default here) and nothing below it reads a flag; RunServer builds the
+// service from the options and serves until SIGTERM or SIGINT: health turns
+// NOT_SERVING, new batches are answered UNAVAILABLE after not_serving_delay,
+// and accepted ones finish within shutdown_grace.
+#ifndef KMT_SERVER_SERVER_H_
+#define KMT_SERVER_SERVER_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "base/cpus.h"
+#include "proto/transport_security.h"
+#include "server/limits.h"
+
+namespace kmt {
+
+struct ServerOptions {
+  std::string listen = "0.0.0.0:50051";  ///< gRPC listen address (port 0 picks a free one)
+  /// TLS from PEM files, watched for rotation (proto/transport_security.h);
+  /// no certificate: plaintext.
+  ServerTls tls;
+  /// Let several processes listen on the same port (SO_REUSEPORT), splitting
+  /// the connections between them; false: a port in use is an error.
+  bool allow_port_sharing = false;
+  std::string port_file;                        ///< if set, the bound gRPC port is written here
+  std::string metrics_listen = "0.0.0.0:9464";  ///< Prometheus /metrics address (port 0: any)
+  std::string metrics_port_file;                ///< if set, the bound metrics port is written here
+  std::string model_dir = "models";             ///< directory of learned model files (*.kmt)
+  Limits limits;                     ///< per batch and on resident jobs (server/limits.h)
+  int max_message_bytes = 64 << 20;  ///< largest request message accepted
+  int workers = UsableCpus();        ///< batches computed at once; the CPUs usable by default
+  int threads_per_batch = 1;         ///< threads one batch may use
+  /// Let the threads doing network I/O (gRPC's, the metrics server's)
+  /// preempt a worker computing a batch; false: they run under SCHED_BATCH,
+  /// the same CPU share, but data arriving waits for the worker's time slice
+  /// instead of interrupting it.
+  bool io_preempts_workers = false;
+  int max_in_flight_per_stream = 16;  ///< batches a stream may have read and not yet answered
+  /// After SIGTERM, how long health reports NOT_SERVING while batches are
+  /// still taken, so that load balancers stop sending before the server
+  /// stops taking.
+  absl::Duration not_serving_delay = absl::Seconds(2);
+  /// After that, how long accepted batches may take to finish.
+  absl::Duration shutdown_grace = absl::Seconds(30);
+  /// While draining, how long a stream whose batches are all answered waits
+  /// before ending, so the client reads the last answers before gRPC closes
+  /// the connection.
+  absl::Duration drain_linger = absl::Seconds(1);
+};
+
+// Serves `options` until SIGTERM or SIGINT and returns OK once drained, or
+// the reason the server could not start (models refused are logged, not
+// fatal). It blocks both signals in the calling thread before it starts any
+// thread, so that one thread of its own takes them; call it before the
+// process starts threads of its own.
+absl::Status RunServer(const ServerOptions& options, const std::string& version);
+
+}  // namespace kmt
+
+#endif  // KMT_SERVER_SERVER_H_

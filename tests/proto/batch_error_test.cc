@@ -1,0 +1,54 @@
+// A status through the BatchError of a response and back, as the server
+// writes it and a client reads it.
+#include "proto/batch_error.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace kmt {
+namespace {
+
+TEST(BatchError, EveryCanonicalCodeGoesThereAndBack) {
+  for (int code = 1; code <= 16; ++code) {
+    const absl::Status status(static_cast<absl::StatusCode>(code), "n = 3, expected 4");
+    SCOPED_TRACE(status.ToString());
+    const v1::BatchError error = ToBatchError(status);
+    EXPECT_EQ(error.code(), code);
+    EXPECT_EQ(error.message(), "n = 3, expected 4");
+    EXPECT_EQ(FromBatchError(error), status);
+  }
+}
+
+TEST(BatchError, OkIsTheUnsetError) {
+  const v1::BatchError error = ToBatchError(absl::OkStatus());
+  EXPECT_EQ(error.code(), 0);
+  EXPECT_TRUE(error.message().empty());
+  EXPECT_TRUE(FromBatchError(v1::BatchError()).ok());
+  v1::ClusterResponse answered;
+  EXPECT_FALSE(answered.has_error());
+  EXPECT_TRUE(FromBatchError(answered.error()).ok());
+}
+
+TEST(BatchError, CodesTheContractDoesNotDefineReadAsUnknown) {
+  v1::BatchError error;
+  error.set_code(99);
+  error.set_message("from a newer server");
+  const absl::Status status = FromBatchError(error);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnknown);
+  EXPECT_EQ(status.message(), "from a newer server");
+}
+
+TEST(BatchError, LongMessagesAreCutAndSaySo) {
+  const std::string exact(kMaxStatusMessageBytes, 'x');
+  EXPECT_EQ(ToBatchError(absl::NotFoundError(exact)).message(), exact);
+  const v1::BatchError cut = ToBatchError(absl::NotFoundError(exact + "y"));
+  EXPECT_EQ(cut.message().size(), kMaxStatusMessageBytes);
+  EXPECT_EQ(cut.message(),
+            std::string(kMaxStatusMessageBytes - std::string(kTruncationMark).size(), 'x') +
+                kTruncationMark);
+  EXPECT_EQ(cut.code(), static_cast<int>(absl::StatusCode::kNotFound));
+}
+
+}  // namespace
+}  // namespace kmt
