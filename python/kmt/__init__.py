@@ -12,10 +12,11 @@ from .client import (Client, ClusterError, FitResult, Result, ServiceError, batc
                      pb)
 from .resident import ResidentResult, fit_resident, replica_addresses
 
-# Estimators by the module that defines them, imported on first use so that
-# the client alone needs no scikit-learn.
+# The estimators (and fit_each) by the module that defines them, imported on
+# first use so that the client alone needs no scikit-learn.
 _ESTIMATORS = {
     "KMeans": "kmeans",
+    "fit_each": "kmeans",
     "MiniBatchKMeans": "minibatch",
     "SoftKMeans": "variants",
     "SphericalKMeans": "variants",

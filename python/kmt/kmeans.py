@@ -10,11 +10,13 @@ empty clusters done by the client as scikit-learn does them. As in
 scikit-learn the points are sent minus their mean, which keeps float32's
 distances precise far from the origin.
 """
+import dataclasses
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
@@ -46,6 +48,54 @@ def tolerance(X, tol):
 def resident_capable(info, parameters):
     """Whether the Job RPC's assign steps compute this model: Lloyd's exactly."""
     return info.kind == "exact" and info.name.startswith("lloyd-") and not parameters
+
+
+@dataclasses.dataclass
+class _Plan:
+    """A checked fit: X and its weights as sent (None: all ones), the mean
+    subtracted (None: none), given starts, the request seed, the model."""
+    X: object
+    weights: object
+    offset: object
+    starts: object
+    seed: int
+    info: object
+    parameters: dict
+    distances: bool
+    one_request: bool
+
+
+def fit_each(estimator, blocks, inits=None):
+    """Fits a clone of `estimator` (a kmt.KMeans or a variant) to each array
+    of `blocks` (any iterable, read as the stream needs it), every block's
+    requests on one stream: the fitted clones, in order. `inits`, if given,
+    are each block's initial centers (its init). Each block must fit one
+    request."""
+    cl = client_for(estimator)
+    plans = []
+
+    def requests():
+        for i, block in enumerate(blocks):
+            fit = clone(estimator)
+            if inits is not None:
+                fit.set_params(init=inits[i])
+            plan = fit._plan(block, None, distances=False)
+            if not plan.one_request:
+                raise ValueError(f"block {i} has {plan.X.shape[0]} samples, more than one "
+                                 "request carries")
+            made = fit._requests(plan, cl)
+            plans.append((fit, plan, len(made)))
+            yield from made
+    fitted, answered = [], []
+    with invalid_input_as_value_error():
+        for response in cl.stream(requests()):
+            fit, plan, count = plans[len(fitted)]
+            answered.append(cl.result(response, plan.X.shape[1], fit.n_clusters))
+            if len(answered) == count:
+                fit._keep_fit(fit._best(plan, answered))
+                fitted.append(fit)
+                answered = []
+    return fitted
 
 
 class ServedLloyd(ServedKMeans):
@@ -127,9 +177,9 @@ class ServedLloyd(ServedKMeans):
             starts.append(centers if offset is None else centers + offset)
         return np.stack(starts)
 
-    def _fit(self, X, sample_weight, distances):
-        """Fits; returns the (n, k) squared distances to the final centers if
-        `distances` and one request computed them, else None."""
+    def _plan(self, X, sample_weight, distances):
+        """Checks the parameters and X as scikit-learn does and decides how
+        the fit runs."""
         self._validate_params()
         X = self._fit_data(X)
         self._check_params_vs_input(X)
@@ -152,22 +202,35 @@ class ServedLloyd(ServedKMeans):
         # scikit-learn leaves it; it also keys the draws of kmedoids.
         seed = int(random_state.randint(np.iinfo(np.int32).max))
         per_point_out = 4 + 4 * k * bool(distances)
-        if n <= rows_per_request(self._request_rows(), d, per_point_out, weighted):
-            fitted = self._fit_one_request(X, sample_weight if weighted else None, offset, starts,
-                                           seed, info, parameters, distances)
-        elif resident_capable(info, parameters):
-            fitted = self._fit_resident(X, sample_weight if weighted else None, offset, starts,
-                                        seed)
-        else:
+        one_request = n <= rows_per_request(self._request_rows(), d, per_point_out, weighted)
+        if not one_request and not resident_capable(info, parameters):
             raise ValueError(f"X has {n} samples, more than one request carries (batch_size="
                              f"{self.batch_size}); only Lloyd's runs as a resident job, not the "
                              f"server's model '{info.name}'.")
+        return _Plan(X, sample_weight if weighted else None, offset, starts, seed, info,
+                     parameters, distances, one_request)
+
+    def _fit(self, X, sample_weight, distances):
+        """Fits; returns the (n, k) squared distances to the final centers if
+        `distances` and one request computed them, else None."""
+        plan = self._plan(X, sample_weight, distances)
+        if not plan.one_request:
+            return self._keep_fit(self._fit_resident(plan))
+        cl = client_for(self)
+        with invalid_input_as_value_error():
+            results = [cl.result(r, plan.X.shape[1], self.n_clusters, distances)
+                       for r in cl.stream(self._requests(plan, cl))]
+        return self._keep_fit(self._best(plan, results))
+
+    def _keep_fit(self, fitted):
+        """Sets the fitted attributes; returns the squared distances."""
         centers, labels, inertia, n_iter, squared = fitted
+        k = self.n_clusters
         if len(np.unique(labels)) < k:
             warnings.warn(
                 f"Number of distinct clusters ({len(np.unique(labels))}) found smaller than "
                 f"n_clusters ({k}). Possibly due to duplicate points in X.",
-                ConvergenceWarning, stacklevel=3)
+                ConvergenceWarning, stacklevel=4)
         self.cluster_centers_ = centers
         self._n_features_out = k
         self.labels_ = labels
@@ -175,25 +238,24 @@ class ServedLloyd(ServedKMeans):
         self.n_iter_ = n_iter
         return squared
 
-    def _fit_one_request(self, X, weights, offset, starts, seed, info, parameters, distances):
-        n, d = X.shape
+    def _requests(self, plan, cl):
+        """The fit's requests: one, or one per given start."""
         k = self.n_clusters
-        cl = client_for(self)
-        points = resident.dense_rows(X, offset)(0, n)
-        fields = dict(model=info.name, iterations=self.max_iter, parameters=parameters,
-                      tol=float(self.tol), weights=weights,
-                      empty_clusters=EMPTY_CLUSTERS[self._empty_clusters()],
+        points = resident.dense_rows(plan.X, plan.offset)(0, plan.X.shape[0])
+        fields = dict(model=plan.info.name, iterations=self.max_iter,
+                      parameters=plan.parameters, tol=float(self.tol), weights=plan.weights,
+                      seed=plan.seed, empty_clusters=EMPTY_CLUSTERS[self._empty_clusters()],
                       return_trajectory=bool(self.verbose),
-                      return_distances=pb.DISTANCES_ALL if distances else pb.DISTANCES_NONE)
-        if starts is None:
-            requests = [cl.request(points, k, init=INITS[self.init], seed=seed,
-                                   n_init=self._n_init, **fields)]
-        else:
-            requests = [cl.request(points, k, request_id=f"restart-{r}", seed=seed,
-                                   centers=start if offset is None else start - offset, **fields)
-                        for r, start in enumerate(starts)]
-        with invalid_input_as_value_error():
-            results = [cl.result(r, d, k, distances) for r in cl.stream(requests)]
+                      return_distances=pb.DISTANCES_ALL if plan.distances else pb.DISTANCES_NONE)
+        if plan.starts is None:
+            return [cl.request(points, k, init=INITS[self.init], n_init=self._n_init, **fields)]
+        return [cl.request(points, k, request_id=f"restart-{r}",
+                           centers=start if plan.offset is None else start - plan.offset,
+                           **fields)
+                for r, start in enumerate(plan.starts)]
+
+    def _best(self, plan, results):
+        """The fitted values of the best of the requests' results."""
         best = results[0]
         for r in results[1:]:
             # scikit-learn's rule: a lower inertia that is not the same
@@ -202,9 +264,9 @@ class ServedLloyd(ServedKMeans):
                 best = r
         if self.verbose:
             self._print_trajectory(best)
-        centers = best.centers.astype(X.dtype)
-        if offset is not None:
-            centers += offset
+        centers = best.centers.astype(plan.X.dtype)
+        if plan.offset is not None:
+            centers += plan.offset
         return (centers, np.array(best.labels, dtype=np.int32), float(best.objective),
                 int(best.iterations_run), best.distances)
 
@@ -221,8 +283,8 @@ class ServedLloyd(ServedKMeans):
             print(f"Converged at iteration {last}: center shift within tolerance "
                   f"{self.tol} times the mean variance.")
 
-    def _fit_resident(self, X, weights, offset, starts, seed):
-        absolute_tol = tolerance(X, self.tol)
+    def _fit_resident(self, plan):
+        absolute_tol = tolerance(plan.X, self.tol)
 
         def progress(t, objective, shift, convergence):
             if t == 0:
@@ -235,14 +297,15 @@ class ServedLloyd(ServedKMeans):
                       f"{absolute_tol}.")
         with invalid_input_as_value_error():
             result = resident.fit_resident(
-                self.server, X, self.n_clusters, centers=starts, iterations=self.max_iter,
-                seed=seed, streams_per_server=self._streams_per_server(),
-                timeout=self.timeout, weights=weights, center_tol=absolute_tol,
-                empty_clusters=self._empty_clusters(), offset=offset,
-                init=None if starts is not None else INITS[self.init], n_init=self._n_init,
+                self.server, plan.X, self.n_clusters, centers=plan.starts,
+                iterations=self.max_iter, seed=plan.seed,
+                streams_per_server=self._streams_per_server(), timeout=self.timeout,
+                weights=plan.weights, center_tol=absolute_tol,
+                empty_clusters=self._empty_clusters(), offset=plan.offset,
+                init=None if plan.starts is not None else INITS[self.init], n_init=self._n_init,
                 on_iteration=progress if self.verbose else None, **tls_options(self))
-        centers = result.centers.astype(X.dtype)
-        return centers, result.labels, float(result.objective), int(result.iterations_run), None
+        return (result.centers.astype(plan.X.dtype), result.labels, float(result.objective),
+                int(result.iterations_run), None)
 
 
 class KMeans(ServedLloyd):

@@ -93,8 +93,10 @@ def check_model_parameters(estimator, info, values):
                 f"server's model '{info.name}' (it reads: "
                 f"{', '.join(known) if known else 'none'}).")
         above = value > p.min if p.min_exclusive else value >= p.min
-        if not (above and value <= p.max):
-            interval = f"{'(' if p.min_exclusive else '['}{p.min:g}, {p.max:g}]"
+        below = value < p.max if p.max_exclusive else value <= p.max
+        if not (above and below):
+            interval = (f"{'(' if p.min_exclusive else '['}{p.min:g}, {p.max:g}"
+                        f"{')' if p.max_exclusive else ']'}")
             raise InvalidParameterError(
                 f"The '{name}' parameter of {type(estimator).__name__} must be in {interval} "
                 f"as the server's model '{info.name}' bounds it; got {value!r}.")

@@ -10,14 +10,12 @@ only.
 """
 from numbers import Real
 
-from sklearn.utils._param_validation import Interval
-
 from .kmeans import ServedLloyd
 from .served import ServedKMeans, keep_parameters
 
 _CONSTRAINTS = {**ServedLloyd._lloyd_constraints, **ServedKMeans._connection_constraints}
-_POSITIVE = [Interval(Real, 0, None, closed="neither"), None]
-_NOT_NEGATIVE = [Interval(Real, 0, None, closed="left"), None]
+# A number or None; its range is the server's (ListModels), checked at fit.
+_NUMBER = [Real, None]
 
 
 class _Variant(ServedLloyd):
@@ -35,7 +33,7 @@ class SoftKMeans(_Variant):
     """Soft k-means: responsibilities softmax_j(-beta ||x - c_j||^2), each
     center its points' responsibility-weighted mean (model soft-kmeans)."""
     MODEL, PARAMETERS = "soft-kmeans", ("beta",)
-    _parameter_constraints = {**_CONSTRAINTS, "beta": _POSITIVE}
+    _parameter_constraints = {**_CONSTRAINTS, "beta": _NUMBER}
 
     def __init__(self, n_clusters=8, *, beta=None, init="k-means++", n_init="auto", max_iter=300,
                  tol=1e-4, verbose=0, random_state=None, server="localhost:50051", tls=False,
@@ -62,7 +60,7 @@ class TrimmedKMeans(_Variant):
     nearest it, how many set by normmax's regularisation tau (0 keeps the
     nearest point; model trimmed-kmeans)."""
     MODEL, PARAMETERS = "trimmed-kmeans", ("tau",)
-    _parameter_constraints = {**_CONSTRAINTS, "tau": _NOT_NEGATIVE}
+    _parameter_constraints = {**_CONSTRAINTS, "tau": _NUMBER}
 
     def __init__(self, n_clusters=8, *, tau=None, init="k-means++", n_init="auto", max_iter=300,
                  tol=1e-4, verbose=0, random_state=None, server="localhost:50051", tls=False,
@@ -75,7 +73,7 @@ class RobustKMeans(_Variant):
     mean of its cluster's points, far points weighing 0 (model
     robust-kmeans)."""
     MODEL, PARAMETERS = "robust-kmeans", ("beta",)
-    _parameter_constraints = {**_CONSTRAINTS, "beta": _POSITIVE}
+    _parameter_constraints = {**_CONSTRAINTS, "beta": _NUMBER}
 
     def __init__(self, n_clusters=8, *, beta=None, init="k-means++", n_init="auto", max_iter=300,
                  tol=1e-4, verbose=0, random_state=None, server="localhost:50051", tls=False,
@@ -89,7 +87,7 @@ class KMedoids(_Variant):
     by random_state (gamma infinite, the default: the point nearest the
     mean; model kmedoids). Centers are always data points."""
     MODEL, PARAMETERS = "kmedoids", ("gamma",)
-    _parameter_constraints = {**_CONSTRAINTS, "gamma": _NOT_NEGATIVE}
+    _parameter_constraints = {**_CONSTRAINTS, "gamma": _NUMBER}
 
     def __init__(self, n_clusters=8, *, gamma=None, init="k-means++", n_init="auto", max_iter=300,
                  tol=1e-4, verbose=0, random_state=None, server="localhost:50051", tls=False,

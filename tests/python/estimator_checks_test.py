@@ -1,0 +1,58 @@
+"""scikit-learn's own estimator checks (sklearn.utils.estimator_checks, as
+check_estimator runs them) on every kmt estimator through a real kmt-server,
+each check its own subtest. The only checks skipped are those the estimator
+declares as scikit-learn's KMeans declares them (zero weights are not the
+same as removed samples) and those that need pandas when it is missing."""
+import unittest
+import warnings
+from unittest import SkipTest
+
+from sklearn.utils.estimator_checks import _get_check_estimator_ids, check_estimator
+
+from estimator_support import Server, kmt
+
+# What scikit-learn's KMeans itself skips, and what needs pandas.
+ALLOWED_SKIPS = ("check_sample_weights_invariance", "pandas")
+
+
+class EstimatorChecksTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--model_dir=")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0
+
+    def run_checks(self, estimator):
+        ran = 0
+        for checked, check in check_estimator(estimator, generate_only=True):
+            name = _get_check_estimator_ids(check)
+            with self.subTest(check=name):
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        check(checked)
+                    ran += 1
+                except SkipTest as e:
+                    self.assertTrue(any(allowed in str(e) for allowed in ALLOWED_SKIPS), str(e))
+        self.assertGreater(ran, 40)
+
+    def test_kmeans(self):
+        self.run_checks(kmt.KMeans(server=self.server.address))
+
+    def test_kmeans_with_restarts_and_sklearns_n_init_default(self):
+        self.run_checks(kmt.KMeans(n_clusters=3, init="random", server=self.server.address))
+
+    def test_minibatch_kmeans(self):
+        self.run_checks(kmt.MiniBatchKMeans(n_init="auto", server=self.server.address))
+
+    def test_variants(self):
+        for estimator in (kmt.SoftKMeans, kmt.SphericalKMeans, kmt.TrimmedKMeans,
+                          kmt.RobustKMeans, kmt.KMedoids):
+            with self.subTest(estimator=estimator.__name__):
+                self.run_checks(estimator(server=self.server.address))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
