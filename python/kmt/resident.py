@@ -86,6 +86,43 @@ class Mt19937_64:
         """Uniform on [0, 1) with 53 random bits."""
         return (self.next() >> 11) * 2.0 ** -53
 
+    def uniforms(self, count):
+        """The next `count` uniform() draws as a float64 array, the twists and
+        tempering done on numpy words (a million draws in milliseconds)."""
+        out = np.empty(count, dtype=np.uint64)
+        state = np.array(self.state, dtype=np.uint64)
+        done = 0
+        while done < count:
+            if self.index >= self._N:
+                self._twist_words(state)
+                self.index = 0
+            take = min(count - done, self._N - self.index)
+            out[done:done + take] = state[self.index:self.index + take]
+            self.index += take
+            done += take
+        self.state = [int(v) for v in state]
+        y = out
+        y ^= (y >> np.uint64(29)) & np.uint64(0x5555555555555555)
+        y ^= (y << np.uint64(17)) & np.uint64(0x71D67FFFEDA60000)
+        y ^= (y << np.uint64(37)) & np.uint64(0xFFF7EEE000000000)
+        y ^= y >> np.uint64(43)
+        return (y >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+
+    @classmethod
+    def _twist_words(cls, s):
+        """_twist on a numpy state, in the three runs whose reads do not
+        depend on their own writes."""
+        n, m = cls._N, cls._M
+        upper, lower = np.uint64(cls._UPPER), np.uint64(cls._LOWER)
+        matrix = np.uint64(0xB5026F5AA96619E9)
+
+        def mixed(here, following, far):
+            x = (here & upper) | (following & lower)
+            return far ^ (x >> np.uint64(1)) ^ np.where(x & np.uint64(1), matrix, np.uint64(0))
+        s[:n - m] = mixed(s[:n - m], s[1:n - m + 1], s[m:])
+        s[n - m:n - 1] = mixed(s[n - m:n - 1], s[n - m + 1:], s[:m - 1])
+        s[n - 1] = mixed(s[n - 1], s[0], s[m - 1])
+
     def below(self, n):
         """Uniform integer in [0, n) without modulo bias."""
         limit = self._MASK - self._MASK % n
@@ -342,17 +379,19 @@ class _Job:
 
 def _seed(job, d, k, seed, trials, log):
     """k-means++ with `trials` candidates per center over the job's shards
-    (ShardedKMeansPlusPlus in core/seeding.h), one round per step."""
+    (ShardedKMeansPlusPlus in core/seeding.h), one round per step; on
+    weighted shards each draw is in proportion to w times the squared
+    distance, the first by w."""
     sizes = [shard.count for shard in job.shards]
     shards = len(sizes)
     n = sum(sizes)
     rng = Mt19937_64(seed)
     requests = [{} for _ in range(shards)]
 
-    def run():
+    def run(every=False):
         def make(s):
             r = requests[s]
-            if not r:
+            if not r and not every:
                 return None
             return pb.JobRequest(seed=pb.SeedStep(
                 add_centers=r.get("add", []), point_indices=r.get("indices", []),
@@ -362,36 +401,46 @@ def _seed(job, d, k, seed, trials, log):
             r.clear()
         return answers
 
+    shard_potential = [0.0] * shards
+
+    def draw(target):
+        """A position in the running sum of the shards' potentials, in shard
+        order, asked of the shard that holds it: (shard, answer index)."""
+        s = 0
+        while s + 1 < shards and (sizes[s] == 0 or target >= shard_potential[s]):
+            target -= shard_potential[s]
+            s += 1
+        while sizes[s] == 0:  # past the end by round-off: the last point
+            s -= 1
+        r = requests[s]
+        at = (s, len(r.get("indices", [])) + len(r.get("targets", [])))
+        r.setdefault("targets", []).append(min(max(target, 0.0), shard_potential[s]))
+        return at
+
     centers = np.zeros((k, d), dtype=np.float32)
-    # The first center: a point drawn uniformly.
-    first, s = rng.below(n), 0
-    while first >= sizes[s]:
-        first -= sizes[s]
-        s += 1
-    requests[s]["indices"] = [first]
-    centers[0] = run()[s].points[:d]
+    if job.weights is not None:
+        # The first center drawn by weight: the shards' potentials are their
+        # weights' sums before any center.
+        shard_potential = [a.potential for a in run(every=True)]
+        s, c = draw(rng.uniform() * sum(shard_potential))
+        centers[0] = run()[s].points[c * d:(c + 1) * d]
+    else:
+        # The first center: a point drawn uniformly.
+        first, s = rng.below(n), 0
+        while first >= sizes[s]:
+            first -= sizes[s]
+            s += 1
+        requests[s]["indices"] = [first]
+        centers[0] = run()[s].points[:d]
     for r in requests:
         r["add"] = centers[0].tolist()
-    shard_potential = [0.0] * shards
     for j in range(1, k):
         if j == 1:
             shard_potential = [a.potential for a in run()]
         if log and (j & (j - 1)) == 0:
             log(f"k-means++: {j} of {k} centers chosen")
         potential = sum(shard_potential)
-        # Draw the candidates: a position in the running sum over the shards
-        # in order, then the point within the shard that holds it.
-        drawn = []
-        for _ in range(trials):
-            target, s = rng.uniform() * potential, 0
-            while s + 1 < shards and (sizes[s] == 0 or target >= shard_potential[s]):
-                target -= shard_potential[s]
-                s += 1
-            while sizes[s] == 0:  # past the end by round-off: the last point
-                s -= 1
-            r = requests[s]
-            drawn.append((s, len(r.get("indices", [])) + len(r.get("targets", []))))
-            r.setdefault("targets", []).append(min(max(target, 0.0), shard_potential[s]))
+        drawn = [draw(rng.uniform() * potential) for _ in range(trials)]
         answers = run()
         candidates = np.array([answers[s].points[c * d:(c + 1) * d] for s, c in drawn],
                               dtype=np.float32)
@@ -414,10 +463,23 @@ def _seed(job, d, k, seed, trials, log):
     return centers
 
 
-def random_subset(n, k, seed):
+def random_subset(n, k, seed, weights=None):
     """The indices of the k distinct points the server's INIT_RANDOM chooses
-    among n for `seed` (a partial Fisher-Yates shuffle, core/init.cc)."""
-    rng, moved, chosen = Mt19937_64(seed), {}, []
+    among n for `seed` (core/init.cc): a partial Fisher-Yates shuffle, or
+    with weights the k largest keys log(u) / w (u uniform on (0, 1], one
+    draw per point; points of weight 0 never), ties to the lower index."""
+    rng = Mt19937_64(seed)
+    if weights is not None:
+        u = 1.0 - rng.uniforms(n)
+        w = np.asarray(weights, dtype=np.float32).astype(np.float64)
+        positive = np.flatnonzero(w > 0)
+        if len(positive) < k:
+            raise ValueError(f"only {len(positive)} points have a positive weight, fewer than "
+                             f"k = {k}")
+        keys = np.log(u[positive]) / w[positive]
+        # Largest key first, the lower index first among equal keys.
+        return positive[np.lexsort((positive, -keys))[:k]].tolist()
+    moved, chosen = {}, []
     for j in range(k):
         pick = j + rng.below(n - j)
         chosen.append(moved.get(pick, pick))
@@ -427,14 +489,14 @@ def random_subset(n, k, seed):
 
 def restart_seed(seed, restart):
     """The seed of restart `restart` of a run seeded `seed`, as the server
-    derives it for n_init (restart 0 keeps the seed)."""
-    return (seed + 0x9E3779B97F4A7C15 * restart) & Mt19937_64._MASK
+    derives it for n_init."""
+    return (seed + restart) & Mt19937_64._MASK
 
 
 def _initial_centers(job, d, k, init, seed, log):
     if init == "random":
         return np.concatenate([job.rows(i, i + 1) for i in random_subset(
-            job.points.shape[0], k, seed)]).astype(np.float32)
+            job.points.shape[0], k, seed, job.weights)]).astype(np.float32)
     trials = 1 if init == "plain-kmeans++" else greedy_candidates(k)
     return _seed(job, d, k, seed, trials, log)
 
@@ -445,20 +507,23 @@ def _relocate(job, centers, answers, counts, weights, sums, log):
     (labels from `answers`, a step that returned them), which leaves the
     cluster it was in. Changes counts, weights and sums in place; returns how
     many clusters moved."""
-    empty = np.flatnonzero(weights == 0)
+    empty = np.flatnonzero(~(weights > 0))
     labels = np.concatenate([np.asarray(a.labels, dtype=np.int32) for a in answers])
     distances = []
     block = 65536
     for first in range(0, len(labels), block):
         end = min(len(labels), first + block)
-        x = job.rows(first, end)
-        distances.append(((x - centers[labels[first:end]].astype(x.dtype)) ** 2).sum(axis=1))
+        x = job.rows(first, end).astype(np.float32)  # as the shards hold them
+        distances.append(((x - centers[labels[first:end]]) ** 2).sum(axis=1))
     distances = np.concatenate(distances)
-    if distances.max() == 0:  # no point off its center: nothing to move to
-        return 0
-    far = np.argpartition(distances, -len(empty))[:-len(empty) - 1:-1]
+    # The server's order (core/empty_clusters.cc): points of positive weight,
+    # farthest first, the lower index first among equal distances.
+    candidates = (np.arange(len(labels)) if job.weights is None
+                  else np.flatnonzero(job.weights > 0))
+    by_distance = candidates[np.lexsort((candidates, -distances[candidates]))]
+    far = by_distance[:len(empty)]
     for j, i in zip(empty, far):
-        x = job.rows(i, i + 1)[0].astype(np.float64)
+        x = job.rows(i, i + 1)[0].astype(np.float32).astype(np.float64)
         w = 1.0 if job.weights is None else float(np.float32(job.weights[i]))
         old = labels[i]
         sums[old] -= x * w
@@ -466,8 +531,8 @@ def _relocate(job, centers, answers, counts, weights, sums, log):
         counts[old] -= 1
         sums[j], weights[j], counts[j] = x * w, w, 1
     if log:
-        log(f"relocated {len(empty)} empty clusters")
-    return len(empty)
+        log(f"relocated {len(far)} empty clusters")
+    return len(far)
 
 
 def _lloyd(job, centers, k, iterations, tol, center_tol, relocate, labels, on_iteration, log,
