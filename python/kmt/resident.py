@@ -616,13 +616,14 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
     "relocate-farthest" (scikit-learn's rule). `offset` (d,) is subtracted
     from every point before it is sent (the mean, for float32's precision);
     given and returned centers are the points' own coordinates. `n_init`
-    runs that many initialisations from seeds derived from `seed`; of all
+    runs that many initialisations from seeds seed, seed + 1, ...; of all
     runs the lowest objective is kept, and each k-means++ after the first
     loads the shards again. `on_iteration(t, objective, shift, convergence)`
     is called after each update: the objective under the centers the
     iteration started from, the total squared shift it made, and a
-    pb.ConvergenceReason if the iterations stop there (else 0). `timeout` is each stream's deadline, `log` a
-    function of a line of progress, `tls` as kmt.channel() takes it."""
+    pb.ConvergenceReason if the iterations stop there (else 0). `timeout`
+    is each stream's deadline, `log` a function of a line of progress, `tls`
+    as kmt.channel() takes it."""
     if not hasattr(points, "toarray"):
         points = np.asarray(points)
     if len(points.shape) != 2:

@@ -13,7 +13,7 @@ import kmt  # noqa: E402,F401
 from harness import Server  # noqa: E402,F401
 
 
-def mixture(n, d, k, seed=7, spread=1.0, offset=0.0, dtype=np.float64):
+def mixture(n, d, k, seed=7, spread=2.0, offset=0.0, dtype=np.float64):
     """n points around k centers drawn in [-6, 6]^d, Gaussian noise of
     `spread`, everything moved by `offset`: clusters that touch, so Lloyd's
     takes a few dozen iterations."""
