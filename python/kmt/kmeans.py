@@ -243,10 +243,14 @@ class ServedLloyd(ServedKMeans):
         k = self.n_clusters
         points = resident.dense_rows(plan.X, plan.offset)(0, plan.X.shape[0])
         fields = dict(model=plan.info.name, iterations=self.max_iter,
-                      parameters=plan.parameters, tol=float(self.tol), weights=plan.weights,
-                      seed=plan.seed, empty_clusters=EMPTY_CLUSTERS[self._empty_clusters()],
+                      parameters=plan.parameters, weights=plan.weights, seed=plan.seed,
                       return_trajectory=bool(self.verbose),
                       return_distances=pb.DISTANCES_ALL if plan.distances else pb.DISTANCES_NONE)
+        if plan.info.kind == "exact":
+            # A learned model runs its max_iter layers: tolerance and
+            # relocation are the exact models' rules.
+            fields.update(tol=float(self.tol),
+                          empty_clusters=EMPTY_CLUSTERS[self._empty_clusters()])
         if plan.starts is None:
             return [cl.request(points, k, init=INITS[self.init], n_init=self._n_init, **fields)]
         return [cl.request(points, k, request_id=f"restart-{r}",

@@ -331,7 +331,7 @@ class BehaviourTest(unittest.TestCase):
 
 class ResidentFailoverTest(unittest.TestCase):
     def test_a_replica_killed_during_a_resident_fit_changes_nothing(self):
-        points = mixture(40000, 8, K, seed=47)
+        points = mixture(40000, 8, K, seed=47, spread=4.0)
         init = rows(points, K)
         a, b = Server("--model_dir=", "--workers=1"), Server("--model_dir=", "--workers=1")
         try:
