@@ -15,7 +15,9 @@ Each figure is the median of --repeats runs (the range beside it);
 iterations and labels both float32 fits are compared with. The
 server is --server, or one started from --server_binary on a free loopback
 port with its default workers. scikit-learn's BLAS and OpenMP threads are
-printed as threadpoolctl reports them.
+printed as threadpoolctl reports them (--sklearn_threads limits them: on a
+busy machine, libgomp's threads that wait for each other at every small
+parallel loop can make two threads many times slower than one).
 
     build/server/kmt-server --listen=127.0.0.1:50051 --model_dir= &
     /usr/bin/python3 bench/python_kmeans_bench.py --server=127.0.0.1:50051
@@ -93,18 +95,22 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--skip_whole", action="store_true")
+    parser.add_argument("--sklearn_threads", type=int, default=0,
+                        help="scikit-learn's OpenMP and BLAS threads (threadpoolctl); 0: as it is")
     parser.add_argument("--float64_reference", action="store_true",
                         help="also fit scikit-learn on the whole dataset as float64 (untimed)")
     args = parser.parse_args()
 
     import sklearn.cluster
-    from threadpoolctl import threadpool_info
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     proc = None
     server = args.server
     if not server:
         proc, server = started_server(args.server_binary)
     try:
+        if args.sklearn_threads:
+            threadpool_limits(args.sklearn_threads)
         for pool in threadpool_info():
             print(f"scikit-learn's {pool['user_api']}: {pool['internal_api']} "
                   f"{pool.get('version') or ''} {pool.get('architecture') or ''}, "

@@ -16,7 +16,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
@@ -73,13 +72,18 @@ def fit_each(estimator, blocks, inits=None):
     request."""
     cl = client_for(estimator)
     plans = []
+    # Checked once: the estimators differ only in init, which is checked
+    # with each block. Each is made from the parameters rather than cloned,
+    # which costs more than a small block's fit.
+    estimator._validate_params()
+    parameters = estimator.get_params(deep=False)
 
     def requests():
         for i, block in enumerate(blocks):
-            fit = clone(estimator)
+            fit = type(estimator)(**parameters)
             if inits is not None:
-                fit.set_params(init=inits[i])
-            plan = fit._plan(block, None, distances=False)
+                fit.init = inits[i]
+            plan = fit._plan(block, None, distances=False, validated=True)
             if not plan.one_request:
                 raise ValueError(f"block {i} has {plan.X.shape[0]} samples, more than one "
                                  "request carries")
@@ -177,10 +181,11 @@ class ServedLloyd(ServedKMeans):
             starts.append(centers if offset is None else centers + offset)
         return np.stack(starts)
 
-    def _plan(self, X, sample_weight, distances):
-        """Checks the parameters and X as scikit-learn does and decides how
-        the fit runs."""
-        self._validate_params()
+    def _plan(self, X, sample_weight, distances, validated=False):
+        """Checks the parameters (unless `validated`) and X as scikit-learn
+        does and decides how the fit runs."""
+        if not validated:
+            self._validate_params()
         X = self._fit_data(X)
         self._check_params_vs_input(X)
         sample_weight, weighted = self._weights(sample_weight, X)
