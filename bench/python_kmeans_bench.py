@@ -116,10 +116,10 @@ def main():
                   f"{pool.get('version') or ''} {pool.get('architecture') or ''}, "
                   f"{pool['num_threads']} threads")
         points = dataset(max(args.n, args.batches * args.batch_n), args.d, args.k, args.seed)
-        rng = np.random.default_rng(args.seed + 1)
         if not args.skip_whole:
             X = points[:args.n]
-            init = X[rng.choice(len(X), size=args.k, replace=False)]
+            init = X[np.random.default_rng(args.seed + 1).choice(len(X), size=args.k,
+                                                                 replace=False)]
             theirs = timed(lambda: sklearn.cluster.KMeans(args.k, init=init, n_init=1).fit(X),
                            args.repeats)
             ours = timed(lambda: kmt.KMeans(args.k, init=init, n_init=1, server=server).fit(X),
@@ -138,6 +138,7 @@ def main():
                           f"{100 * float((fit.labels_ == exact.labels_).mean()):.3f}%")
 
         blocks = [points[i * args.batch_n:(i + 1) * args.batch_n] for i in range(args.batches)]
+        rng = np.random.default_rng(args.seed + 2)
         inits = [b[rng.choice(len(b), size=args.batch_k, replace=False)] for b in blocks]
         options = dict(n_init=1, max_iter=args.batch_iterations)
 
