@@ -23,6 +23,33 @@ absl::StatusOr<Batch<Scalar>> Batch<Scalar>::Validate(BatchSpec<Scalar> spec) {
     return absl::InvalidArgumentError(
         absl::StrCat("iterations = ", spec.layers, ", must not be negative"));
   }
+  if (spec.weights.size() > 0) {
+    if (spec.weights.size() != spec.points.cols()) {
+      return absl::InvalidArgumentError(absl::StrCat("weights has ", spec.weights.size(),
+                                                     " values, expected n = ", spec.points.cols()));
+    }
+    for (Eigen::Index i = 0; i < spec.weights.size(); ++i) {
+      if (!std::isfinite(spec.weights[i]) || spec.weights[i] < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "weight ", i, " = ", spec.weights[i], ", must be finite and at least 0"));
+      }
+    }
+    if (!(spec.weights.template cast<double>().sum() > 0)) {
+      return absl::InvalidArgumentError("weights are all 0: no point would count");
+    }
+  }
+  if (spec.tol && !(std::isfinite(*spec.tol) && *spec.tol >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tol = ", *spec.tol, ", must be finite and at least 0"));
+  }
+  if (spec.n_init < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("n_init = ", spec.n_init, ", must be at least 1"));
+  }
+  if (spec.n_init > 1 && spec.given_centers.size() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "n_init = ", spec.n_init, " with given centers: every restart would start from them"));
+  }
   // Ranges are the model's (ServedModel::Accepts); a NaN is no value at all.
   for (const auto& [name, value] : spec.parameters) {
     if (std::isnan(value)) {
