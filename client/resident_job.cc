@@ -384,6 +384,9 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
       objective += a.objective();
       for (int j = 0; j < k; ++j) {
         sums.counts[j] += a.center_counts(j);
+        // Unweighted shards weigh each point 1: their weights are the counts.
+        sums.weights[j] += a.center_weights_size() > 0 ? a.center_weights(j)
+                                                       : static_cast<double>(a.center_counts(j));
         for (int l = 0; l < d; ++l) sums.sums(l, j) += a.center_sums(j * d + l);
       }
     }

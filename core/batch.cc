@@ -30,8 +30,8 @@ absl::StatusOr<Batch<Scalar>> Batch<Scalar>::Validate(BatchSpec<Scalar> spec) {
     }
     for (Eigen::Index i = 0; i < spec.weights.size(); ++i) {
       if (!std::isfinite(spec.weights[i]) || spec.weights[i] < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "weight ", i, " = ", spec.weights[i], ", must be finite and at least 0"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("weight ", i, " = ", spec.weights[i], ", must be finite and at least 0"));
       }
     }
     if (!(spec.weights.template cast<double>().sum() > 0)) {
