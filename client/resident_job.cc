@@ -503,8 +503,9 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
       result.labels_changed.push_back(compared ? changed : -1);
     }
     if (options.log) {
+      // The labels step is numbered for the iterations before it.
       options.log(absl::StrCat(
-          "step ", t, " objective ", objective,
+          "step ", last ? result.iterations_run : t, " objective ", objective,
           t > 0 && compared ? absl::StrCat(", labels changed ", changed) : std::string()));
     }
     if (last) {

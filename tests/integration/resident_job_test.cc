@@ -366,6 +366,25 @@ TEST_F(ResidentJobTest, CliWholeModeWeighsThePointsByAWeightsFile) {
       << err;
 }
 
+TEST_F(ResidentJobTest, BadWeightsAreRefusedBeforeAnyShardIsLoaded) {
+  ResidentJobOptions options = Options({a_->address()}, 1);
+  const auto refusal = [&](std::vector<float> weights) {
+    options.weights = std::move(weights);
+    const absl::StatusOr<ResidentJobResult> got =
+        RunResidentJob(options, 10, kD, SourceOf(Points()), std::nullopt);
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(got.status().message());
+  };
+  EXPECT_EQ(refusal({1, 2, 3}), "weights has 3 values, expected n = 10");
+  EXPECT_EQ(refusal(std::vector<float>(10, 0.0f)), "weights are all 0: no point would count");
+  std::vector<float> weights(10, 1.0f);
+  weights[2] = -0.5f;
+  EXPECT_EQ(refusal(weights), "weight 2 = -0.5, must be finite and at least 0");
+  weights.assign(10, 0.0f);
+  weights[0] = weights[1] = 1;
+  EXPECT_EQ(refusal(weights), "only 2 points have a positive weight, fewer than k = 6");
+}
+
 TEST_F(ResidentJobTest, KMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoints) {
   for (bool plain : {false, true}) {
     SCOPED_TRACE(plain ? "plain" : "greedy");

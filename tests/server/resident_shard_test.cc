@@ -144,6 +144,19 @@ v1::AssignStep Step(const Matrix<float>& centers, bool labels) {
   return step;
 }
 
+// The shard's answer to `step` is `want`, the core's.
+void ExpectSeedAnswer(ResidentShard& shard, const v1::SeedStep& step,
+                      const SeedAnswer<float>& want) {
+  v1::JobResponse got;
+  ASSERT_TRUE(shard.Seed(step, &got).ok());
+  EXPECT_EQ(got.potential(), want.potential);
+  EXPECT_EQ(std::vector<float>(got.points().begin(), got.points().end()),
+            std::vector<float>(want.points.data(), want.points.data() + want.points.size()));
+  EXPECT_EQ(
+      std::vector<double>(got.candidate_potentials().begin(), got.candidate_potentials().end()),
+      want.candidate_potentials);
+}
+
 TEST(ResidentShard, WeightedStepsEqualTheWeightedCore) {
   const Matrix<float> points = Points(3, 1000);
   const Vector<float> weights = Weights(1000);
@@ -174,27 +187,17 @@ TEST(ResidentShard, WeightedStepsEqualTheWeightedCore) {
 
   // k-means++'s first draw is by weight, then by w D^2.
   SeedingShard<float> local(&points, &weights);
+  const double target = 0.3 * weights.cast<double>().sum();
   v1::SeedStep first;
-  first.add_draw_targets(0.3 * weights.cast<double>().sum());
-  got.Clear();
-  ASSERT_TRUE(shard.Seed(first, &got).ok());
-  const SeedAnswer<float> want_first =
-      *local.Step({.targets = {0.3 * weights.cast<double>().sum()}});
-  EXPECT_EQ(got.potential(), want_first.potential);
-  EXPECT_EQ(std::vector<float>(got.points().begin(), got.points().end()),
-            std::vector<float>(want_first.points.data(), want_first.points.data() + 3));
+  first.add_draw_targets(target);
+  ExpectSeedAnswer(shard, first, *local.Step({.targets = {target}}));
   v1::SeedStep next;
   next.mutable_add_centers()->Add(points.col(3).data(), points.col(3).data() + 3);
   next.add_draw_targets(1.5);
   next.mutable_candidates()->Add(points.col(9).data(), points.col(9).data() + 3);
-  got.Clear();
-  ASSERT_TRUE(shard.Seed(next, &got).ok());
-  const SeedAnswer<float> want =
-      *local.Step({.add = points.col(3), .targets = {1.5}, .candidates = points.col(9)});
-  EXPECT_EQ(got.potential(), want.potential);
-  EXPECT_EQ(std::vector<float>(got.points().begin(), got.points().end()),
-            std::vector<float>(want.points.data(), want.points.data() + 3));
-  EXPECT_EQ(got.candidate_potentials(0), want.candidate_potentials[0]);
+  ExpectSeedAnswer(
+      shard, next,
+      *local.Step({.add = points.col(3), .targets = {1.5}, .candidates = points.col(9)}));
 }
 
 TEST(ResidentShard, AShardOfWeightZeroIsAcceptedAndEmptiesEveryCluster) {
