@@ -16,11 +16,11 @@
 #include "core/constructions.h"
 #include "core/engine.h"
 #include "core/init.h"
-#include "core/lloyd.h"
-#include "core/random.h"
 #include "core/transformer.h"
-#include "core/variant_reference.h"
-#include "learn/task_generator.h"
+#include "reference/lloyd.h"
+#include "reference/variant_reference.h"
+#include "tests/support/gaussian_clusters.h"
+#include "tests/support/random_weights.h"
 
 #ifdef KMT_HAVE_FAISS
 #include <faiss/Clustering.h>
@@ -41,7 +41,7 @@ const Data& Problem(int n, int d, int k) {
   static std::map<std::tuple<int, int, int>, Data> cache;
   Data& data = cache[{n, d, k}];
   if (data.points.size() == 0) {
-    data.points = GenerateTask<float>({.n = n, .d = d, .k = k}, 1).points;
+    data.points = GaussianClusters<float>({.n = n, .d = d, .k = k}, 1).points;
     data.init = *InitialCenters(data.points, k, InitMethod::kRandomSubset, 1);
   }
   return data;
@@ -149,45 +149,14 @@ BENCHMARK(BM_FaissKMeansIteration)
     ->UseRealTime();
 #endif
 
-// A learned model as the service runs it (paper B's main setting: one-hot,
-// d = 32, k = 10, n = 512, T = 20 layers with re-embedding, softmax at
-// beta = 1/sqrt(d_emb)), with random weights of the shipped model's shapes:
-// the work does not depend on their values.
-Model<float> LearnedShape(int d, int k) {
-  const int dim = d + k;
-  Model<float> model;
-  model.name = "learned-shape";
-  model.d = d;
-  model.k = k;
-  model.reembed = true;
-  model.input_scaling = InputScaling::kGlobalMinMax;
-  Rng rng(5);
-  const auto random = [&](Eigen::Index rows, Eigen::Index cols) {
-    Matrix<float> m(rows, cols);
-    for (Eigen::Index i = 0; i < m.size(); ++i) {
-      m.data()[i] = static_cast<float>(rng.Normal() / std::sqrt(dim));
-    }
-    return m;
-  };
-  LayerWeights<float> layer;
-  for (AttentionBlock<float>& block : layer.blocks) {
-    block.Q = random(dim, dim);
-    block.K = random(dim, dim);
-    block.V = random(dim, dim);
-    block.bQ = random(dim, 1);
-    block.bK = random(dim, 1);
-    block.bV = random(dim, 1);
-    block.normalizer = Normalizer::kSoftmax;
-    block.beta = 1.0f / std::sqrt(static_cast<float>(dim));
-  }
-  model.layers.push_back(std::move(layer));
-  return model;
-}
-
 void BM_LearnedModelRun(benchmark::State& state) {
   const int n = state.range(0), d = state.range(1), k = state.range(2), layers = state.range(3);
   const Data& data = Problem(n, d, k);
-  const Model<float> model = LearnedShape(d, k);
+  // A learned model as the service runs it (paper B's main setting: one-hot,
+  // d = 32, k = 10, n = 512, T = 20 layers with re-embedding, softmax at
+  // beta = 1/sqrt(d_emb)), with random weights of the shipped model's shapes:
+  // the work does not depend on their values.
+  const Model<float> model = RandomSoftmaxModel<float>(d, k, InputScaling::kGlobalMinMax, 5);
   for (auto _ : state) {
     auto run = RunTransformer(model, data.points, data.init, {.layers = layers});
     benchmark::DoNotOptimize(run->objective);

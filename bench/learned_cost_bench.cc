@@ -27,7 +27,6 @@
 #include <time.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <utility>
@@ -40,6 +39,7 @@
 #include "learn/learned_layer.h"
 #include "learn/smoothed_objective.h"
 #include "learn/task_generator.h"
+#include "tests/support/random_weights.h"
 
 #ifdef KMT_COUNT_HEAP
 #include "bench/heap_counter.h"
@@ -52,29 +52,10 @@ constexpr int kD = 32, kN = 1024, kBatch = 32;
 constexpr double kTau = 0.1;  // the training loss's temperature
 constexpr Embedding kEmbeddings[] = {Embedding::kOneHot, Embedding::kBinary};
 
-// Weights as the trainer starts them: every entry ~ U(-1/sqrt(dim),
-// 1/sqrt(dim)), softmax attention with beta = 1/sqrt(dim).
-LayerWeights<float> RandomWeights(int dim, uint64_t seed) {
-  Rng rng(seed);
-  const float bound = 1.0f / std::sqrt(static_cast<float>(dim));
-  const auto fill = [&](auto& m) {
-    for (Eigen::Index i = 0; i < m.size(); ++i) {
-      m.data()[i] = bound * static_cast<float>(2 * rng.Uniform() - 1);
-    }
-  };
-  LayerWeights<float> w;
-  for (AttentionBlock<float>& block : w.blocks) {
-    block = AttentionBlock<float>::Zero(dim);
-    block.normalizer = Normalizer::kSoftmax;
-    block.beta = bound;
-    fill(block.Q);
-    fill(block.K);
-    fill(block.V);
-    fill(block.bQ);
-    fill(block.bK);
-    fill(block.bV);
-  }
-  return w;
+// Weights as the trainer starts them, the same for every pass measured.
+LayerWeights<float> StartingWeights(Embedding embedding, int k) {
+  Rng rng(1);
+  return RandomSoftmaxLayer<float>(kD + RegisterDim(embedding, k), rng);
 }
 
 struct Problem {
@@ -124,7 +105,7 @@ void Label(benchmark::State& state, Embedding embedding, int k) {
 
 void Forward(benchmark::State& state, Embedding embedding, int k) {
   const Problem& p = Tasks(k);
-  const LayerWeights<float> w = RandomWeights(kD + RegisterDim(embedding, k), 1);
+  const LayerWeights<float> w = StartingWeights(embedding, k);
   // One cache per thread, its buffers reused from task to task.
   std::vector<LayerCache<float>> caches(omp_get_max_threads());
   double wall = 0, cpu = 0;
@@ -147,7 +128,7 @@ void Forward(benchmark::State& state, Embedding embedding, int k) {
 
 void Backward(benchmark::State& state, Embedding embedding, int k) {
   const Problem& p = Tasks(k);
-  const LayerWeights<float> w = RandomWeights(kD + RegisterDim(embedding, k), 1);
+  const LayerWeights<float> w = StartingWeights(embedding, k);
   const int threads = omp_get_max_threads();
   std::vector<LayerCache<float>> caches(threads);
   std::vector<Matrix<float>> d_centers(threads);
@@ -187,7 +168,7 @@ void Backward(benchmark::State& state, Embedding embedding, int k) {
 // loss gradient is computed first, outside the count.
 void Memory(benchmark::State& state, Embedding embedding, int k) {
   const Problem& p = Tasks(k);
-  const LayerWeights<float> w = RandomWeights(kD + RegisterDim(embedding, k), 1);
+  const LayerWeights<float> w = StartingWeights(embedding, k);
   LayerWeights<float> grad = ZeroLike(w);
   Matrix<float> d_centers = Matrix<float>::Zero(kD, k);
   {

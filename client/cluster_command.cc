@@ -310,7 +310,9 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
           all_labels.insert(all_labels.end(), r.labels().begin(), r.labels().end());
           for (int j = 0; j < r.center_counts_size(); ++j) {
             sums.counts[j] += r.center_counts(j);
-            sums.weights[j] += weighed != nullptr ? r.center_weights(j) : r.center_counts(j);
+            sums.weights[j] += r.center_weights_size() > 0
+                                   ? r.center_weights(j)
+                                   : static_cast<double>(r.center_counts(j));
             for (int l = 0; l < d; ++l) sums.sums(l, j) += r.center_sums(j * d + l);
           }
         },

@@ -53,9 +53,9 @@ int ApplyMeans(const ClusterSums& sums, Matrix<Scalar>* centers) {
   return empty;
 }
 
-#define KMT_INSTANTIATE(S)                                                               \
-  template void AccumulateClusterSums<S>(const Matrix<S>&, const Labels&, ClusterSums*,  \
-                                         const Vector<S>*);                              \
+#define KMT_INSTANTIATE(S)                                                              \
+  template void AccumulateClusterSums<S>(const Matrix<S>&, const Labels&, ClusterSums*, \
+                                         const Vector<S>*);                             \
   template int ApplyMeans<S>(const ClusterSums&, Matrix<S>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

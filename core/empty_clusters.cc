@@ -83,9 +83,9 @@ void SplitLargestClusters(ClusterSums* sums, Matrix<Scalar>* centers) {
   }
 }
 
-#define KMT_INSTANTIATE(S)                                                                     \
-  template void RelocateEmptyClusters<S>(const Matrix<S>&, const Vector<S>*, const Labels&,    \
-                                         const Matrix<S>&, ClusterSums*);                      \
+#define KMT_INSTANTIATE(S)                                                                  \
+  template void RelocateEmptyClusters<S>(const Matrix<S>&, const Vector<S>*, const Labels&, \
+                                         const Matrix<S>&, ClusterSums*);                   \
   template void SplitLargestClusters<S>(ClusterSums*, Matrix<S>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

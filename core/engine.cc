@@ -67,11 +67,10 @@ absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
           given.begin()->first, " applies to the exact models; ", name_, " is learned"));
     }
     const BatchSpec<Scalar>& spec = batch.spec();
-    const char* exact_only = spec.weights.size() > 0 ? "weights"
-                             : spec.tol                ? "tol"
-                             : spec.empty_clusters != EmptyClusterPolicy::kKeep
-                                 ? "empty_clusters"
-                                 : nullptr;
+    const char* exact_only = spec.weights.size() > 0                            ? "weights"
+                             : spec.tol                                         ? "tol"
+                             : spec.empty_clusters != EmptyClusterPolicy::kKeep ? "empty_clusters"
+                                                                                : nullptr;
     if (exact_only != nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat(exact_only, " applies to the exact models; ", name_, " is learned"));
@@ -94,15 +93,17 @@ absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
   // policies need the centers of every layer from their clusters' sums.
   const bool dense = algorithm_->RunsDense(Resolve(batch));
   if (dense && (spec.tol || spec.weights.size() > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        spec.tol ? "tol" : "weights", " applies to runs on the fast path; ", name_,
-        " with these parameters runs the dense evaluator"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(spec.tol ? "tol" : "weights", " applies to runs on the fast path; ", name_,
+                     " with these parameters runs the dense evaluator"));
   }
-  if (spec.empty_clusters != EmptyClusterPolicy::kKeep && (dense || !algorithm_->UpdatesFromSums())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "empty_clusters = ", EmptyClusterPolicyName(spec.empty_clusters), " applies to models "
-        "whose centers are their clusters' means (Lloyd's, spherical k-means); ", name_,
-        " keeps an empty cluster's center"));
+  if (spec.empty_clusters != EmptyClusterPolicy::kKeep &&
+      (dense || !algorithm_->UpdatesFromSums())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("empty_clusters = ", EmptyClusterPolicyName(spec.empty_clusters),
+                     " applies to models "
+                     "whose centers are their clusters' means (Lloyd's, spherical k-means); ",
+                     name_, " keeps an empty cluster's center"));
   }
   return absl::OkStatus();
 }
@@ -219,9 +220,8 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
     if (given.size() > 0) {
       initial = map.ToModel(given);
     } else {
-      absl::StatusOr<Matrix<Scalar>> chosen =
-          ChooseInitialCenters(model_points, spec.k, spec.init.value_or(model.default_init()),
-                               seed, check, weights);
+      absl::StatusOr<Matrix<Scalar>> chosen = ChooseInitialCenters(
+          model_points, spec.k, spec.init.value_or(model.default_init()), seed, check, weights);
       if (!chosen.ok()) return chosen.status();
       initial = *std::move(chosen);
     }

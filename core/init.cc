@@ -102,8 +102,8 @@ absl::StatusOr<Matrix<Scalar>> ChooseInitialCenters(const Matrix<Scalar>& points
   if (weights != nullptr) {
     const Eigen::Index positive = (weights->array() > 0).count();
     if (positive < k) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "only ", positive, " points have a positive weight, fewer than k = ", k));
+      return absl::InvalidArgumentError(
+          absl::StrCat("only ", positive, " points have a positive weight, fewer than k = ", k));
     }
   }
   switch (method) {

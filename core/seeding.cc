@@ -41,10 +41,9 @@ SeedingShard<Scalar>::SeedingShard(const Matrix<Scalar>* points, const Vector<Sc
     : points_(*points),
       weights_(weights),
       point_sq_(SquaredNorms<Scalar>(*points)),
-      closest_(weights != nullptr
-                   ? Vector<double>(weights->template cast<double>())
-                   : Vector<double>::Constant(points->cols(),
-                                              std::numeric_limits<double>::infinity())) {}
+      closest_(weights != nullptr ? Vector<double>(weights->template cast<double>())
+                                  : Vector<double>::Constant(
+                                        points->cols(), std::numeric_limits<double>::infinity())) {}
 
 template <typename Scalar>
 Eigen::Index SeedingShard<Scalar>::Find(double target) {
@@ -131,24 +130,23 @@ absl::StatusOr<SeedAnswer<Scalar>> SeedingShard<Scalar>::Step(const SeedRequest<
   for (double t : r.targets) answer.points.col(out++) = points_.col(Find(t));
   if (r.candidates.cols() > 0) {
     answer.candidate_potentials.assign(r.candidates.cols(), 0.0);
-    ForEachBlock<Scalar>(points_, point_sq_, r.candidates,
-                         [&](Eigen::Index first, const auto& dist) {
-                           const auto closest = closest_.segment(first, dist.rows());
-                           for (Eigen::Index c = 0; c < dist.cols(); ++c) {
-                             if (weights_ == nullptr) {
-                               answer.candidate_potentials[c] +=
-                                   closest.cwiseMin(dist.col(c).template cast<double>()).sum();
-                             } else {
-                               answer.candidate_potentials[c] +=
-                                   closest
-                                       .cwiseMin(weights_->segment(first, dist.rows())
-                                                     .template cast<double>()
-                                                     .cwiseProduct(
-                                                         dist.col(c).template cast<double>()))
-                                       .sum();
-                             }
-                           }
-                         });
+    ForEachBlock<Scalar>(
+        points_, point_sq_, r.candidates, [&](Eigen::Index first, const auto& dist) {
+          const auto closest = closest_.segment(first, dist.rows());
+          for (Eigen::Index c = 0; c < dist.cols(); ++c) {
+            if (weights_ == nullptr) {
+              answer.candidate_potentials[c] +=
+                  closest.cwiseMin(dist.col(c).template cast<double>()).sum();
+            } else {
+              answer.candidate_potentials[c] +=
+                  closest
+                      .cwiseMin(weights_->segment(first, dist.rows())
+                                    .template cast<double>()
+                                    .cwiseProduct(dist.col(c).template cast<double>()))
+                      .sum();
+            }
+          }
+        });
   }
   return answer;
 }
@@ -255,11 +253,11 @@ absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>&
   return centers;
 }
 
-#define KMT_INSTANTIATE(S)                                                       \
-  template class SeedingShard<S>;                                                \
-  template absl::StatusOr<Matrix<S>> ShardedKMeansPlusPlus<S>(                   \
-      const std::vector<int64_t>&, int, int, uint64_t, int, const SeedRound<S>&, \
-      const StopCheck&, bool);
+#define KMT_INSTANTIATE(S)                                                                         \
+  template class SeedingShard<S>;                                                                  \
+  template absl::StatusOr<Matrix<S>> ShardedKMeansPlusPlus<S>(                                     \
+      const std::vector<int64_t>&, int, int, uint64_t, int, const SeedRound<S>&, const StopCheck&, \
+      bool);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -76,9 +76,9 @@ struct RunResult {
   std::vector<double> layer_objectives;  ///< objective after each layer
   int layers_run = 0;
   Convergence convergence = Convergence::kNone;  ///< why it stopped early, if it did
-  int64_t empty_cluster_events = 0;             ///< (layer, cluster) pairs that were empty
-  Path path = Path::kAuto;                      ///< the evaluator that ran
-  std::vector<LayerRecord<Scalar>> trajectory;  ///< if record_trajectory
+  int64_t empty_cluster_events = 0;              ///< (layer, cluster) pairs that were empty
+  Path path = Path::kAuto;                       ///< the evaluator that ran
+  std::vector<LayerRecord<Scalar>> trajectory;   ///< if record_trajectory
   /// Per center, count and coordinate sum of the points under the final
   /// labels, if RunOptions::cluster_sums asked for them.
   std::optional<ClusterSums> cluster_sums;
@@ -113,12 +113,12 @@ absl::StatusOr<RunResult<Scalar>> RunLloyd(const LloydOptions& lloyd, const Matr
 // `embedding`.
 template <typename Scalar>
 struct Evaluator {
-  const Model<Scalar>* weights = nullptr;             ///< dense: these weights
-  Embedding embedding = Embedding::kOneHot;           ///< fast: the registers' layout
-  int k = 0;                                          ///< clusters
-  const Algorithm* algorithm = &LloydAlgorithm();     ///< fast: the center update
-  const ParameterValues* parameters = nullptr;        ///< fast: its resolved parameters
-  const Vector<Scalar>* point_weights = nullptr;      ///< n point weights; null: 1 each
+  const Model<Scalar>* weights = nullptr;          ///< dense: these weights
+  Embedding embedding = Embedding::kOneHot;        ///< fast: the registers' layout
+  int k = 0;                                       ///< clusters
+  const Algorithm* algorithm = &LloydAlgorithm();  ///< fast: the center update
+  const ParameterValues* parameters = nullptr;     ///< fast: its resolved parameters
+  const Vector<Scalar>* point_weights = nullptr;   ///< n point weights; null: 1 each
 };
 
 // The evaluators without input checks, for inputs already validated:

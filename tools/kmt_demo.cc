@@ -11,9 +11,9 @@
 #include "base/command_line.h"
 #include "core/constructions.h"
 #include "core/init.h"
-#include "core/lloyd.h"
 #include "core/transformer.h"
 #include "learn/task_generator.h"
+#include "reference/lloyd.h"
 
 ABSL_FLAG(int, n, 10000, "points to generate");
 ABSL_FLAG(int, d, 2, "dimensions");

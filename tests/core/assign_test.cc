@@ -7,8 +7,8 @@
 #include <tuple>
 
 #include "core/cluster_sums.h"
-#include "core/lloyd.h"
 #include "core/random.h"
+#include "reference/lloyd.h"
 
 namespace kmt {
 namespace {

@@ -13,30 +13,10 @@
 #include <vector>
 
 #include "core/random.h"
+#include "tests/support/random_weights.h"
 
 namespace kmt {
 namespace {
-
-template <typename Scalar>
-Matrix<Scalar> RandomMatrix(int rows, int cols, Rng& rng, double lo = -1, double hi = 1) {
-  Matrix<Scalar> m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) {
-    m.data()[i] = static_cast<Scalar>(lo + (hi - lo) * rng.Uniform());
-  }
-  return m;
-}
-
-template <typename Scalar>
-AttentionBlock<Scalar> RandomBlock(int dim, Rng& rng, double lo = -1, double hi = 1) {
-  AttentionBlock<Scalar> b;
-  b.Q = RandomMatrix<Scalar>(dim, dim, rng, lo, hi);
-  b.K = RandomMatrix<Scalar>(dim, dim, rng, lo, hi);
-  b.V = RandomMatrix<Scalar>(dim, dim, rng, lo, hi);
-  b.bQ = RandomMatrix<Scalar>(dim, 1, rng, lo, hi);
-  b.bK = RandomMatrix<Scalar>(dim, 1, rng, lo, hi);
-  b.bV = RandomMatrix<Scalar>(dim, 1, rng, lo, hi);
-  return b;
-}
 
 // A Euclidean block on one coordinate with unit projections: query x meets
 // key y with score -(x - y)^2 and contributes y.
@@ -208,8 +188,8 @@ TYPED_TEST(AttentionTest, DenseEvaluatorMatchesPerPairLoops) {
       block.score = kind.score;
       block.normalizer = kind.normalizer;
       block.beta = static_cast<S>(kind.beta);
-      const Matrix<S> queries = RandomMatrix<S>(dim, 1 + rng.Below(40), rng, lo, 1);
-      const Matrix<S> keys = RandomMatrix<S>(dim, 1 + rng.Below(40), rng, lo, 1);
+      const Matrix<S> queries = UniformMatrix<S>(dim, 1 + rng.Below(40), rng, lo, 1);
+      const Matrix<S> keys = UniformMatrix<S>(dim, 1 + rng.Below(40), rng, lo, 1);
       const Matrix<S> want = NaiveAttend(block, queries, keys);
       const Matrix<S> got = Attend(block, queries, keys);
       EXPECT_LE((got - want).norm(), this->kTolerance * (1 + want.norm()));
@@ -248,8 +228,8 @@ TYPED_TEST(AttentionTest, SparseAndSampledNormalizersMatchPerPairLoops) {
       block.tau = static_cast<S>(kind.tau);
       ASSERT_TRUE(ValidateBlock(block, dim).ok());
       const Sampling sampling{.seed = 100u + static_cast<uint64_t>(trial), .layer = trial};
-      const Matrix<S> queries = RandomMatrix<S>(dim, 1 + rng.Below(40), rng);
-      const Matrix<S> keys = RandomMatrix<S>(dim, 1 + rng.Below(40), rng);
+      const Matrix<S> queries = UniformMatrix<S>(dim, 1 + rng.Below(40), rng);
+      const Matrix<S> keys = UniformMatrix<S>(dim, 1 + rng.Below(40), rng);
       const Matrix<long double> want = NaiveWeights(block, queries, keys, sampling);
       const Matrix<S> got = AttentionWeights(block, queries, keys, sampling);
       EXPECT_LE((got.template cast<long double>() - want).cwiseAbs().maxCoeff(), this->kTolerance);
@@ -302,7 +282,7 @@ TYPED_TEST(AttentionTest, GumbelDrawIsNamedBySeedAndLayer) {
   AttentionBlock<S> block = RandomBlock<S>(3, rng);
   block.normalizer = Normalizer::kGumbel;
   block.beta = 2;
-  const Matrix<S> queries = RandomMatrix<S>(3, 50, rng), keys = RandomMatrix<S>(3, 60, rng);
+  const Matrix<S> queries = UniformMatrix<S>(3, 50, rng), keys = UniformMatrix<S>(3, 60, rng);
   const Matrix<S> w = AttentionWeights(block, queries, keys, {.seed = 5, .layer = 1});
   EXPECT_EQ(AttentionWeights(block, queries, keys, {.seed = 5, .layer = 1}), w);
   EXPECT_NE(AttentionWeights(block, queries, keys, {.seed = 6, .layer = 1}), w);
@@ -320,7 +300,7 @@ TYPED_TEST(AttentionTest, GumbelDrawDoesNotDependOnBlocksOrThreads) {
   block.beta = 4;
   const Sampling sampling{.seed = 77, .layer = 3};
   // 2100 x 2100 scores are two query blocks (1997 and 103 queries).
-  const Matrix<S> tokens = RandomMatrix<S>(2, 2100, rng);
+  const Matrix<S> tokens = UniformMatrix<S>(2, 2100, rng);
   const auto chosen = [](const auto& w) {
     std::vector<Eigen::Index> keys(w.cols());
     for (Eigen::Index q = 0; q < w.cols(); ++q) w.col(q).maxCoeff(&keys[q]);
@@ -400,8 +380,8 @@ TYPED_TEST(AttentionTest, SoftmaxTendsToHardmaxAsBetaGrows) {
   using S = TypeParam;
   Rng rng(3);
   AttentionBlock<S> block = RandomBlock<S>(4, rng);
-  const Matrix<S> queries = RandomMatrix<S>(4, 30, rng);
-  const Matrix<S> keys = RandomMatrix<S>(4, 20, rng);
+  const Matrix<S> queries = UniformMatrix<S>(4, 30, rng);
+  const Matrix<S> keys = UniformMatrix<S>(4, 20, rng);
   block.normalizer = Normalizer::kHardmax;
   const Matrix<S> hard = AttentionWeights(block, queries, keys);
   block.normalizer = Normalizer::kSoftmax;
@@ -425,7 +405,7 @@ TYPED_TEST(AttentionTest, WeightsAreADistributionPerQuery) {
     block.normalizer = n;
     block.beta = 2;
     const Matrix<S> w =
-        AttentionWeights(block, RandomMatrix<S>(3, 25, rng), RandomMatrix<S>(3, 31, rng));
+        AttentionWeights(block, UniformMatrix<S>(3, 25, rng), UniformMatrix<S>(3, 31, rng));
     EXPECT_GE(w.minCoeff(), 0);
     for (Eigen::Index q = 0; q < w.cols(); ++q) {
       EXPECT_NEAR(w.col(q).sum(), 1, 1e-6);
@@ -459,7 +439,7 @@ TYPED_TEST(AttentionTest, ManyQueryBlocksGiveTheSameAnswer) {
   block.normalizer = Normalizer::kSoftmax;
   block.beta = 3;
   // 2100 x 2100 scores exceed one block of 4M entries.
-  const Matrix<S> tokens = RandomMatrix<S>(2, 2100, rng);
+  const Matrix<S> tokens = UniformMatrix<S>(2, 2100, rng);
   const Matrix<S> all = Attend(block, tokens, tokens);
   const Matrix<S> tail = Attend(block, Matrix<S>(tokens.rightCols(7)), tokens);
   EXPECT_LE((all.rightCols(7) - tail).norm(), 1e-5 * tail.norm());
@@ -468,7 +448,7 @@ TYPED_TEST(AttentionTest, ManyQueryBlocksGiveTheSameAnswer) {
 TYPED_TEST(AttentionTest, ZeroBlockAddsNothing) {
   using S = TypeParam;
   Rng rng(1);
-  const Matrix<S> z = RandomMatrix<S>(5, 8, rng);
+  const Matrix<S> z = UniformMatrix<S>(5, 8, rng);
   EXPECT_EQ(Attend(AttentionBlock<S>::Zero(5), z, z), Matrix<S>::Zero(5, 8));
 }
 

@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/init.h"
-#include "core/lloyd.h"
 #include "core/random.h"
 #include "core/transformer.h"
-#include "learn/task_generator.h"
+#include "reference/lloyd.h"
+#include "tests/support/gaussian_clusters.h"
 
 namespace kmt {
 namespace {
@@ -68,7 +68,7 @@ std::vector<Case> RandomCases(int count) {
 
 Matrix<double> CaseData(const Case& c) {
   if (!c.grid) {
-    return GenerateTask<double>({.n = c.n, .d = c.d, .k = std::max(1, c.k / 2)}, c.seed).points;
+    return GaussianClusters<double>({.n = c.n, .d = c.d, .k = std::max(1, c.k / 2)}, c.seed).points;
   }
   Rng rng(c.seed);
   Matrix<double> points(c.d, c.n);
@@ -335,7 +335,7 @@ TEST(LloydConstruction, FastPathOnlyForExactWeights) {
   EXPECT_EQ(MatchLloyd(dot), Theta3Form::kLinear);
   dot.layers[0].center_feed_forward->W2(4 + 3, 0) = 2;
   EXPECT_EQ(MatchLloyd(dot), std::nullopt);
-  const Matrix<float> points = GenerateTask<float>({.n = 40, .d = 4, .k = 3}, 7).points;
+  const Matrix<float> points = GaussianClusters<float>({.n = 40, .d = 4, .k = 3}, 7).points;
   const Matrix<float> init = points.leftCols(3);
   EXPECT_EQ(RunTransformer(model, points, init, {.layers = 2})->path, Path::kFast);
 
@@ -347,7 +347,7 @@ TEST(LloydConstruction, FastPathOnlyForExactWeights) {
 }
 
 TEST(LloydConstruction, FloatPathsAgreeWithDouble) {
-  const Task<double> task = GenerateTask<double>({.n = 3000, .d = 16, .k = 8}, 11);
+  const Clusters<double> task = GaussianClusters<double>({.n = 3000, .d = 16, .k = 8}, 11);
   const Matrix<double> init = *InitialCenters(task.points, 8, InitMethod::kKMeansPlusPlus, 3);
   const RunResult<double> exact =
       *RunTransformer(*LloydConstruction<double>(16, 8, {}), task.points, init, {.layers = 10});
@@ -363,7 +363,7 @@ TEST(LloydConstruction, FloatPathsAgreeWithDouble) {
 }
 
 TEST(LloydConstruction, DotProductCircuitInFloatAgreesWithDouble) {
-  const Task<double> task = GenerateTask<double>({.n = 1000, .d = 16, .k = 8}, 12);
+  const Clusters<double> task = GaussianClusters<double>({.n = 1000, .d = 16, .k = 8}, 12);
   const Matrix<double> init = *InitialCenters(task.points, 8, InitMethod::kKMeansPlusPlus, 4);
   const RunResult<double> exact =
       *RunTransformer(*LloydConstruction<double>(16, 8, {}), task.points, init, {.layers = 10});
@@ -377,7 +377,7 @@ TEST(LloydConstruction, DotProductCircuitInFloatAgreesWithDouble) {
 }
 
 TEST(Transformer, BeforeLayerStopsTheRun) {
-  const Matrix<double> points = GenerateTask<double>({.n = 100, .d = 2, .k = 3}, 5).points;
+  const Matrix<double> points = GaussianClusters<double>({.n = 100, .d = 2, .k = 3}, 5).points;
   const Model<double> model = *LloydConstruction<double>(2, 3, {});
   for (Path path : {Path::kFast, Path::kDense}) {
     int calls = 0;
@@ -407,7 +407,7 @@ TEST(Transformer, ZeroLayersAssignsToTheGivenCenters) {
 
 TEST(Transformer, BadInputNamesTheProblem) {
   const Model<double> model = *LloydConstruction<double>(2, 3, {});
-  Matrix<double> points = GenerateTask<double>({.n = 10, .d = 2, .k = 3}, 1).points;
+  Matrix<double> points = GaussianClusters<double>({.n = 10, .d = 2, .k = 3}, 1).points;
   const Matrix<double> init = points.leftCols(3);
   const auto message = [&](const Matrix<double>& p, const Matrix<double>& c) {
     const auto run = RunTransformer(model, p, c, {.layers = 1});
@@ -440,7 +440,7 @@ namespace kmt {
 namespace {
 
 TEST(RunLloyd, EqualsTheMaterialisedConstruction) {
-  const Matrix<double> points = GenerateTask<double>({.n = 700, .d = 5, .k = 6}, 8).points;
+  const Matrix<double> points = GaussianClusters<double>({.n = 700, .d = 5, .k = 6}, 8).points;
   const Matrix<double> init = *InitialCenters(points, 6, InitMethod::kKMeansPlusPlus, 8);
   for (const LloydOptions& options :
        {LloydOptions{.embedding = Embedding::kBinary}, LloydOptions{.theta3 = Theta3Form::kLinear},

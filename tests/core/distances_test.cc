@@ -4,18 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "core/random.h"
+#include "tests/support/random_weights.h"
 
 namespace kmt {
 namespace {
-
-template <typename Scalar>
-Matrix<Scalar> Random(int rows, int cols, Rng& rng, double scale) {
-  Matrix<Scalar> m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) {
-    m.data()[i] = static_cast<Scalar>(scale * rng.Normal());
-  }
-  return m;
-}
 
 template <typename Scalar>
 class DistancesTest : public ::testing::Test {};
@@ -27,8 +19,8 @@ TYPED_TEST(DistancesTest, ProductFormIsWithinItsRoundOffBoundOfTheDirectDistance
   Rng rng(3);
   for (const double scale : {1e-3, 1.0, 1e3}) {
     SCOPED_TRACE(scale);
-    const Matrix<Scalar> a = Random<Scalar>(17, 40, rng, scale);
-    const Matrix<Scalar> b = Random<Scalar>(17, 9, rng, scale);
+    const Matrix<Scalar> a = NormalMatrix<Scalar>(17, 40, rng, scale);
+    const Matrix<Scalar> b = NormalMatrix<Scalar>(17, 9, rng, scale);
     const Vector<Scalar> a_sq = SquaredNorms<Scalar>(a), b_sq = SquaredNorms<Scalar>(b);
     Matrix<Scalar> out;
     SquaredDistances<Scalar>(a, a_sq, b, b_sq, &out);
@@ -49,7 +41,7 @@ TYPED_TEST(DistancesTest, ProductFormIsWithinItsRoundOffBoundOfTheDirectDistance
 TYPED_TEST(DistancesTest, ATokenIsAtDistanceZeroFromItselfAfterClamping) {
   using Scalar = TypeParam;
   Rng rng(5);
-  const Matrix<Scalar> a = Random<Scalar>(8, 30, rng, 100.0);
+  const Matrix<Scalar> a = NormalMatrix<Scalar>(8, 30, rng, 100.0);
   const Vector<Scalar> a_sq = SquaredNorms<Scalar>(a);
   Matrix<Scalar> out;
   SquaredDistances<Scalar>(a, a_sq, a, a_sq, &out);
@@ -64,8 +56,8 @@ TYPED_TEST(DistancesTest, ATokenIsAtDistanceZeroFromItselfAfterClamping) {
 TYPED_TEST(DistancesTest, BlocksOfColumnsGiveTheSameDistancesAsTheWhole) {
   using Scalar = TypeParam;
   Rng rng(7);
-  const Matrix<Scalar> a = Random<Scalar>(5, 64, rng, 1.0);
-  const Matrix<Scalar> b = Random<Scalar>(5, 6, rng, 1.0);
+  const Matrix<Scalar> a = NormalMatrix<Scalar>(5, 64, rng, 1.0);
+  const Matrix<Scalar> b = NormalMatrix<Scalar>(5, 6, rng, 1.0);
   const Vector<Scalar> a_sq = SquaredNorms<Scalar>(a), b_sq = SquaredNorms<Scalar>(b);
   Matrix<Scalar> whole, part;
   SquaredDistances<Scalar>(a, a_sq, b, b_sq, &whole);

@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "core/assign.h"
-#include "core/lloyd.h"
-#include "learn/task_generator.h"
-#include "tests/core/random_model.h"
+#include "reference/lloyd.h"
+#include "tests/support/gaussian_clusters.h"
+#include "tests/support/random_weights.h"
 
 namespace kmt {
 namespace {
@@ -33,7 +33,7 @@ TEST(Engine, ExactModelsAreTheLloydConstructionsAndTheVariants) {
 }
 
 TEST(Engine, ExactModelFromGivenCentersIsReferenceLloyd) {
-  const Task<double> task = GenerateTask<double>({.n = 600, .d = 5, .k = 7}, 11);
+  const Clusters<double> task = GaussianClusters<double>({.n = 600, .d = 5, .k = 7}, 11);
   const Matrix<double> init = task.points.leftCols(7);
   const auto reference = ReferenceLloyd(task.points, init, 6);
   for (const ServedModel<double>& model : ExactModels<double>()) {
@@ -76,7 +76,7 @@ TEST(Engine, ExactModelFromGivenCentersIsReferenceLloyd) {
 }
 
 TEST(Engine, InitialisationIsTheSeededChoiceOnThePoints) {
-  const Task<double> task = GenerateTask<double>({.n = 300, .d = 3, .k = 4}, 2);
+  const Clusters<double> task = GaussianClusters<double>({.n = 300, .d = 3, .k = 4}, 2);
   const ServedModel<double> model = ExactModels<double>()[0];
   for (InitMethod method : {InitMethod::kRandomSubset, InitMethod::kKMeansPlusPlus}) {
     SCOPED_TRACE(InitMethodName(method));
@@ -95,7 +95,7 @@ TEST(Engine, InitialisationIsTheSeededChoiceOnThePoints) {
 TEST(Engine, ABatchWithoutAnInitGetsTheModelsDefault) {
   // Exact models: greedy k-means++. Fixed weights: the first initialisation
   // they were trained from, else the same default.
-  const Task<double> task = GenerateTask<double>({.n = 300, .d = 3, .k = 4}, 2);
+  const Clusters<double> task = GaussianClusters<double>({.n = 300, .d = 3, .k = 4}, 2);
   Model<double> weights = *LloydConstruction<double>(3, 4, {.embedding = Embedding::kOneHot});
   weights.name = "trained";
   const ServedModel<double> exact = ExactModels<double>()[0];
@@ -116,7 +116,7 @@ TEST(Engine, ABatchWithoutAnInitGetsTheModelsDefault) {
 }
 
 TEST(Engine, BetaMakesLloydsLinearCircuitRunTheSoftmaxConstructionDensely) {
-  const Task<double> task = GenerateTask<double>({.n = 200, .d = 4, .k = 3}, 5);
+  const Clusters<double> task = GaussianClusters<double>({.n = 200, .d = 4, .k = 3}, 5);
   const Matrix<double> init = task.points.leftCols(3);
   const ServedModel<double> model = ExactModels<double>()[3];
   ASSERT_EQ(model.name(), "lloyd-onehot-linear");
@@ -136,11 +136,11 @@ TEST(Engine, BetaMakesLloydsLinearCircuitRunTheSoftmaxConstructionDensely) {
 }
 
 TEST(Engine, MinMaxScaledWeightsSeeMappedPointsAndReportInTheCallersUnits) {
-  const Task<double> task = GenerateTask<double>({.n = 120, .d = 3, .k = 4}, 8);
+  const Clusters<double> task = GaussianClusters<double>({.n = 120, .d = 3, .k = 4}, 8);
   Matrix<double> points = task.points;
   points.row(0) = points.row(0) * 40.0 + Vector<double>::Constant(120, 3.0).transpose();
   points.row(2) *= 0.01;
-  const Model<double> weights = RandomModel(3, 4, InputScaling::kMinMax);
+  const Model<double> weights = RandomSoftmaxModel<double>(3, 4, InputScaling::kMinMax, 1);
   const absl::StatusOr<ServedModel<double>> model =
       ServedModel<double>::FromWeights(weights, "test");
   ASSERT_TRUE(model.ok()) << model.status();
@@ -172,16 +172,16 @@ TEST(Engine, FixedWeightsThatAreLloydsRunTheFastPath) {
   Model<double> weights = *LloydConstruction<double>(4, 5, {.embedding = Embedding::kBinary});
   weights.name = "learned-but-exact";
   const ServedModel<double> model = *ServedModel<double>::FromWeights(weights, "");
-  const Task<double> task = GenerateTask<double>({.n = 5000, .d = 4, .k = 5}, 3);
+  const Clusters<double> task = GaussianClusters<double>({.n = 5000, .d = 4, .k = 5}, 3);
   const Batch<double> batch = MakeBatch({.points = task.points, .k = 5, .layers = 4});
   EXPECT_FALSE(model.RunsDense(batch));
   EXPECT_EQ(Cluster(model, batch)->path, Path::kFast);
 }
 
 TEST(Engine, AModelRefusesBatchesItCannotRun) {
-  const ServedModel<double> learned =
-      *ServedModel<double>::FromWeights(RandomModel(3, 4, InputScaling::kNone), "");
-  const Task<double> task = GenerateTask<double>({.n = 50, .d = 3, .k = 4}, 1);
+  const ServedModel<double> learned = *ServedModel<double>::FromWeights(
+      RandomSoftmaxModel<double>(3, 4, InputScaling::kNone, 1), "");
+  const Clusters<double> task = GaussianClusters<double>({.n = 50, .d = 3, .k = 4}, 1);
   EXPECT_EQ(Cluster(learned, MakeBatch({.points = task.points, .k = 5})).status().message(),
             "model random was trained for d = 3, k = 4; the batch has d = 3, k = 5");
   EXPECT_EQ(
@@ -189,14 +189,14 @@ TEST(Engine, AModelRefusesBatchesItCannotRun) {
           .status()
           .message(),
       "beta applies to the exact models; random is learned");
-  Model<double> broken = RandomModel(3, 4, InputScaling::kNone);
+  Model<double> broken = RandomSoftmaxModel<double>(3, 4, InputScaling::kNone, 1);
   broken.layers[0][BlockId::kCentersToPoints].V.resize(2, 2);
   EXPECT_EQ(ServedModel<double>::FromWeights(broken, "").status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
 TEST(Engine, TheStopCheckEndsTheRunWithItsStatus) {
-  const Task<double> task = GenerateTask<double>({.n = 100, .d = 2, .k = 3}, 1);
+  const Clusters<double> task = GaussianClusters<double>({.n = 100, .d = 2, .k = 3}, 1);
   int calls = 0;
   const StopCheck check = [&calls] {
     return ++calls > 3 ? absl::DeadlineExceededError("too late") : absl::OkStatus();
@@ -215,10 +215,10 @@ namespace {
 TEST(Engine, WeightsThatOverflowAreAnErrorNotAnInfiniteObjective) {
   // theta3 multiplies the centers by 1e200 every layer: finite centers whose
   // squared distances overflow double.
-  Model<double> weights = RandomModel(3, 4, InputScaling::kNone);
+  Model<double> weights = RandomSoftmaxModel<double>(3, 4, InputScaling::kNone, 1);
   weights.layers[0][BlockId::kCentersToPoints].V *= 1e200;
   const ServedModel<double> model = *ServedModel<double>::FromWeights(weights, "test");
-  const Task<double> task = GenerateTask<double>({.n = 50, .d = 3, .k = 4}, 3);
+  const Clusters<double> task = GaussianClusters<double>({.n = 50, .d = 3, .k = 4}, 3);
   const absl::StatusOr<RunResult<double>> run =
       Cluster(model, MakeBatch({.points = task.points, .k = 4, .layers = 2}));
   EXPECT_EQ(run.status().code(), absl::StatusCode::kInternal);
@@ -235,10 +235,10 @@ namespace {
 
 TEST(Engine, GlobalScalingKeepsTheCallersProblem) {
   // Anisotropic data: one axis 50 times the other's range.
-  Task<double> task = GenerateTask<double>({.n = 200, .d = 3, .k = 4}, 21);
+  Clusters<double> task = GaussianClusters<double>({.n = 200, .d = 3, .k = 4}, 21);
   task.points.row(0) *= 50.0;
-  const ServedModel<double> model =
-      *ServedModel<double>::FromWeights(RandomModel(3, 4, InputScaling::kGlobalMinMax), "test");
+  const ServedModel<double> model = *ServedModel<double>::FromWeights(
+      RandomSoftmaxModel<double>(3, 4, InputScaling::kGlobalMinMax, 1), "test");
   const RunResult<double> run =
       *Cluster(model, MakeBatch({.points = task.points, .k = 4, .layers = 3, .seed = 2}));
   // The objective reported is the caller's: that of the centers returned on

@@ -7,33 +7,15 @@
 #include <cmath>
 
 #include "core/random.h"
+#include "tests/support/random_weights.h"
 
 namespace kmt {
 namespace {
 
-template <typename Scalar>
-FeedForward<Scalar> RandomBlock(int dim, int hidden, uint64_t seed) {
-  Rng rng(seed);
-  const auto fill = [&](auto& m) {
-    for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<Scalar>(rng.Normal());
-  };
-  FeedForward<Scalar> f;
-  f.W1.resize(hidden, dim);
-  f.b1.resize(hidden);
-  f.W2.resize(dim, hidden);
-  f.b2.resize(dim);
-  fill(f.W1);
-  fill(f.b1);
-  fill(f.W2);
-  fill(f.b2);
-  return f;
-}
-
 TEST(FeedForward, EqualsAPlainLoop) {
-  const FeedForward<double> f = RandomBlock<double>(5, 7, 3);
-  Rng rng(4);
-  Matrix<double> tokens(5, 9);
-  for (Eigen::Index i = 0; i < tokens.size(); ++i) tokens.data()[i] = rng.Normal();
+  Rng rng(3);
+  const FeedForward<double> f = RandomFeedForward<double>(5, 7, rng);
+  const Matrix<double> tokens = NormalMatrix<double>(5, 9, rng);
   const Matrix<double> got = FeedForwardOutput(f, tokens);
   ASSERT_EQ(got.rows(), 5);
   ASSERT_EQ(got.cols(), 9);
@@ -66,12 +48,13 @@ TEST(FeedForward, APairOfUnitsSquaresACoordinateExactly) {
 }
 
 TEST(FeedForward, ValidationSaysWhatIsWrong) {
-  FeedForward<double> f = RandomBlock<double>(4, 3, 1);
+  Rng rng(1);
+  FeedForward<double> f = RandomFeedForward<double>(4, 3, rng);
   EXPECT_TRUE(ValidateFeedForward(f, 4).ok());
   EXPECT_EQ(ValidateFeedForward(f, 5).message(), "feed-forward W1 is 3x4, expected 3x5");
   f.b2.resize(3);
   EXPECT_EQ(ValidateFeedForward(f, 4).message(), "feed-forward b2 is 3x1, expected 4x1");
-  f = RandomBlock<double>(4, 3, 1);
+  f = RandomFeedForward<double>(4, 3, rng);
   f.W2(1, 2) = INFINITY;
   EXPECT_EQ(ValidateFeedForward(f, 4).message(), "feed-forward W2 has a non-finite value");
   f.W1.resize(0, 4);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/random.h"
-#include "learn/task_generator.h"
+#include "tests/support/gaussian_clusters.h"
 
 namespace kmt {
 namespace {
@@ -22,7 +22,7 @@ int PointIndex(const Matrix<Scalar>& points, const Vector<Scalar>& center) {
 }
 
 TEST(Init, RandomSubsetPicksDistinctPointsReproducibly) {
-  const Matrix<double> points = GenerateTask<double>({.n = 300, .d = 3, .k = 4}, 1).points;
+  const Matrix<double> points = GaussianClusters<double>({.n = 300, .d = 3, .k = 4}, 1).points;
   const Matrix<double> a = *InitialCenters(points, 40, InitMethod::kRandomSubset, 9);
   std::set<int> picked;
   for (int j = 0; j < 40; ++j) picked.insert(PointIndex<double>(points, a.col(j)));
@@ -37,7 +37,8 @@ TEST(Init, RandomSubsetPicksDistinctPointsReproducibly) {
 TEST(Init, KMeansPlusPlusSpreadsOverSeparatedClusters) {
   // Eight tight, well separated clusters: greedy k-means++ takes one point
   // from each, for every seed.
-  const Task<float> task = GenerateTask<float>({.n = 4000, .d = 5, .k = 8, .scale = 0.002}, 3);
+  const Clusters<float> task =
+      GaussianClusters<float>({.n = 4000, .d = 5, .k = 8, .scale = 0.002}, 3);
   for (uint64_t seed = 0; seed < 10; ++seed) {
     const Matrix<float> c = *InitialCenters(task.points, 8, InitMethod::kKMeansPlusPlus, seed);
     std::set<int> components;
@@ -89,7 +90,7 @@ Matrix<double> StraightforwardKMeansPlusPlus(const Matrix<double>& points, int k
 }
 
 TEST(Init, PlainKMeansPlusPlusIsOneDSquaredDrawPerCenter) {
-  const Matrix<double> points = GenerateTask<double>({.n = 700, .d = 5, .k = 8}, 4).points;
+  const Matrix<double> points = GaussianClusters<double>({.n = 700, .d = 5, .k = 8}, 4).points;
   int differ_from_greedy = 0;
   for (uint64_t seed = 0; seed < 20; ++seed) {
     SCOPED_TRACE(seed);

@@ -1,8 +1,8 @@
-#include "core/lloyd.h"
+#include "reference/lloyd.h"
 
 #include <gtest/gtest.h>
 
-#include "learn/task_generator.h"
+#include "tests/support/gaussian_clusters.h"
 
 namespace kmt {
 namespace {
@@ -27,7 +27,7 @@ TEST(Lloyd, WorkedExample) {
 }
 
 TEST(Lloyd, ObjectiveNeverIncreases) {
-  const Task<double> task = GenerateTask<double>({.n = 2000, .d = 6, .k = 9}, 4);
+  const Clusters<double> task = GaussianClusters<double>({.n = 2000, .d = 6, .k = 9}, 4);
   const auto history = ReferenceLloyd(task.points, Matrix<double>(task.points.leftCols(9)), 15);
   for (size_t t = 1; t < history.size(); ++t) {
     EXPECT_LE(history[t].objective, history[t - 1].objective * (1 + 1e-12));

@@ -11,9 +11,9 @@
 
 #include "core/constructions.h"
 #include "core/init.h"
-#include "core/lloyd.h"
 #include "core/transformer.h"
-#include "learn/task_generator.h"
+#include "reference/lloyd.h"
+#include "tests/support/gaussian_clusters.h"
 
 namespace kmt {
 namespace {
@@ -29,7 +29,7 @@ struct PaperData {
 const PaperData& PaperSetup() {
   static const PaperData* setup = [] {
     auto* s = new PaperData;
-    s->points = GenerateTask<double>({.n = 10000, .d = 2, .k = 5, .scale = 0.1}, 2025).points;
+    s->points = GaussianClusters<double>({.n = 10000, .d = 2, .k = 5, .scale = 0.1}, 2025).points;
     s->init = *InitialCenters(s->points, 5, InitMethod::kRandomSubset, 2025);
     s->lloyd = ReferenceLloyd(s->points, s->init, kLayers);
     return s;

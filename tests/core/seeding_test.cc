@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "core/init.h"
-#include "learn/task_generator.h"
+#include "tests/support/gaussian_clusters.h"
 
 namespace kmt {
 namespace {
@@ -46,7 +46,7 @@ struct LocalShards {
 
 template <typename Scalar>
 void ShardsChooseTheCentersOfTheWholeMatrix() {
-  const Matrix<Scalar> points = GenerateTask<Scalar>({.n = 3000, .d = 4, .k = 12}, 5).points;
+  const Matrix<Scalar> points = GaussianClusters<Scalar>({.n = 3000, .d = 4, .k = 12}, 5).points;
   for (uint64_t seed : {1, 2, 3}) {
     SCOPED_TRACE(seed);
     // Uneven shards, one of them empty; fresh shards for each run.
@@ -68,7 +68,7 @@ TEST(Seeding, ShardsChooseTheCentersOfTheWholeMatrixDouble) {
 }
 
 TEST(Seeding, CentersTakenAtOnceGiveTheSameDistancesAsOneByOne) {
-  const Matrix<float> points = GenerateTask<float>({.n = 500, .d = 3, .k = 4}, 2).points;
+  const Matrix<float> points = GaussianClusters<float>({.n = 500, .d = 3, .k = 4}, 2).points;
   const Matrix<float> centers = points.leftCols(4);
   SeedingShard<float> one_by_one(&points), at_once(&points);
   for (int c = 0; c < 4; ++c) ASSERT_TRUE(one_by_one.Step({.add = centers.col(c)}).ok());

@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "core/lloyd.h"
-#include "learn/task_generator.h"
-#include "tests/core/random_model.h"
+#include "reference/lloyd.h"
+#include "tests/support/gaussian_clusters.h"
+#include "tests/support/random_weights.h"
 
 namespace kmt {
 namespace {
@@ -20,17 +20,17 @@ Model<double> WithLloydAfter(Model<double> model, int lloyd_after) {
 }
 
 TEST(Transformer, LayersFromLloydAfterOnAreReferenceLloydsSteps) {
-  TaskOptions options;
+  ClusterOptions options;
   options.n = 200;
   options.d = 4;
   options.k = 5;
   options.min_max_scale = false;
-  const Matrix<double> points = GenerateTask<double>(options, 3).points * 7.0;
+  const Matrix<double> points = GaussianClusters<double>(options, 3).points * 7.0;
   const Matrix<double> init = points.leftCols(options.k);
   const int own = 2, layers = 7;
   for (InputScaling scaling : {InputScaling::kNone, InputScaling::kGlobalMinMax}) {
     SCOPED_TRACE(absl::StrCat("input scaling ", InputScalingName(scaling)));
-    const Model<double> learned = RandomModel(options.d, options.k, scaling);
+    const Model<double> learned = RandomSoftmaxModel<double>(options.d, options.k, scaling, 1);
     const Model<double> hybrid = WithLloydAfter(learned, own);
     const RunResult<double> run = *RunTransformer(hybrid, points, init, {.layers = layers});
     const RunResult<double> first = *RunTransformer(learned, points, init, {.layers = own});
@@ -55,13 +55,14 @@ TEST(Transformer, LayersFromLloydAfterOnAreReferenceLloydsSteps) {
 }
 
 TEST(Transformer, RunsNoLongerThanLloydAfterAreTheModelsOwn) {
-  TaskOptions options;
+  ClusterOptions options;
   options.n = 100;
   options.d = 3;
   options.k = 4;
-  const Matrix<double> points = GenerateTask<double>(options, 5).points;
+  const Matrix<double> points = GaussianClusters<double>(options, 5).points;
   const Matrix<double> init = points.leftCols(options.k);
-  const Model<double> learned = RandomModel(options.d, options.k, InputScaling::kNone);
+  const Model<double> learned =
+      RandomSoftmaxModel<double>(options.d, options.k, InputScaling::kNone, 1);
   const Model<double> hybrid = WithLloydAfter(learned, 3);
   for (int layers : {0, 1, 3}) {
     const RunResult<double> a = *RunTransformer(hybrid, points, init, {.layers = layers});
@@ -72,7 +73,8 @@ TEST(Transformer, RunsNoLongerThanLloydAfterAreTheModelsOwn) {
 }
 
 TEST(Transformer, LloydAfterIsRefusedWhereItHasNoMeaning) {
-  Model<double> model = WithLloydAfter(RandomModel(3, 4, InputScaling::kNone), -1);
+  Model<double> model =
+      WithLloydAfter(RandomSoftmaxModel<double>(3, 4, InputScaling::kNone, 1), -1);
   EXPECT_EQ(ValidateModel(model).message(), "model lloyd_after = -1, must not be negative");
   model.lloyd_after = 2;
   model.unit_norm = true;

@@ -1,6 +1,6 @@
 // The plain references of Lloyd's variants: a hand-worked run of each, and the
 // limits and invariants that tie each variant to Lloyd's, in float and double.
-#include "core/variant_reference.h"
+#include "reference/variant_reference.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <string>
 #include <utility>
 
-#include "core/lloyd.h"
 #include "core/random.h"
-#include "learn/task_generator.h"
+#include "reference/lloyd.h"
+#include "tests/support/gaussian_clusters.h"
 
 namespace kmt {
 namespace {
@@ -46,7 +46,7 @@ Matrix<S> SeparatedPoints(uint64_t seed) {
 // near ties between clusters do happen.
 template <typename S>
 Matrix<S> MixturePoints(uint64_t seed) {
-  return GenerateTask<S>({.n = 300, .d = 4, .k = 6}, seed).points;
+  return GaussianClusters<S>({.n = 300, .d = 4, .k = 6}, seed).points;
 }
 
 // The points of each cluster, in increasing index.

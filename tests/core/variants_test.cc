@@ -7,8 +7,9 @@
 #include <set>
 
 #include "core/engine.h"
-#include "core/variant_reference.h"
-#include "learn/task_generator.h"
+#include "reference/variant_constructions.h"
+#include "reference/variant_reference.h"
+#include "tests/support/gaussian_clusters.h"
 
 namespace kmt {
 namespace {
@@ -31,7 +32,7 @@ std::vector<std::pair<Matrix<Scalar>, Matrix<Scalar>>> Problems() {
   for (int seed = 1; seed <= 6; ++seed) {
     const int d = 1 + seed % 4, k = 2 + 2 * seed;
     Matrix<Scalar> points =
-        GenerateTask<Scalar>({.n = 150 * seed, .d = d, .k = k}, 100 + seed).points;
+        GaussianClusters<Scalar>({.n = 150 * seed, .d = d, .k = k}, 100 + seed).points;
     if (seed % 3 == 0) points = (points * Scalar(4)).array().round().matrix();  // a grid
     if (seed % 2 == 0) points.rightCols(20) = points.leftCols(20);              // duplicates
     Matrix<Scalar> centers = points.leftCols(k);
@@ -371,7 +372,7 @@ TYPED_TEST(VariantsTest, SphericalKMeansEqualsItsReference) {
 }
 
 TEST(Variants, ParametersOutOfRangeOrUnreadAreRefusedByName) {
-  const Matrix<double> points = GenerateTask<double>({.n = 60, .d = 2, .k = 3}, 1).points;
+  const Matrix<double> points = GaussianClusters<double>({.n = 60, .d = 2, .k = 3}, 1).points;
   const auto refuse = [&](const std::string& model, BatchSpec<double> spec) {
     spec.points = points;
     spec.k = 3;
@@ -409,7 +410,7 @@ TEST(Variants, ParametersOutOfRangeOrUnreadAreRefusedByName) {
 }
 
 TEST(Variants, DefaultsComeFromTheModel) {
-  const Matrix<double> points = GenerateTask<double>({.n = 60, .d = 2, .k = 3}, 1).points;
+  const Matrix<double> points = GaussianClusters<double>({.n = 60, .d = 2, .k = 3}, 1).points;
   const Batch<double> batch = *Batch<double>::Validate({.points = points, .k = 3});
   EXPECT_EQ(Model<double>("soft-kmeans").Resolve(batch).at("beta"), 100);
   EXPECT_TRUE(std::isinf(Model<double>("kmedoids").Resolve(batch).at("gamma")));

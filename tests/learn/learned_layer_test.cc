@@ -12,33 +12,10 @@
 #include "core/random.h"
 #include "core/transformer.h"
 #include "learn/smoothed_objective.h"
+#include "tests/support/random_weights.h"
 
 namespace kmt {
 namespace {
-
-Matrix<double> Random(Eigen::Index rows, Eigen::Index cols, Rng& rng, double scale = 1) {
-  Matrix<double> m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = scale * rng.Normal();
-  return m;
-}
-
-AttentionBlock<double> RandomBlock(int dim, Rng& rng) {
-  AttentionBlock<double> b;
-  b.Q = Random(dim, dim, rng, 0.5);
-  b.K = Random(dim, dim, rng, 0.5);
-  b.V = Random(dim, dim, rng, 0.5);
-  b.bQ = Random(dim, 1, rng, 0.5);
-  b.bK = Random(dim, 1, rng, 0.5);
-  b.bV = Random(dim, 1, rng, 0.5);
-  b.normalizer = Normalizer::kSoftmax;
-  b.beta = 1 / std::sqrt(static_cast<double>(dim));
-  return b;
-}
-
-LayerWeights<double> RandomLayer(int dim, Rng& rng) {
-  return {RandomBlock(dim, rng), RandomBlock(dim, rng), RandomBlock(dim, rng),
-          RandomBlock(dim, rng)};
-}
 
 // Compares an analytic gradient with central differences of f over every
 // entry of `param`: |analytic - numeric| <= 1e-6 |numeric| + 1e-9.
@@ -76,9 +53,10 @@ void ExpectBlockGradients(const std::function<double()>& f, AttentionBlock<doubl
 TEST(SoftmaxAttention, BackwardMatchesFiniteDifferences) {
   Rng rng(1);
   const int dim = 4;
-  AttentionBlock<double> block = RandomBlock(dim, rng);
-  Matrix<double> queries = Random(dim, 5, rng), keys = Random(dim, 6, rng);
-  const Matrix<double> probe = Random(dim, 5, rng);  // loss = <probe, out>
+  AttentionBlock<double> block = RandomSoftmaxBlock<double>(dim, rng);
+  Matrix<double> queries = NormalMatrix<double>(dim, 5, rng),
+                 keys = NormalMatrix<double>(dim, 6, rng);
+  const Matrix<double> probe = NormalMatrix<double>(dim, 5, rng);  // loss = <probe, out>
   const auto loss = [&] {
     AttentionCache<double> cache;
     Matrix<double> out;
@@ -99,8 +77,8 @@ TEST(SoftmaxAttention, BackwardMatchesFiniteDifferences) {
 
 TEST(SoftmaxAttention, BackwardAccumulates) {
   Rng rng(2);
-  AttentionBlock<double> block = RandomBlock(3, rng);
-  const Matrix<double> z = Random(3, 4, rng), probe = Random(3, 4, rng);
+  AttentionBlock<double> block = RandomSoftmaxBlock<double>(3, rng);
+  const Matrix<double> z = NormalMatrix<double>(3, 4, rng), probe = NormalMatrix<double>(3, 4, rng);
   AttentionCache<double> cache;
   Matrix<double> out;
   SoftmaxAttentionForward(block, z, z, &cache, &out);
@@ -119,8 +97,9 @@ TEST(SoftmaxAttention, BackwardAccumulates) {
 
 TEST(SoftmaxAttention, ForwardEqualsTheServingEvaluator) {
   Rng rng(3);
-  const AttentionBlock<double> block = RandomBlock(5, rng);
-  const Matrix<double> queries = Random(5, 9, rng), keys = Random(5, 13, rng);
+  const AttentionBlock<double> block = RandomSoftmaxBlock<double>(5, rng);
+  const Matrix<double> queries = NormalMatrix<double>(5, 9, rng),
+                       keys = NormalMatrix<double>(5, 13, rng);
   AttentionCache<double> cache;
   Matrix<double> out;
   SoftmaxAttentionForward(block, queries, keys, &cache, &out);
@@ -129,9 +108,9 @@ TEST(SoftmaxAttention, ForwardEqualsTheServingEvaluator) {
 
 TEST(SmoothedObjective, GradientMatchesFiniteDifferences) {
   Rng rng(4);
-  const Matrix<double> points = Random(3, 11, rng);
+  const Matrix<double> points = NormalMatrix<double>(3, 11, rng);
   for (LossForm form : {LossForm::kSoftmax, LossForm::kSparsemax}) {
-    Matrix<double> centers = Random(3, 4, rng);
+    Matrix<double> centers = NormalMatrix<double>(3, 4, rng);
     const auto loss = [&] {
       return SmoothedObjective<double>(points, centers, 0.5, form, 1.0, nullptr);
     };
@@ -148,8 +127,8 @@ TEST(LearnedLayer, BackwardMatchesFiniteDifferences) {
     Rng rng(6);
     const int d = 3, k = 3, n = 7;
     const int dim = d + RegisterDim(embedding, k);
-    LayerWeights<double> w = RandomLayer(dim, rng);
-    const Matrix<double> points = Random(d, n, rng), centers = points.leftCols(k);
+    LayerWeights<double> w = RandomSoftmaxLayer<double>(dim, rng);
+    const Matrix<double> points = NormalMatrix<double>(d, n, rng), centers = points.leftCols(k);
     const auto loss = [&] {
       LayerCache<double> cache;
       return SmoothedObjective<double>(points, LayerForward(w, embedding, points, centers, &cache),
@@ -176,8 +155,8 @@ TEST(LearnedLayer, ForwardEqualsOneLayerOfTheServingEvaluator) {
   model.embedding = Embedding::kBinary;
   model.reembed = true;
   model.keep_empty_centers = false;
-  model.layers.push_back(RandomLayer(d + 2, rng));
-  const Matrix<double> points = Random(d, 40, rng), centers = points.leftCols(k);
+  model.layers.push_back(RandomSoftmaxLayer<double>(d + 2, rng));
+  const Matrix<double> points = NormalMatrix<double>(d, 40, rng), centers = points.leftCols(k);
   LayerCache<double> cache;
   const Matrix<double> trained =
       LayerForward(model.layers[0], model.embedding, points, centers, &cache);
@@ -196,12 +175,12 @@ TEST(LearnedLayer, ForwardEqualsOneLayerOfTheServingEvaluator) {
 TEST(LearnedLayer, ReusedCacheGivesWhatAFreshOneGives) {
   Rng rng(8);
   const int d = 3, k = 3;
-  const LayerWeights<double> w = RandomLayer(d + k, rng);
+  const LayerWeights<double> w = RandomSoftmaxLayer<double>(d + k, rng);
   LayerCache<double> reused;
   for (int n : {12, 7, 7, 20}) {
     SCOPED_TRACE(n);
-    const Matrix<double> points = Random(d, n, rng), centers = points.leftCols(k);
-    const Matrix<double> d_out = Random(d, k, rng);
+    const Matrix<double> points = NormalMatrix<double>(d, n, rng), centers = points.leftCols(k);
+    const Matrix<double> d_out = NormalMatrix<double>(d, k, rng);
     LayerCache<double> fresh;
     const Matrix<double> expected = LayerForward(w, Embedding::kOneHot, points, centers, &fresh);
     const Matrix<double> got = LayerForward(w, Embedding::kOneHot, points, centers, &reused);

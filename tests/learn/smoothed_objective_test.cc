@@ -9,19 +9,15 @@
 
 #include "core/normalizers.h"
 #include "core/random.h"
+#include "tests/support/random_weights.h"
 
 namespace kmt {
 namespace {
 
-Matrix<double> Random(Eigen::Index rows, Eigen::Index cols, Rng& rng) {
-  Matrix<double> m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = rng.Normal();
-  return m;
-}
-
 TEST(SmoothedObjective, BoundsTheObjectiveFromAboveAndTightensWithTau) {
   Rng rng(5);
-  const Matrix<double> points = Random(2, 50, rng), centers = Random(2, 5, rng);
+  const Matrix<double> points = NormalMatrix<double>(2, 50, rng),
+                       centers = NormalMatrix<double>(2, 5, rng);
   double objective = 0;
   for (Eigen::Index i = 0; i < points.cols(); ++i) {
     objective += (centers.colwise() - points.col(i)).colwise().squaredNorm().minCoeff();
@@ -40,7 +36,8 @@ TEST(SmoothedObjective, BoundsTheObjectiveFromAboveAndTightensWithTau) {
 
 TEST(SmoothedObjective, WeighsDistancesByTheNormalizerOfMinusRByTau) {
   Rng rng(6);
-  const Matrix<double> points = Random(3, 20, rng), centers = Random(3, 4, rng);
+  const Matrix<double> points = NormalMatrix<double>(3, 20, rng),
+                       centers = NormalMatrix<double>(3, 4, rng);
   const double tau = 0.3;
   for (LossForm form : {LossForm::kSoftmax, LossForm::kSparsemax}) {
     SCOPED_TRACE(LossFormName(form));

@@ -1,5 +1,6 @@
-// The generator keeps old seeds' tasks and draws each family, weighting and
-// scaling option with the intended shape.
+// The generator keeps old seeds' tasks (the tests' Gaussian clusters are its
+// default tasks) and draws each family, weighting and scaling option with the
+// intended shape.
 #include "learn/task_generator.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/random.h"
+#include "tests/support/gaussian_clusters.h"
 
 namespace kmt {
 namespace {
@@ -91,6 +93,21 @@ TEST(TaskGenerator, DefaultOptionsDrawTheOriginalNormalMixture) {
   const Task<float> single = GenerateTask<float>({.n = n, .d = d, .k = k, .scale = scale}, seed);
   EXPECT_EQ(single.points, points.cast<float>());
   EXPECT_EQ(single.means, means.cast<float>());
+}
+
+// The tests' problems without the trainer are the default tasks.
+TEST(TaskGenerator, DefaultTasksAreTheTestSupportsGaussianClusters) {
+  for (bool min_max_scale : {false, true}) {
+    SCOPED_TRACE(testing::Message() << "min_max_scale=" << min_max_scale);
+    const Task<double> task = GenerateTask<double>(
+        {.n = 300, .d = 5, .k = 7, .scale = 0.2, .min_max_scale = min_max_scale}, 23);
+    const Clusters<double> clusters = GaussianClusters<double>(
+        {.n = 300, .d = 5, .k = 7, .scale = 0.2, .min_max_scale = min_max_scale}, 23);
+    EXPECT_EQ(clusters.points, task.points);
+    EXPECT_EQ(clusters.components, task.components);
+  }
+  EXPECT_EQ(GaussianClusters<float>({.n = 300, .d = 5, .k = 7}, 24).points,
+            GenerateTask<float>({.n = 300, .d = 5, .k = 7}, 24).points);
 }
 
 TEST(TaskGenerator, EachAdditiveFamilyHasItsCentredLocationAndSpread) {

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/constructions.h"
+#include "reference/variant_constructions.h"
 
 namespace kmt {
 namespace {

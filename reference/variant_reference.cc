@@ -1,4 +1,4 @@
-#include "core/variant_reference.h"
+#include "reference/variant_reference.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include "core/lloyd.h"
+#include "reference/lloyd.h"
 
 #include <limits>
 

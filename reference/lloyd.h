@@ -3,8 +3,8 @@
 // the circuit can be checked against it iteration by iteration.
 // Conventions: ties go to the lowest center index; an empty cluster keeps its
 // previous center.
-#ifndef KMT_CORE_LLOYD_H_
-#define KMT_CORE_LLOYD_H_
+#ifndef KMT_REFERENCE_LLOYD_H_
+#define KMT_REFERENCE_LLOYD_H_
 
 #include <vector>
 
@@ -40,4 +40,4 @@ Scalar ReferenceSquaredDistance(const Matrix<Scalar>& a, Eigen::Index i, const M
 
 }  // namespace kmt
 
-#endif  // KMT_CORE_LLOYD_H_
+#endif  // KMT_REFERENCE_LLOYD_H_

@@ -4,14 +4,14 @@
 // Each iteration labels the points by their nearest current center (ties to
 // the lowest index), then moves the centers by the variant's update step;
 // an empty cluster keeps its previous center, as in ReferenceLloyd.
-#ifndef KMT_CORE_VARIANT_REFERENCE_H_
-#define KMT_CORE_VARIANT_REFERENCE_H_
+#ifndef KMT_REFERENCE_VARIANT_REFERENCE_H_
+#define KMT_REFERENCE_VARIANT_REFERENCE_H_
 
 #include <cstdint>
 #include <vector>
 
-#include "core/lloyd.h"
 #include "core/types.h"
+#include "reference/lloyd.h"
 
 namespace kmt {
 
@@ -60,4 +60,4 @@ std::vector<LloydIteration<Scalar>> ReferenceSphericalKMeans(const Matrix<Scalar
 
 }  // namespace kmt
 
-#endif  // KMT_CORE_VARIANT_REFERENCE_H_
+#endif  // KMT_REFERENCE_VARIANT_REFERENCE_H_
