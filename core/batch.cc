@@ -24,19 +24,7 @@ absl::StatusOr<Batch<Scalar>> Batch<Scalar>::Validate(BatchSpec<Scalar> spec) {
         absl::StrCat("iterations = ", spec.layers, ", must not be negative"));
   }
   if (spec.weights.size() > 0) {
-    if (spec.weights.size() != spec.points.cols()) {
-      return absl::InvalidArgumentError(absl::StrCat("weights has ", spec.weights.size(),
-                                                     " values, expected n = ", spec.points.cols()));
-    }
-    for (Eigen::Index i = 0; i < spec.weights.size(); ++i) {
-      if (!std::isfinite(spec.weights[i]) || spec.weights[i] < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("weight ", i, " = ", spec.weights[i], ", must be finite and at least 0"));
-      }
-    }
-    if (!(spec.weights.template cast<double>().sum() > 0)) {
-      return absl::InvalidArgumentError("weights are all 0: no point would count");
-    }
+    if (absl::Status s = ValidateWeights(spec.weights, spec.points.cols()); !s.ok()) return s;
   }
   if (spec.tol && !(std::isfinite(*spec.tol) && *spec.tol >= 0)) {
     return absl::InvalidArgumentError(

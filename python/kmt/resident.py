@@ -385,9 +385,9 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
     """Clusters the (n, d) `points` on the replicas `target` names (as
     replica_addresses reads it), from `centers` (k, d) if given, else from
     k-means++ over all of them (greedy, or plain with `plain_seeding`), for
-    up to `iterations` Lloyd's steps: fewer once the centers stop changing
-    or, with tol > 0, once an iteration lowers the objective by at most tol
-    times the objective. `timeout` is each stream's deadline, `log` a
+    up to `iterations` Lloyd's steps: fewer once an iteration moves the
+    centers by a total squared shift of at most tol times the points' mean
+    per-dimension variance (scikit-learn's rule; tol = 0: a fixed point). `timeout` is each stream's deadline, `log` a
     function of a line of progress, `tls` as kmt.channel() takes it."""
     points = np.asarray(points)
     if points.ndim != 2:
@@ -408,9 +408,10 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
         result = ResidentResult(centers=None, labels=None, objective=0.0, initial_objective=0.0,
                                 objectives=[], iterations_run=0, shards=len(job.shards),
                                 shard_moves=0)
+        shift_tolerance = tol * float(np.mean(np.var(points, axis=0, dtype=np.float64)))
         # Step t assigns under the centers after t iterations; the last one
         # (after `iterations`, or once converged) also gives the labels.
-        previous, t = 0.0, 0
+        t = 0
         while True:
             last = t == iterations
             step = pb.JobRequest(assign=pb.AssignStep(
@@ -437,11 +438,11 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
             updated = centers.copy()
             filled = counts > 0  # an empty cluster keeps its center
             updated[filled] = (sums[filled] / counts[filled, None]).astype(np.float32)
-            unchanged = np.array_equal(updated, centers)
-            small_gain = tol > 0 and t > 0 and previous - objective <= tol * objective
-            previous, centers = objective, updated
+            shift = (updated - centers).astype(np.float64).ravel()
+            converged = float(shift @ shift) <= shift_tolerance
+            centers = updated
             result.iterations_run = t + 1
-            t = iterations if unchanged or small_gain else t + 1  # only the labels step remains
+            t = iterations if converged else t + 1  # only the labels step remains
         result.centers = centers
         result.shard_moves = job.moves
         return result
