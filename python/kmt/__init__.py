@@ -1,11 +1,35 @@
-"""kmt: the Python client of kmt-server (kmt.v1.KMeansTransformer).
+"""kmt: the Python client of kmt-server (kmt.v1.KMeansTransformer), and
+scikit-learn estimators served by it (kmt.KMeans, kmt.MiniBatchKMeans and
+the variants).
 
 Needs Debian's python3-grpcio, python3-protobuf and python3-numpy, and, to
 generate the stubs when used in place from a checkout, protobuf-compiler and
-protobuf-compiler-grpc (an installed package carries its stubs)."""
+protobuf-compiler-grpc (an installed package carries its stubs). The
+estimators need python3-sklearn, imported only when one is first used."""
+import importlib
+
 from .client import (Client, ClusterError, FitResult, Result, ServiceError, batches, channel,
                      pb)
 from .resident import ResidentResult, fit_resident, replica_addresses
 
+# The estimators (and fit_each) by the module that defines them, imported on
+# first use so that the client alone needs no scikit-learn.
+_ESTIMATORS = {
+    "KMeans": "kmeans",
+    "fit_each": "kmeans",
+    "MiniBatchKMeans": "minibatch",
+    "SoftKMeans": "variants",
+    "SphericalKMeans": "variants",
+    "TrimmedKMeans": "variants",
+    "RobustKMeans": "variants",
+    "KMedoids": "variants",
+}
+
 __all__ = ["Client", "ClusterError", "FitResult", "ResidentResult", "Result", "ServiceError",
-           "batches", "channel", "fit_resident", "pb", "replica_addresses"]
+           "batches", "channel", "fit_resident", "pb", "replica_addresses", *_ESTIMATORS]
+
+
+def __getattr__(name):
+    if name in _ESTIMATORS:
+        return getattr(importlib.import_module(f".{_ESTIMATORS[name]}", __name__), name)
+    raise AttributeError(f"module 'kmt' has no attribute '{name}'")

@@ -74,6 +74,7 @@ class Result:
     iterations_run: int
     model: str
     converged: bool = False       # stopped before `iterations` layers
+    convergence: int = 0          # why: a pb.ConvergenceReason
     distances: np.ndarray = None  # if asked: (n,) to the nearest center, or (n, k)
     restart_objectives: np.ndarray = None  # each restart's objective, if restarts ran
     best_restart: int = 0
@@ -389,6 +390,7 @@ class Client:
                       objective=r.objective,
                       layer_objectives=np.asarray(r.layer_objectives, dtype=np.float64),
                       iterations_run=r.iterations_run, model=r.model, converged=r.converged,
+                      convergence=r.convergence,
                       distances=(distances.reshape(-1, k) if all_distances else distances)
                       if distances.size else None,
                       restart_objectives=np.asarray(r.restart_objectives, dtype=np.float64),

@@ -2,13 +2,19 @@
 of the C++ coordinator (client/resident_job.cc): the points are split into
 contiguous shards, each loaded once on one replica's Job stream (several per
 replica with `streams_per_server`) and kept there for the job. Then greedy
-(or plain) k-means++ over all shards through SeedSteps, exact Lloyd's
-iterations that send only the centers and sum the shards' counts, sums and
+(or plain) k-means++ over all shards through SeedSteps, or k distinct points
+drawn as the server's INIT_RANDOM draws them, exact Lloyd's iterations that
+send only the centers and sum the shards' counts, weights, sums and
 objectives in shard order, and a last step for the labels. When a stream
 fails (its replica died or restarted) the shard is loaded on another replica
 and the step is asked again with the same centers, so the result does not
-change. With the same seed, k-means++ chooses the centers the server's
-k-means++ chooses on all the points in one batch.
+change. With the same seed, the initialisation chooses the centers the
+server's chooses on all the points in one batch.
+
+scikit-learn's rules are options: per-point weights, its tolerance (the
+total squared center shift against a threshold), and its relocation of
+empty clusters to the points farthest from their centers, done here from
+the labels of a repeated step and the points the client holds.
 """
 import dataclasses
 import math
@@ -29,7 +35,7 @@ REPLICA_FAILED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
 
 @dataclasses.dataclass
 class ResidentResult:
-    centers: np.ndarray        # (k, d) float32 final centers
+    centers: np.ndarray        # (k, d) final centers: float32, or the offset's dtype
     labels: np.ndarray         # (n,) int32 nearest final center, if asked; else None
     objective: float           # of the final centers, over all points
     initial_objective: float   # of the initial centers
@@ -37,6 +43,10 @@ class ResidentResult:
     iterations_run: int
     shards: int                # shards the points were split into
     shard_moves: int           # shards loaded again on another replica after a failure
+    convergence: int = 0       # why the iterations stopped early: a kmt.pb.ConvergenceReason
+    relocations: int = 0       # empty clusters moved to far points (relocate-farthest)
+    restart_objectives: list = dataclasses.field(default_factory=list)  # with n_init > 1
+    best_restart: int = 0
 
 
 class Mt19937_64:
@@ -75,6 +85,43 @@ class Mt19937_64:
     def uniform(self):
         """Uniform on [0, 1) with 53 random bits."""
         return (self.next() >> 11) * 2.0 ** -53
+
+    def uniforms(self, count):
+        """The next `count` uniform() draws as a float64 array, the twists and
+        tempering done on numpy words (a million draws in milliseconds)."""
+        out = np.empty(count, dtype=np.uint64)
+        state = np.array(self.state, dtype=np.uint64)
+        done = 0
+        while done < count:
+            if self.index >= self._N:
+                self._twist_words(state)
+                self.index = 0
+            take = min(count - done, self._N - self.index)
+            out[done:done + take] = state[self.index:self.index + take]
+            self.index += take
+            done += take
+        self.state = [int(v) for v in state]
+        y = out
+        y ^= (y >> np.uint64(29)) & np.uint64(0x5555555555555555)
+        y ^= (y << np.uint64(17)) & np.uint64(0x71D67FFFEDA60000)
+        y ^= (y << np.uint64(37)) & np.uint64(0xFFF7EEE000000000)
+        y ^= y >> np.uint64(43)
+        return (y >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+
+    @classmethod
+    def _twist_words(cls, s):
+        """_twist on a numpy state, in the three runs whose reads do not
+        depend on their own writes."""
+        n, m = cls._N, cls._M
+        upper, lower = np.uint64(cls._UPPER), np.uint64(cls._LOWER)
+        matrix = np.uint64(0xB5026F5AA96619E9)
+
+        def mixed(here, following, far):
+            x = (here & upper) | (following & lower)
+            return far ^ (x >> np.uint64(1)) ^ np.where(x & np.uint64(1), matrix, np.uint64(0))
+        s[:n - m] = mixed(s[:n - m], s[1:n - m + 1], s[m:])
+        s[n - m:n - 1] = mixed(s[n - m:n - 1], s[n - m + 1:], s[:m - 1])
+        s[n - 1] = mixed(s[n - 1], s[0], s[m - 1])
 
     def below(self, n):
         """Uniform integer in [0, n) without modulo bias."""
@@ -167,17 +214,32 @@ def _step_error(response):
     return ServiceError(status_code(response.error.code), response.error.message)
 
 
+def dense_rows(points, offset=None):
+    """rows(first, end): points[first:end] as a dense array (a sparse matrix
+    densified block by block) minus `offset` if given, in the points' dtype
+    (float32 if they are integers)."""
+    def rows(first, end):
+        block = points[first:end]
+        if hasattr(block, "toarray"):
+            block = block.toarray()
+        block = np.asarray(block)
+        if block.dtype.kind not in "f":
+            block = block.astype(np.float32)
+        return block if offset is None else block - offset
+    return rows
+
+
 class _Job:
-    def __init__(self, servers, points, streams_per_server, chunk_bytes, max_moves, timeout, log,
-                 tls):
-        self.servers, self.points = servers, points
+    def __init__(self, servers, points, weights, rows, streams_per_server, chunk_bytes, max_moves,
+                 timeout, log, tls):
+        self.servers, self.points, self.weights, self.rows = servers, points, weights, rows
         self.chunk_bytes, self.max_moves, self.timeout, self.log = (chunk_bytes, max_moves,
                                                                      timeout, log)
         options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
         self.channels = [channel(a, options=options, **tls) for a in servers]
         self.stubs = [rpc.KMeansTransformerStub(c) for c in self.channels]
         self.alive = [True] * len(servers)
-        n = len(points)
+        n = points.shape[0]
         # No shard without points: a small dataset gets fewer shards.
         count = min(n, len(servers) * streams_per_server)
         self.shards = [_Shard(n * s // count, n * (s + 1) // count - n * s // count,
@@ -194,6 +256,13 @@ class _Job:
     def _named(self, s, error):
         return ServiceError(error.code,
                             f"shard {s} on {self.servers[self.shards[s].server]}: {error.message}")
+
+    def reload_all(self):
+        """Every shard loaded afresh (a new k-means++ starts from no chosen
+        center, which only a new stream gives)."""
+        for shard in self.shards:
+            shard.seeded = []
+        self.load_all()
 
     def load_all(self):
         """Loads every shard on its replica, all at once."""
@@ -255,9 +324,12 @@ class _Job:
         chunk = max(1, self.chunk_bytes // (4 * d))
         loaded, unacknowledged = 0, 0
         for start in range(0, shard.count, chunk):
-            rows = self.points[shard.first + start:shard.first + min(shard.count, start + chunk)]
-            shard.stream.send(pb.JobRequest(shard=pb.ShardChunk(
-                n=shard.count, d=d, points_f32=float32_bytes(rows))))
+            first, end = shard.first + start, shard.first + min(shard.count, start + chunk)
+            message = pb.ShardChunk(n=shard.count, d=d, points_f32=float32_bytes(
+                self.rows(first, end)))
+            if self.weights is not None:
+                message.weights_f32 = float32_bytes(self.weights[first:end])
+            shard.stream.send(pb.JobRequest(shard=message))
             unacknowledged += 1
             # At most a few chunks in flight: the points are not copied whole.
             while unacknowledged > 4 or (unacknowledged and start + chunk >= shard.count):
@@ -307,17 +379,19 @@ class _Job:
 
 def _seed(job, d, k, seed, trials, log):
     """k-means++ with `trials` candidates per center over the job's shards
-    (ShardedKMeansPlusPlus in core/seeding.h), one round per step."""
+    (ShardedKMeansPlusPlus in core/seeding.h), one round per step; on
+    weighted shards each draw is in proportion to w times the squared
+    distance, the first by w."""
     sizes = [shard.count for shard in job.shards]
     shards = len(sizes)
     n = sum(sizes)
     rng = Mt19937_64(seed)
     requests = [{} for _ in range(shards)]
 
-    def run():
+    def run(every=False):
         def make(s):
             r = requests[s]
-            if not r:
+            if not r and not every:
                 return None
             return pb.JobRequest(seed=pb.SeedStep(
                 add_centers=r.get("add", []), point_indices=r.get("indices", []),
@@ -327,36 +401,46 @@ def _seed(job, d, k, seed, trials, log):
             r.clear()
         return answers
 
+    shard_potential = [0.0] * shards
+
+    def draw(target):
+        """A position in the running sum of the shards' potentials, in shard
+        order, asked of the shard that holds it: (shard, answer index)."""
+        s = 0
+        while s + 1 < shards and (sizes[s] == 0 or target >= shard_potential[s]):
+            target -= shard_potential[s]
+            s += 1
+        while sizes[s] == 0:  # past the end by round-off: the last point
+            s -= 1
+        r = requests[s]
+        at = (s, len(r.get("indices", [])) + len(r.get("targets", [])))
+        r.setdefault("targets", []).append(min(max(target, 0.0), shard_potential[s]))
+        return at
+
     centers = np.zeros((k, d), dtype=np.float32)
-    # The first center: a point drawn uniformly.
-    first, s = rng.below(n), 0
-    while first >= sizes[s]:
-        first -= sizes[s]
-        s += 1
-    requests[s]["indices"] = [first]
-    centers[0] = run()[s].points[:d]
+    if job.weights is not None:
+        # The first center drawn by weight: the shards' potentials are their
+        # weights' sums before any center.
+        shard_potential = [a.potential for a in run(every=True)]
+        s, c = draw(rng.uniform() * sum(shard_potential))
+        centers[0] = run()[s].points[c * d:(c + 1) * d]
+    else:
+        # The first center: a point drawn uniformly.
+        first, s = rng.below(n), 0
+        while first >= sizes[s]:
+            first -= sizes[s]
+            s += 1
+        requests[s]["indices"] = [first]
+        centers[0] = run()[s].points[:d]
     for r in requests:
         r["add"] = centers[0].tolist()
-    shard_potential = [0.0] * shards
     for j in range(1, k):
         if j == 1:
             shard_potential = [a.potential for a in run()]
         if log and (j & (j - 1)) == 0:
             log(f"k-means++: {j} of {k} centers chosen")
         potential = sum(shard_potential)
-        # Draw the candidates: a position in the running sum over the shards
-        # in order, then the point within the shard that holds it.
-        drawn = []
-        for _ in range(trials):
-            target, s = rng.uniform() * potential, 0
-            while s + 1 < shards and (sizes[s] == 0 or target >= shard_potential[s]):
-                target -= shard_potential[s]
-                s += 1
-            while sizes[s] == 0:  # past the end by round-off: the last point
-                s -= 1
-            r = requests[s]
-            drawn.append((s, len(r.get("indices", [])) + len(r.get("targets", []))))
-            r.setdefault("targets", []).append(min(max(target, 0.0), shard_potential[s]))
+        drawn = [draw(rng.uniform() * potential) for _ in range(trials)]
         answers = run()
         candidates = np.array([answers[s].points[c * d:(c + 1) * d] for s, c in drawn],
                               dtype=np.float32)
@@ -379,73 +463,220 @@ def _seed(job, d, k, seed, trials, log):
     return centers
 
 
+def random_subset(n, k, seed, weights=None):
+    """The indices of the k distinct points the server's INIT_RANDOM chooses
+    among n for `seed` (core/init.cc): a partial Fisher-Yates shuffle, or
+    with weights the k largest keys log(u) / w (u uniform on (0, 1], one
+    draw per point; points of weight 0 never), ties to the lower index."""
+    rng = Mt19937_64(seed)
+    if weights is not None:
+        u = 1.0 - rng.uniforms(n)
+        w = np.asarray(weights, dtype=np.float32).astype(np.float64)
+        positive = np.flatnonzero(w > 0)
+        if len(positive) < k:
+            raise ValueError(f"only {len(positive)} points have a positive weight, fewer than "
+                             f"k = {k}")
+        keys = np.log(u[positive]) / w[positive]
+        # Largest key first, the lower index first among equal keys.
+        return positive[np.lexsort((positive, -keys))[:k]].tolist()
+    moved, chosen = {}, []
+    for j in range(k):
+        pick = j + rng.below(n - j)
+        chosen.append(moved.get(pick, pick))
+        moved[pick] = moved.get(j, j)
+    return chosen
+
+
+def restart_seed(seed, restart):
+    """The seed of restart `restart` of a run seeded `seed`, as the server
+    derives it for n_init."""
+    return (seed + restart) & Mt19937_64._MASK
+
+
+def _initial_centers(job, d, k, init, seed, log):
+    if init == "random":
+        return np.concatenate([job.rows(i, i + 1) for i in random_subset(
+            job.points.shape[0], k, seed, job.weights)]).astype(np.float32)
+    trials = 1 if init == "plain-kmeans++" else greedy_candidates(k)
+    return _seed(job, d, k, seed, trials, log)
+
+
+def _relocate(job, centers, answers, counts, weights, sums, log):
+    """scikit-learn's rule for the clusters whose points weigh nothing under
+    `centers`: each takes one of the points farthest from their own centers
+    (labels from `answers`, a step that returned them), which leaves the
+    cluster it was in. Changes counts, weights and sums in place; returns how
+    many clusters moved."""
+    empty = np.flatnonzero(~(weights > 0))
+    labels = np.concatenate([np.asarray(a.labels, dtype=np.int32) for a in answers])
+    distances = []
+    block = 65536
+    for first in range(0, len(labels), block):
+        end = min(len(labels), first + block)
+        x = job.rows(first, end).astype(np.float32)  # as the shards hold them
+        distances.append(((x - centers[labels[first:end]]) ** 2).sum(axis=1))
+    distances = np.concatenate(distances)
+    # The server's order (core/empty_clusters.cc): points of positive weight,
+    # farthest first, the lower index first among equal distances.
+    candidates = (np.arange(len(labels)) if job.weights is None
+                  else np.flatnonzero(job.weights > 0))
+    by_distance = candidates[np.lexsort((candidates, -distances[candidates]))]
+    far = by_distance[:len(empty)]
+    for j, i in zip(empty, far):
+        x = job.rows(i, i + 1)[0].astype(np.float32).astype(np.float64)
+        w = 1.0 if job.weights is None else float(np.float32(job.weights[i]))
+        old = labels[i]
+        sums[old] -= x * w
+        weights[old] -= w
+        counts[old] -= 1
+        sums[j], weights[j], counts[j] = x * w, w, 1
+    if log:
+        log(f"relocated {len(far)} empty clusters")
+    return len(far)
+
+
+def _lloyd(job, centers, k, iterations, tol, center_tol, relocate, labels, on_iteration, log,
+           result):
+    """Lloyd's steps from `centers` on the job's shards; fills `result`."""
+    d = centers.shape[1]
+    weighted = job.weights is not None
+    # Step t assigns under the centers after t iterations; the last one
+    # (after `iterations`, or once converged) also gives the labels.
+    previous, t = 0.0, 0
+    while True:
+        last = t == iterations
+
+        def step(with_labels):
+            request = pb.JobRequest(assign=pb.AssignStep(
+                k=k, centers_f32=float32_bytes(centers), return_labels=with_labels))
+            return job.round(lambda s: request)
+        answers = step(last and labels)
+        # Summed in shard order, so a repeated step gives the same bits.
+        objective, counts, sums = 0.0, np.zeros(k, dtype=np.int64), np.zeros((k, d))
+        weights = np.zeros(k)
+        for a in answers:
+            objective += a.objective
+            counts += np.asarray(a.center_counts, dtype=np.int64)
+            sums += np.asarray(a.center_sums, dtype=np.float64).reshape(k, d)
+            if weighted:
+                weights += np.asarray(a.center_weights, dtype=np.float64)
+        if not weighted:
+            weights = counts.astype(np.float64)
+        if t == 0:
+            result.initial_objective = objective
+        else:
+            result.objectives.append(objective)
+        if log:
+            log(f"step {t} objective {objective}")
+        if last:
+            result.objective = objective
+            if labels:
+                result.labels = np.concatenate(
+                    [np.asarray(a.labels, dtype=np.int32) for a in answers])
+            break
+        if relocate and (weights == 0).any():
+            # The same step again, with the labels this time.
+            result.relocations += _relocate(job, centers, step(True), counts, weights, sums, log)
+        updated = centers.copy()
+        filled = weights > 0  # an empty cluster keeps its center
+        updated[filled] = (sums[filled] / weights[filled, None]).astype(np.float32)
+        shift = float(((updated.astype(np.float64) - centers) ** 2).sum())
+        if np.array_equal(updated, centers):
+            result.convergence = pb.CONVERGENCE_LABELS_UNCHANGED
+        elif center_tol is not None and shift <= center_tol:
+            result.convergence = pb.CONVERGENCE_TOLERANCE
+        elif tol > 0 and t > 0 and previous - objective <= tol * objective:
+            result.convergence = pb.CONVERGENCE_TOLERANCE
+        if on_iteration:
+            on_iteration(t, objective, shift, result.convergence)
+        previous, centers = objective, updated
+        result.iterations_run = t + 1
+        t = iterations if result.convergence else t + 1  # only the labels step remains
+    result.centers = centers
+
+
 def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1,
                  plain_seeding=False, labels=True, streams_per_server=1, chunk_bytes=4 << 20,
-                 max_moves=3, timeout=None, log=None, **tls):
-    """Clusters the (n, d) `points` on the replicas `target` names (as
+                 max_moves=3, timeout=None, log=None, *, weights=None, center_tol=None,
+                 empty_clusters="keep", offset=None, init=None, n_init=1, on_iteration=None,
+                 **tls):
+    """Clusters the (n, d) `points` (an array, a memmap or a sparse matrix,
+    densified a chunk at a time) on the replicas `target` names (as
     replica_addresses reads it), from `centers` (k, d) if given, else from
-    k-means++ over all of them (greedy, or plain with `plain_seeding`), for
-    up to `iterations` Lloyd's steps: fewer once an iteration moves the
-    centers by a total squared shift of at most tol times the points' mean
-    per-dimension variance (scikit-learn's rule; tol = 0: a fixed point). `timeout` is each stream's deadline, `log` a
-    function of a line of progress, `tls` as kmt.channel() takes it."""
-    points = np.asarray(points)
-    if points.ndim != 2:
+    `init` over all of them ("kmeans++", the default, greedy; "plain-kmeans++"
+    or `plain_seeding`; "random"), for up to `iterations` Lloyd's steps:
+    fewer once the centers stop changing, or once an iteration lowers the
+    objective by at most tol times the objective (tol > 0), or once the total
+    squared shift of the centers is at most `center_tol` (scikit-learn's
+    rule, with center_tol = its tol times the mean variance of the points).
+    `centers` of shape (r, k, d) are r starts, each run in turn.
+
+    `weights` (n,) weigh the points (scikit-learn's sample_weight).
+    `empty_clusters`: "keep" (a center without points stays) or
+    "relocate-farthest" (scikit-learn's rule). `offset` (d,) is subtracted
+    from every point before it is sent (the mean, for float32's precision);
+    given and returned centers are the points' own coordinates. `n_init`
+    runs that many initialisations from seeds seed, seed + 1, ...; of all
+    runs the lowest objective is kept, and each k-means++ after the first
+    loads the shards again. `on_iteration(t, objective, shift, convergence)`
+    is called after each update: the objective under the centers the
+    iteration started from, the total squared shift it made, and a
+    pb.ConvergenceReason if the iterations stop there (else 0). `timeout`
+    is each stream's deadline, `log` a function of a line of progress, `tls`
+    as kmt.channel() takes it."""
+    if not hasattr(points, "toarray"):
+        points = np.asarray(points)
+    if len(points.shape) != 2:
         raise ValueError(f"points has shape {points.shape}, expected (n, d)")
     n, d = points.shape
-    if streams_per_server < 1 or iterations < 0 or tol < 0:
+    if streams_per_server < 1 or iterations < 0 or tol < 0 or n_init < 1:
         raise ValueError(f"streams per server {streams_per_server}, iterations {iterations}, "
-                         f"tol {tol}: none may be negative")
+                         f"tol {tol}, n_init {n_init}: none may be negative, n_init and "
+                         "streams at least 1")
     if k < 1 or n < k:
         raise ValueError(f"k = {k} needs 1 <= k <= n = {n} points")
+    if empty_clusters not in ("keep", "relocate-farthest"):
+        raise ValueError(f"empty_clusters '{empty_clusters}': expected keep or "
+                         "relocate-farthest")
+    init = init or ("plain-kmeans++" if plain_seeding else "kmeans++")
+    if init not in ("kmeans++", "plain-kmeans++", "random"):
+        raise ValueError(f"init '{init}': expected kmeans++, plain-kmeans++ or random")
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float32).reshape(-1)
+        if len(weights) != n:
+            raise ValueError(f"weights has {len(weights)} values for {n} points")
+    if offset is not None:
+        offset = np.asarray(offset)
     servers = replica_addresses(target)
-    job = _Job(servers, points, streams_per_server, chunk_bytes, max_moves, timeout, log, tls)
+    job = _Job(servers, points, weights, dense_rows(points, offset), streams_per_server,
+               chunk_bytes, max_moves, timeout, log, tls)
     try:
         job.load_all()
-        if centers is None:
-            centers = _seed(job, d, k, seed, 1 if plain_seeding else greedy_candidates(k), log)
-        centers = np.array(centers, dtype=np.float32).reshape(k, d)
-        result = ResidentResult(centers=None, labels=None, objective=0.0, initial_objective=0.0,
-                                objectives=[], iterations_run=0, shards=len(job.shards),
-                                shard_moves=0)
-        shift_tolerance = tol * float(np.mean(np.var(points, axis=0, dtype=np.float64)))
-        # Step t assigns under the centers after t iterations; the last one
-        # (after `iterations`, or once converged) also gives the labels.
-        t = 0
-        while True:
-            last = t == iterations
-            step = pb.JobRequest(assign=pb.AssignStep(
-                k=k, centers_f32=float32_bytes(centers), return_labels=last and labels))
-            answers = job.round(lambda s: step)
-            # Summed in shard order, so a repeated step gives the same bits.
-            objective, counts, sums = 0.0, np.zeros(k, dtype=np.int64), np.zeros((k, d))
-            for a in answers:
-                objective += a.objective
-                counts += np.asarray(a.center_counts, dtype=np.int64)
-                sums += np.asarray(a.center_sums, dtype=np.float64).reshape(k, d)
-            if t == 0:
-                result.initial_objective = objective
+        best = None
+        restarts = []
+        given = None if centers is None else np.asarray(centers).reshape(-1, k, d)
+        for r in range(n_init if given is None else len(given)):
+            if given is not None:
+                start = given[r] if offset is None else given[r] - offset
             else:
-                result.objectives.append(objective)
-            if log:
-                log(f"step {t} objective {objective}")
-            if last:
-                result.objective = objective
-                if labels:
-                    result.labels = np.concatenate(
-                        [np.asarray(a.labels, dtype=np.int32) for a in answers])
-                break
-            updated = centers.copy()
-            filled = counts > 0  # an empty cluster keeps its center
-            updated[filled] = (sums[filled] / counts[filled, None]).astype(np.float32)
-            shift = (updated - centers).astype(np.float64).ravel()
-            converged = float(shift @ shift) <= shift_tolerance
-            centers = updated
-            result.iterations_run = t + 1
-            t = iterations if converged else t + 1  # only the labels step remains
-        result.centers = centers
-        result.shard_moves = job.moves
-        return result
+                if r > 0 and init != "random":
+                    job.reload_all()
+                start = _initial_centers(job, d, k, init, restart_seed(seed, r), log)
+            result = ResidentResult(centers=None, labels=None, objective=0.0,
+                                    initial_objective=0.0, objectives=[], iterations_run=0,
+                                    shards=len(job.shards), shard_moves=0)
+            _lloyd(job, np.array(start, dtype=np.float32).reshape(k, d), k, iterations, tol,
+                   center_tol, empty_clusters == "relocate-farthest", labels, on_iteration, log,
+                   result)
+            restarts.append(result.objective)
+            if best is None or result.objective < best.objective:
+                best = result
+                best.best_restart = r
+        if len(restarts) > 1:
+            best.restart_objectives = restarts
+        if offset is not None:
+            best.centers = best.centers.astype(offset.dtype) + offset
+        best.shard_moves = job.moves
+        return best
     finally:
         job.close()
-

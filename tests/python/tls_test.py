@@ -1,6 +1,6 @@
 """The Python client over TLS and mutual TLS to a real kmt-server, with
-certificates made by openssl in the test: who is served, who is refused, and
-the server name override."""
+certificates made by openssl in the test: who is served, who is refused, the
+server name override, and kmt.KMeans fitting over mutual TLS."""
 import os
 import subprocess
 import sys
@@ -95,6 +95,21 @@ class TlsTest(unittest.TestCase):
                                     key=self.pki.path("client-b", ".key")), "UNAVAILABLE")
         self.assertEqual(self.reach(self.mutual, ca=ca, cert=self.pki.path("client-a", ".pem"),
                                     key=self.pki.path("client-a", ".key")), "OK")
+
+    def test_an_estimator_fits_over_mutual_tls_in_one_request_and_as_a_resident_job(self):
+        points = np.random.default_rng(2).normal(size=(3000, 4))
+        tls = dict(ca=self.pki.path("ca-a", ".pem"), cert=self.pki.path("client-a", ".pem"),
+                   key=self.pki.path("client-a", ".key"))
+        fits = [kmt.KMeans(3, init=points[:3], n_init=1, server=f"localhost:{self.mutual.port}",
+                           batch_size=batch_size, timeout=30, **tls).fit(points)
+                for batch_size in (None, 1000)]
+        np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+        np.testing.assert_array_equal(fits[0].predict(points), fits[0].labels_)
+        # Without the client certificate the fit cannot reach the server.
+        with self.assertRaises(kmt.ServiceError) as caught:
+            kmt.KMeans(3, n_init=1, server=f"localhost:{self.mutual.port}", timeout=10,
+                       ca=tls["ca"]).fit(points)
+        self.assertEqual(caught.exception.code.name, "UNAVAILABLE")
 
     def test_bad_settings_are_named(self):
         with self.assertRaises(OSError) as caught:

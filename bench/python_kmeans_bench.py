@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""kmt.KMeans against scikit-learn's KMeans on the same data, from the same
+initial centers, each timed end to end from a numpy array to fitted
+attributes:
+
+  whole:   one n x d float32 dataset (10^6 x 32), k = 64, scikit-learn's
+           default tol, both to convergence (kmt: a resident job, since the
+           data is larger than one message);
+  batches: 64 batches of 4,096 x 32 (the dataset's first rows), k = 16,
+           max_iter = 10 each (kmt: kmt.fit_each, every batch on one stream;
+           scikit-learn: KMeans(...).fit on each batch in turn).
+
+Each figure is the median of --repeats runs (the range beside it). The
+server is --server, or one started from --server_binary on a free loopback
+port with its default workers. scikit-learn's BLAS and OpenMP threads are
+printed as threadpoolctl reports them.
+
+    build/server/kmt-server --listen=127.0.0.1:50051 --model_dir= &
+    /usr/bin/python3 bench/python_kmeans_bench.py --server=127.0.0.1:50051
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import kmt  # noqa: E402
+
+
+def dataset(n, d, k, seed):
+    """n points around k centers in [-1, 1]^d with noise that makes the
+    clusters touch, so Lloyd's needs dozens of iterations to settle."""
+    rng = np.random.default_rng(seed)
+    centers = rng.uniform(-1, 1, size=(k, d)).astype(np.float32)
+    points = centers[rng.integers(0, k, size=n)]
+    points += rng.normal(0, 0.35, size=(n, d)).astype(np.float32)
+    return points
+
+
+def timed(run, repeats):
+    """(median seconds, min, max, the last run's result)."""
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), min(times), max(times), result
+
+
+def started_server(binary):
+    """A kmt-server on a free loopback port: (process, address)."""
+    port_file = os.path.join(tempfile.mkdtemp(prefix="kmt-bench-"), "port")
+    proc = subprocess.Popen([binary, "--listen=127.0.0.1:0", f"--port_file={port_file}",
+                             "--metrics_listen=127.0.0.1:0", "--model_dir="],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(port_file) or not open(port_file).read().strip():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"{binary} did not start")
+        time.sleep(0.05)
+    return proc, f"127.0.0.1:{int(open(port_file).read())}"
+
+
+def report(name, ours, theirs, n_iter, inertia):
+    ratio = ours[0] / theirs[0]
+    print(f"{name}: kmt {ours[0]:.3f} s ({ours[1]:.3f}-{ours[2]:.3f}), scikit-learn "
+          f"{theirs[0]:.3f} s ({theirs[1]:.3f}-{theirs[2]:.3f}): {ratio:.2f}x")
+    print(f"  n_iter_ kmt {n_iter[0]}, scikit-learn {n_iter[1]}; inertia kmt {inertia[0]:.6g}, "
+          f"scikit-learn {inertia[1]:.6g} (relative difference "
+          f"{abs(inertia[0] - inertia[1]) / inertia[1]:.1e})")
+    return ratio
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", default="", help="the server or replicas to fit on")
+    parser.add_argument("--server_binary", default="build/server/kmt-server",
+                        help="started on a free port when --server is empty")
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--d", type=int, default=32)
+    parser.add_argument("--k", type=int, default=64)
+    parser.add_argument("--batches", type=int, default=64)
+    parser.add_argument("--batch_n", type=int, default=4096)
+    parser.add_argument("--batch_k", type=int, default=16)
+    parser.add_argument("--batch_iterations", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--skip_whole", action="store_true")
+    args = parser.parse_args()
+
+    import sklearn.cluster
+    from threadpoolctl import threadpool_info
+
+    proc = None
+    server = args.server
+    if not server:
+        proc, server = started_server(args.server_binary)
+    try:
+        for pool in threadpool_info():
+            print(f"scikit-learn's {pool['user_api']}: {pool['internal_api']} "
+                  f"{pool.get('version') or ''} {pool.get('architecture') or ''}, "
+                  f"{pool['num_threads']} threads")
+        points = dataset(max(args.n, args.batches * args.batch_n), args.d, args.k, args.seed)
+        rng = np.random.default_rng(args.seed + 1)
+        if not args.skip_whole:
+            X = points[:args.n]
+            init = X[rng.choice(len(X), size=args.k, replace=False)]
+            theirs = timed(lambda: sklearn.cluster.KMeans(args.k, init=init, n_init=1).fit(X),
+                           args.repeats)
+            ours = timed(lambda: kmt.KMeans(args.k, init=init, n_init=1, server=server).fit(X),
+                         args.repeats)
+            agree = float((ours[3].labels_ == theirs[3].labels_).mean())
+            report(f"whole fit, {args.n} x {args.d}, k = {args.k}", ours, theirs,
+                   (ours[3].n_iter_, theirs[3].n_iter_), (ours[3].inertia_, theirs[3].inertia_))
+            print(f"  labels equal to scikit-learn's: {100 * agree:.3f}% of points")
+
+        blocks = [points[i * args.batch_n:(i + 1) * args.batch_n] for i in range(args.batches)]
+        inits = [b[rng.choice(len(b), size=args.batch_k, replace=False)] for b in blocks]
+        options = dict(n_init=1, max_iter=args.batch_iterations)
+
+        def sklearn_batches():
+            return [sklearn.cluster.KMeans(args.batch_k, init=init, **options).fit(b)
+                    for b, init in zip(blocks, inits)]
+
+        def kmt_batches():
+            return kmt.fit_each(kmt.KMeans(args.batch_k, server=server, **options), blocks,
+                                inits=inits)
+        theirs = timed(sklearn_batches, args.repeats)
+        ours = timed(kmt_batches, args.repeats)
+        report(f"{args.batches} batches of {args.batch_n} x {args.d}, k = {args.batch_k}, "
+               f"max_iter = {args.batch_iterations}", ours, theirs,
+               (sum(f.n_iter_ for f in ours[3]), sum(f.n_iter_ for f in theirs[3])),
+               (sum(f.inertia_ for f in ours[3]), sum(f.inertia_ for f in theirs[3])))
+    finally:
+        if proc:
+            proc.terminate()
+            proc.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,372 @@
+"""kmt.KMeans: scikit-learn's KMeans, computed by kmt-server.
+
+The parameters, attributes, warnings and errors are scikit-learn's (1.2);
+the iterations run on the server. X that fits one request (batch_size, or a
+64 MiB message) goes in one: initialisation, restarts, tolerance, weights and
+distances on the server. Larger X runs as a resident job over every replica
+`server` names (kmt.fit_resident): each shard loaded once, only centers per
+iteration, k-means++ over all points, the tolerance and the relocation of
+empty clusters done by the client as scikit-learn does them. As in
+scikit-learn the points are sent minus their mean, which keeps float32's
+distances precise far from the origin.
+"""
+import dataclasses
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_array, check_random_state
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
+from sklearn.utils.sparsefuncs import mean_variance_axis
+from sklearn.utils.validation import _is_arraylike_not_scalar
+
+from . import client as _client
+from . import resident
+from .served import (ServedKMeans, check_model_parameters, client_for,
+                     invalid_input_as_value_error, keep_parameters, model_info, rows_per_request,
+                     same_clustering, tls_options)
+
+pb = _client.pb
+
+INITS = {"k-means++": "kmeans++", "random": "random"}
+EMPTY_CLUSTERS = {"relocate-farthest": pb.EMPTY_CLUSTERS_RELOCATE_FARTHEST,
+                  "keep": pb.EMPTY_CLUSTERS_KEEP}
+
+
+def tolerance(X, tol):
+    """scikit-learn's absolute tolerance: tol times the mean variance of the
+    features."""
+    if tol == 0:
+        return 0.0
+    variances = mean_variance_axis(X, axis=0)[1] if sp.issparse(X) else np.var(X, axis=0)
+    return float(np.mean(variances) * tol)
+
+
+def resident_capable(info, parameters):
+    """Whether the Job RPC's assign steps compute this model: Lloyd's exactly."""
+    return info.kind == "exact" and info.name.startswith("lloyd-") and not parameters
+
+
+@dataclasses.dataclass
+class _Plan:
+    """A checked fit: X and its weights as sent (None: all ones), the mean
+    subtracted (None: none), given starts, the request seed, the model."""
+    X: object
+    weights: object
+    offset: object
+    starts: object
+    seed: int
+    info: object
+    parameters: dict
+    distances: bool
+    one_request: bool
+
+
+def fit_each(estimator, blocks, inits=None):
+    """Fits a clone of `estimator` (a kmt.KMeans or a variant) to each array
+    of `blocks` (any iterable, read as the stream needs it), every block's
+    requests on one stream: the fitted clones, in order. `inits`, if given,
+    are each block's initial centers (its init). Each block must fit one
+    request."""
+    cl = client_for(estimator)
+    plans = []
+
+    def requests():
+        for i, block in enumerate(blocks):
+            fit = clone(estimator)
+            if inits is not None:
+                fit.set_params(init=inits[i])
+            plan = fit._plan(block, None, distances=False)
+            if not plan.one_request:
+                raise ValueError(f"block {i} has {plan.X.shape[0]} samples, more than one "
+                                 "request carries")
+            made = fit._requests(plan, cl)
+            plans.append((fit, plan, len(made)))
+            yield from made
+    fitted, answered = [], []
+    with invalid_input_as_value_error():
+        for response in cl.stream(requests()):
+            fit, plan, count = plans[len(fitted)]
+            answered.append(cl.result(response, plan.X.shape[1], fit.n_clusters))
+            if len(answered) == count:
+                fit._keep_fit(fit._best(plan, answered))
+                fitted.append(fit)
+                answered = []
+    return fitted
+
+
+class ServedLloyd(ServedKMeans):
+    """The fit every kmt k-means estimator shares: scikit-learn's checks and
+    initialisations, then one request or a resident job. Subclasses name the
+    model, its parameters and the empty-cluster rule."""
+
+    _lloyd_constraints = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "init": [StrOptions({"k-means++", "random"}), callable, "array-like"],
+        "n_init": [StrOptions({"auto"}), Hidden(StrOptions({"warn"})),
+                   Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+    }
+    _default_n_init = 10
+
+    def _model_name(self):
+        raise NotImplementedError
+
+    def _model_parameters(self):
+        """{name: value or None (the model's default)}."""
+        return {}
+
+    def _empty_clusters(self):
+        return "keep"
+
+    def _streams_per_server(self):
+        return 2
+
+    def _check_params_vs_input(self, X):
+        if X.shape[0] < self.n_clusters:
+            raise ValueError(f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}.")
+        self._n_init = self.n_init
+        if self._n_init == "warn":
+            warnings.warn(
+                f"The default value of `n_init` will change from {self._default_n_init} to "
+                "'auto' in 1.4. Set the value of `n_init` explicitly to suppress the warning",
+                FutureWarning)
+            self._n_init = self._default_n_init
+        if self._n_init == "auto":
+            self._n_init = 1 if self.init == "k-means++" else self._default_n_init
+        if _is_arraylike_not_scalar(self.init) and self._n_init != 1:
+            warnings.warn(
+                "Explicit initial center position passed: performing only one init in "
+                f"{type(self).__name__} instead of n_init={self._n_init}.",
+                RuntimeWarning, stacklevel=3)
+            self._n_init = 1
+
+    def _validate_center_shape(self, X, centers):
+        if centers.shape[0] != self.n_clusters:
+            raise ValueError(f"The shape of the initial centers {centers.shape} does not match "
+                             f"the number of clusters {self.n_clusters}.")
+        if centers.shape[1] != X.shape[1]:
+            raise ValueError(f"The shape of the initial centers {centers.shape} does not match "
+                             f"the number of features of the data {X.shape[1]}.")
+
+    def _starts(self, X, offset, random_state):
+        """Given initial centers, (restarts, k, d) in X's coordinates, or None
+        when the initialisation is the server's."""
+        init = self.init
+        if _is_arraylike_not_scalar(init):
+            centers = check_array(init, dtype=X.dtype, copy=True, order="C")
+            self._validate_center_shape(X, centers)
+            return centers[None]
+        if not callable(init):
+            return None
+        # scikit-learn calls it with the data it clusters, centered.
+        data = X if offset is None else X - offset
+        starts = []
+        for _ in range(self._n_init):
+            centers = init(data, self.n_clusters, random_state=random_state)
+            if sp.issparse(centers):
+                centers = centers.toarray()
+            centers = check_array(centers, dtype=X.dtype, copy=False, order="C")
+            self._validate_center_shape(X, centers)
+            starts.append(centers if offset is None else centers + offset)
+        return np.stack(starts)
+
+    def _plan(self, X, sample_weight, distances):
+        """Checks the parameters and X as scikit-learn does and decides how
+        the fit runs."""
+        self._validate_params()
+        X = self._fit_data(X)
+        self._check_params_vs_input(X)
+        sample_weight, weighted = self._weights(sample_weight, X)
+        n, d = X.shape
+        k = self.n_clusters
+        info = model_info(self, self._model_name())
+        parameters = check_model_parameters(self, info, self._model_parameters())
+        if weighted and not info.accepts_weights:
+            raise ValueError(f"The server's model '{info.name}' does not take sample_weight.")
+        for what, need, have in (("features", info.d, d), ("clusters", info.k, k)):
+            if need and need != have:
+                raise ValueError(f"The server's model '{info.name}' is made for {need} {what}; "
+                                 f"got {have}.")
+        self._note_model(info)
+        offset = X.mean(axis=0) if self._offset_used and not sp.issparse(X) else None
+        random_state = check_random_state(self.random_state)
+        starts = self._starts(X, offset, random_state)
+        # Drawn after the callable's calls, which see random_state as
+        # scikit-learn leaves it; it also keys the draws of kmedoids.
+        seed = int(random_state.randint(np.iinfo(np.int32).max))
+        per_point_out = 4 + 4 * k * bool(distances)
+        one_request = n <= rows_per_request(self._request_rows(), d, per_point_out, weighted)
+        if not one_request and not resident_capable(info, parameters):
+            raise ValueError(f"X has {n} samples, more than one request carries (batch_size="
+                             f"{self.batch_size}); only Lloyd's runs as a resident job, not the "
+                             f"server's model '{info.name}'.")
+        return _Plan(X, sample_weight if weighted else None, offset, starts, seed, info,
+                     parameters, distances, one_request)
+
+    def _fit(self, X, sample_weight, distances):
+        """Fits; returns the (n, k) squared distances to the final centers if
+        `distances` and one request computed them, else None."""
+        plan = self._plan(X, sample_weight, distances)
+        if not plan.one_request:
+            return self._keep_fit(self._fit_resident(plan))
+        cl = client_for(self)
+        with invalid_input_as_value_error():
+            results = [cl.result(r, plan.X.shape[1], self.n_clusters, distances)
+                       for r in cl.stream(self._requests(plan, cl))]
+        return self._keep_fit(self._best(plan, results))
+
+    def _keep_fit(self, fitted):
+        """Sets the fitted attributes; returns the squared distances."""
+        centers, labels, inertia, n_iter, squared = fitted
+        k = self.n_clusters
+        if len(np.unique(labels)) < k:
+            warnings.warn(
+                f"Number of distinct clusters ({len(np.unique(labels))}) found smaller than "
+                f"n_clusters ({k}). Possibly due to duplicate points in X.",
+                ConvergenceWarning, stacklevel=4)
+        self.cluster_centers_ = centers
+        self._n_features_out = k
+        self.labels_ = labels
+        self.inertia_ = inertia
+        self.n_iter_ = n_iter
+        return squared
+
+    def _requests(self, plan, cl):
+        """The fit's requests: one, or one per given start."""
+        k = self.n_clusters
+        points = resident.dense_rows(plan.X, plan.offset)(0, plan.X.shape[0])
+        fields = dict(model=plan.info.name, iterations=self.max_iter,
+                      parameters=plan.parameters, weights=plan.weights, seed=plan.seed,
+                      return_trajectory=bool(self.verbose),
+                      return_distances=pb.DISTANCES_ALL if plan.distances else pb.DISTANCES_NONE)
+        if plan.info.kind == "exact":
+            # A learned model runs its max_iter layers: tolerance and
+            # relocation are the exact models' rules.
+            fields.update(tol=float(self.tol),
+                          empty_clusters=EMPTY_CLUSTERS[self._empty_clusters()])
+        if plan.starts is None:
+            return [cl.request(points, k, init=INITS[self.init], n_init=self._n_init, **fields)]
+        return [cl.request(points, k, request_id=f"restart-{r}",
+                           centers=start if plan.offset is None else start - plan.offset,
+                           **fields)
+                for r, start in enumerate(plan.starts)]
+
+    def _best(self, plan, results):
+        """The fitted values of the best of the requests' results."""
+        best = results[0]
+        for r in results[1:]:
+            # scikit-learn's rule: a lower inertia that is not the same
+            # clustering (round-off can lower it for a relabelling).
+            if r.objective < best.objective and not same_clustering(r.labels, best.labels):
+                best = r
+        if self.verbose:
+            self._print_trajectory(best)
+        centers = best.centers.astype(plan.X.dtype)
+        if plan.offset is not None:
+            centers += plan.offset
+        return (centers, np.array(best.labels, dtype=np.int32), float(best.objective),
+                int(best.iterations_run), best.distances)
+
+    def _print_trajectory(self, result):
+        """scikit-learn's progress lines from a request's trajectory (the
+        objective after each iteration, as the server records it)."""
+        print("Initialization complete")
+        for i, objective in enumerate(result.layer_objectives):
+            print(f"Iteration {i}, inertia {objective}.")
+        last = result.iterations_run - 1
+        if result.convergence == pb.CONVERGENCE_LABELS_UNCHANGED:
+            print(f"Converged at iteration {last}: strict convergence.")
+        elif result.convergence == pb.CONVERGENCE_TOLERANCE:
+            print(f"Converged at iteration {last}: center shift within tolerance "
+                  f"{self.tol} times the mean variance.")
+
+    def _fit_resident(self, plan):
+        absolute_tol = tolerance(plan.X, self.tol)
+
+        def progress(t, objective, shift, convergence):
+            if t == 0:
+                print("Initialization complete")
+            print(f"Iteration {t}, inertia {objective}.")
+            if convergence == pb.CONVERGENCE_LABELS_UNCHANGED:
+                print(f"Converged at iteration {t}: strict convergence.")
+            elif convergence == pb.CONVERGENCE_TOLERANCE:
+                print(f"Converged at iteration {t}: center shift {shift} within tolerance "
+                      f"{absolute_tol}.")
+        with invalid_input_as_value_error():
+            result = resident.fit_resident(
+                self.server, plan.X, self.n_clusters, centers=plan.starts,
+                iterations=self.max_iter, seed=plan.seed,
+                streams_per_server=self._streams_per_server(), timeout=self.timeout,
+                weights=plan.weights, center_tol=absolute_tol,
+                empty_clusters=self._empty_clusters(), offset=plan.offset,
+                init=None if plan.starts is not None else INITS[self.init], n_init=self._n_init,
+                on_iteration=progress if self.verbose else None, **tls_options(self))
+        return (result.centers.astype(plan.X.dtype), result.labels, float(result.objective),
+                int(result.iterations_run), None)
+
+
+class KMeans(ServedLloyd):
+    """K-Means clustering on kmt-server: scikit-learn's KMeans (1.2) with the
+    same parameters, attributes and behaviour, plus the service's own.
+
+    n_clusters, init ('k-means++': the server's greedy k-means++ seeded from
+    random_state, whose draws are not scikit-learn's; 'random'; an array; a
+    callable), n_init ('warn' as scikit-learn 1.2: 10 with a FutureWarning;
+    'auto'; an int), max_iter, tol, verbose, random_state, copy_x (X is never
+    modified, so it changes nothing) and algorithm ('lloyd'; 'elkan' gives
+    the same result, as in scikit-learn) mean what they mean there.
+
+    server: "host:port", "ipv4:a:p,b:q" or "dns:///name:port"; a resident
+    fit uses every replica it names. model: a model of the server's
+    ListModels (lloyd-onehot and the other Lloyd's models, a variant at its
+    defaults, a learned model). tls, ca, cert, key, server_name: as
+    kmt.channel. timeout: each call's deadline in seconds. batch_size: the
+    most points one request carries (fit beyond it runs as a resident job;
+    predict and transform send batches of it); None: as many as a 64 MiB
+    message holds, at most the server's default 10^6. empty_clusters:
+    'relocate-farthest' (scikit-learn's rule) or 'keep'. streams_per_server:
+    shards per replica in a resident fit.
+    """
+
+    _parameter_constraints = {
+        **ServedLloyd._lloyd_constraints,
+        **ServedKMeans._connection_constraints,
+        "copy_x": ["boolean"],
+        "algorithm": [StrOptions({"lloyd", "elkan", "auto", "full"},
+                                 deprecated={"auto", "full"})],
+        "model": [str],
+        "empty_clusters": [StrOptions(set(EMPTY_CLUSTERS))],
+        "streams_per_server": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, n_clusters=8, *, init="k-means++", n_init="warn", max_iter=300, tol=1e-4,
+                 verbose=0, random_state=None, copy_x=True, algorithm="lloyd",
+                 server="localhost:50051", model="lloyd-onehot", tls=False, ca=None, cert=None,
+                 key=None, server_name=None, timeout=None, batch_size=None,
+                 empty_clusters="relocate-farthest", streams_per_server=2):
+        keep_parameters(self, locals())
+
+    def _model_name(self):
+        return self.model
+
+    def _empty_clusters(self):
+        return self.empty_clusters
+
+    def _streams_per_server(self):
+        return self.streams_per_server
+
+    def _check_params_vs_input(self, X):
+        super()._check_params_vs_input(X)
+        if self.algorithm in ("auto", "full"):
+            warnings.warn(f"algorithm='{self.algorithm}' is deprecated, it will be removed in "
+                          "1.3. Using 'lloyd' instead.", FutureWarning)
+        if self.algorithm == "elkan" and self.n_clusters == 1:
+            warnings.warn("algorithm='elkan' doesn't make sense for a single cluster. Using "
+                          "'lloyd' instead.", RuntimeWarning)

@@ -1,0 +1,261 @@
+"""kmt.MiniBatchKMeans: scikit-learn's MiniBatchKMeans (1.2), each
+mini-batch assigned by kmt-server.
+
+A step sends the batch with the current centers (INIT_GIVEN, iterations=0,
+return_cluster_sums) and gets back, per center, the weight and coordinate
+sum of the batch's points nearest it and the batch's objective; the client
+then moves each center by Sculley's per-center learning rate, as
+scikit-learn does: c_j <- (c_j * W_j + S_j) / (W_j + w_j), with W_j the
+weight center j has taken in so far, S_j and w_j the batch's sum and weight.
+Reassignment of centers that took in little, early stopping on the smoothed
+batch inertia, and the tolerance on the centers' shift are scikit-learn's
+rules. partial_fit is one such step per call, for data that arrives as a
+stream of batches.
+"""
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils import check_array, check_random_state
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import _check_sample_weight, _is_arraylike_not_scalar
+
+from . import client as _client
+from .kmeans import INITS, ServedLloyd, tolerance
+from .resident import dense_rows
+from .served import (ASSIGN_MODEL, ServedKMeans, client_for, invalid_input_as_value_error,
+                     keep_parameters, padded)
+
+pb = _client.pb
+
+
+class MiniBatchKMeans(ServedLloyd):
+    """Mini-batch k-means on kmt-server, with scikit-learn's MiniBatchKMeans
+    parameters and attributes (batch_size is the mini-batch's size, as
+    there), plus server, tls, ca, cert, key, server_name and timeout as in
+    kmt.KMeans. init 'k-means++' runs the server's greedy k-means++ on the
+    init_size sample."""
+
+    _parameter_constraints = {
+        **ServedLloyd._lloyd_constraints,
+        **{name: rule for name, rule in ServedKMeans._connection_constraints.items()
+           if name != "batch_size"},
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "compute_labels": ["boolean"],
+        "max_no_improvement": [Interval(Integral, 0, None, closed="left"), None],
+        "init_size": [Interval(Integral, 1, None, closed="left"), None],
+        "reassignment_ratio": [Interval(Real, 0, None, closed="left")],
+    }
+    _default_n_init = 3
+
+    def __init__(self, n_clusters=8, *, init="k-means++", max_iter=100, batch_size=1024,
+                 verbose=0, compute_labels=True, random_state=None, tol=0.0,
+                 max_no_improvement=10, init_size=None, n_init="warn", reassignment_ratio=0.01,
+                 server="localhost:50051", tls=False, ca=None, cert=None, key=None,
+                 server_name=None, timeout=None):
+        keep_parameters(self, locals())
+
+    def _request_rows(self):
+        # batch_size is the mini-batch's; predict's requests fill messages.
+        return None
+
+    def _check_params_vs_input(self, X):
+        super()._check_params_vs_input(X)
+        self._batch_size = min(self.batch_size, X.shape[0])
+        self._init_size = self.init_size
+        if self._init_size is None:
+            self._init_size = 3 * self._batch_size
+            if self._init_size < self.n_clusters:
+                self._init_size = 3 * self.n_clusters
+        elif self._init_size < self.n_clusters:
+            warnings.warn(f"init_size={self._init_size} should be larger than n_clusters="
+                          f"{self.n_clusters}. Setting it to min(3*n_clusters, n_samples)",
+                          RuntimeWarning, stacklevel=3)
+            self._init_size = 3 * self.n_clusters
+        self._init_size = min(self._init_size, X.shape[0])
+        self._tol = tolerance(X, self.tol)
+
+    def _start(self, X, random_state):
+        """Initial centers from a sample of init_size rows of X, as
+        scikit-learn draws it."""
+        n = X.shape[0]
+        if self._init_size < n:
+            X = X[random_state.randint(0, n, self._init_size)]
+        init = self.init
+        if _is_arraylike_not_scalar(init):
+            centers = check_array(init, dtype=X.dtype, copy=True, order="C")
+        elif callable(init):
+            centers = init(X, self.n_clusters, random_state=random_state)
+            if hasattr(centers, "toarray"):
+                centers = centers.toarray()
+            centers = check_array(centers, dtype=X.dtype, copy=False, order="C")
+        else:
+            sample = dense_rows(X)(0, X.shape[0])
+            with invalid_input_as_value_error():
+                centers = client_for(self).cluster(
+                    sample, self.n_clusters, model=ASSIGN_MODEL, iterations=0,
+                    init=INITS[init], seed=int(random_state.randint(np.iinfo(np.int32).max))
+                ).centers.astype(X.dtype)
+        self._validate_center_shape(X, centers)
+        return centers
+
+    def _sums(self, X, weights, centers):
+        """The batch under `centers`: (objective, per-center weights, per-
+        center weighted coordinate sums)."""
+        k, d = centers.shape
+        if weights is None and X.shape[0] < k:
+            weights = np.ones(X.shape[0], dtype=np.float32)  # the padding weighs 0
+        block, weights = padded(dense_rows(X)(0, X.shape[0]), weights, centers)
+        cl = client_for(self)
+        with invalid_input_as_value_error():
+            (r,) = cl.stream([cl.request(block, k, model=ASSIGN_MODEL, iterations=0,
+                                         centers=centers, weights=weights,
+                                         return_cluster_sums=True, omit_labels=True)])
+        mass = np.asarray(r.center_weights if weights is not None else r.center_counts,
+                          dtype=np.float64)
+        return r.objective, mass, np.asarray(r.center_sums, dtype=np.float64).reshape(k, d)
+
+    def _step(self, X, weights, random_state, reassign):
+        """One mini-batch step on the estimator's centers and counts;
+        returns the batch's inertia under the centers it started from."""
+        centers, counts = self.cluster_centers_, self._counts
+        inertia, mass, sums = self._sums(X, weights, centers)
+        moved = mass > 0
+        total = counts[moved].astype(np.float64) + mass[moved]
+        updated = centers.copy()
+        updated[moved] = ((centers[moved] * counts[moved, None].astype(np.float64)
+                           + sums[moved]) / total[:, None]).astype(centers.dtype)
+        counts[moved] = total
+        if reassign and self.reassignment_ratio > 0:
+            to_reassign = counts < self.reassignment_ratio * counts.max()
+            # At most half the batch's points become new centers.
+            if to_reassign.sum() > 0.5 * X.shape[0]:
+                to_reassign[np.argsort(counts)[int(0.5 * X.shape[0]):]] = False
+            chosen = int(to_reassign.sum())
+            if chosen:
+                rows = random_state.choice(X.shape[0], replace=False, size=chosen)
+                if self.verbose:
+                    print(f"[MiniBatchKMeans] Reassigning {chosen} cluster centers.")
+                updated[to_reassign] = dense_rows(X[rows])(0, chosen)
+            # Not so small that they are reassigned at once again.
+            counts[to_reassign] = np.min(counts[~to_reassign])
+        self.cluster_centers_ = updated
+        return inertia
+
+    def _random_reassign(self):
+        """Whether this step reassigns: after every 10 * n_clusters points,
+        or whenever a center has taken in nothing."""
+        self._n_since_last_reassign += self._batch_size
+        if (self._counts == 0).any() or self._n_since_last_reassign >= 10 * self.n_clusters:
+            self._n_since_last_reassign = 0
+            return True
+        return False
+
+    def _converged(self, step, n_steps, n_samples, shift, batch_inertia):
+        """scikit-learn's early stopping: the centers' squared shift within
+        tol, or no improvement of the batch inertia's moving average in
+        max_no_improvement steps."""
+        batch_inertia /= self._batch_size
+        step += 1
+        if step == 1:  # the inertia of the initialisation
+            if self.verbose:
+                print(f"Minibatch step {step}/{n_steps}: mean batch inertia: {batch_inertia}")
+            return False
+        if self._ewa_inertia is None:
+            self._ewa_inertia = batch_inertia
+        else:
+            alpha = min(self._batch_size * 2.0 / (n_samples + 1), 1)
+            self._ewa_inertia = self._ewa_inertia * (1 - alpha) + batch_inertia * alpha
+        if self.verbose:
+            print(f"Minibatch step {step}/{n_steps}: mean batch inertia: {batch_inertia}, "
+                  f"ewa inertia: {self._ewa_inertia}")
+        if self._tol > 0.0 and shift <= self._tol:
+            if self.verbose:
+                print(f"Converged (small centers change) at step {step}/{n_steps}")
+            return True
+        if self._ewa_inertia_min is None or self._ewa_inertia < self._ewa_inertia_min:
+            self._no_improvement = 0
+            self._ewa_inertia_min = self._ewa_inertia
+        else:
+            self._no_improvement += 1
+        if (self.max_no_improvement is not None
+                and self._no_improvement >= self.max_no_improvement):
+            if self.verbose:
+                print(f"Converged (lack of improvement in inertia) at step {step}/{n_steps}")
+            return True
+        return False
+
+    def _labels_inertia(self, X, sample_weight):
+        labels, squared = self._assign(X, pb.DISTANCES_NEAREST)
+        return labels, float(np.dot(sample_weight.astype(np.float64), squared))
+
+    def _fit(self, X, sample_weight, distances):
+        self._validate_params()
+        X = self._fit_data(X)
+        self._check_params_vs_input(X)
+        random_state = check_random_state(self.random_state)
+        sample_weight, weighted = self._weights(sample_weight, X)
+        self._unit_norm, self._offset_used = False, True
+        n = X.shape[0]
+        valid = random_state.randint(0, n, self._init_size)
+        best = None
+        for i in range(self._n_init):
+            if self.verbose:
+                print(f"Init {i + 1}/{self._n_init} with method {self.init}")
+            self.cluster_centers_ = self._start(X, random_state)
+            inertia = self._sums(X[valid], sample_weight[valid] if weighted else None,
+                                 self.cluster_centers_)[0]
+            if self.verbose:
+                print(f"Inertia for init {i + 1}/{self._n_init}: {inertia}")
+            if best is None or inertia < best[0]:
+                best = inertia, self.cluster_centers_
+        self.cluster_centers_ = best[1]
+        self._counts = np.zeros(self.n_clusters, dtype=X.dtype)
+        self._ewa_inertia = self._ewa_inertia_min = None
+        self._no_improvement = 0
+        self._n_since_last_reassign = 0
+        n_steps = (self.max_iter * n) // self._batch_size
+        for i in range(n_steps):
+            rows = random_state.randint(0, n, self._batch_size)
+            before = self.cluster_centers_
+            inertia = self._step(X[rows], sample_weight[rows] if weighted else None,
+                                 random_state, self._random_reassign())
+            shift = (float(((self.cluster_centers_ - before) ** 2).sum()) if self._tol > 0
+                     else 0.0)
+            if self._converged(i, n_steps, n, shift, inertia):
+                break
+        self._n_features_out = self.n_clusters
+        self.n_steps_ = i + 1
+        self.n_iter_ = int(np.ceil((i + 1) * self._batch_size / n))
+        if self.compute_labels:
+            self.labels_, self.inertia_ = self._labels_inertia(X, sample_weight)
+        else:
+            self.inertia_ = self._ewa_inertia * n
+        return None
+
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """One mini-batch step on X (the first call also initialises from
+        it); returns self."""
+        fitted = hasattr(self, "cluster_centers_")
+        if not fitted:
+            self._validate_params()
+        X = self._validate_data(X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                                order=None, accept_large_sparse=False, reset=not fitted)
+        self._random_state = getattr(self, "_random_state", check_random_state(self.random_state))
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype,
+                                             only_non_negative=True)
+        self.n_steps_ = getattr(self, "n_steps_", 0)
+        if not fitted:
+            self._check_params_vs_input(X)
+            self._unit_norm, self._offset_used = False, True
+            self.cluster_centers_ = self._start(X, self._random_state)
+            self._counts = np.zeros(self.n_clusters, dtype=X.dtype)
+            self._n_since_last_reassign = 0
+        weighted = not np.all(sample_weight == 1)
+        self._step(X, sample_weight if weighted else None, self._random_state,
+                   self._random_reassign())
+        if self.compute_labels:
+            self.labels_, self.inertia_ = self._labels_inertia(X, sample_weight)
+        self.n_steps_ += 1
+        self._n_features_out = self.n_clusters
+        return self

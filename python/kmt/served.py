@@ -1,0 +1,299 @@
+"""What every kmt estimator shares: the connection to kmt-server, the served
+models' descriptions, input checks as scikit-learn's, and the assignment of
+points to fitted centers (predict, transform, score) as batches of
+iterations=0 requests.
+
+Connections and ListModels answers are kept per process and per settings,
+never on the estimator, so an estimator pickles, clones and crosses process
+boundaries (GridSearchCV's workers) as scikit-learn's do.
+"""
+import contextlib
+import os
+import threading
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
+                          TransformerMixin)
+from sklearn.utils._param_validation import Interval, InvalidParameterError
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+
+from . import client as _client
+from .resident import dense_rows
+
+# The server's defaults (--max_message_bytes, --max_points), which bound one
+# request unless batch_size says otherwise.
+MESSAGE_BYTES = 64 << 20
+SERVER_MAX_POINTS = 1_000_000
+# Room in a message for everything but the per-point arrays.
+MESSAGE_SLACK = 1 << 20
+# The model that assigns points to given centers for predict and transform.
+ASSIGN_MODEL = "lloyd-onehot"
+# Models whose points and centers are compared as unit vectors.
+UNIT_NORM_MODELS = ("spherical-kmeans",)
+
+_lock = threading.Lock()
+_clients = {}
+_models = {}
+
+
+def connection_settings(estimator):
+    """The estimator's connection parameters as a hashable key."""
+    return (estimator.server, bool(estimator.tls), estimator.ca, estimator.cert, estimator.key,
+            estimator.server_name, estimator.timeout)
+
+
+def tls_options(estimator):
+    return dict(tls=bool(estimator.tls), ca=estimator.ca, cert=estimator.cert,
+                key=estimator.key, server_name=estimator.server_name)
+
+
+def client_for(estimator):
+    """A kmt.Client for the estimator's settings, shared within the process
+    (a forked child makes its own: gRPC channels do not survive fork)."""
+    key = (os.getpid(), connection_settings(estimator))
+    with _lock:
+        found = _clients.get(key)
+        if found is None:
+            found = _client.Client(estimator.server, max_message_bytes=MESSAGE_BYTES,
+                                   timeout=estimator.timeout, **tls_options(estimator))
+            _clients[key] = found
+        return found
+
+
+def model_info(estimator, name):
+    """The server's ModelInfo of model `name` (ListModels, once per process
+    and settings); ValueError naming the served models if there is none."""
+    key = (os.getpid(), connection_settings(estimator))
+    with _lock:
+        infos = _models.get(key)
+    if infos is None:
+        infos = {m.name: m for m in client_for(estimator).models()}
+        with _lock:
+            _models[key] = infos
+    if name not in infos:
+        raise InvalidParameterError(
+            f"The 'model' parameter of {type(estimator).__name__} must be a model the server "
+            f"at {estimator.server} serves ({', '.join(sorted(infos))}); got '{name}'.")
+    return infos[name]
+
+
+def check_model_parameters(estimator, info, values):
+    """Checks algorithm parameters ({name: value or None}) against the ranges
+    the server gives in ModelInfo.parameters; returns those that are set."""
+    known = {p.name: p for p in info.parameters}
+    chosen = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        p = known.get(name)
+        if p is None:
+            raise InvalidParameterError(
+                f"The '{name}' parameter of {type(estimator).__name__} is not read by the "
+                f"server's model '{info.name}' (it reads: "
+                f"{', '.join(known) if known else 'none'}).")
+        above = value > p.min if p.min_exclusive else value >= p.min
+        below = value < p.max if p.max_exclusive else value <= p.max
+        if not (above and below):
+            interval = (f"{'(' if p.min_exclusive else '['}{p.min:g}, {p.max:g}"
+                        f"{')' if p.max_exclusive else ']'}")
+            raise InvalidParameterError(
+                f"The '{name}' parameter of {type(estimator).__name__} must be in {interval} "
+                f"as the server's model '{info.name}' bounds it; got {value!r}.")
+        chosen[name] = float(value)
+    return chosen
+
+
+@contextlib.contextmanager
+def invalid_input_as_value_error():
+    """Input the server refused as invalid raises the ValueError scikit-learn
+    raises for bad input; any other failure stays a kmt.ServiceError."""
+    try:
+        yield
+    except _client.ServiceError as e:
+        if e.code.name == "INVALID_ARGUMENT":
+            raise ValueError(f"kmt-server: {e.message}") from e
+        raise
+
+
+def same_clustering(a, b):
+    """Whether two labelings are the same partition up to renaming."""
+    pairs = np.unique(np.stack([a, b]), axis=1)
+    return pairs.shape[1] == len(np.unique(a)) == len(np.unique(b))
+
+
+def rows_per_request(limit, d, per_point_out=4, weighted=False):
+    """Most points one request may carry: `limit` if set, else as many as
+    fit the message limit both ways (4 bytes per coordinate and weight in,
+    `per_point_out` bytes per point out), at most the server's default
+    --max_points."""
+    if limit is not None:
+        return limit
+    per_point = max(4 * d + 4 * weighted, per_point_out)
+    return max(1, min(SERVER_MAX_POINTS, (MESSAGE_BYTES - MESSAGE_SLACK) // per_point))
+
+
+def padded(block, weights, centers):
+    """A block of fewer points than centers (the server needs n >= k) with
+    the centers appended, at weight 0 when the block is weighted: they change
+    no sum, and their answers are dropped. (block, weights)."""
+    k = len(centers)
+    if len(block) >= k:
+        return block, weights
+    block = np.concatenate([block, centers.astype(block.dtype)])
+    if weights is not None:
+        weights = np.concatenate([weights, np.zeros(k, dtype=weights.dtype)])
+    return block, weights
+
+
+def keep_parameters(estimator, values):
+    """Sets each constructor argument (an __init__'s locals()) as the
+    attribute of its name, as scikit-learn's estimators do, and nothing
+    else."""
+    for name, value in values.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
+class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
+                   BaseEstimator):
+    """The parts of kmt's estimators that are not the fit: parameters of the
+    connection, input checks, and predict, transform, score and their fit_
+    forms, computed by the server from the fitted centers."""
+
+    _connection_constraints = {
+        "server": [str],
+        "tls": ["boolean"],
+        "ca": [str, None],
+        "cert": [str, None],
+        "key": [str, None],
+        "server_name": [str, None],
+        "timeout": [Interval(Real, 0, None, closed="neither"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    def _request_rows(self):
+        """The most points per request the user set (None: the message's)."""
+        return self.batch_size
+
+    def _note_model(self, info):
+        """What predict and transform need to know of the fitted model:
+        whether points may be sent minus their mean (the algorithm is
+        translation invariant), which keeps float32's distances precise far
+        from the origin as scikit-learn's centering does, and whether they
+        compare as unit vectors."""
+        self._unit_norm = info.name in UNIT_NORM_MODELS
+        self._offset_used = info.kind == "exact" and not self._unit_norm
+
+    def _prepare_for_assignment(self, block):
+        """The rows as the fitted model compares them with its centers."""
+        if not self._unit_norm:
+            return block
+        norms = np.linalg.norm(block, axis=1, keepdims=True)
+        return block / np.where(norms > 0, norms, 1)
+
+    def _check_test_data(self, X):
+        return self._validate_data(X, accept_sparse="csr", reset=False,
+                                   dtype=[np.float64, np.float32], order=None,
+                                   accept_large_sparse=False)
+
+    def _fit_data(self, X):
+        return self._validate_data(X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                                   order=None, accept_large_sparse=False)
+
+    @staticmethod
+    def _weights(sample_weight, X):
+        """(weights in X's dtype, whether they are other than all ones)."""
+        given = sample_weight is not None
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype,
+                                             only_non_negative=True)
+        if given and not sample_weight.any():
+            raise ValueError("sample_weight is zero everywhere: no point would count")
+        return sample_weight, given and not np.all(sample_weight == 1)
+
+    def _assign(self, X, distances, labels=True):
+        """Each row's nearest fitted center and its squared distances
+        (`distances` a kmt.pb.Distances): (labels or None, distances or
+        None), in batches streamed on one call."""
+        centers = self.cluster_centers_
+        k, d = centers.shape
+        offset = centers.mean(axis=0) if self._offset_used else None
+        rows = dense_rows(X, offset)
+        wire_centers = centers if offset is None else centers - offset
+        n = X.shape[0]
+        all_distances = distances == _client.pb.DISTANCES_ALL
+        step = rows_per_request(self._request_rows(), d, 4 * labels + 4 * (k if all_distances
+                                                                           else 1))
+        spans = [(first, min(n, first + step)) for first in range(0, n, step)]
+        cl = client_for(self)
+
+        def requests():
+            for i, (first, end) in enumerate(spans):
+                block, _ = padded(self._prepare_for_assignment(rows(first, end)), None,
+                                  wire_centers)
+                yield cl.request(block, k, model=ASSIGN_MODEL, iterations=0,
+                                 centers=wire_centers, request_id=f"assign-{i}",
+                                 return_distances=distances, omit_labels=not labels)
+        found_labels, found_distances = [], []
+        with invalid_input_as_value_error():
+            for (first, end), response in zip(spans, cl.stream(requests())):
+                result = cl.result(response, d, k, all_distances)
+                if labels:
+                    found_labels.append(result.labels[:end - first])
+                if distances != _client.pb.DISTANCES_NONE:
+                    found_distances.append(result.distances[:end - first])
+        return (np.concatenate(found_labels).astype(np.int32) if labels else None,
+                np.concatenate(found_distances) if found_distances else None)
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """Fits, then returns labels_."""
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def predict(self, X, sample_weight=None):
+        """The index of each sample's nearest center (sample_weight is
+        accepted as scikit-learn accepts it and changes nothing)."""
+        check_is_fitted(self)
+        X = self._check_test_data(X)
+        _check_sample_weight(sample_weight, X, dtype=X.dtype)
+        return self._assign(X, _client.pb.DISTANCES_NONE)[0]
+
+    def transform(self, X):
+        """Euclidean distances from each sample to every center, (n, k)."""
+        check_is_fitted(self)
+        X = self._check_test_data(X)
+        return self._transform(X)
+
+    def _transform(self, X):
+        squared = self._assign(X, _client.pb.DISTANCES_ALL, labels=False)[1]
+        return np.sqrt(squared).astype(X.dtype)
+
+    def fit_transform(self, X, y=None, sample_weight=None):
+        """Fits, then returns the distances of X to the centers (those of the
+        fit's own request when it was one)."""
+        squared = self._fit(X, sample_weight, distances=True)
+        if squared is None:
+            return self.transform(X)
+        return np.sqrt(squared).astype(self.cluster_centers_.dtype)
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Fits the centers to X; returns self."""
+        self._fit(X, sample_weight, distances=False)
+        return self
+
+    def score(self, X, y=None, sample_weight=None):
+        """Minus the (weighted) sum of squared distances of X to the nearest
+        centers."""
+        check_is_fitted(self)
+        X = self._check_test_data(X)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype)
+        squared = self._assign(X, _client.pb.DISTANCES_NEAREST, labels=False)[1]
+        return -float(np.dot(sample_weight.astype(np.float64), squared.astype(np.float64)))
+
+    def _more_tags(self):
+        return {
+            "_xfail_checks": {
+                "check_sample_weights_invariance": (
+                    "zero sample_weight is not equivalent to removing samples"
+                ),
+            },
+        }
