@@ -10,7 +10,9 @@ attributes:
            max_iter = 10 each (kmt: kmt.fit_each, every batch on one stream;
            scikit-learn: KMeans(...).fit on each batch in turn).
 
-Each figure is the median of --repeats runs (the range beside it). The
+Each figure is the median of --repeats runs (the range beside it);
+--float64_reference also fits scikit-learn on the dataset as float64, whose
+iterations and labels both float32 fits are compared with. The
 server is --server, or one started from --server_binary on a free loopback
 port with its default workers. scikit-learn's BLAS and OpenMP threads are
 printed as threadpoolctl reports them.
@@ -91,6 +93,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--skip_whole", action="store_true")
+    parser.add_argument("--float64_reference", action="store_true",
+                        help="also fit scikit-learn on the whole dataset as float64 (untimed)")
     args = parser.parse_args()
 
     import sklearn.cluster
@@ -118,6 +122,14 @@ def main():
             report(f"whole fit, {args.n} x {args.d}, k = {args.k}", ours, theirs,
                    (ours[3].n_iter_, theirs[3].n_iter_), (ours[3].inertia_, theirs[3].inertia_))
             print(f"  labels equal to scikit-learn's: {100 * agree:.3f}% of points")
+            if args.float64_reference:
+                # scikit-learn sums float32 points in float32; kmt in double.
+                exact = sklearn.cluster.KMeans(args.k, init=init.astype(np.float64), n_init=1).fit(
+                    X.astype(np.float64))
+                for name, fit in (("kmt", ours[3]), ("scikit-learn float32", theirs[3])):
+                    print(f"  scikit-learn on the points as float64: n_iter_ {exact.n_iter_}, "
+                          f"inertia {exact.inertia_:.6g}; {name}'s labels equal to its: "
+                          f"{100 * float((fit.labels_ == exact.labels_).mean()):.3f}%")
 
         blocks = [points[i * args.batch_n:(i + 1) * args.batch_n] for i in range(args.batches)]
         inits = [b[rng.choice(len(b), size=args.batch_k, replace=False)] for b in blocks]
