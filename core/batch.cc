@@ -30,9 +30,9 @@ absl::StatusOr<Batch<Scalar>> Batch<Scalar>::Validate(BatchSpec<Scalar> spec) {
     return absl::InvalidArgumentError(
         absl::StrCat("tol = ", *spec.tol, ", must be finite and at least 0"));
   }
-  if (spec.n_init < 1) {
+  if (spec.n_init < 1 || spec.n_init > kMaxRestarts) {
     return absl::InvalidArgumentError(
-        absl::StrCat("n_init = ", spec.n_init, ", must be at least 1"));
+        absl::StrCat("n_init = ", spec.n_init, ", must be between 1 and ", kMaxRestarts));
   }
   if (spec.n_init > 1 && spec.given_centers.size() > 0) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -22,6 +22,10 @@ enum class DistanceOutput {
   kAll,      ///< each point's to every center: k x n
 };
 
+// The most restarts one batch may ask for (scikit-learn's default is 1 to
+// 10); each is a whole run.
+inline constexpr int kMaxRestarts = 1000;
+
 template <typename Scalar>
 struct BatchSpec {
   Matrix<Scalar> points;  ///< d x n, in the caller's units

@@ -215,6 +215,11 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
   absl::StatusOr<RunResult<Scalar>> best;
   std::vector<double> objectives;
   for (int r = 0; r < spec.n_init; ++r) {
+    // A deadline or cancellation stops the restarts too (a run of 0
+    // layers checks nothing itself).
+    if (check) {
+      if (absl::Status s = check(); !s.ok()) return s;
+    }
     const uint64_t seed = spec.seed + static_cast<uint64_t>(r);
     Matrix<Scalar> initial;
     if (given.size() > 0) {

@@ -403,6 +403,8 @@ TEST(Restarts, TheBestOfNIsTheBestOfNSeparateRuns) {
   EXPECT_EQ(Refusal("lloyd-onehot",
                     {.points = points, .k = 8, .given_centers = points.leftCols(8), .n_init = 2}),
             "n_init = 2 with given centers: every restart would start from them");
+  EXPECT_EQ(Refusal("lloyd-onehot", {.points = points, .k = 8, .n_init = 1001}),
+            "n_init = 1001, must be between 1 and 1000");
 }
 
 // Two tight groups and a third center far from every point: its cluster is
