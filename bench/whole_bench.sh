@@ -27,7 +27,8 @@ STREAMS=${STREAMS:-$(allowed_cpus | wc -l)}
 work=$(mktemp -d)
 trap 'stop_server; rm -rf "$work"' EXIT
 
-now() { date +%s.%N; }
+# Nanoseconds, so that bash's integers add the times up; awk divides.
+now() { date +%s%N; }
 "$BUILD/bench/whole_reference" --generate --n="$N" --d="$D" --k="$K" \
   --points="$work/points.f32" --centers="$work/init.csv"
 echo "data: $N x $D float32 ($(($(stat -c %s "$work/points.f32") >> 20)) MiB), k = $K, T = $T," \
@@ -47,21 +48,23 @@ for round in $(seq "$ROUNDS"); do
     --centers="$work/init.csv" --iterations="$T" --labels_out="$work/labels.core" \
     >"$work/core.log"
   t2=$(now)
-  service=$(echo "$t1 - $t0" | bc)
-  core=$(echo "$t2 - $t1" | bc)
-  service_total=$(echo "$service_total + $service" | bc)
-  core_total=$(echo "$core_total + $core" | bc)
+  service=$((t1 - t0))
+  core=$((t2 - t1))
+  service_total=$((service_total + service))
+  core_total=$((core_total + core))
   echo "round $round: service $(grep -h '^resident:' "$work/service.log")"
   echo "round $round: core    $(cat "$work/core.log")"
-  printf 'round %d: end to end %.3f s, in-process %.3f s, ratio %.2f\n' "$round" "$service" \
-    "$core" "$(echo "$service / $core" | bc -l)"
+  awk -v round="$round" -v service="$service" -v core="$core" 'BEGIN {
+    printf "round %d: end to end %.3f s, in-process %.3f s, ratio %.2f\n", round, service / 1e9,
+      core / 1e9, service / core }'
   if ! cmp -s "$work/labels.service" "$work/labels.core"; then
     echo "labels differ between the service and the core" >&2
     exit 1
   fi
 done
-printf 'total over %d rounds: end to end %.3f s, in-process %.3f s, ratio %.2f (labels equal)\n' \
-  "$ROUNDS" "$service_total" "$core_total" "$(echo "$service_total / $core_total" | bc -l)"
+awk -v rounds="$ROUNDS" -v service="$service_total" -v core="$core_total" 'BEGIN {
+  printf "total over %d rounds: end to end %.3f s, in-process %.3f s, ratio %.2f (labels equal)\n",
+    rounds, service / 1e9, core / 1e9, service / core }'
 echo "server peak resident memory: $(awk '/VmHWM/ { print $2 / 1024 " MiB" }' "/proc/$server/status")"
 
 # Initialisation over all points against a sample.
@@ -73,5 +76,6 @@ echo "server peak resident memory: $(awk '/VmHWM/ { print $2 / 1024 " MiB" }' "/
 all=$(awk '/^initial objective/ { print $3 }' "$work/init_all.log")
 init_seconds=$(sed -n 's/.*init \([0-9.]*\),.*/\1/p' "$work/init_all.log")
 sample=$(awk '/^final objective/ { print $3 }' "$work/init_sample.log")
-printf 'k-means++ objective: over all %d points %.6g (%.3f s), on a 65,536-point sample %.6g (ratio %.4f)\n' \
-  "$N" "$all" "$init_seconds" "$sample" "$(echo "$all / $sample" | bc -l)"
+awk -v n="$N" -v all="$all" -v seconds="$init_seconds" -v sample="$sample" 'BEGIN {
+  printf "k-means++ objective: over all %d points %.6g (%.3f s), on a 65,536-point sample %.6g (ratio %.4f)\n",
+    n, all, seconds, sample, all / sample }'

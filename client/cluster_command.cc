@@ -1,9 +1,10 @@
 // kmt cluster: the --input file in batches of --batch_size points, either
 // every batch its own clustering task (--mode=per-batch) or the whole file
-// one dataset, clustered with exact Lloyd's over all of it (--mode=whole):
-// on shards resident on the replicas (client/resident_job.h), or, where a
-// replica has no room for its shard, with one pass over the file per
-// iteration.
+// one dataset, clustered with exact Lloyd's over all of it (--mode=whole),
+// its points weighed by --weights_in if given and stopped by scikit-learn's
+// rule: on shards resident on the replicas (client/resident_job.h), or,
+// where a replica has no room for its shard, with one pass over the file
+// per iteration.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include "core/cluster_sums.h"
 #include "core/random.h"
 #include "core/types.h"
+#include "core/validation.h"
 #include "proto/batch_error.h"
 
 ABSL_FLAG(std::string, input, "",
@@ -43,8 +45,12 @@ ABSL_FLAG(bool, resident, true,
           "false, or a replica without room: one pass over the file per iteration (k-means++ on "
           "a sample of --sample_size points)");
 ABSL_FLAG(double, tol, kmt::ResidentJobOptions{}.tol,
-          "whole mode: stop once an iteration lowers the objective by at most this fraction; 0: "
-          "only once no label changes");
+          "whole mode: stop after the iteration whose total squared center shift is at most tol "
+          "times the points' mean per-dimension variance, or that changed no label "
+          "(scikit-learn's rule); 0: only at a fixed point");
+ABSL_FLAG(std::string, weights_in, "",
+          "whole mode: per-point weights (scikit-learn's sample_weight), one per line or a "
+          "float32 or float64 .npy of shape (n,); finite, >= 0, not all 0");
 ABSL_FLAG(int64_t, sample_size, 65536,
           "whole mode, one pass per iteration: points sampled for the initial centers");
 ABSL_FLAG(std::string, labels_out, "",
@@ -76,13 +82,15 @@ class Progress {
   bool shown_ = false;
 };
 
-// One pass over the file: batches built from `base` plus the points, each
-// response handed to `sink` in order.
+// One pass over the file: batches built from `base` plus the points (and
+// their `weights`, if given), each response handed to `sink` in order; the
+// points read are added to `moments`, if given.
 absl::Status Pass(Client& client, PointReader& reader, const v1::ClusterRequest& base,
-                  const std::string& label, const ResponseSink& sink) {
+                  const std::string& label, const ResponseSink& sink,
+                  const std::vector<float>* weights = nullptr, PointMoments* moments = nullptr) {
   if (absl::Status s = reader.Rewind(); !s.ok()) return s;
   const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
-  int64_t batches = 0;
+  int64_t batches = 0, points = 0;
   absl::Status read_status;
   Progress progress;
   const RequestSource source = [&](v1::ClusterRequest* r) {
@@ -90,16 +98,31 @@ absl::Status Pass(Client& client, PointReader& reader, const v1::ClusterRequest&
     absl::StatusOr<int64_t> n = reader.Read(batch_size, &values);
     if (!n.ok()) read_status = n.status();
     if (!n.ok() || *n == 0) return false;
+    if (weights != nullptr && points + *n > static_cast<int64_t>(weights->size())) {
+      read_status = absl::InvalidArgumentError(absl::StrCat(
+          "--weights_in has ", weights->size(), " weights, fewer than the points of the input"));
+      return false;
+    }
     *r = base;
     r->set_request_id(absl::StrCat(label, "-", batches++));
     r->set_n(*n);
     r->mutable_points()->Add(values.begin(), values.end());
+    if (weights != nullptr) {
+      r->mutable_weights()->Add(weights->begin() + points, weights->begin() + points + *n);
+    }
+    if (moments != nullptr) moments->Add(values.data(), *n, reader.d());
+    points += *n;
     progress.Report(absl::StrCat(label, ": ", batches, " batches, ",
                                  static_cast<int>(100 * reader.progress()), "%"));
     return true;
   };
   absl::Status status = client.Cluster(source, sink);
-  return read_status.ok() ? status : read_status;
+  if (!read_status.ok()) return read_status;
+  if (status.ok() && weights != nullptr && points != static_cast<int64_t>(weights->size())) {
+    return absl::InvalidArgumentError(absl::StrCat("--weights_in has ", weights->size(),
+                                                   " weights for the input's ", points, " points"));
+  }
+  return status;
 }
 
 absl::Status WriteCenters(const std::string& path, const std::vector<std::string>& rows) {
@@ -180,12 +203,15 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
 }
 
 // A uniform sample of up to `size` points (reservoir sampling, seeded by
-// --seed), for the initial centers; memory stays O(size).
-absl::StatusOr<std::vector<float>> Sample(PointReader& reader, int64_t size, int64_t* n) {
+// --seed), for the initial centers, with their indices in the file; memory
+// stays O(size).
+absl::StatusOr<std::vector<float>> Sample(PointReader& reader, int64_t size, int64_t* n,
+                                          std::vector<int64_t>* indices) {
   if (absl::Status s = reader.Rewind(); !s.ok()) return s;
   const int d = reader.d();
   Rng rng(absl::GetFlag(FLAGS_seed));
   std::vector<float> sample, batch;
+  indices->clear();
   int64_t seen = 0;
   for (;;) {
     batch.clear();
@@ -196,8 +222,10 @@ absl::StatusOr<std::vector<float>> Sample(PointReader& reader, int64_t size, int
       const float* point = batch.data() + i * d;
       if (seen < size) {
         sample.insert(sample.end(), point, point + d);
+        indices->push_back(seen);
       } else if (const uint64_t slot = rng.Below(seen + 1); slot < static_cast<uint64_t>(size)) {
         std::copy(point, point + d, sample.begin() + slot * d);
+        (*indices)[slot] = seen;
       }
     }
   }
@@ -206,15 +234,20 @@ absl::StatusOr<std::vector<float>> Sample(PointReader& reader, int64_t size, int
 }
 
 // Whole mode, one pass over the file per Lloyd's iteration: every batch is
-// assigned and summed by the server, the client adds the sums.
-absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::ClusterRequest base) {
+// assigned and summed by the server (weighted, with `weights`), the client
+// adds the sums. Scikit-learn's rule stops it: the variance comes from the
+// first pass, and an unchanged assignment shows as a shift of 0.
+absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::ClusterRequest base,
+                                  const std::vector<float>& weights) {
   const int d = reader.d(), k = base.k();
+  const std::vector<float>* weighed = weights.empty() ? nullptr : &weights;
   // Initial centers: given, or the server's initialisation on a sample.
   std::vector<float> centers(base.centers().begin(), base.centers().end());
   if (base.init() != v1::INIT_GIVEN) {
     int64_t n = 0;
+    std::vector<int64_t> indices;
     absl::StatusOr<std::vector<float>> sample =
-        Sample(reader, absl::GetFlag(FLAGS_sample_size), &n);
+        Sample(reader, absl::GetFlag(FLAGS_sample_size), &n, &indices);
     if (!sample.ok()) return sample.status();
     v1::ClusterRequest r = base;
     r.set_request_id("init");
@@ -222,6 +255,15 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
     r.set_iterations(0);
     r.set_omit_labels(true);
     r.mutable_points()->Add(sample->begin(), sample->end());
+    // The sample keeps its points' weights: k-means++ on it draws by w D^2.
+    for (int64_t i : indices) {
+      if (weighed == nullptr) break;
+      if (i >= static_cast<int64_t>(weights.size())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--weights_in has ", weights.size(), " weights, fewer than the points of the input"));
+      }
+      r.add_weights(weights[i]);
+    }
     absl::Status failure;
     const absl::Status status = client.Cluster(
         [&, sent = false](v1::ClusterRequest* out) mutable {
@@ -243,7 +285,9 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
   const int iterations = absl::GetFlag(FLAGS_iterations);
   const double tol = absl::GetFlag(FLAGS_tol);
   Labels all_labels;
-  double previous = 0;
+  PointMoments moments;
+  int run = 0;
+  bool converged = false;
   for (int t = 0; t <= iterations; ++t) {
     const bool last = t == iterations;
     base.mutable_centers()->Assign(centers.begin(), centers.end());
@@ -252,46 +296,71 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
     ClusterSums sums(d, k);
     double objective = 0;
     absl::Status failure;
-    const absl::Status status =
-        Pass(client, reader, base, last ? "labels" : absl::StrCat("pass ", t + 1),
-             [&](v1::ClusterResponse&& r) {
-               if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
-                 if (failure.ok()) {
-                   failure = absl::Status(error.code(),
-                                          absl::StrCat(r.request_id(), ": ", error.message()));
-                 }
-                 return;
-               }
-               objective += r.objective();
-               all_labels.insert(all_labels.end(), r.labels().begin(), r.labels().end());
-               for (int j = 0; j < r.center_counts_size(); ++j) {
-                 sums.counts[j] += r.center_counts(j);
-                 for (int l = 0; l < d; ++l) sums.sums(l, j) += r.center_sums(j * d + l);
-               }
-             });
+    const absl::Status status = Pass(
+        client, reader, base, last ? "labels" : absl::StrCat("pass ", t + 1),
+        [&](v1::ClusterResponse&& r) {
+          if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
+            if (failure.ok()) {
+              failure =
+                  absl::Status(error.code(), absl::StrCat(r.request_id(), ": ", error.message()));
+            }
+            return;
+          }
+          objective += r.objective();
+          all_labels.insert(all_labels.end(), r.labels().begin(), r.labels().end());
+          for (int j = 0; j < r.center_counts_size(); ++j) {
+            sums.counts[j] += r.center_counts(j);
+            sums.weights[j] += r.center_weights_size() > 0
+                                   ? r.center_weights(j)
+                                   : static_cast<double>(r.center_counts(j));
+            for (int l = 0; l < d; ++l) sums.sums(l, j) += r.center_sums(j * d + l);
+          }
+        },
+        weighed, t == 0 && tol > 0 ? &moments : nullptr);
     if (!status.ok()) return status;
     if (!failure.ok()) return failure;
-    std::fprintf(stderr, "%s objective %.10g\n",
-                 last ? "final" : absl::StrCat("pass ", t + 1).c_str(), objective);
-    if (last) break;
-    Matrix<float> next = Eigen::Map<const Matrix<float>>(centers.data(), d, k);
+    if (last) {
+      std::fprintf(stderr, "final objective %.10g after %d iterations%s\n", objective, run,
+                   converged ? " (converged: center shift within tol)" : "");
+      break;
+    }
+    std::fprintf(stderr, "pass %d objective %.10g\n", t + 1, objective);
+    const Matrix<float> current = Eigen::Map<const Matrix<float>>(centers.data(), d, k);
+    Matrix<float> next = current;
     ApplyMeans(sums, &next);
-    const bool converged = std::equal(centers.begin(), centers.end(), next.data()) ||
-                           (tol > 0 && t > 0 && previous - objective <= tol * objective);
-    previous = objective;
+    converged = (next - current).cast<double>().squaredNorm() <= tol * moments.MeanVariance();
     centers.assign(next.data(), next.data() + next.size());
+    run = t + 1;
     if (converged) t = iterations - 1;  // only the labels pass remains
   }
   return WriteResults(all_labels, Eigen::Map<const Matrix<float>>(centers.data(), d, k));
 }
 
+// --weights_in's weights (none without it), checked as a request's are.
+absl::StatusOr<std::vector<float>> ReadWeights() {
+  const std::string path = absl::GetFlag(FLAGS_weights_in);
+  if (path.empty()) return std::vector<float>();
+  absl::StatusOr<std::unique_ptr<PointReader>> reader =
+      PointReader::Open(path, IsNpy(path) ? "npy" : "csv", 1);
+  if (!reader.ok()) return reader.status();
+  std::vector<float> weights;
+  absl::StatusOr<int64_t> n = (*reader)->Read(INT64_MAX / 2, &weights);
+  if (!n.ok()) return n.status();
+  const absl::Status valid =
+      ValidateWeights(Vector<float>(Eigen::Map<const Vector<float>>(weights.data(), *n)), *n);
+  if (!valid.ok()) return absl::Status(valid.code(), absl::StrCat(path, ": ", valid.message()));
+  return weights;
+}
+
 // Whole mode on resident shards. A replica without room for its shard
 // answers RESOURCE_EXHAUSTED, and the job runs by passes instead.
 absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterRequest base) {
-  if (!absl::GetFlag(FLAGS_resident)) return ClusterWholeByPasses(client, reader, base);
+  absl::StatusOr<std::vector<float>> weights = ReadWeights();
+  if (!weights.ok()) return weights.status();
+  if (!absl::GetFlag(FLAGS_resident)) return ClusterWholeByPasses(client, reader, base, *weights);
   if (base.init() == v1::INIT_RANDOM) {
     std::fprintf(stderr, "whole mode with --init=random runs one pass per iteration\n");
-    return ClusterWholeByPasses(client, reader, base);
+    return ClusterWholeByPasses(client, reader, base, *weights);
   }
   const int d = reader.d();
   const auto start = std::chrono::steady_clock::now();
@@ -312,12 +381,17 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
   };
   absl::StatusOr<std::vector<std::string>> servers = ReplicaAddresses(absl::GetFlag(FLAGS_server));
   if (!servers.ok()) return servers.status();
+  if (!weights->empty() && static_cast<int64_t>(weights->size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat(absl::GetFlag(FLAGS_weights_in), " has ",
+                                                   weights->size(), " weights for ", n, " points"));
+  }
   const ResidentJobOptions options{
       .servers = *servers,
       .streams_per_server = std::max(1, absl::GetFlag(FLAGS_streams)),
       .k = base.k(),
       .iterations = absl::GetFlag(FLAGS_iterations),
       .tol = absl::GetFlag(FLAGS_tol),
+      .weights = *weights,
       .seed = base.seed(),
       .plain_seeding = base.init() == v1::INIT_PLAIN_KMEANS_PLUS_PLUS,
       .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
@@ -335,7 +409,7 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
                  "a replica has no room for its shard (%s); running one pass over the file per "
                  "iteration instead\n",
                  std::string(result.status().message()).c_str());
-    return ClusterWholeByPasses(client, reader, base);
+    return ClusterWholeByPasses(client, reader, base, *weights);
   }
   if (!result.ok()) return result.status();
   const auto written = std::chrono::steady_clock::now();
@@ -347,8 +421,12 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
   double iterating = 0;
   for (double t : result->iteration_seconds) iterating += t;
   const int run = result->iterations_run;
-  std::fprintf(stderr, "initial objective %.10g\nfinal objective %.10g after %d iterations\n",
-               result->initial_objective, result->objective, run);
+  const char* why =
+      result->convergence == Convergence::kTolerance ? " (converged: center shift within tol)"
+      : result->convergence == Convergence::kLabelsUnchanged ? " (converged: no label changed)"
+                                                             : "";
+  std::fprintf(stderr, "initial objective %.10g\nfinal objective %.10g after %d iterations%s\n",
+               result->initial_objective, result->objective, run, why);
   std::fprintf(stderr,
                "resident: %d shards on %zu replicas, %d moved; seconds: load %.3f, init %.3f, "
                "iterations %.3f (%.4f each), labels %.3f, write %.3f, total %.3f\n",

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -16,9 +17,11 @@
 #include "client/cluster_client.h"
 #include "core/cluster_sums.h"
 #include "core/seeding.h"
+#include "core/validation.h"
 #include "proto/batch_error.h"
 #include "proto/channel_tuning.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
+#include "proto/raw_payload.h"
 
 namespace kmt {
 namespace {
@@ -101,7 +104,8 @@ struct Shard {
   int64_t first = 0, count = 0;
   int server = 0;
   std::unique_ptr<JobStream> stream;
-  std::vector<float> seeded;  // centers taken into its seeding distances, to replay
+  std::vector<float> seeded;            // centers taken into its seeding distances, to replay
+  std::optional<PointMoments> moments;  // of its points, read at its first load
 };
 
 class Job {
@@ -130,6 +134,14 @@ class Job {
 
   const std::vector<Shard>& shards() const { return shards_; }
   int moves() const { return moves_; }
+
+  // The mean variance of all points, merged in shard order (tol > 0 only:
+  // the shards' moments are read then).
+  double MeanVariance() const {
+    PointMoments all;
+    for (const Shard& shard : shards_) all.Add(*shard.moments);
+    return all.MeanVariance();
+  }
 
   // Loads every shard on its replica, all at once.
   absl::Status LoadAll() {
@@ -196,12 +208,17 @@ class Job {
                                      status.message()));
   }
 
-  // Opens a stream on the shard's replica and sends its points in chunks,
-  // then reads the acknowledgements.
+  // Opens a stream on the shard's replica and sends its points (and
+  // weights) in chunks of raw float32, then reads the acknowledgements.
   absl::Status Load(Shard* shard) {
     shard->stream =
         std::make_unique<JobStream>(stubs_[shard->server].get(), options_.stream_timeout);
-    const int64_t chunk = std::max<int64_t>(1, options_.chunk_bytes / (4 * int64_t{d_}));
+    const bool weighted = !options_.weights.empty();
+    const int64_t chunk =
+        std::max<int64_t>(1, options_.chunk_bytes / (4 * (int64_t{d_} + (weighted ? 1 : 0))));
+    // The tolerance's variance, from the points as they are first read.
+    std::optional<PointMoments> moments;
+    if (options_.tol > 0 && !shard->moments) moments.emplace();
     int64_t chunks = 0;
     v1::JobRequest request;
     std::vector<float> values;
@@ -209,10 +226,21 @@ class Job {
       const int64_t count = std::min(chunk, shard->count - done);
       values.clear();
       if (absl::Status s = source_(shard->first + done, count, &values); !s.ok()) return s;
+      if (values.size() != static_cast<size_t>(count * d_)) {
+        return absl::InvalidArgumentError(absl::StrCat("the point source gave ", values.size(),
+                                                       " values for ", count, " points in d = ", d_,
+                                                       " from point ", shard->first + done));
+      }
+      if (moments) moments->Add(values.data(), count, d_);
       v1::ShardChunk* c = request.mutable_shard();
       c->set_n(shard->count);
       c->set_d(d_);
-      c->mutable_points()->Assign(values.begin(), values.end());
+      c->set_count_label_changes(options_.count_label_changes);
+      EncodeFloat32(values, c->mutable_points_f32());
+      if (weighted) {
+        EncodeFloat32(absl::MakeConstSpan(options_.weights).subspan(shard->first + done, count),
+                      c->mutable_weights_f32());
+      }
       if (absl::Status s = shard->stream->Send(request); !s.ok()) return s;
     }
     for (int64_t c = 0; c < chunks; ++c) {
@@ -234,6 +262,7 @@ class Job {
       if (!r.ok()) return r.status();
       if (absl::Status s = FromBatchError(r->error()); !s.ok()) return s;
     }
+    if (moments) shard->moments = std::move(moments);
     return absl::OkStatus();
   }
 
@@ -277,9 +306,9 @@ class Job {
 };
 
 // k-means++ with `trials` candidates per center over the job's shards
-// (core/seeding.h), one Round per seeding round; progress is logged after 1,
-// 2, 4, 8, ... centers.
-absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed, int trials,
+// (core/seeding.h), weighted (w D^2) if the shards are, one Round per
+// seeding round; progress is logged after 1, 2, 4, 8, ... centers.
+absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed, int trials, bool weighted,
                                    const std::function<void(const std::string&)>& log) {
   std::vector<int64_t> sizes;
   for (const Shard& shard : job.shards()) sizes.push_back(shard.count);
@@ -291,14 +320,19 @@ absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed, int tr
     ++chosen;
     return absl::OkStatus();
   };
+  // A shard with nothing to do is not asked, except in a weighted job's
+  // first round, which asks every shard for its sum of weights.
+  bool ask_every_shard = weighted;
   return ShardedKMeansPlusPlus<float>(
       sizes, d, k, seed, trials,
       [&](const std::vector<SeedRequest<float>>& requests)
           -> absl::StatusOr<std::vector<SeedAnswer<float>>> {
+        const bool ask_all = ask_every_shard;
+        ask_every_shard = false;
         absl::StatusOr<std::vector<v1::JobResponse>> answers =
             job.Round([&](size_t s) -> std::optional<v1::JobRequest> {
               const SeedRequest<float>& r = requests[s];
-              if (r.add.size() == 0 && r.indices.empty() && r.targets.empty() &&
+              if (!ask_all && r.add.size() == 0 && r.indices.empty() && r.targets.empty() &&
                   r.candidates.size() == 0) {
                 return std::nullopt;
               }
@@ -323,30 +357,106 @@ absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed, int tr
         }
         return out;
       },
-      progress);
+      progress, weighted);
+}
+
+// One shard's answer to an assign step as cluster sums, checked against k
+// and d: the weights are the counts on an unweighted shard.
+absl::StatusOr<ClusterSums> SumsOf(const v1::JobResponse& a, int d, int k, bool weighted) {
+  if (a.center_counts_size() != k || a.center_sums_size() != int64_t{k} * d ||
+      a.center_weights_size() != (weighted ? k : 0)) {
+    return absl::InternalError(absl::StrCat("an assign step answered ", a.center_counts_size(),
+                                            " counts, ", a.center_sums_size(), " sums and ",
+                                            a.center_weights_size(), " weights for k = ", k,
+                                            ", d = ", d, weighted ? " on weighted points" : ""));
+  }
+  ClusterSums sums(d, k);
+  sums.counts.assign(a.center_counts().begin(), a.center_counts().end());
+  sums.sums = Eigen::Map<const Matrix<double>>(a.center_sums().data(), d, k);
+  if (weighted) {
+    sums.weights.assign(a.center_weights().begin(), a.center_weights().end());
+  } else {
+    sums.weights.assign(sums.counts.begin(), sums.counts.end());
+  }
+  return sums;
 }
 
 }  // namespace
+
+void PointMoments::Add(const float* values, int64_t count, int d) {
+  if (count == 0) return;
+  PointMoments part;
+  part.n_ = count;
+  part.mean_.assign(d, 0);
+  part.m2_.assign(d, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    for (int l = 0; l < d; ++l) part.mean_[l] += values[i * d + l];
+  }
+  for (double& m : part.mean_) m /= static_cast<double>(count);
+  for (int64_t i = 0; i < count; ++i) {
+    for (int l = 0; l < d; ++l) {
+      const double deviation = values[i * d + l] - part.mean_[l];
+      part.m2_[l] += deviation * deviation;
+    }
+  }
+  Add(part);
+}
+
+void PointMoments::Add(const PointMoments& other) {
+  if (other.n_ == 0) return;
+  if (n_ == 0) {
+    *this = other;
+    return;
+  }
+  const double n = static_cast<double>(n_ + other.n_);
+  const double a = static_cast<double>(n_), b = static_cast<double>(other.n_);
+  for (size_t l = 0; l < mean_.size(); ++l) {
+    const double delta = other.mean_[l] - mean_[l];
+    mean_[l] += delta * b / n;
+    m2_[l] += other.m2_[l] + delta * delta * a * b / n;
+  }
+  n_ += other.n_;
+}
+
+double PointMoments::MeanVariance() const {
+  if (n_ == 0) return 0;
+  double m2 = 0;
+  for (double v : m2_) m2 += v;
+  return m2 / (static_cast<double>(n_) * static_cast<double>(m2_.size()));
+}
 
 absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& options, int64_t n,
                                                  int d, const PointSource& source,
                                                  const std::optional<Matrix<float>>& initial) {
   if (options.servers.empty()) return absl::InvalidArgumentError("no server addresses");
-  if (options.streams_per_server < 1 || options.iterations < 0 || options.tol < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("streams per server ", options.streams_per_server, ", iterations ",
-                     options.iterations, ", tol ", options.tol, ": none may be negative"));
+  if (options.streams_per_server < 1 || options.iterations < 0 || !(options.tol >= 0) ||
+      !std::isfinite(options.tol)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "streams per server ", options.streams_per_server, ", iterations ", options.iterations,
+        ", tol ", options.tol, ": none may be negative, tol must be finite"));
   }
   if (options.k < 1 || n < options.k) {
     return absl::InvalidArgumentError(
         absl::StrCat("k = ", options.k, " needs 1 <= k <= n = ", n, " points"));
   }
   const int k = options.k;
+  const bool weighted = !options.weights.empty();
+  if (weighted) {
+    const Vector<float> weights =
+        Eigen::Map<const Vector<float>>(options.weights.data(), options.weights.size());
+    if (absl::Status s = ValidateWeights(weights, n); !s.ok()) return s;
+    const Eigen::Index positive = (weights.array() > 0).count();
+    if (!initial && positive < k) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("only ", positive, " points have a positive weight, fewer than k = ", k));
+    }
+  }
   ResidentJobResult result;
   Job job(options, n, d, source);
   auto start = Clock::now();
   if (absl::Status s = job.LoadAll(); !s.ok()) return s;
   result.load_seconds = Since(start);
+  const double shift_tolerance = options.tol > 0 ? options.tol * job.MeanVariance() : 0;
 
   start = Clock::now();
   Matrix<float> centers;
@@ -355,7 +465,7 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
   } else {
     absl::StatusOr<Matrix<float>> seeded =
         Seed(job, d, k, options.seed, options.plain_seeding ? 1 : GreedySeedingCandidates(k),
-             options.log);
+             weighted, options.log);
     if (!seeded.ok()) return seeded.status();
     centers = *std::move(seeded);
   }
@@ -363,33 +473,41 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
 
   // Step t assigns under the centers after t iterations; the last one
   // (after `iterations`, or once converged) also gives the labels.
-  double previous = 0;
   for (int t = 0;; ++t) {
     const bool last = t == options.iterations;
     start = Clock::now();
+    v1::JobRequest request;
+    v1::AssignStep* step = request.mutable_assign();
+    step->set_k(k);
+    EncodeFloat32(absl::MakeConstSpan(centers.data(), centers.size()), step->mutable_centers_f32());
+    step->set_return_labels(last && options.labels);
     absl::StatusOr<std::vector<v1::JobResponse>> answers =
-        job.Round([&](size_t) -> std::optional<v1::JobRequest> {
-          v1::JobRequest request;
-          v1::AssignStep* step = request.mutable_assign();
-          step->set_k(k);
-          step->mutable_centers()->Assign(centers.data(), centers.data() + centers.size());
-          step->set_return_labels(last && options.labels);
-          return request;
-        });
+        job.Round([&](size_t) -> std::optional<v1::JobRequest> { return request; });
     if (!answers.ok()) return answers.status();
     // Summed in shard order, so a repeated step gives the same bits.
     ClusterSums sums(d, k);
     double objective = 0;
+    bool compared = true;
+    int64_t changed = 0;
     for (const v1::JobResponse& a : *answers) {
+      absl::StatusOr<ClusterSums> shard = SumsOf(a, d, k, weighted);
+      if (!shard.ok()) return shard.status();
+      sums.Add(*shard);
       objective += a.objective();
-      for (int j = 0; j < k; ++j) {
-        sums.counts[j] += a.center_counts(j);
-        for (int l = 0; l < d; ++l) sums.sums(l, j) += a.center_sums(j * d + l);
-      }
+      compared &= a.labels_compared();
+      changed += a.labels_changed();
     }
     if (t == 0) result.initial_objective = objective;
-    if (t > 0) result.objectives.push_back(objective);
-    if (options.log) options.log(absl::StrCat("step ", t, " objective ", objective));
+    if (t > 0) {
+      result.objectives.push_back(objective);
+      result.labels_changed.push_back(compared ? changed : -1);
+    }
+    if (options.log) {
+      // The labels step is numbered for the iterations before it.
+      options.log(absl::StrCat(
+          "step ", last ? result.iterations_run : t, " objective ", objective,
+          t > 0 && compared ? absl::StrCat(", labels changed ", changed) : std::string()));
+    }
     if (last) {
       result.objective = objective;
       if (options.labels) {
@@ -402,15 +520,18 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
       break;
     }
     Matrix<float> next = centers;
-    ApplyMeans(sums, &next);
-    const bool unchanged = next == centers;
-    const bool small_gain =
-        options.tol > 0 && t > 0 && previous - objective <= options.tol * objective;
-    previous = objective;
+    result.empty_cluster_events += ApplyMeans(sums, &next);
+    const double shift = (next - centers).cast<double>().squaredNorm();
     centers = std::move(next);
     result.iterations_run = t + 1;
     result.iteration_seconds.push_back(Since(start));
-    if (unchanged || small_gain) t = options.iterations - 1;  // only the labels step remains
+    // Scikit-learn's order: an unchanged assignment first, then the shift.
+    if (t > 0 && compared && changed == 0) {
+      result.convergence = Convergence::kLabelsUnchanged;
+    } else if (shift <= shift_tolerance) {
+      result.convergence = Convergence::kTolerance;
+    }
+    if (result.convergence != Convergence::kNone) t = options.iterations - 1;  // the labels step
   }
   result.centers = std::move(centers);
   result.shards = static_cast<int>(job.shards().size());

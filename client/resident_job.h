@@ -1,11 +1,13 @@
-// Whole-dataset clustering on resident shards: the points are split into
-// contiguous shards, each loaded on one replica's Job stream (several per
-// replica with `streams_per_server`) and kept there for the job. Then greedy
-// (or plain) k-means++ over all shards (core/seeding.h), exact Lloyd's iterations that
-// send only the centers and sum the shards' counts, sums and objectives in
-// shard order, and a last step for the labels. When a stream fails (its
-// replica died or restarted) the shard is loaded on another replica and the
-// step is asked again with the same centers, so the result does not change.
+// Whole-dataset clustering on resident shards: the points (and their
+// weights, if they have them) are split into contiguous shards, each loaded
+// on one replica's Job stream (several per replica with
+// `streams_per_server`) and kept there for the job. Then greedy (or plain)
+// k-means++ over all shards (core/seeding.h), exact Lloyd's iterations that
+// send only the centers and sum the shards' counts, weights, sums and
+// objectives in shard order, stopped by scikit-learn's rule over all shards,
+// and a last step for the labels. When a stream fails (its replica died or
+// restarted) the shard is loaded on another replica and the step is asked
+// again with the same centers, so the result does not change.
 #ifndef KMT_CLIENT_RESIDENT_JOB_H_
 #define KMT_CLIENT_RESIDENT_JOB_H_
 
@@ -17,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/transformer.h"
 #include "core/types.h"
 #include "proto/transport_security.h"
 
@@ -26,10 +29,19 @@ struct ResidentJobOptions {
   std::vector<std::string> servers;  ///< replica addresses, host:port; one channel each
   int streams_per_server = 1;        ///< shards (and streams) per replica
   int k = 10;                        ///< clusters
-  int iterations = 20;               ///< most Lloyd's iterations
-  /// Stop once an iteration lowers the objective by at most tol times the
-  /// objective; 0: only once no label changes (the centers stay the same).
+  int iterations = 20;               ///< most Lloyd's iterations (scikit-learn's max_iter)
+  /// Scikit-learn's rule over all shards: stop after the iteration whose
+  /// total squared center shift is at most tol times the points' mean
+  /// per-dimension variance, or whose assignment changed no label; 0: only
+  /// at a fixed point.
   double tol = 0;
+  /// Per-point weights (n values, finite, >= 0, not all 0); empty: 1 each.
+  std::vector<float> weights;
+  /// The shards keep their last labels (4 bytes per point on the replicas)
+  /// to count each iteration's label changes, so that a run stopped by an
+  /// unchanged assignment says so; without, the shift rule stops it at the
+  /// same iteration (an unchanged assignment leaves the centers as they were).
+  bool count_label_changes = true;
   uint64_t seed = 1;              ///< k-means++'s draws
   bool plain_seeding = false;     ///< plain k-means++ (one draw per center), not greedy
   bool labels = true;             ///< collect every point's label
@@ -48,11 +60,34 @@ struct ResidentJobResult {
   double initial_objective = 0;    ///< of the initial centers
   std::vector<double> objectives;  ///< after each iteration
   int iterations_run = 0;
-  int shards = 0;       ///< shards the points were split into
-  int shard_moves = 0;  ///< shards loaded again on another replica after a failure
+  Convergence convergence = Convergence::kNone;  ///< why it stopped before `iterations`, if it did
+  /// For each assignment after the first, the labels it changed over all
+  /// shards; -1 where a shard could not compare (it had just moved, or
+  /// count_label_changes is off).
+  std::vector<int64_t> labels_changed;
+  int64_t empty_cluster_events = 0;  ///< (iteration, cluster) pairs without weight, kept
+  int shards = 0;                    ///< shards the points were split into
+  int shard_moves = 0;               ///< shards loaded again on another replica after a failure
   // Wall-clock seconds of each phase.
   double load_seconds = 0, init_seconds = 0, labels_seconds = 0;
   std::vector<double> iteration_seconds;
+};
+
+// The per-dimension mean and centered sum of squares of points taken in
+// parts and merged in a fixed order (Chan, Golub and LeVeque's update), for
+// scikit-learn's tolerance: tol times the mean over dimensions of the
+// points' population variance, unweighted even for weighted points.
+class PointMoments {
+ public:
+  // Takes `count` more points, row-major, d values each.
+  void Add(const float* values, int64_t count, int d);
+  void Add(const PointMoments& other);
+  // The mean over dimensions of the variance; 0 before any point.
+  double MeanVariance() const;
+
+ private:
+  int64_t n_ = 0;
+  std::vector<double> mean_, m2_;
 };
 
 // Copies points [first, first + count) of the dataset, row-major, into
@@ -60,8 +95,9 @@ struct ResidentJobResult {
 using PointSource =
     std::function<absl::Status(int64_t first, int64_t count, std::vector<float>* values)>;
 
-// Clusters n points in d dimensions read from `source`, starting from
-// `initial` (d x k) if given, else from k-means++ over all of them. A replica
+// Clusters n points in d dimensions read from `source` (each read once,
+// unless a shard moves), starting from `initial` (d x k) if given, else from
+// k-means++ over all of them. A replica
 // that refuses its shard for lack of room ends the job with that
 // RESOURCE_EXHAUSTED status (its message gives the numbers).
 absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& options, int64_t n,

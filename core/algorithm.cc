@@ -7,10 +7,10 @@ namespace kmt {
 namespace {
 
 template <typename Scalar>
-int MeansOfLabels(const Algorithm& algorithm, const Matrix<Scalar>& points, const Labels& labels,
-                  Matrix<Scalar>* centers) {
+int MeansOfLabels(const Algorithm& algorithm, const Matrix<Scalar>& points,
+                  const Vector<Scalar>* weights, const Labels& labels, Matrix<Scalar>* centers) {
   ClusterSums sums(static_cast<int>(points.rows()), static_cast<int>(centers->cols()));
-  AccumulateClusterSums(points, labels, &sums);
+  AccumulateClusterSums(points, labels, &sums, weights);
   return algorithm.CentersFromSums(sums, centers);
 }
 
@@ -32,12 +32,14 @@ int Algorithm::CentersFromSums(const ClusterSums& sums, Matrix<double>* centers)
 }
 
 int Algorithm::UpdateCenters(const UpdateContext&, const Matrix<float>& points,
-                             const Labels& labels, Matrix<float>* centers) const {
-  return MeansOfLabels(*this, points, labels, centers);
+                             const Vector<float>* weights, const Labels& labels,
+                             Matrix<float>* centers) const {
+  return MeansOfLabels(*this, points, weights, labels, centers);
 }
 int Algorithm::UpdateCenters(const UpdateContext&, const Matrix<double>& points,
-                             const Labels& labels, Matrix<double>* centers) const {
-  return MeansOfLabels(*this, points, labels, centers);
+                             const Vector<double>* weights, const Labels& labels,
+                             Matrix<double>* centers) const {
+  return MeansOfLabels(*this, points, weights, labels, centers);
 }
 
 bool Algorithm::RunsDense(const ParameterValues&) const { return false; }

@@ -53,6 +53,9 @@ class Algorithm {
     std::string reference;
     /// Said after the error for a parameter it does not read.
     std::string unread_hint;
+    /// Whether it has a standard weighted form, so that requests may weigh
+    /// their points (each point counts w times).
+    bool weighted = false;
   };
 
   virtual ~Algorithm() = default;
@@ -65,6 +68,7 @@ class Algorithm {
   const std::vector<ServedCircuit>& served() const { return definition_.served; }
   const std::string& reference() const { return definition_.reference; }
   const std::string& unread_hint() const { return definition_.unread_hint; }
+  bool weighted() const { return definition_.weighted; }
 
   // Whether Prepare changes anything (the engine copies the batch only then).
   virtual bool Prepares() const { return false; }
@@ -84,13 +88,17 @@ class Algorithm {
   virtual int CentersFromSums(const ClusterSums& sums, Matrix<double>* centers) const;
 
   // Replaces `centers` (d x k) by the update from the points (d x n) and
-  // their labels (the nearest current center of each). Returns the number
-  // of centers kept because their cluster was empty. Default: the sums of
-  // the labels' clusters through CentersFromSums.
+  // their labels (the nearest current center of each), the points weighed
+  // by `weights` (n values; null: 1 each, and always null unless
+  // weighted()). Returns the number of centers kept because their cluster
+  // was empty. Default: the sums of the labels' clusters through
+  // CentersFromSums.
   virtual int UpdateCenters(const UpdateContext& context, const Matrix<float>& points,
-                            const Labels& labels, Matrix<float>* centers) const;
+                            const Vector<float>* weights, const Labels& labels,
+                            Matrix<float>* centers) const;
   virtual int UpdateCenters(const UpdateContext& context, const Matrix<double>& points,
-                            const Labels& labels, Matrix<double>* centers) const;
+                            const Vector<double>* weights, const Labels& labels,
+                            Matrix<double>* centers) const;
 
   // Whether a run with these (resolved) parameters executes the dense
   // circuit instead of the fast path, and that circuit (into `model`), built

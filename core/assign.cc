@@ -79,7 +79,8 @@ void ScanLanes(const Scalar* score, Eigen::Index ld, Eigen::Index k, Scalar* bes
 
 template <typename Scalar>
 double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
-                     NonDeduced<Vector<Scalar>>* sq_dist, ClusterSums* sums) {
+                     NonDeduced<Vector<Scalar>>* sq_dist, ClusterSums* sums,
+                     const NonDeduced<Vector<Scalar>>* weights) {
   const Eigen::Index d = points.rows(), n = points.cols(), k = centers.cols();
   if (sq_dist != nullptr) sq_dist->resize(n);
   if (n == 0 || k == 0) {
@@ -151,10 +152,21 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
           }
           out[first + i] = label;
           if (sq_dist != nullptr) (*sq_dist)[first + i] = sq;
-          objective += sq;
-          if (part != nullptr) {
-            part->sums.col(label) += x.col(i).template cast<double>();
-            ++part->counts[label];
+          if (weights == nullptr) {
+            objective += sq;
+            if (part != nullptr) {
+              part->sums.col(label) += x.col(i).template cast<double>();
+              ++part->counts[label];
+              part->weights[label] += 1;
+            }
+          } else {
+            const double w = (*weights)[first + i];
+            objective += w * sq;
+            if (part != nullptr) {
+              part->sums.col(label) += w * x.col(i).template cast<double>();
+              ++part->counts[label];
+              part->weights[label] += w;
+            }
           }
         }
       }
@@ -164,9 +176,7 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
   double objective = 0;
   for (Eigen::Index p = 0; p < parts; ++p) {
     objective += part_objective[p];
-    if (sums == nullptr) continue;
-    sums->sums += part_sums[p].sums;
-    for (Eigen::Index j = 0; j < k; ++j) sums->counts[j] += part_sums[p].counts[j];
+    if (sums != nullptr) sums->Add(part_sums[p]);
   }
   return objective;
 }
@@ -179,7 +189,7 @@ double Objective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers) {
 
 #define KMT_INSTANTIATE(S)                                                                  \
   template double AssignNearest<S>(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*, \
-                                   ClusterSums*);                                           \
+                                   ClusterSums*, const Vector<S>*);                         \
   template double Objective<S>(const Matrix<S>&, const Matrix<S>&);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

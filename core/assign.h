@@ -15,14 +15,16 @@
 namespace kmt {
 
 // points: d x n, centers: d x k. Fills labels (n), if given the squared
-// distance of each point to its center (n), and if given adds the counts and
-// coordinate sums of the points under their labels to `sums`. Returns the
-// objective sum_i min_j ||x_i - c_j||^2, accumulated in double. Objective and
-// sums are added in fixed parts of the points merged in order, so they do not
-// depend on the thread count.
+// distance of each point to its center (n), and if given adds the counts,
+// weights and weighted coordinate sums of the points under their labels to
+// `sums`. `weights` (n, or null for 1 each) weigh the points. Returns the
+// objective sum_i w_i min_j ||x_i - c_j||^2, accumulated in double.
+// Objective and sums are added in fixed parts of the points merged in order,
+// so they do not depend on the thread count.
 template <typename Scalar>
 double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
-                     NonDeduced<Vector<Scalar>>* sq_dist = nullptr, ClusterSums* sums = nullptr);
+                     NonDeduced<Vector<Scalar>>* sq_dist = nullptr, ClusterSums* sums = nullptr,
+                     const NonDeduced<Vector<Scalar>>* weights = nullptr);
 
 // sum_i min_j ||x_i - c_j||^2, accumulated in double.
 template <typename Scalar>

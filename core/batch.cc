@@ -23,6 +23,21 @@ absl::StatusOr<Batch<Scalar>> Batch<Scalar>::Validate(BatchSpec<Scalar> spec) {
     return absl::InvalidArgumentError(
         absl::StrCat("iterations = ", spec.layers, ", must not be negative"));
   }
+  if (spec.weights.size() > 0) {
+    if (absl::Status s = ValidateWeights(spec.weights, spec.points.cols()); !s.ok()) return s;
+  }
+  if (spec.tol && !(std::isfinite(*spec.tol) && *spec.tol >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tol = ", *spec.tol, ", must be finite and at least 0"));
+  }
+  if (spec.n_init < 1 || spec.n_init > kMaxRestarts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("n_init = ", spec.n_init, ", must be between 1 and ", kMaxRestarts));
+  }
+  if (spec.n_init > 1 && spec.given_centers.size() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "n_init = ", spec.n_init, " with given centers: every restart would start from them"));
+  }
   // Ranges are the model's (ServedModel::Accepts); a NaN is no value at all.
   for (const auto& [name, value] : spec.parameters) {
     if (std::isnan(value)) {

@@ -8,11 +8,23 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
+#include "core/empty_clusters.h"
 #include "core/init.h"
 #include "core/parameters.h"
 #include "core/types.h"
 
 namespace kmt {
+
+// Which squared distances to the final centers a run returns.
+enum class DistanceOutput {
+  kNone,
+  kNearest,  ///< each point's to its own (nearest) center: 1 x n
+  kAll,      ///< each point's to every center: k x n
+};
+
+// The most restarts one batch may ask for (scikit-learn's default is 1 to
+// 10); each is a whole run.
+inline constexpr int kMaxRestarts = 1000;
 
 template <typename Scalar>
 struct BatchSpec {
@@ -29,15 +41,29 @@ struct BatchSpec {
   /// default (ServedModel::parameters gives names, defaults and ranges).
   ParameterValues parameters;
   bool record_trajectory = false;  ///< keep every layer's labels, registers and centers
-  bool cluster_sums = false;       ///< per center, count and coordinate sum of its points
+  bool cluster_sums = false;       ///< per center, count, weight and coordinate sum of its points
+  /// n per-point weights (scikit-learn's sample_weight): finite, >= 0, not
+  /// all 0; empty: every point weighs 1.
+  Vector<Scalar> weights;
+  /// Convergence (scikit-learn's rule): stop after the layer whose total
+  /// squared center shift is at most tol times the points' mean
+  /// per-dimension variance, or whose assignment changed no label. Unset:
+  /// exactly `layers` layers.
+  std::optional<double> tol;
+  /// Restarts from seeds seed, seed + 1, ...; the lowest objective wins. Only
+  /// for centers the run chooses.
+  int n_init = 1;
+  EmptyClusterPolicy empty_clusters = EmptyClusterPolicy::kKeep;  ///< what an empty cluster does
+  DistanceOutput distances = DistanceOutput::kNone;               ///< per-point distances to return
 };
 
 template <typename Scalar>
 class Batch {
  public:
   // Checks that the points are d x n with d, n >= 1 and finite, 1 <= k <= n,
-  // given centers are d x k and finite, layers >= 0, and every parameter a
-  // number (its range is the model's).
+  // given centers are d x k and finite, layers >= 0, every parameter a
+  // number (its range is the model's), weights n finite non-negative values
+  // not all 0, tol finite and >= 0, n_init >= 1 (1 with given centers).
   static absl::StatusOr<Batch> Validate(BatchSpec<Scalar> spec);
 
   const BatchSpec<Scalar>& spec() const { return spec_; }

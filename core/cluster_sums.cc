@@ -4,8 +4,17 @@
 
 namespace kmt {
 
+void ClusterSums::Add(const ClusterSums& other) {
+  sums += other.sums;
+  for (size_t j = 0; j < counts.size(); ++j) {
+    counts[j] += other.counts[j];
+    weights[j] += other.weights[j];
+  }
+}
+
 template <typename Scalar>
-void AccumulateClusterSums(const Matrix<Scalar>& points, const Labels& labels, ClusterSums* into) {
+void AccumulateClusterSums(const Matrix<Scalar>& points, const Labels& labels, ClusterSums* into,
+                           const Vector<Scalar>* weights) {
   constexpr Eigen::Index kChunk = 16384;
   const Eigen::Index d = points.rows(), n = points.cols();
   const Eigen::Index k = into->sums.cols();
@@ -17,32 +26,36 @@ void AccumulateClusterSums(const Matrix<Scalar>& points, const Labels& labels, C
     const Eigen::Index end = std::min(n, (c + 1) * kChunk);
     for (Eigen::Index i = c * kChunk; i < end; ++i) {
       const int j = labels[i];
-      p.sums.col(j) += points.col(i).template cast<double>();
+      if (weights != nullptr) {
+        const double w = (*weights)[i];
+        p.sums.col(j) += w * points.col(i).template cast<double>();
+        p.weights[j] += w;
+      } else {
+        p.sums.col(j) += points.col(i).template cast<double>();
+        p.weights[j] += 1;
+      }
       ++p.counts[j];
     }
   }
-  for (const ClusterSums& p : partial) {
-    into->sums += p.sums;
-    for (Eigen::Index j = 0; j < k; ++j) into->counts[j] += p.counts[j];
-  }
+  for (const ClusterSums& p : partial) into->Add(p);
 }
 
 template <typename Scalar>
 int ApplyMeans(const ClusterSums& sums, Matrix<Scalar>* centers) {
   int empty = 0;
   for (Eigen::Index j = 0; j < centers->cols(); ++j) {
-    if (sums.counts[j] == 0) {
+    if (!(sums.weights[j] > 0)) {
       ++empty;
       continue;
     }
-    centers->col(j) =
-        (sums.sums.col(j) / static_cast<double>(sums.counts[j])).template cast<Scalar>();
+    centers->col(j) = (sums.sums.col(j) / sums.weights[j]).template cast<Scalar>();
   }
   return empty;
 }
 
-#define KMT_INSTANTIATE(S)                                                               \
-  template void AccumulateClusterSums<S>(const Matrix<S>&, const Labels&, ClusterSums*); \
+#define KMT_INSTANTIATE(S)                                                              \
+  template void AccumulateClusterSums<S>(const Matrix<S>&, const Labels&, ClusterSums*, \
+                                         const Vector<S>*);                             \
   template int ApplyMeans<S>(const ClusterSums&, Matrix<S>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "core/distances.h"
 
 namespace kmt {
 
@@ -65,10 +66,46 @@ absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
       return absl::InvalidArgumentError(absl::StrCat(
           given.begin()->first, " applies to the exact models; ", name_, " is learned"));
     }
+    const BatchSpec<Scalar>& spec = batch.spec();
+    const char* exact_only = spec.weights.size() > 0                            ? "weights"
+                             : spec.tol                                         ? "tol"
+                             : spec.empty_clusters != EmptyClusterPolicy::kKeep ? "empty_clusters"
+                                                                                : nullptr;
+    if (exact_only != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(exact_only, " applies to the exact models; ", name_, " is learned"));
+    }
     return absl::OkStatus();
   }
   if (absl::Status s = ValidateLloydOptions(batch.d(), batch.k(), lloyd_); !s.ok()) return s;
-  return CheckParameters(name_, algorithm_->parameters(), given, algorithm_->unread_hint());
+  if (absl::Status s =
+          CheckParameters(name_, algorithm_->parameters(), given, algorithm_->unread_hint());
+      !s.ok()) {
+    return s;
+  }
+  const BatchSpec<Scalar>& spec = batch.spec();
+  if (spec.weights.size() > 0 && !algorithm_->weighted()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model ", name_, " takes no weights: ", algorithm_->name(),
+        " has no standard weighted form (ListModels says which models accept weights)"));
+  }
+  // What the fast path alone does: convergence and the empty-cluster
+  // policies need the centers of every layer from their clusters' sums.
+  const bool dense = algorithm_->RunsDense(Resolve(batch));
+  if (dense && (spec.tol || spec.weights.size() > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(spec.tol ? "tol" : "weights", " applies to runs on the fast path; ", name_,
+                     " with these parameters runs the dense evaluator"));
+  }
+  if (spec.empty_clusters != EmptyClusterPolicy::kKeep &&
+      (dense || !algorithm_->UpdatesFromSums())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("empty_clusters = ", EmptyClusterPolicyName(spec.empty_clusters),
+                     " applies to models "
+                     "whose centers are their clusters' means (Lloyd's, spherical k-means); ",
+                     name_, " keeps an empty cluster's center"));
+  }
+  return absl::OkStatus();
 }
 
 template <typename Scalar>
@@ -93,6 +130,38 @@ std::vector<ServedModel<Scalar>> ExactModels() {
   return models;
 }
 
+namespace {
+
+// scikit-learn's tolerance in squared units of the points: tol times the
+// mean over dimensions of their (unweighted, population) variance.
+template <typename Scalar>
+double ShiftTolerance(const Matrix<Scalar>& points, double tol) {
+  if (tol == 0) return 0;
+  const Matrix<double> x = points.template cast<double>();
+  const Vector<double> mean = x.rowwise().mean();
+  const double variance = (x.colwise() - mean).squaredNorm() / static_cast<double>(x.size());
+  return tol * variance;
+}
+
+// The squared distances a batch asked for, of `points` to the final centers.
+template <typename Scalar>
+Matrix<Scalar> Distances(DistanceOutput output, const Matrix<Scalar>& points,
+                         const RunResult<Scalar>& run) {
+  if (output == DistanceOutput::kNearest) {
+    Matrix<Scalar> nearest(1, points.cols());
+    for (Eigen::Index i = 0; i < points.cols(); ++i) {
+      nearest(0, i) = (points.col(i) - run.centers.col(run.labels[i])).squaredNorm();
+    }
+    return nearest;
+  }
+  Matrix<Scalar> all;
+  SquaredDistances<Scalar>(points, SquaredNorms<Scalar>(points), run.centers,
+                           SquaredNorms<Scalar>(run.centers), &all);
+  return all.transpose();
+}
+
+}  // namespace
+
 template <typename Scalar>
 absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
                                           const Batch<Scalar>& batch, const StopCheck& check) {
@@ -114,20 +183,12 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
   }
   const Matrix<Scalar>& points = prepares ? prepared_points : spec.points;
   const Matrix<Scalar>& given = prepares ? prepared_centers : spec.given_centers;
+  const Vector<Scalar>* weights = spec.weights.size() > 0 ? &spec.weights : nullptr;
   // The model sees the batch through its input map; centers it is given
   // are mapped too, centers it chooses are chosen among the mapped points.
   const InputMap<Scalar> map(model.input_scaling(), points);
   const Matrix<Scalar> mapped = map.identity() ? Matrix<Scalar>() : map.ToModel(points);
   const Matrix<Scalar>& model_points = map.identity() ? points : mapped;
-  Matrix<Scalar> initial;
-  if (given.size() > 0) {
-    initial = map.ToModel(given);
-  } else {
-    absl::StatusOr<Matrix<Scalar>> chosen = ChooseInitialCenters(
-        model_points, spec.k, spec.init.value_or(model.default_init()), spec.seed, check);
-    if (!chosen.ok()) return chosen.status();
-    initial = *std::move(chosen);
-  }
 
   // A dense circuit of an exact model has weights only for this d, k and
   // parameters: it is built for the batch.
@@ -135,7 +196,8 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
   Evaluator<Scalar> evaluator{.embedding = model.embedding(),
                               .k = spec.k,
                               .algorithm = &algorithm,
-                              .parameters = &parameters};
+                              .parameters = &parameters,
+                              .point_weights = weights};
   const bool dense = model.RunsDense(batch);
   if (model.exact() && dense) {
     if (absl::Status s =
@@ -147,23 +209,57 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
   } else if (dense) {
     evaluator.weights = model.weights();
   }
-  const RunOptions options{
-      .layers = spec.layers,
-      .record_trajectory = spec.record_trajectory,
-      .seed = spec.seed,
-      .cluster_sums = spec.cluster_sums,
-      .before_layer = [&check](int) { return check ? check() : absl::OkStatus(); }};
-  absl::StatusOr<RunResult<Scalar>> run =
-      Evaluate(evaluator, points, model_points, map, initial, options);
-  if (!run.ok()) return run.status();
-  // Coordinates within MaxCoordinate cannot overflow; fixed weights can
-  // still move centers anywhere. No non-finite number leaves the engine.
-  if (!std::isfinite(run->objective) || !run->centers.allFinite()) {
-    return absl::InternalError(absl::StrCat("model ", model.name(),
-                                            " produced non-finite centers or objective on this "
-                                            "batch; its weights are unfit for these points"));
+
+  // Restart r starts from seed + r; the lowest objective wins (ties: the
+  // first).
+  absl::StatusOr<RunResult<Scalar>> best;
+  std::vector<double> objectives;
+  for (int r = 0; r < spec.n_init; ++r) {
+    // A deadline or cancellation stops the restarts too (a run of 0
+    // layers checks nothing itself).
+    if (check) {
+      if (absl::Status s = check(); !s.ok()) return s;
+    }
+    const uint64_t seed = spec.seed + static_cast<uint64_t>(r);
+    Matrix<Scalar> initial;
+    if (given.size() > 0) {
+      initial = map.ToModel(given);
+    } else {
+      absl::StatusOr<Matrix<Scalar>> chosen = ChooseInitialCenters(
+          model_points, spec.k, spec.init.value_or(model.default_init()), seed, check, weights);
+      if (!chosen.ok()) return chosen.status();
+      initial = *std::move(chosen);
+    }
+    const RunOptions options{
+        .layers = spec.layers,
+        .record_trajectory = spec.record_trajectory,
+        .seed = seed,
+        .cluster_sums = spec.cluster_sums,
+        .before_layer = [&check](int) { return check ? check() : absl::OkStatus(); },
+        .shift_tolerance = spec.tol ? std::optional<double>(ShiftTolerance(model_points, *spec.tol))
+                                    : std::nullopt,
+        .empty_clusters = spec.empty_clusters};
+    absl::StatusOr<RunResult<Scalar>> run =
+        Evaluate(evaluator, points, model_points, map, initial, options);
+    if (!run.ok()) return run.status();
+    // Coordinates within MaxCoordinate cannot overflow; fixed weights can
+    // still move centers anywhere. No non-finite number leaves the engine.
+    if (!std::isfinite(run->objective) || !run->centers.allFinite()) {
+      return absl::InternalError(absl::StrCat("model ", model.name(),
+                                              " produced non-finite centers or objective on this "
+                                              "batch; its weights are unfit for these points"));
+    }
+    objectives.push_back(run->objective);
+    if (r == 0 || run->objective < best->objective) {
+      best = std::move(run);
+      best->best_restart = r;
+    }
   }
-  return run;
+  if (spec.n_init > 1) best->restart_objectives = std::move(objectives);
+  if (spec.distances != DistanceOutput::kNone) {
+    best->distances = Distances(spec.distances, points, *best);
+  }
+  return best;
 }
 
 #define KMT_INSTANTIATE(S)                                                                 \

@@ -42,11 +42,16 @@ absl::StatusOr<Matrix<Scalar>> InitialCenters(const Matrix<Scalar>& points, int 
                                               const StopCheck& check = {});
 
 // The same without the input checks, for points and k already validated
-// (the engine's batches).
+// (the engine's batches), the points weighed by `weights` (n finite values
+// >= 0, or null): k-means++ draws by w D^2 (its first center by w), and the
+// random subset draws k distinct points with probability in proportion to
+// their weights, as scikit-learn does; points of weight 0 are never chosen,
+// and fewer than k of positive weight is an error.
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> ChooseInitialCenters(const Matrix<Scalar>& points, int k,
                                                     InitMethod method, uint64_t seed,
-                                                    const StopCheck& check = {});
+                                                    const StopCheck& check = {},
+                                                    const Vector<Scalar>* weights = nullptr);
 
 }  // namespace kmt
 

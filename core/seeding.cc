@@ -37,10 +37,13 @@ void ForEachBlock(const Matrix<Scalar>& points, const Vector<Scalar>& point_sq,
 int GreedySeedingCandidates(int k) { return 2 + static_cast<int>(std::floor(std::log(k))); }
 
 template <typename Scalar>
-SeedingShard<Scalar>::SeedingShard(const Matrix<Scalar>* points)
+SeedingShard<Scalar>::SeedingShard(const Matrix<Scalar>* points, const Vector<Scalar>* weights)
     : points_(*points),
+      weights_(weights),
       point_sq_(SquaredNorms<Scalar>(*points)),
-      closest_(Vector<double>::Constant(points->cols(), std::numeric_limits<double>::infinity())) {}
+      closest_(weights != nullptr ? Vector<double>(weights->template cast<double>())
+                                  : Vector<double>::Constant(
+                                        points->cols(), std::numeric_limits<double>::infinity())) {}
 
 template <typename Scalar>
 Eigen::Index SeedingShard<Scalar>::Find(double target) {
@@ -77,7 +80,10 @@ absl::StatusOr<SeedAnswer<Scalar>> SeedingShard<Scalar>::Step(const SeedRequest<
       return absl::InvalidArgumentError(absl::StrCat("draw target ", t, " is not in [0, inf)"));
     }
   }
-  if ((!r.targets.empty() || r.candidates.cols() > 0) && !seeded_ && r.add.cols() == 0) {
+  // Before any center, a weighted shard draws by weight (the first center);
+  // an unweighted one has no distances to draw by.
+  if (((!r.targets.empty() && weights_ == nullptr) || r.candidates.cols() > 0) && !seeded_ &&
+      r.add.cols() == 0) {
     return absl::FailedPreconditionError(
         "draws and candidates need a center added to the distances first");
   }
@@ -101,7 +107,16 @@ absl::StatusOr<SeedAnswer<Scalar>> SeedingShard<Scalar>::Step(const SeedRequest<
           if (sq <= SquaredDistanceRoundOff<Scalar>(d, point_sq_[first + i], center_sq)) {
             sq = DirectSquaredDistance(points_.col(first + i).data(), center.data(), d);
           }
-          closest_[first + i] = std::min(closest_[first + i], static_cast<double>(sq));
+          if (weights_ == nullptr) {
+            closest_[first + i] = std::min(closest_[first + i], static_cast<double>(sq));
+          } else {
+            // Weighted: w times the squared distance; the first center
+            // replaces the weights the shard started from.
+            const double weighted =
+                static_cast<double>((*weights_)[first + i]) * static_cast<double>(sq);
+            closest_[first + i] =
+                seeded_ || c > 0 ? std::min(closest_[first + i], weighted) : weighted;
+          }
         }
       });
     }
@@ -115,14 +130,23 @@ absl::StatusOr<SeedAnswer<Scalar>> SeedingShard<Scalar>::Step(const SeedRequest<
   for (double t : r.targets) answer.points.col(out++) = points_.col(Find(t));
   if (r.candidates.cols() > 0) {
     answer.candidate_potentials.assign(r.candidates.cols(), 0.0);
-    ForEachBlock<Scalar>(points_, point_sq_, r.candidates,
-                         [&](Eigen::Index first, const auto& dist) {
-                           const auto closest = closest_.segment(first, dist.rows());
-                           for (Eigen::Index c = 0; c < dist.cols(); ++c) {
-                             answer.candidate_potentials[c] +=
-                                 closest.cwiseMin(dist.col(c).template cast<double>()).sum();
-                           }
-                         });
+    ForEachBlock<Scalar>(
+        points_, point_sq_, r.candidates, [&](Eigen::Index first, const auto& dist) {
+          const auto closest = closest_.segment(first, dist.rows());
+          for (Eigen::Index c = 0; c < dist.cols(); ++c) {
+            if (weights_ == nullptr) {
+              answer.candidate_potentials[c] +=
+                  closest.cwiseMin(dist.col(c).template cast<double>()).sum();
+            } else {
+              answer.candidate_potentials[c] +=
+                  closest
+                      .cwiseMin(weights_->segment(first, dist.rows())
+                                    .template cast<double>()
+                                    .cwiseProduct(dist.col(c).template cast<double>()))
+                      .sum();
+            }
+          }
+        });
   }
   return answer;
 }
@@ -131,7 +155,7 @@ template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>& shard_sizes, int d,
                                                      int k, uint64_t seed, int trials,
                                                      const SeedRound<Scalar>& round,
-                                                     const StopCheck& check) {
+                                                     const StopCheck& check, bool weighted) {
   const size_t shards = shard_sizes.size();
   const int64_t n = std::accumulate(shard_sizes.begin(), shard_sizes.end(), int64_t{0});
   if (k < 1 || n < k) {
@@ -153,9 +177,34 @@ absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>&
     return answers;
   };
 
-  // The first center: a point drawn uniformly.
+  // A draw by the shards' potentials: a position in the running sum over
+  // the shards in order, then the point within the shard that holds it.
+  std::vector<double> shard_potential(shards);
+  const auto draw = [&](double target) -> std::pair<size_t, size_t> {
+    size_t s = 0;
+    while (s + 1 < shards && (shard_sizes[s] == 0 || target >= shard_potential[s])) {
+      target -= shard_potential[s++];
+    }
+    while (shard_sizes[s] == 0) --s;  // past the end by round-off: the last point
+    const double local = std::clamp(target, 0.0, shard_potential[s]);
+    const std::pair<size_t, size_t> at = {s,
+                                          requests[s].indices.size() + requests[s].targets.size()};
+    requests[s].targets.push_back(local);
+    return at;
+  };
+
+  // The first center: a point drawn uniformly, or by weight.
   Matrix<Scalar> centers(d, k);
-  {
+  if (weighted) {
+    absl::StatusOr<std::vector<SeedAnswer<Scalar>>> answers = run();  // the weights' sums
+    if (!answers.ok()) return answers.status();
+    for (size_t s = 0; s < shards; ++s) shard_potential[s] = (*answers)[s].potential;
+    const double total = std::accumulate(shard_potential.begin(), shard_potential.end(), 0.0);
+    const auto [s, column] = draw(rng.Uniform() * total);
+    answers = run();
+    if (!answers.ok()) return answers.status();
+    centers.col(0) = (*answers)[s].points.col(column);
+  } else {
     int64_t first = static_cast<int64_t>(rng.Below(n));
     size_t s = 0;
     while (first >= shard_sizes[s]) first -= shard_sizes[s++];
@@ -164,7 +213,6 @@ absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>&
     if (!answers.ok()) return answers.status();
     centers.col(0) = (*answers)[s].points.col(0);
   }
-  std::vector<double> shard_potential(shards);
   for (SeedRequest<Scalar>& r : requests) r.add = centers.col(0);
   for (int j = 1; j < k; ++j) {
     if (j == 1) {
@@ -176,20 +224,8 @@ absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>&
       if (absl::Status s = check(); !s.ok()) return s;
     }
     const double potential = std::accumulate(shard_potential.begin(), shard_potential.end(), 0.0);
-    // Draw the candidates: a position in the running sum over the shards in
-    // order, then the point within the shard that holds it.
     std::vector<std::pair<size_t, size_t>> drawn(trials);  // (shard, answer column)
-    for (int t = 0; t < trials; ++t) {
-      double target = rng.Uniform() * potential;
-      size_t s = 0;
-      while (s + 1 < shards && (shard_sizes[s] == 0 || target >= shard_potential[s])) {
-        target -= shard_potential[s++];
-      }
-      while (shard_sizes[s] == 0) --s;  // past the end by round-off: the last point
-      const double local = std::clamp(target, 0.0, shard_potential[s]);
-      drawn[t] = {s, requests[s].indices.size() + requests[s].targets.size()};
-      requests[s].targets.push_back(local);
-    }
+    for (int t = 0; t < trials; ++t) drawn[t] = draw(rng.Uniform() * potential);
     absl::StatusOr<std::vector<SeedAnswer<Scalar>>> answers = run();
     if (!answers.ok()) return answers.status();
     Matrix<Scalar> candidates(d, trials);
@@ -217,11 +253,11 @@ absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>&
   return centers;
 }
 
-#define KMT_INSTANTIATE(S)                                                       \
-  template class SeedingShard<S>;                                                \
-  template absl::StatusOr<Matrix<S>> ShardedKMeansPlusPlus<S>(                   \
-      const std::vector<int64_t>&, int, int, uint64_t, int, const SeedRound<S>&, \
-      const StopCheck&);
+#define KMT_INSTANTIATE(S)                                                                         \
+  template class SeedingShard<S>;                                                                  \
+  template absl::StatusOr<Matrix<S>> ShardedKMeansPlusPlus<S>(                                     \
+      const std::vector<int64_t>&, int, int, uint64_t, int, const SeedRound<S>&, const StopCheck&, \
+      bool);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -39,11 +39,13 @@ struct SeedAnswer {
 
 // One shard: a d x n matrix (kept by reference; it must outlive the shard)
 // and each point's squared distance to the nearest center added so far
-// (+inf before the first).
+// (+inf before the first), times its weight if `weights` (n values, kept by
+// reference too) weigh the points: such a shard draws by weight before any
+// center (the first), by w D^2 after.
 template <typename Scalar>
 class SeedingShard {
  public:
-  explicit SeedingShard(const Matrix<Scalar>* points);
+  explicit SeedingShard(const Matrix<Scalar>* points, const Vector<Scalar>* weights = nullptr);
 
   // Checks the request against the shard (d, indices in range, targets
   // finite and not negative) and runs it.
@@ -60,6 +62,7 @@ class SeedingShard {
   Eigen::Index Find(double target);
 
   const Matrix<Scalar>& points_;
+  const Vector<Scalar>* weights_;
   Vector<Scalar> point_sq_;
   Vector<double> closest_;
   std::vector<double> cumulative_;  // running sum of closest_, built on demand
@@ -80,12 +83,14 @@ int GreedySeedingCandidates(int k);
 // dimensions with `trials` candidates per center (GreedySeedingCandidates(k),
 // or 1 for plain k-means++); returns d x k centers, each a copy of a point.
 // Two rounds per center; `check` is called before each center after the
-// first.
+// first. `weighted`: the shards weigh their points, and the first center is
+// drawn by weight (one more round) rather than uniformly.
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>& shard_sizes, int d,
                                                      int k, uint64_t seed, int trials,
                                                      const SeedRound<Scalar>& round,
-                                                     const StopCheck& check = {});
+                                                     const StopCheck& check = {},
+                                                     bool weighted = false);
 
 }  // namespace kmt
 

@@ -27,6 +27,7 @@ struct Frame {
   const Matrix<Scalar>& model_points;
   const InputMap<Scalar>& map;
   bool cluster_sums = false;
+  const Vector<Scalar>* weights = nullptr;  // the points' weights; null: 1 each
 };
 
 // Whether a normalizer puts weight on some key for every query, so that its
@@ -47,7 +48,8 @@ void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
     sums = &result->cluster_sums.emplace(static_cast<int>(frame.points.rows()),
                                          static_cast<int>(result->centers.cols()));
   }
-  result->objective = AssignNearest(frame.points, result->centers, &result->labels, nullptr, sums);
+  result->objective =
+      AssignNearest(frame.points, result->centers, &result->labels, nullptr, sums, frame.weights);
 }
 
 // Dense runs of fewer points than this use the calling thread alone: their
@@ -193,15 +195,43 @@ absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& fr
   static const ParameterValues kNone;
   const ParameterValues& parameters =
       evaluator.parameters != nullptr ? *evaluator.parameters : kNone;
+  // The convergence rule compares each layer's assignment with the one
+  // before, and its centers with the ones it started from.
+  const bool converging = options.shift_tolerance.has_value();
+  Labels previous;
+  Matrix<Scalar> before;
   for (int t = first; t < options.layers; ++t) {
     if (absl::Status s = BeforeLayer(options, t); !s.ok()) return s;
-    const int empty =
-        reported_sums
-            ? algorithm.CentersFromSums(*result->cluster_sums, &centers)
-            : algorithm.UpdateCenters({.parameters = parameters, .seed = options.seed, .layer = t},
-                                      points, *labels, &centers);
+    if (converging) before = centers;
+    int empty = 0;
+    if (reported_sums) {
+      ClusterSums& sums = *result->cluster_sums;
+      if (options.empty_clusters == EmptyClusterPolicy::kRelocateFarthest) {
+        for (double w : sums.weights) empty += !(w > 0);
+        RelocateEmptyClusters(points, frame.weights, *labels, centers, &sums);
+        algorithm.CentersFromSums(sums, &centers);
+      } else {
+        empty = algorithm.CentersFromSums(sums, &centers);
+        if (options.empty_clusters == EmptyClusterPolicy::kSplitLargest) {
+          SplitLargestClusters(&sums, &centers);
+        }
+      }
+    } else {
+      empty = algorithm.UpdateCenters({.parameters = parameters, .seed = options.seed, .layer = t},
+                                      points, frame.weights, *labels, &centers);
+    }
     result->empty_cluster_events += empty;
     result->layers_run = t + 1;
+    if (converging) {
+      if (t > first && *labels == previous) {
+        result->convergence = Convergence::kLabelsUnchanged;
+      } else if ((centers - before).template cast<double>().squaredNorm() <=
+                 *options.shift_tolerance) {
+        result->convergence = Convergence::kTolerance;
+      } else {
+        previous = *labels;
+      }
+    }
     if (options.record_trajectory) {
       LayerRecord<Scalar> record;
       const Matrix<Scalar> codes = CenterRegisters<Scalar>(evaluator.embedding, k);
@@ -221,6 +251,7 @@ absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& fr
     if (options.record_trajectory) {
       result->trajectory.back().objective = result->objective;
     }
+    if (result->convergence != Convergence::kNone) break;
   }
   return absl::OkStatus();
 }
@@ -267,7 +298,8 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
   // The fast path's Lloyd's update takes the sums each report adds.
   const bool fast_lloyd =
       (then_lloyd || (fast && evaluator.algorithm->UpdatesFromSums())) && map.identity();
-  const Frame<Scalar> frame{points, model_points, map, options.cluster_sums || fast_lloyd};
+  const Frame<Scalar> frame{points, model_points, map, options.cluster_sums || fast_lloyd,
+                            evaluator.point_weights};
   RunResult<Scalar> result;
   result.path = fast ? Path::kFast : Path::kDense;
   Report(frame, initial_centers, &result);

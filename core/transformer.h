@@ -21,6 +21,7 @@
 #include "core/algorithm.h"
 #include "core/cluster_sums.h"
 #include "core/constructions.h"
+#include "core/empty_clusters.h"
 #include "core/input_scaling.h"
 #include "core/model.h"
 
@@ -41,6 +42,21 @@ struct RunOptions {
   /// Called before each layer with its index; a non-OK status stops the run
   /// and is returned (deadlines, cancellation).
   std::function<absl::Status(int layer)> before_layer;
+  /// Fast path: stop after the layer whose total squared center shift (in
+  /// the model's units) is at most this, or whose assignment left every
+  /// label as the layer before's (scikit-learn's rule; `tol` times the
+  /// points' mean variance). Unset: every layer runs.
+  std::optional<double> shift_tolerance;
+  /// Fast path, algorithms whose update is from the sums: what an empty
+  /// cluster's center becomes.
+  EmptyClusterPolicy empty_clusters = EmptyClusterPolicy::kKeep;
+};
+
+// Why a run stopped before its last layer.
+enum class Convergence {
+  kNone,             ///< it ran every layer
+  kTolerance,        ///< the centers moved less than the tolerance
+  kLabelsUnchanged,  ///< an assignment changed no label
 };
 
 template <typename Scalar>
@@ -59,12 +75,19 @@ struct RunResult {
   double objective = 0;                  ///< sum_i min_j ||x_i - c_j||^2 for the final centers
   std::vector<double> layer_objectives;  ///< objective after each layer
   int layers_run = 0;
-  int64_t empty_cluster_events = 0;             ///< (layer, cluster) pairs that kept a center
-  Path path = Path::kAuto;                      ///< the evaluator that ran
-  std::vector<LayerRecord<Scalar>> trajectory;  ///< if record_trajectory
+  Convergence convergence = Convergence::kNone;  ///< why it stopped early, if it did
+  int64_t empty_cluster_events = 0;              ///< (layer, cluster) pairs that were empty
+  Path path = Path::kAuto;                       ///< the evaluator that ran
+  std::vector<LayerRecord<Scalar>> trajectory;   ///< if record_trajectory
   /// Per center, count and coordinate sum of the points under the final
   /// labels, if RunOptions::cluster_sums asked for them.
   std::optional<ClusterSums> cluster_sums;
+  /// Squared distances of the points to the final centers, if the batch
+  /// asked (DistanceOutput): 1 x n to each point's own, or k x n to each.
+  Matrix<Scalar> distances;
+  /// With restarts: each restart's final objective, and the one returned.
+  std::vector<double> restart_objectives;
+  int best_restart = 0;
 };
 
 // points: d x n, initial_centers: d x k (the model's d and k), both in the
@@ -95,6 +118,7 @@ struct Evaluator {
   int k = 0;                                       ///< clusters
   const Algorithm* algorithm = &LloydAlgorithm();  ///< fast: the center update
   const ParameterValues* parameters = nullptr;     ///< fast: its resolved parameters
+  const Vector<Scalar>* point_weights = nullptr;   ///< n point weights; null: 1 each
 };
 
 // The evaluators without input checks, for inputs already validated:

@@ -140,11 +140,30 @@ absl::StatusOr<Matrix<Scalar>> CentersFromRowMajor(absl::Span<const float> value
   return FromRowMajor<Scalar>(values, k, d, "center", "k");
 }
 
+template <typename Scalar>
+absl::Status ValidateWeights(const Vector<Scalar>& weights, int64_t n, bool zero_sum_allowed) {
+  if (weights.size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weights has ", weights.size(), " values, expected n = ", n));
+  }
+  for (Eigen::Index i = 0; i < weights.size(); ++i) {
+    if (!std::isfinite(weights[i]) || weights[i] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("weight ", i, " = ", weights[i], ", must be finite and at least 0"));
+    }
+  }
+  if (!zero_sum_allowed && !(weights.template cast<double>().sum() > 0)) {
+    return absl::InvalidArgumentError("weights are all 0: no point would count");
+  }
+  return absl::OkStatus();
+}
+
 #define KMT_INSTANTIATE(S)                                                                    \
   template S MaxCoordinate<S>(int);                                                           \
   template absl::Status ValidatePoints<S>(const Matrix<S>&);                                  \
   template absl::Status ValidateCenters<S>(const Matrix<S>&, const Matrix<S>&);               \
   template absl::Status ValidateCenterValues<S>(const Matrix<S>&, int64_t);                   \
+  template absl::Status ValidateWeights<S>(const Vector<S>&, int64_t, bool);                  \
   template absl::StatusOr<Matrix<S>> PointsFromRowMajor<S>(absl::Span<const float>, int64_t,  \
                                                            int64_t);                          \
   template absl::StatusOr<Matrix<S>> CentersFromRowMajor<S>(absl::Span<const float>, int64_t, \

@@ -34,6 +34,13 @@ absl::Status ValidateCenters(const Matrix<Scalar>& points, const Matrix<Scalar>&
 template <typename Scalar>
 absl::Status ValidateCenterValues(const Matrix<Scalar>& centers, int64_t d);
 
+// Per-point weights: n values, each finite and at least 0, and unless
+// `zero_sum_allowed` not all 0 (a shard of a weighted dataset may weigh 0
+// while the others weigh more).
+template <typename Scalar>
+absl::Status ValidateWeights(const Vector<Scalar>& weights, int64_t n,
+                             bool zero_sum_allowed = false);
+
 // n x d row-major values (as they travel on the wire) to a d x n matrix,
 // checking the count and the shape; the values are left to ValidatePoints
 // (or Batch::Validate), so each batch is read for them once.

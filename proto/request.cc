@@ -1,5 +1,8 @@
 #include "proto/request.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "core/validation.h"
 #include "proto/init_method.h"
@@ -18,7 +21,48 @@ absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& r) {
                         .layers = r.iterations(),
                         .seed = r.seed(),
                         .parameters = {r.parameters().begin(), r.parameters().end()},
-                        .cluster_sums = r.return_cluster_sums()};
+                        .cluster_sums = r.return_cluster_sums(),
+                        .tol = r.has_tol() ? std::optional<double>(r.tol()) : std::nullopt,
+                        .n_init = std::max(1, r.n_init())};
+  if (!r.weights_f32().empty()) {
+    absl::StatusOr<std::vector<float>> weights =
+        RawVector({"weights", "n", r.n(), "", 1}, r.weights_size(), r.weights_f32());
+    if (!weights.ok()) return weights.status();
+    spec.weights = Eigen::Map<const Vector<float>>(weights->data(),
+                                                   static_cast<Eigen::Index>(weights->size()));
+  } else if (r.weights_size() > 0) {
+    spec.weights = Eigen::Map<const Vector<float>>(r.weights().data(), r.weights_size());
+  }
+  if (r.n_init() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("n_init = ", r.n_init(), ", must be at least 1 (0: one run)"));
+  }
+  switch (r.empty_clusters()) {
+    case v1::EMPTY_CLUSTERS_KEEP:
+      break;
+    case v1::EMPTY_CLUSTERS_RELOCATE_FARTHEST:
+      spec.empty_clusters = EmptyClusterPolicy::kRelocateFarthest;
+      break;
+    case v1::EMPTY_CLUSTERS_SPLIT_LARGEST:
+      spec.empty_clusters = EmptyClusterPolicy::kSplitLargest;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("empty_clusters = ", r.empty_clusters(), " is not a policy"));
+  }
+  switch (r.return_distances()) {
+    case v1::DISTANCES_NONE:
+      break;
+    case v1::DISTANCES_NEAREST:
+      spec.distances = DistanceOutput::kNearest;
+      break;
+    case v1::DISTANCES_ALL:
+      spec.distances = DistanceOutput::kAll;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("return_distances = ", r.return_distances(), " is not a choice"));
+  }
   if (r.init() == v1::INIT_GIVEN) {
     if (absl::Status s = ValidateClusterCount(r.n(), r.k()); !s.ok()) return s;
     absl::StatusOr<Matrix<float>> centers =
@@ -56,6 +100,32 @@ void FillResponse(const v1::ClusterRequest& r, const RunResult<float>& run,
     const ClusterSums& sums = *run.cluster_sums;
     out->mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
     out->mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
+    if (r.weights_size() > 0 || !r.weights_f32().empty()) {
+      out->mutable_center_weights()->Add(sums.weights.begin(), sums.weights.end());
+    }
+  }
+  out->set_converged(run.convergence != Convergence::kNone);
+  switch (run.convergence) {
+    case Convergence::kNone:
+      out->set_convergence(v1::CONVERGENCE_NONE);
+      break;
+    case Convergence::kTolerance:
+      out->set_convergence(v1::CONVERGENCE_TOLERANCE);
+      break;
+    case Convergence::kLabelsUnchanged:
+      out->set_convergence(v1::CONVERGENCE_LABELS_UNCHANGED);
+      break;
+  }
+  out->mutable_restart_objectives()->Add(run.restart_objectives.begin(),
+                                         run.restart_objectives.end());
+  out->set_best_restart(run.best_restart);
+  // Distances are k x n in the engine (a point's to every center in one
+  // column), n x k row-major on the wire: the same memory.
+  const absl::Span<const float> distances(run.distances.data(), run.distances.size());
+  if (r.raw_response()) {
+    if (!distances.empty()) EncodeFloat32(distances, out->mutable_distances_f32());
+  } else {
+    out->mutable_distances()->Add(distances.begin(), distances.end());
   }
 }
 

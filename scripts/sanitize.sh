@@ -4,10 +4,11 @@
 #                                                   the whole suite unless CTEST_ARGS select
 #   scripts/sanitize.sh address-ci                  AddressSanitizer + UBSan on the libraries
 #                                                   scripts/fuzz.sh builds (build-fuzz/, clang):
-#                                                   the input-handling test programs CI runs
+#                                                   the tests labelled `input`, which CI runs
 #                                                   (docs/hardening.md)
-#   scripts/sanitize.sh thread     [CTEST_ARGS...]  ThreadSanitizer, build-tsan/, the server
-#                                                   and client concurrency tests
+#   scripts/sanitize.sh thread     [CTEST_ARGS...]  ThreadSanitizer, build-tsan/, the tests
+#                                                   labelled `concurrent` unless CTEST_ARGS
+#                                                   select
 # Every instrumented process (the tests, and the kmt-server and kmt programs
 # they start) writes its reports to DIR/reports/: a report fails the test it
 # happens in, and any report file fails the script, so that a report in a
@@ -27,22 +28,18 @@ case "$kind" in
   address | address-ci)
     dir=build-asan
     configure=(-DKMT_SANITIZE=address,undefined)
+    default_tests=()
     if [[ $kind == address-ci ]]; then
-      # What turns outside bytes into values, and the code that checks and
-      # runs them: requests and model files converted, batches validated and
-      # run as a worker runs them, shards of resident jobs, point files read;
-      # then the real server and CLI on requests, files and message sizes
-      # (service_test's ServiceTest suite; its abuse, fault and shutdown
-      # tests are left to the full run). The libraries are the fuzz targets'
-      # (the same sanitizers, plus coverage counters), which CI has just
-      # built: only the programs and what only they link are compiled here.
+      # The tests labelled `input` (tests/CMakeLists.txt): what turns outside
+      # bytes into values, and the code that checks and runs them. The
+      # libraries are the fuzz targets' (the same sanitizers, plus coverage
+      # counters), which CI has just built: only the test programs and what
+      # only they link are compiled here.
       dir=build-fuzz
       export CXX=clang++
       configure=(-DKMT_FUZZ=ON)  # and address,undefined
-      targets=(request_test model_file_test validation_test engine_test batch_runner_test
-        model_registry_test resident_shard_test grpc_status_test point_reader_test npy_test
-        service_test)
-      declare -A only=([service_test]='ServiceTest.*')
+      targets=(tests-input)
+      default_tests=(-L input)
     fi
     reports=$here/$dir/reports
     # A small quarantine of freed memory (256 MiB by default), so that the
@@ -50,7 +47,6 @@ case "$kind" in
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:quarantine_size_mb=16:log_path=$reports/asan
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan
     export LSAN_OPTIONS=suppressions=$here/scripts/lsan.supp:print_suppressions=0
-    default_tests=()
     ;;
   thread)
     dir=build-tsan
@@ -69,16 +65,13 @@ case "$kind" in
     # thread anyway (--threads_per_batch=1); what is checked here is the
     # concurrency around the OpenMP regions: workers, streams, clients.
     export OMP_NUM_THREADS=1
-    # The concurrent parts: the worker pool, the service and its streams
-    # (plaintext and TLS), resident jobs (the Job RPC and the client that
-    # drives it), the metrics served while batches update them, shutdown,
-    # the client's retries, and the Python client and two replicas against
-    # the server. Left out: ServiceThreads, which checks the scheduling
-    # policy of every server thread (ThreadSanitizer adds one of its own),
-    # and the idle-streams and never-reading-client tests, whose bounds on
-    # the server's memory do not hold with ThreadSanitizer's shadow memory.
-    default_tests=(-R "WorkerPool|BatchRunner|Service|ClientRetries|TlsTest|Resident|MetricsTest|ProcessCollector|^python\.client$|^deploy\.scale_out$"
-      -E "^ServiceThreads\.|^ServiceAbuse\.TwoThousandIdleStreams|^ServiceAbuse\.AClientThatNeverReads")
+    # The tests labelled `concurrent` (tests/CMakeLists.txt): the worker
+    # pool, the service and its streams (plaintext and TLS), resident jobs
+    # (the Job RPC and the client that drives it), the metrics served while
+    # batches update them, shutdown, the client's retries, and the Python
+    # client and two replicas against the server; not the tests whose bounds
+    # ThreadSanitizer itself breaks.
+    default_tests=(-L concurrent)
     ;;
   *)
     echo "sanitize: unknown kind '$kind' (address, address-ci or thread)" >&2
@@ -92,18 +85,8 @@ cmake --build "$dir" -j2 --target "${targets[@]}"
 rm -rf "$reports"
 mkdir -p "$reports"
 status=0
-if [[ $kind == address-ci ]]; then
-  # Each program in one process, where ctest would run it.
-  for t in "${targets[@]}"; do
-    program=$(find "$dir/tests" -name "$t" -type f)
-    echo "sanitize: $t ${only[$t]:-}" >&2
-    (cd "$(dirname "$program")" && "./$t" --gtest_brief=1 --gtest_filter="${only[$t]:-*}") ||
-      status=1
-  done
-else
-  if [[ $# -eq 0 ]]; then set -- "${default_tests[@]}"; fi
-  ctest --test-dir "$dir" --output-on-failure "$@" || status=$?
-fi
+if [[ $# -eq 0 ]]; then set -- "${default_tests[@]}"; fi
+ctest --test-dir "$dir" --output-on-failure "$@" || status=$?
 if [[ -n $(ls -A "$reports") ]]; then
   echo "sanitize: reports in $reports:" >&2
   for report in "$reports"/*; do

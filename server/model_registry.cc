@@ -34,6 +34,7 @@ v1::ModelInfo Info(const ServedModel<float>& model) {
     info.set_lloyd_after(weights->lloyd_after);
   }
   info.set_default_init(InitToProto(model.default_init()));
+  info.set_accepts_weights(model.exact() && model.algorithm().weighted());
   return info;
 }
 

@@ -28,20 +28,22 @@ ResidentShard::~ResidentShard() {
   if (reserved_ > 0) memory_->Release(reserved_);
 }
 
-int64_t ResidentShard::Bytes(int64_t n, int64_t d) {
-  const int64_t per_point = 4 * d + 2 * 4 + SeedingShard<float>::kBytesPerPoint;
+int64_t ResidentShard::Bytes(int64_t n, int64_t d, bool weighted, bool count_label_changes) {
+  const int64_t per_point = 4 * d + 2 * 4 + SeedingShard<float>::kBytesPerPoint +
+                            (weighted ? 4 : 0) + (count_label_changes ? 4 : 0);
   if (n > std::numeric_limits<int64_t>::max() / per_point) return 0;
   return n * per_point;
 }
 
 absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* out) {
   const int64_t n = chunk.n(), d = chunk.d();
+  const bool has_weights = chunk.weights_size() > 0 || !chunk.weights_f32().empty();
   if (reserved_ == 0) {
     if (n < 1 || d < 1 || d > limits_.max_d) {
       return absl::InvalidArgumentError(absl::StrCat(
           "shard of n = ", n, ", d = ", d, ": needs n >= 1 and 1 <= d <= ", limits_.max_d));
     }
-    const int64_t bytes = Bytes(n, d);
+    const int64_t bytes = Bytes(n, d, has_weights, chunk.count_label_changes());
     if (bytes == 0) {
       return absl::ResourceExhaustedError(
           absl::StrCat("shard of n = ", n, " points in d = ", d, " overflows a byte count"));
@@ -52,10 +54,16 @@ absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* o
     }
     reserved_ = bytes;
     points_.resize(d, n);
+    if (has_weights) weights_.resize(n);
+    count_label_changes_ = chunk.count_label_changes();
   } else if (n != points_.cols() || d != points_.rows()) {
     return absl::InvalidArgumentError(absl::StrCat("a chunk says n = ", n, ", d = ", d,
                                                    ", the shard's first said n = ", points_.cols(),
                                                    ", d = ", points_.rows()));
+  } else if (chunk.count_label_changes() != count_label_changes_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a chunk says count_label_changes = ", chunk.count_label_changes() ? "true" : "false",
+        ", the shard's first said ", count_label_changes_ ? "true" : "false"));
   }
   const bool raw = !chunk.points_f32().empty();
   if (raw && chunk.points_size() > 0) {
@@ -71,16 +79,53 @@ absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* o
         absl::StrCat("a chunk of ", values, " values after ", received_, " of n = ", n,
                      " points: needs a multiple of d = ", d, " and at most the points left"));
   }
+  const int64_t count = values / d;
+  // A weighted shard (its first chunk carried weights) takes a weight with
+  // every point, an unweighted one none.
+  const bool weighted = weights_.size() > 0;
+  const bool raw_weights = !chunk.weights_f32().empty();
+  if (has_weights && !weighted) {
+    return absl::InvalidArgumentError(
+        "a chunk carries weights, but the shard's first chunk had none: weights come in every "
+        "chunk or in none");
+  }
+  if (weighted) {
+    if (raw_weights && chunk.weights_size() > 0) {
+      return absl::InvalidArgumentError("weights and weights_f32 are both set; send one of them");
+    }
+    if (chunk.weights_f32().size() % 4 != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("weights_f32 has ", chunk.weights_f32().size(),
+                       " bytes, not a whole number of float32 values"));
+    }
+    const int64_t weights = raw_weights ? chunk.weights_f32().size() / 4 : chunk.weights_size();
+    if (weights != count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a chunk of ", count, " points has ", weights,
+                       " weights; a weighted shard takes one with every point"));
+    }
+  }
   float* const at = points_.data() + received_ * d;
   if (raw) {
     DecodeFloat32(chunk.points_f32(), at);
   } else if (values > 0) {
     std::memcpy(at, chunk.points().data(), values * sizeof(float));
   }
-  received_ += values / d;
-  // Checked once, when complete: a NaN in the shard ends the job.
+  if (weighted && raw_weights) {
+    DecodeFloat32(chunk.weights_f32(), weights_.data() + received_);
+  } else if (weighted && count > 0) {
+    std::memcpy(weights_.data() + received_, chunk.weights().data(), count * sizeof(float));
+  }
+  received_ += count;
+  // Checked once, when complete: a NaN in the shard ends the job. One shard
+  // may weigh 0 in all; the job's coordinator checks the dataset's sum.
   if (complete()) {
     if (absl::Status s = ValidatePoints(points_); !s.ok()) return s;
+    if (weighted) {
+      if (absl::Status s = ValidateWeights(weights_, n, /*zero_sum_allowed=*/true); !s.ok()) {
+        return s;
+      }
+    }
   }
   out->set_points_loaded(received_);
   return absl::OkStatus();
@@ -107,10 +152,21 @@ absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* 
   if (absl::Status s = ValidateCenterValues(*centers, d); !s.ok()) return s;
   Labels labels;
   ClusterSums sums(d, step.k());
-  out->set_objective(AssignNearest(points_, *centers, &labels, nullptr, &sums));
+  const Vector<float>* weights = weights_.size() > 0 ? &weights_ : nullptr;
+  out->set_objective(AssignNearest(points_, *centers, &labels, nullptr, &sums, weights));
   out->mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
   out->mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
+  if (weights != nullptr) {
+    out->mutable_center_weights()->Add(sums.weights.begin(), sums.weights.end());
+  }
+  if (count_label_changes_ && last_labels_.size() == labels.size()) {
+    int64_t changed = 0;
+    for (size_t i = 0; i < labels.size(); ++i) changed += labels[i] != last_labels_[i];
+    out->set_labels_changed(changed);
+    out->set_labels_compared(true);
+  }
   if (step.return_labels()) out->mutable_labels()->Add(labels.begin(), labels.end());
+  if (count_label_changes_) last_labels_ = std::move(labels);
   return absl::OkStatus();
 }
 
@@ -126,7 +182,10 @@ absl::Status ResidentShard::Seed(const v1::SeedStep& step, v1::JobResponse* out)
   request.candidates = *std::move(candidates);
   request.indices.assign(step.point_indices().begin(), step.point_indices().end());
   request.targets.assign(step.draw_targets().begin(), step.draw_targets().end());
-  if (seeding_ == nullptr) seeding_ = std::make_unique<SeedingShard<float>>(&points_);
+  if (seeding_ == nullptr) {
+    seeding_ =
+        std::make_unique<SeedingShard<float>>(&points_, weights_.size() > 0 ? &weights_ : nullptr);
+  }
   absl::StatusOr<SeedAnswer<float>> answer = seeding_->Step(request);
   if (!answer.ok()) return answer.status();
   out->set_potential(answer->potential);

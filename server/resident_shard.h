@@ -1,7 +1,8 @@
-// One resident job's shard: its points (d x n, filled chunk by chunk), held
-// against the server's resident cap from the first chunk until the shard is
-// destroyed with its stream, and the steps computed on it by the core's fast
-// path (core/cluster_sums.h) and sharded k-means++ (core/seeding.h).
+// One resident job's shard: its points (d x n, filled chunk by chunk) and
+// their weights if it has them, held against the server's resident cap from
+// the first chunk until the shard is destroyed with its stream, and the
+// steps computed on it by the core's fast path (core/assign.h) and sharded
+// k-means++ (core/seeding.h), weighted when the points are.
 #ifndef KMT_SERVER_RESIDENT_SHARD_H_
 #define KMT_SERVER_RESIDENT_SHARD_H_
 
@@ -26,12 +27,14 @@ class ResidentShard {
 
   // The bytes a shard of n points in d dimensions holds: the points and,
   // per point, the state of a step (label, distance, k-means++'s running
-  // sums). 0 if that overflows.
-  static int64_t Bytes(int64_t n, int64_t d);
+  // sums), the weight if `weighted`, and the last assign step's label if
+  // it counts label changes. 0 if that overflows.
+  static int64_t Bytes(int64_t n, int64_t d, bool weighted = false,
+                       bool count_label_changes = false);
 
-  // Takes a chunk of the shard. The first one reserves Bytes(n, d) or fails
-  // with RESOURCE_EXHAUSTED before any point is kept. An error here ends the
-  // job.
+  // Takes a chunk of the shard. The first one decides whether the shard is
+  // weighted and counts label changes, and reserves its Bytes or fails with
+  // RESOURCE_EXHAUSTED before any point is kept. An error here ends the job.
   absl::Status Load(const v1::ShardChunk& chunk, v1::JobResponse* out);
   // Steps on the complete shard; an error is the step's own (the shard stays).
   absl::Status Assign(const v1::AssignStep& step, v1::JobResponse* out);
@@ -46,8 +49,11 @@ class ResidentShard {
   const Limits limits_;
   int64_t reserved_ = 0;
   int64_t received_ = 0;
-  Matrix<float> points_;  // d x n
-  std::unique_ptr<SeedingShard<float>> seeding_;
+  Matrix<float> points_;   // d x n
+  Vector<float> weights_;  // n, or empty: 1 each
+  bool count_label_changes_ = false;
+  Labels last_labels_;  // the last assign step's, if counting label changes
+  std::unique_ptr<SeedingShard<float>> seeding_;  // holds weights_ by reference
 };
 
 }  // namespace kmt

@@ -16,18 +16,20 @@ const Algorithm& KMedoidsAlgorithm();         // kmedoids.cc
 const Algorithm& SphericalKMeansAlgorithm();  // spherical_kmeans.cc
 
 // A home whose center update is one template over the scalar type:
-// `Derived::Update<Scalar>(context, points, labels, centers)` serves both of
-// Algorithm's overloads.
+// `Derived::Update<Scalar>(context, points, weights, labels, centers)` serves
+// both of Algorithm's overloads.
 template <typename Derived>
 class UpdateByTemplate : public Algorithm {
  public:
-  int UpdateCenters(const UpdateContext& context, const Matrix<float>& points, const Labels& labels,
+  int UpdateCenters(const UpdateContext& context, const Matrix<float>& points,
+                    const Vector<float>* weights, const Labels& labels,
                     Matrix<float>* centers) const final {
-    return Derived::template Update<float>(context, points, labels, centers);
+    return Derived::template Update<float>(context, points, weights, labels, centers);
   }
   int UpdateCenters(const UpdateContext& context, const Matrix<double>& points,
-                    const Labels& labels, Matrix<double>* centers) const final {
-    return Derived::template Update<double>(context, points, labels, centers);
+                    const Vector<double>* weights, const Labels& labels,
+                    Matrix<double>* centers) const final {
+    return Derived::template Update<double>(context, points, weights, labels, centers);
   }
 
  protected:

@@ -35,7 +35,7 @@ class KMedoids final : public UpdateByTemplate<KMedoids> {
 
   template <typename Scalar>
   static int Update(const UpdateContext& context, const Matrix<Scalar>& points,
-                    const Labels& labels, Matrix<Scalar>* centers) {
+                    const Vector<Scalar>*, const Labels& labels, Matrix<Scalar>* centers) {
     const double gamma = context.parameters.at("gamma");
     const Eigen::Index d = points.rows(), k = centers->cols();
     ClusterSums sums(static_cast<int>(d), static_cast<int>(k));

@@ -30,6 +30,7 @@ class Lloyd final : public Algorithm {
                             "centers' norms; any d and k"}},
             .reference = "ReferenceLloyd (reference/lloyd.h)",
             .unread_hint = "a softmax assignment is soft-kmeans, or lloyd-onehot-linear with beta",
+            .weighted = true,
         }) {}
 
   bool UpdatesFromSums() const override { return true; }

@@ -31,7 +31,7 @@ class RobustKMeans final : public UpdateByTemplate<RobustKMeans> {
 
   template <typename Scalar>
   static int Update(const UpdateContext& context, const Matrix<Scalar>& points,
-                    const Labels& labels, Matrix<Scalar>* centers) {
+                    const Vector<Scalar>*, const Labels& labels, Matrix<Scalar>* centers) {
     return PerClusterWeightedMeans(context.parameters.at("beta"), /*uniform=*/false, points, labels,
                                    centers,
                                    [](const Vector<double>& z) { return Sparsemax<double>(z); });

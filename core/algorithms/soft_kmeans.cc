@@ -34,11 +34,12 @@ class SoftKMeans final : public UpdateByTemplate<SoftKMeans> {
             .served = {{.options = {.embedding = Embedding::kOneHot, .theta3 = Theta3Form::kLinear},
                         .name = "soft-kmeans"}},
             .reference = "ReferenceSoftKMeans (reference/variant_reference.h)",
+            .weighted = true,
         }) {}
 
   template <typename Scalar>
-  static int Update(const UpdateContext& context, const Matrix<Scalar>& points, const Labels&,
-                    Matrix<Scalar>* centers) {
+  static int Update(const UpdateContext& context, const Matrix<Scalar>& points,
+                    const Vector<Scalar>* weights, const Labels&, Matrix<Scalar>* centers) {
     const double beta = context.parameters.at("beta");
     const Eigen::Index d = points.rows(), n = points.cols(), k = centers->cols();
     const Vector<Scalar> center_sq = SquaredNorms<Scalar>(*centers);
@@ -59,6 +60,8 @@ class SoftKMeans final : public UpdateByTemplate<SoftKMeans> {
         auto row = r.row(i);
         row = (row.array() - row.maxCoeff()).exp().matrix();
         row /= row.sum();
+        // A weighted point counts w times: its responsibilities scale by w.
+        if (weights != nullptr) row *= static_cast<double>((*weights)[first + i]);
       }
       sums[c].noalias() = x.template cast<double>() * r;
       masses[c] = r.colwise().sum().transpose();

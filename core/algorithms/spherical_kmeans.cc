@@ -25,7 +25,7 @@ int NormalizedSums(const ClusterSums& sums, Matrix<Scalar>* centers) {
   int kept = 0;
   for (Eigen::Index j = 0; j < centers->cols(); ++j) {
     const double norm = sums.sums.col(j).norm();
-    if (sums.counts[j] == 0 || !(norm > 0)) {
+    if (!(sums.weights[j] > 0) || !(norm > 0)) {
       ++kept;
       continue;
     }
@@ -45,6 +45,7 @@ class SphericalKMeans final : public Algorithm {
             .served = {{.options = {.embedding = Embedding::kOneHot}, .name = "spherical-kmeans"}},
             .reference = "ReferenceSphericalKMeans (reference/variant_reference.h); circuit "
                          "LloydConstruction with Model::unit_norm",
+            .weighted = true,
         }) {}
 
   bool Prepares() const override { return true; }

@@ -34,7 +34,7 @@ class TrimmedKMeans final : public UpdateByTemplate<TrimmedKMeans> {
 
   template <typename Scalar>
   static int Update(const UpdateContext& context, const Matrix<Scalar>& points,
-                    const Labels& labels, Matrix<Scalar>* centers) {
+                    const Vector<Scalar>*, const Labels& labels, Matrix<Scalar>* centers) {
     const double tau = context.parameters.at("tau");
     return PerClusterWeightedMeans(
         1.0, /*uniform=*/true, points, labels, centers,

@@ -87,7 +87,7 @@ TEST(Algorithm, UpdatesFromSumsEqualTheUpdateFromLabels) {
     SCOPED_TRACE(algorithm->name());
     Matrix<double> from_labels = points.leftCols(2), from_sums = from_labels;
     const ParameterValues parameters = ResolveParameters(algorithm->parameters(), {});
-    algorithm->UpdateCenters({.parameters = parameters}, points, labels, &from_labels);
+    algorithm->UpdateCenters({.parameters = parameters}, points, nullptr, labels, &from_labels);
     ClusterSums sums(2, 2);
     AccumulateClusterSums(points, labels, &sums);
     algorithm->CentersFromSums(sums, &from_sums);

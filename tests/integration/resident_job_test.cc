@@ -1,5 +1,6 @@
 // Resident jobs on real kmt-server processes on loopback ports: the kmt CLI
-// and the client library against the core on all points, one replica
+// and the client library against the core on all points, weighted jobs and
+// scikit-learn's stopping rule against one Cluster request, one replica
 // against two, a replica killed in the middle of a job, and the resident
 // cap.
 #include "client/resident_job.h"
@@ -18,7 +19,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/cluster_client.h"
 #include "core/init.h"
+#include "core/random.h"
 #include "core/transformer.h"
 #include "learn/task_generator.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
@@ -51,6 +54,42 @@ ResidentJobOptions Options(std::vector<std::string> servers, int streams) {
           .iterations = 8,
           .seed = 4,
           .chunk_bytes = 64 << 10};
+}
+
+// Continuous weights in [0, 2), every fifth point's 0 (as if removed).
+std::vector<float> WeightsFor(int64_t n) {
+  Rng rng(8);
+  std::vector<float> weights(n);
+  for (int64_t i = 0; i < n; ++i) {
+    weights[i] = i % 5 == 0 ? 0.0f : static_cast<float>(2 * rng.Uniform());
+  }
+  return weights;
+}
+
+// One request's response through the real client.
+v1::ClusterResponse ClusterOnce(const std::string& address, const v1::ClusterRequest& request) {
+  Client client(ClientOptions{.target = address});
+  v1::ClusterResponse response;
+  const absl::Status status = client.Cluster(
+      [&, sent = false](v1::ClusterRequest* r) mutable {
+        if (sent) return false;
+        *r = request;
+        return sent = true;
+      },
+      [&](v1::ClusterResponse&& r) { response = std::move(r); });
+  EXPECT_TRUE(status.ok()) << status;
+  return response;
+}
+
+Convergence FromProto(v1::ConvergenceReason reason) {
+  switch (reason) {
+    case v1::CONVERGENCE_TOLERANCE:
+      return Convergence::kTolerance;
+    case v1::CONVERGENCE_LABELS_UNCHANGED:
+      return Convergence::kLabelsUnchanged;
+    default:
+      return Convergence::kNone;
+  }
 }
 
 // The values after a version 1.0 .npy header.
@@ -144,6 +183,206 @@ TEST_F(ResidentJobTest, CliWholeModeEqualsTheCoreOnAllPoints) {
       EXPECT_NEAR(centers[j * kD + l], want.centers(l, j), 1e-6 * std::abs(want.centers(l, j)));
     }
   }
+}
+
+// Scikit-learn's semantics over two replicas: weighted means, objective and
+// sums, and the stopping rule (the shift against tol times the variance
+// from the loaded points, or an unchanged assignment), as one weighted
+// Cluster request with the same tol runs them on all points at once.
+TEST_F(ResidentJobTest, AWeightedJobOnTwoReplicasEqualsOneWeightedClusterRequest) {
+  const Matrix<float> points = Points().leftCols(30000);
+  const int64_t n = points.cols();
+  const std::vector<float> weights = WeightsFor(n);
+  const Matrix<float> init = *InitialCenters(points, kK, InitMethod::kKMeansPlusPlus, 3);
+  for (double tol : {1e-4, 0.0}) {
+    SCOPED_TRACE(absl::StrCat("tol = ", tol));
+    ResidentJobOptions options = Options({a_->address(), b_->address()}, 1);
+    options.iterations = 300;
+    options.tol = tol;
+    options.weights = weights;
+    const absl::StatusOr<ResidentJobResult> got =
+        RunResidentJob(options, n, kD, SourceOf(points), init);
+    ASSERT_TRUE(got.ok()) << got.status();
+
+    v1::ClusterRequest request;
+    request.set_model("lloyd-onehot");
+    request.set_n(n);
+    request.set_d(kD);
+    request.mutable_points()->Add(points.data(), points.data() + points.size());
+    request.set_k(kK);
+    request.set_iterations(options.iterations);
+    request.set_init(v1::INIT_GIVEN);
+    request.mutable_centers()->Add(init.data(), init.data() + init.size());
+    request.mutable_weights()->Add(weights.begin(), weights.end());
+    request.set_tol(tol);
+    const v1::ClusterResponse want = ClusterOnce(a_->address(), request);
+    ASSERT_FALSE(want.has_error()) << want.error().message();
+
+    // Stopped by the rule, for the same reason after the same iterations.
+    EXPECT_LT(got->iterations_run, options.iterations);
+    EXPECT_EQ(got->iterations_run, want.iterations_run());
+    EXPECT_EQ(got->convergence, FromProto(want.convergence()));
+    EXPECT_EQ(got->convergence, tol > 0 ? Convergence::kTolerance : Convergence::kLabelsUnchanged);
+    EXPECT_EQ(got->labels, Labels(want.labels().begin(), want.labels().end()));
+    // The weighted sums are added per shard here and per chunk there: the
+    // means may differ by a rounding.
+    for (int j = 0; j < kK; ++j) {
+      for (int l = 0; l < kD; ++l) {
+        const float c = want.centers(j * kD + l);
+        EXPECT_NEAR(got->centers(l, j), c, 1e-6 * std::abs(c));
+      }
+    }
+    EXPECT_NEAR(got->objective, want.objective(), 1e-9 * want.objective());
+    // The weights count: unweighted, the same start ends elsewhere.
+    options.weights.clear();
+    const absl::StatusOr<ResidentJobResult> unweighted =
+        RunResidentJob(options, n, kD, SourceOf(points), init);
+    ASSERT_TRUE(unweighted.ok()) << unweighted.status();
+    EXPECT_NE(unweighted->centers, got->centers);
+  }
+}
+
+TEST_F(ResidentJobTest, WeightedKMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoints) {
+  const std::vector<float> weights = WeightsFor(Points().cols());
+  const Vector<float> core_weights =
+      Eigen::Map<const Vector<float>>(weights.data(), weights.size());
+  for (bool plain : {false, true}) {
+    SCOPED_TRACE(plain ? "plain" : "greedy");
+    ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+    options.iterations = 0;
+    options.plain_seeding = plain;
+    options.weights = weights;
+    const absl::StatusOr<ResidentJobResult> got =
+        RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->centers, *ChooseInitialCenters(Points(), kK,
+                                                  plain ? InitMethod::kPlainKMeansPlusPlus
+                                                        : InitMethod::kKMeansPlusPlus,
+                                                  4, {}, &core_weights));
+  }
+}
+
+// Each assignment's label changes, summed over the shards, are those
+// between the core's successive assignments; without the count, the shift
+// rule alone stops the job at the same iteration.
+TEST_F(ResidentJobTest, EachIterationsLabelChangesAreCountedOverAllShards) {
+  const Matrix<float> init = *InitialCenters(Points(), kK, InitMethod::kKMeansPlusPlus, 3);
+  ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+  options.iterations = 6;
+  const absl::StatusOr<ResidentJobResult> got =
+      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), init);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->iterations_run, 6);
+  const RunResult<float> want =
+      *RunLloyd<float>({}, Points(), init, {.layers = 6, .record_trajectory = true});
+  std::vector<int64_t> changes;
+  for (int t = 1; t <= 6; ++t) {
+    const Labels& before = want.trajectory[t - 1].labels;
+    const Labels& after = t < 6 ? want.trajectory[t].labels : want.labels;
+    int64_t changed = 0;
+    for (size_t i = 0; i < after.size(); ++i) changed += before[i] != after[i];
+    changes.push_back(changed);
+  }
+  EXPECT_EQ(got->labels_changed, changes);
+
+  options.iterations = 300;
+  const absl::StatusOr<ResidentJobResult> counted =
+      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), init);
+  options.count_label_changes = false;
+  const absl::StatusOr<ResidentJobResult> uncounted =
+      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), init);
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  ASSERT_TRUE(uncounted.ok()) << uncounted.status();
+  EXPECT_EQ(counted->convergence, Convergence::kLabelsUnchanged);
+  EXPECT_EQ(counted->labels_changed.back(), 0);
+  EXPECT_EQ(uncounted->convergence, Convergence::kTolerance);
+  EXPECT_EQ(uncounted->labels_changed, std::vector<int64_t>(uncounted->iterations_run, -1));
+  EXPECT_EQ(uncounted->iterations_run, counted->iterations_run);
+  EXPECT_EQ(uncounted->centers, counted->centers);
+  EXPECT_EQ(uncounted->labels, counted->labels);
+}
+
+// --weights_in, resident and by passes: the library's weighted job, and
+// the same iterations by the same rule.
+TEST_F(ResidentJobTest, CliWholeModeWeighsThePointsByAWeightsFile) {
+  const Matrix<float> points = Points().leftCols(20000);
+  const int64_t n = points.cols();
+  const std::vector<float> weights = WeightsFor(n);
+  const Matrix<float> init = *InitialCenters(points, kK, InitMethod::kKMeansPlusPlus, 3);
+  const std::string dir = TempDir("resident-weights");
+  std::ofstream(dir + "/points.f32", std::ios::binary)
+      .write(reinterpret_cast<const char*>(points.data()), points.size() * sizeof(float));
+  {
+    std::ofstream text(dir + "/weights.txt");
+    for (float w : weights) text << absl::StrFormat("%.9g", w) << "\n";
+    std::ofstream csv(dir + "/init.csv");
+    for (int j = 0; j < kK; ++j) {
+      for (int l = 0; l < kD; ++l) csv << (l ? "," : "") << absl::StrFormat("%.9g", init(l, j));
+      csv << "\n";
+    }
+  }
+  ResidentJobOptions options = Options({a_->address(), b_->address()}, 1);
+  options.iterations = 300;
+  options.tol = 1e-4;
+  options.weights = weights;
+  const absl::StatusOr<ResidentJobResult> want =
+      RunResidentJob(options, n, kD, SourceOf(points), init);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(want->convergence, Convergence::kTolerance);
+  const std::string iterations = absl::StrCat("after ", want->iterations_run,
+                                              " iterations (converged: center shift within tol)");
+  for (bool resident : {true, false}) {
+    SCOPED_TRACE(resident ? "resident" : "by passes");
+    std::string out, err;
+    ASSERT_EQ(
+        RunProgram({KMT_CLI_BINARY, "cluster", "--mode=whole",
+                    "--server=ipv4:" + a_->address() + "," + b_->address(), "--streams=1",
+                    resident ? "--resident=true" : "--resident=false",
+                    "--input=" + dir + "/points.f32", absl::StrCat("--d=", kD),
+                    absl::StrCat("--k=", kK), "--iterations=300", "--tol=1e-4", "--init=given",
+                    "--centers_in=" + dir + "/init.csv", "--weights_in=" + dir + "/weights.txt",
+                    "--labels_out=" + dir + "/labels.npy", "--centers_out=" + dir + "/centers.npy"},
+                   &out, &err),
+        0)
+        << err;
+    EXPECT_NE(err.find(iterations), std::string::npos) << err;
+    EXPECT_EQ(ReadNpy<int>(dir + "/labels.npy"), want->labels);
+    const std::vector<float> centers = ReadNpy<float>(dir + "/centers.npy");
+    ASSERT_EQ(centers.size(), static_cast<size_t>(kK * kD));
+    for (int j = 0; j < kK; ++j) {
+      for (int l = 0; l < kD; ++l) {
+        EXPECT_NEAR(centers[j * kD + l], want->centers(l, j), 1e-6 * std::abs(want->centers(l, j)));
+      }
+    }
+  }
+  std::string out, err;
+  std::ofstream(dir + "/short.txt") << "1\n2\n";
+  EXPECT_NE(RunProgram({KMT_CLI_BINARY, "cluster", "--mode=whole", "--server=" + a_->address(),
+                        "--input=" + dir + "/points.f32", absl::StrCat("--d=", kD),
+                        absl::StrCat("--k=", kK), "--weights_in=" + dir + "/short.txt"},
+                       &out, &err),
+            0);
+  EXPECT_NE(err.find(absl::StrCat("short.txt has 2 weights for ", n, " points")), std::string::npos)
+      << err;
+}
+
+TEST_F(ResidentJobTest, BadWeightsAreRefusedBeforeAnyShardIsLoaded) {
+  ResidentJobOptions options = Options({a_->address()}, 1);
+  const auto refusal = [&](std::vector<float> weights) {
+    options.weights = std::move(weights);
+    const absl::StatusOr<ResidentJobResult> got =
+        RunResidentJob(options, 10, kD, SourceOf(Points()), std::nullopt);
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(got.status().message());
+  };
+  EXPECT_EQ(refusal({1, 2, 3}), "weights has 3 values, expected n = 10");
+  EXPECT_EQ(refusal(std::vector<float>(10, 0.0f)), "weights are all 0: no point would count");
+  std::vector<float> weights(10, 1.0f);
+  weights[2] = -0.5f;
+  EXPECT_EQ(refusal(weights), "weight 2 = -0.5, must be finite and at least 0");
+  weights.assign(10, 0.0f);
+  weights[0] = weights[1] = 1;
+  EXPECT_EQ(refusal(weights), "only 2 points have a positive weight, fewer than k = 6");
 }
 
 TEST_F(ResidentJobTest, KMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoints) {
@@ -307,7 +546,8 @@ TEST(ResidentJobCap, AShardThatDoesNotFitIsRefusedWithTheNumbersAndTheCliFallsBa
       Options({server->address()}, 1), Points().cols(), kD, SourceOf(Points()), std::nullopt);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(refused.status().message().find(absl::StrCat(
-                "shard of n = 60000 points in d = 8: a shard of ", ResidentShard::Bytes(60000, kD),
+                "shard of n = 60000 points in d = 8: a shard of ",
+                ResidentShard::Bytes(60000, kD, /*weighted=*/false, /*count_label_changes=*/true),
                 " bytes does not fit: this server holds 0 of "
                 "its 100000 resident bytes")),
             std::string::npos)

@@ -115,6 +115,191 @@ TEST(ResidentShard, BadRawChunksAndCentersAreNamed) {
             "centers_f32 has 12 bytes, expected k*d*4 = 2*2*4");
 }
 
+Vector<float> Weights(int64_t n) {
+  Rng rng(5);
+  Vector<float> weights(n);
+  for (Eigen::Index i = 0; i < n; ++i) weights[i] = static_cast<float>(rng.Uniform() * 3);
+  weights[7] = 0;
+  return weights;
+}
+
+// The chunk with its points' weights, repeated or raw.
+v1::ShardChunk WeightedChunk(const Matrix<float>& points, const Vector<float>& weights,
+                             int64_t first, int64_t count, bool raw) {
+  v1::ShardChunk chunk = Chunk(points, first, count);
+  const absl::Span<const float> values(weights.data() + first, count);
+  if (raw) {
+    EncodeFloat32(values, chunk.mutable_weights_f32());
+  } else {
+    chunk.mutable_weights()->Add(values.begin(), values.end());
+  }
+  return chunk;
+}
+
+v1::AssignStep Step(const Matrix<float>& centers, bool labels) {
+  v1::AssignStep step;
+  step.set_k(static_cast<int>(centers.cols()));
+  step.mutable_centers()->Add(centers.data(), centers.data() + centers.size());
+  step.set_return_labels(labels);
+  return step;
+}
+
+// The shard's answer to `step` is `want`, the core's.
+void ExpectSeedAnswer(ResidentShard& shard, const v1::SeedStep& step,
+                      const SeedAnswer<float>& want) {
+  v1::JobResponse got;
+  ASSERT_TRUE(shard.Seed(step, &got).ok());
+  EXPECT_EQ(got.potential(), want.potential);
+  EXPECT_EQ(std::vector<float>(got.points().begin(), got.points().end()),
+            std::vector<float>(want.points.data(), want.points.data() + want.points.size()));
+  EXPECT_EQ(
+      std::vector<double>(got.candidate_potentials().begin(), got.candidate_potentials().end()),
+      want.candidate_potentials);
+}
+
+TEST(ResidentShard, WeightedStepsEqualTheWeightedCore) {
+  const Matrix<float> points = Points(3, 1000);
+  const Vector<float> weights = Weights(1000);
+  const Matrix<float> centers = points.leftCols(5);
+  ResidentMemory memory(1 << 20);
+  ResidentShard shard(&memory, Limits{});
+  v1::JobResponse response;
+  ASSERT_TRUE(shard.Load(WeightedChunk(points, weights, 0, 400, false), &response).ok());
+  // The weights' 4 bytes per point are reserved with the first chunk.
+  EXPECT_EQ(memory.held(), ResidentShard::Bytes(1000, 3, /*weighted=*/true));
+  EXPECT_EQ(memory.held(), ResidentShard::Bytes(1000, 3) + 4 * 1000);
+  ASSERT_TRUE(shard.Load(WeightedChunk(points, weights, 400, 600, true), &response).ok());
+
+  v1::JobResponse got;
+  ASSERT_TRUE(shard.Assign(Step(centers, true), &got).ok());
+  Labels labels;
+  ClusterSums sums(3, 5);
+  const double objective = AssignNearest(points, centers, &labels, nullptr, &sums, &weights);
+  EXPECT_EQ(got.objective(), objective);
+  EXPECT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
+  EXPECT_EQ(std::vector<int64_t>(got.center_counts().begin(), got.center_counts().end()),
+            sums.counts);
+  EXPECT_EQ(std::vector<double>(got.center_weights().begin(), got.center_weights().end()),
+            sums.weights);
+  EXPECT_EQ(Eigen::Map<const Matrix<double>>(got.center_sums().data(), 3, 5), sums.sums);
+  // Weighted, not plain: the weights are not all 1.
+  EXPECT_NE(got.objective(), AssignNearest(points, centers, &labels));
+
+  // k-means++'s first draw is by weight, then by w D^2.
+  SeedingShard<float> local(&points, &weights);
+  const double target = 0.3 * weights.cast<double>().sum();
+  v1::SeedStep first;
+  first.add_draw_targets(target);
+  ExpectSeedAnswer(shard, first, *local.Step({.targets = {target}}));
+  v1::SeedStep next;
+  next.mutable_add_centers()->Add(points.col(3).data(), points.col(3).data() + 3);
+  next.add_draw_targets(1.5);
+  next.mutable_candidates()->Add(points.col(9).data(), points.col(9).data() + 3);
+  ExpectSeedAnswer(
+      shard, next,
+      *local.Step({.add = points.col(3), .targets = {1.5}, .candidates = points.col(9)}));
+}
+
+TEST(ResidentShard, AShardOfWeightZeroIsAcceptedAndEmptiesEveryCluster) {
+  const Matrix<float> points = Points(2, 10);
+  ResidentMemory memory(1 << 20);
+  ResidentShard shard(&memory, Limits{});
+  v1::JobResponse response;
+  ASSERT_TRUE(
+      shard.Load(WeightedChunk(points, Vector<float>::Zero(10), 0, 10, false), &response).ok());
+  ASSERT_TRUE(shard.Assign(Step(points.leftCols(2), false), &response).ok());
+  EXPECT_EQ(response.objective(), 0);
+  EXPECT_EQ(response.center_weights(0) + response.center_weights(1), 0);
+  EXPECT_EQ(response.center_counts(0) + response.center_counts(1), 10);
+}
+
+TEST(ResidentShard, BadWeightsAreNamed) {
+  const Matrix<float> points = Points(2, 10);
+  Vector<float> weights = Weights(10);
+  ResidentMemory memory(1 << 20);
+  v1::JobResponse response;
+  const auto load = [&](const std::vector<v1::ShardChunk>& chunks) {
+    ResidentShard shard(&memory, Limits{});
+    for (const v1::ShardChunk& chunk : chunks) {
+      const absl::Status status = shard.Load(chunk, &response);
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
+  };
+  weights[3] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(load({WeightedChunk(points, weights, 0, 10, false)}).message(),
+            "weight 3 = nan, must be finite and at least 0");
+  weights[3] = -1;
+  // Checked once the shard is complete, with the index in the shard.
+  EXPECT_EQ(
+      load({WeightedChunk(points, weights, 0, 6, true), WeightedChunk(points, weights, 6, 4, true)})
+          .message(),
+      "weight 3 = -1, must be finite and at least 0");
+  weights[3] = 1;
+  v1::ShardChunk short_chunk = WeightedChunk(points, weights, 0, 4, false);
+  short_chunk.mutable_weights()->RemoveLast();
+  EXPECT_EQ(load({short_chunk}).message(),
+            "a chunk of 4 points has 3 weights; a weighted shard takes one with every point");
+  v1::ShardChunk odd = WeightedChunk(points, weights, 0, 4, true);
+  odd.mutable_weights_f32()->pop_back();
+  EXPECT_EQ(load({odd}).message(),
+            "weights_f32 has 15 bytes, not a whole number of float32 values");
+  v1::ShardChunk both = WeightedChunk(points, weights, 0, 4, true);
+  both.add_weights(1);
+  EXPECT_EQ(load({both}).message(), "weights and weights_f32 are both set; send one of them");
+  EXPECT_EQ(load({WeightedChunk(points, weights, 0, 4, false), Chunk(points, 4, 6)}).message(),
+            "a chunk of 6 points has 0 weights; a weighted shard takes one with every point");
+  EXPECT_EQ(load({Chunk(points, 0, 4), WeightedChunk(points, weights, 4, 6, false)}).message(),
+            "a chunk carries weights, but the shard's first chunk had none: weights come in every "
+            "chunk or in none");
+  v1::ShardChunk counting = Chunk(points, 4, 6);
+  counting.set_count_label_changes(true);
+  EXPECT_EQ(load({Chunk(points, 0, 4), counting}).message(),
+            "a chunk says count_label_changes = true, the shard's first said false");
+  EXPECT_TRUE(load({WeightedChunk(points, weights, 0, 4, false),
+                    WeightedChunk(points, weights, 4, 6, true)})
+                  .ok());
+  EXPECT_EQ(memory.held(), 0);
+}
+
+TEST(ResidentShard, AssignStepsCountTheLabelsChangedSinceTheLastOne) {
+  const Matrix<float> points = Points(3, 1000);
+  const Matrix<float> before = points.leftCols(4), after = points.middleCols(4, 4);
+  ResidentMemory memory(1 << 20);
+  ResidentShard counting(&memory, Limits{});
+  v1::ShardChunk chunk = Chunk(points, 0, 1000);
+  chunk.set_count_label_changes(true);
+  v1::JobResponse response;
+  ASSERT_TRUE(counting.Load(chunk, &response).ok());
+  // The last labels' 4 bytes per point are part of the reservation.
+  EXPECT_EQ(memory.held(), ResidentShard::Bytes(1000, 3) + 4 * 1000);
+  EXPECT_EQ(memory.held(), ResidentShard::Bytes(1000, 3, false, /*count_label_changes=*/true));
+
+  v1::JobResponse first, same, moved;
+  ASSERT_TRUE(counting.Assign(Step(before, false), &first).ok());
+  EXPECT_FALSE(first.labels_compared());  // nothing to compare with
+  ASSERT_TRUE(counting.Assign(Step(before, false), &same).ok());
+  EXPECT_TRUE(same.labels_compared());
+  EXPECT_EQ(same.labels_changed(), 0);
+  ASSERT_TRUE(counting.Assign(Step(after, true), &moved).ok());
+  Labels old_labels, new_labels;
+  AssignNearest(points, before, &old_labels);
+  AssignNearest(points, after, &new_labels);
+  int64_t changed = 0;
+  for (size_t i = 0; i < old_labels.size(); ++i) changed += old_labels[i] != new_labels[i];
+  ASSERT_GT(changed, 0);
+  EXPECT_TRUE(moved.labels_compared());
+  EXPECT_EQ(moved.labels_changed(), changed);
+  EXPECT_EQ(Labels(moved.labels().begin(), moved.labels().end()), new_labels);
+
+  ResidentShard plain(&memory, Limits{});
+  ASSERT_TRUE(plain.Load(Chunk(points, 0, 1000), &response).ok());
+  ASSERT_TRUE(plain.Assign(Step(before, false), &response).ok());
+  ASSERT_TRUE(plain.Assign(Step(after, false), &response).ok());
+  EXPECT_FALSE(response.labels_compared());
+  EXPECT_EQ(response.labels_changed(), 0);
+}
+
 TEST(ResidentShard, TooLargeAShardIsRefusedBeforeAnyPointIsKept) {
   const Matrix<float> points = Points(4, 100);
   ResidentMemory memory(ResidentShard::Bytes(100, 4) - 1);

@@ -1,0 +1,45 @@
+// What a center becomes when its cluster is empty after an assignment (no
+// point, or only points of weight 0). Lloyd's as the circuits compute it
+// keeps the center; scikit-learn relocates empty clusters to the points
+// farthest from their centers; FAISS splits the largest cluster.
+#ifndef KMT_CORE_EMPTY_CLUSTERS_H_
+#define KMT_CORE_EMPTY_CLUSTERS_H_
+
+#include "absl/strings/string_view.h"
+#include "core/cluster_sums.h"
+#include "core/types.h"
+
+namespace kmt {
+
+enum class EmptyClusterPolicy {
+  kKeep,              ///< the center keeps its value (the circuits' rule)
+  kRelocateFarthest,  ///< scikit-learn's: the points farthest from their centers
+  kSplitLargest,      ///< FAISS's: a perturbed copy of the heaviest cluster's center
+};
+
+absl::string_view EmptyClusterPolicyName(EmptyClusterPolicy policy);
+
+// Relocation, before the means: with m clusters of weight 0 in `sums`, the
+// m points of positive weight farthest from the center they are labelled
+// with (`centers`, the centers of this assignment; ties to the lower index)
+// are taken, in decreasing distance, by the empty clusters in increasing
+// index. Each moves from its cluster's sums into an empty one's, which then
+// holds that point alone, as scikit-learn's _relocate_empty_clusters does.
+// `weights`: n values or null (1 each). Fewer such points than empty
+// clusters leave the rest empty.
+template <typename Scalar>
+void RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
+                           const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums);
+
+// Splitting, after the means: each cluster of weight 0 in `sums`, in
+// increasing index, takes the center of the heaviest cluster (ties to the
+// lower index) scaled coordinate by coordinate by 1 + eps, -eps alternating
+// (eps = 1/1024), the donor scaled the other way, and half its weight, as
+// FAISS's split does (FAISS draws the donor at random in proportion to size;
+// here it is the heaviest, so that a run does not depend on a draw).
+template <typename Scalar>
+void SplitLargestClusters(ClusterSums* sums, Matrix<Scalar>* centers);
+
+}  // namespace kmt
+
+#endif  // KMT_CORE_EMPTY_CLUSTERS_H_
