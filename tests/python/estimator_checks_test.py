@@ -10,19 +10,11 @@ from unittest import SkipTest
 
 from sklearn.utils.estimator_checks import _get_check_estimator_ids, check_estimator
 
-from estimator_support import Server, kmt
+from estimator_support import ServedTest, kmt
 
 
 
-class EstimatorChecksTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server("--model_dir=")
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.server.stop() == 0
-
+class EstimatorChecksTest(ServedTest):
     def run_checks(self, estimator):
         xfail = estimator._get_tags()["_xfail_checks"]
         allowed = [*xfail.values(), "pandas"]  # the declared reasons; pandas' absence

@@ -2,6 +2,7 @@
 the data they cluster, and the comparison of a kmt fit with scikit-learn's."""
 import os
 import sys
+import unittest
 
 import numpy as np
 
@@ -10,7 +11,20 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "tests/deploy"))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 
 import kmt  # noqa: E402,F401
-from harness import Server  # noqa: E402,F401
+from harness import Server  # noqa: E402
+
+
+class ServedTest(unittest.TestCase):
+    """Tests that share one kmt-server, started with SERVER_FLAGS."""
+    SERVER_FLAGS = ("--model_dir=",)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(*cls.SERVER_FLAGS)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0
 
 
 def mixture(n, d, k, seed=7, spread=2.0, offset=0.0, dtype=np.float64):

@@ -19,20 +19,20 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
-from estimator_support import Server, assert_same_fit, kmt, mixture, rows
+from estimator_support import Server, ServedTest, assert_same_fit, kmt, mixture, rows
 
 K = 6
 
 
-class SameAsScikitLearnTest(unittest.TestCase):
+class SameAsScikitLearnTest(ServedTest):
     @classmethod
     def setUpClass(cls):
-        cls.server = Server("--model_dir=")
-        cls.resident = Server("--model_dir=")
+        super().setUpClass()
+        cls.resident = Server("--model_dir=")  # the second replica of resident fits
 
     @classmethod
     def tearDownClass(cls):
-        assert cls.server.stop() == 0
+        super().tearDownClass()
         assert cls.resident.stop() == 0
 
     def fit_both(self, points, init, weights=None, resident=False, **options):
@@ -152,18 +152,10 @@ class SameAsScikitLearnTest(unittest.TestCase):
             .predict(test))
 
 
-class KMeansPlusPlusTest(unittest.TestCase):
+class KMeansPlusPlusTest(ServedTest):
     """The server's k-means++ is not scikit-learn's draw for draw, so these
     check what holds whatever the draws: determinism, restarts, quality."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server("--model_dir=")
-        cls.points = mixture(5000, 4, K, seed=31, spread=0.3)
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.server.stop() == 0
+    points = mixture(5000, 4, K, seed=31, spread=0.3)
 
     def test_a_random_state_names_one_fit_on_either_path(self):
         for batch_size in (None, 1000):
@@ -203,17 +195,9 @@ class KMeansPlusPlusTest(unittest.TestCase):
         self.assertLessEqual(ten.inertia_, one.inertia_)
 
 
-class BehaviourTest(unittest.TestCase):
+class BehaviourTest(ServedTest):
     """scikit-learn's errors, warnings and input handling."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server("--model_dir=")
-        cls.points = mixture(600, 3, 4, seed=37)
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.server.stop() == 0
+    points = mixture(600, 3, 4, seed=37)
 
     def kmeans(self, n_clusters=4, **options):
         options.setdefault("n_init", 1)
@@ -360,15 +344,7 @@ class ResidentFailoverTest(unittest.TestCase):
             b.stop()
 
 
-class PipelineTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server("--model_dir=")
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.server.stop() == 0
-
+class PipelineTest(ServedTest):
     def test_grid_search_over_a_pipeline_picks_the_number_of_clusters(self):
         # Four classes, each a blob: a linear model on the distances to the
         # centers separates them once there are enough clusters.

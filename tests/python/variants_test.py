@@ -12,7 +12,7 @@ import sklearn.cluster
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import has_fit_parameter
 
-from estimator_support import SOURCE_DIR, Server, kmt, mixture, rows
+from estimator_support import SOURCE_DIR, ServedTest, kmt, mixture, rows
 
 K = 4
 # The request seed an estimator with random_state=0 and given centers sends.
@@ -24,18 +24,20 @@ VARIANTS = ((kmt.SoftKMeans, "soft-kmeans", {"beta": 2.0}),
             (kmt.KMedoids, "kmedoids", {"gamma": 1.5}))
 
 
-class VariantsTest(unittest.TestCase):
+class VariantsTest(ServedTest):
+    SERVER_FLAGS = (f"--model_dir={SOURCE_DIR}/models",)  # and the learned models
+    points = mixture(1500, 3, K, seed=53, offset=2.0)
+
     @classmethod
     def setUpClass(cls):
-        cls.server = Server(f"--model_dir={SOURCE_DIR}/models")
+        super().setUpClass()
         cls.client = kmt.Client(cls.server.address, timeout=120)
         cls.infos = {m.name: m for m in cls.client.models()}
-        cls.points = mixture(1500, 3, K, seed=53, offset=2.0)
 
     @classmethod
     def tearDownClass(cls):
         cls.client.close()
-        assert cls.server.stop() == 0
+        super().tearDownClass()
 
     def test_each_variant_fits_as_its_model_computes(self):
         init = rows(self.points, K)
@@ -119,15 +121,8 @@ class VariantsTest(unittest.TestCase):
             kmt.SoftKMeans(K, batch_size=100, server=self.server.address).fit(self.points)
 
 
-class MiniBatchKMeansTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server("--model_dir=")
-        cls.points = mixture(6000, 4, K, seed=61)
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.server.stop() == 0
+class MiniBatchKMeansTest(ServedTest):
+    points = mixture(6000, 4, K, seed=61)
 
     def both(self, **options):
         return (kmt.MiniBatchKMeans(K, server=self.server.address, **options),
