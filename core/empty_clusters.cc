@@ -33,10 +33,10 @@ std::vector<Eigen::Index> EmptyClusters(const ClusterSums& sums) {
 }  // namespace
 
 template <typename Scalar>
-void RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
-                           const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums) {
+int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
+                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums) {
   const std::vector<Eigen::Index> empty = EmptyClusters(*sums);
-  if (empty.empty()) return;
+  if (empty.empty()) return 0;
   const Eigen::Index d = points.rows(), n = points.cols();
   std::vector<Eigen::Index> order;
   order.reserve(n);
@@ -63,6 +63,7 @@ void RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* w
     sums->weights[to] = w;
     sums->counts[to] = 1;
   }
+  return static_cast<int>(empty.size());
 }
 
 template <typename Scalar>
@@ -83,9 +84,9 @@ void SplitLargestClusters(ClusterSums* sums, Matrix<Scalar>* centers) {
   }
 }
 
-#define KMT_INSTANTIATE(S)                                                                  \
-  template void RelocateEmptyClusters<S>(const Matrix<S>&, const Vector<S>*, const Labels&, \
-                                         const Matrix<S>&, ClusterSums*);                   \
+#define KMT_INSTANTIATE(S)                                                                 \
+  template int RelocateEmptyClusters<S>(const Matrix<S>&, const Vector<S>*, const Labels&, \
+                                        const Matrix<S>&, ClusterSums*);                   \
   template void SplitLargestClusters<S>(ClusterSums*, Matrix<S>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -26,10 +26,11 @@ absl::string_view EmptyClusterPolicyName(EmptyClusterPolicy policy);
 // index. Each moves from its cluster's sums into an empty one's, which then
 // holds that point alone, as scikit-learn's _relocate_empty_clusters does.
 // `weights`: n values or null (1 each). Fewer such points than empty
-// clusters leave the rest empty.
+// clusters leave the rest empty. Returns the number of empty clusters it
+// found.
 template <typename Scalar>
-void RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
-                           const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums);
+int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
+                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums);
 
 // Splitting, after the means: each cluster of weight 0 in `sums`, in
 // increasing index, takes the center of the heaviest cluster (ties to the

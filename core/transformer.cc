@@ -207,8 +207,7 @@ absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& fr
     if (reported_sums) {
       ClusterSums& sums = *result->cluster_sums;
       if (options.empty_clusters == EmptyClusterPolicy::kRelocateFarthest) {
-        for (double w : sums.weights) empty += !(w > 0);
-        RelocateEmptyClusters(points, frame.weights, *labels, centers, &sums);
+        empty = RelocateEmptyClusters(points, frame.weights, *labels, centers, &sums);
         algorithm.CentersFromSums(sums, &centers);
       } else {
         empty = algorithm.CentersFromSums(sums, &centers);

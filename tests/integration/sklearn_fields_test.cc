@@ -5,13 +5,12 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
 #include <vector>
 
 #include "proto/kmeans_transformer.grpc.pb.h"
-#include "proto/raw_payload.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/service_fixture.h"
 #include "tests/support/gaussian_clusters.h"
 
 namespace kmt {
@@ -27,55 +26,39 @@ class SklearnFieldsTest : public ::testing::Test {
     EXPECT_EQ(server_->Terminate(absl::Seconds(30)), 0);
     delete server_;
   }
-  static std::vector<v1::ClusterResponse> Exchange(
-      const std::vector<v1::ClusterRequest>& requests) {
-    auto stub = v1::KMeansTransformer::NewStub(
-        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-    auto stream = stub->Cluster(&context);
-    for (const v1::ClusterRequest& r : requests) EXPECT_TRUE(stream->Write(r));
-    stream->WritesDone();
-    std::vector<v1::ClusterResponse> responses;
-    for (v1::ClusterResponse r; stream->Read(&r);) responses.push_back(r);
-    EXPECT_TRUE(stream->Finish().ok());
-    return responses;
+  // Every request on one stream, which must end OK.
+  static std::vector<v1::ClusterResponse> Answers(const std::vector<v1::ClusterRequest>& requests) {
+    const Exchange out = Stream(server_->address(), requests);
+    EXPECT_TRUE(out.status.ok()) << out.status.error_message();
+    return out.responses;
   }
   static ServerProcess* server_;
 };
 ServerProcess* SklearnFieldsTest::server_ = nullptr;
 
-v1::ClusterRequest Request(const std::string& id, const std::string& model = "lloyd-onehot") {
+// 2,000 points in d = 4, k = 5, up to 50 iterations.
+v1::ClusterRequest FieldsRequest(const std::string& id, const std::string& model = "lloyd-onehot") {
   static const Matrix<float> points =
       GaussianClusters<float>({.n = 2000, .d = 4, .k = 5}, 12).points;
-  v1::ClusterRequest r;
-  r.set_request_id(id);
-  r.set_model(model);
-  r.set_n(points.cols());
-  r.set_d(static_cast<int>(points.rows()));
-  r.mutable_points()->Add(points.data(), points.data() + points.size());
-  r.set_k(5);
-  r.set_iterations(50);
-  r.set_seed(4);
-  return r;
+  return Request(id, model, points, 5, 50);
 }
 
 TEST_F(SklearnFieldsTest, TheFieldsAreAnswered) {
-  v1::ClusterRequest weighted = Request("weighted");
+  v1::ClusterRequest weighted = FieldsRequest("weighted");
   for (int i = 0; i < weighted.n(); ++i) weighted.add_weights(1 + i % 3);
   weighted.set_return_cluster_sums(true);
-  v1::ClusterRequest converging = Request("tol");
+  v1::ClusterRequest converging = FieldsRequest("tol");
   converging.set_tol(1e-4);
-  v1::ClusterRequest restarts = Request("restarts");
+  v1::ClusterRequest restarts = FieldsRequest("restarts");
   restarts.set_n_init(3);
   restarts.set_iterations(5);
-  v1::ClusterRequest distances = Request("distances");
+  v1::ClusterRequest distances = FieldsRequest("distances");
   distances.set_return_distances(v1::DISTANCES_ALL);
   distances.set_raw_response(true);
-  v1::ClusterRequest relocate = Request("relocate");
+  v1::ClusterRequest relocate = FieldsRequest("relocate");
   relocate.set_empty_clusters(v1::EMPTY_CLUSTERS_RELOCATE_FARTHEST);
   const std::vector<v1::ClusterResponse> out =
-      Exchange({weighted, converging, restarts, distances, relocate});
+      Answers({weighted, converging, restarts, distances, relocate});
   ASSERT_EQ(out.size(), 5u);
   for (const v1::ClusterResponse& r : out) EXPECT_FALSE(r.has_error()) << r.error().message();
   double weight = 0;
@@ -97,42 +80,42 @@ TEST_F(SklearnFieldsTest, BadValuesAreNamedAndTheStreamGoesOn) {
     requests.push_back(std::move(r));
     messages.push_back(std::move(message));
   };
-  v1::ClusterRequest r = Request("short-weights");
+  v1::ClusterRequest r = FieldsRequest("short-weights");
   r.add_weights(1);
   add(r, "weights has 1 values, expected n = 2000");
-  r = Request("negative-weight");
+  r = FieldsRequest("negative-weight");
   for (int i = 0; i < r.n(); ++i) r.add_weights(i == 7 ? -1 : 1);
   add(r, "weight 7 = -1, must be finite and at least 0");
-  r = Request("zero-weights");
+  r = FieldsRequest("zero-weights");
   for (int i = 0; i < r.n(); ++i) r.add_weights(0);
   add(r, "weights are all 0: no point would count");
-  r = Request("raw-weights");
+  r = FieldsRequest("raw-weights");
   r.set_weights_f32(std::string(12, '\0'));
   add(r, "weights_f32 has 12 bytes, expected n*4 = 2000*4");
-  r = Request("unweighted-model", "kmedoids");
+  r = FieldsRequest("unweighted-model", "kmedoids");
   for (int i = 0; i < r.n(); ++i) r.add_weights(1);
   add(r,
       "model kmedoids takes no weights: kmedoids has no standard weighted form (ListModels says "
       "which models accept weights)");
-  r = Request("tol");
+  r = FieldsRequest("tol");
   r.set_tol(-1);
   add(r, "tol = -1, must be finite and at least 0");
-  r = Request("n_init");
+  r = FieldsRequest("n_init");
   r.set_n_init(-2);
   add(r, "n_init = -2, must be at least 1 (0: one run)");
-  r = Request("policy");
+  r = FieldsRequest("policy");
   r.set_empty_clusters(static_cast<v1::EmptyClusters>(9));
   add(r, "empty_clusters = 9 is not a policy");
-  r = Request("distances");
+  r = FieldsRequest("distances");
   r.set_return_distances(static_cast<v1::Distances>(7));
   add(r, "return_distances = 7 is not a choice");
-  r = Request("policy-model", "trimmed-kmeans");
+  r = FieldsRequest("policy-model", "trimmed-kmeans");
   r.set_empty_clusters(v1::EMPTY_CLUSTERS_SPLIT_LARGEST);
   add(r,
       "empty_clusters = split-largest applies to models whose centers are their clusters' means "
       "(Lloyd's, spherical k-means); trimmed-kmeans keeps an empty cluster's center");
-  add(Request("fine"), "");
-  const std::vector<v1::ClusterResponse> out = Exchange(requests);
+  add(FieldsRequest("fine"), "");
+  const std::vector<v1::ClusterResponse> out = Answers(requests);
   ASSERT_EQ(out.size(), requests.size());
   for (size_t i = 0; i < out.size(); ++i) {
     SCOPED_TRACE(requests[i].request_id());
