@@ -45,6 +45,7 @@ TEST(ClusterSums, MeansReplaceCentersAndEmptyClustersKeepTheirs) {
   ClusterSums sums(1, 3);
   sums.sums << 6, 0, -3;
   sums.counts = {3, 0, 1};
+  sums.weights = {3, 0, 1};  // unweighted points weigh 1 each
   Matrix<double> centers(1, 3);
   centers << 9, 9, 9;
   EXPECT_EQ(ApplyMeans(sums, &centers), 1);
