@@ -383,48 +383,6 @@ absl::StatusOr<ClusterSums> SumsOf(const v1::JobResponse& a, int d, int k, bool 
 
 }  // namespace
 
-void PointMoments::Add(const float* values, int64_t count, int d) {
-  if (count == 0) return;
-  PointMoments part;
-  part.n_ = count;
-  part.mean_.assign(d, 0);
-  part.m2_.assign(d, 0);
-  for (int64_t i = 0; i < count; ++i) {
-    for (int l = 0; l < d; ++l) part.mean_[l] += values[i * d + l];
-  }
-  for (double& m : part.mean_) m /= static_cast<double>(count);
-  for (int64_t i = 0; i < count; ++i) {
-    for (int l = 0; l < d; ++l) {
-      const double deviation = values[i * d + l] - part.mean_[l];
-      part.m2_[l] += deviation * deviation;
-    }
-  }
-  Add(part);
-}
-
-void PointMoments::Add(const PointMoments& other) {
-  if (other.n_ == 0) return;
-  if (n_ == 0) {
-    *this = other;
-    return;
-  }
-  const double n = static_cast<double>(n_ + other.n_);
-  const double a = static_cast<double>(n_), b = static_cast<double>(other.n_);
-  for (size_t l = 0; l < mean_.size(); ++l) {
-    const double delta = other.mean_[l] - mean_[l];
-    mean_[l] += delta * b / n;
-    m2_[l] += other.m2_[l] + delta * delta * a * b / n;
-  }
-  n_ += other.n_;
-}
-
-double PointMoments::MeanVariance() const {
-  if (n_ == 0) return 0;
-  double m2 = 0;
-  for (double v : m2_) m2 += v;
-  return m2 / (static_cast<double>(n_) * static_cast<double>(m2_.size()));
-}
-
 absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& options, int64_t n,
                                                  int d, const PointSource& source,
                                                  const std::optional<Matrix<float>>& initial) {

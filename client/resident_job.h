@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/point_moments.h"
 #include "core/transformer.h"
 #include "core/types.h"
 #include "proto/transport_security.h"
@@ -71,23 +72,6 @@ struct ResidentJobResult {
   // Wall-clock seconds of each phase.
   double load_seconds = 0, init_seconds = 0, labels_seconds = 0;
   std::vector<double> iteration_seconds;
-};
-
-// The per-dimension mean and centered sum of squares of points taken in
-// parts and merged in a fixed order (Chan, Golub and LeVeque's update), for
-// scikit-learn's tolerance: tol times the mean over dimensions of the
-// points' population variance, unweighted even for weighted points.
-class PointMoments {
- public:
-  // Takes `count` more points, row-major, d values each.
-  void Add(const float* values, int64_t count, int d);
-  void Add(const PointMoments& other);
-  // The mean over dimensions of the variance; 0 before any point.
-  double MeanVariance() const;
-
- private:
-  int64_t n_ = 0;
-  std::vector<double> mean_, m2_;
 };
 
 // Copies points [first, first + count) of the dataset, row-major, into

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/distances.h"
+#include "core/point_moments.h"
 
 namespace kmt {
 
@@ -137,10 +138,9 @@ namespace {
 template <typename Scalar>
 double ShiftTolerance(const Matrix<Scalar>& points, double tol) {
   if (tol == 0) return 0;
-  const Matrix<double> x = points.template cast<double>();
-  const Vector<double> mean = x.rowwise().mean();
-  const double variance = (x.colwise() - mean).squaredNorm() / static_cast<double>(x.size());
-  return tol * variance;
+  PointMoments moments;
+  moments.Add(points.data(), points.cols(), static_cast<int>(points.rows()));
+  return tol * moments.MeanVariance();
 }
 
 // The squared distances a batch asked for, of `points` to the final centers.

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "proto/batch_error.h"
+#include "proto/raw_payload.h"
 #include "server/grpc_status.h"
 
 namespace kmt {
@@ -77,13 +78,11 @@ void JobReactor::Step() {
   response_.set_compute_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   // Labels past the first response's share follow in responses of their own.
-  labels_.clear();
+  labels_.assign(response_.labels().begin(), response_.labels().end());
+  response_.clear_labels();
   labels_sent_ = 0;
-  if (response_.labels_size() > kLabelsPerResponse) {
-    labels_.assign(response_.labels().begin() + kLabelsPerResponse, response_.labels().end());
-    response_.mutable_labels()->Truncate(kLabelsPerResponse);
-    response_.set_labels_to_follow(static_cast<int64_t>(labels_.size()));
-  }
+  raw_labels_ = request_.has_assign() && request_.assign().raw_labels();
+  if (!labels_.empty()) PutLabels();
   Write();
 }
 
@@ -91,18 +90,26 @@ void JobReactor::OnWriteDone(bool ok) {
   ReactorOrder::Reaction reaction(&order_, ReactorOrder::kWrite);
   if (!ok) return End(CallStatus(context_, arrived_));  // the client is gone
   if (labels_sent_ < labels_.size()) {
-    const size_t count = std::min(labels_.size() - labels_sent_, size_t{kLabelsPerResponse});
     response_.Clear();
-    response_.mutable_labels()->Add(labels_.begin() + labels_sent_,
-                                    labels_.begin() + labels_sent_ + count);
-    labels_sent_ += count;
-    response_.set_labels_to_follow(static_cast<int64_t>(labels_.size() - labels_sent_));
+    PutLabels();
     Write();
     return;
   }
   labels_ = {};
   request_.Clear();
   Read();
+}
+
+void JobReactor::PutLabels() {
+  const size_t count = std::min(labels_.size() - labels_sent_, size_t{kLabelsPerResponse});
+  const absl::Span<const int32_t> chunk(labels_.data() + labels_sent_, count);
+  if (raw_labels_) {
+    EncodeInt32(chunk, response_.mutable_labels_i32());
+  } else {
+    response_.mutable_labels()->Add(chunk.begin(), chunk.end());
+  }
+  labels_sent_ += count;
+  response_.set_labels_to_follow(static_cast<int64_t>(labels_.size() - labels_sent_));
 }
 
 void JobReactor::OnCancel() {

@@ -52,6 +52,9 @@ class JobReactor final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobR
   void Read();
   // Starts writing response_.
   void Write();
+  // Puts the step's next labels, at most kLabelsPerResponse, into
+  // response_, as the step asked (repeated or raw), and how many follow.
+  void PutLabels();
 
   const JobEnvironment* const env_;
   grpc::CallbackServerContext* const context_;
@@ -59,11 +62,12 @@ class JobReactor final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobR
   std::optional<ResidentShard> shard_;
   v1::JobRequest request_;
   v1::JobResponse response_;
-  // A step's labels beyond its first response, written kLabelsPerResponse at
-  // a time before the next read.
+  // A step's labels, written kLabelsPerResponse at a time before the next
+  // read; raw_labels_: as int32 bytes.
   static constexpr int kLabelsPerResponse = 1 << 20;
   std::vector<int32_t> labels_;
   size_t labels_sent_ = 0;
+  bool raw_labels_ = false;
   ReactorOrder order_;
 
   std::mutex mu_;

@@ -231,9 +231,10 @@ class ServedLloyd(ServedKMeans):
         """Sets the fitted attributes; returns the squared distances."""
         centers, labels, inertia, n_iter, squared = fitted
         k = self.n_clusters
-        if len(np.unique(labels)) < k:
+        distinct = int(np.count_nonzero(np.bincount(labels, minlength=k)))
+        if distinct < k:
             warnings.warn(
-                f"Number of distinct clusters ({len(np.unique(labels))}) found smaller than "
+                f"Number of distinct clusters ({distinct}) found smaller than "
                 f"n_clusters ({k}). Possibly due to duplicate points in X.",
                 ConvergenceWarning, stacklevel=4)
         self.cluster_centers_ = centers

@@ -180,15 +180,20 @@ class _JobStream:
         try:
             response = next(self.answers)
             to_follow = response.labels_to_follow
+            raw = [response.labels_i32]
             while to_follow > 0:
                 more = next(self.answers)
-                if not more.labels or more.labels_to_follow != to_follow - len(more.labels):
+                count = len(more.labels_i32) // 4 + len(more.labels)
+                if not count or more.labels_to_follow != to_follow - count:
                     raise ServiceError(grpc.StatusCode.INTERNAL,
                                        f"a job's labels arrived out of step: {to_follow} to "
-                                       f"follow, then {len(more.labels)} with "
+                                       f"follow, then {count} with "
                                        f"{more.labels_to_follow} to follow")
                 response.labels.extend(more.labels)
+                raw.append(more.labels_i32)
                 to_follow = more.labels_to_follow
+            if len(raw) > 1:
+                response.labels_i32 = b"".join(raw)
             response.labels_to_follow = 0
             return response
         except grpc.RpcError as e:
@@ -501,6 +506,14 @@ def _initial_centers(job, d, k, init, seed, log):
     return _seed(job, d, k, seed, trials, log)
 
 
+def step_labels(answer):
+    """An assign step's labels (as the shard answered them: raw or repeated)
+    as an int32 array."""
+    if answer.labels_i32:
+        return np.frombuffer(answer.labels_i32, dtype="<i4").astype(np.int32, copy=False)
+    return np.asarray(answer.labels, dtype=np.int32)
+
+
 def _relocate(job, centers, answers, counts, weights, sums, log):
     """scikit-learn's rule for the clusters whose points weigh nothing under
     `centers`: each takes one of the points farthest from their own centers
@@ -508,7 +521,7 @@ def _relocate(job, centers, answers, counts, weights, sums, log):
     cluster it was in. Changes counts, weights and sums in place; returns how
     many clusters moved."""
     empty = np.flatnonzero(~(weights > 0))
-    labels = np.concatenate([np.asarray(a.labels, dtype=np.int32) for a in answers])
+    labels = np.concatenate([step_labels(a) for a in answers])
     distances = []
     block = 65536
     for first in range(0, len(labels), block):
@@ -548,7 +561,8 @@ def _lloyd(job, centers, k, iterations, tol, center_tol, relocate, labels, on_it
 
         def step(with_labels):
             request = pb.JobRequest(assign=pb.AssignStep(
-                k=k, centers_f32=float32_bytes(centers), return_labels=with_labels))
+                k=k, centers_f32=float32_bytes(centers), return_labels=with_labels,
+                raw_labels=True))
             return job.round(lambda s: request)
         answers = step(last and labels)
         # Summed in shard order, so a repeated step gives the same bits.
@@ -571,8 +585,7 @@ def _lloyd(job, centers, k, iterations, tol, center_tol, relocate, labels, on_it
         if last:
             result.objective = objective
             if labels:
-                result.labels = np.concatenate(
-                    [np.asarray(a.labels, dtype=np.int32) for a in answers])
+                result.labels = np.concatenate([step_labels(a) for a in answers])
             break
         if relocate and (weights == 0).any():
             # The same step again, with the labels this time.

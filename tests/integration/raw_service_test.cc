@@ -4,6 +4,9 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "learn/task_generator.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/raw_payload.h"
@@ -168,6 +171,17 @@ TEST_F(RawServiceTest, AJobLoadedAndAskedInRawBytesAnswersAsARepeatedOne) {
     EXPECT_FALSE(r.has_error()) << r.error().message();
     r.clear_compute_seconds();
     answers.push_back(r);
+    // The same step with its labels as int32 bytes: the same labels.
+    v1::JobRequest raw_labels = assign;
+    raw_labels.mutable_assign()->set_raw_labels(true);
+    ASSERT_TRUE(stream->Write(raw_labels));
+    ASSERT_TRUE(stream->Read(&r));
+    EXPECT_FALSE(r.has_error()) << r.error().message();
+    EXPECT_EQ(r.labels_size(), 0);
+    std::string want_labels;
+    EncodeInt32(std::vector<int>(answers.back().labels().begin(), answers.back().labels().end()),
+                &want_labels);
+    EXPECT_EQ(r.labels_i32(), want_labels);
     stream->WritesDone();
     EXPECT_TRUE(stream->Finish().ok());
   }

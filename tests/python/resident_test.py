@@ -71,6 +71,21 @@ class ResidentTest(unittest.TestCase):
         np.testing.assert_array_equal(one.centers, got.centers)
         self.assertEqual(one.objectives, got.objectives)
 
+    def test_a_large_shards_raw_labels_come_over_several_responses_in_order(self):
+        # More labels than one response carries (2^20), as int32 bytes.
+        n = (1 << 20) + 4321
+        points = ((np.arange(n, dtype=np.int64) * 7919) % 1000).astype(np.float32)[:, None]
+        start = np.array([[100.0], [500.0], [900.0]], dtype=np.float32)
+        got = kmt.fit_resident(self.a.address, points, 3, centers=start, iterations=2,
+                               timeout=120)
+        self.assertEqual(got.shards, 1)
+        # The final labels are the nearest of the final centers: assigned in
+        # two requests, each within the server's points per batch.
+        half = n // 2
+        want = [self.client.cluster(part, 3, iterations=0, centers=got.centers).labels
+                for part in (points[:half], points[half:])]
+        np.testing.assert_array_equal(got.labels, np.concatenate(want))
+
     def test_an_error_of_the_job_itself_is_raised_naming_the_shard(self):
         # d = 5000 is beyond the server's --max_d: not a replica failure, no move.
         with self.assertRaises(kmt.ServiceError) as caught:

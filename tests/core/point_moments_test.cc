@@ -1,0 +1,68 @@
+#include "core/point_moments.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/random.h"
+
+namespace kmt {
+namespace {
+
+// The population variance of each dimension, averaged: the textbook sums.
+double PlainMeanVariance(const std::vector<double>& values, int d) {
+  const int64_t n = static_cast<int64_t>(values.size()) / d;
+  double total = 0;
+  for (int l = 0; l < d; ++l) {
+    double mean = 0;
+    for (int64_t i = 0; i < n; ++i) mean += values[i * d + l];
+    mean /= static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) {
+      total += (values[i * d + l] - mean) * (values[i * d + l] - mean);
+    }
+  }
+  return total / (static_cast<double>(n) * d);
+}
+
+TEST(PointMoments, IsThePopulationVarianceAveragedOverDimensions) {
+  // Two points per dimension: (1, 3) and (10, 30); variances 1 and 100.
+  const std::vector<float> values = {1, 10, 3, 30};
+  PointMoments moments;
+  moments.Add(values.data(), 2, 2);
+  EXPECT_DOUBLE_EQ(moments.MeanVariance(), 50.5);
+  EXPECT_EQ(moments.count(), 2);
+}
+
+TEST(PointMoments, NoPointsHaveNoVariance) {
+  PointMoments moments;
+  EXPECT_EQ(moments.MeanVariance(), 0);
+  moments.Add(static_cast<const float*>(nullptr), 0, 3);
+  moments.Add(PointMoments());
+  EXPECT_EQ(moments.MeanVariance(), 0);
+}
+
+TEST(PointMoments, PartsMergeToTheVarianceOfTheWhole) {
+  Rng rng(7);
+  const int d = 5;
+  const int64_t n = 10007;
+  std::vector<double> values(n * d);
+  // Large offsets, where a one-pass sum of squares would lose the variance.
+  for (int64_t i = 0; i < n; ++i) {
+    for (int l = 0; l < d; ++l) values[i * d + l] = 1e6 * (l + 1) + rng.Normal() * (l + 1);
+  }
+  PointMoments whole, merged;
+  whole.Add(values.data(), n, d);
+  for (int64_t first = 0; first < n; first += 1000) {
+    PointMoments part;
+    part.Add(values.data() + first * d, std::min<int64_t>(1000, n - first), d);
+    merged.Add(part);
+  }
+  const double plain = PlainMeanVariance(values, d);
+  EXPECT_NEAR(whole.MeanVariance(), plain, 1e-9 * plain);
+  EXPECT_NEAR(merged.MeanVariance(), plain, 1e-9 * plain);
+  EXPECT_EQ(merged.count(), n);
+}
+
+}  // namespace
+}  // namespace kmt
