@@ -164,7 +164,9 @@ BoundedAssignment<Scalar>::BoundedAssignment(const Matrix<Scalar>& points,
 template <typename Scalar>
 bool BoundedAssignment<Scalar>::UseBounds() const {
   if (!usable_ || path_ == AssignmentPath::kProducts || centers_.size() == 0) return false;
-  if (path_ == AssignmentPath::kBounds) return true;
+  // Right after the first call nothing is measured yet: the bounds are
+  // tried, at the cost of a copy of the points they leave open.
+  if (path_ == AssignmentPath::kBounds || stats_.size() == 1) return true;
   const double n = static_cast<double>(points_.cols());
   return static_cast<double>(stats_.back().settled) >= MinSettled(centers_.cols()) * n;
 }

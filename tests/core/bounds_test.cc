@@ -224,8 +224,10 @@ TYPED_TEST(BoundsTest, AutomaticChoiceFollowsTheSettledFraction) {
   const RunResult<S> run = Run(blobs, AssignmentPath::kAuto);
   EXPECT_FALSE(run.assignments[0].bounded);
   EXPECT_TRUE(run.assignments.back().bounded);
-  for (size_t a = 1; a < run.assignments.size(); ++a) {
-    // Each choice follows the fraction of the call before.
+  // The second assignment tries the bounds; each later one follows the
+  // fraction of the one before.
+  EXPECT_TRUE(run.assignments[1].bounded);
+  for (size_t a = 2; a < run.assignments.size(); ++a) {
     const bool enough = run.assignments[a - 1].settled >= 4000 / 2;
     EXPECT_EQ(run.assignments[a].bounded, enough) << "assignment " << a;
   }
@@ -238,7 +240,10 @@ TYPED_TEST(BoundsTest, AutomaticChoiceFollowsTheSettledFraction) {
   uniform.centers = uniform.points.leftCols(100);
   uniform.layers = 3;
   const RunResult<S> early = Run(uniform, AssignmentPath::kAuto);
-  for (const AssignmentStats& a : early.assignments) EXPECT_FALSE(a.bounded);
+  ASSERT_EQ(early.assignments.size(), 4u);
+  EXPECT_LT(early.assignments[1].settled, 3000 / 10);
+  EXPECT_FALSE(early.assignments[2].bounded);
+  EXPECT_FALSE(early.assignments[3].bounded);
 }
 
 }  // namespace
