@@ -75,7 +75,98 @@ void ScanLanes(const Scalar* score, Eigen::Index ld, Eigen::Index k, Scalar* bes
   }
 }
 
+// Where a lower bound lands after one more rounding of a positive value:
+// below the exact result (one rounding moves it by at most eps / 2 of it).
+double Below(double x) { return x * (1 - 2 * std::numeric_limits<double>::epsilon()); }
+double Above(double x) { return x * (1 + 2 * std::numeric_limits<double>::epsilon()); }
+
 }  // namespace
+
+template <typename Scalar>
+NearestCenterScan<Scalar>::NearestCenterScan(const Matrix<Scalar>& centers)
+    : centers_(centers), block_(BlockSize<Scalar>(centers.cols())) {
+  const Eigen::Index d = centers.rows(), k = centers.cols();
+  const Vector<Scalar> center_sq = SquaredNorms<Scalar>(centers);
+  const Scalar center_sq_max = k > 0 ? center_sq.maxCoeff() : Scalar(0);
+  // Every block's scores start from this row (exact: a power of two).
+  offset_ = Scalar(-0.5) * center_sq.transpose();
+  // Twice the scores' round-off bound for a point at squared distance sq from
+  // its center j, with its norm bounded by SquaredNormBound: both bounds are
+  // linear, so it is slack_per_sq * sq + slack_of[j].
+  slack_per_sq_ = 2 * ScoreRoundOff<Scalar>(d, SquaredNormBound<Scalar>(d, 1, 0), 0);
+  slack_of_.resize(k);
+  for (Eigen::Index j = 0; j < k; ++j) {
+    slack_of_[j] =
+        2 * ScoreRoundOff<Scalar>(d, SquaredNormBound<Scalar>(d, 0, center_sq[j]), center_sq_max);
+  }
+}
+
+template <typename Scalar>
+void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch,
+                                     int* labels, Scalar* sq_out, double* gap) const {
+  constexpr Eigen::Index L = kLanes<Scalar>;
+  const Eigen::Index d = centers_.rows(), k = centers_.cols(), rows = x.cols();
+  Matrix<Scalar>& score = scratch->score;
+  if (score.rows() != block_ || score.cols() != k) {
+    score.resize(block_, k);
+    scratch->best.resize(block_);
+    scratch->second.resize(block_);
+    scratch->arg.resize(block_);
+  }
+  Scalar* best = scratch->best.data();
+  Scalar* second = scratch->second.data();
+  Scalar* arg = scratch->arg.data();
+  // A last partial group of lanes scans the offsets alone past the block.
+  const Eigen::Index scanned = (rows + L - 1) / L * L;
+  score.topRows(scanned).rowwise() = offset_;
+  score.topRows(rows).noalias() += x.transpose() * centers_;
+  for (Eigen::Index i = 0; i < scanned; i += L) {
+    ScanLanes(score.data() + i, block_, k, best + i, second + i, arg + i);
+  }
+  for (Eigen::Index i = 0; i < rows; ++i) {
+    const Scalar* xi = x.col(i).data();
+    int label = static_cast<int>(arg[i]);
+    Scalar sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
+    const Scalar slack = slack_per_sq_ * sq + slack_of_[label];
+    const bool near_tie = best[i] - second[i] <= slack;
+    if (near_tie) {
+      // A near tie: decided again on directly computed distances.
+      Scalar exact = std::numeric_limits<Scalar>::infinity();
+      for (Eigen::Index j = 0; j < k; ++j) {
+        if (score(i, j) < best[i] - slack) continue;
+        const Scalar s = DirectSquaredDistance(xi, centers_.col(j).data(), d);
+        if (s < exact) {
+          exact = s;
+          label = static_cast<int>(j);
+        }
+      }
+      sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
+    }
+    labels[i] = label;
+    sq_out[i] = sq;
+    if (gap != nullptr) {
+      // Not a near tie: every other score lies at most `second` + slack / 2
+      // and the label's at least best - slack / 2 (each within half the
+      // slack of its exact value), and scores are half the squared distances
+      // with their sign turned, so the others are farther by at least
+      // 2 (best - second - slack). Each double operation is rounded down.
+      double lower = 0;
+      if (!near_tie) {
+        const double spread = Below(static_cast<double>(best[i]) - second[i]);
+        lower = std::max(0.0, Below(spread - Above(static_cast<double>(slack))));
+      }
+      gap[i] = 2 * lower;
+    }
+  }
+}
+
+template <typename Scalar>
+Eigen::Index AssignmentPartSize(Eigen::Index n, Eigen::Index d, Eigen::Index k) {
+  const Eigen::Index block = BlockSize<Scalar>(k);
+  const Eigen::Index blocks = std::max<Eigen::Index>((n + block - 1) / block, 1);
+  const Eigen::Index parts = Parts(blocks, d, k);
+  return (blocks + parts - 1) / parts * block;
+}
 
 template <typename Scalar>
 double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
@@ -89,24 +180,10 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
   }
   labels->resize(n);  // every label is written below
 
-  constexpr Eigen::Index L = kLanes<Scalar>;
-  const Vector<Scalar> center_sq = SquaredNorms<Scalar>(centers);
-  const Scalar center_sq_max = center_sq.maxCoeff();
-  // Every block's scores start from this row (exact: a power of two).
-  const Eigen::Matrix<Scalar, 1, Eigen::Dynamic> offset = Scalar(-0.5) * center_sq.transpose();
-  // Twice the scores' round-off bound for a point at squared distance sq from
-  // its center j, with its norm bounded by SquaredNormBound: both bounds are
-  // linear, so it is slack_per_sq * sq + slack_of[j].
-  const Scalar slack_per_sq = 2 * ScoreRoundOff<Scalar>(d, SquaredNormBound<Scalar>(d, 1, 0), 0);
-  Vector<Scalar> slack_of(k);
-  for (Eigen::Index j = 0; j < k; ++j) {
-    slack_of[j] =
-        2 * ScoreRoundOff<Scalar>(d, SquaredNormBound<Scalar>(d, 0, center_sq[j]), center_sq_max);
-  }
-  const Eigen::Index block = BlockSize<Scalar>(k);
-  const Eigen::Index blocks = (n + block - 1) / block;
-  const Eigen::Index per_part = (blocks + Parts(blocks, d, k) - 1) / Parts(blocks, d, k);
-  const Eigen::Index parts = (blocks + per_part - 1) / per_part;
+  const NearestCenterScan<Scalar> scan(centers);
+  const Eigen::Index block = scan.block();
+  const Eigen::Index part_size = AssignmentPartSize<Scalar>(n, d, k);
+  const Eigen::Index parts = (n + part_size - 1) / part_size;
   std::vector<double> part_objective(parts, 0);
   std::vector<ClusterSums> part_sums;
   if (sums != nullptr)
@@ -115,59 +192,20 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
 
 #pragma omp parallel if (n * k * d > (1 << 18))
   {
-    Matrix<Scalar> score(block, k);
-    Vector<Scalar> best(block), second(block), arg(block);
+    typename NearestCenterScan<Scalar>::Scratch scratch;
+    Vector<Scalar> sq(block);
 #pragma omp for schedule(dynamic)
     for (Eigen::Index p = 0; p < parts; ++p) {
       double objective = 0;
       ClusterSums* part = sums != nullptr ? &part_sums[p] : nullptr;
-      for (Eigen::Index b = p * per_part; b < std::min(blocks, (p + 1) * per_part); ++b) {
-        const Eigen::Index first = b * block;
+      for (Eigen::Index first = p * part_size; first < std::min(n, (p + 1) * part_size);
+           first += block) {
         const Eigen::Index rows = std::min(block, n - first);
-        const auto x = points.middleCols(first, rows);
-        // A last partial group of lanes scans the offsets alone past the block.
-        const Eigen::Index scanned = (rows + L - 1) / L * L;
-        score.topRows(scanned).rowwise() = offset;
-        score.topRows(rows).noalias() += x.transpose() * centers;
-        for (Eigen::Index i = 0; i < scanned; i += L) {
-          ScanLanes(score.data() + i, block, k, best.data() + i, second.data() + i, arg.data() + i);
-        }
+        scan.Scan(points.middleCols(first, rows), &scratch, out + first, sq.data());
         for (Eigen::Index i = 0; i < rows; ++i) {
-          int label = static_cast<int>(arg[i]);
-          Scalar sq = (x.col(i) - centers.col(label)).squaredNorm();
-          const Scalar slack = slack_per_sq * sq + slack_of[label];
-          if (best[i] - second[i] <= slack) {
-            // A near tie: decided again on directly computed distances.
-            const Scalar* xi = points.col(first + i).data();
-            Scalar exact = std::numeric_limits<Scalar>::infinity();
-            for (Eigen::Index j = 0; j < k; ++j) {
-              if (score(i, j) < best[i] - slack) continue;
-              const Scalar s = DirectSquaredDistance(xi, centers.col(j).data(), d);
-              if (s < exact) {
-                exact = s;
-                label = static_cast<int>(j);
-              }
-            }
-            sq = (x.col(i) - centers.col(label)).squaredNorm();
-          }
-          out[first + i] = label;
-          if (sq_dist != nullptr) (*sq_dist)[first + i] = sq;
-          if (weights == nullptr) {
-            objective += sq;
-            if (part != nullptr) {
-              part->sums.col(label) += x.col(i).template cast<double>();
-              ++part->counts[label];
-              part->weights[label] += 1;
-            }
-          } else {
-            const double w = (*weights)[first + i];
-            objective += w * sq;
-            if (part != nullptr) {
-              part->sums.col(label) += w * x.col(i).template cast<double>();
-              ++part->counts[label];
-              part->weights[label] += w;
-            }
-          }
+          const Scalar* w = weights != nullptr ? &(*weights)[first + i] : nullptr;
+          AddAssigned(points.col(first + i), out[first + i], sq[i], w, &objective, part);
+          if (sq_dist != nullptr) (*sq_dist)[first + i] = sq[i];
         }
       }
       part_objective[p] = objective;
@@ -190,7 +228,9 @@ double Objective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers) {
 #define KMT_INSTANTIATE(S)                                                                  \
   template double AssignNearest<S>(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*, \
                                    ClusterSums*, const Vector<S>*);                         \
-  template double Objective<S>(const Matrix<S>&, const Matrix<S>&);
+  template double Objective<S>(const Matrix<S>&, const Matrix<S>&);                         \
+  template class NearestCenterScan<S>;                                                      \
+  template Eigen::Index AssignmentPartSize<S>(Eigen::Index, Eigen::Index, Eigen::Index);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -30,6 +30,79 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
 template <typename Scalar>
 double Objective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers);
 
+// AssignNearest's decision for one block of points at a time, for callers
+// that assign some of the points only (the bound-based assignment,
+// bounds.h). It holds what depends on the centers alone, computed once.
+template <typename Scalar>
+class NearestCenterScan {
+ public:
+  // `centers` (d x k) must outlive the scan.
+  explicit NearestCenterScan(const Matrix<Scalar>& centers);
+
+  // The most points one Scan takes: the block of AssignNearest's products.
+  Eigen::Index block() const { return block_; }
+
+  // One thread's working space.
+  struct Scratch {
+    Matrix<Scalar> score;
+    Vector<Scalar> best, second, arg;
+  };
+
+  // For the columns of x (d x rows, rows <= block()): labels[i], sq[i] the
+  // squared distance to that center (AssignedSquaredDistance on x), and,
+  // if `gap` is given, gap[i] a lower bound on
+  // min_{j != label} ||x_i - c_j||^2 - ||x_i - c_label||^2 in exact
+  // arithmetic (0 where a near tie was decided on direct distances).
+  void Scan(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch, int* labels, Scalar* sq,
+            double* gap = nullptr) const;
+
+ private:
+  const Matrix<Scalar>& centers_;
+  Eigen::Index block_;
+  Eigen::Matrix<Scalar, 1, Eigen::Dynamic> offset_;  // -||c_j||^2 / 2
+  Scalar slack_per_sq_;
+  Vector<Scalar> slack_of_;
+};
+
+// The parts AssignNearest adds its objective and sums in: part p holds the
+// points [p * size, (p + 1) * size), a whole number of Scan blocks.
+template <typename Scalar>
+Eigen::Index AssignmentPartSize(Eigen::Index n, Eigen::Index d, Eigen::Index k);
+
+// The squared distance of a point to a center (d coordinates each) as every
+// assignment reports it: one expression on the columns' own memory, so that
+// whichever pass computes it gets the same bits.
+template <typename Scalar>
+Scalar AssignedSquaredDistance(const Scalar* x, const Scalar* c, Eigen::Index d) {
+  using Column = Eigen::Map<const Vector<Scalar>>;
+  return (Column(x, d) - Column(c, d)).squaredNorm();
+}
+
+// Adds point x, of squared distance sq to its center `label` and weight w
+// (null: 1), to a part's objective and, if given, sums: the one place these
+// additions are written, so that every assignment makes them alike to the
+// last bit.
+template <typename Scalar, typename Column>
+void AddAssigned(const Column& x, int label, Scalar sq, const Scalar* w, double* objective,
+                 ClusterSums* part) {
+  if (w == nullptr) {
+    *objective += sq;
+    if (part != nullptr) {
+      part->sums.col(label) += x.template cast<double>();
+      ++part->counts[label];
+      part->weights[label] += 1;
+    }
+  } else {
+    const double weight = *w;
+    *objective += weight * sq;
+    if (part != nullptr) {
+      part->sums.col(label) += weight * x.template cast<double>();
+      ++part->counts[label];
+      part->weights[label] += weight;
+    }
+  }
+}
+
 }  // namespace kmt
 
 #endif  // KMT_CORE_ASSIGN_H_

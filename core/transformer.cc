@@ -39,17 +39,20 @@ bool WeighsEveryKey(Normalizer normalizer) {
 
 // Centers (model units) into the result in the caller's units, with the
 // labels and objective they give the caller's points.
+// With `bounded`, the assignment goes through its bounds.
 template <typename Scalar>
 void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
-            RunResult<Scalar>* result) {
+            RunResult<Scalar>* result, BoundedAssignment<Scalar>* bounded = nullptr) {
   result->centers = frame.map.ToCaller(model_centers);
   ClusterSums* sums = nullptr;
   if (frame.cluster_sums) {
     sums = &result->cluster_sums.emplace(static_cast<int>(frame.points.rows()),
                                          static_cast<int>(result->centers.cols()));
   }
-  result->objective =
-      AssignNearest(frame.points, result->centers, &result->labels, nullptr, sums, frame.weights);
+  result->objective = bounded != nullptr
+                          ? bounded->Assign(result->centers, &result->labels, sums)
+                          : AssignNearest(frame.points, result->centers, &result->labels, nullptr,
+                                          sums, frame.weights);
 }
 
 // Dense runs of fewer points than this use the calling thread alone: their
@@ -178,7 +181,7 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
 template <typename Scalar>
 absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& frame,
                      const Matrix<Scalar>& initial_centers, const RunOptions& options, int first,
-                     RunResult<Scalar>* result) {
+                     BoundedAssignment<Scalar>* bounded, RunResult<Scalar>* result) {
   const int k = evaluator.k;
   const Matrix<Scalar>& points = frame.model_points;
   Matrix<Scalar> centers = initial_centers;
@@ -244,7 +247,7 @@ absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& fr
       result->trajectory.push_back(std::move(record));
     }
     // The next layer's theta1 is this layer's objective pass.
-    Report(frame, centers, result);
+    Report(frame, centers, result, bounded);
     if (!frame.map.identity()) AssignNearest(points, centers, &model_labels);
     result->layer_objectives.push_back(result->objective);
     if (options.record_trajectory) {
@@ -301,19 +304,29 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
                             evaluator.point_weights};
   RunResult<Scalar> result;
   result.path = fast ? Path::kFast : Path::kDense;
-  Report(frame, initial_centers, &result);
+  // The fast path's assignments are of the same points to moving centers:
+  // bounds can spare most of their distances. (Mapped points are assigned
+  // twice a layer, in both units; they keep to the products.)
+  std::optional<BoundedAssignment<Scalar>> bounded;
+  if (fast && map.identity() && options.assignment != AssignmentPath::kProducts &&
+      options.layers > 0) {
+    bounded.emplace(points, evaluator.point_weights, options.assignment);
+  }
+  Report(frame, initial_centers, &result, bounded ? &*bounded : nullptr);
   absl::Status s;
   if (fast) {
-    s = RunFast(evaluator, frame, initial_centers, options, 0, &result);
+    s = RunFast(evaluator, frame, initial_centers, options, 0, bounded ? &*bounded : nullptr,
+                &result);
   } else {
     Matrix<Scalar> centers;
     s = RunDense(*weights, frame, initial_centers, options, dense_layers, &centers, &result);
     if (s.ok() && then_lloyd) {
       s = RunFast<Scalar>({.embedding = weights->embedding, .k = weights->k}, frame, centers,
-                          options, dense_layers, &result);
+                          options, dense_layers, nullptr, &result);
     }
   }
   if (!s.ok()) return s;
+  if (bounded) result.assignments = bounded->stats();
   if (!options.cluster_sums) result.cluster_sums.reset();
   return result;
 }

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/algorithm.h"
+#include "core/bounds.h"
 #include "core/cluster_sums.h"
 #include "core/constructions.h"
 #include "core/empty_clusters.h"
@@ -50,6 +51,9 @@ struct RunOptions {
   /// Fast path, algorithms whose update is from the sums: what an empty
   /// cluster's center becomes.
   EmptyClusterPolicy empty_clusters = EmptyClusterPolicy::kKeep;
+  /// Fast path: how each assignment after the first finds the nearest
+  /// centers (bounds.h); every choice gives the same results to the last bit.
+  AssignmentPath assignment = AssignmentPath::kAuto;
 };
 
 // Why a run stopped before its last layer.
@@ -79,6 +83,9 @@ struct RunResult {
   int64_t empty_cluster_events = 0;              ///< (layer, cluster) pairs that were empty
   Path path = Path::kAuto;                       ///< the evaluator that ran
   std::vector<LayerRecord<Scalar>> trajectory;   ///< if record_trajectory
+  /// Fast path: each assignment's way (the first, of the initial centers,
+  /// first), when the bounds could take part.
+  std::vector<AssignmentStats> assignments;
   /// Per center, count and coordinate sum of the points under the final
   /// labels, if RunOptions::cluster_sums asked for them.
   std::optional<ClusterSums> cluster_sums;

@@ -1,0 +1,152 @@
+// Lloyd's on the fast path with the bound-based assignment against the same
+// run with every distance through the products (the fast path before the
+// bounds), in one process: to convergence (an assignment that changes no
+// label) and per layer, on well-separated Gaussian blobs and on uniform
+// random points, with the GEMM bound of one iteration (its 2 n k d
+// multiply-adds in sgemm) beside. Float.
+//   build/bench/bounds_bench --benchmark_counters_tabular=true
+// Arguments: n, d, k, data (0: blobs from greedy k-means++, the engine's
+// default, 1: uniform from a random subset, 2: blobs from a random subset),
+// assignment (0: products,
+// 1: automatic, 2: bounds forced), layer cap. BOUNDS_BENCH_N and
+// BOUNDS_BENCH_CAP, if set, replace n = 10^6 and the cap of 300 layers (a
+// loaded machine, a quick look).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/init.h"
+#include "core/random.h"
+#include "core/transformer.h"
+#include "tests/support/gaussian_clusters.h"
+
+namespace kmt {
+namespace {
+
+struct Data {
+  Matrix<float> points;
+  Matrix<float> init;
+  double gemm_seconds = 0;  // one iteration's products alone
+};
+
+// One iteration's products alone, in blocks of points, on every CPU; the
+// best of a few runs.
+double GemmSeconds(const Matrix<float>& points, const Matrix<float>& centers) {
+  constexpr Eigen::Index kBlock = 1024;
+  const Eigen::Index n = points.cols(), blocks = (n + kBlock - 1) / kBlock;
+  double best = 1e300;
+  for (int round = 0; round < 3; ++round) {
+    const auto start = std::chrono::steady_clock::now();
+    float checksum = 0;
+#pragma omp parallel reduction(+ : checksum)
+    {
+      Matrix<float> cross(kBlock, centers.cols());
+#pragma omp for schedule(static)
+      for (Eigen::Index b = 0; b < blocks; ++b) {
+        const Eigen::Index rows = std::min<Eigen::Index>(kBlock, n - b * kBlock);
+        cross.topRows(rows).noalias() = points.middleCols(b * kBlock, rows).transpose() * centers;
+        checksum += cross(0, 0);
+      }
+    }
+    benchmark::DoNotOptimize(checksum);
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+const Data& Problem(int n, int d, int k, int kind) {
+  static std::map<std::tuple<int, int, int, int>, Data> cache;
+  Data& data = cache[{n, d, k, kind}];
+  const bool uniform = kind == 1;
+  if (data.points.size() == 0) {
+    if (uniform) {
+      Rng rng(1);
+      data.points.resize(d, n);
+      for (Eigen::Index i = 0; i < data.points.size(); ++i) {
+        data.points.data()[i] = static_cast<float>(rng.Uniform());
+      }
+    } else {
+      data.points = GaussianClusters<float>({.n = n, .d = d, .k = k, .scale = 0.02}, 1).points;
+    }
+    data.init = *InitialCenters(
+        data.points, k, kind == 0 ? InitMethod::kKMeansPlusPlus : InitMethod::kRandomSubset, 1);
+    data.gemm_seconds = GemmSeconds(data.points, data.init);
+  }
+  return data;
+}
+
+void BM_Lloyd(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2);
+  const AssignmentPath path = state.range(4) == 0   ? AssignmentPath::kProducts
+                              : state.range(4) == 1 ? AssignmentPath::kAuto
+                                                    : AssignmentPath::kBounds;
+  const Data& data = Problem(n, d, k, static_cast<int>(state.range(3)));
+  // shift_tolerance 0: the run stops at the first layer whose assignment
+  // changed no label (or whose centers did not move), or at the cap.
+  const RunOptions options{
+      .layers = static_cast<int>(state.range(5)), .shift_tolerance = 0.0, .assignment = path};
+  int layers = 0;
+  double settled = 0, bounded = 0;
+  for (auto _ : state) {
+    auto run = RunLloyd<float>({}, data.points, data.init, options);
+    benchmark::DoNotOptimize(run->objective);
+    layers = run->layers_run;
+    settled = bounded = 0;
+    for (const AssignmentStats& a : run->assignments) {
+      settled += static_cast<double>(a.settled) / n;
+      bounded += a.bounded ? 1 : 0;
+    }
+  }
+  state.counters["layers"] = layers;
+  state.counters["s_per_layer"] = benchmark::Counter(
+      layers, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  // The assignments (layers + 1 of them) the bounds decided, and the mean
+  // fraction of points they settled (or would have, in a products pass).
+  state.counters["bounded"] = bounded;
+  state.counters["settled"] = settled / (layers + 1);
+  state.counters["gemm_s"] = data.gemm_seconds;
+  state.counters["GFLOPs"] = 2.0 * n * k * d * 1e-9 / data.gemm_seconds;
+}
+
+// Each shape on both data, the products and the automatic choice next to
+// each other; n = 10^6 but for the shapes whose products take longest.
+void Shapes(benchmark::internal::Benchmark* b) {
+  const char* n_env = std::getenv("BOUNDS_BENCH_N");
+  const char* cap_env = std::getenv("BOUNDS_BENCH_CAP");
+  const int full = n_env != nullptr ? std::atoi(n_env) : 1000000;
+  const int full_cap = cap_env != nullptr ? std::atoi(cap_env) : 300;
+  // The shape of the targets first.
+  std::vector<std::pair<int, int>> shapes = {{32, 64}};
+  for (const int d : {2, 8, 32, 128}) {
+    for (const int k : {8, 64, 1024}) {
+      if (d != 32 || k != 64) shapes.emplace_back(d, k);
+    }
+  }
+  for (const auto& [d, k] : shapes) {
+    const bool large = d * k >= 32 * 1024;
+    const int n = large ? std::min(full, 200000) : full;
+    const int cap = large ? std::min(full_cap, 30) : full_cap;
+    for (const int kind : {0, 1, 2}) {
+      for (const int path : {0, 1}) b->Args({n, d, k, kind, path, cap});
+    }
+  }
+}
+
+BENCHMARK(BM_Lloyd)
+    ->Apply(Shapes)
+    ->ArgNames({"n", "d", "k", "data", "path", "cap"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace kmt
+
+BENCHMARK_MAIN();

@@ -1,0 +1,250 @@
+// The bound-based assignment in the fast path against the products it
+// replaces: at every layer the same labels, centers, objective, cluster sums
+// and empty-cluster counts to the last bit, on problems built to make bounds
+// fail (centers that jump, duplicates, exact ties, large coordinates,
+// weights, empty clusters under each policy), and the labels against plain
+// reference Lloyd's. In float and double.
+#include "core/bounds.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/algorithm.h"
+#include "core/random.h"
+#include "core/transformer.h"
+#include "core/unit_norm.h"
+#include "reference/lloyd.h"
+#include "tests/support/gaussian_clusters.h"
+
+namespace kmt {
+namespace {
+
+template <typename Scalar>
+struct Problem {
+  std::string name;
+  Matrix<Scalar> points, centers;
+  Vector<Scalar> weights;  // empty: 1 each
+  EmptyClusterPolicy empty_clusters = EmptyClusterPolicy::kKeep;
+  const Algorithm* algorithm = &LloydAlgorithm();
+  int layers = 12;
+};
+
+template <typename Scalar>
+Matrix<Scalar> Blobs(int n, int d, int k, uint64_t seed, double scale = 0.05) {
+  return GaussianClusters<Scalar>({.n = n, .d = d, .k = k, .scale = scale}, seed).points;
+}
+
+template <typename Scalar>
+std::vector<Problem<Scalar>> Problems() {
+  std::vector<Problem<Scalar>> problems;
+  const auto add = [&](std::string name, Matrix<Scalar> points, int k) {
+    Problem<Scalar> p{.name = std::move(name), .points = std::move(points)};
+    p.centers = p.points.leftCols(k);
+    problems.push_back(std::move(p));
+    return &problems.back();
+  };
+  add("blobs", Blobs<Scalar>(3000, 8, 10, 1), 10);
+  add("blobs-many-centers", Blobs<Scalar>(4000, 3, 64, 2), 64);
+  add("one-center", Blobs<Scalar>(500, 4, 3, 3), 1);
+  // Duplicates and exact ties: an integer grid, repeated points, centers on
+  // the grid (several of them equal).
+  {
+    Rng rng(4);
+    Matrix<Scalar> grid(3, 2000);
+    for (Eigen::Index i = 0; i < grid.size(); ++i) {
+      grid.data()[i] = static_cast<Scalar>(rng.Below(4));
+    }
+    grid.rightCols(500) = grid.leftCols(500);
+    add("grid-ties", grid, 12);
+  }
+  // Large coordinates: blobs far from the origin, where the products'
+  // round-off is large against the distances.
+  for (const double offset : {1e4, 1e5, 1e6}) {
+    Matrix<Scalar> points = Blobs<Scalar>(2000, 4, 6, 5, 0.1);
+    points = (points.array() * Scalar(100) + static_cast<Scalar>(offset)).matrix();
+    add("offset-" + std::to_string(static_cast<int>(offset)), points, 6);
+  }
+  // Centers that jump: a far center whose cluster empties, under each
+  // policy (relocation and splitting move centers across the data).
+  for (const EmptyClusterPolicy policy :
+       {EmptyClusterPolicy::kKeep, EmptyClusterPolicy::kRelocateFarthest,
+        EmptyClusterPolicy::kSplitLargest}) {
+    Problem<Scalar>* p = add(std::string("empty-") + std::string(EmptyClusterPolicyName(policy)),
+                             Blobs<Scalar>(2500, 5, 8, 6), 8);
+    p->centers.col(3).setConstant(Scalar(40));
+    p->centers.col(6).setConstant(Scalar(-40));
+    p->empty_clusters = policy;
+  }
+  // All centers at one point: every cluster but the first starts empty.
+  {
+    Problem<Scalar>* p = add("equal-centers-split", Blobs<Scalar>(1500, 2, 5, 7), 5);
+    for (int j = 1; j < 5; ++j) p->centers.col(j) = p->centers.col(0);
+    p->empty_clusters = EmptyClusterPolicy::kSplitLargest;
+  }
+  // Weights, some 0.
+  {
+    Problem<Scalar>* p = add("weights", Blobs<Scalar>(3000, 6, 9, 8), 9);
+    Rng rng(8);
+    p->weights.resize(p->points.cols());
+    for (Eigen::Index i = 0; i < p->weights.size(); ++i) {
+      p->weights[i] = i % 7 == 0 ? Scalar(0) : static_cast<Scalar>(0.25 + 3 * rng.Uniform());
+    }
+    p->empty_clusters = EmptyClusterPolicy::kRelocateFarthest;
+  }
+  // Spherical k-means: unit points and centers, the sums normalized.
+  {
+    Matrix<Scalar> points = Blobs<Scalar>(2000, 6, 7, 9);
+    points.array() -= Scalar(0.5);
+    ScaleToUnitNorm<Scalar>(points);
+    Problem<Scalar>* p = add("spherical", points, 7);
+    p->algorithm = FindAlgorithm("spherical-kmeans");
+  }
+  return problems;
+}
+
+template <typename Scalar>
+RunResult<Scalar> Run(const Problem<Scalar>& p, AssignmentPath assignment) {
+  const InputMap<Scalar> identity(InputScaling::kNone, p.points);
+  const ParameterValues parameters;
+  absl::StatusOr<RunResult<Scalar>> run =
+      Evaluate<Scalar>({.k = static_cast<int>(p.centers.cols()),
+                        .algorithm = p.algorithm,
+                        .parameters = &parameters,
+                        .point_weights = p.weights.size() > 0 ? &p.weights : nullptr},
+                       p.points, p.points, identity, p.centers,
+                       {.layers = p.layers,
+                        .record_trajectory = true,
+                        .cluster_sums = true,
+                        .empty_clusters = p.empty_clusters,
+                        .assignment = assignment});
+  EXPECT_TRUE(run.ok()) << run.status();
+  return *std::move(run);
+}
+
+// Bit for bit, every layer.
+template <typename Scalar>
+void ExpectIdentical(const RunResult<Scalar>& got, const RunResult<Scalar>& want) {
+  ASSERT_EQ(got.trajectory.size(), want.trajectory.size());
+  for (size_t t = 0; t < want.trajectory.size(); ++t) {
+    SCOPED_TRACE(testing::Message() << "layer " << t);
+    ASSERT_EQ(got.trajectory[t].labels, want.trajectory[t].labels);
+    ASSERT_EQ(got.trajectory[t].centers, want.trajectory[t].centers);
+    EXPECT_EQ(got.trajectory[t].objective, want.trajectory[t].objective);
+    EXPECT_EQ(got.trajectory[t].empty_clusters, want.trajectory[t].empty_clusters);
+  }
+  EXPECT_EQ(got.labels, want.labels);
+  EXPECT_EQ(got.centers, want.centers);
+  EXPECT_EQ(got.objective, want.objective);
+  EXPECT_EQ(got.layer_objectives, want.layer_objectives);
+  EXPECT_EQ(got.empty_cluster_events, want.empty_cluster_events);
+  ASSERT_TRUE(got.cluster_sums.has_value() && want.cluster_sums.has_value());
+  EXPECT_EQ(got.cluster_sums->sums, want.cluster_sums->sums);
+  EXPECT_EQ(got.cluster_sums->counts, want.cluster_sums->counts);
+  EXPECT_EQ(got.cluster_sums->weights, want.cluster_sums->weights);
+}
+
+template <typename Scalar>
+class BoundsTest : public ::testing::Test {};
+using Scalars = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(BoundsTest, Scalars);
+
+TYPED_TEST(BoundsTest, BoundsGiveTheProductsResultsToTheLastBit) {
+  using S = TypeParam;
+  for (const Problem<S>& p : Problems<S>()) {
+    SCOPED_TRACE(p.name);
+    const RunResult<S> products = Run(p, AssignmentPath::kProducts);
+    EXPECT_TRUE(products.assignments.empty());
+    const RunResult<S> bounds = Run(p, AssignmentPath::kBounds);
+    ExpectIdentical(bounds, products);
+    ExpectIdentical(Run(p, AssignmentPath::kAuto), products);
+    // Every assignment after the first went through the bounds.
+    ASSERT_EQ(bounds.assignments.size(), static_cast<size_t>(p.layers + 1));
+    EXPECT_FALSE(bounds.assignments[0].bounded);
+    for (size_t a = 1; a < bounds.assignments.size(); ++a) {
+      EXPECT_TRUE(bounds.assignments[a].bounded);
+    }
+  }
+}
+
+// Not a vacuous comparison: on separated blobs the bounds settle most points
+// once the centers settle, and on every problem some.
+TYPED_TEST(BoundsTest, BoundsSettleMostPointsOnSeparatedBlobs) {
+  using S = TypeParam;
+  for (const Problem<S>& p : Problems<S>()) {
+    SCOPED_TRACE(p.name);
+    const RunResult<S> run = Run(p, AssignmentPath::kBounds);
+    const int64_t n = p.points.cols();
+    EXPECT_GT(run.assignments.back().settled, 0);
+    if (p.name == "blobs" || p.name == "one-center") {
+      EXPECT_GT(run.assignments.back().settled, n * 9 / 10);
+    }
+  }
+}
+
+// The labels of every layer against plain Lloyd's assignment (direct
+// distances, ties to the lowest index) to the centers that layer assigned
+// to, on every problem; and, in double, whole runs against reference
+// Lloyd's where it runs the same rule (unweighted, empty clusters kept). In
+// float the reference's own float sums drift from the engine's double ones
+// on the far-off problems, which says nothing of the assignment.
+TYPED_TEST(BoundsTest, LabelsEqualReferenceLloydAtEveryLayer) {
+  using S = TypeParam;
+  for (const Problem<S>& p : Problems<S>()) {
+    SCOPED_TRACE(p.name);
+    const RunResult<S> run = Run(p, AssignmentPath::kBounds);
+    for (size_t t = 0; t < run.trajectory.size(); ++t) {
+      SCOPED_TRACE(testing::Message() << "layer " << t);
+      const Matrix<S>& centers = t == 0 ? p.centers : run.trajectory[t - 1].centers;
+      ASSERT_EQ(run.trajectory[t].labels, ReferenceLabels(p.points, centers));
+    }
+    EXPECT_EQ(run.labels, ReferenceLabels(p.points, run.centers));
+    if (!std::is_same_v<S, double> || p.weights.size() > 0 ||
+        p.empty_clusters != EmptyClusterPolicy::kKeep || p.algorithm != &LloydAlgorithm()) {
+      continue;
+    }
+    const auto reference = ReferenceLloyd(p.points, p.centers, p.layers);
+    ASSERT_EQ(run.trajectory.size(), reference.size());
+    for (size_t t = 0; t < reference.size(); ++t) {
+      ASSERT_EQ(run.trajectory[t].labels, reference[t].labels) << "layer " << t;
+    }
+  }
+}
+
+// The automatic choice takes the products where the bounds settle few
+// points (uniform data, many centers, the first layers) and the bounds where
+// they settle many.
+TYPED_TEST(BoundsTest, AutomaticChoiceFollowsTheSettledFraction) {
+  using S = TypeParam;
+  Problem<S> blobs{.name = "blobs", .points = Blobs<S>(4000, 8, 10, 11)};
+  blobs.centers = blobs.points.leftCols(10);
+  blobs.layers = 15;
+  const RunResult<S> run = Run(blobs, AssignmentPath::kAuto);
+  EXPECT_FALSE(run.assignments[0].bounded);
+  EXPECT_TRUE(run.assignments.back().bounded);
+  // The second assignment tries the bounds; each later one follows the
+  // fraction of the one before.
+  EXPECT_TRUE(run.assignments[1].bounded);
+  for (size_t a = 2; a < run.assignments.size(); ++a) {
+    const bool enough = run.assignments[a - 1].settled >= 4000 / 2;
+    EXPECT_EQ(run.assignments[a].bounded, enough) << "assignment " << a;
+  }
+
+  Rng rng(12);
+  Problem<S> uniform{.name = "uniform", .points = Matrix<S>(16, 3000)};
+  for (Eigen::Index i = 0; i < uniform.points.size(); ++i) {
+    uniform.points.data()[i] = static_cast<S>(rng.Uniform());
+  }
+  uniform.centers = uniform.points.leftCols(100);
+  uniform.layers = 3;
+  const RunResult<S> early = Run(uniform, AssignmentPath::kAuto);
+  ASSERT_EQ(early.assignments.size(), 4u);
+  EXPECT_LT(early.assignments[1].settled, 3000 / 10);
+  EXPECT_FALSE(early.assignments[2].bounded);
+  EXPECT_FALSE(early.assignments[3].bounded);
+}
+
+}  // namespace
+}  // namespace kmt
