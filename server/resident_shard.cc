@@ -12,6 +12,10 @@
 namespace kmt {
 namespace {
 
+// What the assign steps' bounds hold per point: a label and a lower bound
+// (BoundedAssignment<float>).
+constexpr int64_t kBoundsBytesPerPoint = sizeof(int) + sizeof(double);
+
 // k*d or m*d row-major values as a d x m matrix of centers; m from the count.
 absl::StatusOr<Matrix<float>> Centers(const google::protobuf::RepeatedField<float>& values,
                                       int64_t d, const char* what) {
@@ -29,8 +33,9 @@ ResidentShard::~ResidentShard() {
 }
 
 int64_t ResidentShard::Bytes(int64_t n, int64_t d, bool weighted, bool count_label_changes) {
-  const int64_t per_point = 4 * d + 2 * 4 + SeedingShard<float>::kBytesPerPoint +
-                            (weighted ? 4 : 0) + (count_label_changes ? 4 : 0);
+  const int64_t per_point = 4 * d + 2 * 4 + kBoundsBytesPerPoint +
+                            SeedingShard<float>::kBytesPerPoint + (weighted ? 4 : 0) +
+                            (count_label_changes ? 4 : 0);
   if (n > std::numeric_limits<int64_t>::max() / per_point) return 0;
   return n * per_point;
 }
@@ -153,7 +158,19 @@ absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* 
   Labels labels;
   ClusterSums sums(d, step.k());
   const Vector<float>* weights = weights_.size() > 0 ? &weights_ : nullptr;
-  out->set_objective(AssignNearest(points_, *centers, &labels, nullptr, &sums, weights));
+  // The steps of a job assign the same points to centers that move a little
+  // each time: the bounds keep most points' labels without their distances
+  // to the other centers, with the labels, objective and sums of
+  // AssignNearest to the last bit. A step of another k starts them afresh.
+  if (assignment_ == nullptr || assignment_k_ != step.k()) {
+    assignment_ =
+        std::make_unique<BoundedAssignment<float>>(points_, weights, AssignmentPath::kAuto);
+    assignment_k_ = step.k();
+  }
+  out->set_objective(assignment_->Assign(*centers, &labels, &sums));
+  if (assignment_->stats().back().bounded) {
+    out->set_points_settled_by_bounds(assignment_->stats().back().settled);
+  }
   out->mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
   out->mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
   if (weights != nullptr) {

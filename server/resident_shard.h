@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "core/bounds.h"
 #include "core/seeding.h"
 #include "core/types.h"
 #include "proto/kmeans_transformer.pb.h"
@@ -53,6 +54,10 @@ class ResidentShard {
   Vector<float> weights_;  // n, or empty: 1 each
   bool count_label_changes_ = false;
   Labels last_labels_;  // the last assign step's, if counting label changes
+  // Hamerly's bounds across the assign steps (BoundedAssignment's labels
+  // and lower bounds: 12 bytes a point), for the steps' k.
+  std::unique_ptr<BoundedAssignment<float>> assignment_;
+  int assignment_k_ = 0;
   std::unique_ptr<SeedingShard<float>> seeding_;  // holds weights_ by reference
 };
 

@@ -56,6 +56,51 @@ TEST(ResidentShard, LoadsInChunksAndAssignsAsTheCore) {
   EXPECT_EQ(got.objective(), objective);
 }
 
+// Steps of a job move the centers a little, then jump, then change k: each
+// step's labels, counts, sums and objective are AssignNearest's to the bit,
+// whether the bounds the shard keeps between steps settled a point or not.
+TEST(ResidentShard, AssignStepsAcrossAJobAreTheCoresToTheBit) {
+  const int d = 4;
+  Matrix<float> points = Points(d, 5000);
+  // Four blobs, so that after a few steps most labels stay put.
+  for (Eigen::Index i = 0; i < points.cols(); ++i) points(i % d, i) += 8.0f * (i % 4);
+  ResidentMemory memory(1 << 24);
+  ResidentShard shard(&memory, Limits{});
+  v1::JobResponse response;
+  ASSERT_TRUE(shard.Load(Chunk(points, 0, points.cols()), &response).ok());
+  Matrix<float> centers = points.leftCols(4);
+  int64_t settled = 0;
+  for (int step_index = 0; step_index < 12; ++step_index) {
+    SCOPED_TRACE(step_index);
+    if (step_index == 8) centers.col(2).array() += 30.0f;  // a center that jumps
+    if (step_index == 10) centers = points.leftCols(6);    // another k
+    const int k = static_cast<int>(centers.cols());
+    v1::AssignStep step;
+    step.set_k(k);
+    step.mutable_centers()->Add(centers.data(), centers.data() + centers.size());
+    step.set_return_labels(true);
+    v1::JobResponse got;
+    ASSERT_TRUE(shard.Assign(step, &got).ok());
+    Labels labels;
+    ClusterSums sums(d, k);
+    const double objective = AssignNearest(points, centers, &labels, nullptr, &sums);
+    ASSERT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
+    ASSERT_EQ(std::vector<int64_t>(got.center_counts().begin(), got.center_counts().end()),
+              sums.counts);
+    ASSERT_EQ(Eigen::Map<const Matrix<double>>(got.center_sums().data(), d, k), sums.sums);
+    ASSERT_EQ(got.objective(), objective);
+    settled += got.points_settled_by_bounds();
+    // Lloyd's update, as the coordinator makes it.
+    for (int j = 0; j < k; ++j) {
+      if (sums.counts[j] > 0) {
+        centers.col(j) = (sums.sums.col(j) / static_cast<double>(sums.counts[j])).cast<float>();
+      }
+    }
+  }
+  // The bounds did keep labels: the steps above went through them.
+  EXPECT_GT(settled, points.cols());
+}
+
 // The chunk's points moved to their raw bytes.
 v1::ShardChunk RawChunk(const Matrix<float>& points, int64_t first, int64_t count) {
   v1::ShardChunk chunk = Chunk(points, first, count);
