@@ -73,6 +73,27 @@ class ScopedOmpThreads {
   const int saved_;
 };
 
+// One exact Lloyd's step in the model's units: the nearest-center labels of
+// the model's points and the means they give (an empty cluster keeps its
+// center), with how many clusters were empty.
+template <typename Scalar>
+struct GuardStep {
+  Matrix<Scalar> centers;
+  Labels labels;
+  int empty = 0;
+};
+
+template <typename Scalar>
+GuardStep<Scalar> LloydStep(const Frame<Scalar>& frame, Matrix<Scalar> centers) {
+  static const ParameterValues kNone;
+  GuardStep<Scalar> step;
+  AssignNearest(frame.model_points, centers, &step.labels);
+  step.empty = LloydAlgorithm().UpdateCenters({.parameters = kNone}, frame.model_points, nullptr,
+                                              step.labels, &centers);
+  step.centers = std::move(centers);
+  return step;
+}
+
 // The model's layers 0..layers-1; *centers ends as the last layer's centers
 // in the model's units.
 template <typename Scalar>
@@ -100,6 +121,10 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
       unit_norm(&x);
       c.middleRows(d, m) = codes;
     }
+    // The guard's candidate: one exact Lloyd's step, in the model's units,
+    // from the centers this layer starts from.
+    GuardStep<Scalar> lloyd;
+    if (model.guard) lloyd = LloydStep(frame, Matrix<Scalar>(c.topRows(d)));
     // Sampling blocks draw noise keyed by the run's seed and this layer.
     const Sampling sampling{.seed = options.seed, .layer = t};
     const Matrix<Scalar> a1 = Attend(w[BlockId::kPointsToCenters], x, c, nullptr, sampling);
@@ -141,7 +166,7 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
     };
     const std::vector<bool> kept =
         update_centers(w[BlockId::kCentersToPoints], w[BlockId::kCentersToCenters]);
-    const int empty = static_cast<int>(std::count(kept.begin(), kept.end(), true));
+    const int empty_learned = static_cast<int>(std::count(kept.begin(), kept.end(), true));
     // Further center steps see the clusters the layer's update saw; an empty
     // cluster is counted once.
     for (const CenterStep<Scalar>& step : w.center_steps) {
@@ -155,13 +180,42 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
       }
     }
     unit_norm(&c);
-    result->empty_cluster_events += empty;
+    int empty = empty_learned;
     result->layers_run = t + 1;
     Report(frame, Matrix<Scalar>(c.topRows(d)), result);
+    // The guard keeps the step whose centers give the caller's points the
+    // lower objective, the one the run reports: as the input map is a
+    // translation and one scale, the model's own objective orders the two
+    // alike, and the reported objectives never increase.
+    bool lloyd_kept = false;
+    if (model.guard) {
+      RunResult<Scalar> candidate;
+      Report(frame, lloyd.centers, &candidate);
+      // A learned step whose objective is not a number loses too.
+      lloyd_kept = !(result->objective <= candidate.objective);
+      if (lloyd_kept) {
+        c.topRows(d) = lloyd.centers;
+        result->centers = std::move(candidate.centers);
+        result->labels = std::move(candidate.labels);
+        result->objective = candidate.objective;
+        result->cluster_sums = std::move(candidate.cluster_sums);
+        empty = lloyd.empty;
+      }
+      ++(lloyd_kept ? result->guard_lloyd_layers : result->guard_learned_layers);
+    }
+    result->empty_cluster_events += empty;
     result->layer_objectives.push_back(result->objective);
     if (options.record_trajectory) {
       LayerRecord<Scalar> record;
-      record.registers = x.middleRows(d, m);
+      if (lloyd_kept) {
+        // The registers Lloyd's assignment writes: each point its center's code.
+        record.registers.resize(m, frame.points.cols());
+        for (Eigen::Index i = 0; i < frame.points.cols(); ++i) {
+          record.registers.col(i) = codes.col(lloyd.labels[i]);
+        }
+      } else {
+        record.registers = x.middleRows(d, m);
+      }
       AssignNearest<Scalar>(record.registers, codes, &record.labels);
       record.centers = result->centers;
       record.objective = result->objective;
