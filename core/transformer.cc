@@ -73,24 +73,29 @@ class ScopedOmpThreads {
   const int saved_;
 };
 
-// One exact Lloyd's step in the model's units: the nearest-center labels of
-// the model's points and the means they give (an empty cluster keeps its
-// center), with how many clusters were empty.
+// One exact Lloyd's step of the caller's problem: from centers (model
+// units) whose nearest-center labels of the caller's points are `labels`,
+// the means of those clusters (an empty cluster keeps its center), mapped
+// back to the model's units; and how many clusters were empty. In the
+// caller's units, so that under any input map the step cannot raise the
+// caller's objective.
 template <typename Scalar>
 struct GuardStep {
   Matrix<Scalar> centers;
-  Labels labels;
+  Labels labels;  // the assignment the means are of
   int empty = 0;
 };
 
 template <typename Scalar>
-GuardStep<Scalar> LloydStep(const Frame<Scalar>& frame, Matrix<Scalar> centers) {
+GuardStep<Scalar> LloydStep(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
+                            const Labels& labels) {
   static const ParameterValues kNone;
+  Matrix<Scalar> centers = frame.map.ToCaller(model_centers);
   GuardStep<Scalar> step;
-  AssignNearest(frame.model_points, centers, &step.labels);
-  step.empty = LloydAlgorithm().UpdateCenters({.parameters = kNone}, frame.model_points, nullptr,
-                                              step.labels, &centers);
-  step.centers = std::move(centers);
+  step.empty = LloydAlgorithm().UpdateCenters({.parameters = kNone}, frame.points, frame.weights,
+                                              labels, &centers);
+  step.centers = frame.map.ToModel(centers);
+  step.labels = labels;
   return step;
 }
 
@@ -121,10 +126,10 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
       unit_norm(&x);
       c.middleRows(d, m) = codes;
     }
-    // The guard's candidate: one exact Lloyd's step, in the model's units,
-    // from the centers this layer starts from.
+    // The guard's candidate: one exact Lloyd's step from the centers this
+    // layer starts from, whose labels the last report left.
     GuardStep<Scalar> lloyd;
-    if (model.guard) lloyd = LloydStep(frame, Matrix<Scalar>(c.topRows(d)));
+    if (model.guard) lloyd = LloydStep(frame, Matrix<Scalar>(c.topRows(d)), result->labels);
     // Sampling blocks draw noise keyed by the run's seed and this layer.
     const Sampling sampling{.seed = options.seed, .layer = t};
     const Matrix<Scalar> a1 = Attend(w[BlockId::kPointsToCenters], x, c, nullptr, sampling);
@@ -184,9 +189,11 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
     result->layers_run = t + 1;
     Report(frame, Matrix<Scalar>(c.topRows(d)), result);
     // The guard keeps the step whose centers give the caller's points the
-    // lower objective, the one the run reports: as the input map is a
-    // translation and one scale, the model's own objective orders the two
-    // alike, and the reported objectives never increase.
+    // lower objective, the one the run reports, so the reported objectives
+    // never increase. Under the global min-max map the model's own
+    // objective is the caller's over the squared scale and would choose
+    // alike; under a per-dimension map only the caller's is the caller's
+    // problem.
     bool lloyd_kept = false;
     if (model.guard) {
       RunResult<Scalar> candidate;
@@ -208,7 +215,8 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
     if (options.record_trajectory) {
       LayerRecord<Scalar> record;
       if (lloyd_kept) {
-        // The registers Lloyd's assignment writes: each point its center's code.
+        // The registers Lloyd's assignment writes: each point the code of
+        // the center it was nearest to.
         record.registers.resize(m, frame.points.cols());
         for (Eigen::Index i = 0; i < frame.points.cols(); ++i) {
           record.registers.col(i) = codes.col(lloyd.labels[i]);
