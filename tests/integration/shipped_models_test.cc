@@ -135,14 +135,16 @@ TEST(ShippedModels, TheGuardedModelIsTheModelWhereverItsStepsWin) {
   const Model<float> model = Load("learned-onehot-d32-k10");
   Model<float> guarded = model;
   guarded.guard = true;
+
+  const int kLayers = 2;
   int all_learned = 0, some_lloyd = 0;
-  for (int t = 0; t < 24; ++t) {
+  for (int t = 0; t < 48; ++t) {
     SCOPED_TRACE(t);
     const Matrix<float> points = GenerateTask<float>({}, 888000 + t).points;
     const Matrix<float> init = points.leftCols(model.k);
-    const RunResult<float> plain = *RunTransformer(model, points, init, {.layers = 3});
-    const RunResult<float> run = *RunTransformer(guarded, points, init, {.layers = 3});
-    EXPECT_EQ(run.guard_learned_layers + run.guard_lloyd_layers, 3);
+    const RunResult<float> plain = *RunTransformer(model, points, init, {.layers = kLayers});
+    const RunResult<float> run = *RunTransformer(guarded, points, init, {.layers = kLayers});
+    EXPECT_EQ(run.guard_learned_layers + run.guard_lloyd_layers, kLayers);
     if (run.guard_lloyd_layers == 0) {
       ++all_learned;
       EXPECT_EQ(run.layer_objectives, plain.layer_objectives);
@@ -162,7 +164,7 @@ TEST(ShippedModels, TheGuardedModelIsTheModelWhereverItsStepsWin) {
     }
   }
   EXPECT_GT(all_learned, 0);
-  std::printf("%d of 24 tasks kept every learned step, %d a Lloyd's step\n", all_learned,
+  std::printf("%d of 48 tasks kept every learned step, %d a Lloyd's step\n", all_learned,
               some_lloyd);
 }
 
