@@ -290,24 +290,28 @@ absl::Status Run() {
       return absl::InvalidArgumentError("all models must share d and k");
     }
   }
+  // Each file's model once more in another form, named with `suffix`.
+  const size_t files = models.size();
+  const auto add_form = [&](const char* suffix, void (*change)(Model<float>&)) {
+    for (size_t m = 0; m < files; ++m) {
+      Model<float> form = models[m];
+      change(form);
+      form.name += suffix;
+      if (absl::Status s = ValidateModel(form); !s.ok()) return s;
+      models.push_back(std::move(form));
+    }
+    return absl::OkStatus();
+  };
   if (absl::GetFlag(FLAGS_guard)) {
-    const size_t given = models.size();
-    for (size_t m = 0; m < given; ++m) {
-      Model<float> guarded = models[m];
-      guarded.guard = true;
-      guarded.name += " (guarded)";
-      if (absl::Status s = ValidateModel(guarded); !s.ok()) return s;
-      models.push_back(std::move(guarded));
+    if (absl::Status s = add_form(" (guarded)", [](Model<float>& m) { m.guard = true; }); !s.ok()) {
+      return s;
     }
   }
   if (absl::GetFlag(FLAGS_without_reembed)) {
     // The ablation: the same weights, registers carried from step to step.
-    const size_t given = models.size();
-    for (size_t m = 0; m < given; ++m) {
-      Model<float> ablation = models[m];
-      ablation.reembed = false;
-      ablation.name += " (no re-embedding)";
-      models.push_back(std::move(ablation));
+    if (absl::Status s = add_form(" (no re-embedding)", [](Model<float>& m) { m.reembed = false; });
+        !s.ok()) {
+      return s;
     }
   }
   absl::StatusOr<std::vector<uint64_t>> seeds = Seeds();
