@@ -164,6 +164,21 @@ void BM_LearnedModelRun(benchmark::State& state) {
   SetPerUnit(state, "s_per_run", 1, n);
 }
 
+// The same run guarded (Model::guard): each layer also takes one exact
+// Lloyd's step from the same centers and keeps the better of the two; the
+// difference from BM_LearnedModelRun is what the guard costs.
+void BM_GuardedLearnedModelRun(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2), layers = state.range(3);
+  const Data& data = Problem(n, d, k);
+  Model<float> model = RandomSoftmaxModel<float>(d, k, InputScaling::kGlobalMinMax, 5);
+  model.guard = true;
+  for (auto _ : state) {
+    auto run = RunTransformer(model, data.points, data.init, {.layers = layers});
+    benchmark::DoNotOptimize(run->objective);
+  }
+  SetPerUnit(state, "s_per_run", 1, n);
+}
+
 // The bound of that run: its matrix products alone, in Eigen's sgemm at the
 // same shapes (per layer and block: the three projections, the scores and
 // the weighted values), on every CPU.
@@ -199,6 +214,11 @@ BENCHMARK(BM_LearnedModelRun)
     ->Args({1024, 32, 10, 20})
     ->Args({2048, 32, 10, 20})
     ->Args({4096, 32, 10, 20})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_GuardedLearnedModelRun)
+    ->Args({512, 32, 10, 20})
+    ->Args({2048, 32, 10, 20})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_GemmBoundOfALearnedRun)

@@ -33,6 +33,9 @@ ABSL_FLAG(std::string, parameters, "",
           "the algorithm's parameters, name=value separated by commas (e.g. beta=2 for "
           "soft-kmeans); a name left out takes the model's default (kmt models lists each "
           "model's parameters, defaults and ranges)");
+ABSL_FLAG(bool, guard, false,
+          "learned models: run guarded, each layer the learned step or an exact Lloyd's step "
+          "from the same centers, whichever gives the lower objective");
 ABSL_FLAG(int, d, 0, "dimensions of a float32 input; bench: dimensions of the generated batches");
 ABSL_FLAG(int, window, kmt::ClientOptions{}.window, "batches in flight on one stream");
 ABSL_FLAG(int, batches_per_stream, kmt::ClientOptions{}.batches_per_stream,
@@ -93,6 +96,7 @@ absl::StatusOr<v1::ClusterRequest> Template(int d) {
   r.set_k(absl::GetFlag(FLAGS_k));
   r.set_iterations(absl::GetFlag(FLAGS_iterations));
   r.set_seed(absl::GetFlag(FLAGS_seed));
+  r.set_guard(absl::GetFlag(FLAGS_guard));
   absl::StatusOr<std::map<std::string, double>> parameters =
       ParseParameters(absl::GetFlag(FLAGS_parameters));
   if (!parameters.ok()) return parameters.status();

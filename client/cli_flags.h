@@ -29,8 +29,8 @@ namespace kmt {
 absl::StatusOr<ClientOptions> Options();
 
 // The request fields every batch of `d`-dimensional points shares: model,
-// k, iterations, seed, the algorithm's parameters, initialisation (and the --centers_in centers
-// for --init=given).
+// k, iterations, seed, guard, the algorithm's parameters, initialisation (and the --centers_in
+// centers for --init=given).
 absl::StatusOr<v1::ClusterRequest> Template(int d);
 
 }  // namespace kmt

@@ -174,7 +174,7 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
     if (!labels) return absl::InternalError(absl::StrCat("cannot write ", path));
   }
   std::vector<std::string> centers = {"batch,cluster"};
-  int64_t batch = 0, failed = 0, points = 0;
+  int64_t batch = 0, failed = 0, points = 0, learned_layers = 0, lloyd_layers = 0;
   double objective = 0;
   absl::Status status = Pass(client, reader, base, "batch", [&](v1::ClusterResponse&& r) {
     if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
@@ -184,6 +184,8 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
     } else {
       objective += r.objective();
       points += r.labels_size();
+      learned_layers += r.guard_learned_layers();
+      lloyd_layers += r.guard_lloyd_layers();
       for (int label : r.labels()) labels << label << "\n";
       const int d = reader.d();
       for (int j = 0; j * d < r.centers_size(); ++j) {
@@ -198,6 +200,10 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
   std::printf("%lld batches, %lld points, %lld failed, summed objective %.10g\n",
               static_cast<long long>(batch), static_cast<long long>(points),
               static_cast<long long>(failed), objective);
+  if (base.guard()) {
+    std::printf("guard: %lld layers kept the learned step, %lld the Lloyd's step\n",
+                static_cast<long long>(learned_layers), static_cast<long long>(lloyd_layers));
+  }
   return failed == 0 ? absl::OkStatus()
                      : absl::InvalidArgumentError(absl::StrCat(failed, " batches failed"));
 }

@@ -55,6 +55,9 @@ struct BatchSpec {
   int n_init = 1;
   EmptyClusterPolicy empty_clusters = EmptyClusterPolicy::kKeep;  ///< what an empty cluster does
   DistanceOutput distances = DistanceOutput::kNone;               ///< per-point distances to return
+  /// Learned models: run their guarded form (Model::guard), each layer the
+  /// learned step or an exact Lloyd's step, whichever is better.
+  bool guard = false;
 };
 
 template <typename Scalar>

@@ -28,6 +28,11 @@ absl::StatusOr<ServedModel<Scalar>> ServedModel<Scalar>::FromWeights(Model<Scala
   m.name_ = weights.name;
   m.description_ = std::move(description);
   m.fast_ = MatchLloyd(weights).has_value();
+  if (!m.fast_ && weights.reembed && !weights.unit_norm && !weights.norm_coordinate) {
+    Model<Scalar> guarded = weights;
+    guarded.guard = true;
+    m.guarded_ = std::make_shared<const Model<Scalar>>(std::move(guarded));
+  }
   m.weights_ = std::make_shared<const Model<Scalar>>(std::move(weights));
   return m;
 }
@@ -68,6 +73,11 @@ absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
           given.begin()->first, " applies to the exact models; ", name_, " is learned"));
     }
     const BatchSpec<Scalar>& spec = batch.spec();
+    if (spec.guard && guarded_ == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "guard applies to learned models that re-embed; ", name_,
+          fast_ ? " is an exact Lloyd construction" : " carries its registers or norms over"));
+    }
     const char* exact_only = spec.weights.size() > 0                            ? "weights"
                              : spec.tol                                         ? "tol"
                              : spec.empty_clusters != EmptyClusterPolicy::kKeep ? "empty_clusters"
@@ -79,6 +89,10 @@ absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
     return absl::OkStatus();
   }
   if (absl::Status s = ValidateLloydOptions(batch.d(), batch.k(), lloyd_); !s.ok()) return s;
+  if (batch.spec().guard) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("guard applies to the learned models; ", name_, " is exact"));
+  }
   if (absl::Status s =
           CheckParameters(name_, algorithm_->parameters(), given, algorithm_->unread_hint());
       !s.ok()) {
@@ -207,7 +221,7 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
     }
     evaluator.weights = &circuit;
   } else if (dense) {
-    evaluator.weights = model.weights();
+    evaluator.weights = spec.guard ? model.guarded_weights() : model.weights();
   }
 
   // Restart r starts from seed + r; the lowest objective wins (ties: the

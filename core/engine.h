@@ -49,9 +49,13 @@ class ServedModel {
   InitMethod default_init() const;
   // The weights; null for an exact construction.
   const Model<Scalar>* weights() const { return weights_.get(); }
+  // The same weights guarded (Model::guard), for batches that ask; null
+  // for an exact construction, and for weights the fast path runs.
+  const Model<Scalar>* guarded_weights() const { return guarded_.get(); }
 
   // Whether this model can run the batch: fixed weights need their own d and
-  // k; a parameter must be one the model reads, within its range.
+  // k, and a guard needs weights of their own; a parameter must be one the
+  // model reads, within its range.
   absl::Status Accepts(const Batch<Scalar>& batch) const;
   // The batch's parameters with the defaults filled in. Call after Accepts.
   ParameterValues Resolve(const Batch<Scalar>& batch) const;
@@ -67,6 +71,7 @@ class ServedModel {
   LloydOptions lloyd_;                              // exact: the circuit
   const Algorithm* algorithm_ = &LloydAlgorithm();  // exact: what it computes
   std::shared_ptr<const Model<Scalar>> weights_;    // fixed weights, or null
+  std::shared_ptr<const Model<Scalar>> guarded_;    // the same, guarded, or null
   bool fast_ = true;                                // the fast path runs it (hardmax)
 };
 

@@ -47,6 +47,11 @@ absl::Status ValidateModel(const Model<Scalar>& model) {
         "model lloyd_after is for models whose centers are k-means centers of their points; "
         "this one has a norm layer or a norm coordinate");
   }
+  if (model.guard && (!model.reembed || model.unit_norm || model.norm_coordinate)) {
+    return absl::InvalidArgumentError(
+        "model guard is for re-embedded models whose centers are k-means centers of their "
+        "points; this one carries its registers over, or has a norm layer or a norm coordinate");
+  }
   const int dim = model.dim();
   for (size_t t = 0; t < model.layers.size(); ++t) {
     for (BlockId id : kBlockIds) {

@@ -93,6 +93,13 @@ struct Model {
   /// model's own: the learned steps move the centers, Lloyd's settles them in
   /// a local optimum of the caller's objective. 0: the model's layers only.
   int lloyd_after = 0;
+  /// The guarded form of a learned model: each of its own layers also takes
+  /// one exact Lloyd's step from the centers the layer starts from, and
+  /// keeps whichever of the two gives the lower k-means objective of the
+  /// caller's points (ties: the learned step), so that the objective never
+  /// increases from layer to layer. Not stored in model files: the engine
+  /// runs any learned model guarded on request.
+  bool guard = false;
 
   int registers() const { return RegisterDim(embedding, k); }
   /// Tokens are [data (d); registers; squared norm (if norm_coordinate)].

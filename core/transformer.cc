@@ -76,6 +76,32 @@ class ScopedOmpThreads {
   const int saved_;
 };
 
+// One exact Lloyd's step of the caller's problem: from centers (model
+// units) whose nearest-center labels of the caller's points are `labels`,
+// the means of those clusters (an empty cluster keeps its center), mapped
+// back to the model's units; and how many clusters were empty. In the
+// caller's units, so that under any input map the step cannot raise the
+// caller's objective.
+template <typename Scalar>
+struct GuardStep {
+  Matrix<Scalar> centers;
+  Labels labels;  // the assignment the means are of
+  int empty = 0;
+};
+
+template <typename Scalar>
+GuardStep<Scalar> LloydStep(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
+                            const Labels& labels) {
+  static const ParameterValues kNone;
+  Matrix<Scalar> centers = frame.map.ToCaller(model_centers);
+  GuardStep<Scalar> step;
+  step.empty = LloydAlgorithm().UpdateCenters({.parameters = kNone}, frame.points, frame.weights,
+                                              labels, &centers);
+  step.centers = frame.map.ToModel(centers);
+  step.labels = labels;
+  return step;
+}
+
 // The model's layers 0..layers-1; *centers ends as the last layer's centers
 // in the model's units.
 template <typename Scalar>
@@ -103,6 +129,10 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
       unit_norm(&x);
       c.middleRows(d, m) = codes;
     }
+    // The guard's candidate: one exact Lloyd's step from the centers this
+    // layer starts from, whose labels the last report left.
+    GuardStep<Scalar> lloyd;
+    if (model.guard) lloyd = LloydStep(frame, Matrix<Scalar>(c.topRows(d)), result->labels);
     // Sampling blocks draw noise keyed by the run's seed and this layer.
     const Sampling sampling{.seed = options.seed, .layer = t};
     const Matrix<Scalar> a1 = Attend(w[BlockId::kPointsToCenters], x, c, nullptr, sampling);
@@ -144,7 +174,7 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
     };
     const std::vector<bool> kept =
         update_centers(w[BlockId::kCentersToPoints], w[BlockId::kCentersToCenters]);
-    const int empty = static_cast<int>(std::count(kept.begin(), kept.end(), true));
+    const int empty_learned = static_cast<int>(std::count(kept.begin(), kept.end(), true));
     // Further center steps see the clusters the layer's update saw; an empty
     // cluster is counted once.
     for (const CenterStep<Scalar>& step : w.center_steps) {
@@ -158,13 +188,45 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
       }
     }
     unit_norm(&c);
-    result->empty_cluster_events += empty;
+    int empty = empty_learned;
     result->layers_run = t + 1;
     Report(frame, Matrix<Scalar>(c.topRows(d)), result);
+    // The guard keeps the step whose centers give the caller's points the
+    // lower objective, the one the run reports, so the reported objectives
+    // never increase. Under the global min-max map the model's own
+    // objective is the caller's over the squared scale and would choose
+    // alike; under a per-dimension map only the caller's is the caller's
+    // problem.
+    bool lloyd_kept = false;
+    if (model.guard) {
+      RunResult<Scalar> candidate;
+      Report(frame, lloyd.centers, &candidate);
+      // A learned step whose objective is not a number loses too.
+      lloyd_kept = !(result->objective <= candidate.objective);
+      if (lloyd_kept) {
+        c.topRows(d) = lloyd.centers;
+        result->centers = std::move(candidate.centers);
+        result->labels = std::move(candidate.labels);
+        result->objective = candidate.objective;
+        result->cluster_sums = std::move(candidate.cluster_sums);
+        empty = lloyd.empty;
+      }
+      ++(lloyd_kept ? result->guard_lloyd_layers : result->guard_learned_layers);
+    }
+    result->empty_cluster_events += empty;
     result->layer_objectives.push_back(result->objective);
     if (options.record_trajectory) {
       LayerRecord<Scalar> record;
-      record.registers = x.middleRows(d, m);
+      if (lloyd_kept) {
+        // The registers Lloyd's assignment writes: each point the code of
+        // the center it was nearest to.
+        record.registers.resize(m, frame.points.cols());
+        for (Eigen::Index i = 0; i < frame.points.cols(); ++i) {
+          record.registers.col(i) = codes.col(lloyd.labels[i]);
+        }
+      } else {
+        record.registers = x.middleRows(d, m);
+      }
       AssignNearest<Scalar>(record.registers, codes, &record.labels);
       record.centers = result->centers;
       record.objective = result->objective;

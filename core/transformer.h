@@ -82,7 +82,11 @@ struct RunResult {
   Convergence convergence = Convergence::kNone;  ///< why it stopped early, if it did
   int64_t empty_cluster_events = 0;              ///< (layer, cluster) pairs that were empty
   Path path = Path::kAuto;                       ///< the evaluator that ran
-  std::vector<LayerRecord<Scalar>> trajectory;   ///< if record_trajectory
+  /// A guarded model (Model::guard): of its own layers, those that kept the
+  /// learned step and those that kept the Lloyd's step instead.
+  int guard_learned_layers = 0;
+  int guard_lloyd_layers = 0;
+  std::vector<LayerRecord<Scalar>> trajectory;  ///< if record_trajectory
   /// Fast path: each assignment's way (the first, of the initial centers,
   /// first), when the bounds could take part.
   std::vector<AssignmentStats> assignments;

@@ -1,10 +1,12 @@
 #include "learn/evaluation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/random.h"
 #include "core/transformer.h"
 
 namespace kmt {
@@ -100,6 +102,8 @@ std::vector<Scenario> PaperScenarios(const TaskOptions& base) {
     s.tasks.isotropic = false;
     s.tasks.min_max_scale = false;
   });
+  add("unequal-dimensions", "dimensions scaled by U(0.5, 50), offsets U(-100, 100)",
+      [](Scenario& s) { s.tasks.unequal_dimensions = true; });
   for (Family f :
        {Family::kNormal, Family::kLaplace, Family::kGumbel, Family::kLognormal, Family::kCauchy}) {
     if (f == base.family) continue;
@@ -109,12 +113,41 @@ std::vector<Scenario> PaperScenarios(const TaskOptions& base) {
   return all;
 }
 
+Scenario DataScenario(std::string name, std::shared_ptr<const Matrix<float>> points, int n, int k,
+                      InitMethod init) {
+  Scenario s;
+  s.description =
+      absl::StrCat(name, ", ", points->cols(), " points, ", InitMethodName(init), " init");
+  s.name = std::move(name);
+  s.tasks = {.n = n, .d = static_cast<int>(points->rows()), .k = k};
+  s.init = init;
+  s.data = std::move(points);
+  return s;
+}
+
+Matrix<float> DataTask(const Matrix<float>& points, int n, uint64_t seed) {
+  const Eigen::Index total = points.cols();
+  const Eigen::Index size = std::min<Eigen::Index>(n, total);
+  std::vector<Eigen::Index> order(total);
+  for (Eigen::Index i = 0; i < total; ++i) order[i] = i;
+  // The first `size` steps of a Fisher-Yates shuffle.
+  Rng rng(seed);
+  Matrix<float> task(points.rows(), size);
+  for (Eigen::Index i = 0; i < size; ++i) {
+    std::swap(order[i], order[i + static_cast<Eigen::Index>(rng.Below(total - i))]);
+    task.col(i) = points.col(order[i]);
+  }
+  return task;
+}
+
 SeedLogs EvaluateSeed(const Scenario& scenario, const std::vector<Model<float>>& models, int tasks,
                       int steps, uint64_t seed) {
   SeedLogs logs{StepLogs(tasks), std::vector<StepLogs>(models.size(), StepLogs(tasks))};
 #pragma omp parallel for schedule(dynamic)
   for (int t = 0; t < tasks; ++t) {
-    const Matrix<float> points = GenerateTask<float>(scenario.tasks, seed + t).points;
+    const Matrix<float> points = scenario.data
+                                     ? DataTask(*scenario.data, scenario.tasks.n, seed + t)
+                                     : GenerateTask<float>(scenario.tasks, seed + t).points;
     const Matrix<float> init = *InitialCenters(points, scenario.tasks.k, scenario.init, seed + t);
     logs.lloyd[t] = Logs(RunLloyd<float>({}, points, init, {.layers = steps}), steps);
     for (size_t m = 0; m < models.size(); ++m) {

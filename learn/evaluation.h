@@ -8,6 +8,7 @@
 #define KMT_LEARN_EVALUATION_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,14 +23,27 @@ struct Scenario {
   std::string description;                      ///< for tables and figures
   TaskOptions tasks;                            ///< the task distribution
   InitMethod init = InitMethod::kRandomSubset;  ///< how the initial centers are chosen
+  /// d x N points of a dataset: if set, a task is tasks.n of them drawn
+  /// without replacement (all N, shuffled, if N <= tasks.n) instead of a
+  /// generated task.
+  std::shared_ptr<const Matrix<float>> data;
 };
+
+// Tasks from a dataset's points (d x N), each a random subset of n of them,
+// initial centers by `init`.
+Scenario DataScenario(std::string name, std::shared_ptr<const Matrix<float>> points, int n, int k,
+                      InitMethod init);
+
+// The points of a data scenario's task `seed`: min(n, N) of the dataset's
+// columns, drawn without replacement in random order.
+Matrix<float> DataTask(const Matrix<float>& points, int n, uint64_t seed);
 
 // Every scenario, around the training distribution `base` (its n, d, k,
 // scale and family): the training distribution itself; each initialisation;
 // other n; unequal weights; anisotropic scales; half and double the scale;
 // the training distribution and anisotropic scales without the generator's
-// min-max step (a model's own input map does the scaling); each other
-// family.
+// min-max step (a model's own input map does the scaling); dimensions of
+// unequal scales and offsets; each other family.
 std::vector<Scenario> PaperScenarios(const TaskOptions& base);
 
 // log(objective) after each step: runs[task][t] for t = 0..steps-1. A run

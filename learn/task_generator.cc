@@ -131,6 +131,14 @@ Task<Scalar> GenerateTask(const TaskOptions& options, uint64_t seed) {
       means.row(l) = (means.row(l).array() - lo) / divisor;
     }
   }
+  if (options.unequal_dimensions) {
+    for (int l = 0; l < d; ++l) {
+      const double scale = 0.5 + 49.5 * rng.Uniform();
+      const double offset = -100 + 200 * rng.Uniform();
+      points.row(l) = points.row(l).array() * scale + offset;
+      means.row(l) = means.row(l).array() * scale + offset;
+    }
+  }
   task.points = points.cast<Scalar>();
   task.means = means.cast<Scalar>();
   return task;

@@ -44,6 +44,11 @@ struct TaskOptions {
                                     ///< U(0, 1); default true
   bool isotropic = true;            ///< false: scale * U(0, 1) per component and
                                     ///< dimension; default true
+  /// Last, each dimension multiplied by U(0.5, 50) and shifted by
+  /// U(-100, 100), drawn per task after the points (so the points before it
+  /// are those of the same seed without it): dimensions of unequal scales
+  /// and offsets, as a user's raw features come; default false
+  bool unequal_dimensions = false;
 };
 
 template <typename Scalar>

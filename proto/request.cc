@@ -23,7 +23,8 @@ absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& r) {
                         .parameters = {r.parameters().begin(), r.parameters().end()},
                         .cluster_sums = r.return_cluster_sums(),
                         .tol = r.has_tol() ? std::optional<double>(r.tol()) : std::nullopt,
-                        .n_init = std::max(1, r.n_init())};
+                        .n_init = std::max(1, r.n_init()),
+                        .guard = r.guard()};
   if (!r.weights_f32().empty()) {
     absl::StatusOr<std::vector<float>> weights =
         RawVector({"weights", "n", r.n(), "", 1}, r.weights_size(), r.weights_f32());
@@ -119,6 +120,8 @@ void FillResponse(const v1::ClusterRequest& r, const RunResult<float>& run,
   out->mutable_restart_objectives()->Add(run.restart_objectives.begin(),
                                          run.restart_objectives.end());
   out->set_best_restart(run.best_restart);
+  out->set_guard_learned_layers(run.guard_learned_layers);
+  out->set_guard_lloyd_layers(run.guard_lloyd_layers);
   // Distances are k x n in the engine (a point's to every center in one
   // column), n x k row-major on the wire: the same memory.
   const absl::Span<const float> distances(run.distances.data(), run.distances.size());

@@ -88,6 +88,12 @@ Metrics::Metrics(const ModelRegistry& registry)
                       .Name("kmt_streams_total")
                       .Help("Cluster streams ended, by final status code.")
                       .Register(*registry_);
+  guard_layers_ = &prometheus::BuildCounter()
+                       .Name("kmt_guard_layers_total")
+                       .Help(
+                           "Layers of guarded runs of learned models, by the step each kept: "
+                           "the learned one or the exact Lloyd's step.")
+                       .Register(*registry_);
   streams_ = &prometheus::BuildGauge()
                   .Name("kmt_streams_in_flight")
                   .Help("Cluster streams open now.")
@@ -122,6 +128,11 @@ Metrics::Metrics(const ModelRegistry& registry)
     loaded.Add({{"kind", m.info.kind()}}).Increment();
     batches_->Add({{"model", m.info.name()}, {"code", "OK"}});
     points_->Add({{"model", m.info.name()}});
+    if (m.model.guarded_weights() != nullptr) {
+      for (const char* step : {"learned", "lloyd"}) {
+        guard_layers_->Add({{"model", m.info.name()}, {"step", step}});
+      }
+    }
   }
   for (int code = 1; code <= kLastCode; ++code) errors_->Add({{"code", CodeName(code)}});
   for (const absl::StatusCode code :
@@ -171,6 +182,12 @@ void Metrics::RecordBatch(const v1::ClusterRequest& request, const v1::ClusterRe
   objective_->Add({{"model", model}}, kObjectiveBuckets)
       .Observe(response.objective() / static_cast<double>(request.n()));
   layers_->Add({{"model", model}}, kLayerBuckets).Observe(response.iterations_run());
+  if (request.guard()) {
+    guard_layers_->Add({{"model", model}, {"step", "learned"}})
+        .Increment(response.guard_learned_layers());
+    guard_layers_->Add({{"model", model}, {"step", "lloyd"}})
+        .Increment(response.guard_lloyd_layers());
+  }
 }
 
 void Metrics::RecordJobEnd(int code) { job_ends_->Add({{"code", CodeName(code)}}).Increment(); }

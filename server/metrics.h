@@ -67,6 +67,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* points_;
   prometheus::Family<prometheus::Counter>* errors_;
   prometheus::Family<prometheus::Counter>* stream_ends_;
+  prometheus::Family<prometheus::Counter>* guard_layers_;
   prometheus::Gauge* streams_;
   prometheus::Gauge* jobs_;
   prometheus::Family<prometheus::Counter>* job_ends_;

@@ -1,13 +1,15 @@
 // kmt-eval: held-out evaluation of learned k-means transformers against
-// Lloyd's in the papers' scenarios (learn/evaluation.h), over one or more
-// seeds of held-out tasks. Writes a Markdown table and SVG plots of the mean
-// log objective against the step, and, for a models-by-scenarios view such
-// as the cross-family matrix, each model's difference from Lloyd's at step T
-// as a table and an SVG heatmap.
+// Lloyd's in the papers' scenarios (learn/evaluation.h) and on subsets of
+// datasets, over one or more seeds of held-out tasks. Writes a Markdown table and SVG plots of the
+// mean log objective against the step, and, for a models-by-scenarios view such as the cross-family
+// matrix, each model's difference from Lloyd's at step T as a table and an SVG heatmap.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/command_line.h"
+#include "client/point_reader.h"
 #include "learn/evaluation.h"
 #include "proto/model_file.h"
 
@@ -33,6 +36,17 @@ ABSL_FLAG(std::vector<std::string>, seeds, {},
           "mean over its tasks");
 ABSL_FLAG(bool, without_reembed, false,
           "also run each model without re-embedding (registers carried over between steps)");
+ABSL_FLAG(bool, guard, false,
+          "also run each model guarded: each step the learned one or an exact Lloyd's step from "
+          "the same centers, whichever gives the lower objective");
+ABSL_FLAG(std::vector<std::string>, data, {},
+          "datasets (.npy, float32 or float64, shape (N, d), d the models'): each adds the "
+          "scenarios <name> and <name>-kmeans++, whose tasks are random subsets of --data_points "
+          "of its points, from random-subset and greedy k-means++ centers");
+ABSL_FLAG(int, data_points, 512, "points per task of a --data scenario (all, if fewer)");
+ABSL_FLAG(bool, standard_errors, false,
+          "give each mean ± its standard error (the spread over tasks or seeds divided by the "
+          "square root of their number) instead of ± the spread");
 ABSL_FLAG(std::string, out_md, "", "Markdown table to write (default: stdout only)");
 ABSL_FLAG(std::string, out_steps_md, "",
           "Markdown table of every step's mean log objective, first scenario");
@@ -238,6 +252,18 @@ std::string MatrixSvg(const std::vector<Scenario>& scenarios,
   return svg;
 }
 
+// A dataset's points, d x N, from an (N, d) .npy file.
+absl::StatusOr<std::shared_ptr<const Matrix<float>>> ReadDataset(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<PointReader>> reader = PointReader::Open(path, "npy", 0);
+  if (!reader.ok()) return reader.status();
+  std::vector<float> values;
+  absl::StatusOr<int64_t> n = (*reader)->Read(INT64_MAX, &values);
+  if (!n.ok()) return n.status();
+  // Row-major (N, d) values are the columns of a d x N matrix.
+  return std::make_shared<const Matrix<float>>(
+      Eigen::Map<const Matrix<float>>(values.data(), (*reader)->d(), *n));
+}
+
 absl::StatusOr<std::vector<uint64_t>> Seeds() {
   std::vector<uint64_t> seeds;
   for (const std::string& text : absl::GetFlag(FLAGS_seeds)) {
@@ -264,14 +290,28 @@ absl::Status Run() {
       return absl::InvalidArgumentError("all models must share d and k");
     }
   }
+  // Each file's model once more in another form, named with `suffix`.
+  const size_t files = models.size();
+  const auto add_form = [&](const char* suffix, void (*change)(Model<float>&)) {
+    for (size_t m = 0; m < files; ++m) {
+      Model<float> form = models[m];
+      change(form);
+      form.name += suffix;
+      if (absl::Status s = ValidateModel(form); !s.ok()) return s;
+      models.push_back(std::move(form));
+    }
+    return absl::OkStatus();
+  };
+  if (absl::GetFlag(FLAGS_guard)) {
+    if (absl::Status s = add_form(" (guarded)", [](Model<float>& m) { m.guard = true; }); !s.ok()) {
+      return s;
+    }
+  }
   if (absl::GetFlag(FLAGS_without_reembed)) {
     // The ablation: the same weights, registers carried from step to step.
-    const size_t given = models.size();
-    for (size_t m = 0; m < given; ++m) {
-      Model<float> ablation = models[m];
-      ablation.reembed = false;
-      ablation.name += " (no re-embedding)";
-      models.push_back(std::move(ablation));
+    if (absl::Status s = add_form(" (no re-embedding)", [](Model<float>& m) { m.reembed = false; });
+        !s.ok()) {
+      return s;
     }
   }
   absl::StatusOr<std::vector<uint64_t>> seeds = Seeds();
@@ -282,6 +322,23 @@ absl::Status Run() {
   for (const Scenario& s : PaperScenarios(base)) {
     if (wanted.empty() || std::find(wanted.begin(), wanted.end(), s.name) != wanted.end()) {
       scenarios.push_back(s);
+    }
+  }
+  for (const std::string& path : absl::GetFlag(FLAGS_data)) {
+    absl::StatusOr<std::shared_ptr<const Matrix<float>>> points = ReadDataset(path);
+    if (!points.ok()) return points.status();
+    if ((*points)->rows() != base.d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " has d = ", (*points)->rows(), ", the models d = ", base.d));
+    }
+    const std::string name = std::filesystem::path(path).stem().string();
+    for (const auto& [suffix, init] : {std::pair{"", InitMethod::kRandomSubset},
+                                       std::pair{"-kmeans++", InitMethod::kKMeansPlusPlus}}) {
+      const std::string scenario = name + suffix;
+      if (wanted.empty() || std::find(wanted.begin(), wanted.end(), scenario) != wanted.end()) {
+        scenarios.push_back(
+            DataScenario(scenario, *points, absl::GetFlag(FLAGS_data_points), base.k, init));
+      }
     }
   }
   if (scenarios.empty()) return absl::InvalidArgumentError("--scenarios matches none");
@@ -295,6 +352,15 @@ absl::Status Run() {
       per_seed.push_back(EvaluateSeed(s, models, tasks, steps, seed));
     }
     results.push_back(Summarise(per_seed));
+    if (absl::GetFlag(FLAGS_standard_errors)) {
+      const double samples = per_seed.size() > 1 ? static_cast<double>(per_seed.size()) : tasks;
+      const auto to_errors = [&](StepSummary& summary) {
+        for (double& sd : summary.sd) sd /= std::sqrt(samples);
+      };
+      to_errors(results.back().lloyd);
+      for (StepSummary& m : results.back().models) to_errors(m);
+      for (StepSummary& m : results.back().differences) to_errors(m);
+    }
     for (size_t m = 0; m < models.size(); ++m) {
       if (results.back().diverged[m] > 0) {
         std::fprintf(stderr, "%s: %s diverged (non-finite objective) on %d runs\n",
@@ -304,16 +370,17 @@ absl::Status Run() {
   }
   const std::string table =
       Table(scenarios, results, models, steps - 1) + "\n" + Table(scenarios, results, models, 0);
+  const char* spread = absl::GetFlag(FLAGS_standard_errors) ? "standard error" : "sd";
   if (seeds->size() > 1) {
     std::printf(
-        "log(k-means objective), lower is better: mean ± sd over %zu seeds (%s) of each seed's "
+        "log(k-means objective), lower is better: mean ± %s over %zu seeds (%s) of each seed's "
         "mean over %d held-out tasks\n\n%s",
-        seeds->size(), absl::StrJoin(*seeds, ", ").c_str(), tasks, table.c_str());
+        spread, seeds->size(), absl::StrJoin(*seeds, ", ").c_str(), tasks, table.c_str());
   } else {
     std::printf(
-        "log(k-means objective), lower is better: mean ± sd over %d held-out tasks (seed "
+        "log(k-means objective), lower is better: mean ± %s over %d held-out tasks (seed "
         "%llu)\n\n%s",
-        tasks, static_cast<unsigned long long>(seeds->front()), table.c_str());
+        spread, tasks, static_cast<unsigned long long>(seeds->front()), table.c_str());
   }
   if (const std::string path = absl::GetFlag(FLAGS_out_md); !path.empty()) {
     std::ofstream(path) << table;

@@ -78,6 +78,8 @@ class Result:
     distances: np.ndarray = None  # if asked: (n,) to the nearest center, or (n, k)
     restart_objectives: np.ndarray = None  # each restart's objective, if restarts ran
     best_restart: int = 0
+    guard_learned_layers: int = 0  # guard=True: layers that kept the learned step
+    guard_lloyd_layers: int = 0    # ... and those that kept the Lloyd's step instead
 
 
 @dataclasses.dataclass
@@ -341,7 +343,8 @@ class Client:
         `centers` (k, d) are given initial centers, `weights` (n,) per-point
         weights, `parameters` the algorithm's parameters by name, as
         ModelInfo.parameters names them ({"beta": 2.0}). `fields` are any
-        other request fields: return_trajectory, tol, n_init, ..."""
+        other request fields: return_trajectory, tol, n_init, guard (a
+        learned model's guarded form), ..."""
         points = np.asarray(points)
         if points.ndim != 2:
             raise ValueError(f"points has shape {points.shape}, expected (n, d)")
@@ -394,7 +397,9 @@ class Client:
                       distances=(distances.reshape(-1, k) if all_distances else distances)
                       if distances.size else None,
                       restart_objectives=np.asarray(r.restart_objectives, dtype=np.float64),
-                      best_restart=r.best_restart)
+                      best_restart=r.best_restart,
+                      guard_learned_layers=r.guard_learned_layers,
+                      guard_lloyd_layers=r.guard_lloyd_layers)
 
     def cluster(self, points, k, **options):
         """Clusters one batch; options as in request()."""

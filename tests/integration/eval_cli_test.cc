@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "client/npy.h"
 #include "learn/trainer.h"
 #include "proto/model_file.h"
 #include "tests/integration/server_process.h"
@@ -96,6 +98,38 @@ TEST(EvalCli, MatrixCellIsTheModelsMeanMinusLloydsOnTheSameTasks) {
   EXPECT_EQ(cells, 6);
   EXPECT_NE(svg.find(">model-2</text>"), std::string::npos);
   EXPECT_NE(svg.find(">cauchy</text>"), std::string::npos);
+}
+
+// --guard adds each model's guarded form as a column; --data adds a
+// dataset's two scenarios as rows; --standard_errors says what the spread is.
+TEST(EvalCli, GuardedModelsAndDatasetsGetTheirColumnsAndRows) {
+  const std::string dir = TempDir("eval-guard");
+  const std::vector<std::string> models = WriteModels(dir);
+  std::vector<float> points;
+  for (int i = 0; i < 40; ++i) {
+    points.push_back(static_cast<float>(i % 5));
+    points.push_back(static_cast<float>(i % 7) * 0.5f);
+  }
+  ASSERT_TRUE(WriteNpy(dir + "/grid.npy", "<f4", {40, 2}, points.data(), 40 * 2 * 4).ok());
+  std::string out, err;
+  ASSERT_EQ(RunProgram(
+                {KMT_EVAL_BINARY, "--models=" + models[0], "--guard", "--data=" + dir + "/grid.npy",
+                 "--scenarios=grid,grid-kmeans++", "--tasks=3", "--steps=2", "--standard_errors"},
+                &out, &err),
+            0)
+      << err;
+  EXPECT_NE(out.find("mean ± standard error over 3 held-out tasks"), std::string::npos) << out;
+  const std::vector<std::string> lines = absl::StrSplit(out, '\n');
+  const auto row = [&](absl::string_view start) {
+    for (const std::string& line : lines) {
+      if (absl::StartsWith(line, start)) return line;
+    }
+    return std::string();
+  };
+  EXPECT_EQ(row("| scenario, T = 2"),
+            "| scenario, T = 2 | Lloyd's | model-1 | − Lloyd's | model-1 (guarded) | − Lloyd's |");
+  EXPECT_EQ(Cells(row("| grid, 40 points, random")).size(), 6u) << out;
+  EXPECT_EQ(Cells(row("| grid-kmeans++, 40 points, kmeans++")).size(), 6u) << out;
 }
 
 }  // namespace

@@ -389,6 +389,35 @@ TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
   EXPECT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
 }
 
+TEST_F(ServiceTest, AGuardedRequestSaysWhichStepsItKeptAndCountsThem) {
+  const Matrix<float> points = HundredThousand().points.topLeftCorner(3, 400) * 5.0f;
+  v1::ClusterRequest guarded = Request("guarded", "test-learned", points, 4, 6);
+  guarded.set_guard(true);
+  guarded.set_return_trajectory(true);
+  v1::ClusterRequest exact = Request("exact", "lloyd-onehot", points, 4, 6);
+  exact.set_guard(true);
+  const std::map<std::string, double> before = ScrapeMetrics(server_->metrics_port());
+  const Exchange e = Stream(server_->address(), {guarded, exact});
+  ASSERT_EQ(e.responses.size(), 2u);
+  const v1::ClusterResponse& got = e.responses[0];
+  ASSERT_FALSE(got.has_error()) << got.error().message();
+  EXPECT_EQ(got.guard_learned_layers() + got.guard_lloyd_layers(), 6);
+  ASSERT_EQ(got.layer_objectives_size(), 6);
+  for (int t = 1; t < 6; ++t) EXPECT_LE(got.layer_objectives(t), got.layer_objectives(t - 1));
+  EXPECT_EQ(e.responses[1].error().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(e.responses[1].error().message(),
+            "guard applies to the learned models; lloyd-onehot is exact");
+
+  const std::map<std::string, double> after = ScrapeMetrics(server_->metrics_port());
+  for (const auto& [step, layers] : {std::pair{"learned", got.guard_learned_layers()},
+                                     std::pair{"lloyd", got.guard_lloyd_layers()}}) {
+    const std::string series =
+        absl::StrCat("kmt_guard_layers_total{model=\"test-learned\",step=\"", step, "\"}");
+    SCOPED_TRACE(series);
+    EXPECT_EQ(after.at(series) - before.at(series), layers);
+  }
+}
+
 TEST_F(ServiceTest, HealthIsServingAndReflectionListsTheService) {
   for (const std::string service : {"", "kmt.v1.KMeansTransformer"}) {
     const absl::StatusOr<int> health = HealthStatus(server_->address(), service);

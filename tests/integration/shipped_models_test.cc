@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "core/init.h"
@@ -125,6 +126,46 @@ TEST(ShippedModels, TheLloydFinishedModelBeatsLloydsFromEveryStart) {
       EXPECT_LT(finished, learned);
     }
   }
+}
+
+// Where every layer's learned step beats the Lloyd's step from the same
+// centers, the guarded model is the model itself, to the last bit; where
+// one does not, the guarded run is ahead of the model at that layer.
+TEST(ShippedModels, TheGuardedModelIsTheModelWhereverItsStepsWin) {
+  const Model<float> model = Load("learned-onehot-d32-k10");
+  Model<float> guarded = model;
+  guarded.guard = true;
+
+  const int kLayers = 2;
+  int all_learned = 0, some_lloyd = 0;
+  for (int t = 0; t < 48; ++t) {
+    SCOPED_TRACE(t);
+    const Matrix<float> points = GenerateTask<float>({}, 888000 + t).points;
+    const Matrix<float> init = points.leftCols(model.k);
+    const RunResult<float> plain = *RunTransformer(model, points, init, {.layers = kLayers});
+    const RunResult<float> run = *RunTransformer(guarded, points, init, {.layers = kLayers});
+    EXPECT_EQ(run.guard_learned_layers + run.guard_lloyd_layers, kLayers);
+    if (run.guard_lloyd_layers == 0) {
+      ++all_learned;
+      EXPECT_EQ(run.layer_objectives, plain.layer_objectives);
+      EXPECT_EQ(run.centers, plain.centers);
+      EXPECT_EQ(run.labels, plain.labels);
+    } else {
+      ++some_lloyd;
+      // Up to the first layer that kept Lloyd's step the two are the same;
+      // that layer is below the model's.
+      size_t first = 0;
+      while (first < run.layer_objectives.size() &&
+             run.layer_objectives[first] == plain.layer_objectives[first]) {
+        ++first;
+      }
+      ASSERT_LT(first, run.layer_objectives.size());
+      EXPECT_LT(run.layer_objectives[first], plain.layer_objectives[first]);
+    }
+  }
+  EXPECT_GT(all_learned, 0);
+  std::printf("%d of 48 tasks kept every learned step, %d a Lloyd's step\n", all_learned,
+              some_lloyd);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/constructions.h"
+#include "core/transformer.h"
 
 namespace kmt {
 namespace {
@@ -26,9 +27,10 @@ TEST(Evaluation, ScenariosAreThePapersSetupsAroundTheTrainingDistribution) {
   const TaskOptions base{.n = 512, .d = 32, .k = 10, .scale = 0.1};
   std::map<std::string, Scenario> s = ByName(PaperScenarios(base));
   const std::set<std::string> expected = {
-      "random",          "kmeans++", "plain-kmeans++", "n128",       "n256",         "n1024",
-      "n2048",           "unequal",  "anisotropic",    "half-scale", "double-scale", "raw",
-      "anisotropic-raw", "laplace",  "gumbel",         "lognormal",  "cauchy"};
+      "random",       "kmeans++", "plain-kmeans++",    "n128",        "n256",
+      "n1024",        "n2048",    "unequal",           "anisotropic", "half-scale",
+      "double-scale", "raw",      "anisotropic-raw",   "laplace",     "gumbel",
+      "lognormal",    "cauchy",   "unequal-dimensions"};
   std::set<std::string> names;
   for (const auto& [name, scenario] : s) names.insert(name);
   EXPECT_EQ(names, expected);
@@ -36,7 +38,8 @@ TEST(Evaluation, ScenariosAreThePapersSetupsAroundTheTrainingDistribution) {
   const auto same_tasks = [](const TaskOptions& a, const TaskOptions& b) {
     return a.n == b.n && a.d == b.d && a.k == b.k && a.scale == b.scale &&
            a.min_max_scale == b.min_max_scale && a.family == b.family &&
-           a.equal_weights == b.equal_weights && a.isotropic == b.isotropic;
+           a.equal_weights == b.equal_weights && a.isotropic == b.isotropic &&
+           a.unequal_dimensions == b.unequal_dimensions;
   };
   for (const char* name : {"random", "kmeans++", "plain-kmeans++"}) {
     SCOPED_TRACE(name);
@@ -56,6 +59,7 @@ TEST(Evaluation, ScenariosAreThePapersSetupsAroundTheTrainingDistribution) {
   EXPECT_FALSE(s["anisotropic-raw"].tasks.isotropic);
   EXPECT_EQ(s["lognormal"].tasks.family, Family::kLognormal);
   EXPECT_EQ(s["cauchy"].tasks.family, Family::kCauchy);
+  EXPECT_TRUE(s["unequal-dimensions"].tasks.unequal_dimensions);
   for (const auto& [name, scenario] : s) {
     SCOPED_TRACE(name);
     EXPECT_EQ(scenario.tasks.d, 32);
@@ -115,6 +119,34 @@ TEST(Evaluation, ARunWhoseObjectiveIsNotFiniteCountsAsDiverged) {
   EXPECT_EQ(summary.diverged[0], 3);
   EXPECT_TRUE(std::isinf(summary.models[0].mean[3]));
   EXPECT_TRUE(std::isfinite(summary.lloyd.mean[3]));
+}
+
+TEST(Evaluation, ADataTaskIsASeededSubsetOfTheDatasetsPoints) {
+  Matrix<float> points(2, 30);
+  for (int i = 0; i < 30; ++i) points.col(i) << static_cast<float>(i), static_cast<float>(-i);
+  const Matrix<float> task = DataTask(points, 12, 5);
+  ASSERT_EQ(task.cols(), 12);
+  std::set<float> seen;
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(task(1, i), -task(0, i));  // whole columns
+    seen.insert(task(0, i));
+  }
+  EXPECT_EQ(seen.size(), 12u);  // without replacement
+  EXPECT_EQ(DataTask(points, 12, 5), task);
+  EXPECT_NE(DataTask(points, 12, 6), task);
+  // Fewer points than n: all of them.
+  const Matrix<float> all = DataTask(points, 100, 5);
+  ASSERT_EQ(all.cols(), 30);
+  EXPECT_EQ(all.row(0).sum(), points.row(0).sum());
+
+  const Model<float> lloyd = *LloydConstruction<float>(2, 3, {});
+  const Scenario scenario = DataScenario("line", std::make_shared<const Matrix<float>>(points), 12,
+                                         3, InitMethod::kRandomSubset);
+  const SeedLogs logs = EvaluateSeed(scenario, {lloyd}, 2, 3, 5);
+  EXPECT_EQ(logs.models[0], logs.lloyd);
+  const Matrix<float> init = task.leftCols(3);
+  EXPECT_DOUBLE_EQ(logs.lloyd[0][2],
+                   std::log(RunLloyd<float>({}, task, init, {.layers = 3})->objective));
 }
 
 // Two seeds of two tasks and two steps, numbers chosen by hand.

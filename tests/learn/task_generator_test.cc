@@ -341,6 +341,33 @@ TEST(TaskGenerator, MinMaxScalingMapsEveryDimensionOntoZeroOne) {
   }
 }
 
+TEST(TaskGenerator, UnequalDimensionsScaleAndShiftEachDimensionOfTheSameTask) {
+  const TaskOptions options{.n = 300, .d = 8, .k = 3};
+  TaskOptions unequal = options;
+  unequal.unequal_dimensions = true;
+  const Task<double> base = GenerateTask<double>(options, 4);
+  const Task<double> task = GenerateTask<double>(unequal, 4);
+  EXPECT_EQ(task.components, base.components);
+  double smallest = 1e9, largest = 0;
+  for (int l = 0; l < options.d; ++l) {
+    SCOPED_TRACE(l);
+    // The min-max scaled dimension spans [0, 1]: its image spans [offset,
+    // offset + scale].
+    const double offset = task.points.row(l).minCoeff();
+    const double scale = task.points.row(l).maxCoeff() - offset;
+    EXPECT_GE(scale, 0.5);
+    EXPECT_LE(scale, 50);
+    EXPECT_GE(offset, -100);
+    EXPECT_LE(offset, 100);
+    for (int i = 0; i < options.n; ++i) {
+      EXPECT_NEAR(task.points(l, i), offset + scale * base.points(l, i), 1e-9);
+    }
+    smallest = std::min(smallest, scale);
+    largest = std::max(largest, scale);
+  }
+  EXPECT_GT(largest / smallest, 2);
+}
+
 TEST(TaskGenerator, SameSeedSameTaskDifferentSeedDifferentTask) {
   for (Family family : kFamilies) {
     for (bool equal_weights : {true, false}) {

@@ -25,6 +25,7 @@ TEST(Request, FieldsBecomeTheBatch) {
   r.set_init(v1::INIT_RANDOM);
   (*r.mutable_parameters())["beta"] = 3;
   r.set_return_cluster_sums(true);
+  r.set_guard(true);
   const absl::StatusOr<Batch<float>> batch = BatchFromRequest(r);
   ASSERT_TRUE(batch.ok()) << batch.status();
   const BatchSpec<float>& spec = batch->spec();
@@ -36,6 +37,7 @@ TEST(Request, FieldsBecomeTheBatch) {
   EXPECT_EQ(spec.parameters, (ParameterValues{{"beta", 3}}));
   EXPECT_EQ(spec.init, InitMethod::kRandomSubset);
   EXPECT_TRUE(spec.cluster_sums);
+  EXPECT_TRUE(spec.guard);
   EXPECT_EQ(spec.given_centers.size(), 0);
   // Point 1 is (0, 1): row-major on the wire, a column here.
   EXPECT_EQ(spec.points(0, 1), 0);
@@ -191,6 +193,17 @@ TEST(Request, TheResponseCarriesWhatWasAskedFor) {
   EXPECT_EQ(lean.layer_objectives_size(), 0);
   EXPECT_EQ(lean.center_counts_size(), 0);
   EXPECT_EQ(lean.centers_size(), 4);
+}
+
+TEST(Request, TheResponseSaysWhichStepsAGuardedRunKept) {
+  RunResult<float> run;
+  run.centers = Matrix<float>::Zero(2, 2);
+  run.guard_learned_layers = 3;
+  run.guard_lloyd_layers = 2;
+  v1::ClusterResponse response;
+  FillResponse(Request(), run, &response);
+  EXPECT_EQ(response.guard_learned_layers(), 3);
+  EXPECT_EQ(response.guard_lloyd_layers(), 2);
 }
 
 TEST(Request, ARawResponseCarriesTheValuesAsBytesOnly) {

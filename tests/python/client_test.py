@@ -96,6 +96,18 @@ class ClientTest(unittest.TestCase):
             self.client.request(points, 3, model="soft-kmeans", beta=4.0)
         self.assertIn("parameters={'beta'", str(caught.exception))
 
+    def test_guard_runs_a_learned_model_guarded(self):
+        points = blobs(512, 32, 10, spread=0.5)
+        model = "learned-onehot-d32-k10"
+        guarded = self.client.cluster(points, k=10, model=model, iterations=5, guard=True,
+                                      return_trajectory=True)
+        self.assertEqual(guarded.guard_learned_layers + guarded.guard_lloyd_layers, 5)
+        self.assertTrue(np.all(np.diff(guarded.layer_objectives) <= 0))
+        plain = self.client.cluster(points, k=10, model=model, iterations=5)
+        self.assertEqual(plain.guard_learned_layers + plain.guard_lloyd_layers, 0)
+        with self.assertRaises(kmt.ClusterError):
+            self.client.cluster(points, k=10, guard=True)  # an exact model
+
     def test_raw_payloads_answer_as_repeated_fields(self):
         points = blobs(3000, 5, 4, spread=1.0)
         start = points[10:14]

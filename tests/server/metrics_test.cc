@@ -99,6 +99,22 @@ TEST_F(MetricsTest, ABatchMovesItsCountersAndHistograms) {
             1);
 }
 
+TEST_F(MetricsTest, AGuardedBatchCountsTheStepsItsLayersKept) {
+  const std::string model = registry_->models().front().info.name();
+  v1::ClusterRequest request = Request(model, 10);
+  v1::ClusterResponse response;
+  response.set_guard_learned_layers(3);
+  response.set_guard_lloyd_layers(2);
+  metrics_->RecordBatch(request, response, 0.01);  // not guarded: not counted
+  request.set_guard(true);
+  metrics_->RecordBatch(request, response, 0.01);
+  metrics_->RecordBatch(request, response, 0.01);
+  const std::map<std::string, double> series = Scrape();
+  const std::string m = "model=\"" + model + "\"";
+  EXPECT_EQ(series.at("kmt_guard_layers_total{" + m + ",step=\"learned\"}"), 6);
+  EXPECT_EQ(series.at("kmt_guard_layers_total{" + m + ",step=\"lloyd\"}"), 4);
+}
+
 // A deadline that ends a stream is a stream outcome, not another failed batch.
 TEST_F(MetricsTest, StreamOutcomesHaveTheirOwnCounter) {
   metrics_->RecordStreamEnd(static_cast<int>(absl::StatusCode::kDeadlineExceeded));
@@ -146,10 +162,13 @@ std::map<std::string, std::string> DocumentedFamilies() {
 // The operations guide's table names every metric the server exposes, with
 // its type, and no other.
 TEST_F(MetricsTest, TheOperationsGuideListsEveryMetric) {
-  // Histograms appear with their first observation.
+  // Histograms appear with their first observation, the guard's counter
+  // (no learned model here) with its first guarded batch.
   v1::ClusterResponse ok;
   ok.set_objective(1.0);
-  metrics_->RecordBatch(Request(registry_->models().front().info.name(), 1), ok, 0.001);
+  v1::ClusterRequest guarded = Request(registry_->models().front().info.name(), 1);
+  guarded.set_guard(true);
+  metrics_->RecordBatch(guarded, ok, 0.001);
   const std::map<std::string, std::string> documented = DocumentedFamilies();
   ASSERT_FALSE(documented.empty());
   EXPECT_EQ(documented, Families(MetricsText(metrics_->port())));
