@@ -30,6 +30,8 @@ __all__ = ["Client", "ClusterError", "FitResult", "ResidentResult", "Result", "S
 
 
 def __getattr__(name):
+    if name == "dask":  # kmt.dask: the estimators on a Dask cluster, which need Dask
+        return importlib.import_module(".dask", __name__)
     if name in _ESTIMATORS:
         return getattr(importlib.import_module(f".{_ESTIMATORS[name]}", __name__), name)
     raise AttributeError(f"module 'kmt' has no attribute '{name}'")
