@@ -21,7 +21,9 @@ REPLICA_FAILED = resident.REPLICA_FAILED
 
 _lock = threading.Lock()
 _held = {}   # (worker address, fit id) -> {block: resident._JobStream}
-_stubs = {}  # (replica, TLS settings) -> stub, one channel per replica and process
+# (replica, TLS settings) -> (channel, stub): one channel per replica and
+# process while fits run there.
+_channels = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,13 +39,14 @@ class FitSpec:
 
 def _stub(replica, tls):
     with _lock:
-        found = _stubs.get((replica, tls))
+        found = _channels.get((replica, tls))
         if found is None:
             options = [("grpc.max_receive_message_length", -1),
                        ("grpc.max_send_message_length", -1)]
-            found = rpc.KMeansTransformerStub(channel(replica, options=options, **dict(tls)))
-            _stubs[(replica, tls)] = found
-        return found
+            opened = channel(replica, options=options, **dict(tls))
+            found = (opened, rpc.KMeansTransformerStub(opened))
+            _channels[(replica, tls)] = found
+        return found[1]
 
 
 def _shards(spec, address=None):
@@ -174,6 +177,12 @@ def release(fit_id, dask_worker=None):
     """Ends the fit's Job streams held by this worker (Client.run)."""
     with _lock:
         shards = _held.pop((dask_worker.address, fit_id), {})
+        # Without a fit, no channel: an open one delays the worker's exit.
+        idle = [] if _held else list(_channels.values())
+        if idle:
+            _channels.clear()
     for stream in shards.values():
         stream.close()
+    for opened, _ in idle:
+        opened.close()
     return len(shards)
