@@ -184,17 +184,19 @@ class DaskJob:
     def _ask(self, requests, pending, answers, keep, labels):
         """Asks the pending shards once; fills their answers (and label
         futures); returns the shards to ask again, loaded again."""
-        distinct, index = [], {}
-        by_worker = collections.defaultdict(list)
+        # Per worker, each distinct request once (an assign step's is the
+        # same for every shard).
+        distinct = collections.defaultdict(list)
+        index, by_worker = {}, collections.defaultdict(list)
         for s in pending:
-            r = requests[s]
-            if id(r) not in index:
-                index[id(r)] = len(distinct)
-                distinct.append(r.SerializeToString())
-            by_worker[self.shards[s].worker].append((self.shards[s].block, index[id(r)]))
+            w, r = self.shards[s].worker, requests[s]
+            if (w, id(r)) not in index:
+                index[(w, id(r))] = len(distinct[w])
+                distinct[w].append(r.SerializeToString())
+            by_worker[w].append((self.shards[s].block, index[(w, id(r))]))
         # Loosely bound to the worker holding the shards: if it is gone, Dask
         # runs the task on another one, which answers that it holds nothing.
-        futures = {w: self.client.submit(worker.step, self.spec, distinct, asked, keep,
+        futures = {w: self.client.submit(worker.step, self.spec, distinct[w], asked, keep,
                                          workers=[w], allow_other_workers=True, pure=False)
                    for w, asked in by_worker.items()}
         if keep:
