@@ -9,6 +9,7 @@ import os
 import signal
 import unittest
 import warnings
+from unittest import mock
 
 import dask
 import dask.array as da
@@ -20,6 +21,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from estimator_support import Server, assert_same_fit, kmt, mixture, rows
 
 import kmt.dask  # noqa: E402
+import kmt.dask.job  # noqa: E402
 
 K = 6
 
@@ -192,9 +194,9 @@ class DaskTest(unittest.TestCase):
 
 
 class DaskFaultTest(unittest.TestCase):
-    """A worker or a replica killed after the third iteration: the fit loads
-    the lost shards again and repeats the step, and ends where a run without
-    the fault ends, to the bit."""
+    """A worker or a replica killed after the third iteration, or a worker
+    during k-means++: the fit loads the lost shards again and repeats the
+    step, and ends where a run without the fault ends, to the bit."""
 
     def setUp(self):
         self.a = Server("--model_dir=", "--workers=1")
@@ -207,37 +209,57 @@ class DaskFaultTest(unittest.TestCase):
         self.a.stop()
         self.b.stop()
 
-    def run_killed(self, kill):
-        """A clean fit and one where `kill()` runs after iteration 2."""
+    def run_killed(self, kill, during_seeding=False):
+        """A clean fit and one where `kill()` runs after iteration 2 or, from
+        k-means++, before its fifth round over the shards."""
         X = blocks_of(self.points, 500)
         w = da.from_array(self.weights, chunks=500)
-        options = dict(n_clusters=K, n_init=1, init=rows(self.points, K), tol=0.0, max_iter=6,
-                       server=f"ipv4:{self.a.address},{self.b.address}")
+        options = dict(n_clusters=K, n_init=1, tol=0.0, max_iter=6,
+                       server=f"ipv4:{self.a.address},{self.b.address}",
+                       **(dict(init="k-means++", random_state=2) if during_seeding
+                          else dict(init=rows(self.points, K))))
         clean = kmt.dask.KMeans(**options).fit(X, sample_weight=w)
-        clean_labels = clean.labels_.compute()  # before a worker holding some dies
+        # Computed and let go before a worker holding some dies (Dask would
+        # try to compute them again, and fail: the fit is over).
+        clean_labels = clean.labels_.compute()
+        del clean.labels_
         self.assertEqual(clean.n_iter_, 6)
-        killed = []
+        killed, rounds = [], []
+        round_of = kmt.dask.job.DaskJob.round
+
+        def counted(job, make):
+            rounds.append(len(rounds))
+            if during_seeding and len(rounds) == 5:
+                kill()
+                killed.append(len(rounds))
+            return round_of(job, make)
 
         class Killed(kmt.dask.KMeans):
             def _iteration_done(self, t, objective, shift, convergence):
-                if t == 2:
+                if t == 2 and not during_seeding:
                     kill()
                     killed.append(t)
-        faulty = Killed(**options).fit(X, sample_weight=w)
-        self.assertEqual(killed, [2])
+        with mock.patch.object(kmt.dask.job.DaskJob, "round", counted):
+            faulty = Killed(**options).fit(X, sample_weight=w)
+        self.assertEqual(killed, [5 if during_seeding else 2])
         self.assertEqual(faulty.n_iter_, clean.n_iter_)
         np.testing.assert_array_equal(faulty.cluster_centers_, clean.cluster_centers_)
         self.assertEqual(faulty.inertia_, clean.inertia_)
         np.testing.assert_array_equal(faulty.labels_.compute(), clean_labels)
 
+    def kill_a_worker(self):
+        held = client.run(held_shards)
+        victim = sorted(held)[0]
+        self.assertGreater(held[victim], 0)
+        pid = client.run(os.getpid, workers=[victim])[victim]
+        os.kill(pid, signal.SIGKILL)
+
     def test_a_worker_killed_mid_fit_changes_nothing(self):
-        def kill():
-            held = client.run(held_shards)
-            victim = sorted(held)[0]
-            self.assertGreater(held[victim], 0)
-            pid = client.run(os.getpid, workers=[victim])[victim]
-            os.kill(pid, signal.SIGKILL)
-        self.run_killed(kill)
+        self.run_killed(self.kill_a_worker)
+
+    def test_a_worker_killed_during_kmeans_plus_plus_changes_nothing(self):
+        # Its shards, loaded again, first take the centers chosen so far.
+        self.run_killed(self.kill_a_worker, during_seeding=True)
 
     def test_a_replica_killed_mid_fit_changes_nothing(self):
         def kill():
