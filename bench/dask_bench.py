@@ -109,7 +109,8 @@ def main():
         out = subprocess.run(
             [os.environ["KMT_CLI"], "cluster", "--mode=whole", f"--server={target}",
              "--streams=1", f"--input={path}", f"--d={d}", f"--k={k}", f"--iterations={T}",
-             "--init=kmeans++", f"--seed={seed}", f"--labels_out={os.path.join(work, 'labels.npy')}",
+             "--init=kmeans++", f"--seed={seed}",
+             f"--labels_out={os.path.join(work, 'labels.npy')}",
              f"--centers_out={os.path.join(work, 'centers.npy')}"],
             check=True, capture_output=True, text=True).stderr
         total = time.perf_counter() - started
