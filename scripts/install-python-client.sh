@@ -12,7 +12,7 @@ target="${1:-$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["pure
 mkdir -p "$target"
 rm -rf "$target/kmt"
 cp -r python/kmt "$target/kmt"
-rm -rf "$target/kmt/__pycache__"
+find "$target/kmt" -name __pycache__ -prune -exec rm -rf {} +
 "$python" -c 'import sys; sys.path.insert(0, "python/kmt"); import stubs
 stubs.generate(stubs.checkout_proto(), sys.argv[1])' "$target/kmt/_generated"
 echo "installed kmt into $target" >&2

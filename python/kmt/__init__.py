@@ -5,7 +5,9 @@ the variants).
 Needs Debian's python3-grpcio, python3-protobuf and python3-numpy, and, to
 generate the stubs when used in place from a checkout, protobuf-compiler and
 protobuf-compiler-grpc (an installed package carries its stubs). The
-estimators need python3-sklearn, imported only when one is first used."""
+estimators need python3-sklearn, imported only when one is first used, and
+kmt.dask (kmt.dask.KMeans on a Dask cluster) python3-dask and
+python3-distributed."""
 import importlib
 
 from .client import (Client, ClusterError, FitResult, Result, ServiceError, batches, channel,
@@ -30,6 +32,8 @@ __all__ = ["Client", "ClusterError", "FitResult", "ResidentResult", "Result", "S
 
 
 def __getattr__(name):
+    if name == "dask":  # kmt.dask: the estimators on a Dask cluster, which need Dask
+        return importlib.import_module(".dask", __name__)
     if name in _ESTIMATORS:
         return getattr(importlib.import_module(f".{_ESTIMATORS[name]}", __name__), name)
     raise AttributeError(f"module 'kmt' has no attribute '{name}'")

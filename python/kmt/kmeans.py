@@ -44,6 +44,21 @@ def tolerance(X, tol):
     return float(np.mean(variances) * tol)
 
 
+def resident_progress(absolute_tol):
+    """scikit-learn's verbose lines for a fit whose iterations the client
+    runs: on_iteration(t, objective, shift, convergence) of kmt.resident."""
+    def progress(t, objective, shift, convergence):
+        if t == 0:
+            print("Initialization complete")
+        print(f"Iteration {t}, inertia {objective}.")
+        if convergence == pb.CONVERGENCE_LABELS_UNCHANGED:
+            print(f"Converged at iteration {t}: strict convergence.")
+        elif convergence == pb.CONVERGENCE_TOLERANCE:
+            print(f"Converged at iteration {t}: center shift {shift} within tolerance "
+                  f"{absolute_tol}.")
+    return progress
+
+
 def resident_capable(info, parameters):
     """Whether the Job RPC's assign steps compute this model: Lloyd's exactly."""
     return info.kind == "exact" and info.name.startswith("lloyd-") and not parameters
@@ -227,11 +242,14 @@ class ServedLloyd(ServedKMeans):
                        for r in cl.stream(self._requests(plan, cl))]
         return self._keep_fit(self._best(plan, results))
 
-    def _keep_fit(self, fitted):
-        """Sets the fitted attributes; returns the squared distances."""
+    def _keep_fit(self, fitted, distinct=None):
+        """Sets the fitted attributes; returns the squared distances.
+        `distinct`: how many clusters have points, if not counted from the
+        labels."""
         centers, labels, inertia, n_iter, squared = fitted
         k = self.n_clusters
-        distinct = int(np.count_nonzero(np.bincount(labels, minlength=k)))
+        if distinct is None:
+            distinct = int(np.count_nonzero(np.bincount(labels, minlength=k)))
         if distinct < k:
             warnings.warn(
                 f"Number of distinct clusters ({distinct}) found smaller than "
@@ -295,16 +313,7 @@ class ServedLloyd(ServedKMeans):
 
     def _fit_resident(self, plan):
         absolute_tol = tolerance(plan.X, self.tol)
-
-        def progress(t, objective, shift, convergence):
-            if t == 0:
-                print("Initialization complete")
-            print(f"Iteration {t}, inertia {objective}.")
-            if convergence == pb.CONVERGENCE_LABELS_UNCHANGED:
-                print(f"Converged at iteration {t}: strict convergence.")
-            elif convergence == pb.CONVERGENCE_TOLERANCE:
-                print(f"Converged at iteration {t}: center shift {shift} within tolerance "
-                      f"{absolute_tol}.")
+        progress = resident_progress(absolute_tol)
         with invalid_input_as_value_error():
             result = resident.fit_resident(
                 self.server, plan.X, self.n_clusters, centers=plan.starts,

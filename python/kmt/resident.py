@@ -234,6 +234,46 @@ def dense_rows(points, offset=None):
     return rows
 
 
+def load_shard(stream, rows, weights, count, d, chunk_bytes, seeded=()):
+    """Sends a shard of `count` points on a fresh Job stream in raw chunks of
+    about `chunk_bytes`, reading the acknowledgements a few chunks behind:
+    rows(first, end) are its points [first, end) as the replica is to hold
+    them, `weights` (count,) theirs or None. Then the shard takes `seeded`
+    (the k-means++ centers chosen before it moved there) into its
+    distances."""
+    chunk = max(1, chunk_bytes // (4 * d))
+    loaded, unacknowledged = 0, 0
+    for start in range(0, count, chunk):
+        end = min(count, start + chunk)
+        message = pb.ShardChunk(n=count, d=d, points_f32=float32_bytes(rows(start, end)))
+        if weights is not None:
+            message.weights_f32 = float32_bytes(weights[start:end])
+        stream.send(pb.JobRequest(shard=message))
+        unacknowledged += 1
+        # At most a few chunks in flight: the points are not copied whole.
+        while unacknowledged > 4 or (unacknowledged and end >= count):
+            r = stream.receive()
+            if r.HasField("error"):
+                raise _step_error(r)
+            loaded, unacknowledged = r.points_loaded, unacknowledged - 1
+    if loaded != count:
+        raise ServiceError(grpc.StatusCode.INTERNAL,
+                           f"the replica holds {loaded} of {count} points")
+    if seeded:
+        stream.send(pb.JobRequest(seed=pb.SeedStep(add_centers=seeded)))
+        r = stream.receive()
+        if r.HasField("error"):
+            raise _step_error(r)
+
+
+def assign_request(centers, with_labels):
+    """The Lloyd's step under `centers` (k, d) float32; its labels, if
+    asked, come as int32 bytes (step_labels reads them)."""
+    return pb.JobRequest(assign=pb.AssignStep(
+        k=centers.shape[0], centers_f32=float32_bytes(centers), return_labels=with_labels,
+        raw_labels=True))
+
+
 class _Job:
     def __init__(self, servers, points, weights, rows, streams_per_server, chunk_bytes, max_moves,
                  timeout, log, tls):
@@ -320,37 +360,21 @@ class _Job:
         return answers
 
     def _load(self, shard):
-        """Opens a stream on the shard's replica and sends its points in raw
-        chunks, reading the acknowledgements a few chunks behind."""
+        """Opens a stream on the shard's replica and sends its points."""
         if shard.stream:
             shard.stream.close()
         shard.stream = _JobStream(self.stubs[shard.server], self.timeout)
-        d = self.points.shape[1]
-        chunk = max(1, self.chunk_bytes // (4 * d))
-        loaded, unacknowledged = 0, 0
-        for start in range(0, shard.count, chunk):
-            first, end = shard.first + start, shard.first + min(shard.count, start + chunk)
-            message = pb.ShardChunk(n=shard.count, d=d, points_f32=float32_bytes(
-                self.rows(first, end)))
-            if self.weights is not None:
-                message.weights_f32 = float32_bytes(self.weights[first:end])
-            shard.stream.send(pb.JobRequest(shard=message))
-            unacknowledged += 1
-            # At most a few chunks in flight: the points are not copied whole.
-            while unacknowledged > 4 or (unacknowledged and start + chunk >= shard.count):
-                r = shard.stream.receive()
-                if r.HasField("error"):
-                    raise _step_error(r)
-                loaded, unacknowledged = r.points_loaded, unacknowledged - 1
-        if loaded != shard.count:
-            raise ServiceError(grpc.StatusCode.INTERNAL,
-                               f"the replica holds {loaded} of {shard.count} points")
-        # A shard moved during k-means++ gets back the distances it had.
-        if shard.seeded:
-            shard.stream.send(pb.JobRequest(seed=pb.SeedStep(add_centers=shard.seeded)))
-            r = shard.stream.receive()
-            if r.HasField("error"):
-                raise _step_error(r)
+        first, end = shard.first, shard.first + shard.count
+        load_shard(shard.stream, lambda a, b: self.rows(first + a, first + b),
+                   None if self.weights is None else self.weights[first:end], shard.count,
+                   self.points.shape[1], self.chunk_bytes, shard.seeded)
+
+    def relocate(self, centers, counts, weights, sums):
+        """scikit-learn's relocation of the empty clusters (_relocate), from
+        the labels of the step under `centers` asked again."""
+        request = assign_request(centers, True)
+        answers = self.round(lambda s: request)
+        return _relocate(self, centers, answers, counts, weights, sums, self.log)
 
     def _move(self, s, why):
         """After `why`, the shard's replica is taken as gone and the shard goes
@@ -559,12 +583,8 @@ def _lloyd(job, centers, k, iterations, tol, center_tol, relocate, labels, on_it
     while True:
         last = t == iterations
 
-        def step(with_labels):
-            request = pb.JobRequest(assign=pb.AssignStep(
-                k=k, centers_f32=float32_bytes(centers), return_labels=with_labels,
-                raw_labels=True))
-            return job.round(lambda s: request)
-        answers = step(last and labels)
+        request = assign_request(centers, last and labels)
+        answers = job.round(lambda s: request)
         # Summed in shard order, so a repeated step gives the same bits.
         objective, counts, sums = 0.0, np.zeros(k, dtype=np.int64), np.zeros((k, d))
         weights = np.zeros(k)
@@ -588,8 +608,7 @@ def _lloyd(job, centers, k, iterations, tol, center_tol, relocate, labels, on_it
                 result.labels = np.concatenate([step_labels(a) for a in answers])
             break
         if relocate and (weights == 0).any():
-            # The same step again, with the labels this time.
-            result.relocations += _relocate(job, centers, step(True), counts, weights, sums, log)
+            result.relocations += job.relocate(centers, counts, weights, sums)
         updated = centers.copy()
         filled = weights > 0  # an empty cluster keeps its center
         updated[filled] = (sums[filled] / weights[filled, None]).astype(np.float32)

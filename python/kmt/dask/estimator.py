@@ -1,0 +1,295 @@
+"""kmt.dask.KMeans: kmt.KMeans's parameters and results for a dask array on a
+dask.distributed cluster. The workers stream their own blocks to the
+replicas as resident shards (kmt.dask.job), each iteration is one small task
+per worker, and Lloyd's update, the tolerance and the relocation of empty
+clusters are kmt.resident's, run by the client on the summed statistics:
+from the same initial centers, the result is Lloyd's on all points in one
+process. labels_ stays on the workers as a dask array; predict, transform
+and score map the blocks through the service."""
+import time
+from numbers import Number
+
+import dask
+import dask.array as da
+import distributed
+import numpy as np
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .. import kmeans as _kmeans
+from .. import resident
+from ..client import pb
+from ..served import (check_model_parameters, invalid_input_as_value_error, keep_parameters,
+                      model_info, tls_options)
+from .job import DaskJob
+
+# Bytes of the float32 points in one chunk of a shard on the wire.
+CHUNK_BYTES = 4 << 20
+
+
+def dask_points(X):
+    """X as a dask array chunked by rows only, float32 or float64 (other
+    numbers become float64), and its feature names (a dask DataFrame's
+    columns) or None."""
+    names = None
+    if hasattr(X, "to_dask_array") and hasattr(X, "columns"):
+        names = np.asarray(X.columns, dtype=object)
+        X = X.to_dask_array(lengths=True)
+    if not isinstance(X, da.Array):
+        raise TypeError(f"kmt.dask.KMeans takes a dask array or a dask DataFrame, not "
+                        f"{type(X).__name__}; kmt.KMeans takes data in memory.")
+    if X.ndim != 2:
+        raise ValueError(f"Expected 2D array, got {X.ndim}D array instead.")
+    if X.dtype.kind not in "fiub":
+        raise ValueError(f"dtype='numeric' is not compatible with arrays of {X.dtype}")
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    if X.shape[1] == 0:
+        raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 "
+                         "is required.")
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})
+    return X, names
+
+
+def dask_weights(sample_weight, X):
+    """sample_weight (None, a number, an array or a dask array of X's
+    length) as a dask array chunked as X's rows, or None."""
+    if sample_weight is None:
+        return None
+    known = not np.isnan(X.shape[0])
+    if isinstance(sample_weight, Number):
+        if not known:
+            raise ValueError("a scalar sample_weight needs X's chunk sizes "
+                             "(X.compute_chunk_sizes())")
+        return da.full(X.shape[0], sample_weight, chunks=(X.chunks[0],), dtype=X.dtype)
+    if not isinstance(sample_weight, da.Array):
+        sample_weight = np.asarray(sample_weight)
+    if sample_weight.ndim != 1:
+        raise ValueError("Sample weights must be 1D array or scalar")
+    if not known or np.isnan(sample_weight.shape[0]):
+        if len(sample_weight.chunks[0]) != len(X.chunks[0]):
+            raise ValueError(f"sample_weight has {len(sample_weight.chunks[0])} blocks, X "
+                             f"{len(X.chunks[0])}: with unknown chunk sizes they must match")
+        return sample_weight
+    if sample_weight.shape[0] != X.shape[0]:
+        raise ValueError(f"sample_weight.shape == {sample_weight.shape}, expected "
+                         f"{(X.shape[0],)}!")
+    if isinstance(sample_weight, da.Array):
+        return sample_weight.rechunk((X.chunks[0],))
+    return da.from_array(sample_weight, chunks=(X.chunks[0],))
+
+
+def initial_centers(job, init, k, seed, log):
+    """The initial centers (k, d) float32, as sent (minus the offset), of
+    `init` over the fit's shards: 'k-means++' the service's greedy k-means++
+    over all points (kmt.KMeans's, 2 + ln k candidates per center, two
+    rounds per center), 'random' the k points the server's INIT_RANDOM
+    draws. Every initialisation of a Dask fit starts here."""
+    if init == "random":
+        n = sum(s.count for s in job.shards)
+        weights = None if job.weights is None else job.all_weights()
+        return job.rows(resident.random_subset(n, k, seed, weights)).astype(np.float32)
+    return resident._seed(job, job.spec.d, k, seed, resident.greedy_candidates(k), log)
+
+
+def _predict_block(block, served):
+    if block.shape[0] == 0:
+        return np.empty(0, dtype=np.int32)
+    return served.predict(block)
+
+
+def _transform_block(block, served):
+    if block.shape[0] == 0:
+        return np.empty((0, served.n_clusters), dtype=block.dtype)
+    return served.transform(block)
+
+
+def _nearest_block(block, served):
+    """Squared distances of the rows to their nearest centers."""
+    if block.shape[0] == 0:
+        return np.empty(0, dtype=np.float64)
+    rows = served._check_test_data(block)
+    return served._assign(rows, pb.DISTANCES_NEAREST, labels=False)[1].astype(np.float64)
+
+
+def _client():
+    try:
+        return distributed.get_client()
+    except ValueError as e:
+        raise ValueError("kmt.dask.KMeans runs on a dask.distributed cluster: make a "
+                         "distributed.Client first") from e
+
+
+class KMeans(_kmeans.KMeans):
+    """kmt.KMeans for a dask array on a dask.distributed cluster (the
+    process's default Client): the same parameters but streams_per_server
+    (each non-empty block is one shard), attributes and results; `fit` takes
+    a dask array (n, d) chunked by rows, or a dask DataFrame, and
+    sample_weight as a dask array, an array or a number.
+
+    The workers load their own blocks on the replicas `server` names (a
+    list "ipv4:a:p,b:q", or "dns:///name:port" for every address of a
+    headless Service), block i on replica i mod R; every iteration sends only
+    the centers, one task per worker. A worker that dies costs its blocks a
+    reload and the step a repetition, and a replica that dies the same on
+    another replica: the result does not change. init 'k-means++' is the
+    service's greedy k-means++ over all points (the same as kmt.KMeans's for
+    the same seed), 'random' and given centers as kmt.KMeans.
+
+    labels_ is a dask array held by the workers (chunked as X's rows);
+    predict, transform and score take dask arrays (mapped over their blocks,
+    each through the service) or data in memory (as kmt.KMeans).
+    fit_seconds_: the fit's time by phase (statistics: X's mean and
+    variance, load, init, iterations, labels).
+    """
+
+    _parameter_constraints = {name: constraint for name, constraint
+                              in _kmeans.KMeans._parameter_constraints.items()
+                              if name != "streams_per_server"}
+
+    def __init__(self, n_clusters=8, *, init="k-means++", n_init="warn", max_iter=300, tol=1e-4,
+                 verbose=0, random_state=None, copy_x=True, algorithm="lloyd",
+                 server="localhost:50051", model="lloyd-onehot", tls=False, ca=None, cert=None,
+                 key=None, server_name=None, timeout=None, batch_size=None,
+                 empty_clusters="relocate-farthest"):
+        keep_parameters(self, locals())
+
+    def _iteration_done(self, t, objective, shift, convergence):
+        """After each iteration (kmt.resident's on_iteration): the verbose
+        lines."""
+        if self.verbose:
+            _kmeans.resident_progress(self._absolute_tol)(t, objective, shift, convergence)
+
+    def _fit(self, X, sample_weight, distances):
+        client = _client()
+        self._validate_params()
+        X, names = dask_points(X)
+        weights = dask_weights(sample_weight, X)
+        self._check_params_vs_input(X)
+        info = model_info(self, self.model)
+        parameters = check_model_parameters(self, info, self._model_parameters())
+        if not _kmeans.resident_capable(info, parameters):
+            raise ValueError(f"kmt.dask.KMeans runs Lloyd's only, not the server's model "
+                             f"'{info.name}'.")
+        self._note_model(info)
+        k = self.n_clusters
+        log = (lambda line: print(f"kmt.dask: {line}")) if self.verbose > 1 else None
+        seconds = dict.fromkeys(("statistics", "load", "init", "iterations", "labels"), 0.0)
+        started = time.perf_counter()
+        # One pass over X: its mean is subtracted from the points sent, as
+        # kmt.KMeans and scikit-learn do, and its variance scales tol.
+        offset, variance = dask.compute(X.mean(axis=0),
+                                        X.var(axis=0).mean() if self.tol else 0.0)
+        offset = np.asarray(offset, dtype=X.dtype)
+        self._absolute_tol = float(variance * self.tol)
+        random_state = check_random_state(self.random_state)
+        starts = self._starts(X, offset, random_state)
+        seed = int(random_state.randint(np.iinfo(np.int32).max))
+        now = time.perf_counter()
+        seconds["statistics"], started = now - started, now
+        job = DaskJob(client, X, weights, offset, resident.replica_addresses(self.server),
+                      CHUNK_BYTES, self.timeout, tls_options(self), log)
+        try:
+            with invalid_input_as_value_error():
+                n = job.load_all()
+                if n < k:
+                    raise ValueError(f"n_samples={n} should be >= n_clusters={k}.")
+                if weights is not None and not job.total_weight > 0:
+                    raise ValueError("sample_weight is zero everywhere: no point would count")
+                now = time.perf_counter()
+                seconds["load"], started = now - started, now
+                best = self._restarts(job, starts, offset, seed, seconds, log)
+        finally:
+            job.close()
+        result, labels, counts = best
+        pieces, held = [], iter(labels)
+        for count in job.block_counts:
+            pieces.append(da.from_delayed(next(held), shape=(count,), dtype=np.int32) if count
+                          else da.zeros((0,), dtype=np.int32))
+        centers = result.centers.astype(X.dtype) + offset
+        self._keep_fit((centers, da.concatenate(pieces), float(result.objective),
+                        int(result.iterations_run), None), distinct=int((counts > 0).sum()))
+        self.n_features_in_ = X.shape[1]
+        if names is not None:
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.fit_seconds_ = seconds
+        return None
+
+    def _restarts(self, job, starts, offset, seed, seconds, log):
+        """Each start's Lloyd's over the shards; the best one's result, its
+        label futures and its points per cluster."""
+        k = self.n_clusters
+        best = None
+        for r in range(self._n_init if starts is None else len(starts)):
+            started = time.perf_counter()
+            if starts is not None:
+                start = starts[r] - offset
+            else:
+                if r > 0 and self.init == "k-means++":
+                    job.reload_all()
+                start = initial_centers(job, self.init, k, resident.restart_seed(seed, r), log)
+            now = time.perf_counter()
+            seconds["init"] += now - started
+            result = resident.ResidentResult(
+                centers=None, labels=None, objective=0.0, initial_objective=0.0, objectives=[],
+                iterations_run=0, shards=len(job.shards), shard_moves=0)
+            # The labels of the last step stay on the workers (job.labels).
+            resident._lloyd(job, np.array(start, dtype=np.float32).reshape(k, -1), k,
+                            self.max_iter, 0.0, self._absolute_tol,
+                            self.empty_clusters == "relocate-farthest", True,
+                            self._iteration_done, log, result)
+            result.shard_moves = job.moves
+            seconds["labels"] += job.labels_seconds
+            seconds["iterations"] += time.perf_counter() - now - job.labels_seconds
+            if best is None or result.objective < best[0].objective:
+                best = (result, job.labels, job.counts)
+        return best
+
+    def _served(self):
+        """kmt.KMeans with this fit's centers, to assign points in memory."""
+        served = _kmeans.KMeans(**self.get_params())
+        for name in ("cluster_centers_", "n_features_in_", "_n_features_out", "_unit_norm",
+                     "_offset_used"):
+            setattr(served, name, getattr(self, name))
+        return served
+
+    def _dask_test_data(self, X):
+        X, _ = dask_points(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
+        return X
+
+    def predict(self, X, sample_weight=None):
+        """The index of each sample's nearest center: a dask array for a
+        dask array (its blocks through the service), else as kmt.KMeans."""
+        check_is_fitted(self)
+        if not isinstance(X, da.Array):
+            return self._served().predict(X, sample_weight)
+        return self._dask_test_data(X).map_blocks(_predict_block, self._served(), drop_axis=1,
+                                                  dtype=np.int32)
+
+    def transform(self, X):
+        """Euclidean distances to every center, (n, k): a dask array for a
+        dask array, else as kmt.KMeans."""
+        check_is_fitted(self)
+        if not isinstance(X, da.Array):
+            return self._served().transform(X)
+        X = self._dask_test_data(X)
+        return X.map_blocks(_transform_block, self._served(),
+                            chunks=(X.chunks[0], (self.n_clusters,)), dtype=X.dtype)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Minus the (weighted) sum of squared distances to the nearest
+        centers."""
+        check_is_fitted(self)
+        if not isinstance(X, da.Array):
+            return self._served().score(X, sample_weight=sample_weight)
+        X = self._dask_test_data(X)
+        squared = X.map_blocks(_nearest_block, self._served(), drop_axis=1, dtype=np.float64)
+        weights = dask_weights(sample_weight, X)
+        total = squared.sum() if weights is None else (squared * weights).sum()
+        return -float(total.compute())

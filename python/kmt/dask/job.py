@@ -1,0 +1,282 @@
+"""A kmt.dask fit's shards as the client sees them: the job kmt.resident's
+k-means++ (_seed) and Lloyd's (_lloyd) drive, with Dask workers in between.
+
+Every non-empty block of the dask array is one shard, loaded by the worker
+Dask runs its load task on (where the block is), on replica i mod R at first.
+A round is one task per worker holding shards; the answers come back in block
+order, so sums added in that order give the same bits wherever the shards
+are. A shard whose worker died (Dask runs the task on another worker, which
+answers `missing`) or whose replica failed (`failed`; that replica is not
+used again) is loaded again, its block recomputed by Dask if it was lost,
+and asked the same step again: the result does not change."""
+import collections
+import time
+import types
+import uuid
+
+import grpc
+import numpy as np
+from dask import delayed
+
+from .. import resident
+from ..client import ServiceError, pb, status_code
+from . import worker
+
+# Tries of one step for one shard before the fit gives up.
+MAX_ATTEMPTS = 4
+
+
+class _Shard:
+    def __init__(self, block, first, count, replica, worker):
+        self.block, self.first, self.count = block, first, count
+        self.replica, self.worker = replica, worker
+        self.seeded = []  # k-means++ centers taken into its distances, to replay
+
+
+class _Candidates:
+    """Far points of the blocks as a job for resident._relocate: their rows,
+    weights and (in the one answer) labels, in global index order."""
+
+    def __init__(self, found, weighted):
+        indices = np.concatenate([f[0] for f in found])
+        order = np.argsort(indices, kind="stable")
+        self.points = np.concatenate([f[1] for f in found])[order]
+        self.weights = np.concatenate([f[2] for f in found])[order] if weighted else None
+        self.answer = types.SimpleNamespace(labels=np.concatenate([f[3] for f in found])[order])
+
+    def rows(self, first, end):
+        return self.points[first:end]
+
+
+class DaskJob:
+    """The shards of one fit of an (n, d) dask array `X` (chunked by rows
+    only), weighted by the dask array `weights` (chunked as X) or not, over
+    the replicas `servers`, driven from the Dask client `client`."""
+
+    def __init__(self, client, X, weights, offset, servers, chunk_bytes, timeout, tls, log):
+        self.client, self.servers, self.log = client, servers, log
+        self.blocks = X.to_delayed(optimize_graph=False).ravel()
+        self.weight_blocks = (None if weights is None
+                              else weights.to_delayed(optimize_graph=False).ravel())
+        # resident._seed and _lloyd read only whether the points are weighted.
+        self.weights = weights
+        self.dtype = X.dtype
+        self.spec = worker.FitSpec(uuid.uuid4().hex, X.shape[1], offset, chunk_bytes, timeout,
+                                   tuple(sorted(tls.items())))
+        self.alive = [True] * len(servers)
+        self.shards = []
+        self.moves = 0          # shards loaded again after their worker or replica failed
+        self.labels = None      # label futures, per shard, of the last step that asked
+        self.counts = None      # points per center in that step
+        self.labels_seconds = 0.0
+        self.total_weight = 0.0
+        self.block_counts = None  # points per block, once loaded
+
+    def _load(self, shards_and_blocks):
+        """Loads blocks, each (shard or None, block, first, replica), all at
+        once; the load answers in the same order."""
+        tasks = []
+        for shard, block, _, replica in shards_and_blocks:
+            weights = None if self.weight_blocks is None else self.weight_blocks[block]
+            tasks.append(delayed(worker.load, pure=False)(
+                self.spec, self.blocks[block], block, weights, self.servers[replica],
+                shard.seeded if shard else []))
+        futures = self.client.compute(tasks)
+        try:
+            return self.client.gather(futures)
+        finally:
+            # Not kept: Dask would run a load again if its worker died.
+            del futures
+
+    def load_all(self):
+        """Loads every block; returns n, the number of points."""
+        blocks = range(len(self.blocks))
+        answers = self._load([(None, b, 0, b % len(self.servers)) for b in blocks])
+        first = 0
+        self.block_counts = [a[2] for a in answers]
+        for b, (status, address, count, total) in enumerate(answers):
+            self.total_weight += total
+            if count == 0:
+                continue
+            shard = _Shard(b, first, count, b % len(self.servers), address)
+            first += count
+            self.shards.append(shard)
+            if status != "ok":
+                self._failed(shard, status)
+        self._reload([s for s in self.shards if s.worker is None])
+        return first
+
+    def reload_all(self):
+        """Every shard loaded afresh, for a new k-means++ (only a new stream
+        starts from no chosen center)."""
+        self._release()
+        for shard in self.shards:
+            shard.seeded = []
+            shard.worker = None
+        self._reload(self.shards)
+
+    def _failed(self, shard, status):
+        """A shard's replica failed (status ("failed", code, message)): the
+        replica is taken as gone, and the shard goes to the live replica with
+        the fewest shards."""
+        _, code, message = status
+        self.alive[shard.replica] = False
+        live = [r for r in range(len(self.servers)) if self.alive[r]]
+        if not live:
+            raise ServiceError(code, f"block {shard.block}: no replica left: {message}")
+        load = collections.Counter(s.replica for s in self.shards)
+        if self.log:
+            self.log(f"block {shard.block}: {self.servers[shard.replica]} failed "
+                     f"({code.name}: {message}); loading it on another replica")
+        shard.replica = min(live, key=lambda r: load[r])
+        shard.worker = None
+
+    def _reload(self, shards):
+        """Loads the shards whose worker is None until each is held."""
+        for _ in range(MAX_ATTEMPTS):
+            if not shards:
+                return
+            self.moves += len(shards)
+            answers = self._load([(s, s.block, s.first, s.replica) for s in shards])
+            for shard, (status, address, _, _) in zip(shards, answers):
+                shard.worker = address
+                if status != "ok":
+                    self._failed(shard, status)
+            shards = [s for s in shards if s.worker is None]
+        if shards:
+            raise ServiceError(grpc.StatusCode.UNAVAILABLE,
+                               f"block {shards[0].block} could not be loaded in "
+                               f"{MAX_ATTEMPTS} tries")
+
+    def _release(self):
+        self.client.run(worker.release, self.spec.fit_id, on_error="ignore")
+
+    def close(self):
+        """Ends the fit's streams on every worker."""
+        self._release()
+
+    def round(self, make):
+        """One request per shard (none where `make` gives None), one task per
+        worker; the answers (JobResponses) in shard order. A step that asks
+        for labels leaves them on the workers (self.labels)."""
+        requests = [make(s) for s in range(len(self.shards))]
+        answers = [pb.JobResponse() for _ in self.shards]
+        pending = [s for s, r in enumerate(requests) if r is not None]
+        keep = any(requests[s].HasField("assign") and requests[s].assign.return_labels
+                   for s in pending)
+        started = time.perf_counter()
+        labels = {}
+        for _ in range(MAX_ATTEMPTS):
+            if not pending:
+                break
+            pending = self._ask(requests, pending, answers, keep, labels)
+        if pending:
+            raise ServiceError(grpc.StatusCode.UNAVAILABLE,
+                               f"block {self.shards[pending[0]].block} failed the same step "
+                               f"{MAX_ATTEMPTS} times")
+        if keep:
+            self.labels = [labels[s] for s in range(len(self.shards))]
+            self.counts = np.sum([np.asarray(a.center_counts, dtype=np.int64) for a in answers],
+                                 axis=0)
+            self.labels_seconds = time.perf_counter() - started
+        return answers
+
+    def _ask(self, requests, pending, answers, keep, labels):
+        """Asks the pending shards once; fills their answers (and label
+        futures); returns the shards to ask again, loaded again."""
+        # Per worker, each distinct request once (an assign step's is the
+        # same for every shard).
+        distinct = collections.defaultdict(list)
+        index, by_worker = {}, collections.defaultdict(list)
+        for s in pending:
+            w, r = self.shards[s].worker, requests[s]
+            if (w, id(r)) not in index:
+                index[(w, id(r))] = len(distinct[w])
+                distinct[w].append(r.SerializeToString())
+            by_worker[w].append((self.shards[s].block, index[(w, id(r))]))
+        # Loosely bound to the worker holding the shards: if it is gone, Dask
+        # runs the task on another one, which answers that it holds nothing.
+        futures = {w: self.client.submit(worker.step, self.spec, distinct[w], asked, keep,
+                                         workers=[w], allow_other_workers=True, pure=False)
+                   for w, asked in by_worker.items()}
+        if keep:
+            gathered = self.client.gather(
+                {w: self.client.submit(worker.answers_of, f, workers=[w],
+                                       allow_other_workers=True, pure=False)
+                 for w, f in futures.items()})
+        else:
+            gathered = {w: stepped[0] for w, stepped in self.client.gather(futures).items()}
+        by_block = {self.shards[s].block: s for s in pending}
+        again = []
+        for w, stepped in gathered.items():
+            for block, status in stepped.items():
+                s = by_block[block]
+                shard = self.shards[s]
+                if status[0] == "ok":
+                    r = pb.JobResponse.FromString(status[1])
+                    if r.HasField("error"):
+                        raise ServiceError(status_code(r.error.code),
+                                           f"block {block} on {self.servers[shard.replica]}: "
+                                           f"{r.error.message}")
+                    answers[s] = r
+                    if requests[s].HasField("seed"):
+                        shard.seeded.extend(requests[s].seed.add_centers)
+                    if keep:
+                        labels[s] = self.client.submit(worker.labels_of, futures[w], block,
+                                                       workers=[w], allow_other_workers=True,
+                                                       pure=False)
+                    continue
+                if status[0] == "missing":
+                    if self.log:
+                        self.log(f"block {block}: its worker {shard.worker} is gone; loading it "
+                                 "again")
+                    shard.worker = None
+                else:
+                    self._failed(shard, status)
+                again.append(s)
+        self._reload([self.shards[s] for s in again])
+        return sorted(again)
+
+    def relocate(self, centers, counts, weights, sums):
+        """scikit-learn's relocation of the empty clusters (resident._relocate)
+        from each block's farthest points under `centers`, their labels those
+        of the step asked again."""
+        m = int((~(weights > 0)).sum())
+        request = resident.assign_request(centers, True)
+        self.round(lambda s: request)
+        tasks = []
+        for s, shard in enumerate(self.shards):
+            w = None if self.weight_blocks is None else self.weight_blocks[shard.block]
+            tasks.append(delayed(worker.farthest, pure=False)(
+                self.blocks[shard.block], w, self.labels[s], centers, self.spec.offset,
+                shard.first, m))
+        found = self.client.gather(self.client.compute(tasks))
+        candidates = _Candidates(found, self.weights is not None)
+        return resident._relocate(candidates, centers, [candidates.answer], counts, weights, sums,
+                                  self.log)
+
+    def rows(self, indices):
+        """The points at global `indices` as sent (minus the offset), in that
+        order, each block asked once."""
+        indices = np.asarray(indices, dtype=np.int64)
+        firsts = np.array([s.first for s in self.shards])
+        owner = np.searchsorted(firsts, indices, side="right") - 1
+        tasks, order = [], []
+        for s in np.unique(owner):
+            mine = np.flatnonzero(owner == s)
+            tasks.append(delayed(worker.rows_at, pure=False)(
+                self.blocks[self.shards[s].block], self.spec.offset,
+                indices[mine] - self.shards[s].first))
+            order.append(mine)
+        found = self.client.gather(self.client.compute(tasks))
+        out = np.empty((len(indices), self.spec.d), dtype=found[0].dtype)
+        for mine, rows in zip(order, found):
+            out[mine] = rows
+        return out
+
+    def all_weights(self):
+        """The weights of every point, on the client (for the weighted
+        'random' init)."""
+        return np.concatenate(self.client.gather(self.client.compute(
+            [delayed(np.asarray)(self.weight_blocks[s.block], dtype=np.float32)
+             for s in self.shards])))

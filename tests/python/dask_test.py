@@ -1,0 +1,277 @@
+"""kmt.dask.KMeans on a dask.distributed LocalCluster of two worker processes
+and two real kmt-server replicas: the same fit as scikit-learn's from the
+same initial centers (with and without sample_weight, with an empty cluster
+relocated), the same initial centers as kmt.KMeans's for the same seed, the
+blocks mapped through the service by predict, transform and score, a worker
+and a replica killed mid-fit without changing the result, and bad input
+refused."""
+import os
+import signal
+import unittest
+import warnings
+from unittest import mock
+
+import dask
+import dask.array as da
+import distributed
+import numpy as np
+import sklearn.cluster
+from sklearn.utils._param_validation import InvalidParameterError
+
+from estimator_support import Server, assert_same_fit, kmt, mixture, rows
+
+import kmt.dask  # noqa: E402
+import kmt.dask.job  # noqa: E402
+
+K = 6
+
+
+def blocks_of(points, size):
+    """A dask array of `points` in blocks of `size` rows, each its own task
+    with no dependency, so that Dask spreads them over the workers and
+    computes a block again if its worker dies."""
+    return da.concatenate([
+        da.from_delayed(dask.delayed(np.array)(points[i:i + size]),
+                        shape=(min(size, len(points) - i), points.shape[1]), dtype=points.dtype)
+        for i in range(0, len(points), size)])
+
+
+class Fitted:
+    """A fit's attributes with labels_ computed."""
+
+    def __init__(self, km):
+        self.labels_ = km.labels_.compute()
+        self.cluster_centers_, self.inertia_, self.n_iter_ = (km.cluster_centers_, km.inertia_,
+                                                              km.n_iter_)
+
+
+def held_shards(dask_worker):
+    """Client.run: how many shards this worker holds for open fits."""
+    return sum(len(shards) for (address, _), shards in kmt.dask.worker._held.items()
+               if address == dask_worker.address)
+
+
+def jobs_ended(server):
+    return sum(float(line.rsplit(" ", 1)[1]) for line in server.metrics().splitlines()
+               if line.startswith("kmt_jobs_total{"))
+
+
+# One cluster of two worker processes for every test (its start is most of
+# a test's time); a worker killed is restarted by its nanny.
+cluster = client = None
+
+
+def setUpModule():
+    global cluster, client
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+
+
+def tearDownModule():
+    client.close()
+    cluster.close()
+
+
+class DaskTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.a = Server("--model_dir=", "--workers=1")
+        cls.b = Server("--model_dir=", "--workers=1")
+        cls.both = f"ipv4:{cls.a.address},{cls.b.address}"
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.a.stop() == 0
+        assert cls.b.stop() == 0
+
+    def fit(self, X, server=None, cls=None, sample_weight=None, **options):
+        options = {"n_init": 1, **options}
+        return (cls or kmt.dask.KMeans)(K, server=server or self.both, **options).fit(
+            X, sample_weight=sample_weight)
+
+    def test_same_fit_as_scikit_learn_from_the_same_initial_centers(self):
+        points = mixture(4000, 5, K)
+        weights = np.random.default_rng(3).uniform(0.5, 2.0, size=len(points))
+        jobs = jobs_ended(self.a), jobs_ended(self.b)
+        for weighted in (False, True):
+            with self.subTest(weighted=weighted):
+                w = weights if weighted else None
+                got = self.fit(blocks_of(points, 600), init=rows(points, K),
+                               sample_weight=None if w is None else da.from_array(w, chunks=900))
+                want = sklearn.cluster.KMeans(K, init=rows(points, K), n_init=1).fit(
+                    points, sample_weight=w)
+                self.assertGreater(want.n_iter_, 5)  # a real run, not one step
+                assert_same_fit(self, Fitted(got), want, 1e-5)
+                self.assertEqual(got.labels_.chunks, ((600,) * 6 + (400,),))
+        # Blocks of unknown sizes (a boolean selection's) are measured as they load.
+        X = da.from_array(points, chunks=700)
+        unknown = X[X[:, 0] > -np.inf]
+        self.assertTrue(np.isnan(unknown.shape[0]))
+        got = self.fit(unknown, init=rows(points, K))
+        want = sklearn.cluster.KMeans(K, init=rows(points, K), n_init=1).fit(points)
+        assert_same_fit(self, Fitted(got), want, 1e-5)
+        # Blocks i mod 2 on each replica: both held shards.
+        self.assertGreater(jobs_ended(self.a), jobs[0])
+        self.assertGreater(jobs_ended(self.b), jobs[1])
+
+    def test_every_tolerance_and_max_iter_stop_as_scikit_learns(self):
+        points = mixture(3000, 4, K, seed=5)
+        for options in (dict(tol=0.0), dict(tol=1e-2), dict(max_iter=3)):
+            with self.subTest(**options):
+                got = self.fit(da.from_array(points, chunks=700), init=rows(points, K),
+                               **options)
+                want = sklearn.cluster.KMeans(K, init=rows(points, K), n_init=1,
+                                              **options).fit(points)
+                assert_same_fit(self, Fitted(got), want, 1e-5)
+
+    def test_an_empty_cluster_moves_to_the_farthest_point_as_scikit_learns(self):
+        points = mixture(2000, 3, K, seed=13)
+        init = rows(points, K)
+        init[2] = [60.0, 60.0, 60.0]  # no point is nearest: empty after the first step
+        got = self.fit(blocks_of(points, 300), init=init)
+        want = sklearn.cluster.KMeans(K, init=init, n_init=1).fit(points)
+        assert_same_fit(self, Fitted(got), want, 1e-5)
+
+    def test_initialisations_choose_kmt_kmeans_centers(self):
+        points = mixture(3000, 4, K, seed=31)
+        weights = np.random.default_rng(5).uniform(0.5, 2.0, size=len(points))
+        for init, n_init, w in (("k-means++", 1, None), ("k-means++", 1, weights),
+                                ("k-means++", 2, None), ("random", 2, weights)):
+            with self.subTest(init=init, n_init=n_init, weighted=w is not None):
+                got = self.fit(da.from_array(points, chunks=500), init=init, n_init=n_init,
+                               random_state=3, sample_weight=w, max_iter=4)
+                # kmt.KMeans's resident job (batch_size below n), in one process.
+                want = kmt.KMeans(K, init=init, n_init=n_init, random_state=3, max_iter=4,
+                                  server=self.both, batch_size=1000).fit(points,
+                                                                         sample_weight=w)
+                np.testing.assert_array_equal(got.labels_.compute(), want.labels_)
+                np.testing.assert_allclose(got.cluster_centers_, want.cluster_centers_,
+                                           rtol=0, atol=1e-12)
+                self.assertEqual(got.n_iter_, want.n_iter_)
+
+    def test_predict_transform_and_score_map_blocks_through_the_service(self):
+        points = mixture(3000, 4, K, seed=23)
+        test = mixture(700, 4, K, seed=29)
+        got = self.fit(da.from_array(points, chunks=1000), init=rows(points, K))
+        want = sklearn.cluster.KMeans(K, init=rows(points, K), n_init=1).fit(points)
+        dtest = da.from_array(test, chunks=(200, 2))  # column blocks are joined
+        predicted = got.predict(dtest)
+        self.assertIsInstance(predicted, da.Array)
+        np.testing.assert_array_equal(predicted.compute(), want.predict(test))
+        np.testing.assert_array_equal(got.predict(test), want.predict(test))
+        distances = got.transform(dtest)
+        self.assertEqual(distances.chunks, ((200, 200, 200, 100), (K,)))
+        np.testing.assert_allclose(distances.compute(), want.transform(test), rtol=1e-5)
+        self.assertAlmostEqual(got.score(dtest), want.score(test), delta=1e-5 * -want.score(test))
+        np.testing.assert_array_equal(got.fit_predict(da.from_array(points, chunks=1000))
+                                      .compute(), want.labels_)
+
+    def test_bad_input_is_refused(self):
+        points = mixture(500, 3, K, seed=37)
+        X = da.from_array(points, chunks=100)
+        nan = points.copy()
+        nan[321, 1] = np.nan
+        cases = [
+            (TypeError, "takes a dask array", points, {}),
+            (ValueError, "Expected 2D array", X[:, 0], {}),
+            (ValueError, "contains NaN", da.from_array(nan, chunks=100), {}),
+            (ValueError, "n_samples=4 should be >= n_clusters=6", X[:4], {}),
+            (ValueError, "Negative values", X, {"sample_weight": -np.ones(500)}),
+            (ValueError, r"expected \(500,\)", X, {"sample_weight": np.ones(499)}),
+            (ValueError, "zero everywhere", X, {"sample_weight": np.zeros(500)}),
+        ]
+        for error, message, data, fit_options in cases:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(error, message):
+                    self.fit(data, init="random", **fit_options)
+        with self.assertRaisesRegex(ValueError, "Lloyd's only, not the server's model"):
+            self.fit(X, model="soft-kmeans")
+        with self.assertRaises(InvalidParameterError):
+            kmt.dask.KMeans(0, server=self.both).fit(X)
+        with self.assertRaisesRegex(ValueError, "expecting 3 features"):
+            self.fit(X, init="random").predict(da.ones((10, 4), chunks=5))
+
+
+class DaskFaultTest(unittest.TestCase):
+    """A worker or a replica killed after the third iteration, or a worker
+    during k-means++: the fit loads the lost shards again and repeats the
+    step, and ends where a run without the fault ends, to the bit."""
+
+    def setUp(self):
+        self.a = Server("--model_dir=", "--workers=1")
+        self.b = Server("--model_dir=", "--workers=1")
+        client.wait_for_workers(2)
+        self.points = mixture(4000, 5, K, seed=41)
+        self.weights = np.random.default_rng(7).uniform(0.5, 2.0, size=len(self.points))
+
+    def tearDown(self):
+        self.a.stop()
+        self.b.stop()
+
+    def run_killed(self, kill, during_seeding=False):
+        """A clean fit and one where `kill()` runs after iteration 2 or, from
+        k-means++, before its fifth round over the shards."""
+        X = blocks_of(self.points, 500)
+        w = da.from_array(self.weights, chunks=500)
+        options = dict(n_clusters=K, n_init=1, tol=0.0, max_iter=6,
+                       server=f"ipv4:{self.a.address},{self.b.address}",
+                       **(dict(init="k-means++", random_state=2) if during_seeding
+                          else dict(init=rows(self.points, K))))
+        clean = kmt.dask.KMeans(**options).fit(X, sample_weight=w)
+        # Computed and let go before a worker holding some dies (Dask would
+        # try to compute them again, and fail: the fit is over).
+        clean_labels = clean.labels_.compute()
+        del clean.labels_
+        self.assertEqual(clean.n_iter_, 6)
+        killed, rounds = [], []
+        round_of = kmt.dask.job.DaskJob.round
+
+        def counted(job, make):
+            rounds.append(len(rounds))
+            if during_seeding and len(rounds) == 5:
+                kill()
+                killed.append(len(rounds))
+            return round_of(job, make)
+
+        class Killed(kmt.dask.KMeans):
+            def _iteration_done(self, t, objective, shift, convergence):
+                if t == 2 and not during_seeding:
+                    kill()
+                    killed.append(t)
+        with mock.patch.object(kmt.dask.job.DaskJob, "round", counted):
+            faulty = Killed(**options).fit(X, sample_weight=w)
+        self.assertEqual(killed, [5 if during_seeding else 2])
+        self.assertEqual(faulty.n_iter_, clean.n_iter_)
+        np.testing.assert_array_equal(faulty.cluster_centers_, clean.cluster_centers_)
+        self.assertEqual(faulty.inertia_, clean.inertia_)
+        np.testing.assert_array_equal(faulty.labels_.compute(), clean_labels)
+
+    def kill_a_worker(self):
+        held = client.run(held_shards)
+        victim = sorted(held)[0]
+        self.assertGreater(held[victim], 0)
+        pid = client.run(os.getpid, workers=[victim])[victim]
+        os.kill(pid, signal.SIGKILL)
+
+    def test_a_worker_killed_mid_fit_changes_nothing(self):
+        self.run_killed(self.kill_a_worker)
+
+    def test_a_worker_killed_during_kmeans_plus_plus_changes_nothing(self):
+        # Its shards, loaded again, first take the centers chosen so far.
+        self.run_killed(self.kill_a_worker, during_seeding=True)
+
+    def test_a_replica_killed_mid_fit_changes_nothing(self):
+        def kill():
+            in_flight = [line for line in self.b.metrics().splitlines()
+                         if line.startswith("kmt_jobs_in_flight")]
+            self.assertGreater(float(in_flight[0].rsplit(" ", 1)[1]), 0)
+            self.b.proc.send_signal(signal.SIGKILL)
+            self.b.proc.wait()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            self.run_killed(kill)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
