@@ -153,6 +153,8 @@ double MinSettled(Eigen::Index k) { return std::clamp(8.0 / static_cast<double>(
 
 }  // namespace
 
+bool BoundsMayPay(int k) { return k >= 16; }
+
 template <typename Scalar>
 BoundedAssignment<Scalar>::BoundedAssignment(const Matrix<Scalar>& points,
                                              const Vector<Scalar>* weights, AssignmentPath path)
