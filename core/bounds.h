@@ -26,8 +26,9 @@ namespace kmt {
 
 // How an assignment after the first finds the nearest centers.
 enum class AssignmentPath {
-  /// k >= 16 only (BoundsMayPay): the bounds on the second call, then when
-  /// they settled enough points the call before, else the products
+  /// the bounds on the second call, then when they settled enough points
+  /// the call before, else the products (the fast path: for k >= 16 only,
+  /// BoundsMayPay)
   kAuto,
   kProducts,  ///< every distance through the matrix product (AssignNearest)
   kBounds,    ///< the bounds at every call after the first
