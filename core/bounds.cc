@@ -151,7 +151,34 @@ constexpr double kChunkBytes = 512.0 * 1024;
 // centers make the products cheap, so they need more.
 double MinSettled(Eigen::Index k) { return std::clamp(8.0 / static_cast<double>(k), 0.1, 0.5); }
 
+// What each part of the points adds up, kept apart and merged in part
+// order as AssignNearest merges its own.
+struct PartTotals {
+  std::vector<double> objective;
+  std::vector<int64_t> settled;
+  std::vector<ClusterSums> sums;  // empty when no sums are asked for
+
+  PartTotals(Eigen::Index parts, Eigen::Index d, Eigen::Index k, bool with_sums)
+      : objective(parts, 0), settled(parts, 0) {
+    if (with_sums) sums.assign(parts, ClusterSums(static_cast<int>(d), static_cast<int>(k)));
+  }
+  ClusterSums* Sums(Eigen::Index p) { return sums.empty() ? nullptr : &sums[p]; }
+  // Adds the parts' settled points to stats and their sums to `into`;
+  // returns the objective.
+  double Merge(ClusterSums* into, AssignmentStats* stats) const {
+    double total = 0;
+    for (size_t p = 0; p < objective.size(); ++p) {
+      total += objective[p];
+      stats->settled += settled[p];
+      if (into != nullptr) into->Add(sums[p]);
+    }
+    return total;
+  }
+};
+
 }  // namespace
+
+bool BoundsMayPay(int k) { return k >= 16; }
 
 template <typename Scalar>
 BoundedAssignment<Scalar>::BoundedAssignment(const Matrix<Scalar>& points,
@@ -212,11 +239,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
   const Eigen::Index block = scan.block();
   const Eigen::Index part_size = AssignmentPartSize<Scalar>(n, d, k);
   const Eigen::Index parts = (n + part_size - 1) / part_size;
-  std::vector<double> part_objective(parts, 0);
-  std::vector<int64_t> part_settled(parts, 0);
-  std::vector<ClusterSums> part_sums;
-  if (sums != nullptr)
-    part_sums.assign(parts, ClusterSums(static_cast<int>(d), static_cast<int>(k)));
+  PartTotals totals(parts, d, k, sums != nullptr);
 
 #pragma omp parallel if (n * k * d > (1 << 18))
   {
@@ -228,7 +251,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
     for (Eigen::Index p = 0; p < parts; ++p) {
       double objective = 0;
       int64_t settled = 0;
-      ClusterSums* part = sums != nullptr ? &part_sums[p] : nullptr;
+      ClusterSums* part = totals.Sums(p);
       for (Eigen::Index first = p * part_size; first < std::min(n, (p + 1) * part_size);
            first += block) {
         const Eigen::Index rows = std::min(block, n - first);
@@ -246,17 +269,11 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
           AddAssigned(points_.col(i), label[r], sq[r], w, &objective, part);
         }
       }
-      part_objective[p] = objective;
-      part_settled[p] = settled;
+      totals.objective[p] = objective;
+      totals.settled[p] = settled;
     }
   }
-  double objective = 0;
-  for (Eigen::Index p = 0; p < parts; ++p) {
-    objective += part_objective[p];
-    stats->settled += part_settled[p];
-    if (sums != nullptr) sums->Add(part_sums[p]);
-  }
-  return objective;
+  return totals.Merge(sums, stats);
 }
 
 // The bounds first, then the scan for the points they leave open, gathered
@@ -275,11 +292,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
   const Eigen::Index chunk = std::clamp<Eigen::Index>(
       static_cast<Eigen::Index>(kChunkBytes / static_cast<double>(d * sizeof(Scalar))), block,
       part_size);
-  std::vector<double> part_objective(parts, 0);
-  std::vector<int64_t> part_settled(parts, 0);
-  std::vector<ClusterSums> part_sums;
-  if (sums != nullptr)
-    part_sums.assign(parts, ClusterSums(static_cast<int>(d), static_cast<int>(k)));
+  PartTotals totals(parts, d, k, sums != nullptr);
 
 #pragma omp parallel if (n * d > (1 << 16))
   {
@@ -294,7 +307,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
     for (Eigen::Index p = 0; p < parts; ++p) {
       double objective = 0;
       int64_t settled = 0;
-      ClusterSums* part = sums != nullptr ? &part_sums[p] : nullptr;
+      ClusterSums* part = totals.Sums(p);
       const Eigen::Index end = std::min(n, (p + 1) * part_size);
       for (Eigen::Index first = p * part_size; first < end; first += chunk) {
         const Eigen::Index rows = std::min(chunk, end - first);
@@ -331,18 +344,12 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
           AddAssigned(points_.col(i), labels_[i], sq[r], w, &objective, part);
         }
       }
-      part_objective[p] = objective;
-      part_settled[p] = settled;
+      totals.objective[p] = objective;
+      totals.settled[p] = settled;
     }
   }
   stats->bounded = true;
-  double objective = 0;
-  for (Eigen::Index p = 0; p < parts; ++p) {
-    objective += part_objective[p];
-    stats->settled += part_settled[p];
-    if (sums != nullptr) sums->Add(part_sums[p]);
-  }
-  return objective;
+  return totals.Merge(sums, stats);
 }
 
 template class BoundedAssignment<float>;

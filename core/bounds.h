@@ -10,7 +10,7 @@
 // The labels, objective and cluster sums are those AssignNearest gives, to
 // the last bit: a bound keeps a label only where it proves that the
 // assignment would choose it, with a margin for the round-off of every
-// distance involved (see kMargin in bounds.cc), and objective and sums are
+// distance involved (see Margin in bounds.cc), and objective and sums are
 // added in AssignNearest's parts and order, recomputed at every call (an
 // update by the points that moved would round differently).
 #ifndef KMT_CORE_BOUNDS_H_
@@ -26,7 +26,10 @@ namespace kmt {
 
 // How an assignment after the first finds the nearest centers.
 enum class AssignmentPath {
-  kAuto,      ///< the bounds when they settled enough points the last time, else the products
+  /// the bounds on the second call, then when they settled enough points
+  /// the call before, else the products (the fast path: for k >= 16 only,
+  /// BoundsMayPay)
+  kAuto,
   kProducts,  ///< every distance through the matrix product (AssignNearest)
   kBounds,    ///< the bounds at every call after the first
 };
@@ -34,9 +37,16 @@ enum class AssignmentPath {
 // What one call did.
 struct AssignmentStats {
   bool bounded = false;  ///< it used the bounds
-  int64_t settled =
-      0;  ///< points whose bounds kept their label (if bounded; else those they would have)
+  /// Points whose bounds kept their label; in a pass through the products,
+  /// those the old bounds would have kept (0 on the first call).
+  int64_t settled = 0;
 };
+
+// Whether the automatic choice considers the bounds for k centers at all.
+// Below 16 the products cost about what a pass testing the bounds costs, and
+// the bounds did not pay even where they settled 95% of the points
+// (bench/bounds_bench, k = 8).
+bool BoundsMayPay(int k);
 
 template <typename Scalar>
 class BoundedAssignment {

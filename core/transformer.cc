@@ -370,8 +370,9 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
   // bounds can spare most of their distances. (Mapped points are assigned
   // twice a layer, in both units; they keep to the products.)
   std::optional<BoundedAssignment<Scalar>> bounded;
-  if (fast && map.identity() && options.assignment != AssignmentPath::kProducts &&
-      options.layers > 0) {
+  const bool bounds = options.assignment == AssignmentPath::kBounds ||
+                      (options.assignment == AssignmentPath::kAuto && BoundsMayPay(evaluator.k));
+  if (fast && map.identity() && bounds && options.layers > 0) {
     bounded.emplace(points, evaluator.point_weights, options.assignment);
   }
   Report(frame, initial_centers, &result, bounded ? &*bounded : nullptr);

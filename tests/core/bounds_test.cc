@@ -214,12 +214,12 @@ TYPED_TEST(BoundsTest, LabelsEqualReferenceLloydAtEveryLayer) {
 }
 
 // The automatic choice takes the products where the bounds settle few
-// points (uniform data, many centers, the first layers) and the bounds where
-// they settle many.
+// points (uniform data, many centers, the first layers) or few centers make
+// the products cheap, and the bounds where they settle many.
 TYPED_TEST(BoundsTest, AutomaticChoiceFollowsTheSettledFraction) {
   using S = TypeParam;
-  Problem<S> blobs{.name = "blobs", .points = Blobs<S>(4000, 8, 10, 11)};
-  blobs.centers = blobs.points.leftCols(10);
+  Problem<S> blobs{.name = "blobs", .points = Blobs<S>(4000, 8, 16, 11)};
+  blobs.centers = blobs.points.leftCols(16);
   blobs.layers = 15;
   const RunResult<S> run = Run(blobs, AssignmentPath::kAuto);
   EXPECT_FALSE(run.assignments[0].bounded);
@@ -231,6 +231,11 @@ TYPED_TEST(BoundsTest, AutomaticChoiceFollowsTheSettledFraction) {
     const bool enough = run.assignments[a - 1].settled >= 4000 / 2;
     EXPECT_EQ(run.assignments[a].bounded, enough) << "assignment " << a;
   }
+
+  // Few centers keep to the products.
+  Problem<S> few = blobs;
+  few.centers = blobs.points.leftCols(8);
+  EXPECT_TRUE(Run(few, AssignmentPath::kAuto).assignments.empty());
 
   Rng rng(12);
   Problem<S> uniform{.name = "uniform", .points = Matrix<S>(16, 3000)};
