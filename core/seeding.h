@@ -7,7 +7,10 @@
 // the candidate that lowers the summed potential most. The core's k-means++
 // on one matrix is this driver over one shard, and a resident job spread over
 // replicas runs it over theirs, so both choose the same centers for the same
-// seed (up to the order in which potentials are summed).
+// seed (up to the order in which potentials are summed). The same shards
+// serve k-means‖ (Bahmani et al., "Scalable K-Means++", arXiv 1203.6402):
+// a few rounds, each taking a whole group of centers into the distances and
+// sampling every point independently in proportion to its distance.
 #ifndef KMT_CORE_SEEDING_H_
 #define KMT_CORE_SEEDING_H_
 
@@ -51,10 +54,32 @@ class SeedingShard {
   // finite and not negative) and runs it.
   absl::StatusOr<SeedAnswer<Scalar>> Step(const SeedRequest<Scalar>& request);
 
+  // k-means‖'s round, first part: takes every column of `centers` (d x m,
+  // m >= 1) into the distances in one blocked pass and returns the
+  // potential. Taking the same groups in the same order gives the same
+  // distances to the bit.
+  absl::StatusOr<double> AddCenters(const Matrix<Scalar>& centers);
+
+  // k-means‖'s round, second part: the indices of the points taken, each
+  // independently with probability min(1, oversampling * D_i / potential)
+  // (D_i its running distance, `potential` the sum over all shards), by
+  // CounterUniform(seed, round, 0, first_point + i), so that the sample
+  // depends on the points and these numbers only. Needs a center added.
+  absl::StatusOr<std::vector<int64_t>> Oversample(double oversampling, double potential,
+                                                  uint64_t seed, int64_t round,
+                                                  int64_t first_point) const;
+
+  // Whether a center has been taken into the distances.
+  bool seeded() const { return seeded_; }
+
   // Bytes this state holds per point, beyond the points themselves.
   static constexpr int64_t kBytesPerPoint = sizeof(Scalar) + 2 * sizeof(double);
 
  private:
+  // Takes the columns of `centers` into the distances, in one pass of
+  // blocked products (a few hundred centers at a time).
+  void Take(const Matrix<Scalar>& centers);
+
   // The point whose range [sum before it, sum with it) of the running sum of
   // distances holds `target`: the first with running sum > target, so never
   // a point at distance 0 while another is farther; the last point at a
@@ -69,6 +94,14 @@ class SeedingShard {
   bool cumulative_current_ = false;
   bool seeded_ = false;  // a center has been added
 };
+
+// For each of the d x c candidates, the weight of the points (d x n, weighed
+// by `weights` or 1 each) nearest to it, ties to the lowest index: what
+// k-means‖ weighs its candidates by.
+template <typename Scalar>
+std::vector<double> NearestCandidateWeights(const Matrix<Scalar>& points,
+                                            const Vector<Scalar>* weights,
+                                            const Matrix<Scalar>& candidates);
 
 // Runs one request per shard, every shard at once, and returns the answers
 // in shard order.
