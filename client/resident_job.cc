@@ -377,9 +377,10 @@ absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed, int tr
 // shards' distances (one step, which answers their potentials) and samples
 // about l = oversampling * k points by them (a second step, given the
 // summed potential), for `rounds` rounds or more while there are fewer than
-// k candidates and a point lies away from them. The candidates are weighed
-// by the points nearest to each (a third step) and greedy k-means++ weighted
-// by those weights chooses the k centers among them, here.
+// k candidates and a point lies away from them. A last step takes the last
+// round's points in and answers the weight of the points nearest each
+// candidate, and greedy k-means++ weighted by those weights chooses the k
+// centers among them, here.
 absl::StatusOr<Matrix<float>> SeedKMeansParallel(Job& job, int d, int k,
                                                  const ResidentJobOptions& options, bool weighted,
                                                  ResidentJobResult* result) {
@@ -455,9 +456,13 @@ absl::StatusOr<Matrix<float>> SeedKMeansParallel(Job& job, int d, int k,
   result->init_rounds = round;
   result->init_candidates = candidates.cols();
 
+  // The last round's points taken in, the shards weigh every candidate.
   v1::JobRequest request;
-  EncodeFloat32(absl::MakeConstSpan(candidates.data(), candidates.size()),
-                request.mutable_candidate_weights()->mutable_candidates_f32());
+  v1::KMeansParallelStep* last = request.mutable_kmeans_parallel();
+  if (*potential > 0) {
+    EncodeFloat32(absl::MakeConstSpan(fresh.data(), fresh.size()), last->mutable_add_centers_f32());
+  }
+  last->set_return_weights(true);
   absl::StatusOr<std::vector<v1::JobResponse>> answers =
       job.Round([&](size_t) -> std::optional<v1::JobRequest> { return request; });
   if (!answers.ok()) return answers.status();
@@ -465,7 +470,7 @@ absl::StatusOr<Matrix<float>> SeedKMeansParallel(Job& job, int d, int k,
   Vector<double> weights = Vector<double>::Zero(candidates.cols());
   for (const v1::JobResponse& a : *answers) {
     if (a.candidate_weights_size() != candidates.cols()) {
-      return absl::InternalError(absl::StrCat("a candidate-weights step answered ",
+      return absl::InternalError(absl::StrCat("a k-means|| step answered ",
                                               a.candidate_weights_size(), " weights for ",
                                               candidates.cols(), " candidates"));
     }

@@ -64,7 +64,7 @@ Eigen::Index SeedingShard<Scalar>::Find(double target) {
 }
 
 template <typename Scalar>
-void SeedingShard<Scalar>::Take(const Matrix<Scalar>& centers) {
+void SeedingShard<Scalar>::Take(const Matrix<Scalar>& centers, int64_t first_label) {
   const Eigen::Index d = points_.rows();
   // Centers per pass: a block's distances to them stay a few MiB.
   constexpr Eigen::Index kCentersPerPass = 64;
@@ -81,6 +81,7 @@ void SeedingShard<Scalar>::Take(const Matrix<Scalar>& centers) {
         // The shard's first center replaces the weights a weighted shard
         // started from.
         const bool replace = !seeded_ && g == 0 && c == 0;
+        const int32_t label = static_cast<int32_t>(first_label + g + c);
         for (Eigen::Index i = 0; i < dist.rows(); ++i) {
           // The product form can leave a copy of the center a small positive
           // distance; near-zero distances are decided exactly, so a point
@@ -89,13 +90,15 @@ void SeedingShard<Scalar>::Take(const Matrix<Scalar>& centers) {
           if (sq <= SquaredDistanceRoundOff<Scalar>(d, point_sq_[first + i], group_sq[c])) {
             sq = DirectSquaredDistance(points_.col(first + i).data(), group.col(c).data(), d);
           }
-          if (weights_ == nullptr) {
-            closest_[first + i] = std::min(closest_[first + i], static_cast<double>(sq));
-          } else {
-            // Weighted: w times the squared distance.
-            const double weighted =
-                static_cast<double>((*weights_)[first + i]) * static_cast<double>(sq);
-            closest_[first + i] = replace ? weighted : std::min(closest_[first + i], weighted);
+          // Weighted: w times the squared distance.
+          const double distance =
+              weights_ == nullptr
+                  ? static_cast<double>(sq)
+                  : static_cast<double>((*weights_)[first + i]) * static_cast<double>(sq);
+          // Ties keep the center taken first.
+          if ((replace && weights_ != nullptr) || distance < closest_[first + i]) {
+            closest_[first + i] = distance;
+            if (first_label >= 0) nearest_[first + i] = label;
           }
         }
       }
@@ -109,9 +112,26 @@ template <typename Scalar>
 absl::StatusOr<double> SeedingShard<Scalar>::AddCenters(const Matrix<Scalar>& centers) {
   if (centers.cols() > 0) {
     if (absl::Status s = ValidateCenterValues(centers, points_.rows()); !s.ok()) return s;
-    Take(centers);
+    if (nearest_.empty()) {
+      nearest_.assign(points_.cols(), -1);
+      // The draws' running sums are rebuilt if a seed step draws again: in
+      // their room the shard keeps the nearest centers.
+      cumulative_ = {};
+    }
+    Take(centers, taken_);
+    taken_ += centers.cols();
   }
   return closest_.sum();
+}
+
+template <typename Scalar>
+std::vector<double> SeedingShard<Scalar>::TakenCenterWeights() const {
+  std::vector<double> out(taken_, 0.0);
+  for (size_t i = 0; i < nearest_.size(); ++i) {
+    if (nearest_[i] < 0) continue;
+    out[nearest_[i]] += weights_ != nullptr ? static_cast<double>((*weights_)[i]) : 1.0;
+  }
+  return out;
 }
 
 template <typename Scalar>

@@ -54,11 +54,18 @@ class SeedingShard {
   // finite and not negative) and runs it.
   absl::StatusOr<SeedAnswer<Scalar>> Step(const SeedRequest<Scalar>& request);
 
-  // k-means‖'s round, first part: takes every column of `centers` (d x m,
-  // m >= 1) into the distances in one blocked pass and returns the
-  // potential. Taking the same groups in the same order gives the same
-  // distances to the bit.
+  // k-means‖'s round, first part: takes every column of `centers` (d x m)
+  // into the distances in one blocked pass and returns the potential. The
+  // shard numbers the centers these calls take in, in order, and keeps
+  // each point's nearest of them (4 bytes per point; ties to the first
+  // taken). Taking the same groups in the same order gives the same
+  // distances and nearest centers to the bit.
   absl::StatusOr<double> AddCenters(const Matrix<Scalar>& centers);
+
+  // For each center AddCenters took in, in order, the weight (the count, for
+  // unweighted points) of the points nearest to it: k-means‖'s candidate
+  // weights, without a pass over the points.
+  std::vector<double> TakenCenterWeights() const;
 
   // k-means‖'s round, second part: the indices of the points taken, each
   // independently with probability min(1, oversampling * D_i / potential)
@@ -77,8 +84,9 @@ class SeedingShard {
 
  private:
   // Takes the columns of `centers` into the distances, in one pass of
-  // blocked products (a few hundred centers at a time).
-  void Take(const Matrix<Scalar>& centers);
+  // blocked products (64 centers at a time); with `first_label` >= 0, also
+  // into nearest_, the columns numbered from it.
+  void Take(const Matrix<Scalar>& centers, int64_t first_label = -1);
 
   // The point whose range [sum before it, sum with it) of the running sum of
   // distances holds `target`: the first with running sum > target, so never
@@ -93,6 +101,10 @@ class SeedingShard {
   std::vector<double> cumulative_;  // running sum of closest_, built on demand
   bool cumulative_current_ = false;
   bool seeded_ = false;  // a center has been added
+  // AddCenters' state: each point's nearest center of those it took in (-1:
+  // nearer to one a seed step added), and how many it took in.
+  std::vector<int32_t> nearest_;
+  int64_t taken_ = 0;
 };
 
 // For each of the d x c candidates, the weight of the points (d x n, weighed

@@ -241,6 +241,10 @@ absl::Status ResidentShard::KMeansParallel(const v1::KMeansParallelStep& step,
   absl::StatusOr<double> potential = Seeding().AddCenters(*add);
   if (!potential.ok()) return potential.status();
   out->set_potential(*potential);
+  if (step.return_weights()) {
+    const std::vector<double> weights = Seeding().TakenCenterWeights();
+    out->mutable_candidate_weights()->Add(weights.begin(), weights.end());
+  }
   if (step.oversampling() == 0) return absl::OkStatus();
   absl::StatusOr<std::vector<int64_t>> taken = Seeding().Oversample(
       step.oversampling(), step.potential(), step.seed(), step.round(), step.first_point());

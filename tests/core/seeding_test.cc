@@ -234,6 +234,23 @@ TEST(KMeansParallel, BadSamplingSaysWhatIsWrong) {
             "round -1 and first point 0: neither may be negative");
 }
 
+TEST(KMeansParallel, TheShardWeighsTheCentersItTookInByTheirNearestPoints) {
+  Matrix<double> points(1, 5);
+  points << 0, 1, 2, 3, 10;
+  Matrix<double> first(1, 1), then(1, 2);
+  first << 0;
+  then << 2, 10;
+  const Vector<double> weights = (Vector<double>(5) << 0.5, 2, 0, 1, 4).finished();
+  SeedingShard<double> shard(&points), weighted(&points, &weights);
+  for (SeedingShard<double>* s : {&shard, &weighted}) {
+    ASSERT_TRUE(s->AddCenters(first).ok());
+    ASSERT_TRUE(s->AddCenters(then).ok());
+  }
+  // Point 1 is as near to 0 as to 2: it stays with 0, taken first.
+  EXPECT_EQ(shard.TakenCenterWeights(), (std::vector<double>{2, 2, 1}));
+  EXPECT_EQ(weighted.TakenCenterWeights(), (std::vector<double>{2.5, 1, 4}));
+}
+
 TEST(KMeansParallel, CandidatesWeighTheirNearestPointsTiesToTheLowestIndex) {
   Matrix<double> points(1, 5);
   points << 0, 1, 2, 3, 10;

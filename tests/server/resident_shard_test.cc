@@ -423,6 +423,19 @@ TEST(ResidentShard, KMeansParallelStepsSampleAsTheCoreShard) {
     EXPECT_EQ(Eigen::Map<const Vector<float>>(got.sampled_points().data() + 3 * j, 3),
               points.col(want[j]));
   }
+
+  // The sample taken in, the shard weighs the candidates as a pass over
+  // its points does.
+  v1::KMeansParallelStep weigh;
+  weigh.mutable_add_centers()->CopyFrom(got.sampled_points());
+  weigh.set_return_weights(true);
+  Matrix<float> candidates(3, 2 + want.size());
+  candidates << group, Eigen::Map<const Matrix<float>>(got.sampled_points().data(), 3, want.size());
+  v1::JobResponse weights;
+  ASSERT_TRUE(shard.KMeansParallel(weigh, &weights).ok());
+  EXPECT_EQ(
+      std::vector<double>(weights.candidate_weights().begin(), weights.candidate_weights().end()),
+      NearestCandidateWeights<float>(points, nullptr, candidates));
 }
 
 TEST(ResidentShard, CandidateWeightsStepsWeighTheNearestPoints) {
