@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -489,59 +490,6 @@ TEST_F(ResidentJobTest, PythonDriverWithStubsGeneratedFromTheProtoEqualsTheCore)
   EXPECT_EQ(labels, want.labels);
 }
 
-TEST(ResidentJobFaults, AReplicaKilledMidJobChangesNothing) {
-  auto a = ServerProcess::Start({"--model_dir=", "--workers=1"});
-  auto b = ServerProcess::Start({"--model_dir=", "--workers=1"});
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  const ResidentJobOptions options = Options({a->address(), b->address()}, 2);
-  const absl::StatusOr<ResidentJobResult> clean =
-      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
-  ASSERT_TRUE(clean.ok()) << clean.status();
-  ASSERT_GE(clean->iterations_run, 4);
-
-  // Killed after the third iteration's sums are in: the fourth finds its
-  // shards' streams broken.
-  ResidentJobOptions faulty = options;
-  std::vector<std::string> news;
-  faulty.log = [&](const std::string& line) {
-    news.push_back(line);
-    if (line.rfind("step 3 ", 0) == 0) b->Signal(SIGKILL);
-  };
-  const absl::StatusOr<ResidentJobResult> got =
-      RunResidentJob(faulty, Points().cols(), kD, SourceOf(Points()), std::nullopt);
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->shard_moves, 2);  // b held two of the four shards
-  EXPECT_EQ(got->centers, clean->centers);
-  EXPECT_EQ(got->labels, clean->labels);
-  EXPECT_EQ(got->objective, clean->objective);
-  EXPECT_EQ(got->objectives, clean->objectives);
-  bool told = false;
-  for (const std::string& line : news) told |= line.find("failed") != std::string::npos;
-  EXPECT_TRUE(told);
-}
-
-TEST(ResidentJobFaults, AReplicaKilledDuringKMeansPlusPlusChangesNothing) {
-  auto a = ServerProcess::Start({"--model_dir=", "--workers=1"});
-  auto b = ServerProcess::Start({"--model_dir=", "--workers=1"});
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  ResidentJobOptions options = Options({a->address(), b->address()}, 2);
-  options.iterations = 2;
-  // Killed once 4 centers are chosen: b's shards go to a, which first takes
-  // the chosen centers into their distances.
-  options.log = [&](const std::string& line) {
-    if (line.rfind("k-means++: 4 of", 0) == 0) b->Signal(SIGKILL);
-  };
-  const absl::StatusOr<ResidentJobResult> got =
-      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->shard_moves, 2);
-  const Matrix<float> init = *InitialCenters(Points(), kK, InitMethod::kKMeansPlusPlus, 4);
-  const RunResult<float> want = *RunLloyd<float>({}, Points(), init, {.layers = 2});
-  EXPECT_EQ(got->labels, want.labels);
-}
-
 // k-means‖ through the CLI: what it writes for a seed, over two replicas.
 struct CliRun {
   std::vector<int> labels;
@@ -621,12 +569,65 @@ TEST_F(ResidentJobTest, KMeansParallelConvergesAsCloseAsGreedyKMeansPlusPlusOnBl
   }
 }
 
-TEST(ResidentJobFaults, AReplicaKilledDuringKMeansParallelChangesNothing) {
-  auto a = ServerProcess::Start({"--model_dir=", "--workers=1"});
-  auto b = ServerProcess::Start({"--model_dir=", "--workers=1"});
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  ResidentJobOptions options = Options({a->address(), b->address()}, 2);
+// Two replicas of their own for each test, one of which it kills.
+class ResidentJobFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a_ = ServerProcess::Start({"--model_dir=", "--workers=1"});
+    b_ = ServerProcess::Start({"--model_dir=", "--workers=1"});
+    ASSERT_NE(a_, nullptr);
+    ASSERT_NE(b_, nullptr);
+  }
+  std::unique_ptr<ServerProcess> a_, b_;
+};
+
+TEST_F(ResidentJobFaults, AReplicaKilledMidJobChangesNothing) {
+  const ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+  const absl::StatusOr<ResidentJobResult> clean =
+      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  ASSERT_GE(clean->iterations_run, 4);
+
+  // Killed after the third iteration's sums are in: the fourth finds its
+  // shards' streams broken.
+  ResidentJobOptions faulty = options;
+  std::vector<std::string> news;
+  faulty.log = [&](const std::string& line) {
+    news.push_back(line);
+    if (line.rfind("step 3 ", 0) == 0) b_->Signal(SIGKILL);
+  };
+  const absl::StatusOr<ResidentJobResult> got =
+      RunResidentJob(faulty, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->shard_moves, 2);  // b held two of the four shards
+  EXPECT_EQ(got->centers, clean->centers);
+  EXPECT_EQ(got->labels, clean->labels);
+  EXPECT_EQ(got->objective, clean->objective);
+  EXPECT_EQ(got->objectives, clean->objectives);
+  bool told = false;
+  for (const std::string& line : news) told |= line.find("failed") != std::string::npos;
+  EXPECT_TRUE(told);
+}
+
+TEST_F(ResidentJobFaults, AReplicaKilledDuringKMeansPlusPlusChangesNothing) {
+  ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+  options.iterations = 2;
+  // Killed once 4 centers are chosen: b's shards go to a, which first takes
+  // the chosen centers into their distances.
+  options.log = [&](const std::string& line) {
+    if (line.rfind("k-means++: 4 of", 0) == 0) b_->Signal(SIGKILL);
+  };
+  const absl::StatusOr<ResidentJobResult> got =
+      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->shard_moves, 2);
+  const Matrix<float> init = *InitialCenters(Points(), kK, InitMethod::kKMeansPlusPlus, 4);
+  const RunResult<float> want = *RunLloyd<float>({}, Points(), init, {.layers = 2});
+  EXPECT_EQ(got->labels, want.labels);
+}
+
+TEST_F(ResidentJobFaults, AReplicaKilledDuringKMeansParallelChangesNothing) {
+  ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
   options.iterations = 2;
   options.seeding = ResidentSeeding::kKMeansParallel;
   const absl::StatusOr<ResidentJobResult> clean =
@@ -635,7 +636,7 @@ TEST(ResidentJobFaults, AReplicaKilledDuringKMeansParallelChangesNothing) {
   // Killed after the second round's sample: b's shards go to a, which first
   // takes the groups of centers of rounds before into their distances.
   options.log = [&](const std::string& line) {
-    if (line.rfind("k-means||: round 2 ", 0) == 0) b->Signal(SIGKILL);
+    if (line.rfind("k-means||: round 2 ", 0) == 0) b_->Signal(SIGKILL);
   };
   const absl::StatusOr<ResidentJobResult> got =
       RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
