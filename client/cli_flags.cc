@@ -24,7 +24,9 @@ ABSL_FLAG(int, k, kmt::ResidentJobOptions{}.k, "clusters");
 ABSL_FLAG(int, iterations, kmt::ResidentJobOptions{}.iterations,
           "layers, i.e. Lloyd's iterations for exact models");
 ABSL_FLAG(std::string, init, "",
-          "initial centers: kmeans++ (greedy), plain-kmeans++, random or given (--centers_in); "
+          "initial centers: kmeans++ (greedy), plain-kmeans++, random, given (--centers_in) or, "
+          "in whole mode, kmeans|| (k-means||: a few sampling rounds over the shards, quoted in "
+          "a shell); "
           "empty: the model's default (`kmt models`; greedy k-means++ for the exact models)");
 ABSL_FLAG(std::string, centers_in, "", "CSV of k initial centers, one per line, for --init=given");
 ABSL_FLAG(uint64_t, seed, kmt::ResidentJobOptions{}.seed,
@@ -59,9 +61,16 @@ namespace kmt {
 namespace {
 
 // Unset: the request leaves init unset, for the model's default.
-absl::StatusOr<std::optional<v1::Init>> InitFlag() {
+absl::StatusOr<std::optional<v1::Init>> InitFlag(bool resident_job) {
   const std::string init = absl::GetFlag(FLAGS_init);
   if (init.empty()) return std::nullopt;
+  if (init == kKMeansParallelName) {
+    if (resident_job) return std::nullopt;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--init=", kKMeansParallelName,
+                     " runs in whole mode's resident job only (kmt cluster "
+                     "--mode=whole)"));
+  }
   if (init == "given") return v1::INIT_GIVEN;
   absl::StatusOr<InitMethod> method = ParseInitMethod(init);
   if (!method.ok()) return method.status();
@@ -69,6 +78,8 @@ absl::StatusOr<std::optional<v1::Init>> InitFlag() {
 }
 
 }  // namespace
+
+bool InitIsKMeansParallel() { return absl::GetFlag(FLAGS_init) == kKMeansParallelName; }
 
 absl::StatusOr<ClientOptions> Options() {
   const ClientTls tls{.enabled = absl::GetFlag(FLAGS_tls) || !absl::GetFlag(FLAGS_tls_ca).empty() ||
@@ -89,7 +100,7 @@ absl::StatusOr<ClientOptions> Options() {
                        .security = *std::move(security)};
 }
 
-absl::StatusOr<v1::ClusterRequest> Template(int d) {
+absl::StatusOr<v1::ClusterRequest> Template(int d, bool resident_job) {
   v1::ClusterRequest r;
   r.set_model(absl::GetFlag(FLAGS_model));
   r.set_d(d);
@@ -101,7 +112,7 @@ absl::StatusOr<v1::ClusterRequest> Template(int d) {
       ParseParameters(absl::GetFlag(FLAGS_parameters));
   if (!parameters.ok()) return parameters.status();
   r.mutable_parameters()->insert(parameters->begin(), parameters->end());
-  absl::StatusOr<std::optional<v1::Init>> init = InitFlag();
+  absl::StatusOr<std::optional<v1::Init>> init = InitFlag(resident_job);
   if (!init.ok()) return init.status();
   if (*init) r.set_init(**init);
   if (*init == v1::INIT_GIVEN) {

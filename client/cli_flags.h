@@ -30,8 +30,12 @@ absl::StatusOr<ClientOptions> Options();
 
 // The request fields every batch of `d`-dimensional points shares: model,
 // k, iterations, seed, guard, the algorithm's parameters, initialisation (and the --centers_in
-// centers for --init=given).
-absl::StatusOr<v1::ClusterRequest> Template(int d);
+// centers for --init=given). --init=kmeans|| (k-means‖) is the resident job's own
+// and refused unless `resident_job`; the template then leaves init unset.
+absl::StatusOr<v1::ClusterRequest> Template(int d, bool resident_job = false);
+
+// Whether --init names k-means‖.
+bool InitIsKMeansParallel();
 
 }  // namespace kmt
 

@@ -51,6 +51,12 @@ ABSL_FLAG(double, tol, kmt::ResidentJobOptions{}.tol,
 ABSL_FLAG(std::string, weights_in, "",
           "whole mode: per-point weights (scikit-learn's sample_weight), one per line or a "
           "float32 or float64 .npy of shape (n,); finite, >= 0, not all 0");
+ABSL_FLAG(int, kmeans_parallel_rounds, kmt::ResidentJobOptions{}.kmeans_parallel_rounds,
+          "whole mode, --init=kmeans||: sampling rounds (more while there are fewer than k "
+          "candidates)");
+ABSL_FLAG(double, kmeans_parallel_oversampling,
+          kmt::ResidentJobOptions{}.kmeans_parallel_oversampling,
+          "whole mode, --init=kmeans||: points sampled per round, times k");
 ABSL_FLAG(int64_t, sample_size, 65536,
           "whole mode, one pass per iteration: points sampled for the initial centers");
 ABSL_FLAG(std::string, labels_out, "",
@@ -399,7 +405,12 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
       .tol = absl::GetFlag(FLAGS_tol),
       .weights = *weights,
       .seed = base.seed(),
-      .plain_seeding = base.init() == v1::INIT_PLAIN_KMEANS_PLUS_PLUS,
+      .seeding = InitIsKMeansParallel() ? ResidentSeeding::kKMeansParallel
+                 : base.init() == v1::INIT_PLAIN_KMEANS_PLUS_PLUS
+                     ? ResidentSeeding::kPlainKMeansPlusPlus
+                     : ResidentSeeding::kGreedyKMeansPlusPlus,
+      .kmeans_parallel_rounds = absl::GetFlag(FLAGS_kmeans_parallel_rounds),
+      .kmeans_parallel_oversampling = absl::GetFlag(FLAGS_kmeans_parallel_oversampling),
       .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
       .max_moves = std::max(0, absl::GetFlag(FLAGS_max_attempts)),
       .stream_timeout = absl::GetFlag(FLAGS_timeout),
@@ -439,6 +450,10 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
                result->shards, options.servers.size(), result->shard_moves, result->load_seconds,
                result->init_seconds, iterating, run > 0 ? iterating / run : 0.0,
                result->labels_seconds, write_seconds, total);
+  if (options.seeding == ResidentSeeding::kKMeansParallel) {
+    std::fprintf(stderr, "k-means||: %d rounds, %lld candidates\n", result->init_rounds,
+                 static_cast<long long>(result->init_candidates));
+  }
   return absl::OkStatus();
 }
 
@@ -448,12 +463,13 @@ absl::Status RunCluster() {
   absl::StatusOr<std::unique_ptr<PointReader>> reader = PointReader::Open(
       absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_format), absl::GetFlag(FLAGS_d));
   if (!reader.ok()) return reader.status();
-  absl::StatusOr<v1::ClusterRequest> base = Template((*reader)->d());
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  absl::StatusOr<v1::ClusterRequest> base =
+      Template((*reader)->d(), mode == "whole" && absl::GetFlag(FLAGS_resident));
   if (!base.ok()) return base.status();
   absl::StatusOr<ClientOptions> options = Options();
   if (!options.ok()) return options.status();
   Client client(*options);
-  const std::string mode = absl::GetFlag(FLAGS_mode);
   if (mode == "per-batch") return ClusterPerBatch(client, **reader, *base);
   if (mode == "whole") return ClusterWhole(client, **reader, *base);
   return absl::InvalidArgumentError(

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "client/cluster_client.h"
 #include "core/cluster_sums.h"
+#include "core/init.h"
 #include "core/seeding.h"
 #include "core/validation.h"
 #include "proto/batch_error.h"
@@ -105,6 +106,7 @@ struct Shard {
   int server = 0;
   std::unique_ptr<JobStream> stream;
   std::vector<float> seeded;            // centers taken into its seeding distances, to replay
+  std::vector<std::string> groups;      // k-means‖'s groups of centers taken in, to replay
   std::optional<PointMoments> moments;  // of its points, read at its first load
 };
 
@@ -187,6 +189,10 @@ class Job {
             const auto& add = requests[s]->seed().add_centers();
             shards_[s].seeded.insert(shards_[s].seeded.end(), add.begin(), add.end());
           }
+          if (requests[s]->has_kmeans_parallel() &&
+              !requests[s]->kmeans_parallel().add_centers_f32().empty()) {
+            shards_[s].groups.push_back(requests[s]->kmeans_parallel().add_centers_f32());
+          }
         }
       }
       std::vector<size_t> again;
@@ -252,11 +258,17 @@ class Job {
                                                 shard->count, " points"));
       }
     }
-    // A shard moved during k-means++ gets back the distances it had.
+    // A shard moved during k-means++ or k-means‖ gets back the distances it
+    // had: k-means‖'s in the same groups, so to the bit.
+    std::vector<v1::JobRequest> replays;
     if (!shard->seeded.empty()) {
-      v1::JobRequest replay;
-      replay.mutable_seed()->mutable_add_centers()->Assign(shard->seeded.begin(),
-                                                           shard->seeded.end());
+      replays.emplace_back().mutable_seed()->mutable_add_centers()->Assign(shard->seeded.begin(),
+                                                                           shard->seeded.end());
+    }
+    for (const std::string& group : shard->groups) {
+      replays.emplace_back().mutable_kmeans_parallel()->set_add_centers_f32(group);
+    }
+    for (const v1::JobRequest& replay : replays) {
       if (absl::Status s = shard->stream->Send(replay); !s.ok()) return s;
       absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
       if (!r.ok()) return r.status();
@@ -360,6 +372,131 @@ absl::StatusOr<Matrix<float>> Seed(Job& job, int d, int k, uint64_t seed, int tr
       progress, weighted);
 }
 
+// k-means‖ over the job's shards. The first center is k-means++'s (seed
+// steps); then each round takes the previous round's points into the
+// shards' distances (one step, which answers their potentials) and samples
+// about l = oversampling * k points by them (a second step, given the
+// summed potential), for `rounds` rounds or more while there are fewer than
+// k candidates and a point lies away from them. A last step takes the last
+// round's points in and answers the weight of the points nearest each
+// candidate, and greedy k-means++ weighted by those weights chooses the k
+// centers among them, here.
+absl::StatusOr<Matrix<float>> SeedKMeansParallel(Job& job, int d, int k,
+                                                 const ResidentJobOptions& options, bool weighted,
+                                                 ResidentJobResult* result) {
+  if (options.kmeans_parallel_rounds < 1 || !std::isfinite(options.kmeans_parallel_oversampling) ||
+      options.kmeans_parallel_oversampling <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "k-means|| with ", options.kmeans_parallel_rounds, " rounds and oversampling ",
+        options.kmeans_parallel_oversampling, ": needs at least 1 round and oversampling > 0"));
+  }
+  absl::StatusOr<Matrix<float>> first = Seed(job, d, 1, options.seed, 1, weighted, nullptr);
+  if (!first.ok()) return first.status();
+  Matrix<float> candidates = *first, fresh = *first;
+  const double oversampling = options.kmeans_parallel_oversampling * k;
+  // Beyond `rounds`, a round that finds too few candidates is run again, but
+  // not forever: only a dataset of fewer than k distinct points (of positive
+  // weight) stops with fewer.
+  const int most_rounds = options.kmeans_parallel_rounds + 64;
+  const auto take_in = [&]() -> absl::StatusOr<double> {
+    v1::JobRequest request;
+    EncodeFloat32(absl::MakeConstSpan(fresh.data(), fresh.size()),
+                  request.mutable_kmeans_parallel()->mutable_add_centers_f32());
+    absl::StatusOr<std::vector<v1::JobResponse>> answers =
+        job.Round([&](size_t) -> std::optional<v1::JobRequest> { return request; });
+    if (!answers.ok()) return answers.status();
+    double potential = 0;
+    for (const v1::JobResponse& a : *answers) potential += a.potential();
+    return potential;
+  };
+  absl::StatusOr<double> potential = take_in();
+  if (!potential.ok()) return potential.status();
+  int round = 0;
+  while (*potential > 0) {
+    ++round;
+    absl::StatusOr<std::vector<v1::JobResponse>> answers =
+        job.Round([&](size_t s) -> std::optional<v1::JobRequest> {
+          v1::JobRequest request;
+          v1::KMeansParallelStep* step = request.mutable_kmeans_parallel();
+          step->set_oversampling(oversampling);
+          step->set_potential(*potential);
+          step->set_seed(options.seed);
+          step->set_round(round);
+          step->set_first_point(job.shards()[s].first);
+          return request;
+        });
+    if (!answers.ok()) return answers.status();
+    int64_t taken = 0;
+    for (const v1::JobResponse& a : *answers) {
+      if (a.sampled_points_size() != a.sampled_indices_size() * d) {
+        return absl::InternalError(absl::StrCat("a k-means|| step answered ",
+                                                a.sampled_points_size(), " values for ",
+                                                a.sampled_indices_size(), " points in d = ", d));
+      }
+      taken += a.sampled_indices_size();
+    }
+    fresh.resize(d, taken);
+    float* at = fresh.data();
+    for (const v1::JobResponse& a : *answers) {
+      at = std::copy(a.sampled_points().begin(), a.sampled_points().end(), at);
+    }
+    candidates.conservativeResize(d, candidates.cols() + taken);
+    candidates.rightCols(taken) = fresh;
+    if (options.log) {
+      options.log(absl::StrCat("k-means||: round ", round, " sampled ", taken, " points (",
+                               candidates.cols(), " candidates) at potential ", *potential));
+    }
+    if ((round >= options.kmeans_parallel_rounds && candidates.cols() >= k) ||
+        round >= most_rounds) {
+      break;
+    }
+    if (taken > 0) potential = take_in();
+    if (!potential.ok()) return potential.status();
+  }
+  result->init_rounds = round;
+  result->init_candidates = candidates.cols();
+
+  // The last round's points taken in, the shards weigh every candidate.
+  v1::JobRequest request;
+  v1::KMeansParallelStep* last = request.mutable_kmeans_parallel();
+  if (*potential > 0) {
+    EncodeFloat32(absl::MakeConstSpan(fresh.data(), fresh.size()), last->mutable_add_centers_f32());
+  }
+  last->set_return_weights(true);
+  absl::StatusOr<std::vector<v1::JobResponse>> answers =
+      job.Round([&](size_t) -> std::optional<v1::JobRequest> { return request; });
+  if (!answers.ok()) return answers.status();
+  // In double, so that counts beyond 2^24 stay exact.
+  Vector<double> weights = Vector<double>::Zero(candidates.cols());
+  for (const v1::JobResponse& a : *answers) {
+    if (a.candidate_weights_size() != candidates.cols()) {
+      return absl::InternalError(absl::StrCat("a k-means|| step answered ",
+                                              a.candidate_weights_size(), " weights for ",
+                                              candidates.cols(), " candidates"));
+    }
+    weights += Eigen::Map<const Vector<double>>(a.candidate_weights().data(), candidates.cols());
+  }
+  const Eigen::Index positive = (weights.array() > 0).count();
+  if (positive >= k) {
+    absl::StatusOr<Matrix<double>> centers = ChooseInitialCenters<double>(
+        candidates.cast<double>(), k, InitMethod::kKMeansPlusPlus, options.seed, {}, &weights);
+    if (!centers.ok()) return centers.status();
+    return centers->cast<float>();
+  }
+  // Fewer than k distinct points: each is a center, the first repeated.
+  Matrix<float> centers(d, k);
+  Eigen::Index j = 0;
+  for (Eigen::Index c = 0; c < candidates.cols(); ++c) {
+    if (weights[c] > 0) centers.col(j++) = candidates.col(c);
+  }
+  for (; j < k; ++j) centers.col(j) = centers.col(0);
+  if (options.log) {
+    options.log(absl::StrCat("k-means||: only ", positive, " distinct points for k = ", k,
+                             "; the first is repeated"));
+  }
+  return centers;
+}
+
 // One shard's answer to an assign step as cluster sums, checked against k
 // and d: the weights are the counts on an unweighted shard.
 absl::StatusOr<ClusterSums> SumsOf(const v1::JobResponse& a, int d, int k, bool weighted) {
@@ -422,8 +559,13 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
     centers = *initial;
   } else {
     absl::StatusOr<Matrix<float>> seeded =
-        Seed(job, d, k, options.seed, options.plain_seeding ? 1 : GreedySeedingCandidates(k),
-             weighted, options.log);
+        options.seeding == ResidentSeeding::kKMeansParallel
+            ? SeedKMeansParallel(job, d, k, options, weighted, &result)
+            : Seed(job, d, k, options.seed,
+                   options.seeding == ResidentSeeding::kPlainKMeansPlusPlus
+                       ? 1
+                       : GreedySeedingCandidates(k),
+                   weighted, options.log);
     if (!seeded.ok()) return seeded.status();
     centers = *std::move(seeded);
   }

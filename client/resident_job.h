@@ -2,7 +2,9 @@
 // weights, if they have them) are split into contiguous shards, each loaded
 // on one replica's Job stream (several per replica with
 // `streams_per_server`) and kept there for the job. Then greedy (or plain)
-// k-means++ over all shards (core/seeding.h), exact Lloyd's iterations that
+// k-means++ over all shards (core/seeding.h), or k-means‖ (a few rounds that
+// each sample about 2k points over all shards, weighted greedy k-means++ on
+// those candidates in the client), exact Lloyd's iterations that
 // send only the centers and sum the shards' counts, weights, sums and
 // objectives in shard order, stopped by scikit-learn's rule over all shards,
 // and a last step for the labels. When a stream fails (its replica died or
@@ -26,6 +28,20 @@
 
 namespace kmt {
 
+// How a job without initial centers chooses them.
+enum class ResidentSeeding {
+  kGreedyKMeansPlusPlus,  ///< greedy k-means++ over all points: two round trips per center
+  kPlainKMeansPlusPlus,   ///< plain k-means++ (one draw per center) over all points
+  /// k-means‖ (Bahmani et al., "Scalable K-Means++", arXiv 1203.6402): the
+  /// first center as k-means++'s, then rounds that each sample every point
+  /// with probability min(1, l w D^2 / phi) on the shards, and weighted
+  /// greedy k-means++ on the candidates, weighed by their nearest points
+  kKMeansParallel,
+};
+
+// The --init name of k-means‖ (quote it in a shell).
+inline constexpr char kKMeansParallelName[] = "kmeans||";
+
 struct ResidentJobOptions {
   std::vector<std::string> servers;  ///< replica addresses, host:port; one channel each
   int streams_per_server = 1;        ///< shards (and streams) per replica
@@ -43,8 +59,13 @@ struct ResidentJobOptions {
   /// unchanged assignment says so; without, the shift rule stops it at the
   /// same iteration (an unchanged assignment leaves the centers as they were).
   bool count_label_changes = true;
-  uint64_t seed = 1;              ///< k-means++'s draws
-  bool plain_seeding = false;     ///< plain k-means++ (one draw per center), not greedy
+  uint64_t seed = 1;                                                 ///< the initialisation's draws
+  ResidentSeeding seeding = ResidentSeeding::kGreedyKMeansPlusPlus;  ///< without initial centers
+  /// k-means‖'s sampling rounds; more are run while there are fewer than k
+  /// candidates and a point lies away from them.
+  int kmeans_parallel_rounds = 2;
+  /// k-means‖ samples about this times k points per round (l = 2k).
+  double kmeans_parallel_oversampling = 2;
   bool labels = true;             ///< collect every point's label
   int64_t chunk_bytes = 4 << 20;  ///< points per shard message, in bytes
   int max_moves = 3;              ///< shard moves after failures before the job fails
@@ -69,6 +90,8 @@ struct ResidentJobResult {
   int64_t empty_cluster_events = 0;  ///< (iteration, cluster) pairs without weight, kept
   int shards = 0;                    ///< shards the points were split into
   int shard_moves = 0;               ///< shards loaded again on another replica after a failure
+  int init_rounds = 0;               ///< k-means‖: sampling rounds run
+  int64_t init_candidates = 0;  ///< k-means‖: the candidates k-means++ chose the k centers from
   // Wall-clock seconds of each phase.
   double load_seconds = 0, init_seconds = 0, labels_seconds = 0;
   std::vector<double> iteration_seconds;
@@ -81,7 +104,7 @@ using PointSource =
 
 // Clusters n points in d dimensions read from `source` (each read once,
 // unless a shard moves), starting from `initial` (d x k) if given, else from
-// k-means++ over all of them. A replica
+// `options.seeding` over all of them. A replica
 // that refuses its shard for lack of room ends the job with that
 // RESOURCE_EXHAUSTED status (its message gives the numbers).
 absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& options, int64_t n,

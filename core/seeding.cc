@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "core/assign.h"
 #include "core/distances.h"
 #include "core/random.h"
 #include "core/validation.h"
@@ -63,6 +64,122 @@ Eigen::Index SeedingShard<Scalar>::Find(double target) {
 }
 
 template <typename Scalar>
+void SeedingShard<Scalar>::Take(const Matrix<Scalar>& centers, int64_t first_label) {
+  const Eigen::Index d = points_.rows();
+  // Centers per pass: a block's distances to them stay a few MiB.
+  constexpr Eigen::Index kCentersPerPass = 64;
+  for (Eigen::Index g = 0; g < centers.cols(); g += kCentersPerPass) {
+    const Matrix<Scalar> group =
+        centers.middleCols(g, std::min(kCentersPerPass, centers.cols() - g));
+    std::vector<Scalar> group_sq(group.cols());
+    for (Eigen::Index c = 0; c < group.cols(); ++c) {
+      const Matrix<Scalar> center = group.col(c);
+      group_sq[c] = center.squaredNorm();
+    }
+    ForEachBlock<Scalar>(points_, point_sq_, group, [&](Eigen::Index first, const auto& dist) {
+      for (Eigen::Index c = 0; c < dist.cols(); ++c) {
+        // The shard's first center replaces the weights a weighted shard
+        // started from.
+        const bool replace = !seeded_ && g == 0 && c == 0;
+        const int32_t label = static_cast<int32_t>(first_label + g + c);
+        for (Eigen::Index i = 0; i < dist.rows(); ++i) {
+          // The product form can leave a copy of the center a small positive
+          // distance; near-zero distances are decided exactly, so a point
+          // equal to a chosen center weighs 0 and is never drawn.
+          Scalar sq = dist(i, c);
+          if (sq <= SquaredDistanceRoundOff<Scalar>(d, point_sq_[first + i], group_sq[c])) {
+            sq = DirectSquaredDistance(points_.col(first + i).data(), group.col(c).data(), d);
+          }
+          // Weighted: w times the squared distance.
+          const double distance =
+              weights_ == nullptr
+                  ? static_cast<double>(sq)
+                  : static_cast<double>((*weights_)[first + i]) * static_cast<double>(sq);
+          // Ties keep the center taken first.
+          if ((replace && weights_ != nullptr) || distance < closest_[first + i]) {
+            closest_[first + i] = distance;
+            if (first_label >= 0) nearest_[first + i] = label;
+          }
+        }
+      }
+    });
+  }
+  cumulative_current_ = false;
+  seeded_ = true;
+}
+
+template <typename Scalar>
+absl::StatusOr<double> SeedingShard<Scalar>::AddCenters(const Matrix<Scalar>& centers) {
+  if (centers.cols() > 0) {
+    if (absl::Status s = ValidateCenterValues(centers, points_.rows()); !s.ok()) return s;
+    if (nearest_.empty()) {
+      nearest_.assign(points_.cols(), -1);
+      // The draws' running sums are rebuilt if a seed step draws again: in
+      // their room the shard keeps the nearest centers.
+      cumulative_ = {};
+    }
+    Take(centers, taken_);
+    taken_ += centers.cols();
+  }
+  return closest_.sum();
+}
+
+template <typename Scalar>
+std::vector<double> SeedingShard<Scalar>::TakenCenterWeights() const {
+  std::vector<double> out(taken_, 0.0);
+  for (size_t i = 0; i < nearest_.size(); ++i) {
+    if (nearest_[i] < 0) continue;
+    out[nearest_[i]] += weights_ != nullptr ? static_cast<double>((*weights_)[i]) : 1.0;
+  }
+  return out;
+}
+
+template <typename Scalar>
+absl::StatusOr<std::vector<int64_t>> SeedingShard<Scalar>::Oversample(double oversampling,
+                                                                      double potential,
+                                                                      uint64_t seed, int64_t round,
+                                                                      int64_t first_point) const {
+  if (!std::isfinite(oversampling) || oversampling <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("oversampling ", oversampling, " is not in (0, inf)"));
+  }
+  if (!std::isfinite(potential) || potential < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("potential ", potential, " is not in [0, inf)"));
+  }
+  if (round < 0 || first_point < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("round ", round, " and first point ",
+                                                   first_point, ": neither may be negative"));
+  }
+  if (!seeded_) {
+    return absl::FailedPreconditionError("sampling needs a center added to the distances first");
+  }
+  std::vector<int64_t> taken;
+  if (potential == 0) return taken;  // every point is a copy of a center
+  for (Eigen::Index i = 0; i < closest_.size(); ++i) {
+    if (closest_[i] <= 0) continue;
+    const double p = oversampling * closest_[i] / potential;
+    if (p >= 1 || CounterUniform(seed, static_cast<uint64_t>(round), 0,
+                                 static_cast<uint64_t>(first_point + i)) < p) {
+      taken.push_back(i);
+    }
+  }
+  return taken;
+}
+
+template <typename Scalar>
+std::vector<double> NearestCandidateWeights(const Matrix<Scalar>& points,
+                                            const Vector<Scalar>* weights,
+                                            const Matrix<Scalar>& candidates) {
+  Labels labels;
+  AssignNearest(points, candidates, &labels);
+  std::vector<double> out(candidates.cols(), 0.0);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    out[labels[i]] += weights != nullptr ? static_cast<double>((*weights)[i]) : 1.0;
+  }
+  return out;
+}
+
+template <typename Scalar>
 absl::StatusOr<SeedAnswer<Scalar>> SeedingShard<Scalar>::Step(const SeedRequest<Scalar>& r) {
   const Eigen::Index d = points_.rows(), n = points_.cols();
   for (const Matrix<Scalar>* m : {&r.add, &r.candidates}) {
@@ -92,37 +209,9 @@ absl::StatusOr<SeedAnswer<Scalar>> SeedingShard<Scalar>::Step(const SeedRequest<
   }
 
   SeedAnswer<Scalar> answer;
-  if (r.add.cols() > 0) {
-    // One center at a time, so that a shard that takes several at once (a
-    // replica taking over a shard) gets the same distances to the bit.
-    for (Eigen::Index c = 0; c < r.add.cols(); ++c) {
-      const Matrix<Scalar> center = r.add.col(c);
-      const Scalar center_sq = center.squaredNorm();
-      ForEachBlock<Scalar>(points_, point_sq_, center, [&](Eigen::Index first, const auto& dist) {
-        for (Eigen::Index i = 0; i < dist.rows(); ++i) {
-          // The product form can leave a copy of the center a small positive
-          // distance; near-zero distances are decided exactly, so a point
-          // equal to a chosen center weighs 0 and is never drawn.
-          Scalar sq = dist(i, 0);
-          if (sq <= SquaredDistanceRoundOff<Scalar>(d, point_sq_[first + i], center_sq)) {
-            sq = DirectSquaredDistance(points_.col(first + i).data(), center.data(), d);
-          }
-          if (weights_ == nullptr) {
-            closest_[first + i] = std::min(closest_[first + i], static_cast<double>(sq));
-          } else {
-            // Weighted: w times the squared distance; the first center
-            // replaces the weights the shard started from.
-            const double weighted =
-                static_cast<double>((*weights_)[first + i]) * static_cast<double>(sq);
-            closest_[first + i] =
-                seeded_ || c > 0 ? std::min(closest_[first + i], weighted) : weighted;
-          }
-        }
-      });
-    }
-    cumulative_current_ = false;
-    seeded_ = true;
-  }
+  // One center at a time, so that a shard that takes several at once (a
+  // replica taking over a shard) gets the same distances to the bit.
+  for (Eigen::Index c = 0; c < r.add.cols(); ++c) Take(r.add.col(c));
   answer.potential = closest_.sum();
   answer.points.resize(d, static_cast<Eigen::Index>(r.indices.size() + r.targets.size()));
   Eigen::Index out = 0;
@@ -255,6 +344,8 @@ absl::StatusOr<Matrix<Scalar>> ShardedKMeansPlusPlus(const std::vector<int64_t>&
 
 #define KMT_INSTANTIATE(S)                                                                         \
   template class SeedingShard<S>;                                                                  \
+  template std::vector<double> NearestCandidateWeights<S>(const Matrix<S>&, const Vector<S>*,      \
+                                                          const Matrix<S>&);                       \
   template absl::StatusOr<Matrix<S>> ShardedKMeansPlusPlus<S>(                                     \
       const std::vector<int64_t>&, int, int, uint64_t, int, const SeedRound<S>&, const StopCheck&, \
       bool);

@@ -7,7 +7,10 @@
 // the candidate that lowers the summed potential most. The core's k-means++
 // on one matrix is this driver over one shard, and a resident job spread over
 // replicas runs it over theirs, so both choose the same centers for the same
-// seed (up to the order in which potentials are summed).
+// seed (up to the order in which potentials are summed). The same shards
+// serve k-means‖ (Bahmani et al., "Scalable K-Means++", arXiv 1203.6402):
+// a few rounds, each taking a whole group of centers into the distances and
+// sampling every point independently in proportion to its distance.
 #ifndef KMT_CORE_SEEDING_H_
 #define KMT_CORE_SEEDING_H_
 
@@ -51,10 +54,40 @@ class SeedingShard {
   // finite and not negative) and runs it.
   absl::StatusOr<SeedAnswer<Scalar>> Step(const SeedRequest<Scalar>& request);
 
+  // k-means‖'s round, first part: takes every column of `centers` (d x m)
+  // into the distances in one blocked pass and returns the potential. The
+  // shard numbers the centers these calls take in, in order, and keeps
+  // each point's nearest of them (4 bytes per point; ties to the first
+  // taken). Taking the same groups in the same order gives the same
+  // distances and nearest centers to the bit.
+  absl::StatusOr<double> AddCenters(const Matrix<Scalar>& centers);
+
+  // For each center AddCenters took in, in order, the weight (the count, for
+  // unweighted points) of the points nearest to it: k-means‖'s candidate
+  // weights, without a pass over the points.
+  std::vector<double> TakenCenterWeights() const;
+
+  // k-means‖'s round, second part: the indices of the points taken, each
+  // independently with probability min(1, oversampling * D_i / potential)
+  // (D_i its running distance, `potential` the sum over all shards), by
+  // CounterUniform(seed, round, 0, first_point + i), so that the sample
+  // depends on the points and these numbers only. Needs a center added.
+  absl::StatusOr<std::vector<int64_t>> Oversample(double oversampling, double potential,
+                                                  uint64_t seed, int64_t round,
+                                                  int64_t first_point) const;
+
+  // Whether a center has been taken into the distances.
+  bool seeded() const { return seeded_; }
+
   // Bytes this state holds per point, beyond the points themselves.
   static constexpr int64_t kBytesPerPoint = sizeof(Scalar) + 2 * sizeof(double);
 
  private:
+  // Takes the columns of `centers` into the distances, in one pass of
+  // blocked products (64 centers at a time); with `first_label` >= 0, also
+  // into nearest_, the columns numbered from it.
+  void Take(const Matrix<Scalar>& centers, int64_t first_label = -1);
+
   // The point whose range [sum before it, sum with it) of the running sum of
   // distances holds `target`: the first with running sum > target, so never
   // a point at distance 0 while another is farther; the last point at a
@@ -68,7 +101,19 @@ class SeedingShard {
   std::vector<double> cumulative_;  // running sum of closest_, built on demand
   bool cumulative_current_ = false;
   bool seeded_ = false;  // a center has been added
+  // AddCenters' state: each point's nearest center of those it took in (-1:
+  // nearer to one a seed step added), and how many it took in.
+  std::vector<int32_t> nearest_;
+  int64_t taken_ = 0;
 };
+
+// For each of the d x c candidates, the weight of the points (d x n, weighed
+// by `weights` or 1 each) nearest to it, ties to the lowest index: what
+// k-means‖ weighs its candidates by.
+template <typename Scalar>
+std::vector<double> NearestCandidateWeights(const Matrix<Scalar>& points,
+                                            const Vector<Scalar>* weights,
+                                            const Matrix<Scalar>& candidates);
 
 // Runs one request per shard, every shard at once, and returns the answers
 // in shard order.

@@ -55,11 +55,13 @@ void JobReactor::OnReadDone(bool ok) {
     }
     case v1::JobRequest::kAssign:
     case v1::JobRequest::kSeed:
+    case v1::JobRequest::kKmeansParallel:
+    case v1::JobRequest::kCandidateWeights:
       env_->pool->Submit([this] { Step(); });
       return;
     default:
-      *response_.mutable_error() = ToBatchError(
-          absl::InvalidArgumentError("a job request needs one of shard, assign or seed"));
+      *response_.mutable_error() = ToBatchError(absl::InvalidArgumentError(
+          "a job request needs one of shard, assign, seed, kmeans_parallel or candidate_weights"));
       Write();
   }
 }
@@ -68,8 +70,19 @@ void JobReactor::Step() {
   const auto start = std::chrono::steady_clock::now();
   absl::Status status = CallStatus(context_, arrived_);
   if (status.ok()) {
-    status = request_.has_assign() ? shard_->Assign(request_.assign(), &response_)
-                                   : shard_->Seed(request_.seed(), &response_);
+    switch (request_.step_case()) {
+      case v1::JobRequest::kAssign:
+        status = shard_->Assign(request_.assign(), &response_);
+        break;
+      case v1::JobRequest::kSeed:
+        status = shard_->Seed(request_.seed(), &response_);
+        break;
+      case v1::JobRequest::kKmeansParallel:
+        status = shard_->KMeansParallel(request_.kmeans_parallel(), &response_);
+        break;
+      default:
+        status = shard_->CandidateWeights(request_.candidate_weights(), &response_);
+    }
   }
   if (!status.ok()) {
     response_.Clear();

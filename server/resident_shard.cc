@@ -1,5 +1,6 @@
 #include "server/resident_shard.h"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -24,6 +25,23 @@ absl::StatusOr<Matrix<float>> Centers(const google::protobuf::RepeatedField<floa
         absl::StrCat(what, " has ", values.size(), " values, not a multiple of d = ", d));
   }
   return Eigen::Map<const Matrix<float>>(values.data(), d, values.size() / d);
+}
+
+// The same from either the repeated field or its float32 bytes.
+absl::StatusOr<Matrix<float>> Centers(const google::protobuf::RepeatedField<float>& values,
+                                      const std::string& bytes, int64_t d, const char* what) {
+  if (bytes.empty()) return Centers(values, d, what);
+  if (!values.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " and ", what, "_f32 are both set; send one of them"));
+  }
+  if (bytes.size() % (4 * d) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "_f32 has ", bytes.size(), " bytes, not a multiple of 4 * d = ", 4 * d));
+  }
+  Matrix<float> centers(d, static_cast<Eigen::Index>(bytes.size() / (4 * d)));
+  DecodeFloat32(bytes, centers.data());
+  return centers;
 }
 
 }  // namespace
@@ -187,6 +205,14 @@ absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* 
   return absl::OkStatus();
 }
 
+SeedingShard<float>& ResidentShard::Seeding() {
+  if (seeding_ == nullptr) {
+    seeding_ =
+        std::make_unique<SeedingShard<float>>(&points_, weights_.size() > 0 ? &weights_ : nullptr);
+  }
+  return *seeding_;
+}
+
 absl::Status ResidentShard::Seed(const v1::SeedStep& step, v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
   const int64_t d = points_.rows();
@@ -199,16 +225,72 @@ absl::Status ResidentShard::Seed(const v1::SeedStep& step, v1::JobResponse* out)
   request.candidates = *std::move(candidates);
   request.indices.assign(step.point_indices().begin(), step.point_indices().end());
   request.targets.assign(step.draw_targets().begin(), step.draw_targets().end());
-  if (seeding_ == nullptr) {
-    seeding_ =
-        std::make_unique<SeedingShard<float>>(&points_, weights_.size() > 0 ? &weights_ : nullptr);
-  }
-  absl::StatusOr<SeedAnswer<float>> answer = seeding_->Step(request);
+  absl::StatusOr<SeedAnswer<float>> answer = Seeding().Step(request);
   if (!answer.ok()) return answer.status();
   out->set_potential(answer->potential);
   out->mutable_points()->Add(answer->points.data(), answer->points.data() + answer->points.size());
   out->mutable_candidate_potentials()->Add(answer->candidate_potentials.begin(),
                                            answer->candidate_potentials.end());
+  return absl::OkStatus();
+}
+
+absl::Status ResidentShard::KMeansParallel(const v1::KMeansParallelStep& step,
+                                           v1::JobResponse* out) {
+  if (absl::Status s = CheckComplete(); !s.ok()) return s;
+  absl::StatusOr<Matrix<float>> add =
+      Centers(step.add_centers(), step.add_centers_f32(), points_.rows(), "add_centers");
+  if (!add.ok()) return add.status();
+  // Checked before the distances change, so that a refused step leaves them.
+  if (step.oversampling() != 0) {
+    if (!std::isfinite(step.oversampling()) || step.oversampling() < 0 ||
+        !std::isfinite(step.potential()) || step.potential() < 0 || step.round() < 0 ||
+        step.first_point() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("oversampling ", step.oversampling(), ", potential ", step.potential(),
+                       ", round ", step.round(), ", first_point ", step.first_point(),
+                       ": oversampling and potential must be finite, none may be negative"));
+    }
+    if (add->cols() == 0 && !Seeding().seeded()) {
+      return absl::FailedPreconditionError(
+          "sampling needs a center taken into the distances first (add_centers)");
+    }
+  }
+  absl::StatusOr<double> potential = Seeding().AddCenters(*add);
+  if (!potential.ok()) return potential.status();
+  out->set_potential(*potential);
+  if (step.return_weights()) {
+    const std::vector<double> weights = Seeding().TakenCenterWeights();
+    out->mutable_candidate_weights()->Add(weights.begin(), weights.end());
+  }
+  if (step.oversampling() == 0) return absl::OkStatus();
+  absl::StatusOr<std::vector<int64_t>> taken = Seeding().Oversample(
+      step.oversampling(), step.potential(), step.seed(), step.round(), step.first_point());
+  if (!taken.ok()) return taken.status();
+  const int64_t d = points_.rows();
+  out->mutable_sampled_indices()->Add(taken->begin(), taken->end());
+  out->mutable_sampled_points()->Reserve(static_cast<int>(taken->size() * d));
+  for (int64_t i : *taken) {
+    out->mutable_sampled_points()->Add(points_.col(i).data(), points_.col(i).data() + d);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ResidentShard::CandidateWeights(const v1::CandidateWeightsStep& step,
+                                             v1::JobResponse* out) {
+  if (absl::Status s = CheckComplete(); !s.ok()) return s;
+  absl::StatusOr<Matrix<float>> candidates =
+      Centers(step.candidates(), step.candidates_f32(), points_.rows(), "candidates");
+  if (!candidates.ok()) return candidates.status();
+  const int64_t most = int64_t{kCandidatesPerCluster} * limits_.max_k;
+  if (candidates->cols() < 1 || candidates->cols() > most) {
+    return absl::InvalidArgumentError(absl::StrCat(candidates->cols(),
+                                                   " candidates, must be between 1 and ", most,
+                                                   " (", kCandidatesPerCluster, " times max_k)"));
+  }
+  if (absl::Status s = ValidateCenterValues(*candidates, points_.rows()); !s.ok()) return s;
+  const std::vector<double> weights =
+      NearestCandidateWeights(points_, weights_.size() > 0 ? &weights_ : nullptr, *candidates);
+  out->mutable_candidate_weights()->Add(weights.begin(), weights.end());
   return absl::OkStatus();
 }
 

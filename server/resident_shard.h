@@ -1,8 +1,8 @@
 // One resident job's shard: its points (d x n, filled chunk by chunk) and
 // their weights if it has them, held against the server's resident cap from
 // the first chunk until the shard is destroyed with its stream, and the
-// steps computed on it by the core's fast path (core/assign.h) and sharded
-// k-means++ (core/seeding.h), weighted when the points are.
+// steps computed on it by the core's fast path (core/assign.h), sharded
+// k-means++ and k-means‖ (core/seeding.h), weighted when the points are.
 #ifndef KMT_SERVER_RESIDENT_SHARD_H_
 #define KMT_SERVER_RESIDENT_SHARD_H_
 
@@ -40,11 +40,19 @@ class ResidentShard {
   // Steps on the complete shard; an error is the step's own (the shard stays).
   absl::Status Assign(const v1::AssignStep& step, v1::JobResponse* out);
   absl::Status Seed(const v1::SeedStep& step, v1::JobResponse* out);
+  absl::Status KMeansParallel(const v1::KMeansParallelStep& step, v1::JobResponse* out);
+  absl::Status CandidateWeights(const v1::CandidateWeightsStep& step, v1::JobResponse* out);
+
+  // A candidate-weights step takes at most this many candidates per cluster
+  // the server allows (max_k): k-means‖'s 1 + rounds * oversampling * k.
+  static constexpr int kCandidatesPerCluster = 16;
 
   bool complete() const { return reserved_ > 0 && received_ == points_.cols(); }
 
  private:
   absl::Status CheckComplete() const;
+  // The seeding steps' state, made at the first of them.
+  SeedingShard<float>& Seeding();
 
   ResidentMemory* const memory_;
   const Limits limits_;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <memory>
 
 #include "core/init.h"
@@ -128,6 +130,138 @@ TEST(Seeding, BadRequestsSayWhatIsWrong) {
             "k = 4 needs 1 <= k <= n = 3");
   EXPECT_EQ(ShardedKMeansPlusPlus<float>({2, 1}, 2, 2, 1, 0, {}).status().message(),
             "0 k-means++ candidates per center, expected at least 1");
+}
+
+TEST(KMeansParallel, AGroupOfCentersTakenAtOnceGivesTheDistancesToTheNearest) {
+  Matrix<double> points(1, 5);
+  points << 0, 1, 3, 6, 7;
+  Matrix<double> centers(1, 2);
+  centers << 0, 6;
+  SeedingShard<double> shard(&points);
+  EXPECT_FALSE(shard.seeded());
+  // Nearest squared distances 0, 1, 9, 0, 1.
+  EXPECT_EQ(*shard.AddCenters(centers), 11);
+  EXPECT_TRUE(shard.seeded());
+  // Taking no center answers the potential as it is.
+  EXPECT_EQ(*shard.AddCenters(Matrix<double>(1, 0)), 11);
+  // The same as the seed step's one center at a time.
+  SeedingShard<double> one_by_one(&points);
+  EXPECT_EQ(one_by_one.Step({.add = centers})->potential, 11);
+}
+
+TEST(KMeansParallel, AWeightedShardsFirstGroupReplacesTheWeights) {
+  Matrix<double> points(1, 4);
+  points << 0, 1, 3, 6;
+  const Vector<double> weights = (Vector<double>(4) << 1, 2, 0, 0.5).finished();
+  SeedingShard<double> shard(&points, &weights);
+  Matrix<double> centers(1, 2);
+  centers << 0, 6;
+  // w * min d^2: 0, 2 * 1, 0 * 9, 0.5 * 0.
+  EXPECT_EQ(*shard.AddCenters(centers), 2);
+}
+
+TEST(KMeansParallel, EachPointIsTakenWithItsShareOfThePotential) {
+  Matrix<double> points(1, 4);
+  points << 0, 1, 3, 6;
+  SeedingShard<double> shard(&points);
+  // Distances 0, 1, 9, 36 (potential 46); with oversampling 2 the points are
+  // taken with probability 0, 2/46, 18/46 and 1.
+  ASSERT_EQ(*shard.AddCenters(Matrix<double>::Zero(1, 1)), 46);
+  constexpr int kSeeds = 20000;
+  std::vector<int> taken(4, 0);
+  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+    const std::vector<int64_t> sample = *shard.Oversample(2, 46, seed, 1, 0);
+    for (int64_t i : sample) ++taken[i];
+  }
+  EXPECT_EQ(taken[0], 0);
+  EXPECT_EQ(taken[3], kSeeds);
+  // Within four standard deviations of the binomial counts.
+  for (const auto& [i, p] : std::vector<std::pair<int, double>>{{1, 2.0 / 46}, {2, 18.0 / 46}}) {
+    SCOPED_TRACE(i);
+    EXPECT_NEAR(taken[i], kSeeds * p, 4 * std::sqrt(kSeeds * p * (1 - p)));
+  }
+}
+
+TEST(KMeansParallel, TheSampleDependsOnTheSeedTheRoundAndThePointsIndexInTheDataset) {
+  const Matrix<float> points = GaussianClusters<float>({.n = 2000, .d = 4, .k = 6}, 3).points;
+  const Matrix<float> centers = points.leftCols(3);
+  SeedingShard<float> whole(&points);
+  const double potential = *whole.AddCenters(centers);
+  const std::vector<int64_t> sample = *whole.Oversample(12, potential, 7, 1, 0);
+  EXPECT_GT(sample.size(), 3u);
+  EXPECT_EQ(*whole.Oversample(12, potential, 7, 1, 0), sample);
+  EXPECT_NE(*whole.Oversample(12, potential, 7, 2, 0), sample);
+  EXPECT_NE(*whole.Oversample(12, potential, 8, 1, 0), sample);
+  // Two shards told where they start in the dataset take the same points.
+  const Matrix<float> head = points.leftCols(700), tail = points.rightCols(1300);
+  SeedingShard<float> first(&head), second(&tail);
+  EXPECT_NEAR(*first.AddCenters(centers) + *second.AddCenters(centers), potential,
+              1e-5 * potential);
+  std::vector<int64_t> parts = *first.Oversample(12, potential, 7, 1, 0);
+  const std::vector<int64_t> rest = *second.Oversample(12, potential, 7, 1, 700);
+  for (int64_t i : rest) parts.push_back(700 + i);
+  EXPECT_EQ(parts, sample);
+}
+
+TEST(KMeansParallel, CopiesOfCentersAndPointsOfWeightZeroAreNeverTaken) {
+  Matrix<float> points(2, 6);
+  points << 0, 0, 1, 2, 3, 4,  //
+      0, 0, 1, 2, 3, 4;
+  const Vector<float> weights = (Vector<float>(6) << 1, 1, 1, 0, 1, 1).finished();
+  SeedingShard<float> shard(&points, &weights);
+  const double potential = *shard.AddCenters(points.col(0));
+  // Oversampling so large that every point at a positive distance is taken.
+  EXPECT_EQ(*shard.Oversample(1e9, potential, 1, 1, 0), (std::vector<int64_t>{2, 4, 5}));
+  EXPECT_TRUE(shard.Oversample(1e9, 0, 1, 1, 0)->empty());
+}
+
+TEST(KMeansParallel, BadSamplingSaysWhatIsWrong) {
+  const Matrix<float> points = Matrix<float>::Ones(2, 5);
+  SeedingShard<float> shard(&points);
+  EXPECT_EQ(shard.Oversample(2, 1, 1, 1, 0).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(shard.AddCenters(Matrix<float>::Ones(3, 1)).status().message(),
+            "centers have d = 3, points have d = 2");
+  EXPECT_FALSE(shard.seeded());
+  ASSERT_TRUE(shard.AddCenters(points.col(0)).ok());
+  EXPECT_EQ(shard.Oversample(0, 1, 1, 1, 0).status().message(),
+            "oversampling 0 is not in (0, inf)");
+  EXPECT_EQ(shard.Oversample(std::nan(""), 1, 1, 1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(shard.Oversample(2, -1, 1, 1, 0).status().message(), "potential -1 is not in [0, inf)");
+  EXPECT_EQ(shard.Oversample(2, std::numeric_limits<double>::infinity(), 1, 1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(shard.Oversample(2, 1, 1, -1, 0).status().message(),
+            "round -1 and first point 0: neither may be negative");
+}
+
+TEST(KMeansParallel, TheShardWeighsTheCentersItTookInByTheirNearestPoints) {
+  Matrix<double> points(1, 5);
+  points << 0, 1, 2, 3, 10;
+  Matrix<double> first(1, 1), then(1, 2);
+  first << 0;
+  then << 2, 10;
+  const Vector<double> weights = (Vector<double>(5) << 0.5, 2, 0, 1, 4).finished();
+  SeedingShard<double> shard(&points), weighted(&points, &weights);
+  for (SeedingShard<double>* s : {&shard, &weighted}) {
+    ASSERT_TRUE(s->AddCenters(first).ok());
+    ASSERT_TRUE(s->AddCenters(then).ok());
+  }
+  // Point 1 is as near to 0 as to 2: it stays with 0, taken first.
+  EXPECT_EQ(shard.TakenCenterWeights(), (std::vector<double>{2, 2, 1}));
+  EXPECT_EQ(weighted.TakenCenterWeights(), (std::vector<double>{2.5, 1, 4}));
+}
+
+TEST(KMeansParallel, CandidatesWeighTheirNearestPointsTiesToTheLowestIndex) {
+  Matrix<double> points(1, 5);
+  points << 0, 1, 2, 3, 10;
+  Matrix<double> candidates(1, 3);
+  candidates << 0, 2, 10;
+  // Point 1 is as near to 0 as to 2: it goes to candidate 0.
+  EXPECT_EQ(NearestCandidateWeights<double>(points, nullptr, candidates),
+            (std::vector<double>{2, 2, 1}));
+  const Vector<double> weights = (Vector<double>(5) << 0.5, 2, 0, 1, 4).finished();
+  EXPECT_EQ(NearestCandidateWeights(points, &weights, candidates),
+            (std::vector<double>{2.5, 1, 4}));
 }
 
 }  // namespace

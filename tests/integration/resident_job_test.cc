@@ -1,8 +1,9 @@
 // Resident jobs on real kmt-server processes on loopback ports: the kmt CLI
 // and the client library against the core on all points, weighted jobs and
 // scikit-learn's stopping rule against one Cluster request, one replica
-// against two, a replica killed in the middle of a job, and the resident
-// cap.
+// against two, k-means‖ (reproducible, the same on one replica as on two,
+// as good as greedy k-means++), a replica killed in the middle of a job,
+// and the resident cap.
 #include "client/resident_job.h"
 
 #include <arpa/inet.h>
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -250,7 +252,8 @@ TEST_F(ResidentJobTest, WeightedKMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoi
     SCOPED_TRACE(plain ? "plain" : "greedy");
     ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
     options.iterations = 0;
-    options.plain_seeding = plain;
+    options.seeding =
+        plain ? ResidentSeeding::kPlainKMeansPlusPlus : ResidentSeeding::kGreedyKMeansPlusPlus;
     options.weights = weights;
     const absl::StatusOr<ResidentJobResult> got =
         RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
@@ -390,7 +393,8 @@ TEST_F(ResidentJobTest, KMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoints) {
     SCOPED_TRACE(plain ? "plain" : "greedy");
     ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
     options.iterations = 0;
-    options.plain_seeding = plain;
+    options.seeding =
+        plain ? ResidentSeeding::kPlainKMeansPlusPlus : ResidentSeeding::kGreedyKMeansPlusPlus;
     const absl::StatusOr<ResidentJobResult> got =
         RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
     ASSERT_TRUE(got.ok()) << got.status();
@@ -486,12 +490,99 @@ TEST_F(ResidentJobTest, PythonDriverWithStubsGeneratedFromTheProtoEqualsTheCore)
   EXPECT_EQ(labels, want.labels);
 }
 
-TEST(ResidentJobFaults, AReplicaKilledMidJobChangesNothing) {
-  auto a = ServerProcess::Start({"--model_dir=", "--workers=1"});
-  auto b = ServerProcess::Start({"--model_dir=", "--workers=1"});
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  const ResidentJobOptions options = Options({a->address(), b->address()}, 2);
+// k-means‖ through the CLI: what it writes for a seed, over two replicas.
+struct CliRun {
+  std::vector<int> labels;
+  std::vector<float> centers;
+  std::string err;
+};
+CliRun KMeansParallelCli(const std::string& dir, const std::string& servers, int streams,
+                         uint64_t seed) {
+  std::string out;
+  CliRun run;
+  EXPECT_EQ(
+      RunProgram({KMT_CLI_BINARY, "cluster", "--mode=whole", "--server=" + servers,
+                  absl::StrCat("--streams=", streams), "--input=" + dir + "/points.f32",
+                  absl::StrCat("--d=", kD), "--k=16", "--iterations=3",
+                  absl::StrCat("--seed=", seed), "--init=kmeans||",
+                  "--labels_out=" + dir + "/labels.npy", "--centers_out=" + dir + "/centers.npy"},
+                 &out, &run.err),
+      0)
+      << run.err;
+  run.labels = ReadNpy<int>(dir + "/labels.npy");
+  run.centers = ReadNpy<float>(dir + "/centers.npy");
+  return run;
+}
+
+TEST_F(ResidentJobTest, CliKMeansParallelIsReproducibleBySeedAndTheSameOnOneReplicaAsOnTwo) {
+  const std::string dir = TempDir("resident-kmeans-parallel");
+  std::ofstream(dir + "/points.f32", std::ios::binary)
+      .write(reinterpret_cast<const char*>(Points().data()), Points().size() * sizeof(float));
+  const std::string both = "ipv4:" + a_->address() + "," + b_->address();
+  const CliRun first = KMeansParallelCli(dir, both, 1, 5);
+  EXPECT_NE(first.err.find("resident: 2 shards on 2 replicas"), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("k-means||: 5 rounds, "), std::string::npos) << first.err;
+  ASSERT_EQ(first.labels.size(), static_cast<size_t>(Points().cols()));
+  ASSERT_EQ(first.centers.size(), static_cast<size_t>(16 * kD));
+  const CliRun again = KMeansParallelCli(dir, both, 1, 5);
+  EXPECT_EQ(again.centers, first.centers);
+  EXPECT_EQ(again.labels, first.labels);
+  // The same two shards on one replica.
+  const CliRun one = KMeansParallelCli(dir, a_->address(), 2, 5);
+  EXPECT_NE(one.err.find("resident: 2 shards on 1 replicas"), std::string::npos) << one.err;
+  EXPECT_EQ(one.centers, first.centers);
+  EXPECT_EQ(one.labels, first.labels);
+  EXPECT_NE(KMeansParallelCli(dir, both, 1, 6).centers, first.centers);
+
+  std::string out, err;
+  EXPECT_NE(RunProgram({KMT_CLI_BINARY, "cluster", "--server=" + a_->address(),
+                        "--input=" + dir + "/points.f32", absl::StrCat("--d=", kD), "--k=16",
+                        "--init=kmeans||"},
+                       &out, &err),
+            0);
+  EXPECT_NE(err.find("--init=kmeans|| runs in whole mode's resident job only"), std::string::npos)
+      << err;
+}
+
+TEST_F(ResidentJobTest, KMeansParallelConvergesAsCloseAsGreedyKMeansPlusPlusOnBlobs) {
+  ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+  options.k = 16;
+  options.iterations = 100;
+  options.tol = 1e-4;
+  options.labels = false;
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE(seed);
+    options.seed = seed;
+    options.seeding = ResidentSeeding::kGreedyKMeansPlusPlus;
+    const absl::StatusOr<ResidentJobResult> greedy =
+        RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+    options.seeding = ResidentSeeding::kKMeansParallel;
+    const absl::StatusOr<ResidentJobResult> parallel =
+        RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+    ASSERT_TRUE(greedy.ok()) << greedy.status();
+    ASSERT_TRUE(parallel.ok()) << parallel.status();
+    EXPECT_EQ(parallel->init_rounds, options.kmeans_parallel_rounds);
+    // About 1 + R * 2k candidates: each round samples 2k points on average.
+    EXPECT_GT(parallel->init_candidates, 2 * options.k);
+    EXPECT_LT(parallel->init_candidates, 3 * options.k * options.kmeans_parallel_rounds);
+    EXPECT_LT(parallel->objective, 1.01 * greedy->objective);
+  }
+}
+
+// Two replicas of their own for each test, one of which it kills.
+class ResidentJobFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a_ = ServerProcess::Start({"--model_dir=", "--workers=1"});
+    b_ = ServerProcess::Start({"--model_dir=", "--workers=1"});
+    ASSERT_NE(a_, nullptr);
+    ASSERT_NE(b_, nullptr);
+  }
+  std::unique_ptr<ServerProcess> a_, b_;
+};
+
+TEST_F(ResidentJobFaults, AReplicaKilledMidJobChangesNothing) {
+  const ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
   const absl::StatusOr<ResidentJobResult> clean =
       RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
   ASSERT_TRUE(clean.ok()) << clean.status();
@@ -503,7 +594,7 @@ TEST(ResidentJobFaults, AReplicaKilledMidJobChangesNothing) {
   std::vector<std::string> news;
   faulty.log = [&](const std::string& line) {
     news.push_back(line);
-    if (line.rfind("step 3 ", 0) == 0) b->Signal(SIGKILL);
+    if (line.rfind("step 3 ", 0) == 0) b_->Signal(SIGKILL);
   };
   const absl::StatusOr<ResidentJobResult> got =
       RunResidentJob(faulty, Points().cols(), kD, SourceOf(Points()), std::nullopt);
@@ -518,17 +609,13 @@ TEST(ResidentJobFaults, AReplicaKilledMidJobChangesNothing) {
   EXPECT_TRUE(told);
 }
 
-TEST(ResidentJobFaults, AReplicaKilledDuringKMeansPlusPlusChangesNothing) {
-  auto a = ServerProcess::Start({"--model_dir=", "--workers=1"});
-  auto b = ServerProcess::Start({"--model_dir=", "--workers=1"});
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  ResidentJobOptions options = Options({a->address(), b->address()}, 2);
+TEST_F(ResidentJobFaults, AReplicaKilledDuringKMeansPlusPlusChangesNothing) {
+  ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
   options.iterations = 2;
   // Killed once 4 centers are chosen: b's shards go to a, which first takes
   // the chosen centers into their distances.
   options.log = [&](const std::string& line) {
-    if (line.rfind("k-means++: 4 of", 0) == 0) b->Signal(SIGKILL);
+    if (line.rfind("k-means++: 4 of", 0) == 0) b_->Signal(SIGKILL);
   };
   const absl::StatusOr<ResidentJobResult> got =
       RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
@@ -537,6 +624,28 @@ TEST(ResidentJobFaults, AReplicaKilledDuringKMeansPlusPlusChangesNothing) {
   const Matrix<float> init = *InitialCenters(Points(), kK, InitMethod::kKMeansPlusPlus, 4);
   const RunResult<float> want = *RunLloyd<float>({}, Points(), init, {.layers = 2});
   EXPECT_EQ(got->labels, want.labels);
+}
+
+TEST_F(ResidentJobFaults, AReplicaKilledDuringKMeansParallelChangesNothing) {
+  ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+  options.iterations = 2;
+  options.seeding = ResidentSeeding::kKMeansParallel;
+  const absl::StatusOr<ResidentJobResult> clean =
+      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  // Killed after the second round's sample: b's shards go to a, which first
+  // takes the groups of centers of rounds before into their distances.
+  options.log = [&](const std::string& line) {
+    if (line.rfind("k-means||: round 2 ", 0) == 0) b_->Signal(SIGKILL);
+  };
+  const absl::StatusOr<ResidentJobResult> got =
+      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->shard_moves, 2);
+  EXPECT_EQ(got->init_candidates, clean->init_candidates);
+  EXPECT_EQ(got->initial_objective, clean->initial_objective);
+  EXPECT_EQ(got->centers, clean->centers);
+  EXPECT_EQ(got->labels, clean->labels);
 }
 
 TEST(ResidentJobCap, AShardThatDoesNotFitIsRefusedWithTheNumbersAndTheCliFallsBack) {

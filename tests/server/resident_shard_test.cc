@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <limits>
+#include <string>
+
 #include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/init.h"
@@ -429,6 +433,143 @@ TEST(ResidentShard, SeedStepsRunShardedKMeansPlusPlus) {
   EXPECT_EQ(std::vector<float>(got.points().begin(), got.points().end()),
             std::vector<float>(want.points.data(), want.points.data() + 3));
   EXPECT_EQ(got.candidate_potentials(0), want.candidate_potentials[0]);
+}
+
+TEST(ResidentShard, KMeansParallelStepsSampleAsTheCoreShard) {
+  const Matrix<float> points = Points(3, 1000);
+  ResidentMemory memory(1 << 20);
+  ResidentShard shard(&memory, Limits{});
+  v1::JobResponse response;
+  ASSERT_TRUE(shard.Load(Chunk(points, 0, 1000), &response).ok());
+  SeedingShard<float> local(&points);
+  const Matrix<float> group = points.leftCols(2);
+  const double potential = *local.AddCenters(group);
+  const std::vector<int64_t> want = *local.Oversample(6, potential, 5, 1, 100);
+  ASSERT_GT(want.size(), 0u);
+
+  v1::KMeansParallelStep take;
+  EncodeFloat32(absl::MakeConstSpan(group.data(), group.size()), take.mutable_add_centers_f32());
+  v1::JobResponse got;
+  ASSERT_TRUE(shard.KMeansParallel(take, &got).ok());
+  EXPECT_EQ(got.potential(), potential);
+  EXPECT_EQ(got.sampled_indices_size(), 0);
+  v1::KMeansParallelStep sample;
+  sample.set_oversampling(6);
+  sample.set_potential(potential);
+  sample.set_seed(5);
+  sample.set_round(1);
+  sample.set_first_point(100);
+  got.Clear();
+  ASSERT_TRUE(shard.KMeansParallel(sample, &got).ok());
+  EXPECT_EQ(got.potential(), potential);
+  EXPECT_EQ(std::vector<int64_t>(got.sampled_indices().begin(), got.sampled_indices().end()), want);
+  ASSERT_EQ(got.sampled_points_size(), static_cast<int>(3 * want.size()));
+  for (size_t j = 0; j < want.size(); ++j) {
+    EXPECT_EQ(Eigen::Map<const Vector<float>>(got.sampled_points().data() + 3 * j, 3),
+              points.col(want[j]));
+  }
+
+  // The sample taken in, the shard weighs the candidates as a pass over
+  // its points does.
+  v1::KMeansParallelStep weigh;
+  weigh.mutable_add_centers()->CopyFrom(got.sampled_points());
+  weigh.set_return_weights(true);
+  Matrix<float> candidates(3, 2 + want.size());
+  candidates << group, Eigen::Map<const Matrix<float>>(got.sampled_points().data(), 3, want.size());
+  v1::JobResponse weights;
+  ASSERT_TRUE(shard.KMeansParallel(weigh, &weights).ok());
+  EXPECT_EQ(
+      std::vector<double>(weights.candidate_weights().begin(), weights.candidate_weights().end()),
+      NearestCandidateWeights<float>(points, nullptr, candidates));
+}
+
+TEST(ResidentShard, CandidateWeightsStepsWeighTheNearestPoints) {
+  const Matrix<float> points = Points(3, 1000);
+  ResidentMemory memory(1 << 20);
+  v1::JobResponse response;
+  v1::ShardChunk chunk = Chunk(points, 0, 1000);
+  Vector<float> weights(1000);
+  for (int i = 0; i < 1000; ++i) {
+    weights[i] = static_cast<float>(i % 4);
+    chunk.add_weights(weights[i]);
+  }
+  const Matrix<float> candidates = points.leftCols(7);
+  v1::CandidateWeightsStep step;
+  step.mutable_candidates()->Add(candidates.data(), candidates.data() + candidates.size());
+  for (bool weighted : {false, true}) {
+    SCOPED_TRACE(weighted ? "weighted" : "unweighted");
+    ResidentShard shard(&memory, Limits{});
+    ASSERT_TRUE(shard.Load(weighted ? chunk : Chunk(points, 0, 1000), &response).ok());
+    v1::JobResponse got;
+    ASSERT_TRUE(shard.CandidateWeights(step, &got).ok());
+    EXPECT_EQ(std::vector<double>(got.candidate_weights().begin(), got.candidate_weights().end()),
+              NearestCandidateWeights(points, weighted ? &weights : nullptr, candidates));
+  }
+}
+
+TEST(ResidentShard, BadKMeansParallelStepsAreRefusedAndTheShardStays) {
+  const Matrix<float> points = Points(3, 20);
+  ResidentMemory memory(1 << 20);
+  ResidentShard shard(&memory, Limits{.max_k = 2});
+  v1::JobResponse response;
+  ASSERT_TRUE(shard.Load(Chunk(points, 0, 10), &response).ok());
+  v1::KMeansParallelStep sample;
+  sample.set_oversampling(4);
+  sample.set_potential(1);
+  EXPECT_EQ(shard.KMeansParallel(sample, &response).code(), absl::StatusCode::kFailedPrecondition);
+  v1::CandidateWeightsStep weigh;
+  weigh.mutable_candidates()->Add(points.data(), points.data() + 3);
+  EXPECT_EQ(shard.CandidateWeights(weigh, &response).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(shard.Load(Chunk(points, 10, 10), &response).ok());
+
+  EXPECT_EQ(shard.KMeansParallel(sample, &response).message(),
+            "sampling needs a center taken into the distances first (add_centers)");
+  const auto refused = [&](v1::KMeansParallelStep step) {
+    return std::string(shard.KMeansParallel(step, &response).message());
+  };
+  v1::KMeansParallelStep bad = sample;
+  bad.mutable_add_centers()->Add(points.data(), points.data() + 4);
+  EXPECT_EQ(refused(bad), "add_centers has 4 values, not a multiple of d = 3");
+  bad.set_add_centers_f32(std::string(12, '\0'));
+  EXPECT_EQ(refused(bad), "add_centers and add_centers_f32 are both set; send one of them");
+  bad.clear_add_centers();
+  bad.set_add_centers_f32(std::string(10, '\0'));
+  EXPECT_EQ(refused(bad), "add_centers_f32 has 10 bytes, not a multiple of 4 * d = 12");
+  bad.clear_add_centers_f32();
+  for (float v : {1.0f, std::numeric_limits<float>::quiet_NaN(), 0.0f}) {
+    bad.mutable_add_centers()->Add(v);
+  }
+  EXPECT_EQ(shard.KMeansParallel(bad, &response).code(), absl::StatusCode::kInvalidArgument);
+  // A center with bad sampling numbers: refused whole, the distances untouched.
+  for (auto spoil : std::vector<std::function<void(v1::KMeansParallelStep*)>>{
+           [](auto* s) { s->set_oversampling(-1); },
+           [](auto* s) { s->set_oversampling(std::numeric_limits<double>::quiet_NaN()); },
+           [](auto* s) { s->set_potential(-1); },
+           [](auto* s) { s->set_potential(std::numeric_limits<double>::infinity()); },
+           [](auto* s) { s->set_round(-1); }, [](auto* s) { s->set_first_point(-1); }}) {
+    bad = sample;
+    bad.mutable_add_centers()->Add(points.data(), points.data() + 3);
+    spoil(&bad);
+    EXPECT_EQ(shard.KMeansParallel(bad, &response).code(), absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(shard.KMeansParallel(sample, &response).code(), absl::StatusCode::kFailedPrecondition);
+
+  weigh.mutable_candidates()->Add(1.0f);
+  EXPECT_EQ(shard.CandidateWeights(weigh, &response).message(),
+            "candidates has 4 values, not a multiple of d = 3");
+  weigh.Clear();
+  EXPECT_EQ(shard.CandidateWeights(weigh, &response).message(),
+            "0 candidates, must be between 1 and 32 (16 times max_k)");
+  for (int j = 0; j < 33; ++j) weigh.mutable_candidates()->Add(points.data(), points.data() + 3);
+  EXPECT_EQ(shard.CandidateWeights(weigh, &response).message(),
+            "33 candidates, must be between 1 and 32 (16 times max_k)");
+  // The shard is as loaded: a good step after all these.
+  response.Clear();
+  bad = sample;
+  bad.mutable_add_centers()->Add(points.data(), points.data() + 3);
+  ASSERT_TRUE(shard.KMeansParallel(bad, &response).ok());
+  SeedingShard<float> local(&points);
+  EXPECT_EQ(response.potential(), *local.AddCenters(points.col(0)));
 }
 
 }  // namespace
