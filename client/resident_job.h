@@ -63,7 +63,7 @@ struct ResidentJobOptions {
   ResidentSeeding seeding = ResidentSeeding::kGreedyKMeansPlusPlus;  ///< without initial centers
   /// k-means‖'s sampling rounds; more are run while there are fewer than k
   /// candidates and a point lies away from them.
-  int kmeans_parallel_rounds = 2;
+  int kmeans_parallel_rounds = 5;
   /// k-means‖ samples about this times k points per round (l = 2k).
   double kmeans_parallel_oversampling = 2;
   bool labels = true;             ///< collect every point's label

@@ -42,7 +42,8 @@ class _Candidates:
         order = np.argsort(indices, kind="stable")
         self.points = np.concatenate([f[1] for f in found])[order]
         self.weights = np.concatenate([f[2] for f in found])[order] if weighted else None
-        self.answer = types.SimpleNamespace(labels=np.concatenate([f[3] for f in found])[order])
+        self.answer = types.SimpleNamespace(labels=np.concatenate([f[3] for f in found])[order],
+                                            labels_i32=b"")
 
     def rows(self, first, end):
         return self.points[first:end]
