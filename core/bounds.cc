@@ -178,7 +178,7 @@ struct PartTotals {
 
 }  // namespace
 
-bool BoundsMayPay(int k) { return k >= 16; }
+bool BoundsMayPay(int64_t n, int k) { return k >= 32 && n >= 16384; }
 
 template <typename Scalar>
 BoundedAssignment<Scalar>::BoundedAssignment(const Matrix<Scalar>& points,

@@ -27,7 +27,7 @@ namespace kmt {
 // How an assignment after the first finds the nearest centers.
 enum class AssignmentPath {
   /// the bounds on the second call, then when they settled enough points
-  /// the call before, else the products (the fast path: for k >= 16 only,
+  /// the call before, else the products (the fast path: for k >= 32 and n >= 16,384 only,
   /// BoundsMayPay)
   kAuto,
   kProducts,  ///< every distance through the matrix product (AssignNearest)
@@ -42,11 +42,14 @@ struct AssignmentStats {
   int64_t settled = 0;
 };
 
-// Whether the automatic choice considers the bounds for k centers at all.
-// Below 16 the products cost about what a pass testing the bounds costs, and
-// the bounds did not pay even where they settled 95% of the points
-// (bench/bounds_bench, k = 8).
-bool BoundsMayPay(int k);
+// Whether the automatic choice considers the bounds for a run of n points
+// and k centers at all. With fewer than 32 centers the products cost about
+// what a pass testing the bounds costs (the bounds did not pay at k = 8 even
+// where they settled 95% of the points, and at k = 16 lost on touching
+// clusters); with fewer than 16,384 points the points stay in the cache and
+// the products run so fast that the bounds lost at k = 16 to 64 even where
+// they settled 80% (docs/core.md, "Which path").
+bool BoundsMayPay(int64_t n, int k);
 
 template <typename Scalar>
 class BoundedAssignment {

@@ -370,8 +370,9 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
   // bounds can spare most of their distances. (Mapped points are assigned
   // twice a layer, in both units; they keep to the products.)
   std::optional<BoundedAssignment<Scalar>> bounded;
-  const bool bounds = options.assignment == AssignmentPath::kBounds ||
-                      (options.assignment == AssignmentPath::kAuto && BoundsMayPay(evaluator.k));
+  const bool bounds =
+      options.assignment == AssignmentPath::kBounds ||
+      (options.assignment == AssignmentPath::kAuto && BoundsMayPay(points.cols(), evaluator.k));
   if (fast && map.identity() && bounds && options.layers > 0) {
     bounded.emplace(points, evaluator.point_weights, options.assignment);
   }

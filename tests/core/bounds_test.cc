@@ -214,31 +214,35 @@ TYPED_TEST(BoundsTest, LabelsEqualReferenceLloydAtEveryLayer) {
 }
 
 // The automatic choice takes the products where the bounds settle few
-// points (uniform data, many centers, the first layers) or few centers make
-// the products cheap, and the bounds where they settle many.
+// points (uniform data, many centers, the first layers) or few centers or
+// few points make the products cheap, and the bounds where they settle many.
 TYPED_TEST(BoundsTest, AutomaticChoiceFollowsTheSettledFraction) {
   using S = TypeParam;
-  Problem<S> blobs{.name = "blobs", .points = Blobs<S>(4000, 8, 16, 11)};
-  blobs.centers = blobs.points.leftCols(16);
+  const int n = 20000;
+  Problem<S> blobs{.name = "blobs", .points = Blobs<S>(n, 8, 32, 11)};
+  blobs.centers = blobs.points.leftCols(32);
   blobs.layers = 15;
   const RunResult<S> run = Run(blobs, AssignmentPath::kAuto);
   EXPECT_FALSE(run.assignments[0].bounded);
   EXPECT_TRUE(run.assignments.back().bounded);
   // The second assignment tries the bounds; each later one follows the
-  // fraction of the one before.
+  // fraction of the one before: max(0.1, min(0.5, 8 / 32)).
   EXPECT_TRUE(run.assignments[1].bounded);
   for (size_t a = 2; a < run.assignments.size(); ++a) {
-    const bool enough = run.assignments[a - 1].settled >= 4000 / 2;
+    const bool enough = run.assignments[a - 1].settled >= n / 4;
     EXPECT_EQ(run.assignments[a].bounded, enough) << "assignment " << a;
   }
 
-  // Few centers keep to the products.
+  // Few centers, or few points, keep to the products.
   Problem<S> few = blobs;
-  few.centers = blobs.points.leftCols(8);
+  few.centers = blobs.points.leftCols(16);
   EXPECT_TRUE(Run(few, AssignmentPath::kAuto).assignments.empty());
+  Problem<S> small = blobs;
+  small.points = blobs.points.leftCols(16383);
+  EXPECT_TRUE(Run(small, AssignmentPath::kAuto).assignments.empty());
 
   Rng rng(12);
-  Problem<S> uniform{.name = "uniform", .points = Matrix<S>(16, 3000)};
+  Problem<S> uniform{.name = "uniform", .points = Matrix<S>(16, n)};
   for (Eigen::Index i = 0; i < uniform.points.size(); ++i) {
     uniform.points.data()[i] = static_cast<S>(rng.Uniform());
   }
@@ -246,7 +250,7 @@ TYPED_TEST(BoundsTest, AutomaticChoiceFollowsTheSettledFraction) {
   uniform.layers = 3;
   const RunResult<S> early = Run(uniform, AssignmentPath::kAuto);
   ASSERT_EQ(early.assignments.size(), 4u);
-  EXPECT_LT(early.assignments[1].settled, 3000 / 10);
+  EXPECT_LT(early.assignments[1].settled, n / 10);
   EXPECT_FALSE(early.assignments[2].bounded);
   EXPECT_FALSE(early.assignments[3].bounded);
 }
