@@ -142,18 +142,21 @@ std::string InitsName(const std::vector<InitMethod>& inits) {
 
 // The options that decide the result, one per line: stored in checkpoints
 // and in the model's provenance.
-std::string Config(const TrainerOptions& o, const DataSource& data) {
-  const std::string data_lines =
-      o.data ? absl::StrFormat("data=%s\ndata_rows=%s\n", data.path, RowRangeName(data.train)) : "";
-  return data_lines +
-         absl::StrFormat(
-             "d=%d\nk=%d\nn=%d\nembedding=%s\nfamily=%s\nscale=%g\nsteps=%d\nbatch=%d\nlr=%g\n"
-             "clip=%g\ntau=%g\nloss=%s\neval_every=%d\nvalidation_tasks=%d\npatience=%d\nseed=%d\n"
-             "init=%s\n",
-             o.tasks.d, o.tasks.k, o.tasks.n, EmbeddingName(o.embedding),
-             FamilyName(o.tasks.family), o.tasks.scale, o.steps, o.batch, o.learning_rate,
-             o.clip_norm, o.tau, LossFormName(o.loss), o.eval_every, o.validation_tasks, o.patience,
-             o.seed, InitsName(o.inits));
+std::string Config(const TrainerOptions& o) {
+  return absl::StrFormat(
+      "d=%d\nk=%d\nn=%d\nembedding=%s\nfamily=%s\nscale=%g\nsteps=%d\nbatch=%d\nlr=%g\n"
+      "clip=%g\ntau=%g\nloss=%s\neval_every=%d\nvalidation_tasks=%d\npatience=%d\nseed=%d\n"
+      "init=%s\n",
+      o.tasks.d, o.tasks.k, o.tasks.n, EmbeddingName(o.embedding), FamilyName(o.tasks.family),
+      o.tasks.scale, o.steps, o.batch, o.learning_rate, o.clip_norm, o.tau, LossFormName(o.loss),
+      o.eval_every, o.validation_tasks, o.patience, o.seed, InitsName(o.inits));
+}
+
+// What a --data run adds to its configuration, before the other options:
+// the file and the rows it trains on.
+std::string DataConfig(const TrainerOptions& o, const DataSource& data) {
+  if (!o.data) return "";
+  return absl::StrFormat("data=%s\ndata_rows=%s\n", data.path, RowRangeName(data.train));
 }
 
 absl::Status SaveCheckpoint(const std::string& path, const std::string& config,
@@ -200,6 +203,9 @@ std::string Bar(double fraction) {
 absl::Status Run() {
   absl::StatusOr<TrainerOptions> options = Options();
   if (!options.ok()) return options.status();
+  if (absl::GetFlag(FLAGS_lloyd_after) < 0) {
+    return absl::InvalidArgumentError("--lloyd_after must not be negative");
+  }
   DataSource data;
   if (!absl::GetFlag(FLAGS_data).empty()) {
     absl::StatusOr<DataSource> loaded = LoadData(&*options);
@@ -214,14 +220,15 @@ absl::Status Run() {
   if (name.empty() && o.data) {
     name = absl::StrCat("learned-", EmbeddingName(o.embedding), "-",
                         std::filesystem::path(data.path).stem().string(), "-k", o.tasks.k);
-  } else if (name.empty()) {
+  }
+  if (name.empty()) {
     name = absl::StrCat("learned-", EmbeddingName(o.embedding), "-d", o.tasks.d, "-k", o.tasks.k);
   }
   std::string out = absl::GetFlag(FLAGS_out);
   if (out.empty()) out = absl::StrCat("models/", name, ".kmt");
   std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
   if (checkpoint.empty()) checkpoint = out + ".ckpt";
-  const std::string config = Config(o, data);
+  const std::string config = DataConfig(o, data) + Config(o);
 
   TrainerState state = InitialState(o);
   if (absl::GetFlag(FLAGS_resume) && std::ifstream(checkpoint).good()) {
@@ -261,24 +268,26 @@ absl::Status Run() {
     return absl::OkStatus();
   }
 
-  Model<float> model = ModelFromParams(o, state.params, name);
+  const Model<float> model = ModelFromParams(o, state.params, name);
   const double final_validation = ValidationRatio(o, model);
-  model.lloyd_after = absl::GetFlag(FLAGS_lloyd_after);
-  if (absl::Status s = ValidateModel(model); !s.ok()) return s;
   v1::ModelFile file = ModelToProto(model);
-  const std::string tasks =
-      o.data ? absl::StrCat(
-                   "subsets of n = ", o.tasks.n, " points of rows ", RowRangeName(data.train),
-                   " of ", std::filesystem::path(data.path).filename().string(),
-                   " (d = ", o.tasks.d, ", k = ", o.tasks.k, ") through the global min-max map")
-             : absl::StrCat(FamilyName(o.tasks.family), " mixtures (n = ", o.tasks.n,
-                            ", d = ", o.tasks.d, ", k = ", o.tasks.k, ") scaled to [0, 1]");
-  file.set_description(
-      absl::StrCat("one learned layer applied per step with re-embedding, trained on ", tasks,
-                   ", from ", InitsName(o.inits), " initial centers",
-                   model.lloyd_after > 0
-                       ? absl::StrCat("; exact Lloyd's steps after ", model.lloyd_after, " layers")
-                       : ""));
+  file.set_description(absl::StrCat(
+      "one learned layer applied per step with re-embedding, trained on ",
+      FamilyName(o.tasks.family), " mixtures (n = ", o.tasks.n, ", d = ", o.tasks.d,
+      ", k = ", o.tasks.k, ") scaled to [0, 1], from ", InitsName(o.inits), " initial centers"));
+  if (o.data) {
+    file.set_description(absl::StrCat(
+        "one learned layer applied per step with re-embedding, trained on subsets of n = ",
+        o.tasks.n, " points of rows ", RowRangeName(data.train), " of ",
+        std::filesystem::path(data.path).filename().string(), " (d = ", o.tasks.d,
+        ", k = ", o.tasks.k, ") through the global min-max map, from ", InitsName(o.inits),
+        " initial centers"));
+  }
+  if (const int after = absl::GetFlag(FLAGS_lloyd_after); after != 0) {
+    file.set_lloyd_after(after);
+    file.set_description(
+        absl::StrCat(file.description(), "; exact Lloyd's steps after ", after, " layers"));
+  }
   v1::Provenance* p = file.mutable_provenance();
   p->set_training_config(config);
   p->set_seed(o.seed);
