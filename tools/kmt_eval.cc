@@ -48,7 +48,7 @@ ABSL_FLAG(std::vector<std::string>, data, {},
           "of its points, from random-subset and greedy k-means++ centers");
 ABSL_FLAG(std::string, data_rows, "",
           "rows of each --data file its tasks are drawn from, A:B (rows A to B - 1), A: or :B, "
-          "e.g. those kmt-train --data_train_rows held out; default all");
+          "e.g. those kmt-train --data_train_rows held out; empty: all");
 ABSL_FLAG(int, data_points, 512, "points per task of a --data scenario (all, if fewer)");
 ABSL_FLAG(bool, standard_errors, false,
           "give each mean ± its standard error (the spread over tasks or seeds divided by the "

@@ -57,7 +57,7 @@ ABSL_FLAG(std::string, data, "",
           "points drawn from its --data_train_rows, the model's d the file's (--d is ignored)");
 ABSL_FLAG(std::string, data_train_rows, "",
           "rows of --data to train and validate on, A:B (rows A to B - 1), A: or :B; the others "
-          "are held out, for kmt-eval --data_rows; default: the first 80%");
+          "are held out, for kmt-eval --data_rows; empty: the first 80%");
 ABSL_FLAG(int, lloyd_after, 0,
           "the model file runs its layer for this many steps and exact Lloyd's steps after "
           "(0: the layer throughout); training is the same");
