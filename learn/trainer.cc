@@ -7,8 +7,10 @@
 
 #include "core/assign.h"
 #include "core/init.h"
+#include "core/input_scaling.h"
 #include "core/random.h"
 #include "core/transformer.h"
+#include "learn/evaluation.h"
 #include "learn/learned_layer.h"
 
 namespace kmt {
@@ -81,6 +83,16 @@ int64_t ParamCount(const TrainerOptions& o) {
   return 4 * (3 * dim * dim + 3 * dim);
 }
 
+// The points of the task drawn with `task_seed`: generated, or a subset of
+// the dataset seen as the served model will see a batch, through the global
+// min-max map (its k-means problem is the subset's, up to a translation and
+// one scale).
+Matrix<float> TaskPoints(const TrainerOptions& o, uint64_t task_seed) {
+  if (!o.data) return GenerateTask<float>(o.tasks, task_seed).points;
+  const Matrix<float> subset = DataTask(*o.data, o.tasks.n, task_seed);
+  return InputMap<float>(InputScaling::kGlobalMinMax, subset).ToModel(subset);
+}
+
 // Initial centers of the task drawn with `task_seed`, the index-th of its
 // kind: a random subset is the first k points (the points are drawn in
 // random order); k-means++ draws its own with a seed from the task's.
@@ -130,7 +142,7 @@ double ValidationRatio(const TrainerOptions& o, const Model<float>& model) {
   for (int t = 0; t < o.validation_tasks; ++t) {
     const FlushSubnormals flush;
     const uint64_t seed = MixSeed(o.seed, kValidationTasks, t);
-    const Matrix<float> points = GenerateTask<float>(o.tasks, seed).points;
+    const Matrix<float> points = TaskPoints(o, seed);
     const Matrix<float> init = TaskInit(o, points, seed, t);
     const double learned = RunTransformer(model, points, init, {.layers = 1})->objective;
     const double lloyd = RunLloyd<float>({}, points, init, {.layers = 1})->objective;
@@ -167,7 +179,7 @@ void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
       Workspace& ws = workspaces[omp_get_thread_num()];
       const int64_t index = s->step * o.batch + t;
       const uint64_t seed = MixSeed(o.seed, kTrainTasks, index);
-      const Matrix<float> points = GenerateTask<float>(o.tasks, seed).points;
+      const Matrix<float> points = TaskPoints(o, seed);
       const Matrix<float> centers =
           LayerForward(w, o.embedding, points, TaskInit(o, points, seed, index), &ws.cache);
       ws.d_centers.setZero(centers.rows(), centers.cols());

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/init.h"
@@ -39,6 +40,12 @@ struct TrainerOptions {
   /// starts from inits[i % inits.size()]; the model records them, the first
   /// as its default. A random subset is the task's first k points.
   std::vector<InitMethod> inits = {InitMethod::kRandomSubset};
+  /// d x N points of a user's dataset (the rows it may train on): if set, a
+  /// task, for training and validation alike, is tasks.n of them drawn
+  /// without replacement (DataTask) and mapped by the global min-max map, as
+  /// the server maps a batch for the model, instead of a generated task;
+  /// tasks.d must be its d. Default: none
+  std::shared_ptr<const Matrix<float>> data;
 };
 
 struct TrainerState {

@@ -19,7 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/command_line.h"
-#include "client/point_reader.h"
+#include "learn/dataset.h"
 #include "learn/evaluation.h"
 #include "proto/model_file.h"
 
@@ -39,10 +39,16 @@ ABSL_FLAG(bool, without_reembed, false,
 ABSL_FLAG(bool, guard, false,
           "also run each model guarded: each step the learned one or an exact Lloyd's step from "
           "the same centers, whichever gives the lower objective");
+ABSL_FLAG(int, lloyd_after, 0,
+          "also run each model handing over to exact Lloyd's steps after this many of its layers "
+          "(a model file's lloyd_after); 0: no such form");
 ABSL_FLAG(std::vector<std::string>, data, {},
           "datasets (.npy, float32 or float64, shape (N, d), d the models'): each adds the "
           "scenarios <name> and <name>-kmeans++, whose tasks are random subsets of --data_points "
           "of its points, from random-subset and greedy k-means++ centers");
+ABSL_FLAG(std::string, data_rows, "",
+          "rows of each --data file its tasks are drawn from, A:B (rows A to B - 1), A: or :B, "
+          "e.g. those kmt-train --data_train_rows held out; empty: all");
 ABSL_FLAG(int, data_points, 512, "points per task of a --data scenario (all, if fewer)");
 ABSL_FLAG(bool, standard_errors, false,
           "give each mean ± its standard error (the spread over tasks or seeds divided by the "
@@ -252,18 +258,6 @@ std::string MatrixSvg(const std::vector<Scenario>& scenarios,
   return svg;
 }
 
-// A dataset's points, d x N, from an (N, d) .npy file.
-absl::StatusOr<std::shared_ptr<const Matrix<float>>> ReadDataset(const std::string& path) {
-  absl::StatusOr<std::unique_ptr<PointReader>> reader = PointReader::Open(path, "npy", 0);
-  if (!reader.ok()) return reader.status();
-  std::vector<float> values;
-  absl::StatusOr<int64_t> n = (*reader)->Read(INT64_MAX, &values);
-  if (!n.ok()) return n.status();
-  // Row-major (N, d) values are the columns of a d x N matrix.
-  return std::make_shared<const Matrix<float>>(
-      Eigen::Map<const Matrix<float>>(values.data(), (*reader)->d(), *n));
-}
-
 absl::StatusOr<std::vector<uint64_t>> Seeds() {
   std::vector<uint64_t> seeds;
   for (const std::string& text : absl::GetFlag(FLAGS_seeds)) {
@@ -292,7 +286,7 @@ absl::Status Run() {
   }
   // Each file's model once more in another form, named with `suffix`.
   const size_t files = models.size();
-  const auto add_form = [&](const char* suffix, void (*change)(Model<float>&)) {
+  const auto add_form = [&](const std::string& suffix, auto change) {
     for (size_t m = 0; m < files; ++m) {
       Model<float> form = models[m];
       change(form);
@@ -314,6 +308,13 @@ absl::Status Run() {
       return s;
     }
   }
+  if (const int after = absl::GetFlag(FLAGS_lloyd_after); after > 0) {
+    if (absl::Status s = add_form(absl::StrCat(" (Lloyd's after ", after, ")"),
+                                  [after](Model<float>& m) { m.lloyd_after = after; });
+        !s.ok()) {
+      return s;
+    }
+  }
   absl::StatusOr<std::vector<uint64_t>> seeds = Seeds();
   if (!seeds.ok()) return seeds.status();
   const TaskOptions base{.d = models[0].d, .k = models[0].k};
@@ -327,6 +328,10 @@ absl::Status Run() {
   for (const std::string& path : absl::GetFlag(FLAGS_data)) {
     absl::StatusOr<std::shared_ptr<const Matrix<float>>> points = ReadDataset(path);
     if (!points.ok()) return points.status();
+    absl::StatusOr<RowRange> rows =
+        ParseRowRange(absl::GetFlag(FLAGS_data_rows), (*points)->cols());
+    if (!rows.ok()) return rows.status();
+    if (rows->first > 0 || rows->end < (*points)->cols()) *points = DatasetRows(**points, *rows);
     if ((*points)->rows() != base.d) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, " has d = ", (*points)->rows(), ", the models d = ", base.d));

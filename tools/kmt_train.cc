@@ -1,11 +1,13 @@
 // kmt-train: trains one k-means transformer (one layer, re-embedded at every
-// step) per (d, k, embedding) on a distribution of clustering tasks, with a
+// step) per (d, k, embedding) on a distribution of clustering tasks, or on
+// random subsets of a user's dataset with a part of it held out, with a
 // progress bar, checkpoints and resume, and writes the model file with its
 // provenance. Defaults are the papers' main setting.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -20,6 +22,7 @@
 #include "absl/time/time.h"
 #include "base/command_line.h"
 #include "core/init.h"
+#include "learn/dataset.h"
 #include "learn/trainer.h"
 #include "proto/model_file.h"
 #include "proto/training_checkpoint.pb.h"
@@ -49,11 +52,48 @@ ABSL_FLAG(std::string, out, "", "model file to write (default models/<name>.kmt)
 ABSL_FLAG(std::string, checkpoint, "", "checkpoint file (default <out>.ckpt)");
 ABSL_FLAG(int64_t, checkpoint_every, 500, "steps between checkpoints");
 ABSL_FLAG(bool, resume, false, "continue from the checkpoint if it exists");
+ABSL_FLAG(std::string, data, "",
+          "train on a dataset instead (.npy, float32 or float64, shape (N, d)): each task is --n "
+          "points drawn from its --data_train_rows, the model's d the file's (--d is ignored)");
+ABSL_FLAG(std::string, data_train_rows, "",
+          "rows of --data to train and validate on, A:B (rows A to B - 1), A: or :B; the others "
+          "are held out, for kmt-eval --data_rows; empty: the first 80%");
+ABSL_FLAG(int, lloyd_after, 0,
+          "the model file runs its layer for this many steps and exact Lloyd's steps after "
+          "(0: the layer throughout); training is the same");
 ABSL_FLAG(int64_t, stop_after, 0,
           "stop (with a checkpoint) after this many steps in this run; 0: run to the end");
 
 namespace kmt {
 namespace {
+
+// The part of a --data file a run trains on.
+struct DataSource {
+  std::string path;
+  int64_t rows = 0;  ///< in the file
+  RowRange train;
+};
+
+// Reads --data into o->data (its training rows) and sets o->tasks.d.
+absl::StatusOr<DataSource> LoadData(TrainerOptions* o) {
+  DataSource source{.path = absl::GetFlag(FLAGS_data)};
+  absl::StatusOr<std::shared_ptr<const Matrix<float>>> points = ReadDataset(source.path);
+  if (!points.ok()) return points.status();
+  source.rows = (*points)->cols();
+  std::string rows = absl::GetFlag(FLAGS_data_train_rows);
+  if (rows.empty()) rows = absl::StrCat("0:", source.rows * 4 / 5);
+  absl::StatusOr<RowRange> train = ParseRowRange(rows, source.rows);
+  if (!train.ok()) return train.status();
+  source.train = *train;
+  if (source.train.end - source.train.first < o->tasks.n) {
+    return absl::InvalidArgumentError(absl::StrCat("--data_train_rows=", rows, " has ",
+                                                   source.train.end - source.train.first,
+                                                   " rows, fewer than a task's --n=", o->tasks.n));
+  }
+  o->tasks.d = static_cast<int>((*points)->rows());
+  o->data = DatasetRows(**points, source.train);
+  return source;
+}
 
 absl::StatusOr<TrainerOptions> Options() {
   TrainerOptions o;
@@ -112,6 +152,13 @@ std::string Config(const TrainerOptions& o) {
       o.eval_every, o.validation_tasks, o.patience, o.seed, InitsName(o.inits));
 }
 
+// What a --data run adds to its configuration, before the other options:
+// the file and the rows it trains on.
+std::string DataConfig(const TrainerOptions& o, const DataSource& data) {
+  if (!o.data) return "";
+  return absl::StrFormat("data=%s\ndata_rows=%s\n", data.path, RowRangeName(data.train));
+}
+
 absl::Status SaveCheckpoint(const std::string& path, const std::string& config,
                             const TrainerState& s) {
   training::v1::TrainingCheckpoint c;
@@ -156,8 +203,24 @@ std::string Bar(double fraction) {
 absl::Status Run() {
   absl::StatusOr<TrainerOptions> options = Options();
   if (!options.ok()) return options.status();
+  if (absl::GetFlag(FLAGS_lloyd_after) < 0) {
+    return absl::InvalidArgumentError("--lloyd_after must not be negative");
+  }
+  DataSource data;
+  if (!absl::GetFlag(FLAGS_data).empty()) {
+    absl::StatusOr<DataSource> loaded = LoadData(&*options);
+    if (!loaded.ok()) return loaded.status();
+    data = *std::move(loaded);
+    std::fprintf(stderr, "training on rows %s of %s (%lld rows of d = %d); the others held out\n",
+                 RowRangeName(data.train).c_str(), data.path.c_str(),
+                 static_cast<long long>(data.rows), options->tasks.d);
+  }
   const TrainerOptions& o = *options;
   std::string name = absl::GetFlag(FLAGS_name);
+  if (name.empty() && o.data) {
+    name = absl::StrCat("learned-", EmbeddingName(o.embedding), "-",
+                        std::filesystem::path(data.path).stem().string(), "-k", o.tasks.k);
+  }
   if (name.empty()) {
     name = absl::StrCat("learned-", EmbeddingName(o.embedding), "-d", o.tasks.d, "-k", o.tasks.k);
   }
@@ -165,7 +228,7 @@ absl::Status Run() {
   if (out.empty()) out = absl::StrCat("models/", name, ".kmt");
   std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
   if (checkpoint.empty()) checkpoint = out + ".ckpt";
-  const std::string config = Config(o);
+  const std::string config = DataConfig(o, data) + Config(o);
 
   TrainerState state = InitialState(o);
   if (absl::GetFlag(FLAGS_resume) && std::ifstream(checkpoint).good()) {
@@ -212,6 +275,19 @@ absl::Status Run() {
       "one learned layer applied per step with re-embedding, trained on ",
       FamilyName(o.tasks.family), " mixtures (n = ", o.tasks.n, ", d = ", o.tasks.d,
       ", k = ", o.tasks.k, ") scaled to [0, 1], from ", InitsName(o.inits), " initial centers"));
+  if (o.data) {
+    file.set_description(absl::StrCat(
+        "one learned layer applied per step with re-embedding, trained on subsets of n = ",
+        o.tasks.n, " points of rows ", RowRangeName(data.train), " of ",
+        std::filesystem::path(data.path).filename().string(), " (d = ", o.tasks.d,
+        ", k = ", o.tasks.k, ") through the global min-max map, from ", InitsName(o.inits),
+        " initial centers"));
+  }
+  if (const int after = absl::GetFlag(FLAGS_lloyd_after); after != 0) {
+    file.set_lloyd_after(after);
+    file.set_description(
+        absl::StrCat(file.description(), "; exact Lloyd's steps after ", after, " layers"));
+  }
   v1::Provenance* p = file.mutable_provenance();
   p->set_training_config(config);
   p->set_seed(o.seed);
@@ -234,8 +310,9 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   kmt::ParseCommandLine(
-      "Trains a one-layer k-means transformer on generated clustering tasks and\n"
-      "writes it as a model file the server loads (--out).",
+      "Trains a one-layer k-means transformer on generated clustering tasks, or on\n"
+      "subsets of a dataset (--data), and writes it as a model file the server\n"
+      "loads (--out).",
       argc, argv);
   const absl::Status status = kmt::Run();
   if (!status.ok()) {

@@ -1,7 +1,9 @@
 // kmt-eval as a user runs it for a models-by-scenarios matrix: each cell is
 // the mean over tasks of log(model objective) - log(Lloyd's objective) at
 // step T, the main table's "− Lloyd's" cell and the difference of its two
-// means, and the heatmap has one coloured cell per model and scenario.
+// means, and the heatmap has one coloured cell per model and scenario;
+// --data_rows draws a dataset's tasks from those rows alone, and
+// --lloyd_after adds each model's hand-over to Lloyd's steps.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +13,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "client/npy.h"
 #include "learn/trainer.h"
@@ -130,6 +133,71 @@ TEST(EvalCli, GuardedModelsAndDatasetsGetTheirColumnsAndRows) {
             "| scenario, T = 2 | Lloyd's | model-1 | − Lloyd's | model-1 (guarded) | − Lloyd's |");
   EXPECT_EQ(Cells(row("| grid, 40 points, random")).size(), 6u) << out;
   EXPECT_EQ(Cells(row("| grid-kmeans++, 40 points, kmeans++")).size(), 6u) << out;
+}
+
+// 40 points of d = 2 on a grid; from row `moved_from` on, 1000 away.
+std::string WriteGrid(const std::string& path, int moved_from) {
+  std::vector<float> points;
+  for (int i = 0; i < 40; ++i) {
+    const float shift = i >= moved_from ? 1000.0f : 0.0f;
+    points.push_back(static_cast<float>(i % 5) + shift);
+    points.push_back(static_cast<float>(i % 7) * 0.5f);
+  }
+  EXPECT_TRUE(WriteNpy(path, "<f4", {40, 2}, points.data(), 40 * 2 * 4).ok());
+  return path;
+}
+
+TEST(EvalCli, DataRowsDrawTheTasksFromThoseRowsAlone) {
+  const std::string dir = TempDir("eval-rows");
+  const std::vector<std::string> models = WriteModels(dir);
+  const std::string near = WriteGrid(dir + "/near.npy", 40);
+  const std::string far = WriteGrid(dir + "/far.npy", 30);
+  const auto table = [&](const std::string& data, const std::string& rows) {
+    std::string out, err;
+    EXPECT_EQ(RunProgram({KMT_EVAL_BINARY, "--models=" + models[0], "--data=" + data,
+                          "--data_rows=" + rows, "--data_points=12", "--tasks=4", "--steps=2",
+                          "--out_md=" + dir + "/table.md"},
+                         &out, &err),
+              0)
+        << err;
+    // The scenario's name is the file's: compare the rows without it.
+    return absl::StrReplaceAll(Read(dir + "/table.md"), {{"near", "grid"}, {"far", "grid"}});
+  };
+  const std::string first_rows = table(near, "0:30");
+  EXPECT_NE(first_rows.find("| grid, 30 points, random init |"), std::string::npos) << first_rows;
+  // The files differ only after row 30.
+  EXPECT_EQ(table(far, "0:30"), first_rows);
+  EXPECT_NE(table(far, "20:"), table(near, "20:"));
+  std::string out, err;
+  EXPECT_EQ(
+      RunProgram({KMT_EVAL_BINARY, "--models=" + models[0], "--data=" + near, "--data_rows=30:50"},
+                 &out, &err),
+      1);
+  EXPECT_NE(err.find("rows '30:50'"), std::string::npos) << err;
+}
+
+TEST(EvalCli, LloydAfterAddsTheHandOverFormOfEachModel) {
+  const std::string dir = TempDir("eval-lloyd-after");
+  const std::vector<std::string> models = WriteModels(dir);
+  std::string out, err;
+  ASSERT_EQ(RunProgram({KMT_EVAL_BINARY, "--models=" + models[0], "--lloyd_after=1",
+                        "--scenarios=random", "--tasks=6", "--steps=3"},
+                       &out, &err),
+            0)
+      << err;
+  const std::vector<std::string> lines = absl::StrSplit(out, '\n');
+  std::vector<std::vector<std::string>> rows;
+  for (const std::string& line : lines) {
+    if (absl::StartsWith(line, "| training distribution")) rows.push_back(Cells(line));
+  }
+  EXPECT_NE(out.find("| model-1 | − Lloyd's | model-1 (Lloyd's after 1) | − Lloyd's |"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(rows.size(), 2u) << out;  // T = 3, then T = 1
+  ASSERT_EQ(rows[0].size(), 6u);
+  // One learned layer, then Lloyd's: the same first step, not the same third.
+  EXPECT_EQ(rows[1][2], rows[1][4]);
+  EXPECT_NE(rows[0][2], rows[0][4]);
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // kmt-train as a user runs it: a run stopped half-way and resumed from its
 // checkpoint writes the same weights as one that ran straight through, the
 // model file carries its provenance, --family picks the training noise and
-// --init the tasks' initial centers.
+// --init the tasks' initial centers; --data trains on a dataset's training
+// rows alone, reproducibly by seed.
 #include <gtest/gtest.h>
 
+#include "client/npy.h"
 #include "learn/trainer.h"
 #include "proto/model_file.h"
 #include "tests/integration/server_process.h"
@@ -114,6 +116,92 @@ TEST(TrainCli, InitFlagTrainsFromThoseCentersAndTheFileRecordsThem) {
     EXPECT_EQ(RunProgram(refused, &out, &err), 1) << bad;
     EXPECT_NE(err.find("init"), std::string::npos) << bad << ": " << err;
   }
+}
+
+// 60 points of d = 3 in three groups, in a user's units; rows from
+// `changed_from` on are moved far away, as another file's held-out part.
+std::string WriteData(const std::string& path, int changed_from) {
+  std::vector<float> values;
+  for (int i = 0; i < 60; ++i) {
+    const float group = static_cast<float>(i % 3), wobble = static_cast<float>((i * 7) % 5);
+    const float shift = i >= changed_from ? 1000.0f : 0.0f;
+    for (float v : {20 * group + wobble, -5 * group - wobble, 3 * wobble}) {
+      values.push_back(v + shift);
+    }
+  }
+  EXPECT_TRUE(WriteNpy(path, "<f4", {60, 3}, values.data(), 60 * 3 * 4).ok());
+  return path;
+}
+
+std::vector<std::string> TinyOnData(const std::string& data, const std::string& out) {
+  std::vector<std::string> args = Tiny(out);
+  args.push_back("--n=24");  // after Tiny's --n=48: fewer than the 40 training rows
+  args.push_back("--data=" + data);
+  args.push_back("--data_train_rows=0:40");
+  args.push_back("--init=kmeans++,random");
+  return args;
+}
+
+TEST(TrainCli, DataTrainsOnItsTrainingRowsAloneReproduciblyBySeed) {
+  const std::string dir = TempDir("train-data");
+  const std::string data = WriteData(dir + "/data.npy", 60);
+  const std::string other = WriteData(dir + "/other.npy", 40);
+  std::string out, err;
+  ASSERT_EQ(RunProgram(TinyOnData(data, dir + "/a.kmt"), &out, &err), 0) << err;
+  EXPECT_NE(err.find("training on rows 0:40"), std::string::npos) << err;
+  ASSERT_EQ(RunProgram(TinyOnData(data, dir + "/b.kmt"), &out, &err), 0) << err;
+  // The held-out rows differ: the weights do not.
+  ASSERT_EQ(RunProgram(TinyOnData(other, dir + "/held-out-changed.kmt"), &out, &err), 0) << err;
+  std::vector<std::string> seed = TinyOnData(data, dir + "/seed.kmt");
+  seed.push_back("--seed=6");
+  ASSERT_EQ(RunProgram(seed, &out, &err), 0) << err;
+  std::vector<std::string> rows = TinyOnData(data, dir + "/rows.kmt");
+  rows.push_back("--data_train_rows=20:60");
+  ASSERT_EQ(RunProgram(rows, &out, &err), 0) << err;
+
+  const v1::ModelFile a = *ReadModelFile(dir + "/a.kmt");
+  const std::string weights = a.layers(0).SerializeAsString();
+  EXPECT_EQ(ReadModelFile(dir + "/b.kmt")->layers(0).SerializeAsString(), weights);
+  EXPECT_EQ(ReadModelFile(dir + "/held-out-changed.kmt")->layers(0).SerializeAsString(), weights);
+  EXPECT_NE(ReadModelFile(dir + "/seed.kmt")->layers(0).SerializeAsString(), weights);
+  EXPECT_NE(ReadModelFile(dir + "/rows.kmt")->layers(0).SerializeAsString(), weights);
+  EXPECT_EQ(a.d(), 3);
+  EXPECT_EQ(a.input_scaling(), v1::SCALING_GLOBAL_MIN_MAX);
+  EXPECT_NE(a.provenance().training_config().find("data_rows=0:40\n"), std::string::npos)
+      << a.provenance().training_config();
+  EXPECT_NE(a.description().find("subsets of n = 24 points of rows 0:40 of data.npy"),
+            std::string::npos)
+      << a.description();
+  EXPECT_TRUE(ModelFromProto<float>(a).ok());
+}
+
+TEST(TrainCli, DataHoldsOutTheLastFifthByDefaultAndRefusesTooFewRows) {
+  const std::string dir = TempDir("train-data-rows");
+  const std::string data = WriteData(dir + "/data.npy", 60);
+  std::vector<std::string> plain = Tiny(dir + "/m.kmt");
+  plain.push_back("--n=24");
+  plain.push_back("--data=" + data);
+  std::string out, err;
+  ASSERT_EQ(RunProgram(plain, &out, &err), 0) << err;
+  EXPECT_NE(err.find("training on rows 0:48"), std::string::npos) << err;
+  for (const char* bad : {"--data_train_rows=0:20", "--data_train_rows=50:70"}) {
+    std::vector<std::string> refused = plain;
+    refused.push_back(bad);
+    EXPECT_EQ(RunProgram(refused, &out, &err), 1) << bad;
+    EXPECT_NE(err.find("rows"), std::string::npos) << bad << ": " << err;
+  }
+}
+
+TEST(TrainCli, LloydAfterIsWrittenIntoTheModelFile) {
+  const std::string dir = TempDir("train-lloyd-after");
+  std::vector<std::string> args = Tiny(dir + "/m.kmt");
+  args.push_back("--lloyd_after=4");
+  std::string out, err;
+  ASSERT_EQ(RunProgram(args, &out, &err), 0) << err;
+  const v1::ModelFile file = *ReadModelFile(dir + "/m.kmt");
+  EXPECT_EQ(file.lloyd_after(), 4);
+  EXPECT_NE(file.description().find("exact Lloyd's steps after 4 layers"), std::string::npos)
+      << file.description();
 }
 
 }  // namespace

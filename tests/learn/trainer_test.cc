@@ -1,13 +1,17 @@
 // Training smoke test on a tiny setting: the loss goes down, a resumed run
 // equals an uninterrupted one, the thread count does not matter, and tasks
-// start from the initialisations asked for.
+// start from the initialisations asked for; on a dataset, tasks are its
+// subsets, the same for a seed and others for another.
 #include "learn/trainer.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <memory>
 #include <numeric>
 #include <vector>
+
+#include "core/random.h"
 
 namespace kmt {
 namespace {
@@ -133,6 +137,58 @@ TEST(Trainer, TasksStartFromTheInitialisationsInTurn) {
   omp_set_num_threads(threads);
   EXPECT_EQ(one.params, two.params);
   EXPECT_NE(two.params, plain.params);
+}
+
+// Tiny() on 200 points of d = 2 around three centers, in the units a user's
+// features may come in: far from [0, 1], so that training sees them only
+// through the global min-max map.
+TrainerOptions TinyOnData() {
+  TrainerOptions o = Tiny();
+  Matrix<float> points(2, 200);
+  Rng rng(11);
+  for (int i = 0; i < 200; ++i) {
+    const float center = static_cast<float>(i % 3);
+    points.col(i) << 500 + 40 * center + 4 * static_cast<float>(rng.Normal()),
+        -300 + 40 * center * center + 4 * static_cast<float>(rng.Normal());
+  }
+  o.data = std::make_shared<const Matrix<float>>(points);
+  return o;
+}
+
+TEST(Trainer, OnADatasetTheSeedNamesTheWeights) {
+  const TrainerOptions o = TinyOnData();
+  TrainerState a = InitialState(o), b = InitialState(o);
+  Train(o, 20, &a, nullptr);
+  Train(o, 20, &b, nullptr);
+  EXPECT_EQ(a.params, b.params);
+  TrainerOptions other = o;
+  other.seed = 4;
+  TrainerState c = InitialState(other);
+  Train(other, 20, &c, nullptr);
+  EXPECT_NE(a.params, c.params);
+  // The dataset's tasks, not generated ones.
+  TrainerState generated = InitialState(Tiny());
+  Train(Tiny(), 20, &generated, nullptr);
+  EXPECT_NE(a.params, generated.params);
+}
+
+TEST(Trainer, OnADatasetTheLossGoesDownAndValidationIsFinite) {
+  TrainerOptions o = TinyOnData();
+  o.inits = {InitMethod::kKMeansPlusPlus, InitMethod::kRandomSubset};
+  TrainerState state = InitialState(o);
+  std::vector<double> losses, validation;
+  Train(o, o.steps, &state, [&](const StepReport& r) {
+    losses.push_back(r.loss);
+    if (r.validated) validation.push_back(r.validation_ratio);
+  });
+  // The loss is on the mapped points, 64 of them in [0, 1]^2; on the raw
+  // points the noise alone (sd 4 per coordinate) would give about 64 * 32.
+  EXPECT_LT(losses.front(), 64 * 2);
+  const double first = std::accumulate(losses.begin(), losses.begin() + 15, 0.0);
+  const double last = std::accumulate(losses.end() - 15, losses.end(), 0.0);
+  EXPECT_LT(last, first);
+  ASSERT_EQ(validation.size(), 3u);
+  for (double v : validation) EXPECT_TRUE(std::isfinite(v) && v > 0) << v;
 }
 
 }  // namespace
