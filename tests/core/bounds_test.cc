@@ -78,6 +78,41 @@ std::vector<Problem<Scalar>> Problems() {
     p->centers.col(6).setConstant(Scalar(-40));
     p->empty_clusters = policy;
   }
+  // Many centers, so that the bounds come in groups: far centers whose
+  // clusters empty and jump under each policy (with weights under
+  // relocation), duplicate points and centers on a grid, large coordinates.
+  for (const EmptyClusterPolicy policy :
+       {EmptyClusterPolicy::kKeep, EmptyClusterPolicy::kRelocateFarthest,
+        EmptyClusterPolicy::kSplitLargest}) {
+    Problem<Scalar>* p =
+        add(std::string("groups-empty-") + std::string(EmptyClusterPolicyName(policy)),
+            Blobs<Scalar>(5000, 6, 30, 13), 48);
+    for (int j = 40; j < 48; ++j) p->centers.col(j).setConstant(Scalar(j % 2 == 0 ? 30 : -30));
+    p->empty_clusters = policy;
+    p->layers = 20;
+    if (policy == EmptyClusterPolicy::kRelocateFarthest) {
+      Rng rng(13);
+      p->weights.resize(p->points.cols());
+      for (Eigen::Index i = 0; i < p->weights.size(); ++i) {
+        p->weights[i] = i % 5 == 0 ? Scalar(0) : static_cast<Scalar>(0.5 + rng.Uniform());
+      }
+    }
+  }
+  {
+    Rng rng(14);
+    Matrix<Scalar> grid(4, 4000);
+    for (Eigen::Index i = 0; i < grid.size(); ++i) {
+      grid.data()[i] = static_cast<Scalar>(rng.Below(5));
+    }
+    grid.rightCols(1000) = grid.leftCols(1000);
+    Problem<Scalar>* p = add("groups-grid-ties", grid, 40);
+    p->centers.rightCols(10) = p->centers.leftCols(10);
+  }
+  {
+    Matrix<Scalar> points = Blobs<Scalar>(4000, 5, 32, 15, 0.1);
+    points = (points.array() * Scalar(100) + Scalar(1e5)).matrix();
+    add("groups-offset-100000", points, 32);
+  }
   // All centers at one point: every cluster but the first starts empty.
   {
     Problem<Scalar>* p = add("equal-centers-split", Blobs<Scalar>(1500, 2, 5, 7), 5);
