@@ -388,8 +388,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
     std::vector<double> open_gap(block);
     std::vector<double> drifted(groups);
     std::vector<char> open_group(groups);
-    std::vector<Scalar> distance(k);           // per member, in members_' order
-    Matrix<Scalar> group_best(groups, block);  // per scanned point, each group's best other score
+    std::vector<Scalar> distance(k);  // per member, in members_' order
 #pragma omp for schedule(dynamic)
     for (Eigen::Index p = 0; p < parts; ++p) {
       double objective = 0;
@@ -480,39 +479,43 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
           for (Eigen::Index r = 0; r < m; ++r) gathered.col(r) = points_.col(open[o + r]);
           scan.Scan(gathered.leftCols(m), &scratch, open_label.data(), open_sq.data(),
                     open_gap.data());
-          // Each group's best score but the label's, for the group's bound.
-          group_best.leftCols(m).setConstant(-std::numeric_limits<Scalar>::infinity());
-          if (groups > 1) {
-            for (int j = 0; j < k; ++j) {
-              const int g = group_of_[j];
-              const Scalar* score = scratch.score.col(j).data();
-              for (Eigen::Index r = 0; r < m; ++r) {
-                if (j != open_label[r]) group_best(g, r) = std::max(group_best(g, r), score[r]);
-              }
-            }
-          }
           for (Eigen::Index r = 0; r < m; ++r) {
             const Eigen::Index i = open[o + r];
-            labels_[i] = open_label[r];
+            const int label = open_label[r];
+            const Scalar* x = points_.col(i).data();
+            labels_[i] = label;
             // On the point's own memory, as the products path computes it.
-            sq[i - first] = AssignedSquaredDistance(points_.col(i).data(),
-                                                    centers.col(open_label[r]).data(), d);
+            sq[i - first] = AssignedSquaredDistance(x, centers.col(label).data(), d);
             Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
-            const double lower = LowerFromScan(margin, open_sq[r], open_gap[r]);
-            if (groups == 1 || open_gap[r] == 0) {
-              // One group, or a near tie: the scan's one bound for all.
-              for (int g = 0; g < groups; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
+            if (groups == 1) {
+              bound[0] = Stored<Scalar>(LowerFromScan(margin, open_sq[r], open_gap[r]), drift_[0]);
               continue;
             }
-            // Not a near tie, so the label's score is the best: as Scan's
-            // gap, with each group's best other score for the second.
-            const double slack = Above(static_cast<double>(scan.Slack(open_label[r], open_sq[r])));
-            const double best = scratch.best[r];
+            // Each group's bound from the scores: every score lies within
+            // half the slack of its exact value, and scores are half the
+            // squared distances with their sign turned, so center j is
+            // farther than the label by at least 2 (S_label - S_j - slack);
+            // the centers that bound cannot exclude (scores within twice
+            // the slack of the label's, near ties included) get their
+            // direct distance instead, whose round-off is relative.
+            const double slack = Above(static_cast<double>(scan.Slack(label, open_sq[r])));
+            const double own_score = scratch.score(r, label);
+            const double own_lower = margin.LowerSq(open_sq[r]);
             for (int g = 0; g < groups; ++g) {
-              const double spread = Below(best - static_cast<double>(group_best(g, r)));
-              const double gap = 2 * std::max(0.0, Below(spread - slack));
-              bound[g] = Stored<Scalar>(std::max(lower, LowerFromScan(margin, open_sq[r], gap)),
-                                        drift_[g]);
+              double nearest = std::numeric_limits<double>::infinity();
+              for (int mm = group_start_[g]; mm < group_start_[g + 1]; ++mm) {
+                const int j = members_[mm];
+                if (j == label) continue;
+                const double spread = Below(own_score - static_cast<double>(scratch.score(r, j)));
+                double lower;
+                if (spread > 2 * slack) {
+                  lower = Below(own_lower + 2 * Below(spread - slack));
+                } else {
+                  lower = margin.LowerSq(AssignedSquaredDistance(x, centers.col(j).data(), d));
+                }
+                nearest = std::min(nearest, lower);
+              }
+              bound[g] = Stored<Scalar>(Below(std::sqrt(nearest)), drift_[g]);
             }
           }
         }

@@ -219,6 +219,21 @@ TYPED_TEST(BoundsTest, BoundsSettleMostPointsOnSeparatedBlobs) {
   }
 }
 
+// With many centers the bounds come in groups, and the group filter decides
+// some of the points the global test leaves open, by the distances to the
+// centers of the groups it does not exclude alone.
+TYPED_TEST(BoundsTest, GroupFilterDecidesPointsTheGlobalTestLeavesOpen) {
+  using S = TypeParam;
+  for (const Problem<S>& p : Problems<S>()) {
+    if (p.centers.cols() < 20) continue;
+    SCOPED_TRACE(p.name);
+    const RunResult<S> run = Run(p, AssignmentPath::kBounds);
+    int64_t grouped = 0;
+    for (const AssignmentStats& a : run.assignments) grouped += a.grouped;
+    EXPECT_GT(grouped, 0);
+  }
+}
+
 // The labels of every layer against plain Lloyd's assignment (direct
 // distances, ties to the lowest index) to the centers that layer assigned
 // to, on every problem; and, in double, whole runs against reference
