@@ -61,12 +61,12 @@ double DistanceAbove(const Scalar* a, const Scalar* b, Eigen::Index d) {
   return Above(std::sqrt(Above(Above(sum * (1 + rho)) + mu)));
 }
 
-// The largest Scalar at most x (x >= 0, or +inf): how a bound is stored.
+// A Scalar at most x (x >= 0, or +inf), how a bound is stored: x moved
+// down by twice the Scalar's round-off before the rounding to nearest.
 template <typename Scalar>
 Scalar StoreBelow(double x) {
-  Scalar s = static_cast<Scalar>(x);
-  if (static_cast<double>(s) > x) s = std::nextafter(s, Scalar(0));
-  return s;
+  return static_cast<Scalar>(x *
+                             (1 - 2 * static_cast<double>(std::numeric_limits<Scalar>::epsilon())));
 }
 
 // A stored bound, less the drift of its group since it was stored.
@@ -90,6 +90,10 @@ constexpr double kBoundBytes = 256.0 * 1024 * 1024;
 // of the centers: their direct distances cost more per center than the
 // product's.
 constexpr int kDirectShare = 4;
+
+// The share of the points left to the scan by the last call below which the
+// scanned points get a bound per group (see AssignBounded).
+constexpr double kTightOpenShare = 0.15;
 
 // Per center, a lower bound on half its exact distance to the nearest other
 // center (Hamerly's s; +inf for k = 1). In double through one product, the
@@ -375,6 +379,17 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
       part_size);
   const int groups = groups_;
   const double inf = std::numeric_limits<double>::infinity();
+  // The group filter, and each group's own bound for the scanned points,
+  // while few are scanned:
+  // it costs a pass over their scores and a bound per group, which pays
+  // where it keeps them settled later (separated clusters), not where many
+  // points are scanned at every call anyway (uniform data), where they all
+  // take the scan's one bound and go to the scan when the global filter
+  // leaves them open. Forced bounds (kBounds) take both always.
+  const AssignmentStats& last = stats_.back();
+  const bool tight = groups > 1 && (path_ == AssignmentPath::kBounds ||
+                                    static_cast<double>(n - last.settled - last.grouped) <=
+                                        kTightOpenShare * static_cast<double>(n));
   PartTotals totals(parts, d, k, sums != nullptr);
 
 #pragma omp parallel if (n * d > (1 << 16))
@@ -389,6 +404,10 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
     std::vector<double> drifted(groups);
     std::vector<char> open_group(groups);
     std::vector<Scalar> distance(k);  // per member, in members_' order
+    // Per group and scanned point, the group's best score (row-major:
+    // a group's row along the points).
+    Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> group_best(groups,
+                                                                                      block);
 #pragma omp for schedule(dynamic)
     for (Eigen::Index p = 0; p < parts; ++p) {
       double objective = 0;
@@ -415,6 +434,10 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
             ++settled;
             continue;
           }
+          if (!tight) {
+            open.push_back(i);
+            continue;
+          }
           // The group filter: the direct distances to the centers of the
           // groups not excluded; they decide the label if they prove that
           // the assignment chooses their nearest, as the bounds above do.
@@ -423,7 +446,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
             open_group[g] = !test.Excludes(drifted[g]);
             if (open_group[g]) open_members += group_start_[g + 1] - group_start_[g];
           }
-          if (groups == 1 || open_members * kDirectShare > k) {
+          if (open_members * kDirectShare > k) {
             open.push_back(i);
             continue;
           }
@@ -479,6 +502,16 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
           for (Eigen::Index r = 0; r < m; ++r) gathered.col(r) = points_.col(open[o + r]);
           scan.Scan(gathered.leftCols(m), &scratch, open_label.data(), open_sq.data(),
                     open_gap.data());
+          // Each group's best score, the label's included (a pass along
+          // the centers' columns of scores).
+          if (tight) {
+            group_best.leftCols(m).setConstant(-std::numeric_limits<Scalar>::infinity());
+            for (int j = 0; j < k; ++j) {
+              const Scalar* score = scratch.score.col(j).data();
+              Scalar* best = group_best.row(group_of_[j]).data();
+              for (Eigen::Index r = 0; r < m; ++r) best[r] = std::max(best[r], score[r]);
+            }
+          }
           for (Eigen::Index r = 0; r < m; ++r) {
             const Eigen::Index i = open[o + r];
             const int label = open_label[r];
@@ -487,33 +520,49 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
             // On the point's own memory, as the products path computes it.
             sq[i - first] = AssignedSquaredDistance(x, centers.col(label).data(), d);
             Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
-            if (groups == 1) {
-              bound[0] = Stored<Scalar>(LowerFromScan(margin, open_sq[r], open_gap[r]), drift_[0]);
+            if (!tight) {
+              const double lower = LowerFromScan(margin, open_sq[r], open_gap[r]);
+              for (int g = 0; g < groups; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
               continue;
             }
             // Each group's bound from the scores: every score lies within
             // half the slack of its exact value, and scores are half the
             // squared distances with their sign turned, so center j is
-            // farther than the label by at least 2 (S_label - S_j - slack);
-            // the centers that bound cannot exclude (scores within twice
-            // the slack of the label's, near ties included) get their
-            // direct distance instead, whose round-off is relative.
+            // farther than the label by at least 2 (S_label - S_j - slack).
+            // A group whose best score but the label's lies within twice
+            // the slack of the label's (a near-tie rival, which a bound from
+            // the products cannot exclude) takes the direct distances of
+            // such centers instead, whose round-off is relative to the
+            // distance, not to the points' norms.
             const double slack = Above(static_cast<double>(scan.Slack(label, open_sq[r])));
             const double own_score = scratch.score(r, label);
             const double own_lower = margin.LowerSq(open_sq[r]);
+            const int own_group = group_of_[label];
             for (int g = 0; g < groups; ++g) {
-              double nearest = std::numeric_limits<double>::infinity();
-              for (int mm = group_start_[g]; mm < group_start_[g + 1]; ++mm) {
-                const int j = members_[mm];
-                if (j == label) continue;
-                const double spread = Below(own_score - static_cast<double>(scratch.score(r, j)));
-                double lower;
-                if (spread > 2 * slack) {
-                  lower = Below(own_lower + 2 * Below(spread - slack));
-                } else {
-                  lower = margin.LowerSq(AssignedSquaredDistance(x, centers.col(j).data(), d));
+              double best = group_best(g, r);
+              if (g == own_group) {
+                // The label's own score is not the group's other best.
+                best = -std::numeric_limits<double>::infinity();
+                for (int mm = group_start_[g]; mm < group_start_[g + 1]; ++mm) {
+                  if (members_[mm] != label)
+                    best = std::max(best, static_cast<double>(scratch.score(r, members_[mm])));
                 }
-                nearest = std::min(nearest, lower);
+              }
+              const double spread = Below(own_score - best);
+              double nearest;
+              if (spread > 2 * slack) {
+                nearest = Below(own_lower + 2 * Below(spread - slack));
+              } else {
+                nearest = std::numeric_limits<double>::infinity();
+                for (int mm = group_start_[g]; mm < group_start_[g + 1]; ++mm) {
+                  const int j = members_[mm];
+                  if (j == label) continue;
+                  const double gap = Below(own_score - static_cast<double>(scratch.score(r, j)));
+                  nearest =
+                      std::min(nearest, gap > 2 * slack ? Below(own_lower + 2 * Below(gap - slack))
+                                                        : margin.LowerSq(AssignedSquaredDistance(
+                                                              x, centers.col(j).data(), d)));
+                }
               }
               bound[g] = Stored<Scalar>(Below(std::sqrt(nearest)), drift_[g]);
             }

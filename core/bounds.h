@@ -38,7 +38,7 @@ enum class AssignmentPath {
   /// BoundsMayPay)
   kAuto,
   kProducts,  ///< every distance through the matrix product (AssignNearest)
-  kBounds,    ///< the bounds at every call after the first
+  kBounds,    ///< the bounds at every call after the first, every filter always
 };
 
 // What one call did.
