@@ -177,11 +177,17 @@ void BM_Faiss(benchmark::State& state) {
   state.counters["s_per_layer"] = benchmark::Counter(
       cp.niter, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
+// The targets' shape on both data, and the large one on separated blobs, at
+// the n of BM_Lloyd's runs of them.
+void FaissShapes(benchmark::internal::Benchmark* b) {
+  const char* n_env = std::getenv("BOUNDS_BENCH_N");
+  const int full = n_env != nullptr ? std::atoi(n_env) : 1000000;
+  b->Args({full, 32, 64, 2, 20})->Args({full, 32, 64, 1, 20});
+  b->Args({std::min(full, 200000), 128, 1024, 2, 10});
+}
 BENCHMARK(BM_Faiss)
+    ->Apply(FaissShapes)
     ->ArgNames({"n", "d", "k", "data", "iterations"})
-    ->Args({1000000, 32, 64, 2, 20})
-    ->Args({1000000, 32, 64, 1, 20})
-    ->Args({200000, 128, 1024, 2, 10})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1)
     ->UseRealTime();
