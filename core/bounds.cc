@@ -79,6 +79,7 @@ template <typename Scalar>
 double Drifted(Scalar stored, double drift) {
   return std::max(0.0, Below(static_cast<double>(stored) - drift));
 }
+// A bound as stored: plus its group's drift now.
 template <typename Scalar>
 Scalar Stored(double lower, double drift) {
   return StoreBelow<Scalar>(Below(lower + drift));
@@ -385,12 +386,13 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
   const int groups = groups_;
   const double inf = std::numeric_limits<double>::infinity();
   // The group filter, and each group's own bound for the scanned points,
-  // while few are scanned:
-  // it costs a pass over their scores and a bound per group, which pays
-  // where it keeps them settled later (separated clusters), not where many
-  // points are scanned at every call anyway (uniform data), where they all
-  // take the scan's one bound and go to the scan when the global filter
-  // leaves them open. Forced bounds (kBounds) take both always.
+  // run while the last call scanned few points: they cost a pass over the
+  // scanned points' scores and a bound per group, which pays where it keeps
+  // those points settled later (separated clusters), not where many points
+  // are scanned at every call anyway (uniform data). There every scanned
+  // point takes the scan's one bound for all groups, and a point the global
+  // filter leaves open goes to the scan. Forced bounds (kBounds) run both
+  // always.
   const AssignmentStats& last = stats_.back();
   const bool tight = groups > 1 && (path_ == AssignmentPath::kBounds ||
                                     static_cast<double>(n - last.settled - last.grouped) <=
