@@ -288,6 +288,9 @@ void BoundedAssignment<Scalar>::Group(const Matrix<Scalar>& centers) {
   std::vector<int> next(group_start_.begin(), group_start_.end() - 1);
   for (Eigen::Index j = 0; j < k; ++j) members_[next[group_of_[j]]++] = static_cast<int>(j);
   drift_.assign(groups_, 0);
+  drift_all_ = 0;
+  tight_ = false;
+  single_.resize(n);
 }
 
 template <typename Scalar>
@@ -299,6 +302,28 @@ void BoundedAssignment<Scalar>::Drift(const Matrix<Scalar>& centers) {
     largest[group_of_[j]] = std::max(largest[group_of_[j]], move);
   }
   for (int g = 0; g < groups_; ++g) drift_[g] = Above(drift_[g] + largest[g]);
+  drift_all_ = Above(drift_all_ + *std::max_element(largest.begin(), largest.end()));
+}
+
+template <typename Scalar>
+void BoundedAssignment<Scalar>::SetTight(bool tight) {
+  if (tight == tight_) return;
+  const Eigen::Index n = points_.cols();
+  const int groups = groups_;
+  if (tight) bound_.resize(static_cast<size_t>(n) * groups);
+#pragma omp parallel for schedule(static) if (n * groups > (1 << 16))
+  for (Eigen::Index i = 0; i < n; ++i) {
+    Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
+    if (tight) {
+      const double lower = Drifted(single_[i], drift_all_);
+      for (int g = 0; g < groups; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
+    } else {
+      double lower = std::numeric_limits<double>::infinity();
+      for (int g = 0; g < groups; ++g) lower = std::min(lower, Drifted(bound[g], drift_[g]));
+      single_[i] = Stored<Scalar>(lower, drift_all_);
+    }
+  }
+  tight_ = tight;
 }
 
 // Every point through the scan, in AssignNearest's blocks; the bounds it
@@ -312,10 +337,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
   const bool keep = path_ != AssignmentPath::kProducts;
   const bool again = centers_.size() > 0;
   const bool estimate = again && path_ == AssignmentPath::kAuto && usable_;
-  if (keep && !again) {
-    Group(centers);
-    bound_.resize(static_cast<size_t>(n) * groups_);
-  }
+  if (keep && !again) Group(centers);
   if (keep && again) Drift(centers);
   std::vector<double> half;
   if (estimate) half = HalfSeparations(centers);
@@ -325,6 +347,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
   const Eigen::Index part_size = AssignmentPartSize<Scalar>(n, d, k);
   const Eigen::Index parts = (n + part_size - 1) / part_size;
   const int groups = groups_;
+  const bool tight = tight_;
   PartTotals totals(parts, d, k, sums != nullptr);
 
 #pragma omp parallel if (n * k * d > (1 << 18))
@@ -345,16 +368,26 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
                   keep ? gap.data() : nullptr);
         for (Eigen::Index r = 0; r < rows; ++r) {
           const Eigen::Index i = first + r;
-          Scalar* bound = keep ? &bound_[static_cast<size_t>(i) * groups] : nullptr;
+          Scalar* bound = keep && tight ? &bound_[static_cast<size_t>(i) * groups] : nullptr;
           if (estimate && label[r] == labels_[i]) {
             double lower = std::numeric_limits<double>::infinity();
-            for (int g = 0; g < groups; ++g) lower = std::min(lower, Drifted(bound[g], drift_[g]));
+            if (tight) {
+              for (int g = 0; g < groups; ++g) {
+                lower = std::min(lower, Drifted(bound[g], drift_[g]));
+              }
+            } else {
+              lower = Drifted(single_[i], drift_all_);
+            }
             if (TestOf(margin, sq[r], half[label[r]]).Excludes(lower)) ++settled;
           }
           labels_[i] = label[r];
           if (keep) {
             const double lower = LowerFromScan(margin, sq[r], gap[r]);
-            for (int g = 0; g < groups; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
+            if (tight) {
+              for (int g = 0; g < groups; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
+            } else {
+              single_[i] = Stored<Scalar>(lower, drift_all_);
+            }
           }
           const Scalar* w = weights_ != nullptr ? &(*weights_)[i] : nullptr;
           AddAssigned(points_.col(i), label[r], sq[r], w, &objective, part);
@@ -394,9 +427,10 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
   // filter leaves open goes to the scan. Forced bounds (kBounds) run both
   // always.
   const AssignmentStats& last = stats_.back();
-  const bool tight = groups > 1 && (path_ == AssignmentPath::kBounds ||
-                                    static_cast<double>(n - last.settled - last.grouped) <=
-                                        kTightOpenShare * static_cast<double>(n));
+  SetTight(groups > 1 && (path_ == AssignmentPath::kBounds ||
+                          static_cast<double>(n - last.settled - last.grouped) <=
+                              kTightOpenShare * static_cast<double>(n)));
+  const bool tight = tight_;
   PartTotals totals(parts, d, k, sums != nullptr);
 
 #pragma omp parallel if (n * d > (1 << 16))
@@ -428,9 +462,18 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
           const Eigen::Index i = first + r;
           const int label = labels_[i];
           const Scalar* x = points_.col(i).data();
-          Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
           sq[r] = AssignedSquaredDistance(x, centers.col(label).data(), d);
           const OwnTest test = TestOf(margin, sq[r], half[label]);
+          if (!tight) {
+            // The global filter on the one bound; the scan for the rest.
+            if (test.Excludes(Drifted(single_[i], drift_all_))) {
+              ++settled;
+            } else {
+              open.push_back(i);
+            }
+            continue;
+          }
+          Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
           double lower = inf;
           for (int g = 0; g < groups; ++g) {
             drifted[g] = Drifted(bound[g], drift_[g]);
@@ -439,10 +482,6 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
           // The global filter.
           if (test.Excludes(lower)) {
             ++settled;
-            continue;
-          }
-          if (!tight) {
-            open.push_back(i);
             continue;
           }
           // The group filter: the direct distances to the centers of the
@@ -526,12 +565,12 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
             labels_[i] = label;
             // On the point's own memory, as the products path computes it.
             sq[i - first] = AssignedSquaredDistance(x, centers.col(label).data(), d);
-            Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
             if (!tight) {
-              const double lower = LowerFromScan(margin, open_sq[r], open_gap[r]);
-              for (int g = 0; g < groups; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
+              single_[i] =
+                  Stored<Scalar>(LowerFromScan(margin, open_sq[r], open_gap[r]), drift_all_);
               continue;
             }
+            Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
             // Each group's bound from the scores: every score lies within
             // half the slack of its exact value, and scores are half the
             // squared distances with their sign turned, so center j is

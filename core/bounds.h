@@ -83,6 +83,9 @@ class BoundedAssignment {
   void Group(const Matrix<Scalar>& centers);
   // Adds the centers' moves since the last call to each group's drift.
   void Drift(const Matrix<Scalar>& centers);
+  // Turns the bounds into the form of the group filter (per group) or back
+  // (one a point).
+  void SetTight(bool tight);
 
   const Matrix<Scalar>& points_;
   const Vector<Scalar>* weights_;
@@ -100,6 +103,12 @@ class BoundedAssignment {
   // to the group's centers but its own plus the group's drift when it was
   // stored, rounded down: the bound now is that less the drift now.
   std::vector<Scalar> bound_;
+  // The bounds in one form at a time: per group (tight, the group filter's)
+  // or one a point (single_, with drift_all_ the sum of the largest move of
+  // any center at each call), which costs less where the groups do not pay.
+  bool tight_ = false;
+  std::vector<Scalar> single_;
+  double drift_all_ = 0;
   std::vector<AssignmentStats> stats_;
 };
 
