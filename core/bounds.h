@@ -12,7 +12,9 @@
 // below most groups' bounds gets its direct distances to the centers of the
 // other groups alone (the group filter); the rest, and every point those
 // distances do not decide beyond round-off, are assigned by AssignNearest's
-// own scan, whose scores then give every group's bound.
+// own scan, whose scores then give every group's bound. Where the groups do
+// not pay (many points scanned at every call: uniform data) the bounds turn
+// into one a point and the filters into Hamerly's.
 //
 // The labels, objective and cluster sums are those AssignNearest gives, to
 // the last bit: a bound keeps a label only where it proves that the
