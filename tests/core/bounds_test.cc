@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/algorithm.h"
+#include "core/assign.h"
 #include "core/random.h"
 #include "core/transformer.h"
 #include "core/unit_norm.h"
@@ -231,6 +232,43 @@ TYPED_TEST(BoundsTest, GroupFilterDecidesPointsTheGlobalTestLeavesOpen) {
     int64_t grouped = 0;
     for (const AssignmentStats& a : run.assignments) grouped += a.grouped;
     EXPECT_GT(grouped, 0);
+  }
+}
+
+// Layer by layer on the assignment alone: one center at a time jumps to a
+// point of an integer grid, where exact ties with lower-index centers
+// abound, and every call's labels, objective and sums equal AssignNearest's
+// on the same centers, bounds forced and automatic.
+TYPED_TEST(BoundsTest, CentersJumpingOntoTiesGiveTheProductsResultsAtEveryCall) {
+  using S = TypeParam;
+  Rng rng(21);
+  Matrix<S> points(3, 3000), start(3, 40);
+  for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = static_cast<S>(rng.Below(6));
+  for (Eigen::Index i = 0; i < start.size(); ++i) start.data()[i] = static_cast<S>(rng.Below(6));
+  for (const AssignmentPath path : {AssignmentPath::kBounds, AssignmentPath::kAuto}) {
+    BoundedAssignment<S> bounded(points, nullptr, path);
+    Matrix<S> centers = start;
+    int64_t grouped = 0;
+    for (int call = 0; call < 40; ++call) {
+      SCOPED_TRACE(testing::Message() << "call " << call);
+      if (call > 0) {
+        const Eigen::Index j = static_cast<Eigen::Index>(rng.Below(40));
+        for (Eigen::Index l = 0; l < 3; ++l) centers(l, j) = static_cast<S>(rng.Below(6));
+      }
+      Labels got, want;
+      ClusterSums got_sums(3, 40), want_sums(3, 40);
+      const double got_objective = bounded.Assign(centers, &got, &got_sums);
+      const double want_objective = AssignNearest(points, centers, &want, nullptr, &want_sums);
+      ASSERT_EQ(got, want);
+      EXPECT_EQ(got_objective, want_objective);
+      EXPECT_EQ(got_sums.sums, want_sums.sums);
+      EXPECT_EQ(got_sums.counts, want_sums.counts);
+      grouped += bounded.stats().back().grouped;
+    }
+    // The group filter took part, where it is forced.
+    if (path == AssignmentPath::kBounds) {
+      EXPECT_GT(grouped, 0);
+    }
   }
 }
 
