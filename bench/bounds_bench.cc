@@ -10,13 +10,19 @@
 // assignment (0: products,
 // 1: automatic, 2: bounds forced), layer cap. BOUNDS_BENCH_N and
 // BOUNDS_BENCH_CAP, if set, replace n = 10^6 and the cap of 300 layers (a
-// loaded machine, a quick look).
+// loaded machine, a quick look). BOUNDS_BENCH_DUMP, if set, is a folder the
+// data and initial centers of each problem are written to as .npy (points
+// n x d, centers k x d, float32), for the peers' runs of
+// bench/bounds_peers.py; BM_Faiss runs FAISS's k-means from the same
+// centers, where it is installed.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -25,6 +31,11 @@
 #include "core/random.h"
 #include "core/transformer.h"
 #include "tests/support/gaussian_clusters.h"
+
+#ifdef KMT_HAVE_FAISS
+#include <faiss/Clustering.h>
+#include <faiss/IndexFlat.h>
+#endif
 
 namespace kmt {
 namespace {
@@ -61,6 +72,21 @@ double GemmSeconds(const Matrix<float>& points, const Matrix<float>& centers) {
   return best;
 }
 
+// A d x m column-major matrix as an m x d row-major float32 .npy (version 1).
+void WriteNpy(const std::string& path, const Matrix<float>& m) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
+                       std::to_string(m.cols()) + ", " + std::to_string(m.rows()) + "), }";
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  const uint16_t length = static_cast<uint16_t>(header.size());
+  out.write("\x93NUMPY\x01\x00", 8);
+  out.write(reinterpret_cast<const char*>(&length), 2);
+  out << header;
+  out.write(reinterpret_cast<const char*>(m.data()),
+            static_cast<std::streamsize>(m.size() * sizeof(float)));
+}
+
 const Data& Problem(int n, int d, int k, int kind) {
   static std::map<std::tuple<int, int, int, int>, Data> cache;
   Data& data = cache[{n, d, k, kind}];
@@ -78,6 +104,13 @@ const Data& Problem(int n, int d, int k, int kind) {
     data.init = *InitialCenters(
         data.points, k, kind == 0 ? InitMethod::kKMeansPlusPlus : InitMethod::kRandomSubset, 1);
     data.gemm_seconds = GemmSeconds(data.points, data.init);
+    if (const char* dump = std::getenv("BOUNDS_BENCH_DUMP")) {
+      const std::string name = std::string(dump) + "/n" + std::to_string(n) + "_d" +
+                               std::to_string(d) + "_k" + std::to_string(k) + "_data" +
+                               std::to_string(kind);
+      WriteNpy(name + "_points.npy", data.points);
+      WriteNpy(name + "_init.npy", data.init);
+    }
   }
   return data;
 }
@@ -94,10 +127,12 @@ void BM_Lloyd(benchmark::State& state) {
       .layers = static_cast<int>(state.range(5)), .shift_tolerance = 0.0, .assignment = path};
   int layers = 0;
   double settled = 0, bounded = 0;
+  std::vector<AssignmentStats> run_stats;
   for (auto _ : state) {
     auto run = RunLloyd<float>({}, data.points, data.init, options);
     benchmark::DoNotOptimize(run->objective);
     layers = run->layers_run;
+    run_stats = run->assignments;
     settled = bounded = 0;
     for (const AssignmentStats& a : run->assignments) {
       settled += static_cast<double>(a.settled) / n;
@@ -110,10 +145,53 @@ void BM_Lloyd(benchmark::State& state) {
   // The assignments (layers + 1 of them) the bounds decided, and the mean
   // fraction of points they settled (or would have, in a products pass).
   state.counters["bounded"] = bounded;
+  double grouped = 0;
+  if (!run_stats.empty()) {
+    for (const AssignmentStats& a : run_stats) grouped += static_cast<double>(a.grouped) / n;
+    grouped /= static_cast<double>(run_stats.size());
+  }
+  state.counters["grouped"] = grouped;
   state.counters["settled"] = settled / (layers + 1);
   state.counters["gemm_s"] = data.gemm_seconds;
   state.counters["GFLOPs"] = 2.0 * n * k * d * 1e-9 / data.gemm_seconds;
 }
+
+#ifdef KMT_HAVE_FAISS
+// FAISS's k-means (flat L2 index, every point at every iteration) from the
+// same initial centers, for a fixed number of iterations (it has no
+// convergence test): the last argument.
+void BM_Faiss(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2);
+  const Data& data = Problem(n, d, k, static_cast<int>(state.range(3)));
+  faiss::ClusteringParameters cp;
+  cp.niter = static_cast<int>(state.range(4));
+  cp.max_points_per_centroid = n;  // no subsampling
+  for (auto _ : state) {
+    faiss::Clustering clustering(d, k, cp);
+    clustering.centroids.assign(data.init.data(), data.init.data() + d * k);
+    faiss::IndexFlatL2 index(d);
+    clustering.train(n, data.points.data(), index);
+    benchmark::DoNotOptimize(clustering.iteration_stats.back().obj);
+  }
+  state.counters["layers"] = static_cast<double>(cp.niter);
+  state.counters["s_per_layer"] = benchmark::Counter(
+      cp.niter, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+// The targets' shape on both data, and the large one on separated blobs, at
+// the n of BM_Lloyd's runs of them.
+void FaissShapes(benchmark::internal::Benchmark* b) {
+  const char* n_env = std::getenv("BOUNDS_BENCH_N");
+  const int full = n_env != nullptr ? std::atoi(n_env) : 1000000;
+  b->Args({full, 32, 64, 2, 20})->Args({full, 32, 64, 1, 20});
+  b->Args({std::min(full, 200000), 128, 1024, 2, 10});
+}
+BENCHMARK(BM_Faiss)
+    ->Apply(FaissShapes)
+    ->ArgNames({"n", "d", "k", "data", "iterations"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+#endif
 
 // Each shape on both data, the products and the automatic choice next to
 // each other; n = 10^6 but for the shapes whose products take longest.

@@ -127,7 +127,7 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
     const Scalar* xi = x.col(i).data();
     int label = static_cast<int>(arg[i]);
     Scalar sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
-    const Scalar slack = slack_per_sq_ * sq + slack_of_[label];
+    const Scalar slack = Slack(label, sq);
     const bool near_tie = best[i] - second[i] <= slack;
     if (near_tie) {
       // A near tie: decided again on directly computed distances.

@@ -56,6 +56,10 @@ class NearestCenterScan {
   void Scan(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch, int* labels, Scalar* sq,
             double* gap = nullptr) const;
 
+  // Twice the bound on the round-off of every score Scan computes for a
+  // point at squared distance sq from center `label`: its near-tie test.
+  Scalar Slack(int label, Scalar sq) const { return slack_per_sq_ * sq + slack_of_[label]; }
+
  private:
   const Matrix<Scalar>& centers_;
   Eigen::Index block_;

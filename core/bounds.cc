@@ -61,30 +61,45 @@ double DistanceAbove(const Scalar* a, const Scalar* b, Eigen::Index d) {
   return Above(std::sqrt(Above(Above(sum * (1 + rho)) + mu)));
 }
 
-// How far the centers moved: per center an upper bound on its move, and the
-// largest and second largest of them, so that each point subtracts the
-// largest move among the centers that are not its own.
-struct Moves {
-  double first = 0, second = 0;  // largest, second largest
-  Eigen::Index first_index = -1;
-  double Other(int label) const { return label == first_index ? second : first; }
-};
-
+// A Scalar at most x (x >= 0, or +inf), how a bound is stored: x moved
+// down by twice the Scalar's round-off before the rounding to nearest, and
+// a finite x to at most the largest finite Scalar. (Below the smallest
+// normal Scalar the rounding can land above x by a subnormal step; no such
+// bound passes a test, whose threshold exceeds 5 mu.)
 template <typename Scalar>
-Moves CenterMoves(const Matrix<Scalar>& before, const Matrix<Scalar>& after) {
-  Moves moves;
-  for (Eigen::Index j = 0; j < after.cols(); ++j) {
-    const double move = DistanceAbove(before.col(j).data(), after.col(j).data(), after.rows());
-    if (move > moves.first) {
-      moves.second = moves.first;
-      moves.first = move;
-      moves.first_index = j;
-    } else if (move > moves.second) {
-      moves.second = move;
-    }
-  }
-  return moves;
+Scalar StoreBelow(double x) {
+  constexpr double kDown = 1 - 2 * static_cast<double>(std::numeric_limits<Scalar>::epsilon());
+  if (x == std::numeric_limits<double>::infinity()) return std::numeric_limits<Scalar>::infinity();
+  return static_cast<Scalar>(
+      std::min(x * kDown, static_cast<double>(std::numeric_limits<Scalar>::max())));
 }
+
+// A stored bound, less the drift of its group since it was stored.
+template <typename Scalar>
+double Drifted(Scalar stored, double drift) {
+  return std::max(0.0, Below(static_cast<double>(stored) - drift));
+}
+// A bound as stored: plus its group's drift now.
+template <typename Scalar>
+Scalar Stored(double lower, double drift) {
+  return StoreBelow<Scalar>(Below(lower + drift));
+}
+
+// Centers a group holds, about (Yinyang's k / 10), and at most so many
+// groups (or bytes of bounds): more groups keep more points settled while a
+// few centers travel, and cost each point a bound to read.
+constexpr int kGroupSize = 10;
+constexpr int kMaxGroups = 32;
+constexpr double kBoundBytes = 256.0 * 1024 * 1024;
+
+// The group filter takes a point whose open groups hold at most this share
+// of the centers: their direct distances cost more per center than the
+// product's.
+constexpr int kDirectShare = 4;
+
+// The share of the points left to the scan by the last call below which the
+// scanned points get a bound per group (see AssignBounded).
+constexpr double kTightOpenShare = 0.15;
 
 // Per center, a lower bound on half its exact distance to the nearest other
 // center (Hamerly's s; +inf for k = 1). In double through one product, the
@@ -118,18 +133,25 @@ std::vector<double> HalfSeparations(const Matrix<Scalar>& centers) {
   return half;
 }
 
-// The bound test of one point whose computed squared distance to its label's
-// center is sq: `lower` comes in as its drifted lower bound and leaves as
-// the best one known (Hamerly's s test gives 2 s - u, u the distance to the
-// own center); returns whether the label is proved.
+// What a point's bounds are tested against, with sq its computed squared
+// distance to its label's center and `half` that center's half separation:
+// the threshold every other center's exact squared distance must exceed
+// (Margin::Threshold), and Hamerly's lower bound 2 s - u on its distance to
+// every other center, u the distance to its own.
+struct OwnTest {
+  double threshold, by_separation;
+  // Whether a lower bound on the distance to some centers proves none of
+  // them is chosen.
+  bool Excludes(double lower) const {
+    lower = std::max(lower, by_separation);
+    return Below(lower * lower) > threshold;
+  }
+};
+
 template <typename Scalar>
-bool Settles(const Margin<Scalar>& margin, Scalar sq, double half, double* lower) {
-  const double threshold = margin.Threshold(sq);
-  if (Below(*lower * *lower) > threshold) return true;
+OwnTest TestOf(const Margin<Scalar>& margin, Scalar sq, double half) {
   const double own = Above(std::sqrt(margin.UpperSq(sq)));
-  const double by_separation = Below(2 * half - own);
-  if (by_separation > *lower) *lower = by_separation;
-  return Below(*lower * *lower) > threshold;
+  return {margin.Threshold(sq), Below(2 * half - own)};
 }
 
 // The lower bound a scan leaves: every other center farther by `gap` in
@@ -155,21 +177,22 @@ double MinSettled(Eigen::Index k) { return std::clamp(8.0 / static_cast<double>(
 // order as AssignNearest merges its own.
 struct PartTotals {
   std::vector<double> objective;
-  std::vector<int64_t> settled;
+  std::vector<int64_t> settled, grouped;
   std::vector<ClusterSums> sums;  // empty when no sums are asked for
 
   PartTotals(Eigen::Index parts, Eigen::Index d, Eigen::Index k, bool with_sums)
-      : objective(parts, 0), settled(parts, 0) {
+      : objective(parts, 0), settled(parts, 0), grouped(parts, 0) {
     if (with_sums) sums.assign(parts, ClusterSums(static_cast<int>(d), static_cast<int>(k)));
   }
   ClusterSums* Sums(Eigen::Index p) { return sums.empty() ? nullptr : &sums[p]; }
-  // Adds the parts' settled points to stats and their sums to `into`;
-  // returns the objective.
+  // Adds the parts' counts to stats and their sums to `into`; returns the
+  // objective.
   double Merge(ClusterSums* into, AssignmentStats* stats) const {
     double total = 0;
     for (size_t p = 0; p < objective.size(); ++p) {
       total += objective[p];
       stats->settled += settled[p];
+      stats->grouped += grouped[p];
       if (into != nullptr) into->Add(sums[p]);
     }
     return total;
@@ -204,17 +227,103 @@ double BoundedAssignment<Scalar>::Assign(const Matrix<Scalar>& centers, Labels* 
   const Eigen::Index n = points_.cols();
   AssignmentStats stats;
   double objective;
+  // Other centers than the last call's start the bounds again.
+  if (centers.rows() != centers_.rows() || centers.cols() != centers_.cols()) centers_.resize(0, 0);
   if (n == 0 || centers.cols() == 0) {
     objective = AssignNearest(points_, centers, &labels_, nullptr, sums, weights_);
+    centers_.resize(0, 0);
   } else if (UseBounds()) {
     objective = AssignBounded(centers, sums, &stats);
   } else {
     objective = AssignAll(centers, sums, &stats);
   }
   stats_.push_back(stats);
-  if (path_ != AssignmentPath::kProducts) centers_ = centers;
+  if (path_ != AssignmentPath::kProducts && n > 0 && centers.cols() > 0) centers_ = centers;
   *labels = labels_;
   return objective;
+}
+
+// Yinyang's grouping: a few Lloyd's iterations on the centers themselves,
+// from evenly spaced ones, in double; groups left empty are dropped. The
+// groups stay for the run: any split keeps the bounds exact, a good one
+// keeps more of them tight.
+template <typename Scalar>
+void BoundedAssignment<Scalar>::Group(const Matrix<Scalar>& centers) {
+  const Eigen::Index d = centers.rows(), k = centers.cols(), n = points_.cols();
+  const double by_memory = kBoundBytes / (static_cast<double>(sizeof(Scalar)) *
+                                          static_cast<double>(std::max<Eigen::Index>(n, 1)));
+  const int wanted = static_cast<int>(
+      std::clamp<double>(std::min(static_cast<double>(k / kGroupSize), by_memory), 1, kMaxGroups));
+  const Matrix<double> c = centers.template cast<double>();
+  Matrix<double> seeds(d, wanted);
+  for (int g = 0; g < wanted; ++g) seeds.col(g) = c.col(g * k / wanted);
+  std::vector<int> of(k, 0);
+  for (int iteration = 0; iteration < 5; ++iteration) {
+    for (Eigen::Index j = 0; j < k; ++j) {
+      (seeds.colwise() - c.col(j)).colwise().squaredNorm().minCoeff(&of[j]);
+    }
+    Matrix<double> sum = Matrix<double>::Zero(d, wanted);
+    std::vector<int> count(wanted, 0);
+    for (Eigen::Index j = 0; j < k; ++j) {
+      sum.col(of[j]) += c.col(j);
+      ++count[of[j]];
+    }
+    for (int g = 0; g < wanted; ++g) {
+      if (count[g] > 0) seeds.col(g) = sum.col(g) / count[g];
+    }
+  }
+  std::vector<int> renumber(wanted, -1);
+  groups_ = 0;
+  for (Eigen::Index j = 0; j < k; ++j) {
+    if (renumber[of[j]] < 0) renumber[of[j]] = groups_++;
+  }
+  group_of_.resize(k);
+  group_start_.assign(groups_ + 1, 0);
+  for (Eigen::Index j = 0; j < k; ++j) {
+    group_of_[j] = renumber[of[j]];
+    ++group_start_[group_of_[j] + 1];
+  }
+  for (int g = 0; g < groups_; ++g) group_start_[g + 1] += group_start_[g];
+  members_.resize(k);
+  std::vector<int> next(group_start_.begin(), group_start_.end() - 1);
+  for (Eigen::Index j = 0; j < k; ++j) members_[next[group_of_[j]]++] = static_cast<int>(j);
+  drift_.assign(groups_, 0);
+  drift_all_ = 0;
+  tight_ = false;
+  single_.resize(n);
+}
+
+template <typename Scalar>
+void BoundedAssignment<Scalar>::Drift(const Matrix<Scalar>& centers) {
+  std::vector<double> largest(groups_, 0);
+  for (Eigen::Index j = 0; j < centers.cols(); ++j) {
+    const double move =
+        DistanceAbove(centers_.col(j).data(), centers.col(j).data(), centers.rows());
+    largest[group_of_[j]] = std::max(largest[group_of_[j]], move);
+  }
+  for (int g = 0; g < groups_; ++g) drift_[g] = Above(drift_[g] + largest[g]);
+  drift_all_ = Above(drift_all_ + *std::max_element(largest.begin(), largest.end()));
+}
+
+template <typename Scalar>
+void BoundedAssignment<Scalar>::SetTight(bool tight) {
+  if (tight == tight_) return;
+  const Eigen::Index n = points_.cols();
+  const int groups = groups_;
+  if (tight) bound_.resize(static_cast<size_t>(n) * groups);
+#pragma omp parallel for schedule(static) if (n * groups > (1 << 16))
+  for (Eigen::Index i = 0; i < n; ++i) {
+    Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
+    if (tight) {
+      const double lower = Drifted(single_[i], drift_all_);
+      for (int g = 0; g < groups; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
+    } else {
+      double lower = std::numeric_limits<double>::infinity();
+      for (int g = 0; g < groups; ++g) lower = std::min(lower, Drifted(bound[g], drift_[g]));
+      single_[i] = Stored<Scalar>(lower, drift_all_);
+    }
+  }
+  tight_ = tight;
 }
 
 // Every point through the scan, in AssignNearest's blocks; the bounds it
@@ -225,20 +334,20 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
                                             AssignmentStats* stats) {
   const Eigen::Index d = points_.rows(), n = points_.cols(), k = centers.cols();
   const Margin<Scalar> margin(d);
-  const bool estimate = centers_.size() > 0 && path_ == AssignmentPath::kAuto && usable_;
   const bool keep = path_ != AssignmentPath::kProducts;
-  Moves moves;
+  const bool again = centers_.size() > 0;
+  const bool estimate = again && path_ == AssignmentPath::kAuto && usable_;
+  if (keep && !again) Group(centers);
+  if (keep && again) Drift(centers);
   std::vector<double> half;
-  if (estimate) {
-    moves = CenterMoves(centers_, centers);
-    half = HalfSeparations(centers);
-  }
+  if (estimate) half = HalfSeparations(centers);
   labels_.resize(n);
-  if (keep) lower_.resize(n);
   const NearestCenterScan<Scalar> scan(centers);
   const Eigen::Index block = scan.block();
   const Eigen::Index part_size = AssignmentPartSize<Scalar>(n, d, k);
   const Eigen::Index parts = (n + part_size - 1) / part_size;
+  const int groups = groups_;
+  const bool tight = tight_;
   PartTotals totals(parts, d, k, sums != nullptr);
 
 #pragma omp parallel if (n * k * d > (1 << 18))
@@ -259,12 +368,27 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
                   keep ? gap.data() : nullptr);
         for (Eigen::Index r = 0; r < rows; ++r) {
           const Eigen::Index i = first + r;
+          Scalar* bound = keep && tight ? &bound_[static_cast<size_t>(i) * groups] : nullptr;
           if (estimate && label[r] == labels_[i]) {
-            double lower = std::max(0.0, Below(lower_[i] - moves.Other(label[r])));
-            if (Settles(margin, sq[r], half[label[r]], &lower)) ++settled;
+            double lower = std::numeric_limits<double>::infinity();
+            if (tight) {
+              for (int g = 0; g < groups; ++g) {
+                lower = std::min(lower, Drifted(bound[g], drift_[g]));
+              }
+            } else {
+              lower = Drifted(single_[i], drift_all_);
+            }
+            if (TestOf(margin, sq[r], half[label[r]]).Excludes(lower)) ++settled;
           }
           labels_[i] = label[r];
-          if (keep) lower_[i] = LowerFromScan(margin, sq[r], gap[r]);
+          if (keep) {
+            const double lower = LowerFromScan(margin, sq[r], gap[r]);
+            if (tight) {
+              for (int g = 0; g < groups; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
+            } else {
+              single_[i] = Stored<Scalar>(lower, drift_all_);
+            }
+          }
           const Scalar* w = weights_ != nullptr ? &(*weights_)[i] : nullptr;
           AddAssigned(points_.col(i), label[r], sq[r], w, &objective, part);
         }
@@ -276,14 +400,14 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
   return totals.Merge(sums, stats);
 }
 
-// The bounds first, then the scan for the points they leave open, gathered
+// The filters first, then the scan for the points they leave open, gathered
 // into blocks; the objective and sums in AssignNearest's parts and order.
 template <typename Scalar>
 double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, ClusterSums* sums,
                                                 AssignmentStats* stats) {
   const Eigen::Index d = points_.rows(), n = points_.cols(), k = centers.cols();
   const Margin<Scalar> margin(d);
-  const Moves moves = CenterMoves(centers_, centers);
+  Drift(centers);
   const std::vector<double> half = HalfSeparations(centers);
   const NearestCenterScan<Scalar> scan(centers);
   const Eigen::Index block = scan.block();
@@ -292,6 +416,21 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
   const Eigen::Index chunk = std::clamp<Eigen::Index>(
       static_cast<Eigen::Index>(kChunkBytes / static_cast<double>(d * sizeof(Scalar))), block,
       part_size);
+  const int groups = groups_;
+  const double inf = std::numeric_limits<double>::infinity();
+  // The group filter, and each group's own bound for the scanned points,
+  // run while the last call scanned few points: they cost a pass over the
+  // scanned points' scores and a bound per group, which pays where it keeps
+  // those points settled later (separated clusters), not where many points
+  // are scanned at every call anyway (uniform data). There every scanned
+  // point takes the scan's one bound for all groups, and a point the global
+  // filter leaves open goes to the scan. Forced bounds (kBounds) run both
+  // always.
+  const AssignmentStats& last = stats_.back();
+  SetTight(groups > 1 && (path_ == AssignmentPath::kBounds ||
+                          static_cast<double>(n - last.settled - last.grouped) <=
+                              kTightOpenShare * static_cast<double>(n)));
+  const bool tight = tight_;
   PartTotals totals(parts, d, k, sums != nullptr);
 
 #pragma omp parallel if (n * d > (1 << 16))
@@ -303,10 +442,17 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
     Matrix<Scalar> gathered(d, block);
     std::vector<int> open_label(block);
     std::vector<double> open_gap(block);
+    std::vector<double> drifted(groups);
+    std::vector<char> open_group(groups);
+    std::vector<Scalar> distance(k);  // per member, in members_' order
+    // Per group and scanned point, the group's best score (row-major:
+    // a group's row along the points).
+    Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> group_best(groups,
+                                                                                      block);
 #pragma omp for schedule(dynamic)
     for (Eigen::Index p = 0; p < parts; ++p) {
       double objective = 0;
-      int64_t settled = 0;
+      int64_t settled = 0, grouped = 0;
       ClusterSums* part = totals.Sums(p);
       const Eigen::Index end = std::min(n, (p + 1) * part_size);
       for (Eigen::Index first = p * part_size; first < end; first += chunk) {
@@ -315,27 +461,157 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
         for (Eigen::Index r = 0; r < rows; ++r) {
           const Eigen::Index i = first + r;
           const int label = labels_[i];
-          sq[r] = AssignedSquaredDistance(points_.col(i).data(), centers.col(label).data(), d);
-          double lower = std::max(0.0, Below(lower_[i] - moves.Other(label)));
-          if (Settles(margin, sq[r], half[label], &lower)) {
-            ++settled;
-          } else {
-            open.push_back(i);
+          const Scalar* x = points_.col(i).data();
+          sq[r] = AssignedSquaredDistance(x, centers.col(label).data(), d);
+          const OwnTest test = TestOf(margin, sq[r], half[label]);
+          if (!tight) {
+            // The global filter on the one bound; the scan for the rest.
+            if (test.Excludes(Drifted(single_[i], drift_all_))) {
+              ++settled;
+            } else {
+              open.push_back(i);
+            }
+            continue;
           }
-          lower_[i] = lower;
+          Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
+          double lower = inf;
+          for (int g = 0; g < groups; ++g) {
+            drifted[g] = Drifted(bound[g], drift_[g]);
+            lower = std::min(lower, drifted[g]);
+          }
+          // The global filter.
+          if (test.Excludes(lower)) {
+            ++settled;
+            continue;
+          }
+          // The group filter: the direct distances to the centers of the
+          // groups not excluded; they decide the label if they prove that
+          // the assignment chooses their nearest, as the bounds above do.
+          int open_members = 0;
+          for (int g = 0; g < groups; ++g) {
+            open_group[g] = !test.Excludes(drifted[g]);
+            if (open_group[g]) open_members += group_start_[g + 1] - group_start_[g];
+          }
+          if (open_members * kDirectShare > k) {
+            open.push_back(i);
+            continue;
+          }
+          int best = label;
+          Scalar best_sq = sq[r];
+          for (int g = 0; g < groups; ++g) {
+            if (!open_group[g]) continue;
+            for (int m = group_start_[g]; m < group_start_[g + 1]; ++m) {
+              const int j = members_[m];
+              distance[m] =
+                  j == label ? sq[r] : AssignedSquaredDistance(x, centers.col(j).data(), d);
+              if (distance[m] < best_sq) {
+                best = j;
+                best_sq = distance[m];
+              }
+            }
+          }
+          const double threshold = margin.Threshold(best_sq);
+          bool proved = best == label || margin.LowerSq(sq[r]) > threshold;
+          for (int g = 0; g < groups && proved; ++g) {
+            if (!open_group[g]) continue;
+            for (int m = group_start_[g]; m < group_start_[g + 1]; ++m) {
+              if (members_[m] != best && !(margin.LowerSq(distance[m]) > threshold)) {
+                proved = false;
+                break;
+              }
+            }
+          }
+          if (!proved) {
+            open.push_back(i);
+            continue;
+          }
+          ++grouped;
+          // The old label joins its group's others.
+          const int old_group = group_of_[label];
+          if (best != label && !open_group[old_group]) {
+            const double old = Below(std::sqrt(margin.LowerSq(sq[r])));
+            bound[old_group] = Stored<Scalar>(std::min(drifted[old_group], old), drift_[old_group]);
+          }
+          labels_[i] = best;
+          sq[r] = best_sq;
+          for (int g = 0; g < groups; ++g) {
+            if (!open_group[g]) continue;
+            Scalar nearest = std::numeric_limits<Scalar>::infinity();
+            for (int m = group_start_[g]; m < group_start_[g + 1]; ++m) {
+              if (members_[m] != best) nearest = std::min(nearest, distance[m]);
+            }
+            bound[g] = Stored<Scalar>(Below(std::sqrt(margin.LowerSq(nearest))), drift_[g]);
+          }
         }
         for (size_t o = 0; o < open.size(); o += block) {
           const Eigen::Index m = std::min<Eigen::Index>(block, open.size() - o);
           for (Eigen::Index r = 0; r < m; ++r) gathered.col(r) = points_.col(open[o + r]);
           scan.Scan(gathered.leftCols(m), &scratch, open_label.data(), open_sq.data(),
                     open_gap.data());
+          // Each group's best score, the label's included (a pass along
+          // the centers' columns of scores).
+          if (tight) {
+            group_best.leftCols(m).setConstant(-std::numeric_limits<Scalar>::infinity());
+            for (int j = 0; j < k; ++j) {
+              const Scalar* score = scratch.score.col(j).data();
+              Scalar* best = group_best.row(group_of_[j]).data();
+              for (Eigen::Index r = 0; r < m; ++r) best[r] = std::max(best[r], score[r]);
+            }
+          }
           for (Eigen::Index r = 0; r < m; ++r) {
             const Eigen::Index i = open[o + r];
-            labels_[i] = open_label[r];
+            const int label = open_label[r];
+            const Scalar* x = points_.col(i).data();
+            labels_[i] = label;
             // On the point's own memory, as the products path computes it.
-            sq[i - first] = AssignedSquaredDistance(points_.col(i).data(),
-                                                    centers.col(open_label[r]).data(), d);
-            lower_[i] = LowerFromScan(margin, open_sq[r], open_gap[r]);
+            sq[i - first] = AssignedSquaredDistance(x, centers.col(label).data(), d);
+            if (!tight) {
+              single_[i] =
+                  Stored<Scalar>(LowerFromScan(margin, open_sq[r], open_gap[r]), drift_all_);
+              continue;
+            }
+            Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
+            // Each group's bound from the scores: every score lies within
+            // half the slack of its exact value, and scores are half the
+            // squared distances with their sign turned, so center j is
+            // farther than the label by at least 2 (S_label - S_j - slack).
+            // A group whose best score but the label's lies within twice
+            // the slack of the label's (a near-tie rival, which a bound from
+            // the products cannot exclude) takes the direct distances of
+            // such centers instead, whose round-off is relative to the
+            // distance, not to the points' norms.
+            const double slack = Above(static_cast<double>(scan.Slack(label, open_sq[r])));
+            const double own_score = scratch.score(r, label);
+            const double own_lower = margin.LowerSq(open_sq[r]);
+            const int own_group = group_of_[label];
+            for (int g = 0; g < groups; ++g) {
+              double best = group_best(g, r);
+              if (g == own_group) {
+                // The label's own score is not the group's other best.
+                best = -std::numeric_limits<double>::infinity();
+                for (int mm = group_start_[g]; mm < group_start_[g + 1]; ++mm) {
+                  if (members_[mm] != label)
+                    best = std::max(best, static_cast<double>(scratch.score(r, members_[mm])));
+                }
+              }
+              const double spread = Below(own_score - best);
+              double nearest;
+              if (spread > 2 * slack) {
+                nearest = Below(own_lower + 2 * Below(spread - slack));
+              } else {
+                nearest = std::numeric_limits<double>::infinity();
+                for (int mm = group_start_[g]; mm < group_start_[g + 1]; ++mm) {
+                  const int j = members_[mm];
+                  if (j == label) continue;
+                  const double gap = Below(own_score - static_cast<double>(scratch.score(r, j)));
+                  nearest =
+                      std::min(nearest, gap > 2 * slack ? Below(own_lower + 2 * Below(gap - slack))
+                                                        : margin.LowerSq(AssignedSquaredDistance(
+                                                              x, centers.col(j).data(), d)));
+                }
+              }
+              bound[g] = Stored<Scalar>(Below(std::sqrt(nearest)), drift_[g]);
+            }
           }
         }
         for (Eigen::Index r = 0; r < rows; ++r) {
@@ -346,6 +622,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
       }
       totals.objective[p] = objective;
       totals.settled[p] = settled;
+      totals.grouped[p] = grouped;
     }
   }
   stats->bounded = true;

@@ -1,11 +1,20 @@
-// Lloyd's assignment with Hamerly's bounds ("Making k-means even faster",
-// SDM 2010), for runs that assign the same points to moving centers again and
-// again. Each point keeps a lower bound on its distance to every center but
-// its own; when the centers move, the bound drops by the most any other
-// center moved, and a point whose distance to its own center (computed every
-// time: the objective needs it) is below that bound, or below half the
-// distance from its center to the nearest other one, keeps its label without
-// its other distances. The rest are assigned by AssignNearest's own scan.
+// Lloyd's assignment with grouped lower bounds, for runs that assign the
+// same points to moving centers again and again: Yinyang k-means' (Ding et
+// al., "Yinyang K-Means: A Drop-In Replacement of the Classic K-Means with
+// Consistent Speedup", ICML 2015) with Hamerly's separation test ("Making
+// k-means even faster", SDM 2010). The centers are split once into groups
+// of about ten nearby centers; each point keeps, per group, a lower bound
+// on its distance to the group's centers other than its own, which drops by
+// the most any center of the group moved. The distance to the own center is
+// computed every time (the objective needs it). A point below every group's
+// bound, or below half the distance from its center to the nearest other
+// one, keeps its label without other distances (the global filter); one
+// below most groups' bounds gets its direct distances to the centers of the
+// other groups alone (the group filter); the rest, and every point those
+// distances do not decide beyond round-off, are assigned by AssignNearest's
+// own scan, whose scores then give every group's bound. Where the groups do
+// not pay (many points scanned at every call: uniform data) the bounds turn
+// into one a point and the filters into Hamerly's.
 //
 // The labels, objective and cluster sums are those AssignNearest gives, to
 // the last bit: a bound keeps a label only where it proves that the
@@ -31,15 +40,19 @@ enum class AssignmentPath {
   /// BoundsMayPay)
   kAuto,
   kProducts,  ///< every distance through the matrix product (AssignNearest)
-  kBounds,    ///< the bounds at every call after the first
+  kBounds,    ///< the bounds at every call after the first, every filter always
 };
 
 // What one call did.
 struct AssignmentStats {
   bool bounded = false;  ///< it used the bounds
-  /// Points whose bounds kept their label; in a pass through the products,
-  /// those the old bounds would have kept (0 on the first call).
+  /// Points whose bounds kept their label without another distance (the
+  /// global filter); in a pass through the products, those the old bounds
+  /// would have kept (0 on the first call).
   int64_t settled = 0;
+  /// Points decided by their distances to the centers of the groups their
+  /// bounds left open alone (the group filter).
+  int64_t grouped = 0;
 };
 
 // Whether the automatic choice considers the bounds for a run of n points
@@ -71,13 +84,36 @@ class BoundedAssignment {
   double AssignAll(const Matrix<Scalar>& centers, ClusterSums* sums, AssignmentStats* stats);
   double AssignBounded(const Matrix<Scalar>& centers, ClusterSums* sums, AssignmentStats* stats);
 
+  // Splits the centers of the first call into groups.
+  void Group(const Matrix<Scalar>& centers);
+  // Adds the centers' moves since the last call to each group's drift.
+  void Drift(const Matrix<Scalar>& centers);
+  // Turns the bounds into the form of the group filter (per group) or back
+  // (one a point).
+  void SetTight(bool tight);
+
   const Matrix<Scalar>& points_;
   const Vector<Scalar>* weights_;
   AssignmentPath path_;
-  bool usable_;                // the margin is meaningful at this d
-  Matrix<Scalar> centers_;     // the centers of the last call (empty before the first)
-  Labels labels_;              // the last call's labels
-  std::vector<double> lower_;  // per point, a lower bound on its distance to the others
+  bool usable_;             // the margin is meaningful at this d
+  Matrix<Scalar> centers_;  // the centers of the last call (empty before the first)
+  Labels labels_;           // the last call's labels
+  int groups_ = 0;
+  std::vector<int> group_of_;     // per center
+  std::vector<int> members_;      // the centers, group by group
+  std::vector<int> group_start_;  // group g's centers: members_[group_start_[g], [g + 1])
+  // Per group, an upper bound on the sum of its largest move at each call.
+  std::vector<double> drift_;
+  // Per point and group (groups_ a point), its lower bound on the distance
+  // to the group's centers but its own plus the group's drift when it was
+  // stored, rounded down: the bound now is that less the drift now.
+  std::vector<Scalar> bound_;
+  // The bounds in one form at a time: per group (tight, the group filter's)
+  // or one a point (single_, with drift_all_ the sum of the largest move of
+  // any center at each call), which costs less where the groups do not pay.
+  bool tight_ = false;
+  std::vector<Scalar> single_;
+  double drift_all_ = 0;
   std::vector<AssignmentStats> stats_;
 };
 

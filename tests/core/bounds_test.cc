@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/algorithm.h"
+#include "core/assign.h"
 #include "core/random.h"
 #include "core/transformer.h"
 #include "core/unit_norm.h"
@@ -77,6 +78,41 @@ std::vector<Problem<Scalar>> Problems() {
     p->centers.col(3).setConstant(Scalar(40));
     p->centers.col(6).setConstant(Scalar(-40));
     p->empty_clusters = policy;
+  }
+  // Many centers, so that the bounds come in groups: far centers whose
+  // clusters empty and jump under each policy (with weights under
+  // relocation), duplicate points and centers on a grid, large coordinates.
+  for (const EmptyClusterPolicy policy :
+       {EmptyClusterPolicy::kKeep, EmptyClusterPolicy::kRelocateFarthest,
+        EmptyClusterPolicy::kSplitLargest}) {
+    Problem<Scalar>* p =
+        add(std::string("groups-empty-") + std::string(EmptyClusterPolicyName(policy)),
+            Blobs<Scalar>(5000, 6, 30, 13), 48);
+    for (int j = 40; j < 48; ++j) p->centers.col(j).setConstant(Scalar(j % 2 == 0 ? 30 : -30));
+    p->empty_clusters = policy;
+    p->layers = 20;
+    if (policy == EmptyClusterPolicy::kRelocateFarthest) {
+      Rng rng(13);
+      p->weights.resize(p->points.cols());
+      for (Eigen::Index i = 0; i < p->weights.size(); ++i) {
+        p->weights[i] = i % 5 == 0 ? Scalar(0) : static_cast<Scalar>(0.5 + rng.Uniform());
+      }
+    }
+  }
+  {
+    Rng rng(14);
+    Matrix<Scalar> grid(4, 4000);
+    for (Eigen::Index i = 0; i < grid.size(); ++i) {
+      grid.data()[i] = static_cast<Scalar>(rng.Below(5));
+    }
+    grid.rightCols(1000) = grid.leftCols(1000);
+    Problem<Scalar>* p = add("groups-grid-ties", grid, 40);
+    p->centers.rightCols(10) = p->centers.leftCols(10);
+  }
+  {
+    Matrix<Scalar> points = Blobs<Scalar>(4000, 5, 32, 15, 0.1);
+    points = (points.array() * Scalar(100) + Scalar(1e5)).matrix();
+    add("groups-offset-100000", points, 32);
   }
   // All centers at one point: every cluster but the first starts empty.
   {
@@ -180,6 +216,58 @@ TYPED_TEST(BoundsTest, BoundsSettleMostPointsOnSeparatedBlobs) {
     EXPECT_GT(run.assignments.back().settled, 0);
     if (p.name == "blobs" || p.name == "one-center") {
       EXPECT_GT(run.assignments.back().settled, n * 9 / 10);
+    }
+  }
+}
+
+// With many centers the bounds come in groups, and the group filter decides
+// some of the points the global test leaves open, by the distances to the
+// centers of the groups it does not exclude alone.
+TYPED_TEST(BoundsTest, GroupFilterDecidesPointsTheGlobalTestLeavesOpen) {
+  using S = TypeParam;
+  for (const Problem<S>& p : Problems<S>()) {
+    if (p.centers.cols() < 20) continue;
+    SCOPED_TRACE(p.name);
+    const RunResult<S> run = Run(p, AssignmentPath::kBounds);
+    int64_t grouped = 0;
+    for (const AssignmentStats& a : run.assignments) grouped += a.grouped;
+    EXPECT_GT(grouped, 0);
+  }
+}
+
+// Layer by layer on the assignment alone: one center at a time jumps to a
+// point of an integer grid, where exact ties with lower-index centers
+// abound, and every call's labels, objective and sums equal AssignNearest's
+// on the same centers, bounds forced and automatic.
+TYPED_TEST(BoundsTest, CentersJumpingOntoTiesGiveTheProductsResultsAtEveryCall) {
+  using S = TypeParam;
+  Rng rng(21);
+  Matrix<S> points(3, 3000), start(3, 40);
+  for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = static_cast<S>(rng.Below(6));
+  for (Eigen::Index i = 0; i < start.size(); ++i) start.data()[i] = static_cast<S>(rng.Below(6));
+  for (const AssignmentPath path : {AssignmentPath::kBounds, AssignmentPath::kAuto}) {
+    BoundedAssignment<S> bounded(points, nullptr, path);
+    Matrix<S> centers = start;
+    int64_t grouped = 0;
+    for (int call = 0; call < 40; ++call) {
+      SCOPED_TRACE(testing::Message() << "call " << call);
+      if (call > 0) {
+        const Eigen::Index j = static_cast<Eigen::Index>(rng.Below(40));
+        for (Eigen::Index l = 0; l < 3; ++l) centers(l, j) = static_cast<S>(rng.Below(6));
+      }
+      Labels got, want;
+      ClusterSums got_sums(3, 40), want_sums(3, 40);
+      const double got_objective = bounded.Assign(centers, &got, &got_sums);
+      const double want_objective = AssignNearest(points, centers, &want, nullptr, &want_sums);
+      ASSERT_EQ(got, want);
+      EXPECT_EQ(got_objective, want_objective);
+      EXPECT_EQ(got_sums.sums, want_sums.sums);
+      EXPECT_EQ(got_sums.counts, want_sums.counts);
+      grouped += bounded.stats().back().grouped;
+    }
+    // The group filter took part, where it is forced.
+    if (path == AssignmentPath::kBounds) {
+      EXPECT_GT(grouped, 0);
     }
   }
 }
