@@ -39,6 +39,11 @@ struct TrainerOptions {
   /// starts from inits[i % inits.size()]; the model records them, the first
   /// as its default. A random subset is the task's first k points.
   std::vector<InitMethod> inits = {InitMethod::kRandomSubset};
+  /// Each task of a random size within tasks.d and tasks.k (DrawTaskSize),
+  /// its points zero-padded to tasks.d and its centers run as the first of
+  /// tasks.k clusters, as a padded model serves them (core/padding.h); the
+  /// loss is the task's own, in its d dimensions; default false
+  bool random_sizes = false;
 };
 
 struct TrainerState {

@@ -49,6 +49,9 @@ ABSL_FLAG(std::string, out, "", "model file to write (default models/<name>.kmt)
 ABSL_FLAG(std::string, checkpoint, "", "checkpoint file (default <out>.ckpt)");
 ABSL_FLAG(int64_t, checkpoint_every, 500, "steps between checkpoints");
 ABSL_FLAG(bool, resume, false, "continue from the checkpoint if it exists");
+ABSL_FLAG(bool, random_sizes, false,
+          "each task of random d' in 2..d and k' in 2..k, padded to d and k as the server "
+          "pads a smaller batch (zero coordinates, the other centers masked)");
 ABSL_FLAG(int64_t, stop_after, 0,
           "stop (with a checkpoint) after this many steps in this run; 0: run to the end");
 
@@ -79,6 +82,7 @@ absl::StatusOr<TrainerOptions> Options() {
   o.validation_tasks = absl::GetFlag(FLAGS_validation_tasks);
   o.patience = absl::GetFlag(FLAGS_patience);
   o.seed = absl::GetFlag(FLAGS_seed);
+  o.random_sizes = absl::GetFlag(FLAGS_random_sizes);
   o.inits.clear();
   for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_init), ',')) {
     absl::StatusOr<InitMethod> method = ParseInitMethod(name);
@@ -104,12 +108,15 @@ std::string InitsName(const std::vector<InitMethod>& inits) {
 // and in the model's provenance.
 std::string Config(const TrainerOptions& o) {
   return absl::StrFormat(
-      "d=%d\nk=%d\nn=%d\nembedding=%s\nfamily=%s\nscale=%g\nsteps=%d\nbatch=%d\nlr=%g\n"
-      "clip=%g\ntau=%g\nloss=%s\neval_every=%d\nvalidation_tasks=%d\npatience=%d\nseed=%d\n"
-      "init=%s\n",
-      o.tasks.d, o.tasks.k, o.tasks.n, EmbeddingName(o.embedding), FamilyName(o.tasks.family),
-      o.tasks.scale, o.steps, o.batch, o.learning_rate, o.clip_norm, o.tau, LossFormName(o.loss),
-      o.eval_every, o.validation_tasks, o.patience, o.seed, InitsName(o.inits));
+             "d=%d\nk=%d\nn=%d\nembedding=%s\nfamily=%s\nscale=%g\nsteps=%d\nbatch=%d\nlr=%g\n"
+             "clip=%g\ntau=%g\nloss=%s\neval_every=%d\nvalidation_tasks=%d\npatience=%d\nseed=%d\n"
+             "init=%s\n",
+             o.tasks.d, o.tasks.k, o.tasks.n, EmbeddingName(o.embedding),
+             FamilyName(o.tasks.family), o.tasks.scale, o.steps, o.batch, o.learning_rate,
+             o.clip_norm, o.tau, LossFormName(o.loss), o.eval_every, o.validation_tasks, o.patience,
+             o.seed, InitsName(o.inits)) +
+         // Only when set, so that the checkpoints of other runs still resume.
+         (o.random_sizes ? "random_sizes=true\n" : "");
 }
 
 absl::Status SaveCheckpoint(const std::string& path, const std::string& config,
@@ -211,7 +218,9 @@ absl::Status Run() {
   file.set_description(absl::StrCat(
       "one learned layer applied per step with re-embedding, trained on ",
       FamilyName(o.tasks.family), " mixtures (n = ", o.tasks.n, ", d = ", o.tasks.d,
-      ", k = ", o.tasks.k, ") scaled to [0, 1], from ", InitsName(o.inits), " initial centers"));
+      ", k = ", o.tasks.k, ") scaled to [0, 1], from ", InitsName(o.inits), " initial centers",
+      o.random_sizes ? ", each task of random d <= " : "",
+      o.random_sizes ? absl::StrCat(o.tasks.d, " and k <= ", o.tasks.k, " padded") : ""));
   v1::Provenance* p = file.mutable_provenance();
   p->set_training_config(config);
   p->set_seed(o.seed);
