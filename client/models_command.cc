@@ -17,14 +17,19 @@ std::string InitName(int init) {
   return method.ok() ? std::string(InitMethodName(*method)) : std::to_string(init);
 }
 
-// "init=kmeans++", and for a learned model what it was trained from and from
-// which layer on Lloyd's steps take over.
+// "init=kmeans++", and for a learned model what it was trained from, from
+// which layer on Lloyd's steps take over and the smaller sizes it serves.
 std::string Inits(const v1::ModelInfo& m) {
   std::string out = "init=" + InitName(m.default_init());
   for (int i = 0; i < m.trained_inits_size(); ++i) {
     out += (i == 0 ? " trained-from=" : ",") + InitName(m.trained_inits(i));
   }
   if (m.lloyd_after() > 0) out += " lloyd-after=" + std::to_string(m.lloyd_after());
+  // Beyond its own size, those a learned model serves by padding.
+  for (int i = 1; i < m.accepted_sizes_size(); ++i) {
+    out += (i == 1 ? " padded-sizes=" : ",") + std::to_string(m.accepted_sizes(i).d()) + "x" +
+           std::to_string(m.accepted_sizes(i).k());
+  }
   return out;
 }
 

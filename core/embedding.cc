@@ -78,14 +78,22 @@ Matrix<Scalar> EmbedPoints(const Matrix<Scalar>& points, int m, bool norm_coordi
 template <typename Scalar>
 Matrix<Scalar> EmbedCenters(const Matrix<Scalar>& centers, Embedding embedding,
                             bool norm_coordinate) {
-  const int k = static_cast<int>(centers.cols());
-  return Tokens<Scalar>(centers, CenterRegisters<Scalar>(embedding, k), norm_coordinate);
+  return EmbedCentersOf(centers, embedding, static_cast<int>(centers.cols()), norm_coordinate);
 }
 
-#define KMT_INSTANTIATE(S)                                        \
-  template Matrix<S> CenterRegisters<S>(Embedding, int);          \
-  template Matrix<S> EmbedPoints<S>(const Matrix<S>&, int, bool); \
-  template Matrix<S> EmbedCenters<S>(const Matrix<S>&, Embedding, bool);
+template <typename Scalar>
+Matrix<Scalar> EmbedCentersOf(const Matrix<Scalar>& centers, Embedding embedding, int clusters,
+                              bool norm_coordinate) {
+  const Matrix<Scalar> codes =
+      CenterRegisters<Scalar>(embedding, clusters).leftCols(centers.cols());
+  return Tokens<Scalar>(centers, codes, norm_coordinate);
+}
+
+#define KMT_INSTANTIATE(S)                                               \
+  template Matrix<S> CenterRegisters<S>(Embedding, int);                 \
+  template Matrix<S> EmbedPoints<S>(const Matrix<S>&, int, bool);        \
+  template Matrix<S> EmbedCenters<S>(const Matrix<S>&, Embedding, bool); \
+  template Matrix<S> EmbedCentersOf<S>(const Matrix<S>&, Embedding, int, bool);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -32,6 +32,13 @@ Matrix<Scalar> EmbedPoints(const Matrix<Scalar>& points, int m, bool norm_coordi
 template <typename Scalar>
 Matrix<Scalar> EmbedCenters(const Matrix<Scalar>& centers, Embedding embedding,
                             bool norm_coordinate = false);
+// The centers as the first centers.cols() clusters of a layout for
+// `clusters` >= centers.cols(): their codes are the first columns of
+// CenterRegisters(embedding, clusters), m = RegisterDim(embedding, clusters).
+// A model of k clusters runs fewer centers so, as if the others were masked.
+template <typename Scalar>
+Matrix<Scalar> EmbedCentersOf(const Matrix<Scalar>& centers, Embedding embedding, int clusters,
+                              bool norm_coordinate = false);
 
 }  // namespace kmt
 

@@ -1,10 +1,12 @@
 #include "core/engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/distances.h"
+#include "core/padding.h"
 #include "core/point_moments.h"
 
 namespace kmt {
@@ -60,12 +62,27 @@ const std::vector<ParameterSpec>& ServedModel<Scalar>::parameters() const {
 }
 
 template <typename Scalar>
+std::vector<ModelSize> ServedModel<Scalar>::accepted_sizes() const {
+  if (weights_ == nullptr) return {};
+  std::vector<ModelSize> sizes = {{.d = weights_->d, .k = weights_->k}};
+  sizes.insert(sizes.end(), weights_->padded_sizes.begin(), weights_->padded_sizes.end());
+  return sizes;
+}
+
+template <typename Scalar>
 absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
   const ParameterValues& given = batch.spec().parameters;
   if (weights_ != nullptr) {
-    if (batch.d() != weights_->d || batch.k() != weights_->k) {
+    const std::vector<ModelSize> sizes = accepted_sizes();
+    const ModelSize size{.d = batch.d(), .k = batch.k()};
+    if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) {
+      std::string padded;
+      for (size_t i = 1; i < sizes.size(); ++i) {
+        absl::StrAppend(&padded, i == 1 ? "" : ", ", "(", sizes[i].d, ", ", sizes[i].k, ")");
+      }
       return absl::InvalidArgumentError(
           absl::StrCat("model ", name_, " was trained for d = ", weights_->d, ", k = ", weights_->k,
+                       padded.empty() ? "" : " and serves by padding (d, k) = ", padded,
                        "; the batch has d = ", batch.d(), ", k = ", batch.k()));
     }
     if (!given.empty()) {
@@ -200,9 +217,16 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
   const Vector<Scalar>* weights = spec.weights.size() > 0 ? &spec.weights : nullptr;
   // The model sees the batch through its input map; centers it is given
   // are mapped too, centers it chooses are chosen among the mapped points.
-  const InputMap<Scalar> map(model.input_scaling(), points);
-  const Matrix<Scalar> mapped = map.identity() ? Matrix<Scalar>() : map.ToModel(points);
-  const Matrix<Scalar>& model_points = map.identity() ? points : mapped;
+  // A batch below a learned model's size runs padded (padding.h): zero
+  // coordinates up to the model's d, its centers the model's first
+  // clusters; the result is cut back to the batch's d below.
+  const Model<Scalar>* own = model.weights();
+  const bool padded = own != nullptr && (batch.d() < own->d || spec.k < own->k);
+  const Matrix<Scalar> padded_points = padded ? PadRows(points, own->d) : Matrix<Scalar>();
+  const Matrix<Scalar>& run_points = padded ? padded_points : points;
+  const InputMap<Scalar> map(model.input_scaling(), run_points);
+  const Matrix<Scalar> mapped = map.identity() ? Matrix<Scalar>() : map.ToModel(run_points);
+  const Matrix<Scalar>& model_points = map.identity() ? run_points : mapped;
 
   // A dense circuit of an exact model has weights only for this d, k and
   // parameters: it is built for the batch.
@@ -211,7 +235,8 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
                               .k = spec.k,
                               .algorithm = &algorithm,
                               .parameters = &parameters,
-                              .point_weights = weights};
+                              .point_weights = weights,
+                              .data_dims = batch.d()};
   const bool dense = model.RunsDense(batch);
   if (model.exact() && dense) {
     if (absl::Status s =
@@ -237,7 +262,7 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
     const uint64_t seed = spec.seed + static_cast<uint64_t>(r);
     Matrix<Scalar> initial;
     if (given.size() > 0) {
-      initial = map.ToModel(given);
+      initial = map.ToModel(padded ? PadRows(given, own->d) : given);
     } else {
       absl::StatusOr<Matrix<Scalar>> chosen = ChooseInitialCenters(
           model_points, spec.k, spec.init.value_or(model.default_init()), seed, check, weights);
@@ -254,8 +279,9 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
                                     : std::nullopt,
         .empty_clusters = spec.empty_clusters};
     absl::StatusOr<RunResult<Scalar>> run =
-        Evaluate(evaluator, points, model_points, map, initial, options);
+        Evaluate(evaluator, run_points, model_points, map, initial, options);
     if (!run.ok()) return run.status();
+    if (padded) Unpad(points, batch.d(), &*run);
     // Coordinates within MaxCoordinate cannot overflow; fixed weights can
     // still move centers anywhere. No non-finite number leaves the engine.
     if (!std::isfinite(run->objective) || !run->centers.allFinite()) {

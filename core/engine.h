@@ -53,8 +53,13 @@ class ServedModel {
   // for an exact construction, and for weights the fast path runs.
   const Model<Scalar>* guarded_weights() const { return guarded_.get(); }
 
-  // Whether this model can run the batch: fixed weights need their own d and
-  // k, and a guard needs weights of their own; a parameter must be one the
+  // Fixed weights: the batch sizes they run, their own d and k first, then
+  // those they serve by padding (Model::padded_sizes). Empty for an exact
+  // model, which runs any.
+  std::vector<ModelSize> accepted_sizes() const;
+
+  // Whether this model can run the batch: fixed weights need one of their
+  // accepted sizes, and a guard needs weights of their own; a parameter must be one the
   // model reads, within its range.
   absl::Status Accepts(const Batch<Scalar>& batch) const;
   // The batch's parameters with the defaults filled in. Call after Accepts.

@@ -52,6 +52,25 @@ absl::Status ValidateModel(const Model<Scalar>& model) {
         "model guard is for re-embedded models whose centers are k-means centers of their "
         "points; this one carries its registers over, or has a norm layer or a norm coordinate");
   }
+  for (size_t i = 0; i < model.padded_sizes.size(); ++i) {
+    const ModelSize& size = model.padded_sizes[i];
+    if (size.d < 1 || size.d > model.d || size.k < 1 || size.k > model.k ||
+        size == ModelSize{model.d, model.k}) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model padded size d = ", size.d, ", k = ", size.k,
+                       " is not below its own d = ", model.d, ", k = ", model.k));
+    }
+    if (!model.reembed) {
+      return absl::InvalidArgumentError(
+          "model padded sizes are for re-embedded models; this one carries its registers over");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (model.padded_sizes[j] == size) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model lists the padded size d = ", size.d, ", k = ", size.k, " twice"));
+      }
+    }
+  }
   const int dim = model.dim();
   for (size_t t = 0; t < model.layers.size(); ++t) {
     for (BlockId id : kBlockIds) {

@@ -57,6 +57,15 @@ struct LayerWeights {
   }
 };
 
+// A batch size a model serves: d dimensions, k clusters.
+struct ModelSize {
+  int d = 0;  ///< dimensions; default 0
+  int k = 0;  ///< clusters; default 0
+  friend bool operator==(const ModelSize& a, const ModelSize& b) {
+    return a.d == b.d && a.k == b.k;
+  }
+};
+
 template <typename Scalar>
 struct Model {
   std::string name;                          ///< how the registry and logs call it
@@ -100,6 +109,10 @@ struct Model {
   /// increases from layer to layer. Not stored in model files: the engine
   /// runs any learned model guarded on request.
   bool guard = false;
+  /// Smaller batch sizes the weights also serve, by padding (padding.h):
+  /// those where the padded model was measured ahead of Lloyd's. Empty: its
+  /// own d and k only.
+  std::vector<ModelSize> padded_sizes;
 
   int registers() const { return RegisterDim(embedding, k); }
   /// Tokens are [data (d); registers; squared norm (if norm_coordinate)].

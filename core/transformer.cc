@@ -103,21 +103,26 @@ GuardStep<Scalar> LloydStep(const Frame<Scalar>& frame, const Matrix<Scalar>& mo
 }
 
 // The model's layers 0..layers-1; *centers ends as the last layer's centers
-// in the model's units.
+// in the model's units. Fewer initial centers than the model's k run as its
+// first clusters, the others absent from every block (masked); with
+// data_dims < d the points' coordinates from data_dims on are zero padding,
+// and the centers' are reset to zero after every layer.
 template <typename Scalar>
 absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
                       const Matrix<Scalar>& initial_centers, const RunOptions& options, int layers,
-                      Matrix<Scalar>* centers, RunResult<Scalar>* result) {
+                      int data_dims, Matrix<Scalar>* centers, RunResult<Scalar>* result) {
   std::optional<ScopedOmpThreads> one_thread;
   if (frame.points.cols() < kDenseThreadsFrom) one_thread.emplace(1);
   const int d = model.d, m = model.registers();
-  const Matrix<Scalar> codes = CenterRegisters<Scalar>(model.embedding, model.k);
+  const int k = static_cast<int>(initial_centers.cols());
+  const Matrix<Scalar> codes = CenterRegisters<Scalar>(model.embedding, model.k).leftCols(k);
   // The norm layer on the data coordinates of tokens (spherical k-means).
   const auto unit_norm = [&](Matrix<Scalar>* tokens) {
     if (model.unit_norm) ScaleToUnitNorm<Scalar>(tokens->topRows(d));
   };
   Matrix<Scalar> x = EmbedPoints(frame.model_points, m, model.norm_coordinate);
-  Matrix<Scalar> c = EmbedCenters(initial_centers, model.embedding, model.norm_coordinate);
+  Matrix<Scalar> c =
+      EmbedCentersOf(initial_centers, model.embedding, model.k, model.norm_coordinate);
   unit_norm(&x);
   unit_norm(&c);
   for (int t = 0; t < layers; ++t) {
@@ -151,9 +156,9 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
       if (WeighsEveryKey(to_points.normalizer)) {
         // Sparsemax, normmax and Gumbel give some key weight whatever the
         // scores: a center has support when a point carries its code.
-        support.assign(model.k, false);
+        support.assign(k, false);
         for (Eigen::Index i = 0; i < x.cols(); ++i) {
-          for (int j = 0; j < model.k; ++j) {
+          for (int j = 0; j < k; ++j) {
             if (!support[j] && x.col(i).segment(d, m) == codes.col(j)) support[j] = true;
           }
         }
@@ -161,9 +166,9 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
       const Matrix<Scalar> a4 = Attend(to_centers, c, c, nullptr, sampling);
       Matrix<Scalar> next = c + a4;
       next += a3;
-      std::vector<bool> kept(model.k, false);
+      std::vector<bool> kept(k, false);
       if (model.keep_empty_centers) {
-        for (int j = 0; j < model.k; ++j) {
+        for (int j = 0; j < k; ++j) {
           if (support[j]) continue;
           next.col(j) = c.col(j);
           kept[j] = true;
@@ -183,10 +188,14 @@ absl::Status RunDense(const Model<Scalar>& model, const Frame<Scalar>& frame,
     if (w.center_feed_forward) {
       // A kept center's token is already whole: it skips the block too.
       const Matrix<Scalar> f = FeedForwardOutput(*w.center_feed_forward, c);
-      for (int j = 0; j < model.k; ++j) {
+      for (int j = 0; j < k; ++j) {
         if (!kept[j]) c.col(j) += f.col(j);
       }
     }
+    // Padding: the centers stay in the batch's own space, so that every
+    // layer's labels and objective are the caller's and the next layer
+    // starts from the centers reported.
+    if (data_dims < d) c.middleRows(data_dims, d - data_dims).setZero();
     unit_norm(&c);
     int empty = empty_learned;
     result->layers_run = t + 1;
@@ -383,9 +392,11 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
                 &result);
   } else {
     Matrix<Scalar> centers;
-    s = RunDense(*weights, frame, initial_centers, options, dense_layers, &centers, &result);
+    const int data_dims = evaluator.data_dims > 0 ? evaluator.data_dims : weights->d;
+    s = RunDense(*weights, frame, initial_centers, options, dense_layers, data_dims, &centers,
+                 &result);
     if (s.ok() && then_lloyd) {
-      s = RunFast<Scalar>({.embedding = weights->embedding, .k = weights->k}, frame, centers,
+      s = RunFast<Scalar>({.embedding = weights->embedding, .k = evaluator.k}, frame, centers,
                           options, dense_layers, nullptr, &result);
     }
   }

@@ -130,6 +130,11 @@ struct Evaluator {
   const Algorithm* algorithm = &LloydAlgorithm();  ///< fast: the center update
   const ParameterValues* parameters = nullptr;     ///< fast: its resolved parameters
   const Vector<Scalar>* point_weights = nullptr;   ///< n point weights; null: 1 each
+  /// Dense, points zero-padded to the weights' d (padding.h): the batch's own
+  /// dimensions, whose complement the centers are held at zero in; 0: the
+  /// weights' d, no padding. The weights may also run fewer centers than
+  /// their k (k above), as their first clusters.
+  int data_dims = 0;
 };
 
 // The evaluators without input checks, for inputs already validated:

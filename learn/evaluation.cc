@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/padding.h"
 #include "core/random.h"
 #include "core/transformer.h"
 
@@ -151,7 +152,8 @@ SeedLogs EvaluateSeed(const Scenario& scenario, const std::vector<Model<float>>&
     const Matrix<float> init = *InitialCenters(points, scenario.tasks.k, scenario.init, seed + t);
     logs.lloyd[t] = Logs(RunLloyd<float>({}, points, init, {.layers = steps}), steps);
     for (size_t m = 0; m < models.size(); ++m) {
-      logs.models[m][t] = Logs(RunTransformer(models[m], points, init, {.layers = steps}), steps);
+      // Tasks below a model's d and k run padded (core/padding.h).
+      logs.models[m][t] = Logs(RunPadded(models[m], points, init, {.layers = steps}), steps);
     }
   }
   return logs;

@@ -55,7 +55,8 @@ struct SeedLogs {
   std::vector<StepLogs> models;  ///< per model, in the order given
 };
 
-// Tasks seed, seed + 1, ..., seed + tasks - 1 of the scenario.
+// Tasks seed, seed + 1, ..., seed + tasks - 1 of the scenario; a model runs
+// a task below its d and k padded (core/padding.h).
 SeedLogs EvaluateSeed(const Scenario& scenario, const std::vector<Model<float>>& models, int tasks,
                       int steps, uint64_t seed);
 

@@ -77,15 +77,16 @@ void SoftmaxAttentionBackward(const AttentionBlock<Scalar>& block, const Attenti
 template <typename Scalar>
 Matrix<Scalar> LayerForward(const LayerWeights<Scalar>& w, Embedding embedding,
                             const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
-                            LayerCache<Scalar>* cache) {
+                            LayerCache<Scalar>* cache, int clusters) {
   LayerCache<Scalar>& c = *cache;
   const Eigen::Index d = points.rows();
-  const int m = RegisterDim(embedding, static_cast<int>(centers.cols()));
+  if (clusters == 0) clusters = static_cast<int>(centers.cols());
+  const int m = RegisterDim(embedding, clusters);
   // [X; 0] written in place: EmbedPoints would allocate it anew each time.
   c.x0.resize(d + m, points.cols());
   c.x0.topRows(d) = points;
   c.x0.bottomRows(m).setZero();
-  c.c0 = EmbedCenters(centers, embedding);
+  c.c0 = EmbedCentersOf(centers, embedding, clusters);
   c.x1 = c.x0;
   SoftmaxAttentionForward(w[BlockId::kPointsToPoints], c.x0, c.x0, c.Of(BlockId::kPointsToPoints),
                           &c.out);
@@ -152,7 +153,7 @@ LayerWeights<Scalar> ZeroLike(const LayerWeights<Scalar>& like) {
                                             const Matrix<S>&, AttentionBlock<S>*, Matrix<S>*,   \
                                             AttentionScratch<S>*);                              \
   template Matrix<S> LayerForward<S>(const LayerWeights<S>&, Embedding, const Matrix<S>&,       \
-                                     const Matrix<S>&, LayerCache<S>*);                         \
+                                     const Matrix<S>&, LayerCache<S>*, int);                    \
   template void LayerBackward<S>(const LayerWeights<S>&, const Matrix<S>&, LayerCache<S>*,      \
                                  LayerWeights<S>*);                                             \
   template void SetZero<S>(LayerWeights<S>*);                                                   \

@@ -70,11 +70,13 @@ struct LayerCache {
 
 // One layer on points X (d x n) from centers C0 (d x k): tokens [X; 0] and
 // [C0; E], then X1 = X0 + A1 + A2, C1 = C0 + A3(C0, X1) + A4(C0, C0).
-// Returns the new centers, the first d rows of C1 (d x k).
+// Returns the new centers, the first d rows of C1 (d x k). With `clusters`
+// above k, the k centers are the first clusters of a layout for that many
+// (EmbedCentersOf), the others masked; 0: k.
 template <typename Scalar>
 Matrix<Scalar> LayerForward(const LayerWeights<Scalar>& w, Embedding embedding,
                             const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
-                            LayerCache<Scalar>* cache);
+                            LayerCache<Scalar>* cache, int clusters = 0);
 
 // d_centers is (d, k), the loss gradient for LayerForward's result, which
 // filled *cache. Adds the weight gradients to *grad.

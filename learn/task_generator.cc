@@ -144,6 +144,18 @@ Task<Scalar> GenerateTask(const TaskOptions& options, uint64_t seed) {
   return task;
 }
 
+TaskSize DrawTaskSize(const TaskOptions& options, uint64_t seed) {
+  Rng rng(seed ^ 0x5eed0fd1e5c0ffeeull);
+  const auto draw = [&rng](int most) {
+    const int least = std::min(2, most);
+    return least + static_cast<int>(rng.Below(most - least + 1));
+  };
+  TaskSize size;
+  size.d = draw(options.d);
+  size.k = draw(options.k);
+  return size;
+}
+
 template Task<float> GenerateTask<float>(const TaskOptions&, uint64_t);
 template Task<double> GenerateTask<double>(const TaskOptions&, uint64_t);
 

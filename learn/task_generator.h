@@ -63,6 +63,17 @@ struct Task {
 template <typename Scalar>
 Task<Scalar> GenerateTask(const TaskOptions& options, uint64_t seed);
 
+// Tasks of random size for a model of options.d and options.k served by
+// padding (core/padding.h): the size of the task drawn with `seed`, d'
+// uniform in 2..options.d and k' in 2..options.k (each at least 1), from a
+// stream of its own, so that the task of that size is GenerateTask's for
+// the same seed.
+struct TaskSize {
+  int d = 0;  ///< dimensions of the task; default 0
+  int k = 0;  ///< clusters of the task; default 0
+};
+TaskSize DrawTaskSize(const TaskOptions& options, uint64_t seed);
+
 }  // namespace kmt
 
 #endif  // KMT_LEARN_TASK_GENERATOR_H_

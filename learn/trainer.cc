@@ -8,6 +8,7 @@
 #include "core/assign.h"
 #include "core/init.h"
 #include "core/input_scaling.h"
+#include "core/padding.h"
 #include "core/random.h"
 #include "core/transformer.h"
 #include "learn/evaluation.h"
@@ -83,24 +84,44 @@ int64_t ParamCount(const TrainerOptions& o) {
   return 4 * (3 * dim * dim + 3 * dim);
 }
 
-// The points of the task drawn with `task_seed`: generated, or a subset of
-// the dataset seen as the served model will see a batch, through the global
-// min-max map (its k-means problem is the subset's, up to a translation and
-// one scale).
-Matrix<float> TaskPoints(const TrainerOptions& o, uint64_t task_seed) {
-  if (!o.data) return GenerateTask<float>(o.tasks, task_seed).points;
-  const Matrix<float> subset = DataTask(*o.data, o.tasks.n, task_seed);
+// The points of the task drawn with `task_seed`, of `options`' n and d:
+// generated, or a subset of the dataset seen as the served model will see a
+// batch, through the global min-max map (its k-means problem is the
+// subset's, up to a translation and one scale).
+Matrix<float> TaskPoints(const TrainerOptions& o, const TaskOptions& options, uint64_t task_seed) {
+  if (!o.data) return GenerateTask<float>(options, task_seed).points;
+  const Matrix<float> subset = DataTask(*o.data, options.n, task_seed);
   return InputMap<float>(InputScaling::kGlobalMinMax, subset).ToModel(subset);
 }
 
 // Initial centers of the task drawn with `task_seed`, the index-th of its
 // kind: a random subset is the first k points (the points are drawn in
 // random order); k-means++ draws its own with a seed from the task's.
-Matrix<float> TaskInit(const TrainerOptions& o, const Matrix<float>& points, uint64_t task_seed,
-                       int64_t index) {
+Matrix<float> TaskInit(const TrainerOptions& o, int k, const Matrix<float>& points,
+                       uint64_t task_seed, int64_t index) {
   const InitMethod method = o.inits[index % o.inits.size()];
-  if (method == InitMethod::kRandomSubset) return points.leftCols(o.tasks.k);
-  return *ChooseInitialCenters(points, o.tasks.k, method, MixSeed(task_seed, kInitSeeds, 0));
+  if (method == InitMethod::kRandomSubset) return points.leftCols(k);
+  return *ChooseInitialCenters(points, k, method, MixSeed(task_seed, kInitSeeds, 0));
+}
+
+// A task in its own d' and k' (the options' d and k unless random_sizes):
+// its points (d' x n) and initial centers (d' x k').
+struct SizedTask {
+  Matrix<float> points;
+  Matrix<float> init;
+};
+
+SizedTask DrawTask(const TrainerOptions& o, uint64_t task_seed, int64_t index) {
+  TaskOptions options = o.tasks;
+  if (o.random_sizes) {
+    const TaskSize size = DrawTaskSize(o.tasks, task_seed);
+    options.d = size.d;
+    options.k = size.k;
+  }
+  SizedTask task;
+  task.points = TaskPoints(o, options, task_seed);
+  task.init = TaskInit(o, options.k, task.points, task_seed, index);
+  return task;
 }
 
 }  // namespace
@@ -142,10 +163,9 @@ double ValidationRatio(const TrainerOptions& o, const Model<float>& model) {
   for (int t = 0; t < o.validation_tasks; ++t) {
     const FlushSubnormals flush;
     const uint64_t seed = MixSeed(o.seed, kValidationTasks, t);
-    const Matrix<float> points = TaskPoints(o, seed);
-    const Matrix<float> init = TaskInit(o, points, seed, t);
-    const double learned = RunTransformer(model, points, init, {.layers = 1})->objective;
-    const double lloyd = RunLloyd<float>({}, points, init, {.layers = 1})->objective;
+    const SizedTask task = DrawTask(o, seed, t);
+    const double learned = RunPadded(model, task.points, task.init, {.layers = 1})->objective;
+    const double lloyd = RunLloyd<float>({}, task.points, task.init, {.layers = 1})->objective;
     ratios[t] = learned / lloyd;
   }
   double sum = 0;
@@ -166,6 +186,7 @@ void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
     LayerCache<float> cache;
     LayerWeights<float> grad;
     Matrix<float> d_centers;
+    Matrix<float> d_own;  // the loss gradient in the task's own d' rows
   };
   std::vector<Workspace> workspaces(omp_get_max_threads(),
                                     Workspace{{}, ZeroLike(WeightsFromParams(o, s->params)), {}});
@@ -179,13 +200,22 @@ void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
       Workspace& ws = workspaces[omp_get_thread_num()];
       const int64_t index = s->step * o.batch + t;
       const uint64_t seed = MixSeed(o.seed, kTrainTasks, index);
-      const Matrix<float> points = TaskPoints(o, seed);
+      const SizedTask task = DrawTask(o, seed, index);
+      const int d = static_cast<int>(task.points.rows());
       const Matrix<float> centers =
-          LayerForward(w, o.embedding, points, TaskInit(o, points, seed, index), &ws.cache);
-      ws.d_centers.setZero(centers.rows(), centers.cols());
+          d < o.tasks.d
+              ? LayerForward(w, o.embedding, PadRows(task.points, o.tasks.d),
+                             PadRows(task.init, o.tasks.d), &ws.cache, o.tasks.k)
+              : LayerForward(w, o.embedding, task.points, task.init, &ws.cache, o.tasks.k);
+      // The served run holds the padded coordinates of the centers at zero:
+      // the loss is the task's own, of the centers' first d' rows.
+      ws.d_own.setZero(d, centers.cols());
       const float scale = 1.0f / static_cast<float>(o.batch);
-      task_loss[t] =
-          SmoothedObjective<float>(points, centers, o.tau, o.loss, scale, &ws.d_centers) / o.batch;
+      task_loss[t] = SmoothedObjective<float>(task.points, Matrix<float>(centers.topRows(d)), o.tau,
+                                              o.loss, scale, &ws.d_own) /
+                     o.batch;
+      ws.d_centers.setZero(centers.rows(), centers.cols());
+      ws.d_centers.topRows(d) = ws.d_own;
       SetZero(&ws.grad);
       LayerBackward(w, ws.d_centers, &ws.cache, &ws.grad);
       Eigen::Index at = 0;

@@ -46,6 +46,12 @@ struct TrainerOptions {
   /// the server maps a batch for the model, instead of a generated task;
   /// tasks.d must be its d. Default: none
   std::shared_ptr<const Matrix<float>> data;
+  /// Each task of a random size within tasks.d and tasks.k (DrawTaskSize),
+  /// its points zero-padded to tasks.d and its centers run as the first of
+  /// tasks.k clusters, as a padded model serves them (core/padding.h); the
+  /// loss is the task's own, in its d dimensions; not with data (whose d is
+  /// fixed); default false
+  bool random_sizes = false;
 };
 
 struct TrainerState {

@@ -214,6 +214,9 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
   model.norm_coordinate = file.norm_coordinate();
   model.keep_empty_centers = file.keep_empty_centers();
   model.lloyd_after = file.lloyd_after();
+  for (const v1::ModelSize& size : file.padded_sizes()) {
+    model.padded_sizes.push_back({.d = size.d(), .k = size.k()});
+  }
   for (int init : file.trained_inits()) {
     absl::StatusOr<InitMethod> method = InitFromProto(init);
     if (!method.ok()) {
@@ -281,6 +284,11 @@ v1::ModelFile ModelToProto(const Model<Scalar>& model) {
   file.set_norm_coordinate(model.norm_coordinate);
   file.set_keep_empty_centers(model.keep_empty_centers);
   file.set_lloyd_after(model.lloyd_after);
+  for (const ModelSize& size : model.padded_sizes) {
+    v1::ModelSize* out = file.add_padded_sizes();
+    out->set_d(size.d);
+    out->set_k(size.k);
+  }
   for (InitMethod method : model.trained_inits) file.add_trained_inits(InitToProto(method));
   for (const LayerWeights<Scalar>& w : model.layers) {
     v1::LayerProto* layer = file.add_layers();

@@ -32,6 +32,11 @@ v1::ModelInfo Info(const ServedModel<float>& model) {
     info.set_k(weights->k);
     for (InitMethod method : weights->trained_inits) info.add_trained_inits(InitToProto(method));
     info.set_lloyd_after(weights->lloyd_after);
+    for (const ModelSize& size : model.accepted_sizes()) {
+      v1::ModelSize* out = info.add_accepted_sizes();
+      out->set_d(size.d);
+      out->set_k(size.k);
+    }
   }
   info.set_default_init(InitToProto(model.default_init()));
   info.set_accepts_weights(model.exact() && model.algorithm().weighted());

@@ -18,7 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/command_line.h"
+#include "core/padding.h"
 #include "learn/dataset.h"
 #include "learn/evaluation.h"
 #include "proto/model_file.h"
@@ -61,6 +63,14 @@ ABSL_FLAG(std::string, svg_dir, "", "directory for one SVG plot per scenario, <s
 ABSL_FLAG(std::string, out_matrix_md, "",
           "Markdown table, models by scenarios, of log(objective) minus Lloyd's at step T");
 ABSL_FLAG(std::string, out_matrix_svg, "", "SVG heatmap of the same table");
+ABSL_FLAG(std::vector<std::string>, sizes, {},
+          "batch sizes dxk at or below the models' d and k (e.g. 16x8), run padded: each adds "
+          "the scenarios d<d>-k<k> and d<d>-k<k>-kmeans++, the training distribution at that "
+          "size from random-subset and greedy k-means++ centers");
+ABSL_FLAG(std::string, out_sizes_md, "",
+          "Markdown table of the --sizes scenarios, one row per size: each model's log "
+          "objective minus Lloyd's at step T from both starts, ± its standard error, and "
+          "whether it is ahead from both by more than two standard errors");
 
 namespace kmt {
 namespace {
@@ -258,6 +268,82 @@ std::string MatrixSvg(const std::vector<Scenario>& scenarios,
   return svg;
 }
 
+// One size of --sizes: its two scenarios' indices among all.
+struct SizeRow {
+  ModelSize size;
+  size_t random = 0, kmeanspp = 0;
+};
+
+absl::StatusOr<std::vector<ModelSize>> Sizes(const Model<float>& model) {
+  std::vector<ModelSize> sizes;
+  for (const std::string& text : absl::GetFlag(FLAGS_sizes)) {
+    const std::vector<std::string> parts = absl::StrSplit(text, 'x');
+    ModelSize size;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &size.d) ||
+        !absl::SimpleAtoi(parts[1], &size.k)) {
+      return absl::InvalidArgumentError(absl::StrCat("--sizes: '", text, "' is not dxk"));
+    }
+    if (absl::Status s = CheckPaddable(model, size.d, size.k); !s.ok()) return s;
+    sizes.push_back(size);
+  }
+  return sizes;
+}
+
+// Whether a difference from Lloyd's is below zero by more than two standard
+// errors.
+bool Ahead(const StepSummary& difference, int t, double standard_error) {
+  return difference.mean[t] + 2 * standard_error < 0;
+}
+
+// One row per size: per model the difference from Lloyd's at step t from
+// random-subset and from greedy k-means++ centers, and whether it is ahead
+// from both; `errors[i]` is scenario i's standard error of each difference.
+std::string SizesTable(const std::vector<SizeRow>& rows,
+                       const std::vector<ScenarioSummary>& results,
+                       const std::vector<std::vector<double>>& errors,
+                       const std::vector<Model<float>>& models, int t) {
+  std::string out = absl::StrCat("| d | k | Lloyd's, random | Lloyd's, k-means++");
+  std::string rule = "|---|---|---|---";
+  for (const Model<float>& m : models) {
+    absl::StrAppend(&out, " | ", m.name, ", random − Lloyd's | k-means++ − Lloyd's | ahead");
+    absl::StrAppend(&rule, "|---|---|---");
+  }
+  absl::StrAppend(&out, " |\n", rule, "|\n");
+  const auto cell = [&](const StepSummary& s, double error) {
+    if (!std::isfinite(s.mean[t])) return std::string("diverged");
+    return absl::StrFormat("%+.3f ± %.3f", s.mean[t], error);
+  };
+  for (const SizeRow& row : rows) {
+    const ScenarioSummary &random = results[row.random], &kmeanspp = results[row.kmeanspp];
+    absl::StrAppend(&out, "| ", row.size.d, " | ", row.size.k, " | ",
+                    absl::StrFormat("%.3f", random.lloyd.mean[t]), " | ",
+                    absl::StrFormat("%.3f", kmeanspp.lloyd.mean[t]));
+    for (size_t m = 0; m < models.size(); ++m) {
+      const double e_random = errors[row.random][m], e_kmeanspp = errors[row.kmeanspp][m];
+      const bool ahead = Ahead(random.differences[m], t, e_random) &&
+                         Ahead(kmeanspp.differences[m], t, e_kmeanspp);
+      absl::StrAppend(&out, " | ", cell(random.differences[m], e_random), " | ",
+                      cell(kmeanspp.differences[m], e_kmeanspp), " | ", ahead ? "yes" : "no");
+    }
+    absl::StrAppend(&out, " |\n");
+  }
+  // What a model file would list (ModelFile.padded_sizes): the sizes below
+  // its own where it is ahead from both starts.
+  for (size_t m = 0; m < models.size(); ++m) {
+    std::vector<std::string> listed;
+    for (const SizeRow& row : rows) {
+      if (row.size == ModelSize{models[m].d, models[m].k}) continue;
+      if (Ahead(results[row.random].differences[m], t, errors[row.random][m]) &&
+          Ahead(results[row.kmeanspp].differences[m], t, errors[row.kmeanspp][m])) {
+        listed.push_back(absl::StrCat(row.size.d, "x", row.size.k));
+      }
+    }
+    absl::StrAppend(&out, "\n", models[m].name, " ahead from both starts at: ",
+                    listed.empty() ? "none" : absl::StrJoin(listed, ","), "\n");
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<uint64_t>> Seeds() {
   std::vector<uint64_t> seeds;
   for (const std::string& text : absl::GetFlag(FLAGS_seeds)) {
@@ -320,8 +406,10 @@ absl::Status Run() {
   const TaskOptions base{.d = models[0].d, .k = models[0].k};
   std::vector<Scenario> scenarios;
   const std::vector<std::string> wanted = absl::GetFlag(FLAGS_scenarios);
+  // With --sizes and no --scenarios, the sizes' scenarios alone.
+  const bool all = wanted.empty() && absl::GetFlag(FLAGS_sizes).empty();
   for (const Scenario& s : PaperScenarios(base)) {
-    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), s.name) != wanted.end()) {
+    if (all || std::find(wanted.begin(), wanted.end(), s.name) != wanted.end()) {
       scenarios.push_back(s);
     }
   }
@@ -346,9 +434,32 @@ absl::Status Run() {
       }
     }
   }
+  absl::StatusOr<std::vector<ModelSize>> sizes = Sizes(models[0]);
+  if (!sizes.ok()) return sizes.status();
+  std::vector<SizeRow> size_rows;
+  for (const ModelSize& size : *sizes) {
+    SizeRow row{.size = size};
+    const std::string name = absl::StrCat("d", size.d, "-k", size.k);
+    for (const auto& [suffix, init] : {std::pair{"", InitMethod::kRandomSubset},
+                                       std::pair{"-kmeans++", InitMethod::kKMeansPlusPlus}}) {
+      (init == InitMethod::kRandomSubset ? row.random : row.kmeanspp) = scenarios.size();
+      Scenario s{
+          name + suffix,
+          absl::StrCat("d = ", size.d, ", k = ", size.k, ", ", InitMethodName(init), " init"),
+          base};
+      s.tasks.d = size.d;
+      s.tasks.k = size.k;
+      s.init = init;
+      scenarios.push_back(std::move(s));
+    }
+    size_rows.push_back(row);
+  }
   if (scenarios.empty()) return absl::InvalidArgumentError("--scenarios matches none");
   const int tasks = absl::GetFlag(FLAGS_tasks), steps = absl::GetFlag(FLAGS_steps);
   std::vector<ScenarioSummary> results;
+  // Per scenario and model, the standard error of the difference from
+  // Lloyd's at step T.
+  std::vector<std::vector<double>> errors;
   for (const Scenario& s : scenarios) {
     std::vector<SeedLogs> per_seed;
     for (uint64_t seed : *seeds) {
@@ -357,8 +468,12 @@ absl::Status Run() {
       per_seed.push_back(EvaluateSeed(s, models, tasks, steps, seed));
     }
     results.push_back(Summarise(per_seed));
+    const double samples = per_seed.size() > 1 ? static_cast<double>(per_seed.size()) : tasks;
+    errors.emplace_back();
+    for (const StepSummary& m : results.back().differences) {
+      errors.back().push_back(m.sd[steps - 1] / std::sqrt(samples));
+    }
     if (absl::GetFlag(FLAGS_standard_errors)) {
-      const double samples = per_seed.size() > 1 ? static_cast<double>(per_seed.size()) : tasks;
       const auto to_errors = [&](StepSummary& summary) {
         for (double& sd : summary.sd) sd /= std::sqrt(samples);
       };
@@ -386,6 +501,13 @@ absl::Status Run() {
         "log(k-means objective), lower is better: mean ± %s over %d held-out tasks (seed "
         "%llu)\n\n%s",
         spread, tasks, static_cast<unsigned long long>(seeds->front()), table.c_str());
+  }
+  if (!size_rows.empty()) {
+    const std::string sizes_table = SizesTable(size_rows, results, errors, models, steps - 1);
+    std::printf("\n%s", sizes_table.c_str());
+    if (const std::string path = absl::GetFlag(FLAGS_out_sizes_md); !path.empty()) {
+      std::ofstream(path) << sizes_table;
+    }
   }
   if (const std::string path = absl::GetFlag(FLAGS_out_md); !path.empty()) {
     std::ofstream(path) << table;

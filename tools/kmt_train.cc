@@ -61,6 +61,9 @@ ABSL_FLAG(std::string, data_train_rows, "",
 ABSL_FLAG(int, lloyd_after, 0,
           "the model file runs its layer for this many steps and exact Lloyd's steps after "
           "(0: the layer throughout); training is the same");
+ABSL_FLAG(bool, random_sizes, false,
+          "each task of random d' in 2..d and k' in 2..k, padded to d and k as the server "
+          "pads a smaller batch (zero coordinates, the other centers masked)");
 ABSL_FLAG(int64_t, stop_after, 0,
           "stop (with a checkpoint) after this many steps in this run; 0: run to the end");
 
@@ -119,6 +122,7 @@ absl::StatusOr<TrainerOptions> Options() {
   o.validation_tasks = absl::GetFlag(FLAGS_validation_tasks);
   o.patience = absl::GetFlag(FLAGS_patience);
   o.seed = absl::GetFlag(FLAGS_seed);
+  o.random_sizes = absl::GetFlag(FLAGS_random_sizes);
   o.inits.clear();
   for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_init), ',')) {
     absl::StatusOr<InitMethod> method = ParseInitMethod(name);
@@ -144,12 +148,15 @@ std::string InitsName(const std::vector<InitMethod>& inits) {
 // and in the model's provenance.
 std::string Config(const TrainerOptions& o) {
   return absl::StrFormat(
-      "d=%d\nk=%d\nn=%d\nembedding=%s\nfamily=%s\nscale=%g\nsteps=%d\nbatch=%d\nlr=%g\n"
-      "clip=%g\ntau=%g\nloss=%s\neval_every=%d\nvalidation_tasks=%d\npatience=%d\nseed=%d\n"
-      "init=%s\n",
-      o.tasks.d, o.tasks.k, o.tasks.n, EmbeddingName(o.embedding), FamilyName(o.tasks.family),
-      o.tasks.scale, o.steps, o.batch, o.learning_rate, o.clip_norm, o.tau, LossFormName(o.loss),
-      o.eval_every, o.validation_tasks, o.patience, o.seed, InitsName(o.inits));
+             "d=%d\nk=%d\nn=%d\nembedding=%s\nfamily=%s\nscale=%g\nsteps=%d\nbatch=%d\nlr=%g\n"
+             "clip=%g\ntau=%g\nloss=%s\neval_every=%d\nvalidation_tasks=%d\npatience=%d\nseed=%d\n"
+             "init=%s\n",
+             o.tasks.d, o.tasks.k, o.tasks.n, EmbeddingName(o.embedding),
+             FamilyName(o.tasks.family), o.tasks.scale, o.steps, o.batch, o.learning_rate,
+             o.clip_norm, o.tau, LossFormName(o.loss), o.eval_every, o.validation_tasks, o.patience,
+             o.seed, InitsName(o.inits)) +
+         // Only when set, so that the checkpoints of other runs still resume.
+         (o.random_sizes ? "random_sizes=true\n" : "");
 }
 
 // What a --data run adds to its configuration, before the other options:
@@ -208,6 +215,10 @@ absl::Status Run() {
   }
   DataSource data;
   if (!absl::GetFlag(FLAGS_data).empty()) {
+    if (options->random_sizes) {
+      return absl::InvalidArgumentError(
+          "--random_sizes draws each task's d, and --data's tasks have the file's");
+    }
     absl::StatusOr<DataSource> loaded = LoadData(&*options);
     if (!loaded.ok()) return loaded.status();
     data = *std::move(loaded);
@@ -274,7 +285,9 @@ absl::Status Run() {
   file.set_description(absl::StrCat(
       "one learned layer applied per step with re-embedding, trained on ",
       FamilyName(o.tasks.family), " mixtures (n = ", o.tasks.n, ", d = ", o.tasks.d,
-      ", k = ", o.tasks.k, ") scaled to [0, 1], from ", InitsName(o.inits), " initial centers"));
+      ", k = ", o.tasks.k, ") scaled to [0, 1], from ", InitsName(o.inits), " initial centers",
+      o.random_sizes ? ", each task of random d <= " : "",
+      o.random_sizes ? absl::StrCat(o.tasks.d, " and k <= ", o.tasks.k, " padded") : ""));
   if (o.data) {
     file.set_description(absl::StrCat(
         "one learned layer applied per step with re-embedding, trained on subsets of n = ",

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <vector>
 
 #include "core/random.h"
@@ -392,6 +393,22 @@ TEST(TaskGenerator, SameSeedSameTaskDifferentSeedDifferentTask) {
       }
     }
   }
+}
+
+TEST(TaskGenerator, RandomSizesCoverTwoToTheMostAndDependOnTheSeedAlone) {
+  const TaskOptions options{.d = 6, .k = 4};
+  std::set<int> ds, ks;
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    const TaskSize size = DrawTaskSize(options, seed);
+    ds.insert(size.d);
+    ks.insert(size.k);
+    EXPECT_EQ(DrawTaskSize(options, seed).d, size.d);
+    EXPECT_EQ(DrawTaskSize(options, seed).k, size.k);
+  }
+  EXPECT_EQ(ds, (std::set<int>{2, 3, 4, 5, 6}));
+  EXPECT_EQ(ks, (std::set<int>{2, 3, 4}));
+  EXPECT_EQ(DrawTaskSize({.d = 1, .k = 1}, 7).d, 1);
+  EXPECT_EQ(DrawTaskSize({.d = 1, .k = 1}, 7).k, 1);
 }
 
 TEST(TaskGenerator, ParseFamilyRoundTripsAndRejectsUnknownNames) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <cmath>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -92,6 +93,27 @@ TEST(Trainer, ThreadCountDoesNotChangeTheResult) {
   Train(o, 10, &one, nullptr);
   omp_set_num_threads(threads);
   EXPECT_EQ(one.params, two.params);
+}
+
+TEST(Trainer, TasksOfRandomSizesTrainReproduciblyAndValidatePadded) {
+  TrainerOptions o = Tiny();
+  o.tasks = {.n = 64, .d = 5, .k = 4};
+  o.embedding = Embedding::kOneHot;
+  TrainerOptions fixed = o;
+  o.random_sizes = true;
+  TrainerState two = InitialState(o), one = InitialState(o), plain = InitialState(fixed);
+  Train(o, 5, &two, nullptr);
+  Train(fixed, 5, &plain, nullptr);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  Train(o, 5, &one, nullptr);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(one.params, two.params);
+  EXPECT_NE(one.params, plain.params);
+  EXPECT_TRUE(one.params.allFinite());
+  const double ratio = ValidationRatio(o, ModelFromParams(o, one.params, "m"));
+  EXPECT_TRUE(std::isfinite(ratio));
+  EXPECT_NE(ratio, ValidationRatio(fixed, ModelFromParams(fixed, one.params, "m")));
 }
 
 TEST(Trainer, ModelFromParamsIsServable) {

@@ -99,6 +99,22 @@ TEST(ModelFile, TheLayerWhereLloydsTakesOverSurvivesItsMessage) {
             "model lloyd_after = -2, must not be negative");
 }
 
+TEST(ModelFile, ThePaddedSizesSurviveTheirMessage) {
+  Model<double> m = *LloydConstruction<double>(3, 4, {});
+  m.reembed = true;
+  m.padded_sizes = {{.d = 2, .k = 4}, {.d = 3, .k = 2}};
+  const v1::ModelFile file = ModelToProto(m);
+  ASSERT_EQ(file.padded_sizes_size(), 2);
+  EXPECT_EQ(file.padded_sizes(1).d(), 3);
+  EXPECT_EQ(file.padded_sizes(1).k(), 2);
+  const Model<double> back = *ModelFromProto<double>(file);
+  EXPECT_EQ(back.padded_sizes, m.padded_sizes);
+  v1::ModelFile larger = file;
+  larger.mutable_padded_sizes(0)->set_k(5);
+  EXPECT_EQ(ModelFromProto<double>(larger).status().message(),
+            "model padded size d = 2, k = 5 is not below its own d = 3, k = 4");
+}
+
 TEST(ModelFile, CenterStepsSurviveTheirMessage) {
   const Model<double> kmedoids = *KMedoidsConstruction<double>(3, 4, 2.5, 100);
   ASSERT_EQ(kmedoids.layers[0].center_steps.size(), 1u);

@@ -85,6 +85,28 @@ TEST_F(ModelRegistryTest, FilesAreServedOrRefusedWithAReason) {
                          d + "/lloyd.kmt: a model named 'lloyd-onehot' is already served"}));
 }
 
+TEST_F(ModelRegistryTest, ALearnedModelListsTheSizesItAccepts) {
+  Model<float> m = *LloydConstruction<float>(4, 3, {.embedding = Embedding::kOneHot});
+  m.name = "padded";
+  m.reembed = true;
+  m.padded_sizes = {{.d = 2, .k = 3}, {.d = 4, .k = 2}};
+  ASSERT_TRUE(WriteModelFile(ModelToProto(m), (dir_ / "padded.kmt").string()).ok());
+  Write("plain.kmt", "plain", InputScaling::kNone);
+  std::vector<std::string> refused;
+  const ModelRegistry registry = ModelRegistry::Load(dir_.string(), &refused);
+  EXPECT_TRUE(refused.empty());
+  const v1::ModelInfo& info = registry.Find("padded")->info;
+  ASSERT_EQ(info.accepted_sizes_size(), 3);
+  const std::vector<std::pair<int, int>> expected = {{4, 3}, {2, 3}, {4, 2}};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(info.accepted_sizes(i).d(), expected[i].first);
+    EXPECT_EQ(info.accepted_sizes(i).k(), expected[i].second);
+  }
+  ASSERT_EQ(registry.Find("plain")->info.accepted_sizes_size(), 1);
+  EXPECT_EQ(registry.Find("plain")->info.accepted_sizes(0).d(), 2);
+  EXPECT_EQ(registry.Find("lloyd-onehot")->info.accepted_sizes_size(), 0);
+}
+
 TEST_F(ModelRegistryTest, AMissingDirectoryIsReported) {
   std::vector<std::string> refused;
   const ModelRegistry registry = ModelRegistry::Load((dir_ / "missing").string(), &refused);
