@@ -339,10 +339,11 @@ class KMeans(ServedLloyd):
     n_clusters, init ('k-means++': the server's greedy k-means++ seeded from
     random_state, whose draws are not scikit-learn's; 'k-means||': k-means‖
     over resident shards, as `kmt cluster --init='kmeans||'`, whatever the
-    size of X; 'random'; an array; a callable), n_init ('warn' as scikit-learn 1.2: 10 with a FutureWarning;
-    'auto'; an int), max_iter, tol, verbose, random_state, copy_x (X is never
-    modified, so it changes nothing) and algorithm ('lloyd'; 'elkan' gives
-    the same result, as in scikit-learn) mean what they mean there.
+    size of X; 'random'; an array; a callable), n_init ('warn' as
+    scikit-learn 1.2: 10 with a FutureWarning; 'auto'; an int), max_iter,
+    tol, verbose, random_state, copy_x (X is never modified, so it changes
+    nothing) and algorithm ('lloyd'; 'elkan' gives the same result, as in
+    scikit-learn) mean what they mean there.
 
     server: "host:port", "ipv4:a:p,b:q" or "dns:///name:port"; a resident
     fit uses every replica it names. model: a model of the server's

@@ -508,8 +508,8 @@ def _seed(job, d, k, seed, trials, log):
 
 # k-means‖'s rounds and oversampling factor (l / k) unless told: the C++
 # coordinator's (ResidentJobOptions in client/resident_job.h).
-KMEANS_PARALLEL_ROUNDS = 5
-KMEANS_PARALLEL_OVERSAMPLING = 2.0
+KMEANS_PARALLEL_ROUNDS = 2
+KMEANS_PARALLEL_OVERSAMPLING = 1.0
 
 
 def _seed_parallel(job, d, k, seed, rounds, oversampling, log):
