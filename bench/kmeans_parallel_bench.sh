@@ -14,8 +14,8 @@
 #   N=20000 K=8 bench/kmeans_parallel_bench.sh      # a quick look
 #
 # GREEDY=0 leaves greedy k-means++ out, SKLEARN=0 scikit-learn; RUNS lists
-# k-means‖'s rounds to run (default "5"), ELLS its oversampling factors l / k
-# (default "2"), each with each.
+# k-means‖'s rounds to run (default "2"), ELLS its oversampling factors l / k
+# (default "1"), each with each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -28,8 +28,8 @@ TOL=${TOL:-1e-4}
 SEED=${SEED:-1}
 GREEDY=${GREEDY:-1}
 SKLEARN=${SKLEARN:-1}
-RUNS=${RUNS:-5}
-ELLS=${ELLS:-2}
+RUNS=${RUNS:-2}
+ELLS=${ELLS:-1}
 work=$(mktemp -d)
 second=
 trap 'stop_server; if [[ -n $second ]]; then kill "$second" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
