@@ -121,8 +121,8 @@ def main():
              f"--centers_out={os.path.join(work, 'centers.npy')}"],
             check=True, capture_output=True, text=True).stderr
         total = time.perf_counter() - started
-        split = dict(re.findall(r"(load|init|iterations|labels|write) ([0-9.]+)",
-                                out.splitlines()[-1]))
+        summary = [line for line in out.splitlines() if line.startswith("resident:")][-1]
+        split = dict(re.findall(r"(load|init|iterations|labels|write) ([0-9.]+)", summary))
         rows["kmt cluster --mode=whole"] = dict(
             load=float(split["load"]), init=float(split["init"]),
             iterations=float(split["iterations"]), labels=float(split["labels"]), total=total,
