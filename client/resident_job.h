@@ -3,7 +3,7 @@
 // on one replica's Job stream (several per replica with
 // `streams_per_server`) and kept there for the job. Then greedy (or plain)
 // k-means++ over all shards (core/seeding.h), or k-means‖ (a few rounds that
-// each sample about 2k points over all shards, weighted greedy k-means++ on
+// each sample about k points over all shards, weighted greedy k-means++ on
 // those candidates in the client), exact Lloyd's iterations that
 // send only the centers and sum the shards' counts, weights, sums and
 // objectives in shard order, stopped by scikit-learn's rule over all shards,
