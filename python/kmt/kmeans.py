@@ -158,7 +158,8 @@ class ServedLloyd(ServedKMeans):
                 FutureWarning)
             self._n_init = self._default_n_init
         if self._n_init == "auto":
-            self._n_init = 1 if self.init in ("k-means++", "k-means||") else self._default_n_init
+            seeded = isinstance(self.init, str) and self.init in ("k-means++", "k-means||")
+            self._n_init = 1 if seeded else self._default_n_init
         if _is_arraylike_not_scalar(self.init) and self._n_init != 1:
             warnings.warn(
                 "Explicit initial center position passed: performing only one init in "
@@ -223,9 +224,10 @@ class ServedLloyd(ServedKMeans):
         seed = int(random_state.randint(np.iinfo(np.int32).max))
         per_point_out = 4 + 4 * k * bool(distances)
         # k-means‖ runs on resident shards only, whatever the size.
-        one_request = (self.init != "k-means||" and
+        parallel = isinstance(self.init, str) and self.init == "k-means||"
+        one_request = (not parallel and
                        n <= rows_per_request(self._request_rows(), d, per_point_out, weighted))
-        if self.init == "k-means||" and not resident_capable(info, parameters):
+        if parallel and not resident_capable(info, parameters):
             raise ValueError(f"init='k-means||' runs as a resident job, which runs Lloyd's "
                              f"only, not the server's model '{info.name}'.")
         if not one_request and not resident_capable(info, parameters):
