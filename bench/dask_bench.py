@@ -2,14 +2,16 @@
 """kmt.dask.KMeans over a dask.distributed LocalCluster against the C++
 resident job (`kmt cluster --mode=whole`) and scikit-learn's KMeans in
 process, on the same float32 file (bench/whole_reference --generate: k
-Gaussian blobs), the same k and T Lloyd's iterations (tol = 0), each side
-with its own k-means++ (the service's greedy k-means++ over all points for
-both kmt sides, scikit-learn's own). Prints each side's split (load, init,
-iterations, labels), its objective, and the totals' ratios to
-scikit-learn's.
+Gaussian blobs), the same k and T Lloyd's iterations (tol = 0), both kmt
+sides with the same --init (k-means‖, kmt.dask.KMeans's default, or the
+service's greedy k-means++ over all points), seeded alike, scikit-learn with
+its own k-means++. Prints each side's split (load, init, iterations,
+labels), its objective, and the totals' ratios to scikit-learn's (with
+--no-sklearn, to the C++ resident job's).
 
     cmake --build build -j2 --target kmt-server kmt whole_reference
     /usr/bin/python3 bench/dask_bench.py                      # 10^7 x 32, k = 64, T = 20
+    /usr/bin/python3 bench/dask_bench.py --init=k-means++     # greedy k-means++ on both
     /usr/bin/python3 bench/dask_bench.py --n=200000 --k=16    # a quick look
 
 Both kmt sides use the same two local replicas (--replicas), one worker
@@ -39,6 +41,10 @@ def parse():
     p.add_argument("--block_rows", type=int, default=500_000, help="rows per dask block")
     p.add_argument("--build", default=os.path.join(SOURCE, "build"))
     p.add_argument("--seed", type=int, default=0, help="random_state of both estimators")
+    p.add_argument("--init", choices=("k-means||", "k-means++"), default="k-means||",
+                   help="both kmt sides' initialisation")
+    p.add_argument("--no-sklearn", dest="sklearn", action="store_false",
+                   help="leave scikit-learn out (its k-means++ takes most of the run)")
     return p.parse_args()
 
 
@@ -89,8 +95,8 @@ def main():
             # The workers import kmt (and make its stubs) before the clock starts.
             client.run(importlib.import_module, "kmt.dask.worker")
             started = time.perf_counter()
-            km = kmt.dask.KMeans(k, n_init=1, max_iter=T, tol=0.0, random_state=args.seed,
-                                 server=target).fit(X)
+            km = kmt.dask.KMeans(k, init=args.init, n_init=1, max_iter=T, tol=0.0,
+                                 random_state=args.seed, server=target).fit(X)
             fitted = time.perf_counter()
             labels = km.labels_.compute()
             fetched = time.perf_counter()
@@ -103,19 +109,20 @@ def main():
                      f"labels_.compute() to the client {fetched - fitted:.2f} s more")
             del labels
         # The C++ resident job over the same replicas, one shard each, its
-        # k-means++ seeded as kmt.dask.KMeans seeds the service's.
+        # initialisation seeded as kmt.dask.KMeans seeds the service's (its
+        # shards are not the Dask blocks, so k-means‖ may choose others).
         seed = int(np.random.RandomState(args.seed).randint(np.iinfo(np.int32).max))
         started = time.perf_counter()
         out = subprocess.run(
             [os.environ["KMT_CLI"], "cluster", "--mode=whole", f"--server={target}",
              "--streams=1", f"--input={path}", f"--d={d}", f"--k={k}", f"--iterations={T}",
-             "--init=kmeans++", f"--seed={seed}",
+             f"--init={args.init.replace('-', '')}", f"--seed={seed}",
              f"--labels_out={os.path.join(work, 'labels.npy')}",
              f"--centers_out={os.path.join(work, 'centers.npy')}"],
             check=True, capture_output=True, text=True).stderr
         total = time.perf_counter() - started
-        split = dict(re.findall(r"(load|init|iterations|labels|write) ([0-9.]+)",
-                                out.splitlines()[-1]))
+        summary = [line for line in out.splitlines() if line.startswith("resident:")][-1]
+        split = dict(re.findall(r"(load|init|iterations|labels|write) ([0-9.]+)", summary))
         rows["kmt cluster --mode=whole"] = dict(
             load=float(split["load"]), init=float(split["init"]),
             iterations=float(split["iterations"]), labels=float(split["labels"]), total=total,
@@ -124,23 +131,25 @@ def main():
     finally:
         for r in replicas:
             r.stop()
-    # scikit-learn in process: its k-means++, then Lloyd's from those centers.
-    started = time.perf_counter()
-    points = np.fromfile(path, dtype=np.float32).reshape(n, d)
-    loaded = time.perf_counter()
-    centers, _ = sklearn.cluster.kmeans_plusplus(points, k, random_state=args.seed)
-    seeded = time.perf_counter()
-    sk = sklearn.cluster.KMeans(k, init=centers, n_init=1, max_iter=T, tol=0.0).fit(points)
-    done = time.perf_counter()
-    rows[f"scikit-learn {sklearn.__version__}"] = dict(
-        load=loaded - started, init=seeded - loaded, iterations=done - seeded, labels=0.0,
-        total=done - started, objective=float(sk.inertia_), iters=sk.n_iter_,
-        note="labels in the iterations (its last E-step)")
+    reference = rows["kmt cluster --mode=whole"]["total"]
+    if args.sklearn:
+        # scikit-learn in process: its k-means++, then Lloyd's from those centers.
+        started = time.perf_counter()
+        points = np.fromfile(path, dtype=np.float32).reshape(n, d)
+        loaded = time.perf_counter()
+        centers, _ = sklearn.cluster.kmeans_plusplus(points, k, random_state=args.seed)
+        seeded = time.perf_counter()
+        sk = sklearn.cluster.KMeans(k, init=centers, n_init=1, max_iter=T, tol=0.0).fit(points)
+        done = time.perf_counter()
+        rows[f"scikit-learn {sklearn.__version__}"] = dict(
+            load=loaded - started, init=seeded - loaded, iterations=done - seeded, labels=0.0,
+            total=done - started, objective=float(sk.inertia_), iters=sk.n_iter_,
+            note="labels in the iterations (its last E-step)")
+        reference = rows[f"scikit-learn {sklearn.__version__}"]["total"]
     os.remove(path)
-    reference = rows[f"scikit-learn {sklearn.__version__}"]["total"]
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
-    print("| side | load | init | iterations (each) | labels | total | / scikit-learn | "
-          "objective | notes |")
+    print(f"| side | load | init | iterations (each) | labels | total | / "
+          f"{'scikit-learn' if args.sklearn else 'kmt cluster'} | objective | notes |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
         print(f"| {name} | {r['load']:.2f} s | {r['init']:.2f} s | {r['iterations']:.2f} s "

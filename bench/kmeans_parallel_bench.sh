@@ -14,7 +14,8 @@
 #   N=20000 K=8 bench/kmeans_parallel_bench.sh      # a quick look
 #
 # GREEDY=0 leaves greedy k-means++ out, SKLEARN=0 scikit-learn; RUNS lists
-# k-means‖'s rounds to run (default "5").
+# k-means‖'s rounds to run (default "2"), ELLS its oversampling factors l / k
+# (default "1"), each with each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -27,7 +28,8 @@ TOL=${TOL:-1e-4}
 SEED=${SEED:-1}
 GREEDY=${GREEDY:-1}
 SKLEARN=${SKLEARN:-1}
-RUNS=${RUNS:-5}
+RUNS=${RUNS:-2}
+ELLS=${ELLS:-1}
 work=$(mktemp -d)
 second=
 trap 'stop_server; if [[ -n $second ]]; then kill "$second" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
@@ -61,7 +63,7 @@ run() {
     }
     /^k-means\|\|:.*rounds/ { rounds = $2; candidates = $4 }
     END {
-      printf "%-22s init %8.3f s = %6.2f iterations | rounds %3s, candidates %6s | objective after init %.6g, converged %.6g after %d iterations (%.3f s each)\n",
+      printf "%-28s init %8.3f s = %6.2f iterations | rounds %3s, candidates %6s | objective after init %.6g, converged %.6g after %d iterations (%.3f s each)\n",
         name, init, init / each, rounds == "" ? "-" : rounds, candidates == "" ? "-" : candidates,
         initial, final, iterations, each
     }' "$work/$name.log"
@@ -69,13 +71,17 @@ run() {
 
 pair="ipv4:$target,$second_target"
 for rounds in $RUNS; do
-  run "kmeans||-R$rounds-1replica" "$target" 2 --init='kmeans||' --kmeans_parallel_rounds="$rounds"
-  run "kmeans||-R$rounds-2replicas" "$pair" 1 --init='kmeans||' --kmeans_parallel_rounds="$rounds"
-  if ! cmp -s "$work/kmeans||-R$rounds-1replica.centers.npy" \
-    "$work/kmeans||-R$rounds-2replicas.centers.npy"; then
-    echo "k-means|| gave other centers on two replicas than on one" >&2
-    exit 1
-  fi
+  for ell in $ELLS; do
+    name="kmeans||-R$rounds-l${ell}k"
+    flags=(--init='kmeans||' --kmeans_parallel_rounds="$rounds"
+      --kmeans_parallel_oversampling="$ell")
+    run "$name-1replica" "$target" 2 "${flags[@]}"
+    run "$name-2replicas" "$pair" 1 "${flags[@]}"
+    if ! cmp -s "$work/$name-1replica.centers.npy" "$work/$name-2replicas.centers.npy"; then
+      echo "k-means|| gave other centers on two replicas than on one" >&2
+      exit 1
+    fi
+  done
 done
 if [[ $GREEDY == 1 ]]; then run "greedy-kmeans++" "$pair" 1 --init=kmeans++; fi
 echo "server peak resident memory: $(awk '/VmHWM/ { print $2 / 1024 " MiB" }' "/proc/$server/status")"
@@ -103,7 +109,7 @@ initial = float(np.sum(distances.astype(np.float64) ** 2))
 start = time.perf_counter()
 fit = KMeans(k, init=centers, n_init=1, max_iter=t, tol=tol, random_state=seed).fit(x)
 each = (time.perf_counter() - start) / max(fit.n_iter_, 1)
-print(f"{'scikit-learn k-means++':<22} init {init:8.3f} s = {init / each:6.2f} iterations | "
+print(f"{'scikit-learn k-means++':<28} init {init:8.3f} s = {init / each:6.2f} iterations | "
       f"rounds   -, candidates      - | objective after init {initial:.6g}, converged "
       f"{fit.inertia_:.6g} after {fit.n_iter_} iterations ({each:.3f} s each)")
 EOF

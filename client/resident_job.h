@@ -3,7 +3,7 @@
 // on one replica's Job stream (several per replica with
 // `streams_per_server`) and kept there for the job. Then greedy (or plain)
 // k-means++ over all shards (core/seeding.h), or k-means‖ (a few rounds that
-// each sample about 2k points over all shards, weighted greedy k-means++ on
+// each sample about k points over all shards, weighted greedy k-means++ on
 // those candidates in the client), exact Lloyd's iterations that
 // send only the centers and sum the shards' counts, weights, sums and
 // objectives in shard order, stopped by scikit-learn's rule over all shards,
@@ -62,10 +62,11 @@ struct ResidentJobOptions {
   uint64_t seed = 1;                                                 ///< the initialisation's draws
   ResidentSeeding seeding = ResidentSeeding::kGreedyKMeansPlusPlus;  ///< without initial centers
   /// k-means‖'s sampling rounds; more are run while there are fewer than k
-  /// candidates and a point lies away from them.
-  int kmeans_parallel_rounds = 5;
-  /// k-means‖ samples about this times k points per round (l = 2k).
-  double kmeans_parallel_oversampling = 2;
+  /// candidates and a point lies away from them. With l = k, 2 rounds take
+  /// about 2 Lloyd's iterations' distances (docs/operations.md).
+  int kmeans_parallel_rounds = 2;
+  /// k-means‖ samples about this times k points per round (l = k).
+  double kmeans_parallel_oversampling = 1;
   bool labels = true;             ///< collect every point's label
   int64_t chunk_bytes = 4 << 20;  ///< points per shard message, in bytes
   int max_moves = 3;              ///< shard moves after failures before the job fails

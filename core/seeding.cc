@@ -64,45 +64,66 @@ Eigen::Index SeedingShard<Scalar>::Find(double target) {
 }
 
 template <typename Scalar>
-void SeedingShard<Scalar>::Take(const Matrix<Scalar>& centers, int64_t first_label) {
+void SeedingShard<Scalar>::Take(const Eigen::Ref<const Matrix<Scalar>>& center) {
   const Eigen::Index d = points_.rows();
-  // Centers per pass: a block's distances to them stay a few MiB.
-  constexpr Eigen::Index kCentersPerPass = 64;
-  for (Eigen::Index g = 0; g < centers.cols(); g += kCentersPerPass) {
-    const Matrix<Scalar> group =
-        centers.middleCols(g, std::min(kCentersPerPass, centers.cols() - g));
-    std::vector<Scalar> group_sq(group.cols());
-    for (Eigen::Index c = 0; c < group.cols(); ++c) {
-      const Matrix<Scalar> center = group.col(c);
-      group_sq[c] = center.squaredNorm();
+  const Matrix<Scalar> c = center;
+  const Scalar c_sq = c.squaredNorm();
+  // The shard's first center replaces the weights a weighted shard started
+  // from.
+  const bool replace = !seeded_ && weights_ != nullptr;
+  ForEachBlock<Scalar>(points_, point_sq_, c, [&](Eigen::Index first, const auto& dist) {
+    for (Eigen::Index i = 0; i < dist.rows(); ++i) {
+      // The product form can leave a copy of the center a small positive
+      // distance; near-zero distances are decided exactly, so a point equal
+      // to a chosen center weighs 0 and is never drawn.
+      Scalar sq = dist(i, 0);
+      if (sq <= SquaredDistanceRoundOff<Scalar>(d, point_sq_[first + i], c_sq)) {
+        sq = DirectSquaredDistance(points_.col(first + i).data(), c.data(), d);
+      }
+      // Weighted: w times the squared distance.
+      const double distance = weights_ == nullptr ? static_cast<double>(sq)
+                                                  : static_cast<double>((*weights_)[first + i]) *
+                                                        static_cast<double>(sq);
+      if (replace || distance < closest_[first + i]) closest_[first + i] = distance;
     }
-    ForEachBlock<Scalar>(points_, point_sq_, group, [&](Eigen::Index first, const auto& dist) {
-      for (Eigen::Index c = 0; c < dist.cols(); ++c) {
-        // The shard's first center replaces the weights a weighted shard
-        // started from.
-        const bool replace = !seeded_ && g == 0 && c == 0;
-        const int32_t label = static_cast<int32_t>(first_label + g + c);
-        for (Eigen::Index i = 0; i < dist.rows(); ++i) {
-          // The product form can leave a copy of the center a small positive
-          // distance; near-zero distances are decided exactly, so a point
-          // equal to a chosen center weighs 0 and is never drawn.
-          Scalar sq = dist(i, c);
-          if (sq <= SquaredDistanceRoundOff<Scalar>(d, point_sq_[first + i], group_sq[c])) {
-            sq = DirectSquaredDistance(points_.col(first + i).data(), group.col(c).data(), d);
-          }
-          // Weighted: w times the squared distance.
-          const double distance =
-              weights_ == nullptr
-                  ? static_cast<double>(sq)
-                  : static_cast<double>((*weights_)[first + i]) * static_cast<double>(sq);
-          // Ties keep the center taken first.
-          if ((replace && weights_ != nullptr) || distance < closest_[first + i]) {
-            closest_[first + i] = distance;
-            if (first_label >= 0) nearest_[first + i] = label;
-          }
+  });
+  cumulative_current_ = false;
+  seeded_ = true;
+}
+
+template <typename Scalar>
+void SeedingShard<Scalar>::TakeNearest(const Matrix<Scalar>& centers) {
+  // The assignment's own scan (AssignNearest's blocks, products and exact
+  // near ties), so that a center taken in costs what a center of Lloyd's
+  // assignment does: each point's nearest of the group and its squared
+  // distance, computed on the point's own column (AssignedSquaredDistance),
+  // so a copy of a center lies at 0 and the result does not depend on the
+  // block or thread a point falls in. Then the running minimum, ties to the
+  // center taken first.
+  const NearestCenterScan<Scalar> scan(centers);
+  const Eigen::Index n = points_.cols(), block = scan.block();
+  const bool replace = !seeded_ && weights_ != nullptr;
+  const int64_t first_label = taken_;
+#pragma omp parallel if (n * centers.cols() * points_.rows() > (1 << 18))
+  {
+    typename NearestCenterScan<Scalar>::Scratch scratch;
+    std::vector<int> labels(block);
+    std::vector<Scalar> sq(block);
+#pragma omp for schedule(dynamic)
+    for (Eigen::Index first = 0; first < n; first += block) {
+      const Eigen::Index rows = std::min(block, n - first);
+      scan.Scan(points_.middleCols(first, rows), &scratch, labels.data(), sq.data());
+      for (Eigen::Index i = 0; i < rows; ++i) {
+        // Weighted: w times the squared distance.
+        const double distance = weights_ == nullptr ? static_cast<double>(sq[i])
+                                                    : static_cast<double>((*weights_)[first + i]) *
+                                                          static_cast<double>(sq[i]);
+        if (replace || distance < closest_[first + i]) {
+          closest_[first + i] = distance;
+          nearest_[first + i] = static_cast<int32_t>(first_label + labels[i]);
         }
       }
-    });
+    }
   }
   cumulative_current_ = false;
   seeded_ = true;
@@ -118,7 +139,7 @@ absl::StatusOr<double> SeedingShard<Scalar>::AddCenters(const Matrix<Scalar>& ce
       // their room the shard keeps the nearest centers.
       cumulative_ = {};
     }
-    Take(centers, taken_);
+    TakeNearest(centers);
     taken_ += centers.cols();
   }
   return closest_.sum();

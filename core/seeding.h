@@ -83,10 +83,12 @@ class SeedingShard {
   static constexpr int64_t kBytesPerPoint = sizeof(Scalar) + 2 * sizeof(double);
 
  private:
-  // Takes the columns of `centers` into the distances, in one pass of
-  // blocked products (64 centers at a time); with `first_label` >= 0, also
-  // into nearest_, the columns numbered from it.
-  void Take(const Matrix<Scalar>& centers, int64_t first_label = -1);
+  // Takes one center into the distances, in one pass of blocked products
+  // (the greedy seed steps').
+  void Take(const Eigen::Ref<const Matrix<Scalar>>& center);
+  // Takes the columns of `centers` into the distances and nearest_, numbered
+  // from taken_, in one pass of the assignment's scan (AddCenters').
+  void TakeNearest(const Matrix<Scalar>& centers);
 
   // The point whose range [sum before it, sum with it) of the running sum of
   // distances holds `target`: the first with running sum > target, so never

@@ -30,7 +30,7 @@ from .served import (ServedKMeans, check_model_parameters, client_for,
 
 pb = _client.pb
 
-INITS = {"k-means++": "kmeans++", "random": "random"}
+INITS = {"k-means++": "kmeans++", "k-means||": "kmeans||", "random": "random"}
 EMPTY_CLUSTERS = {"relocate-farthest": pb.EMPTY_CLUSTERS_RELOCATE_FARTHEST,
                   "keep": pb.EMPTY_CLUSTERS_KEEP}
 
@@ -158,7 +158,8 @@ class ServedLloyd(ServedKMeans):
                 FutureWarning)
             self._n_init = self._default_n_init
         if self._n_init == "auto":
-            self._n_init = 1 if self.init == "k-means++" else self._default_n_init
+            seeded = isinstance(self.init, str) and self.init in ("k-means++", "k-means||")
+            self._n_init = 1 if seeded else self._default_n_init
         if _is_arraylike_not_scalar(self.init) and self._n_init != 1:
             warnings.warn(
                 "Explicit initial center position passed: performing only one init in "
@@ -222,7 +223,13 @@ class ServedLloyd(ServedKMeans):
         # scikit-learn leaves it; it also keys the draws of kmedoids.
         seed = int(random_state.randint(np.iinfo(np.int32).max))
         per_point_out = 4 + 4 * k * bool(distances)
-        one_request = n <= rows_per_request(self._request_rows(), d, per_point_out, weighted)
+        # k-means‖ runs on resident shards only, whatever the size.
+        parallel = isinstance(self.init, str) and self.init == "k-means||"
+        one_request = (not parallel and
+                       n <= rows_per_request(self._request_rows(), d, per_point_out, weighted))
+        if parallel and not resident_capable(info, parameters):
+            raise ValueError(f"init='k-means||' runs as a resident job, which runs Lloyd's "
+                             f"only, not the server's model '{info.name}'.")
         if not one_request and not resident_capable(info, parameters):
             raise ValueError(f"X has {n} samples, more than one request carries (batch_size="
                              f"{self.batch_size}); only Lloyd's runs as a resident job, not the "
@@ -332,11 +339,13 @@ class KMeans(ServedLloyd):
     same parameters, attributes and behaviour, plus the service's own.
 
     n_clusters, init ('k-means++': the server's greedy k-means++ seeded from
-    random_state, whose draws are not scikit-learn's; 'random'; an array; a
-    callable), n_init ('warn' as scikit-learn 1.2: 10 with a FutureWarning;
-    'auto'; an int), max_iter, tol, verbose, random_state, copy_x (X is never
-    modified, so it changes nothing) and algorithm ('lloyd'; 'elkan' gives
-    the same result, as in scikit-learn) mean what they mean there.
+    random_state, whose draws are not scikit-learn's; 'k-means||': k-means‖
+    over resident shards, as `kmt cluster --init='kmeans||'`, whatever the
+    size of X; 'random'; an array; a callable), n_init ('warn' as
+    scikit-learn 1.2: 10 with a FutureWarning; 'auto'; an int), max_iter,
+    tol, verbose, random_state, copy_x (X is never modified, so it changes
+    nothing) and algorithm ('lloyd'; 'elkan' gives the same result, as in
+    scikit-learn) mean what they mean there.
 
     server: "host:port", "ipv4:a:p,b:q" or "dns:///name:port"; a resident
     fit uses every replica it names. model: a model of the server's
@@ -353,6 +362,7 @@ class KMeans(ServedLloyd):
     _parameter_constraints = {
         **ServedLloyd._lloyd_constraints,
         **ServedKMeans._connection_constraints,
+        "init": [StrOptions({"k-means++", "k-means||", "random"}), callable, "array-like"],
         "copy_x": ["boolean"],
         "algorithm": [StrOptions({"lloyd", "elkan", "auto", "full"},
                                  deprecated={"auto", "full"})],

@@ -2,8 +2,9 @@
 of the C++ coordinator (client/resident_job.cc): the points are split into
 contiguous shards, each loaded once on one replica's Job stream (several per
 replica with `streams_per_server`) and kept there for the job. Then greedy
-(or plain) k-means++ over all shards through SeedSteps, or k distinct points
-drawn as the server's INIT_RANDOM draws them, exact Lloyd's iterations that
+(or plain) k-means++ over all shards through SeedSteps, k-means‖ through
+KMeansParallelSteps, or k distinct points drawn as the server's INIT_RANDOM
+draws them, exact Lloyd's iterations that
 send only the centers and sum the shards' counts, weights, sums and
 objectives in shard order, and a last step for the labels. When a stream
 fails (its replica died or restarted) the shard is loaded on another replica
@@ -213,6 +214,7 @@ class _Shard:
         self.first, self.count, self.server = first, count, server
         self.stream = None
         self.seeded = []  # centers taken into its seeding distances, to replay
+        self.groups = []  # k-means‖'s groups of centers taken in, as float32 bytes, to replay
 
 
 def _step_error(response):
@@ -234,13 +236,14 @@ def dense_rows(points, offset=None):
     return rows
 
 
-def load_shard(stream, rows, weights, count, d, chunk_bytes, seeded=()):
+def load_shard(stream, rows, weights, count, d, chunk_bytes, seeded=(), groups=()):
     """Sends a shard of `count` points on a fresh Job stream in raw chunks of
     about `chunk_bytes`, reading the acknowledgements a few chunks behind:
     rows(first, end) are its points [first, end) as the replica is to hold
     them, `weights` (count,) theirs or None. Then the shard takes `seeded`
     (the k-means++ centers chosen before it moved there) into its
-    distances."""
+    distances, and k-means‖'s `groups` (float32 bytes each) in the same
+    groups, so that its distances are those it had to the bit."""
     chunk = max(1, chunk_bytes // (4 * d))
     loaded, unacknowledged = 0, 0
     for start in range(0, count, chunk):
@@ -259,11 +262,23 @@ def load_shard(stream, rows, weights, count, d, chunk_bytes, seeded=()):
     if loaded != count:
         raise ServiceError(grpc.StatusCode.INTERNAL,
                            f"the replica holds {loaded} of {count} points")
-    if seeded:
-        stream.send(pb.JobRequest(seed=pb.SeedStep(add_centers=seeded)))
+    replays = [pb.JobRequest(seed=pb.SeedStep(add_centers=seeded))] if seeded else []
+    replays += [pb.JobRequest(kmeans_parallel=pb.KMeansParallelStep(add_centers_f32=group))
+                for group in groups]
+    for replay in replays:
+        stream.send(replay)
         r = stream.receive()
         if r.HasField("error"):
             raise _step_error(r)
+
+
+def note_replays(shard, request):
+    """Keeps what a shard's answered `request` took into its seeding
+    distances, for a reload to replay (load_shard)."""
+    if request.HasField("seed"):
+        shard.seeded.extend(request.seed.add_centers)
+    if request.HasField("kmeans_parallel") and request.kmeans_parallel.add_centers_f32:
+        shard.groups.append(request.kmeans_parallel.add_centers_f32)
 
 
 def assign_request(centers, with_labels):
@@ -306,7 +321,7 @@ class _Job:
         """Every shard loaded afresh (a new k-means++ starts from no chosen
         center, which only a new stream gives)."""
         for shard in self.shards:
-            shard.seeded = []
+            shard.seeded, shard.groups = [], []
         self.load_all()
 
     def load_all(self):
@@ -350,8 +365,7 @@ class _Job:
                 if r.HasField("error"):
                     raise self._named(s, _step_error(r))
                 answers[s] = r
-                if requests[s].HasField("seed"):
-                    self.shards[s].seeded.extend(requests[s].seed.add_centers)
+                note_replays(self.shards[s], requests[s])
             for s, error in failed.items():
                 if error.code not in REPLICA_FAILED:
                     raise self._named(s, error)
@@ -367,7 +381,7 @@ class _Job:
         first, end = shard.first, shard.first + shard.count
         load_shard(shard.stream, lambda a, b: self.rows(first + a, first + b),
                    None if self.weights is None else self.weights[first:end], shard.count,
-                   self.points.shape[1], self.chunk_bytes, shard.seeded)
+                   self.points.shape[1], self.chunk_bytes, shard.seeded, shard.groups)
 
     def relocate(self, centers, counts, weights, sums):
         """scikit-learn's relocation of the empty clusters (_relocate), from
@@ -492,6 +506,147 @@ def _seed(job, d, k, seed, trials, log):
     return centers
 
 
+# k-means‖'s rounds and oversampling factor (l / k) unless told: the C++
+# coordinator's (ResidentJobOptions in client/resident_job.h).
+KMEANS_PARALLEL_ROUNDS = 2
+KMEANS_PARALLEL_OVERSAMPLING = 1.0
+
+
+def _seed_parallel(job, d, k, seed, rounds, oversampling, log):
+    """k-means‖ (Bahmani et al., "Scalable K-Means++", arXiv 1203.6402) over
+    the job's shards, as the C++ coordinator runs it (SeedKMeansParallel in
+    client/resident_job.cc), so that a seed gives its centers: k-means++'s
+    first center, then each round takes the previous round's points into the
+    shards' distances and samples about l = oversampling * k points by them,
+    for `rounds` rounds or more while there are fewer than k candidates; a
+    last step takes the last round's points in and answers each candidate's
+    weight, and weighted greedy k-means++ chooses k of them here."""
+    if rounds < 1 or not math.isfinite(oversampling) or oversampling <= 0:
+        raise ValueError(f"k-means|| with {rounds} rounds and oversampling {oversampling}: "
+                         "needs at least 1 round and oversampling > 0")
+    first = _seed(job, d, 1, seed, 1, log)
+    candidates, fresh = [first], first
+    ell = oversampling * k
+    most_rounds = rounds + 64
+
+    def take_in(centers, return_weights=False):
+        request = pb.JobRequest(kmeans_parallel=pb.KMeansParallelStep(
+            add_centers_f32=float32_bytes(centers) if len(centers) else b"",
+            return_weights=return_weights))
+        return job.round(lambda s: request)
+
+    def summed(answers):
+        potential = 0.0
+        for a in answers:  # in shard order, as the C++ coordinator adds them
+            potential += a.potential
+        return potential
+
+    potential = summed(take_in(fresh))
+    r = 0
+    while potential > 0:
+        r += 1
+        answers = job.round(lambda s: pb.JobRequest(kmeans_parallel=pb.KMeansParallelStep(
+            oversampling=ell, potential=potential, seed=seed, round=r,
+            first_point=job.shards[s].first)))
+        for a in answers:
+            if len(a.sampled_points) != len(a.sampled_indices) * d:
+                raise ServiceError(grpc.StatusCode.INTERNAL,
+                                   f"a k-means|| step answered {len(a.sampled_points)} values "
+                                   f"for {len(a.sampled_indices)} points in d = {d}")
+        fresh = np.array([v for a in answers for v in a.sampled_points],
+                         dtype=np.float32).reshape(-1, d)
+        candidates.append(fresh)
+        count = sum(len(c) for c in candidates)
+        if log:
+            log(f"k-means||: round {r} sampled {len(fresh)} points ({count} candidates) at "
+                f"potential {potential}")
+        if (r >= rounds and count >= k) or r >= most_rounds:
+            break
+        if len(fresh):
+            potential = summed(take_in(fresh))
+    candidates = np.concatenate(candidates)
+    answers = take_in(fresh if potential > 0 else fresh[:0], return_weights=True)
+    weights = np.zeros(len(candidates))
+    for a in answers:
+        if len(a.candidate_weights) != len(candidates):
+            raise ServiceError(grpc.StatusCode.INTERNAL,
+                               f"a k-means|| step answered {len(a.candidate_weights)} weights "
+                               f"for {len(candidates)} candidates")
+        weights += np.asarray(a.candidate_weights, dtype=np.float64)
+    if log:
+        log(f"k-means||: {r} rounds, {len(candidates)} candidates")
+    positive = weights > 0
+    if positive.sum() >= k:
+        return weighted_kmeans_plusplus(candidates.astype(np.float64), weights, k,
+                                        seed).astype(np.float32)
+    # Fewer than k distinct points: each is a center, the first repeated.
+    distinct = candidates[positive]
+    if log:
+        log(f"k-means||: only {len(distinct)} distinct points for k = {k}; the first is "
+            "repeated")
+    return np.concatenate([distinct, np.repeat(distinct[:1], k - len(distinct), axis=0)])
+
+
+def _product_distances(points, point_sq, center):
+    """The squared distances of the rows of `points` (norms `point_sq`) to
+    one center in product form, clamped at 0 (core/distances.h)."""
+    return np.maximum((-2.0 * (points @ center) + point_sq) + center @ center, 0.0)
+
+
+def weighted_kmeans_plusplus(points, weights, k, seed):
+    """Greedy k-means++ of the (m, d) float64 `points` weighted by
+    `weights` (at least k positive), seeded `seed`: the core's k-means++ on
+    one weighted matrix in double (ShardedKMeansPlusPlus over one shard,
+    core/seeding.cc), with its draws, distances and order of choices, so
+    that it chooses the C++ coordinator's centers (up to the last bit of
+    sums added in another order)."""
+    m, d = points.shape
+    trials = greedy_candidates(k)
+    rng = Mt19937_64(seed)
+    point_sq = (points * points).sum(axis=1)
+    closest = weights.astype(np.float64).copy()  # before any center: drawn by weight
+    roundoff = 2 * (d + 4) * np.finfo(np.float64).eps
+
+    def find(target):
+        """The first point whose running sum of distances exceeds target;
+        past the end by round-off, the last at a positive distance."""
+        i = int(np.searchsorted(np.cumsum(closest), target, side="right"))
+        if i < m:
+            return i
+        i = m - 1
+        while i > 0 and closest[i] == 0:
+            i -= 1
+        return i
+
+    def take(center, first):
+        sq = _product_distances(points, point_sq, center)
+        # Near-zero distances decided exactly: a copy of a center weighs 0.
+        near = sq <= roundoff * (point_sq + center @ center)
+        sq[near] = ((points[near] - center) ** 2).sum(axis=1)
+        distance = weights * sq
+        if first:
+            closest[:] = distance
+        else:
+            np.minimum(closest, distance, out=closest)
+
+    centers = np.empty((k, d))
+    potential = closest.sum()
+    centers[0] = points[find(min(max(rng.uniform() * potential, 0.0), potential))]
+    take(centers[0], True)
+    potential = closest.sum()
+    for j in range(1, k):
+        drawn = [find(min(max(rng.uniform() * potential, 0.0), potential))
+                 for _ in range(trials)]
+        totals = [np.minimum(closest, weights * _product_distances(points, point_sq,
+                                                                   points[i])).sum()
+                  for i in drawn]
+        best = int(np.argmin(totals))
+        centers[j] = points[drawn[best]]
+        potential = totals[best]
+        take(centers[j], False)
+    return centers
+
+
 def random_subset(n, k, seed, weights=None):
     """The indices of the k distinct points the server's INIT_RANDOM chooses
     among n for `seed` (core/init.cc): a partial Fisher-Yates shuffle, or
@@ -523,6 +678,9 @@ def restart_seed(seed, restart):
 
 
 def _initial_centers(job, d, k, init, seed, log):
+    if init == "kmeans||":
+        return _seed_parallel(job, d, k, seed, KMEANS_PARALLEL_ROUNDS,
+                              KMEANS_PARALLEL_OVERSAMPLING, log)
     if init == "random":
         return np.concatenate([job.rows(i, i + 1) for i in random_subset(
             job.points.shape[0], k, seed, job.weights)]).astype(np.float32)
@@ -636,7 +794,8 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
     densified a chunk at a time) on the replicas `target` names (as
     replica_addresses reads it), from `centers` (k, d) if given, else from
     `init` over all of them ("kmeans++", the default, greedy; "plain-kmeans++"
-    or `plain_seeding`; "random"), for up to `iterations` Lloyd's steps:
+    or `plain_seeding`; "kmeans||", k-means‖ as `kmt cluster --init='kmeans||'`
+    runs it; "random"), for up to `iterations` Lloyd's steps:
     fewer once the centers stop changing, or once an iteration lowers the
     objective by at most tol times the objective (tol > 0), or once the total
     squared shift of the centers is at most `center_tol` (scikit-learn's
@@ -671,8 +830,9 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
         raise ValueError(f"empty_clusters '{empty_clusters}': expected keep or "
                          "relocate-farthest")
     init = init or ("plain-kmeans++" if plain_seeding else "kmeans++")
-    if init not in ("kmeans++", "plain-kmeans++", "random"):
-        raise ValueError(f"init '{init}': expected kmeans++, plain-kmeans++ or random")
+    if init not in ("kmeans++", "plain-kmeans++", "kmeans||", "random"):
+        raise ValueError(f"init '{init}': expected kmeans++, plain-kmeans++, kmeans|| or "
+                         "random")
     if weights is not None:
         weights = np.asarray(weights, dtype=np.float32).reshape(-1)
         if len(weights) != n:

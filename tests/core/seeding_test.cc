@@ -234,6 +234,31 @@ TEST(KMeansParallel, BadSamplingSaysWhatIsWrong) {
             "round -1 and first point 0: neither may be negative");
 }
 
+TEST(KMeansParallel, APointsDistanceAndNearestCenterDoNotDependOnItsBlockOrThread) {
+  // Several of the scan's blocks, taken in parallel: split anywhere, the
+  // shards keep the whole's distances and nearest centers to the bit.
+  const Matrix<float> points = GaussianClusters<float>({.n = 12000, .d = 4, .k = 30}, 5).points;
+  const Matrix<float> first = points.leftCols(20), then = points.middleCols(5000, 25);
+  const Matrix<float> head = points.leftCols(4321), tail = points.rightCols(12000 - 4321);
+  SeedingShard<float> whole(&points), a(&head), b(&tail);
+  for (const Matrix<float>* group : {&first, &then}) {
+    ASSERT_TRUE(whole.AddCenters(*group).ok());
+    ASSERT_TRUE(a.AddCenters(*group).ok());
+    ASSERT_TRUE(b.AddCenters(*group).ok());
+  }
+  std::vector<double> parts = a.TakenCenterWeights();
+  const std::vector<double> rest = b.TakenCenterWeights();
+  for (size_t c = 0; c < parts.size(); ++c) parts[c] += rest[c];
+  EXPECT_EQ(parts, whole.TakenCenterWeights());
+  // The same potential to sample by: the same points taken.
+  std::vector<int64_t> sample = *a.Oversample(500, 1e3, 9, 1, 0);
+  const std::vector<int64_t> rest_sample = *b.Oversample(500, 1e3, 9, 1, 4321);
+  for (int64_t i : rest_sample) sample.push_back(4321 + i);
+  EXPECT_EQ(sample, *whole.Oversample(500, 1e3, 9, 1, 0));
+  // A copy of a center lies at 0 and is never taken.
+  for (int64_t i : sample) EXPECT_NE(i, 5000);
+}
+
 TEST(KMeansParallel, TheShardWeighsTheCentersItTookInByTheirNearestPoints) {
   Matrix<double> points(1, 5);
   points << 0, 1, 2, 3, 10;

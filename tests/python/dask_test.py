@@ -1,10 +1,10 @@
 """kmt.dask.KMeans on a dask.distributed LocalCluster of two worker processes
 and two real kmt-server replicas: the same fit as scikit-learn's from the
 same initial centers (with and without sample_weight, with an empty cluster
-relocated), the same initial centers as kmt.KMeans's for the same seed, the
-blocks mapped through the service by predict, transform and score, a worker
-and a replica killed mid-fit without changing the result, and bad input
-refused."""
+relocated, from a dask DataFrame), the same initial centers as kmt.KMeans's
+for the same seed (k-means‖, k-means++, random), the blocks mapped through
+the service by predict, transform and score, a worker and a replica killed
+mid-fit without changing the result, and bad input refused."""
 import os
 import signal
 import unittest
@@ -13,6 +13,7 @@ from unittest import mock
 
 import dask
 import dask.array as da
+import dask.dataframe as dd
 import distributed
 import numpy as np
 import sklearn.cluster
@@ -136,7 +137,8 @@ class DaskTest(unittest.TestCase):
     def test_initialisations_choose_kmt_kmeans_centers(self):
         points = mixture(3000, 4, K, seed=31)
         weights = np.random.default_rng(5).uniform(0.5, 2.0, size=len(points))
-        for init, n_init, w in (("k-means++", 1, None), ("k-means++", 1, weights),
+        for init, n_init, w in (("k-means||", 1, None), ("k-means||", 1, weights),
+                                ("k-means++", 1, None), ("k-means++", 1, weights),
                                 ("k-means++", 2, None), ("random", 2, weights)):
             with self.subTest(init=init, n_init=n_init, weighted=w is not None):
                 got = self.fit(da.from_array(points, chunks=500), init=init, n_init=n_init,
@@ -149,6 +151,14 @@ class DaskTest(unittest.TestCase):
                 np.testing.assert_allclose(got.cluster_centers_, want.cluster_centers_,
                                            rtol=0, atol=1e-12)
                 self.assertEqual(got.n_iter_, want.n_iter_)
+
+    def test_a_dask_dataframe_is_fitted_as_its_values(self):
+        points = mixture(2000, 3, K, seed=43)
+        frame = dd.from_dask_array(da.from_array(points, chunks=500), columns=["a", "b", "c"])
+        got = self.fit(frame, init=rows(points, K), random_state=1)
+        want = sklearn.cluster.KMeans(K, init=rows(points, K), n_init=1).fit(points)
+        assert_same_fit(self, Fitted(got), want, 1e-5)
+        self.assertEqual(list(got.feature_names_in_), ["a", "b", "c"])
 
     def test_predict_transform_and_score_map_blocks_through_the_service(self):
         points = mixture(3000, 4, K, seed=23)

@@ -168,6 +168,16 @@ class KMeansPlusPlusTest(ServedTest):
                     np.testing.assert_array_equal(fits[0].cluster_centers_,
                                                   fits[1].cluster_centers_)
 
+    def test_kmeans_parallel_runs_as_a_resident_job_whatever_the_size(self):
+        # X fits one request at batch_size=None: k-means‖ runs on the same
+        # shards all the same, with n_init='auto' one initialisation.
+        small, large = (kmt.KMeans(K, init="k-means||", n_init="auto", random_state=3,
+                                   batch_size=batch_size, server=self.server.address)
+                        .fit(self.points) for batch_size in (None, 2000))
+        np.testing.assert_array_equal(small.cluster_centers_, large.cluster_centers_)
+        np.testing.assert_array_equal(small.labels_, large.labels_)
+        self.assertEqual(small._n_init, 1)
+
     def test_one_request_and_a_resident_job_choose_the_same_start(self):
         # k-means++ over the shards draws as the server's k-means++ draws.
         for init in ("k-means++", "random"):

@@ -1,10 +1,14 @@
 """Resident jobs from Python (kmt.fit_resident) on real kmt-server replicas:
 k-means++ over the shards chooses the server's centers for the seed,
-Lloyd's over the shards equals Lloyd's on all points at once, and a replica
-killed during the iterations or during k-means++ changes nothing."""
+k-means‖ the C++ coordinator's (`kmt cluster --init='kmeans||'`), Lloyd's
+over the shards equals Lloyd's on all points at once, and a replica killed
+during the iterations, during k-means++ or during k-means‖ changes
+nothing."""
 import os
 import signal
+import subprocess
 import sys
+import tempfile
 import unittest
 
 import numpy as np
@@ -53,6 +57,25 @@ class ResidentTest(unittest.TestCase):
                 np.testing.assert_array_equal(got.centers, want.centers)
                 np.testing.assert_array_equal(got.labels, want.labels)
 
+    def test_kmeans_parallel_chooses_the_centers_of_the_cli_for_the_seed(self):
+        with tempfile.TemporaryDirectory() as work:
+            POINTS.tofile(os.path.join(work, "points.f32"))
+            out = os.path.join(work, "centers.npy")
+            for seed in (4, 5):
+                with self.subTest(seed=seed):
+                    subprocess.run(
+                        [os.environ["KMT_CLI"], "cluster", "--mode=whole",
+                         f"--server={self.both}", "--streams=2",
+                         f"--input={os.path.join(work, 'points.f32')}", "--d=8", f"--k={K}",
+                         "--iterations=0", f"--seed={seed}", "--init=kmeans||",
+                         f"--centers_out={out}"], check=True, capture_output=True)
+                    news = []
+                    got = kmt.fit_resident(self.both, POINTS, K, iterations=0, seed=seed,
+                                           init="kmeans||", streams_per_server=2, timeout=120,
+                                           log=news.append)
+                    np.testing.assert_array_equal(got.centers, np.load(out))
+                    self.assertIn("k-means||: 2 rounds", " ".join(news))
+
     def test_lloyds_over_the_shards_is_lloyds_on_all_points(self):
         start = POINTS[:K]
         got = kmt.fit_resident(self.both, POINTS, K, centers=start, iterations=7,
@@ -96,14 +119,14 @@ class ResidentTest(unittest.TestCase):
 
 
 class ResidentFaultTest(unittest.TestCase):
-    def run_killed(self, when):
+    def run_killed(self, when, **more):
         """A clean run and one where replica b is killed once a logged line
-        starts with `when`; both results."""
+        starts with `when`; both results. `more`: fit_resident's options."""
         a = Server("--model_dir=", "--workers=1")
         b = Server("--model_dir=", "--workers=1")
         try:
             both = f"ipv4:{a.address},{b.address}"
-            options = dict(iterations=6, seed=4, streams_per_server=2, timeout=120)
+            options = dict(iterations=6, seed=4, streams_per_server=2, timeout=120, **more)
             clean = kmt.fit_resident(both, POINTS, K, **options)
             news = []
 
@@ -136,6 +159,12 @@ class ResidentFaultTest(unittest.TestCase):
         # Once 4 centers are chosen: b's shards go to a, which first takes
         # the chosen centers into their distances.
         self.check_same(*self.run_killed("k-means++: 4 of"))
+
+    def test_a_replica_killed_during_kmeans_parallel_changes_nothing(self):
+        # After the second round's sample: b's shards go to a, which first
+        # takes the groups of centers of the rounds before into their
+        # distances, to the bit.
+        self.check_same(*self.run_killed("k-means||: round 2 ", init="kmeans||"))
 
 
 if __name__ == "__main__":

@@ -82,10 +82,15 @@ def dask_weights(sample_weight, X):
 
 def initial_centers(job, init, k, seed, log):
     """The initial centers (k, d) float32, as sent (minus the offset), of
-    `init` over the fit's shards: 'k-means++' the service's greedy k-means++
-    over all points (kmt.KMeans's, 2 + ln k candidates per center, two
-    rounds per center), 'random' the k points the server's INIT_RANDOM
-    draws. Every initialisation of a Dask fit starts here."""
+    `init` over the fit's shards: 'k-means||' k-means‖ (kmt.KMeans's and
+    the C++ coordinator's: a few rounds whatever k), 'k-means++' the
+    service's greedy k-means++ over all points (kmt.KMeans's, 2 + ln k
+    candidates per center, two rounds per center), 'random' the k points the
+    server's INIT_RANDOM draws. Every initialisation of a Dask fit starts
+    here."""
+    if init == "k-means||":
+        return resident._seed_parallel(job, job.spec.d, k, seed, resident.KMEANS_PARALLEL_ROUNDS,
+                                       resident.KMEANS_PARALLEL_OVERSAMPLING, log)
     if init == "random":
         n = sum(s.count for s in job.shards)
         weights = None if job.weights is None else job.all_weights()
@@ -133,9 +138,11 @@ class KMeans(_kmeans.KMeans):
     headless Service), block i on replica i mod R; every iteration sends only
     the centers, one task per worker. A worker that dies costs its blocks a
     reload and the step a repetition, and a replica that dies the same on
-    another replica: the result does not change. init 'k-means++' is the
-    service's greedy k-means++ over all points (the same as kmt.KMeans's for
-    the same seed), 'random' and given centers as kmt.KMeans.
+    another replica: the result does not change. init 'k-means||' (the
+    default, as dask-ml's) is k-means‖ over the shards, 'k-means++' the
+    service's greedy k-means++ over all points (either the same as
+    kmt.KMeans's for the same seed), 'random' and given centers as
+    kmt.KMeans.
 
     labels_ is a dask array held by the workers (chunked as X's rows);
     predict, transform and score take dask arrays (mapped over their blocks,
@@ -148,7 +155,7 @@ class KMeans(_kmeans.KMeans):
                               in _kmeans.KMeans._parameter_constraints.items()
                               if name != "streams_per_server"}
 
-    def __init__(self, n_clusters=8, *, init="k-means++", n_init="warn", max_iter=300, tol=1e-4,
+    def __init__(self, n_clusters=8, *, init="k-means||", n_init="warn", max_iter=300, tol=1e-4,
                  verbose=0, random_state=None, copy_x=True, algorithm="lloyd",
                  server="localhost:50051", model="lloyd-onehot", tls=False, ca=None, cert=None,
                  key=None, server_name=None, timeout=None, batch_size=None,
@@ -228,7 +235,7 @@ class KMeans(_kmeans.KMeans):
             if starts is not None:
                 start = starts[r] - offset
             else:
-                if r > 0 and self.init == "k-means++":
+                if r > 0 and self.init != "random":
                     job.reload_all()
                 start = initial_centers(job, self.init, k, resident.restart_seed(seed, r), log)
             now = time.perf_counter()

@@ -31,6 +31,7 @@ class _Shard:
         self.block, self.first, self.count = block, first, count
         self.replica, self.worker = replica, worker
         self.seeded = []  # k-means++ centers taken into its distances, to replay
+        self.groups = []  # k-means‖'s groups of centers taken in (float32 bytes), to replay
 
 
 class _Candidates:
@@ -81,7 +82,7 @@ class DaskJob:
             weights = None if self.weight_blocks is None else self.weight_blocks[block]
             tasks.append(delayed(worker.load, pure=False)(
                 self.spec, self.blocks[block], block, weights, self.servers[replica],
-                shard.seeded if shard else []))
+                shard.seeded if shard else [], shard.groups if shard else []))
         futures = self.client.compute(tasks)
         try:
             return self.client.gather(futures)
@@ -112,7 +113,7 @@ class DaskJob:
         starts from no chosen center)."""
         self._release()
         for shard in self.shards:
-            shard.seeded = []
+            shard.seeded, shard.groups = [], []
             shard.worker = None
         self._reload(self.shards)
 
@@ -220,8 +221,7 @@ class DaskJob:
                                            f"block {block} on {self.servers[shard.replica]}: "
                                            f"{r.error.message}")
                     answers[s] = r
-                    if requests[s].HasField("seed"):
-                        shard.seeded.extend(requests[s].seed.add_centers)
+                    resident.note_replays(shard, requests[s])
                     if keep:
                         labels[s] = self.client.submit(worker.labels_of, futures[w], block,
                                                        workers=[w], allow_other_workers=True,

@@ -67,10 +67,11 @@ def _checked_rows(block, offset, index):
     return checked
 
 
-def load(spec, block, index, weights, replica, seeded):
+def load(spec, block, index, weights, replica, seeded, groups):
     """Loads block `index` (with its `weights`, or None) on `replica` as one
-    shard held by this worker, after `seeded` (k-means++ centers chosen before
-    the block moved) if any: (status, worker, points, weight), status "ok",
+    shard held by this worker, then replays `seeded` (k-means++ centers
+    chosen before the block moved) and `groups` (k-means‖'s) if any:
+    (status, worker, points, weight), status "ok",
     or ("failed", code, message) when the replica failed. Bad input raises
     ValueError, as scikit-learn's checks do."""
     n = block.shape[0]
@@ -90,7 +91,7 @@ def load(spec, block, index, weights, replica, seeded):
     stream = resident._JobStream(_stub(replica, spec.tls), spec.timeout)
     try:
         resident.load_shard(stream, _checked_rows(block, spec.offset, index), weights, n, spec.d,
-                            spec.chunk_bytes, seeded)
+                            spec.chunk_bytes, seeded, groups)
     except ServiceError as e:
         stream.close()
         if e.code in REPLICA_FAILED:
