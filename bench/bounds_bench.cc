@@ -33,8 +33,7 @@
 #include "tests/support/gaussian_clusters.h"
 
 #ifdef KMT_HAVE_FAISS
-#include <faiss/Clustering.h>
-#include <faiss/IndexFlat.h>
+#include "bench/faiss_kmeans.h"
 #endif
 
 namespace kmt {
@@ -163,19 +162,13 @@ void BM_Lloyd(benchmark::State& state) {
 void BM_Faiss(benchmark::State& state) {
   const int n = state.range(0), d = state.range(1), k = state.range(2);
   const Data& data = Problem(n, d, k, static_cast<int>(state.range(3)));
-  faiss::ClusteringParameters cp;
-  cp.niter = static_cast<int>(state.range(4));
-  cp.max_points_per_centroid = n;  // no subsampling
+  const int iterations = static_cast<int>(state.range(4));
   for (auto _ : state) {
-    faiss::Clustering clustering(d, k, cp);
-    clustering.centroids.assign(data.init.data(), data.init.data() + d * k);
-    faiss::IndexFlatL2 index(d);
-    clustering.train(n, data.points.data(), index);
-    benchmark::DoNotOptimize(clustering.iteration_stats.back().obj);
+    benchmark::DoNotOptimize(FaissKMeans(data.points, data.init, iterations));
   }
-  state.counters["layers"] = static_cast<double>(cp.niter);
+  state.counters["layers"] = iterations;
   state.counters["s_per_layer"] = benchmark::Counter(
-      cp.niter, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+      iterations, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 // The targets' shape on both data, and the large one on separated blobs, at
 // the n of BM_Lloyd's runs of them.

@@ -23,8 +23,7 @@
 #include "tests/support/random_weights.h"
 
 #ifdef KMT_HAVE_FAISS
-#include <faiss/Clustering.h>
-#include <faiss/IndexFlat.h>
+#include "bench/faiss_kmeans.h"
 #endif
 
 namespace kmt {
@@ -130,16 +129,7 @@ void BM_GemmBoundOfALayer(benchmark::State& state) {
 void BM_FaissKMeansIteration(benchmark::State& state) {
   const int n = state.range(0), d = state.range(1), k = state.range(2);
   const Data& data = Problem(n, d, k);
-  faiss::ClusteringParameters cp;
-  cp.niter = kLayers;
-  cp.max_points_per_centroid = n;  // no subsampling: every point, every iteration
-  for (auto _ : state) {
-    faiss::Clustering clustering(d, k, cp);
-    clustering.centroids.assign(data.init.data(), data.init.data() + d * k);
-    faiss::IndexFlatL2 index(d);
-    clustering.train(n, data.points.data(), index);
-    benchmark::DoNotOptimize(clustering.iteration_stats.back().obj);
-  }
+  for (auto _ : state) benchmark::DoNotOptimize(FaissKMeans(data.points, data.init, kLayers));
   SetPerUnit(state, "s_per_layer", kLayers, n);
 }
 BENCHMARK(BM_FaissKMeansIteration)

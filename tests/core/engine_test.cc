@@ -9,15 +9,10 @@
 #include "reference/lloyd.h"
 #include "tests/support/gaussian_clusters.h"
 #include "tests/support/random_weights.h"
+#include "tests/support/valid_batch.h"
 
 namespace kmt {
 namespace {
-
-Batch<double> MakeBatch(BatchSpec<double> spec) {
-  absl::StatusOr<Batch<double>> batch = Batch<double>::Validate(std::move(spec));
-  EXPECT_TRUE(batch.ok()) << batch.status();
-  return *std::move(batch);
-}
 
 TEST(Engine, ExactModelsAreTheLloydConstructionsAndTheVariants) {
   std::vector<std::string> names;

@@ -12,6 +12,7 @@
 #include "reference/lloyd.h"
 #include "tests/support/gaussian_clusters.h"
 #include "tests/support/random_weights.h"
+#include "tests/support/valid_batch.h"
 
 namespace kmt {
 namespace {
@@ -122,12 +123,6 @@ TEST(Guard, IsRefusedWhereItHasNoMeaning) {
   Model<double> model = Guarded(RandomSoftmaxModel<double>(3, 4, InputScaling::kNone, 1));
   model.reembed = false;
   EXPECT_EQ(ValidateModel(model).code(), absl::StatusCode::kInvalidArgument);
-}
-
-Batch<double> MakeBatch(BatchSpec<double> spec) {
-  absl::StatusOr<Batch<double>> batch = Batch<double>::Validate(std::move(spec));
-  EXPECT_TRUE(batch.ok()) << batch.status();
-  return *std::move(batch);
 }
 
 TEST(Guard, TheEngineRunsALearnedModelGuardedOnRequest) {

@@ -13,15 +13,10 @@
 #include "core/engine.h"
 #include "tests/support/gaussian_clusters.h"
 #include "tests/support/random_weights.h"
+#include "tests/support/valid_batch.h"
 
 namespace kmt {
 namespace {
-
-Batch<double> MakeBatch(BatchSpec<double> spec) {
-  absl::StatusOr<Batch<double>> batch = Batch<double>::Validate(std::move(spec));
-  EXPECT_TRUE(batch.ok()) << batch.status();
-  return *std::move(batch);
-}
 
 // The model's layers written out on the padded tokens, one block at a time:
 // k' center tokens with the first k' of the model's k codes, re-embedded
