@@ -4,10 +4,8 @@
 #                                                   the whole suite unless CTEST_ARGS select
 #   scripts/sanitize.sh address-ci                  AddressSanitizer + UBSan on the libraries
 #                                                   scripts/fuzz.sh builds (build-fuzz/, clang):
-#                                                   the tests labelled `input`, which CI runs
-#                                                   (docs/hardening.md)
-#   scripts/sanitize.sh address-ci-build            address-ci's build alone (.ci/run builds it
-#                                                   while the test suite runs)
+#                                                   the tests labelled `input` (docs/hardening.md
+#                                                   says when to run them)
 #   scripts/sanitize.sh thread     [CTEST_ARGS...]  ThreadSanitizer, build-tsan/, the tests
 #                                                   labelled `concurrent` unless CTEST_ARGS
 #                                                   select
@@ -18,12 +16,7 @@
 # are for third-party code only, each with its reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-kind=${1:?usage: scripts/sanitize.sh address|address-ci|address-ci-build|thread [ctest args]}
-build_only=false
-if [[ $kind == address-ci-build ]]; then
-  kind=address-ci
-  build_only=true
-fi
+kind=${1:?usage: scripts/sanitize.sh address|address-ci|thread [ctest args]}
 shift
 here=$(pwd)
 targets=(all)
@@ -89,7 +82,6 @@ scripts/install-deps.sh
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${configure[@]}" -DKMT_BUILD_TESTS=ON \
   -DKMT_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build "$dir" -j2 --target "${targets[@]}"
-$build_only && exit 0
 rm -rf "$reports"
 mkdir -p "$reports"
 status=0
