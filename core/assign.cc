@@ -75,6 +75,99 @@ void ScanLanes(const Scalar* score, Eigen::Index ld, Eigen::Index k, Scalar* bes
   }
 }
 
+// The register kernel: the scores of one packet of points (its lanes)
+// against kKernelCenters centers at a time, accumulated in registers over the
+// coordinates, each stored to the block's scores and taken into the running
+// best, second best and label as ScanLanes takes them. It replaces the
+// blocked product and the scan where the centers are few enough to stay in
+// the first-level cache, saving the product's packing of the points and a
+// pass over the scores.
+constexpr int kKernelCenters = 8;
+// The most bytes of padded centers the kernel takes (of the first-level
+// cache's 32 KiB), and the fewest coordinates: below one packet's worth the
+// points' transposition is not done in registers and the product is faster.
+constexpr Eigen::Index kKernelMaxCenterBytes = 16 * 1024;
+
+template <typename Scalar>
+bool UsesRegisterKernel(Eigen::Index d, Eigen::Index k) {
+  constexpr Eigen::Index kSize = sizeof(Packet<Scalar>) / sizeof(Scalar);
+  const Eigen::Index padded = (k + kKernelCenters - 1) / kKernelCenters * kKernelCenters;
+  return k > 0 && d >= kSize &&
+         padded * d * static_cast<Eigen::Index>(sizeof(Scalar)) <= kKernelMaxCenterBytes;
+}
+
+// `lanes` (d x packet size, coordinate-major) holds the packet's points;
+// `transposed` the padded centers (transposed_), `offset` their offsets.
+template <typename Scalar>
+void KernelLanes(const Scalar* lanes, Eigen::Index d, const Matrix<Scalar>& transposed,
+                 const Scalar* offset, Eigen::Index k, Scalar* score, Eigen::Index ld,
+                 Scalar* best_out, Scalar* second_out, Scalar* arg_out) {
+  namespace simd = Eigen::internal;
+  using P = Packet<Scalar>;
+  constexpr int kSize = sizeof(P) / sizeof(Scalar);
+  const Eigen::Index padded_k = transposed.rows();
+  P best = simd::pset1<P>(-std::numeric_limits<Scalar>::infinity());
+  P second = best;
+  P arg = simd::pset1<P>(0);
+  for (Eigen::Index first = 0; first < padded_k; first += kKernelCenters) {
+    P acc[kKernelCenters];
+    for (int c = 0; c < kKernelCenters; ++c) acc[c] = simd::pset1<P>(offset[first + c]);
+    const Scalar* column = transposed.data() + first;
+    for (Eigen::Index l = 0; l < d; ++l, column += padded_k) {
+      const P x = simd::ploadu<P>(lanes + l * kSize);
+      for (int c = 0; c < kKernelCenters; ++c) {
+        acc[c] = simd::pmadd(x, simd::pset1<P>(column[c]), acc[c]);
+      }
+    }
+    for (int c = 0; c < kKernelCenters; ++c) {
+      const Eigen::Index j = first + c;
+      if (j >= k) break;  // padding: its scores are -infinity
+      simd::pstoreu(score + j * ld, acc[c]);
+      const P index = simd::pset1<P>(static_cast<Scalar>(j));
+      second = simd::pmax(second, simd::pmin(best, acc[c]));
+      arg = simd::pselect(simd::pcmp_lt(best, acc[c]), index, arg);
+      best = simd::pmax(best, acc[c]);
+    }
+  }
+  simd::pstoreu(best_out, best);
+  simd::pstoreu(second_out, second);
+  simd::pstoreu(arg_out, arg);
+}
+
+// The points [first, first + count) of x (count at most one packet) into
+// `lanes`, coordinate-major, the missing lanes zero.
+template <typename Scalar>
+void LoadLanes(const Eigen::Ref<const Matrix<Scalar>>& x, Eigen::Index first, Eigen::Index count,
+               Scalar* lanes) {
+  namespace simd = Eigen::internal;
+  using P = Packet<Scalar>;
+  constexpr int kSize = sizeof(P) / sizeof(Scalar);
+  const Eigen::Index d = x.rows();
+  Eigen::Index l = 0;
+  const Scalar* column = x.data() + first * x.outerStride();
+  if (count == kSize) {
+    for (; l + kSize <= d; l += kSize) {
+      // A square of kSize points by kSize coordinates, transposed in
+      // registers. (GCC warns that the packet type's alignment attribute is
+      // not part of the template argument; no layout depends on it here.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+      simd::PacketBlock<P, kSize> block;
+#pragma GCC diagnostic pop
+      for (int p = 0; p < kSize; ++p) {
+        block.packet[p] = simd::ploadu<P>(column + p * x.outerStride() + l);
+      }
+      simd::ptranspose(block);
+      for (int q = 0; q < kSize; ++q) simd::pstoreu(lanes + (l + q) * kSize, block.packet[q]);
+    }
+  }
+  for (; l < d; ++l) {
+    for (int p = 0; p < kSize; ++p) {
+      lanes[l * kSize + p] = p < count ? column[p * x.outerStride() + l] : Scalar(0);
+    }
+  }
+}
+
 // Where a lower bound lands after one more rounding of a positive value:
 // below the exact result (one rounding moves it by at most eps / 2 of it).
 double Below(double x) { return x * (1 - 2 * std::numeric_limits<double>::epsilon()); }
@@ -99,6 +192,13 @@ NearestCenterScan<Scalar>::NearestCenterScan(const Matrix<Scalar>& centers)
     slack_of_[j] =
         2 * ScoreRoundOff<Scalar>(d, SquaredNormBound<Scalar>(d, 0, center_sq[j]), center_sq_max);
   }
+  if (UsesRegisterKernel<Scalar>(d, k)) {
+    const Eigen::Index padded = (k + kKernelCenters - 1) / kKernelCenters * kKernelCenters;
+    transposed_ = Matrix<Scalar>::Zero(padded, d);
+    transposed_.topRows(k) = centers.transpose();
+    padded_offset_ = Vector<Scalar>::Constant(padded, -std::numeric_limits<Scalar>::infinity());
+    padded_offset_.head(k) = offset_.transpose();
+  }
 }
 
 template <typename Scalar>
@@ -116,12 +216,22 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
   Scalar* best = scratch->best.data();
   Scalar* second = scratch->second.data();
   Scalar* arg = scratch->arg.data();
-  // A last partial group of lanes scans the offsets alone past the block.
-  const Eigen::Index scanned = (rows + L - 1) / L * L;
-  score.topRows(scanned).rowwise() = offset_;
-  score.topRows(rows).noalias() += x.transpose() * centers_;
-  for (Eigen::Index i = 0; i < scanned; i += L) {
-    ScanLanes(score.data() + i, block_, k, best + i, second + i, arg + i);
+  if (transposed_.size() > 0) {
+    constexpr Eigen::Index kSize = sizeof(Packet<Scalar>) / sizeof(Scalar);
+    scratch->lanes.resize(d * kSize);
+    for (Eigen::Index i = 0; i < rows; i += kSize) {
+      LoadLanes<Scalar>(x, i, std::min(kSize, rows - i), scratch->lanes.data());
+      KernelLanes(scratch->lanes.data(), d, transposed_, padded_offset_.data(), k, score.data() + i,
+                  block_, best + i, second + i, arg + i);
+    }
+  } else {
+    // A last partial group of lanes scans the offsets alone past the block.
+    const Eigen::Index scanned = (rows + L - 1) / L * L;
+    score.topRows(scanned).rowwise() = offset_;
+    score.topRows(rows).noalias() += x.transpose() * centers_;
+    for (Eigen::Index i = 0; i < scanned; i += L) {
+      ScanLanes(score.data() + i, block_, k, best + i, second + i, arg + i);
+    }
   }
   for (Eigen::Index i = 0; i < rows; ++i) {
     const Scalar* xi = x.col(i).data();

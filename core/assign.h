@@ -42,10 +42,15 @@ class NearestCenterScan {
   // The most points one Scan takes: the block of AssignNearest's products.
   Eigen::Index block() const { return block_; }
 
+  // Whether the scores come from the register kernel (few centers) rather
+  // than the blocked matrix product; both give the same labels.
+  bool register_kernel() const { return transposed_.size() > 0; }
+
   // One thread's working space.
   struct Scratch {
     Matrix<Scalar> score;
     Vector<Scalar> best, second, arg;
+    Vector<Scalar> lanes;  // the register kernel's points, coordinate-major
   };
 
   // For the columns of x (d x rows, rows <= block()): labels[i], sq[i] the
@@ -64,6 +69,12 @@ class NearestCenterScan {
   const Matrix<Scalar>& centers_;
   Eigen::Index block_;
   Eigen::Matrix<Scalar, 1, Eigen::Dynamic> offset_;  // -||c_j||^2 / 2
+  // For few centers, the register kernel's copy of them: coordinate l of
+  // center j at transposed_(j, l), the centers padded to whole groups with
+  // zero coordinates and an offset of -infinity (padded_offset_). Empty
+  // where the blocked matrix product computes the scores.
+  Matrix<Scalar> transposed_;
+  Vector<Scalar> padded_offset_;
   Scalar slack_per_sq_;
   Vector<Scalar> slack_of_;
 };

@@ -115,6 +115,61 @@ def float32_bytes(values):
     return np.ascontiguousarray(values, dtype=FLOAT32).tobytes()
 
 
+def _varint(value):
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+# The request's raw arrays: name -> field number.
+_RAW_FIELDS = {name: pb.ClusterRequest.DESCRIPTOR.fields_by_name[f"{name}_f32"].number
+               for name in ("points", "centers", "weights")}
+_CLUSTER_METHOD = (f"/{pb.DESCRIPTOR.services_by_name['KMeansTransformer'].full_name}"
+                   "/Cluster")
+
+
+class WireRequest:
+    """A ClusterRequest as the stream sends it: `message` holds every field
+    but the raw arrays, which `serialize` writes after the message's own
+    bytes as length-delimited fields. A parser reads a field that follows a
+    message's bytes as one of its fields, so the bytes are those of the
+    message with the arrays set, made in one copy of each array (setting a
+    bytes field and serialising the message would copy it twice more)."""
+    __slots__ = ("message", "arrays")
+
+    def __init__(self, message, arrays=()):
+        self.message = message
+        self.arrays = list(arrays)  # (name, C-contiguous little-endian float32 array)
+
+    @property
+    def request_id(self):
+        return self.message.request_id
+
+    def serialize(self):
+        parts = [self.message.SerializeToString()]
+        for name, values in self.arrays:
+            parts.append(_varint(_RAW_FIELDS[name] << 3 | 2) + _varint(values.nbytes))
+            parts.append(memoryview(values).cast("B"))
+        return b"".join(parts)
+
+    def to_message(self):
+        """The whole ClusterRequest, arrays set."""
+        message = pb.ClusterRequest()
+        message.CopyFrom(self.message)
+        for name, values in self.arrays:
+            setattr(message, f"{name}_f32", values.tobytes())
+        return message
+
+
+def _serialize_request(request):
+    if isinstance(request, WireRequest):
+        return request.serialize()
+    return request.SerializeToString()
+
+
 def _floats(raw, repeated):
     """A response's float32 values, from its raw field or its repeated one."""
     if raw:
@@ -233,7 +288,7 @@ class _Call:
                     sent.append(entry)
                 yield entry.request
 
-        call = client.stub.Cluster(writes(), timeout=client.timeout)
+        call = client.cluster_call(writes(), timeout=client.timeout)
         status, details, answered = grpc.StatusCode.OK, "", False
         try:
             for response in call:
@@ -319,6 +374,10 @@ class Client:
             ("grpc.lb_policy_name", "round_robin")],
             tls=tls, ca=ca, cert=cert, key=key, server_name=server_name)
         self.stub = rpc.KMeansTransformerStub(self.channel)
+        # Cluster with WireRequests as well as messages.
+        self.cluster_call = self.channel.stream_stream(
+            _CLUSTER_METHOD, request_serializer=_serialize_request,
+            response_deserializer=pb.ClusterResponse.FromString)
 
     def close(self):
         self.channel.close()
@@ -345,6 +404,16 @@ class Client:
         ModelInfo.parameters names them ({"beta": 2.0}). `fields` are any
         other request fields: return_trajectory, tol, n_init, guard (a
         learned model's guarded form), ..."""
+        wire = self.wire_request(points, k, model=model, iterations=iterations, init=init,
+                                 seed=seed, centers=centers, weights=weights,
+                                 parameters=parameters, request_id=request_id, **fields)
+        return wire.to_message()
+
+    def wire_request(self, points, k, model="lloyd-onehot", iterations=20, init=None, seed=1,
+                     centers=None, weights=None, parameters=None, request_id="", **fields):
+        """The same request as request() as a WireRequest, which stream()
+        sends with one copy of each array: what the client's own calls
+        send."""
         points = np.asarray(points)
         if points.ndim != 2:
             raise ValueError(f"points has shape {points.shape}, expected (n, d)")
@@ -361,18 +430,19 @@ class Client:
                               raw_response=self.raw, **fields)
         if parameters:
             r.parameters.update(parameters)
+        arrays = []
         for name, values in (("points", points), ("centers", centers), ("weights", weights)):
             if values is None:
                 continue
             if self.raw:
-                setattr(r, f"{name}_f32", float32_bytes(values))
+                arrays.append((name, np.ascontiguousarray(values, dtype=FLOAT32)))
             else:
                 getattr(r, name).extend(np.ascontiguousarray(values, dtype=np.float32).ravel())
-        return r
+        return WireRequest(r, arrays)
 
     def stream(self, requests):
-        """Sends ClusterRequests (any iterable, read as the stream needs
-        them) and yields the responses in order, UNAVAILABLE retried; raises
+        """Sends ClusterRequests or WireRequests (any iterable, read as the
+        stream needs them) and yields the responses in order, UNAVAILABLE retried; raises
         ClusterError for a failed batch and ServiceError for a call that
         retries could not cure (DEADLINE_EXCEEDED after `timeout`, ...)."""
         for r in _Call(self, requests).responses():
@@ -416,8 +486,8 @@ class Client:
 
         def requests():
             for i, block in enumerate(blocks):
-                r = self.request(block, k, request_id=f"batch-{i}", **options)
-                dims.append(r.d)
+                r = self.wire_request(block, k, request_id=f"batch-{i}", **options)
+                dims.append(r.message.d)
                 yield r
         for i, r in enumerate(self.stream(requests())):
             yield self.result(r, dims[i], k, all_distances)
@@ -437,9 +507,9 @@ class Client:
         centers = np.array(centers, dtype=np.float32).reshape(k, d)
 
         def one_pass(centers, sums):
-            requests = (self.request(block, k, model=model, iterations=0, centers=centers,
-                                     request_id=f"batch-{i}", return_cluster_sums=sums,
-                                     omit_labels=sums)
+            requests = (self.wire_request(block, k, model=model, iterations=0,
+                                          centers=centers, request_id=f"batch-{i}",
+                                          return_cluster_sums=sums, omit_labels=sums)
                         for i, block in enumerate(batches(points, batch_size, min_size=k)))
             return self.stream(requests)
 

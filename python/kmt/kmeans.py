@@ -283,10 +283,11 @@ class ServedLloyd(ServedKMeans):
             fields.update(tol=float(self.tol),
                           empty_clusters=EMPTY_CLUSTERS[self._empty_clusters()])
         if plan.starts is None:
-            return [cl.request(points, k, init=INITS[self.init], n_init=self._n_init, **fields)]
-        return [cl.request(points, k, request_id=f"restart-{r}",
-                           centers=start if plan.offset is None else start - plan.offset,
-                           **fields)
+            return [cl.wire_request(points, k, init=INITS[self.init], n_init=self._n_init,
+                                    **fields)]
+        return [cl.wire_request(points, k, request_id=f"restart-{r}",
+                                centers=start if plan.offset is None else start - plan.offset,
+                                **fields)
                 for r, start in enumerate(plan.starts)]
 
     def _best(self, plan, results):

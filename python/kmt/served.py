@@ -231,9 +231,9 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             for i, (first, end) in enumerate(spans):
                 block, _ = padded(self._prepare_for_assignment(rows(first, end)), None,
                                   wire_centers)
-                yield cl.request(block, k, model=ASSIGN_MODEL, iterations=0,
-                                 centers=wire_centers, request_id=f"assign-{i}",
-                                 return_distances=distances, omit_labels=not labels)
+                yield cl.wire_request(block, k, model=ASSIGN_MODEL, iterations=0,
+                                      centers=wire_centers, request_id=f"assign-{i}",
+                                      return_distances=distances, omit_labels=not labels)
         found_labels, found_distances = [], []
         with invalid_input_as_value_error():
             for (first, end), response in zip(spans, cl.stream(requests())):

@@ -66,6 +66,41 @@ TYPED_TEST(AssignTest, EqualsPlainArgminWithExactAndNearTies) {
   }
 }
 
+// Both ways of computing the scores, on each side of the register kernel's
+// limits (fewer coordinates than a packet, more center bytes than it takes),
+// with center counts that leave part of its last group of centers empty and
+// point counts that leave part of its last packet empty.
+TYPED_TEST(AssignTest, BothScoreKernelsEqualPlainArgmin) {
+  using S = TypeParam;
+  Rng rng(11);
+  bool kernel_seen = false, product_seen = false;
+  for (const auto& [n, d, k] :
+       {std::tuple{1001, 8, 16}, std::tuple{4099, 32, 13}, std::tuple{515, 16, 1},
+        std::tuple{3000, 3, 16}, std::tuple{2051, 32, 64}, std::tuple{700, 64, 130},
+        std::tuple{9000, 12, 33}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
+    Matrix<S> points(d, n), centers(d, k);
+    for (Eigen::Index i = 0; i < points.size(); ++i) {
+      points.data()[i] = static_cast<S>(50 + rng.Below(3) + 1e-6 * rng.Uniform());
+    }
+    for (Eigen::Index i = 0; i < centers.size(); ++i) {
+      centers.data()[i] = static_cast<S>(50 + rng.Below(3));
+    }
+    const NearestCenterScan<S> scan(centers);
+    (scan.register_kernel() ? kernel_seen : product_seen) = true;
+    Labels labels;
+    Vector<S> sq_dist;
+    AssignNearest(points, centers, &labels, &sq_dist);
+    ASSERT_EQ(labels, PlainArgmin(points, centers));
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(sq_dist[i],
+                AssignedSquaredDistance(points.col(i).data(), centers.col(labels[i]).data(), d));
+    }
+  }
+  EXPECT_TRUE(kernel_seen);
+  EXPECT_TRUE(product_seen);
+}
+
 TYPED_TEST(AssignTest, ObjectiveMatchesTheReference) {
   using S = TypeParam;
   Rng rng(7);

@@ -121,6 +121,10 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(np.frombuffer(request.weights_f32, "<f4").tolist(),
                              weights.astype(np.float32).tolist())
             self.assertTrue(request.raw_response)
+            # What the stream sends parses as that message, arrays included.
+            wire = self.client.wire_request(points, 4, centers=start, weights=weights)
+            self.assertEqual(kmt.pb.ClusterRequest.FromString(wire.serialize()), request)
+            self.assertEqual(wire.request_id, request.request_id)
             plain = repeated.request(points, 4, centers=start, weights=weights)
             self.assertEqual((plain.points_f32, plain.raw_response), (b"", False))
             self.assertEqual(list(plain.weights), weights.astype(np.float32).tolist())
