@@ -221,11 +221,13 @@ BENCHMARK(BM_FastPathLayer)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_LloydIteration)
+    ->Args({4096, 32, 16})
     ->Args({100000, 32, 64})
     ->Args({1000000, 32, 64})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_GemmBoundOfALayer)
+    ->Args({4096, 32, 16})
     ->Args({100000, 32, 64})
     ->Args({1000000, 32, 64})
     ->Unit(benchmark::kMillisecond)

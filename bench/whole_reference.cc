@@ -6,10 +6,14 @@
 //   whole_reference --points=F --d=D --centers=C --iterations=T --labels_out=L
 //       reads F, runs the core's Lloyd's (the fast path, every CPU) from C
 //       for T iterations, writes the labels and prints the seconds of each
-//       phase as `kmt cluster --mode=whole` does.
+//       phase as `kmt cluster --mode=whole` does. --tol=0 stops after an
+//       iteration that changed no label (or moved no center), as the
+//       service's whole mode does; --assignment=products computes every
+//       distance, without the bounds the fast path keeps across iterations.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "base/command_line.h"
+#include "core/bounds.h"
 #include "core/init.h"
 #include "core/transformer.h"
 #include "learn/task_generator.h"
@@ -29,6 +34,11 @@ ABSL_FLAG(int, iterations, 10, "Lloyd's iterations");
 ABSL_FLAG(std::string, points, "", "raw float32 points, row-major");
 ABSL_FLAG(std::string, centers, "", "CSV of k initial centers");
 ABSL_FLAG(std::string, labels_out, "", "where to write the labels, one per line");
+ABSL_FLAG(double, tol, -1,
+          "stop once the centers' squared shift is at most this (0: once no label changes); "
+          "negative: run every iteration");
+ABSL_FLAG(std::string, assignment, "auto",
+          "auto (the bounds where they pay, as the service's shards) or products");
 
 namespace kmt {
 namespace {
@@ -81,9 +91,18 @@ int Cluster() {
   const Matrix<float> centers = Eigen::Map<const Matrix<float>>(
       values.data(), d, static_cast<Eigen::Index>(values.size() / d));
   const double load = Since(start);
+  const std::string assignment = absl::GetFlag(FLAGS_assignment);
+  if (assignment != "auto" && assignment != "products") {
+    std::fprintf(stderr, "--assignment=%s: expected auto or products\n", assignment.c_str());
+    return 1;
+  }
+  const double tol = absl::GetFlag(FLAGS_tol);
   const auto run_start = Clock::now();
-  absl::StatusOr<RunResult<float>> run =
-      RunLloyd<float>({}, points, centers, {.layers = absl::GetFlag(FLAGS_iterations)});
+  absl::StatusOr<RunResult<float>> run = RunLloyd<float>(
+      {}, points, centers,
+      {.layers = absl::GetFlag(FLAGS_iterations),
+       .shift_tolerance = tol >= 0 ? std::optional<double>(tol) : std::nullopt,
+       .assignment = assignment == "auto" ? AssignmentPath::kAuto : AssignmentPath::kProducts});
   if (!run.ok()) {
     std::fprintf(stderr, "%s\n", run.status().ToString().c_str());
     return 1;
@@ -95,11 +114,12 @@ int Cluster() {
     for (int label : run->labels) out << label << "\n";
   }
   const double write = Since(write_start);
-  const int t = absl::GetFlag(FLAGS_iterations);
+  const int t = run->layers_run;
   std::printf(
-      "in-process: final objective %.10g; seconds: load %.3f, iterations %.3f (%.4f each, the "
-      "final labels included), write %.3f, total %.3f\n",
-      run->objective, load, iterations, iterations / std::max(1, t), write, Since(start));
+      "in-process (%s): final objective %.10g; %d iterations; seconds: load %.3f, iterations "
+      "%.3f (%.4f each, the final labels included), write %.3f, total %.3f\n",
+      assignment.c_str(), run->objective, t, load, iterations, iterations / std::max(1, t), write,
+      Since(start));
   return 0;
 }
 
