@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -15,6 +16,7 @@
 #include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/init.h"
+#include "core/padding.h"
 #include "core/random.h"
 #include "core/transformer.h"
 #include "proto/model_file.h"
@@ -98,6 +100,14 @@ std::string ModelDir() {
     file.mutable_provenance()->set_training_config("none: random weights");
     (*file.mutable_provenance()->mutable_final_metrics())["loss"] = 1.5;
     EXPECT_TRUE(WriteModelFile(file, d + "/test-learned.kmt").ok());
+    v1::ModelFile padded = file;
+    padded.set_name("test-learned-padded");
+    for (const auto& [pd, pk] : {std::pair{2, 3}, std::pair{3, 2}}) {
+      v1::ModelSize* size = padded.add_padded_sizes();
+      size->set_d(pd);
+      size->set_k(pk);
+    }
+    EXPECT_TRUE(WriteModelFile(padded, d + "/test-learned-padded.kmt").ok());
     std::ofstream(d + "/broken.kmt") << "this is not a model";
     v1::ModelFile bad = file;
     bad.set_name("bad-shape");
@@ -256,7 +266,7 @@ TEST_F(ServiceTest, BadBatchesGetTheirOwnErrorsAndTheStreamGoesOn) {
   shape.set_n(601);
   add(shape, absl::StatusCode::kInvalidArgument, "points has 4800 values, expected n*d = 601*8");
   add(Request("unknown", "lloyd-trinary", good, 5, 5), absl::StatusCode::kNotFound,
-      "unknown model 'lloyd-trinary'; ListModels names the 10 models served");
+      "unknown model 'lloyd-trinary'; ListModels names the 11 models served");
   add(Request("learned-d", "test-learned", good, 4, 2), absl::StatusCode::kInvalidArgument,
       "model test-learned was trained for d = 3, k = 4; the batch has d = 8, k = 4");
   add(Request("learned-k", "test-learned", three_d, 5, 2), absl::StatusCode::kInvalidArgument,
@@ -340,9 +350,12 @@ TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
   Client client({.target = server_->address()});
   const auto models = client.ListModels();
   ASSERT_TRUE(models.ok()) << models.status();
-  ASSERT_EQ(models->size(), 10u);  // nine exact, one learned
-  const v1::ModelInfo& learned = models->back();
-  EXPECT_EQ(learned.name(), "test-learned");
+  ASSERT_EQ(models->size(), 11u);  // nine exact, two learned
+  const auto found = std::find_if(models->begin(), models->end(), [](const v1::ModelInfo& m) {
+    return m.name() == "test-learned";
+  });
+  ASSERT_NE(found, models->end());
+  const v1::ModelInfo& learned = *found;
   EXPECT_EQ(learned.kind(), "learned");
   EXPECT_EQ(learned.d(), 3);
   EXPECT_EQ(learned.input_scaling(), "min-max");
@@ -351,9 +364,10 @@ TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
   EXPECT_EQ(std::vector<int>(learned.trained_inits().begin(), learned.trained_inits().end()),
             (std::vector<int>{v1::INIT_PLAIN_KMEANS_PLUS_PLUS, v1::INIT_RANDOM}));
   EXPECT_EQ(learned.default_init(), v1::INIT_PLAIN_KMEANS_PLUS_PLUS);
-  for (size_t i = 0; i + 1 < models->size(); ++i) {
-    EXPECT_EQ((*models)[i].trained_inits_size(), 0) << (*models)[i].name();
-    EXPECT_EQ((*models)[i].default_init(), v1::INIT_KMEANS_PLUS_PLUS) << (*models)[i].name();
+  for (const v1::ModelInfo& m : *models) {
+    if (m.kind() == "learned") continue;
+    EXPECT_EQ(m.trained_inits_size(), 0) << m.name();
+    EXPECT_EQ(m.default_init(), v1::INIT_KMEANS_PLUS_PLUS) << m.name();
   }
   const std::string log = server_->Log();
   EXPECT_NE(log.find("refused " + ModelDir() + "/broken.kmt: " + ModelDir() +
@@ -387,6 +401,51 @@ TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
   Labels labels;
   AssignNearest(points, centers, &labels);
   EXPECT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
+}
+
+// A model whose file lists smaller sizes serves them padded through the
+// server: the result is the core's padded run of the model on the batch
+// scaled as the server scales it, in the batch's own d and k; a size the file
+// does not list is refused with the accepted ones named, and ListModels
+// gives them.
+TEST_F(ServiceTest, AListedSmallerSizeIsServedPadded) {
+  const Matrix<float> points = HundredThousand().points.topLeftCorner(2, 400) * 5.0f;
+  const Matrix<float> start = points.leftCols(3);
+  v1::ClusterRequest padded = Request("padded", "test-learned-padded", points, 3, 3);
+  padded.set_init(v1::INIT_GIVEN);
+  padded.mutable_centers()->Add(start.data(), start.data() + start.size());
+  const Exchange e = Stream(server_->address(),
+                            {padded, Request("unlisted", "test-learned-padded", points, 2, 3)});
+  ASSERT_TRUE(e.status.ok()) << e.status.error_message();
+  ASSERT_EQ(e.responses.size(), 2u);
+  const v1::ClusterResponse& got = e.responses[0];
+  ASSERT_FALSE(got.has_error()) << got.error().message();
+  ASSERT_EQ(got.centers_size(), 2 * 3);
+  const Vector<float> lo = points.rowwise().minCoeff();
+  const Vector<float> range = points.rowwise().maxCoeff() - lo;
+  const auto scale = [&](const Matrix<float>& x) {
+    return Matrix<float>(((x.colwise() - lo).array().colwise() * range.cwiseInverse().array()));
+  };
+  Model<float> model = LearnedModel();
+  RunResult<float> run = *RunPadded(model, scale(points), scale(start), {.layers = 3});
+  const Matrix<float> centers =
+      ((run.centers.array().colwise() * range.array()).matrix()).colwise() + lo;
+  EXPECT_LE((CentersOf(got, 2) - centers).norm(), 1e-5 * centers.norm());
+  Labels labels;
+  AssignNearest(points, centers, &labels);
+  EXPECT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
+
+  const v1::ClusterResponse& refused = e.responses[1];
+  ASSERT_TRUE(refused.has_error());
+  EXPECT_EQ(refused.error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(refused.error().message(),
+            "model test-learned-padded was trained for d = 3, k = 4 and serves by padding "
+            "(d, k) = (2, 3), (3, 2); the batch has d = 2, k = 2");
+
+  std::string out, err;
+  ASSERT_EQ(RunProgram({CliBinary(), "models", "--server=" + server_->address()}, &out, &err), 0)
+      << err;
+  EXPECT_NE(out.find("padded-sizes="), std::string::npos) << out;
 }
 
 TEST_F(ServiceTest, AGuardedRequestSaysWhichStepsItKeptAndCountsThem) {
