@@ -1,6 +1,7 @@
 #include "proto/request.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,19 @@ absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& r) {
           ? PointsFromRowMajor<float>(r.points(), r.n(), r.d())
           : RawMatrix({"points", "n", r.n(), "d", r.d()}, r.points_size(), r.points_f32());
   if (!points.ok()) return points.status();
+  if (r.points_offset_size() > 0) {
+    if (r.points_offset_size() != r.d()) {
+      return absl::InvalidArgumentError(absl::StrCat("points_offset has ", r.points_offset_size(),
+                                                     " values; expected d = ", r.d()));
+    }
+    for (int l = 0; l < r.d(); ++l) {
+      if (!std::isfinite(r.points_offset(l))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("points_offset[", l, "] is ", r.points_offset(l), "; it must be finite"));
+      }
+    }
+    points->colwise() -= Eigen::Map<const Vector<float>>(r.points_offset().data(), r.d());
+  }
   BatchSpec<float> spec{.points = *std::move(points),
                         .k = r.k(),
                         .layers = r.iterations(),
@@ -92,6 +106,7 @@ void FillResponse(const v1::ClusterRequest& r, const RunResult<float>& run,
     out->mutable_centers()->Add(centers.begin(), centers.end());
   }
   out->set_objective(run.objective);
+  out->set_points_offset_applied(r.points_offset_size() > 0);
   if (r.return_trajectory()) {
     out->mutable_layer_objectives()->Add(run.layer_objectives.begin(), run.layer_objectives.end());
   }

@@ -170,6 +170,18 @@ def _serialize_request(request):
     return request.SerializeToString()
 
 
+def _check_offset(request, response):
+    """A server that predates points_offset ignores it (unknown fields are
+    skipped) and clusters the points unshifted: refused, not taken as the
+    shifted answer."""
+    message = request.message if isinstance(request, WireRequest) else request
+    if (len(message.points_offset) and not response.HasField("error")
+            and not response.points_offset_applied):
+        raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
+                           f"batch '{message.request_id}': the server did not apply "
+                           "points_offset (it predates the field); upgrade the server")
+
+
 def _floats(raw, repeated):
     """A response's float32 values, from its raw field or its repeated one."""
     if raw:
@@ -311,6 +323,7 @@ class _Call:
                     client.resent += 1
                     requeue.append(entry)
                     continue
+                _check_offset(entry.request, response)
                 self.done[entry.index] = response
                 while self.next_delivery in self.done:
                     yield self._deliver()

@@ -272,8 +272,15 @@ class ServedLloyd(ServedKMeans):
     def _requests(self, plan, cl):
         """The fit's requests: one, or one per given start."""
         k = self.n_clusters
-        points = resident.dense_rows(plan.X, plan.offset)(0, plan.X.shape[0])
-        fields = dict(model=plan.info.name, iterations=self.max_iter,
+        points = resident.dense_rows(plan.X)(0, plan.X.shape[0])
+        offset = {}
+        if plan.offset is not None:
+            if points.dtype == np.float32:
+                # The server subtracts it as numpy would, saving a copy.
+                offset = dict(points_offset=plan.offset)
+            else:
+                points = points - plan.offset
+        fields = dict(model=plan.info.name, iterations=self.max_iter, **offset,
                       parameters=plan.parameters, weights=plan.weights, seed=plan.seed,
                       return_trajectory=bool(self.verbose),
                       return_distances=pb.DISTANCES_ALL if plan.distances else pb.DISTANCES_NONE)

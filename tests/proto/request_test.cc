@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "core/engine.h"
 #include "proto/raw_payload.h"
 
@@ -50,6 +52,42 @@ TEST(Request, FieldsBecomeTheBatch) {
   const BatchSpec<float>& given = with_centers->spec();
   EXPECT_EQ(given.given_centers.cols(), 2);
   EXPECT_EQ(given.given_centers(0, 1), 10);
+}
+
+// The offset is subtracted from every point in float32, one rounding each,
+// and leaves the given centers as they are; a wrong count or a value that is
+// not finite is refused, naming the field.
+TEST(Request, PointsOffsetShiftsThePointsOnly) {
+  v1::ClusterRequest r = Request();
+  r.set_init(v1::INIT_GIVEN);
+  for (float v : {0.f, 0.f, 10.f, 10.f}) r.add_centers(v);
+  const float offset[2] = {0.1f, -3.3f};
+  r.add_points_offset(offset[0]);
+  r.add_points_offset(offset[1]);
+  const absl::StatusOr<Batch<float>> batch = BatchFromRequest(r);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  const BatchSpec<float>& spec = batch->spec();
+  for (int i = 0; i < 4; ++i) {
+    for (int l = 0; l < 2; ++l) {
+      const float wire = r.points(2 * i + l);
+      EXPECT_EQ(spec.points(l, i), wire - offset[l]) << i << "," << l;
+    }
+  }
+  EXPECT_EQ(spec.given_centers(0, 1), 10);
+  RunResult<float> run;
+  run.centers = spec.given_centers;
+  v1::ClusterResponse response;
+  FillResponse(r, run, &response);
+  EXPECT_TRUE(response.points_offset_applied());
+  FillResponse(Request(), run, &response);
+  EXPECT_FALSE(response.points_offset_applied());
+
+  r.add_points_offset(1);
+  EXPECT_EQ(BatchFromRequest(r).status().message(), "points_offset has 3 values; expected d = 2");
+  r.clear_points_offset();
+  r.add_points_offset(0);
+  r.add_points_offset(std::numeric_limits<float>::infinity());
+  EXPECT_EQ(BatchFromRequest(r).status().message(), "points_offset[1] is inf; it must be finite");
 }
 
 // Raw float32 bytes of `values` (raw_payload_test checks them byte by byte).

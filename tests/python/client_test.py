@@ -108,6 +108,27 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(kmt.ClusterError):
             self.client.cluster(points, k=10, guard=True)  # an exact model
 
+    def test_points_offset_shifts_the_points_on_the_server(self):
+        points = blobs(2000, 6, 4, spread=1.0) + np.float32(300)
+        offset = points.mean(axis=0)
+        start = points[:4] - offset
+        shifted = self.client.cluster(points - offset, k=4, iterations=5, centers=start)
+        (r,) = self.client.stream([self.client.wire_request(points, 4, iterations=5,
+                                                            centers=start,
+                                                            points_offset=offset)])
+        self.assertTrue(r.points_offset_applied)
+        got = self.client.result(r, 6, 4)
+        np.testing.assert_array_equal(got.labels, shifted.labels)
+        np.testing.assert_array_equal(got.centers, shifted.centers)
+        self.assertEqual(got.objective, shifted.objective)
+        # A server that ignores the field answers without the flag: refused.
+        request = self.client.wire_request(points, 4, points_offset=offset)
+        unshifted = kmt.pb.ClusterResponse(objective=1.0)
+        with self.assertRaises(kmt.ServiceError) as caught:
+            kmt.client._check_offset(request, unshifted)
+        self.assertIn("did not apply points_offset", str(caught.exception))
+        kmt.client._check_offset(self.client.wire_request(points, 4), unshifted)
+
     def test_raw_payloads_answer_as_repeated_fields(self):
         points = blobs(3000, 5, 4, spread=1.0)
         start = points[10:14]
