@@ -10,7 +10,8 @@ attributes:
            max_iter = 10 each (kmt: kmt.fit_each, every batch on one stream;
            scikit-learn: KMeans(...).fit on each batch in turn).
 
-Each figure is the median of --repeats runs (the range beside it);
+Each figure is the median of --repeats runs (the range beside it), the
+two sides run in alternation;
 --float64_reference also fits scikit-learn on the dataset as float64, whose
 iterations and labels both float32 fits are compared with. The
 server is --server, or one started from --server_binary on a free loopback
@@ -46,14 +47,19 @@ def dataset(n, d, k, seed):
     return points
 
 
-def timed(run, repeats):
-    """(median seconds, min, max, the last run's result)."""
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), min(times), max(times), result
+def timed(ours, theirs, repeats):
+    """Both runs `repeats` times in alternation (which goes first flips each
+    round, so the machine's drift falls on both alike): for each, (median
+    seconds, min, max, the last run's result)."""
+    times, results = ([], []), [None, None]
+    for r in range(repeats):
+        order = (0, 1) if r % 2 == 0 else (1, 0)
+        for i in order:
+            start = time.perf_counter()
+            results[i] = (ours, theirs)[i]()
+            times[i].append(time.perf_counter() - start)
+    return tuple((statistics.median(t), min(t), max(t), result)
+                 for t, result in zip(times, results))
 
 
 def started_server(binary):
@@ -120,10 +126,9 @@ def main():
             X = points[:args.n]
             init = X[np.random.default_rng(args.seed + 1).choice(len(X), size=args.k,
                                                                  replace=False)]
-            theirs = timed(lambda: sklearn.cluster.KMeans(args.k, init=init, n_init=1).fit(X),
-                           args.repeats)
-            ours = timed(lambda: kmt.KMeans(args.k, init=init, n_init=1, server=server).fit(X),
-                         args.repeats)
+            ours, theirs = timed(
+                lambda: kmt.KMeans(args.k, init=init, n_init=1, server=server).fit(X),
+                lambda: sklearn.cluster.KMeans(args.k, init=init, n_init=1).fit(X), args.repeats)
             agree = float((ours[3].labels_ == theirs[3].labels_).mean())
             report(f"whole fit, {args.n} x {args.d}, k = {args.k}", ours, theirs,
                    (ours[3].n_iter_, theirs[3].n_iter_), (ours[3].inertia_, theirs[3].inertia_))
@@ -149,8 +154,7 @@ def main():
         def kmt_batches():
             return kmt.fit_each(kmt.KMeans(args.batch_k, server=server, **options), blocks,
                                 inits=inits)
-        theirs = timed(sklearn_batches, args.repeats)
-        ours = timed(kmt_batches, args.repeats)
+        ours, theirs = timed(kmt_batches, sklearn_batches, args.repeats)
         report(f"{args.batches} batches of {args.batch_n} x {args.d}, k = {args.batch_k}, "
                f"max_iter = {args.batch_iterations}", ours, theirs,
                (sum(f.n_iter_ for f in ours[3]), sum(f.n_iter_ for f in theirs[3])),
