@@ -275,7 +275,7 @@ class ServedLloyd(ServedKMeans):
         points = resident.dense_rows(plan.X)(0, plan.X.shape[0])
         offset = {}
         if plan.offset is not None:
-            if points.dtype == np.float32:
+            if points.dtype == plan.offset.dtype == np.float32:
                 # The server subtracts it as numpy would, saving a copy.
                 offset = dict(points_offset=plan.offset)
             else:

@@ -218,8 +218,13 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         centers = self.cluster_centers_
         k, d = centers.shape
         offset = centers.mean(axis=0) if self._offset_used else None
-        rows = dense_rows(X, offset)
+        # float32 points go as they are and the server subtracts the offset
+        # (as numpy would, in float32), the appended centers with them.
+        on_server = offset is not None and X.dtype == offset.dtype == np.float32
+        rows = dense_rows(X, None if on_server else offset)
         wire_centers = centers if offset is None else centers - offset
+        fill = centers if on_server else wire_centers
+        shift = dict(points_offset=offset) if on_server else {}
         n = X.shape[0]
         all_distances = distances == _client.pb.DISTANCES_ALL
         step = rows_per_request(self._request_rows(), d, 4 * labels + 4 * (k if all_distances
@@ -229,11 +234,11 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
         def requests():
             for i, (first, end) in enumerate(spans):
-                block, _ = padded(self._prepare_for_assignment(rows(first, end)), None,
-                                  wire_centers)
+                block, _ = padded(self._prepare_for_assignment(rows(first, end)), None, fill)
                 yield cl.wire_request(block, k, model=ASSIGN_MODEL, iterations=0,
                                       centers=wire_centers, request_id=f"assign-{i}",
-                                      return_distances=distances, omit_labels=not labels)
+                                      return_distances=distances, omit_labels=not labels,
+                                      **shift)
         found_labels, found_distances = [], []
         with invalid_input_as_value_error():
             for (first, end), response in zip(spans, cl.stream(requests())):
