@@ -83,6 +83,16 @@ class SameAsScikitLearnTest(ServedTest):
             with self.subTest(resident=resident):
                 got, want = self.fit_both(points, rows(points, K), resident=resident)
                 assert_same_fit(self, got, want, 1e-6)
+        # predict and transform too (the server subtracts the offset), also
+        # for fewer points than clusters (the centers fill the batch): the
+        # nearest fitted center exactly (near 1000, x - mean is exact in
+        # float32, so the shifted problem is this one).
+        test = mixture(500, 4, K, seed=10, offset=1000.0, dtype=np.float32)
+        exact = ((test.astype(np.float64)[:, None, :]
+                  - got.cluster_centers_.astype(np.float64)[None, :, :]) ** 2).sum(axis=2)
+        np.testing.assert_array_equal(got.predict(test), exact.argmin(axis=1))
+        np.testing.assert_array_equal(got.predict(test[:2]), exact[:2].argmin(axis=1))
+        np.testing.assert_allclose(got.transform(test), np.sqrt(exact), rtol=1e-6, atol=1e-4)
 
     def test_an_empty_cluster_moves_to_the_farthest_point_as_scikit_learns(self):
         points = mixture(2000, 3, K, seed=13)
