@@ -88,12 +88,17 @@ constexpr int kKernelCenters = 8;
 // points' transposition is not done in registers and the product is faster.
 constexpr Eigen::Index kKernelMaxCenterBytes = 16 * 1024;
 
+// k centers padded to whole groups of the kernel's.
+Eigen::Index KernelPaddedCenters(Eigen::Index k) {
+  return (k + kKernelCenters - 1) / kKernelCenters * kKernelCenters;
+}
+
 template <typename Scalar>
 bool UsesRegisterKernel(Eigen::Index d, Eigen::Index k) {
   constexpr Eigen::Index kSize = sizeof(Packet<Scalar>) / sizeof(Scalar);
-  const Eigen::Index padded = (k + kKernelCenters - 1) / kKernelCenters * kKernelCenters;
   return k > 0 && d >= kSize &&
-         padded * d * static_cast<Eigen::Index>(sizeof(Scalar)) <= kKernelMaxCenterBytes;
+         KernelPaddedCenters(k) * d * static_cast<Eigen::Index>(sizeof(Scalar)) <=
+             kKernelMaxCenterBytes;
 }
 
 // `lanes` (d x packet size, coordinate-major) holds the packet's points;
@@ -193,7 +198,7 @@ NearestCenterScan<Scalar>::NearestCenterScan(const Matrix<Scalar>& centers)
         2 * ScoreRoundOff<Scalar>(d, SquaredNormBound<Scalar>(d, 0, center_sq[j]), center_sq_max);
   }
   if (UsesRegisterKernel<Scalar>(d, k)) {
-    const Eigen::Index padded = (k + kKernelCenters - 1) / kKernelCenters * kKernelCenters;
+    const Eigen::Index padded = KernelPaddedCenters(k);
     transposed_ = Matrix<Scalar>::Zero(padded, d);
     transposed_.topRows(k) = centers.transpose();
     padded_offset_ = Vector<Scalar>::Constant(padded, -std::numeric_limits<Scalar>::infinity());
