@@ -25,8 +25,8 @@ from sklearn.utils.validation import _is_arraylike_not_scalar
 from . import client as _client
 from . import resident
 from .served import (ServedKMeans, check_model_parameters, client_for,
-                     invalid_input_as_value_error, keep_parameters, model_info, rows_per_request,
-                     same_clustering, tls_options)
+                     invalid_input_as_value_error, keep_parameters, model_info, offset_on_server,
+                     rows_per_request, same_clustering, tls_options)
 
 pb = _client.pb
 
@@ -274,12 +274,10 @@ class ServedLloyd(ServedKMeans):
         k = self.n_clusters
         points = resident.dense_rows(plan.X)(0, plan.X.shape[0])
         offset = {}
-        if plan.offset is not None:
-            if points.dtype == plan.offset.dtype == np.float32:
-                # The server subtracts it as numpy would, saving a copy.
-                offset = dict(points_offset=plan.offset)
-            else:
-                points = points - plan.offset
+        if offset_on_server(points.dtype, plan.offset):
+            offset = dict(points_offset=plan.offset)  # saves the client a copy
+        elif plan.offset is not None:
+            points = points - plan.offset
         fields = dict(model=plan.info.name, iterations=self.max_iter, **offset,
                       parameters=plan.parameters, weights=plan.weights, seed=plan.seed,
                       return_trajectory=bool(self.verbose),

@@ -146,6 +146,14 @@ def padded(block, weights, centers):
     return block, weights
 
 
+def offset_on_server(points_dtype, offset):
+    """Whether the server subtracts `offset` from the points (the request's
+    points_offset) rather than the client: for float32 points and offset,
+    which it subtracts in float32 as numpy would. Otherwise the client does,
+    in the points' dtype."""
+    return offset is not None and points_dtype == offset.dtype == np.float32
+
+
 def keep_parameters(estimator, values):
     """Sets each constructor argument (an __init__'s locals()) as the
     attribute of its name, as scikit-learn's estimators do, and nothing
@@ -218,9 +226,8 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         centers = self.cluster_centers_
         k, d = centers.shape
         offset = centers.mean(axis=0) if self._offset_used else None
-        # float32 points go as they are and the server subtracts the offset
-        # (as numpy would, in float32), the appended centers with them.
-        on_server = offset is not None and X.dtype == offset.dtype == np.float32
+        # The server subtracts the offset from the appended centers too.
+        on_server = offset_on_server(X.dtype, offset)
         rows = dense_rows(X, None if on_server else offset)
         wire_centers = centers if offset is None else centers - offset
         fill = centers if on_server else wire_centers
