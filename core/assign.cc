@@ -207,37 +207,11 @@ NearestCenterScan<Scalar>::NearestCenterScan(const Matrix<Scalar>& centers)
 }
 
 template <typename Scalar>
-void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch,
-                                     int* labels, Scalar* sq_out, double* gap) const {
-  constexpr Eigen::Index L = kLanes<Scalar>;
+void NearestCenterScan<Scalar>::Finish(const Eigen::Ref<const Matrix<Scalar>>& x,
+                                       const Matrix<Scalar>& score, const Scalar* best,
+                                       const Scalar* second, const Scalar* arg, int* labels,
+                                       Scalar* sq_out, double* gap) const {
   const Eigen::Index d = centers_.rows(), k = centers_.cols(), rows = x.cols();
-  Matrix<Scalar>& score = scratch->score;
-  if (score.rows() != block_ || score.cols() != k) {
-    score.resize(block_, k);
-    scratch->best.resize(block_);
-    scratch->second.resize(block_);
-    scratch->arg.resize(block_);
-  }
-  Scalar* best = scratch->best.data();
-  Scalar* second = scratch->second.data();
-  Scalar* arg = scratch->arg.data();
-  if (transposed_.size() > 0) {
-    constexpr Eigen::Index kSize = sizeof(Packet<Scalar>) / sizeof(Scalar);
-    scratch->lanes.resize(d * kSize);
-    for (Eigen::Index i = 0; i < rows; i += kSize) {
-      LoadLanes<Scalar>(x, i, std::min(kSize, rows - i), scratch->lanes.data());
-      KernelLanes(scratch->lanes.data(), d, transposed_, padded_offset_.data(), k, score.data() + i,
-                  block_, best + i, second + i, arg + i);
-    }
-  } else {
-    // A last partial group of lanes scans the offsets alone past the block.
-    const Eigen::Index scanned = (rows + L - 1) / L * L;
-    score.topRows(scanned).rowwise() = offset_;
-    score.topRows(rows).noalias() += x.transpose() * centers_;
-    for (Eigen::Index i = 0; i < scanned; i += L) {
-      ScanLanes(score.data() + i, block_, k, best + i, second + i, arg + i);
-    }
-  }
   for (Eigen::Index i = 0; i < rows; ++i) {
     const Scalar* xi = x.col(i).data();
     int label = static_cast<int>(arg[i]);
@@ -273,6 +247,41 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
       gap[i] = 2 * lower;
     }
   }
+}
+
+template <typename Scalar>
+void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch,
+                                     int* labels, Scalar* sq_out, double* gap) const {
+  constexpr Eigen::Index L = kLanes<Scalar>;
+  const Eigen::Index d = centers_.rows(), k = centers_.cols(), rows = x.cols();
+  Matrix<Scalar>& score = scratch->score;
+  if (score.rows() != block_ || score.cols() != k) {
+    score.resize(block_, k);
+    scratch->best.resize(block_);
+    scratch->second.resize(block_);
+    scratch->arg.resize(block_);
+  }
+  Scalar* best = scratch->best.data();
+  Scalar* second = scratch->second.data();
+  Scalar* arg = scratch->arg.data();
+  if (transposed_.size() > 0) {
+    constexpr Eigen::Index kSize = sizeof(Packet<Scalar>) / sizeof(Scalar);
+    scratch->lanes.resize(d * kSize);
+    for (Eigen::Index i = 0; i < rows; i += kSize) {
+      LoadLanes<Scalar>(x, i, std::min(kSize, rows - i), scratch->lanes.data());
+      KernelLanes(scratch->lanes.data(), d, transposed_, padded_offset_.data(), k, score.data() + i,
+                  block_, best + i, second + i, arg + i);
+    }
+  } else {
+    // A last partial group of lanes scans the offsets alone past the block.
+    const Eigen::Index scanned = (rows + L - 1) / L * L;
+    score.topRows(scanned).rowwise() = offset_;
+    score.topRows(rows).noalias() += x.transpose() * centers_;
+    for (Eigen::Index i = 0; i < scanned; i += L) {
+      ScanLanes(score.data() + i, block_, k, best + i, second + i, arg + i);
+    }
+  }
+  Finish(x, score, best, second, arg, labels, sq_out, gap);
 }
 
 template <typename Scalar>
