@@ -202,9 +202,10 @@ class ServedLloyd(ServedKMeans):
         does and decides how the fit runs."""
         if not validated:
             self._validate_params()
-        X = self._fit_data(X)
+        X, mean = self._fit_data(X)
         self._check_params_vs_input(X)
-        sample_weight, weighted = self._weights(sample_weight, X)
+        sample_weight, weighted = ((None, False) if sample_weight is None else
+                                   self._weights(sample_weight, X))
         n, d = X.shape
         k = self.n_clusters
         info = model_info(self, self._model_name())
@@ -216,7 +217,7 @@ class ServedLloyd(ServedKMeans):
                 raise ValueError(f"The server's model '{info.name}' is made for {need} {what}; "
                                  f"got {have}.")
         self._note_model(info)
-        offset = X.mean(axis=0) if self._offset_used and not sp.issparse(X) else None
+        offset = mean if self._offset_used else None
         random_state = check_random_state(self.random_state)
         starts = self._starts(X, offset, random_state)
         # Drawn after the callable's calls, which see random_state as

@@ -191,7 +191,7 @@ class MiniBatchKMeans(ServedLloyd):
 
     def _fit(self, X, sample_weight, distances):
         self._validate_params()
-        X = self._fit_data(X)
+        X = self._fit_data(X)[0]
         self._check_params_vs_input(X)
         random_state = check_random_state(self.random_state)
         sample_weight, weighted = self._weights(sample_weight, X)

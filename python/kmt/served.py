@@ -13,10 +13,11 @@ import threading
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
                           TransformerMixin)
 from sklearn.utils._param_validation import Interval, InvalidParameterError
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+from sklearn.utils.validation import _assert_all_finite, _check_sample_weight, check_is_fitted
 
 from . import client as _client
 from .resident import dense_rows
@@ -206,8 +207,19 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
                                    accept_large_sparse=False)
 
     def _fit_data(self, X):
-        return self._validate_data(X, accept_sparse="csr", dtype=[np.float64, np.float32],
-                                   order=None, accept_large_sparse=False)
+        """X checked as scikit-learn checks it, and, if dense, its column
+        means (None if sparse). The means stand in for scikit-learn's
+        finiteness check: a column holding NaN or an infinity has a mean that
+        is not finite, and only then is X searched for them."""
+        X = self._validate_data(X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                                order=None, accept_large_sparse=False,
+                                force_all_finite=sp.issparse(X))
+        if sp.issparse(X):
+            return X, None
+        mean = X.mean(axis=0)
+        if not np.isfinite(mean).all():
+            _assert_all_finite(X, input_name="X", estimator_name=type(self).__name__)
+        return X, mean
 
     @staticmethod
     def _weights(sample_weight, X):

@@ -306,8 +306,16 @@ class BehaviourTest(ServedTest):
         fitted = self.kmeans().fit(self.points)
         with self.assertRaisesRegex(ValueError, "X has 2 features, but KMeans is expecting 3"):
             fitted.predict(self.points[:, :2])
-        with self.assertRaisesRegex(ValueError, "Input X contains NaN"):
-            self.kmeans().fit(np.where(self.points > 2, np.nan, self.points))
+        # The column means stand in for scikit-learn's finiteness check: one
+        # bad value, in either dtype, still gets its error.
+        for dtype in (np.float32, np.float64):
+            for bad, error in ((np.nan, "Input X contains NaN"),
+                               (np.inf, "Input X contains infinity"),
+                               (-np.inf, "Input X contains infinity")):
+                X = self.points.astype(dtype)
+                X[7, 1] = bad
+                with self.assertRaisesRegex(ValueError, error):
+                    self.kmeans().fit(X)
         with self.assertRaisesRegex(ValueError, "Negative values in data passed to "
                                                 "`sample_weight`"):
             self.kmeans().fit(self.points, sample_weight=-np.ones(len(self.points)))
