@@ -250,8 +250,30 @@ void NearestCenterScan<Scalar>::Finish(const Eigen::Ref<const Matrix<Scalar>>& x
 }
 
 template <typename Scalar>
+PointLanes<Scalar>::PointLanes(const Matrix<Scalar>& points, Eigen::Index k)
+    : d_(points.rows()), n_(points.cols()) {
+  constexpr Eigen::Index kSize = sizeof(Packet<Scalar>) / sizeof(Scalar);
+  const Eigen::Index n = n_;
+  const Eigen::Index padded = (n + kSize - 1) / kSize * kSize;
+  if (!UsesRegisterKernel<Scalar>(d_, k) ||
+      static_cast<double>(padded * d_) * sizeof(Scalar) > kMaxBytes) {
+    return;
+  }
+  lanes_.resize(padded * d_);
+  for (Eigen::Index i = 0; i < n; i += kSize) {
+    LoadLanes<Scalar>(points, i, std::min(kSize, n - i), lanes_.data() + i * d_);
+  }
+}
+
+template <typename Scalar>
+bool PointLanes<Scalar>::fits(const Matrix<Scalar>& points) const {
+  return !empty() && points.rows() == d_ && points.cols() == n_;
+}
+
+template <typename Scalar>
 void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch,
-                                     int* labels, Scalar* sq_out, double* gap) const {
+                                     int* labels, Scalar* sq_out, double* gap,
+                                     const Scalar* lanes) const {
   constexpr Eigen::Index L = kLanes<Scalar>;
   const Eigen::Index d = centers_.rows(), k = centers_.cols(), rows = x.cols();
   Matrix<Scalar>& score = scratch->score;
@@ -266,11 +288,14 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
   Scalar* arg = scratch->arg.data();
   if (transposed_.size() > 0) {
     constexpr Eigen::Index kSize = sizeof(Packet<Scalar>) / sizeof(Scalar);
-    scratch->lanes.resize(d * kSize);
+    if (lanes == nullptr) scratch->lanes.resize(d * kSize);
     for (Eigen::Index i = 0; i < rows; i += kSize) {
-      LoadLanes<Scalar>(x, i, std::min(kSize, rows - i), scratch->lanes.data());
-      KernelLanes(scratch->lanes.data(), d, transposed_, padded_offset_.data(), k, score.data() + i,
-                  block_, best + i, second + i, arg + i);
+      const Scalar* packet = lanes != nullptr ? lanes + i * d : scratch->lanes.data();
+      if (lanes == nullptr) {
+        LoadLanes<Scalar>(x, i, std::min(kSize, rows - i), scratch->lanes.data());
+      }
+      KernelLanes(packet, d, transposed_, padded_offset_.data(), k, score.data() + i, block_,
+                  best + i, second + i, arg + i);
     }
   } else {
     // A last partial group of lanes scans the offsets alone past the block.
@@ -295,7 +320,7 @@ Eigen::Index AssignmentPartSize(Eigen::Index n, Eigen::Index d, Eigen::Index k) 
 template <typename Scalar>
 double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
                      NonDeduced<Vector<Scalar>>* sq_dist, ClusterSums* sums,
-                     const NonDeduced<Vector<Scalar>>* weights) {
+                     const NonDeduced<Vector<Scalar>>* weights, const PointLanes<Scalar>* lanes) {
   const Eigen::Index d = points.rows(), n = points.cols(), k = centers.cols();
   if (sq_dist != nullptr) sq_dist->resize(n);
   if (n == 0 || k == 0) {
@@ -306,6 +331,8 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
 
   const NearestCenterScan<Scalar> scan(centers);
   const Eigen::Index block = scan.block();
+  // Blocks start at whole packets, so their lanes are a pointer away.
+  const bool use_lanes = lanes != nullptr && lanes->fits(points) && scan.register_kernel();
   const Eigen::Index part_size = AssignmentPartSize<Scalar>(n, d, k);
   const Eigen::Index parts = (n + part_size - 1) / part_size;
   std::vector<double> part_objective(parts, 0);
@@ -325,7 +352,8 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
       for (Eigen::Index first = p * part_size; first < std::min(n, (p + 1) * part_size);
            first += block) {
         const Eigen::Index rows = std::min(block, n - first);
-        scan.Scan(points.middleCols(first, rows), &scratch, out + first, sq.data());
+        scan.Scan(points.middleCols(first, rows), &scratch, out + first, sq.data(), nullptr,
+                  use_lanes ? lanes->from(first) : nullptr);
         for (Eigen::Index i = 0; i < rows; ++i) {
           const Scalar* w = weights != nullptr ? &(*weights)[first + i] : nullptr;
           AddAssigned(points.col(first + i), out[first + i], sq[i], w, &objective, part);
@@ -351,7 +379,8 @@ double Objective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers) {
 
 #define KMT_INSTANTIATE(S)                                                                  \
   template double AssignNearest<S>(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*, \
-                                   ClusterSums*, const Vector<S>*);                         \
+                                   ClusterSums*, const Vector<S>*, const PointLanes<S>*);   \
+  template class PointLanes<S>;                                                             \
   template double Objective<S>(const Matrix<S>&, const Matrix<S>&);                         \
   template class NearestCenterScan<S>;                                                      \
   template Eigen::Index AssignmentPartSize<S>(Eigen::Index, Eigen::Index, Eigen::Index);

@@ -14,17 +14,43 @@
 
 namespace kmt {
 
+// The points of a run that assigns them again and again to k moving
+// centers, transposed once into the register kernel's lanes (packets of
+// points, coordinate-major) so that each assignment need not transpose them
+// again. Empty, and then ignored, where the kernel does not take d and k or
+// the copy would exceed kMaxBytes.
+template <typename Scalar>
+class PointLanes {
+ public:
+  static constexpr double kMaxBytes = 64.0 * 1024 * 1024;
+
+  PointLanes(const Matrix<Scalar>& points, Eigen::Index k);
+
+  bool empty() const { return lanes_.size() == 0; }
+  // Whether these are the lanes of points of this shape.
+  bool fits(const Matrix<Scalar>& points) const;
+  // The lanes of the packet that starts at point `first` (a whole number
+  // of packets from the first point).
+  const Scalar* from(Eigen::Index first) const { return lanes_.data() + first * d_; }
+
+ private:
+  Eigen::Index d_, n_;
+  Vector<Scalar> lanes_;
+};
+
 // points: d x n, centers: d x k. Fills labels (n), if given the squared
 // distance of each point to its center (n), and if given adds the counts,
 // weights and weighted coordinate sums of the points under their labels to
 // `sums`. `weights` (n, or null for 1 each) weigh the points. Returns the
 // objective sum_i w_i min_j ||x_i - c_j||^2, accumulated in double.
 // Objective and sums are added in fixed parts of the points merged in order,
-// so they do not depend on the thread count.
+// so they do not depend on the thread count. `lanes`, if given, are these
+// points' (for these k); the results are the same, to the bit.
 template <typename Scalar>
 double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
                      NonDeduced<Vector<Scalar>>* sq_dist = nullptr, ClusterSums* sums = nullptr,
-                     const NonDeduced<Vector<Scalar>>* weights = nullptr);
+                     const NonDeduced<Vector<Scalar>>* weights = nullptr,
+                     const PointLanes<Scalar>* lanes = nullptr);
 
 // sum_i min_j ||x_i - c_j||^2, accumulated in double.
 template <typename Scalar>
@@ -58,8 +84,10 @@ class NearestCenterScan {
   // if `gap` is given, gap[i] a lower bound on
   // min_{j != label} ||x_i - c_j||^2 - ||x_i - c_label||^2 in exact
   // arithmetic (0 where a near tie was decided on direct distances).
+  // `lanes`, if not null, are x's in the register kernel's layout
+  // (PointLanes::from), used where the kernel computes the scores.
   void Scan(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch, int* labels, Scalar* sq,
-            double* gap = nullptr) const;
+            double* gap = nullptr, const Scalar* lanes = nullptr) const;
 
   // Twice the bound on the round-off of every score Scan computes for a
   // point at squared distance sq from center `label`: its near-tie test.

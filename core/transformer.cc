@@ -27,7 +27,8 @@ struct Frame {
   const Matrix<Scalar>& model_points;
   const InputMap<Scalar>& map;
   bool cluster_sums = false;
-  const Vector<Scalar>* weights = nullptr;  // the points' weights; null: 1 each
+  const Vector<Scalar>* weights = nullptr;    // the points' weights; null: 1 each
+  const PointLanes<Scalar>* lanes = nullptr;  // the points', for the products' assignment
 };
 
 // Whether a normalizer puts weight on some key for every query, so that its
@@ -52,7 +53,7 @@ void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
   result->objective = bounded != nullptr
                           ? bounded->Assign(result->centers, &result->labels, sums)
                           : AssignNearest(frame.points, result->centers, &result->labels, nullptr,
-                                          sums, frame.weights);
+                                          sums, frame.weights, frame.lanes);
 }
 
 // Dense runs of fewer points than this use the calling thread alone: their
@@ -371,8 +372,6 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
   // The fast path's Lloyd's update takes the sums each report adds.
   const bool fast_lloyd =
       (then_lloyd || (fast && evaluator.algorithm->UpdatesFromSums())) && map.identity();
-  const Frame<Scalar> frame{points, model_points, map, options.cluster_sums || fast_lloyd,
-                            evaluator.point_weights};
   RunResult<Scalar> result;
   result.path = fast ? Path::kFast : Path::kDense;
   // The fast path's assignments are of the same points to moving centers:
@@ -385,6 +384,16 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
   if (fast && map.identity() && bounds && options.layers > 0) {
     bounded.emplace(points, evaluator.point_weights, options.assignment);
   }
+  // Without bounds, each of the layers assigns every point: the register
+  // kernel's lanes of the points are made once for all of them.
+  std::optional<PointLanes<Scalar>> lanes;
+  if (fast && map.identity() && !bounded && options.layers > 0) lanes.emplace(points, evaluator.k);
+  const Frame<Scalar> frame{points,
+                            model_points,
+                            map,
+                            options.cluster_sums || fast_lloyd,
+                            evaluator.point_weights,
+                            lanes ? &*lanes : nullptr};
   Report(frame, initial_centers, &result, bounded ? &*bounded : nullptr);
   absl::Status s;
   if (fast) {

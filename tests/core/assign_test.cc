@@ -101,6 +101,52 @@ TYPED_TEST(AssignTest, BothScoreKernelsEqualPlainArgmin) {
   EXPECT_TRUE(product_seen);
 }
 
+// Points transposed once into lanes give the same labels, distances,
+// objective and sums, to the bit, as the points transposed by each
+// assignment; lanes are made only where the kernel takes d and k, and are
+// ignored for points of another shape.
+TYPED_TEST(AssignTest, PointLanesGiveTheSameAssignment) {
+  using S = TypeParam;
+  Rng rng(13);
+  for (const auto& [n, d, k] : {std::tuple{4099, 32, 16}, std::tuple{1001, 8, 13},
+                                std::tuple{70000, 12, 5}, std::tuple{33, 16, 1}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
+    Matrix<S> points(d, n), centers(d, k);
+    for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Normal();
+    for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = rng.Normal();
+    const PointLanes<S> lanes(points, k);
+    ASSERT_FALSE(lanes.empty());
+    ASSERT_TRUE(lanes.fits(points));
+    Vector<S> weights(n);
+    for (Eigen::Index i = 0; i < n; ++i) weights[i] = static_cast<S>(rng.Uniform());
+    const Vector<S>* const choices[] = {nullptr, &weights};
+    for (const Vector<S>* w : choices) {
+      Labels want_labels, got_labels;
+      Vector<S> want_sq, got_sq;
+      ClusterSums want_sums(d, k), got_sums(d, k);
+      const double want = AssignNearest(points, centers, &want_labels, &want_sq, &want_sums, w);
+      const double got = AssignNearest(points, centers, &got_labels, &got_sq, &got_sums, w, &lanes);
+      EXPECT_EQ(got, want);
+      EXPECT_EQ(got_labels, want_labels);
+      EXPECT_EQ(got_sq, want_sq);
+      EXPECT_EQ(got_sums.sums, want_sums.sums);
+      EXPECT_EQ(got_sums.counts, want_sums.counts);
+      EXPECT_EQ(got_sums.weights, want_sums.weights);
+      EXPECT_EQ(got_labels, PlainArgmin(points, centers));
+    }
+  }
+  // Too many centers for the kernel, or too few coordinates: no lanes.
+  Matrix<S> wide(32, 100), narrow(3, 100);
+  wide.setOnes();
+  narrow.setOnes();
+  EXPECT_TRUE(PointLanes<S>(wide, 1000).empty());
+  EXPECT_TRUE(PointLanes<S>(narrow, 4).empty());
+  // Lanes of other points are not taken for these.
+  const PointLanes<S> of_wide(wide, 4);
+  EXPECT_FALSE(of_wide.fits(Matrix<S>(Matrix<S>::Ones(32, 101))));
+  EXPECT_FALSE(of_wide.fits(Matrix<S>(Matrix<S>::Ones(16, 200))));
+}
+
 TYPED_TEST(AssignTest, ObjectiveMatchesTheReference) {
   using S = TypeParam;
   Rng rng(7);
