@@ -15,10 +15,11 @@ namespace {
 // beyond any k served.
 template <typename Scalar>
 using Packet = typename Eigen::internal::packet_traits<Scalar>::type;
+template <typename Scalar>
+constexpr int kPacketSize = Eigen::internal::unpacket_traits<Packet<Scalar>>::size;
 constexpr int kPacketsPerScan = 4;
 template <typename Scalar>
-constexpr Eigen::Index kLanes =
-    kPacketsPerScan* Eigen::internal::unpacket_traits<Packet<Scalar>>::size;
+constexpr Eigen::Index kLanes = kPacketsPerScan* kPacketSize<Scalar>;
 
 // Points per matrix-product block, a multiple of kLanes: the block's products
 // (points x k) stay within about 256 KiB so they are scanned while still in
@@ -53,7 +54,7 @@ void ScanLanes(const Scalar* score, Eigen::Index ld, Eigen::Index k, Scalar* bes
   namespace simd = Eigen::internal;
   using P = Packet<Scalar>;
   constexpr int kPackets = kPacketsPerScan;
-  constexpr int kSize = sizeof(P) / sizeof(Scalar);
+  constexpr int kSize = kPacketSize<Scalar>;
   P best[kPackets], second[kPackets], arg[kPackets];
   for (int v = 0; v < kPackets; ++v) {
     best[v] = second[v] = simd::pset1<P>(-std::numeric_limits<Scalar>::infinity());
@@ -95,7 +96,7 @@ Eigen::Index KernelPaddedCenters(Eigen::Index k) {
 
 template <typename Scalar>
 bool UsesRegisterKernel(Eigen::Index d, Eigen::Index k) {
-  constexpr Eigen::Index kSize = sizeof(Packet<Scalar>) / sizeof(Scalar);
+  constexpr Eigen::Index kSize = kPacketSize<Scalar>;
   return k > 0 && d >= kSize &&
          KernelPaddedCenters(k) * d * static_cast<Eigen::Index>(sizeof(Scalar)) <=
              kKernelMaxCenterBytes;
@@ -109,7 +110,7 @@ void KernelLanes(const Scalar* lanes, Eigen::Index d, const Matrix<Scalar>& tran
                  Scalar* best_out, Scalar* second_out, Scalar* arg_out) {
   namespace simd = Eigen::internal;
   using P = Packet<Scalar>;
-  constexpr int kSize = sizeof(P) / sizeof(Scalar);
+  constexpr int kSize = kPacketSize<Scalar>;
   const Eigen::Index padded_k = transposed.rows();
   P best = simd::pset1<P>(-std::numeric_limits<Scalar>::infinity());
   P second = best;
@@ -146,7 +147,7 @@ void LoadLanes(const Eigen::Ref<const Matrix<Scalar>>& x, Eigen::Index first, Ei
                Scalar* lanes) {
   namespace simd = Eigen::internal;
   using P = Packet<Scalar>;
-  constexpr int kSize = sizeof(P) / sizeof(Scalar);
+  constexpr int kSize = kPacketSize<Scalar>;
   const Eigen::Index d = x.rows();
   Eigen::Index l = 0;
   const Scalar* column = x.data() + first * x.outerStride();
@@ -252,16 +253,15 @@ void NearestCenterScan<Scalar>::Finish(const Eigen::Ref<const Matrix<Scalar>>& x
 template <typename Scalar>
 PointLanes<Scalar>::PointLanes(const Matrix<Scalar>& points, Eigen::Index k)
     : d_(points.rows()), n_(points.cols()) {
-  constexpr Eigen::Index kSize = sizeof(Packet<Scalar>) / sizeof(Scalar);
-  const Eigen::Index n = n_;
-  const Eigen::Index padded = (n + kSize - 1) / kSize * kSize;
+  constexpr Eigen::Index kSize = kPacketSize<Scalar>;
+  const Eigen::Index padded = (n_ + kSize - 1) / kSize * kSize;
   if (!UsesRegisterKernel<Scalar>(d_, k) ||
       static_cast<double>(padded * d_) * sizeof(Scalar) > kMaxBytes) {
     return;
   }
   lanes_.resize(padded * d_);
-  for (Eigen::Index i = 0; i < n; i += kSize) {
-    LoadLanes<Scalar>(points, i, std::min(kSize, n - i), lanes_.data() + i * d_);
+  for (Eigen::Index i = 0; i < n_; i += kSize) {
+    LoadLanes<Scalar>(points, i, std::min(kSize, n_ - i), lanes_.data() + i * d_);
   }
 }
 
@@ -287,11 +287,13 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
   Scalar* second = scratch->second.data();
   Scalar* arg = scratch->arg.data();
   if (transposed_.size() > 0) {
-    constexpr Eigen::Index kSize = sizeof(Packet<Scalar>) / sizeof(Scalar);
-    if (lanes == nullptr) scratch->lanes.resize(d * kSize);
+    constexpr Eigen::Index kSize = kPacketSize<Scalar>;
+    scratch->lanes.resize(d * kSize);
     for (Eigen::Index i = 0; i < rows; i += kSize) {
-      const Scalar* packet = lanes != nullptr ? lanes + i * d : scratch->lanes.data();
-      if (lanes == nullptr) {
+      const Scalar* packet = scratch->lanes.data();
+      if (lanes != nullptr) {
+        packet = lanes + i * d;
+      } else {
         LoadLanes<Scalar>(x, i, std::min(kSize, rows - i), scratch->lanes.data());
       }
       KernelLanes(packet, d, transposed_, padded_offset_.data(), k, score.data() + i, block_,
