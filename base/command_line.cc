@@ -1,12 +1,35 @@
 #include "base/command_line.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
+#include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
+#include "absl/strings/str_cat.h"
+#include "core/simd.h"
+
+ABSL_FLAG(std::string, simd, "",
+          "SIMD level of the kernels: auto (the fastest this CPU runs), x86-64, v2, v3 or v4; "
+          "empty: the KMT_SIMD environment variable, else auto");
 
 namespace kmt {
+namespace {
+
+// --simd, else KMT_SIMD, else auto.
+std::string SimdSetting() {
+  std::string setting = absl::GetFlag(FLAGS_simd);
+  if (setting.empty()) {
+    const char* env = std::getenv("KMT_SIMD");
+    setting = env != nullptr && *env != '\0' ? env : "auto";
+  }
+  return setting;
+}
+
+}  // namespace
 
 bool IsProjectFlagFile(absl::string_view file) {
   // This file is <root>/base/command_line.cc; every flag defined under
@@ -19,11 +42,27 @@ bool IsProjectFlagFile(absl::string_view file) {
 }
 
 std::vector<char*> ParseCommandLine(const char* usage, int argc, char** argv) {
+  static std::string program;
+  program = argc > 0 ? argv[0] : "kmt";
+  program = program.substr(program.rfind('/') + 1);
   absl::SetProgramUsageMessage(usage);
   absl::SetFlagsUsageConfig({.contains_helpshort_flags = IsProjectFlagFile,
                              .contains_help_flags = IsProjectFlagFile,
-                             .contains_helppackage_flags = IsProjectFlagFile});
-  return absl::ParseCommandLine(argc, argv);
+                             .contains_helppackage_flags = IsProjectFlagFile,
+                             .version_string = [] {
+                               // --version is answered after the flags are parsed: the level is
+                               // the one this command line would run.
+                               const absl::Status simd = UseSimdLevel(SimdSetting());
+                               return absl::StrCat(
+                                   program, " ", KMT_VERSION, "\n",
+                                   simd.ok() ? DescribeSimd() : std::string(simd.message()), "\n");
+                             }});
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (const absl::Status simd = UseSimdLevel(SimdSetting()); !simd.ok()) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), std::string(simd.message()).c_str());
+    std::exit(2);
+  }
+  return args;
 }
 
 }  // namespace kmt

@@ -21,14 +21,19 @@ constexpr int kPacketsPerScan = 4;
 template <typename Scalar>
 constexpr Eigen::Index kLanes = kPacketsPerScan* kPacketSize<Scalar>;
 
-// Points per matrix-product block, a multiple of kLanes: the block's products
-// (points x k) stay within about 256 KiB so they are scanned while still in
-// the core's cache.
+// Points per matrix-product block, a multiple of kLanes at every SIMD level
+// (64: four AVX-512 packets of floats): the block's products (points x k)
+// stay within about 256 KiB so they are scanned while still in the core's
+// cache. The blocks, and so the parts the sums are added in, are the same
+// at every level.
+constexpr Eigen::Index kBlockMultiple = 64;
+static_assert(kBlockMultiple % kLanes<float> == 0 && kBlockMultiple % kLanes<double> == 0);
+
 template <typename Scalar>
 Eigen::Index BlockSize(Eigen::Index k) {
   const Eigen::Index budget = (256 * 1024) / static_cast<Eigen::Index>(sizeof(Scalar));
   return std::clamp<Eigen::Index>(budget / std::max<Eigen::Index>(k, 1), 64, 4096) &
-         ~(kLanes<Scalar> - 1);
+         ~(kBlockMultiple - 1);
 }
 
 // The points are split into at most this many parts of whole blocks, each
@@ -182,8 +187,9 @@ double Above(double x) { return x * (1 + 2 * std::numeric_limits<double>::epsilo
 }  // namespace
 
 template <typename Scalar>
-NearestCenterScan<Scalar>::NearestCenterScan(const Matrix<Scalar>& centers)
-    : centers_(centers), block_(BlockSize<Scalar>(centers.cols())) {
+void NearestCenterScan<Scalar>::Init() {
+  const Matrix<Scalar>& centers = centers_;
+  block_ = BlockSize<Scalar>(centers.cols());
   const Eigen::Index d = centers.rows(), k = centers.cols();
   const Vector<Scalar> center_sq = SquaredNorms<Scalar>(centers);
   const Scalar center_sq_max = k > 0 ? center_sq.maxCoeff() : Scalar(0);
@@ -251,9 +257,9 @@ void NearestCenterScan<Scalar>::Finish(const Eigen::Ref<const Matrix<Scalar>>& x
 }
 
 template <typename Scalar>
-PointLanes<Scalar>::PointLanes(const Matrix<Scalar>& points, Eigen::Index k)
-    : d_(points.rows()), n_(points.cols()) {
+void PointLanes<Scalar>::Build(const Matrix<Scalar>& points, Eigen::Index k) {
   constexpr Eigen::Index kSize = kPacketSize<Scalar>;
+  packet_ = kSize;
   const Eigen::Index padded = (n_ + kSize - 1) / kSize * kSize;
   if (!UsesRegisterKernel<Scalar>(d_, k) ||
       static_cast<double>(padded * d_) * sizeof(Scalar) > kMaxBytes) {
@@ -263,11 +269,6 @@ PointLanes<Scalar>::PointLanes(const Matrix<Scalar>& points, Eigen::Index k)
   for (Eigen::Index i = 0; i < n_; i += kSize) {
     LoadLanes<Scalar>(points, i, std::min(kSize, n_ - i), lanes_.data() + i * d_);
   }
-}
-
-template <typename Scalar>
-bool PointLanes<Scalar>::fits(const Matrix<Scalar>& points) const {
-  return !empty() && points.rows() == d_ && points.cols() == n_;
 }
 
 template <typename Scalar>
@@ -334,7 +335,8 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
   const NearestCenterScan<Scalar> scan(centers);
   const Eigen::Index block = scan.block();
   // Blocks start at whole packets, so their lanes are a pointer away.
-  const bool use_lanes = lanes != nullptr && lanes->fits(points) && scan.register_kernel();
+  const bool use_lanes = lanes != nullptr && lanes->fits(points) &&
+                         lanes->packet() == kPacketSize<Scalar> && scan.register_kernel();
   const Eigen::Index part_size = AssignmentPartSize<Scalar>(n, d, k);
   const Eigen::Index parts = (n + part_size - 1) / part_size;
   std::vector<double> part_objective(parts, 0);
@@ -373,18 +375,14 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
   return objective;
 }
 
-template <typename Scalar>
-double Objective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers) {
-  Labels labels;
-  return AssignNearest(points, centers, &labels);
-}
-
-#define KMT_INSTANTIATE(S)                                                                  \
-  template double AssignNearest<S>(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*, \
-                                   ClusterSums*, const Vector<S>*, const PointLanes<S>*);   \
-  template class PointLanes<S>;                                                             \
-  template double Objective<S>(const Matrix<S>&, const Matrix<S>&);                         \
-  template class NearestCenterScan<S>;                                                      \
+#define KMT_INSTANTIATE(S)                                                                    \
+  template double AssignNearest<S>(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*,   \
+                                   ClusterSums*, const Vector<S>*, const PointLanes<S>*);     \
+  template void PointLanes<S>::Build(const Matrix<S>&, Eigen::Index);                         \
+  template void NearestCenterScan<S>::Init();                                                 \
+  template void NearestCenterScan<S>::Scan(const Eigen::Ref<const Matrix<S>>&,                \
+                                           typename NearestCenterScan<S>::Scratch*, int*, S*, \
+                                           double*, const S*) const;                          \
   template Eigen::Index AssignmentPartSize<S>(Eigen::Index, Eigen::Index, Eigen::Index);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -14,27 +14,43 @@
 
 namespace kmt {
 
+template <typename Scalar>
+struct SimdKernels;
+
 // The points of a run that assigns them again and again to k moving
 // centers, transposed once into the register kernel's lanes (packets of
 // points, coordinate-major) so that each assignment need not transpose them
 // again. Empty, and then ignored, where the kernel does not take d and k or
-// the copy would exceed kMaxBytes.
+// the copy would exceed kMaxBytes. The layout is the SIMD level's
+// (core/simd.h) in use when they are made: an assignment at another level
+// does without them.
 template <typename Scalar>
 class PointLanes {
  public:
   static constexpr double kMaxBytes = 64.0 * 1024 * 1024;
 
-  PointLanes(const Matrix<Scalar>& points, Eigen::Index k);
+  PointLanes(const Matrix<Scalar>& points, Eigen::Index k) : d_(points.rows()), n_(points.cols()) {
+    Build(points, k);
+  }
 
   bool empty() const { return lanes_.size() == 0; }
   // Whether these are the lanes of points of this shape.
-  bool fits(const Matrix<Scalar>& points) const;
+  bool fits(const Matrix<Scalar>& points) const {
+    return !empty() && points.rows() == d_ && points.cols() == n_;
+  }
+  // The points a packet holds: the lanes' layout.
+  int packet() const { return packet_; }
   // The lanes of the packet that starts at point `first` (a whole number
   // of packets from the first point).
   const Scalar* from(Eigen::Index first) const { return lanes_.data() + first * d_; }
 
  private:
+  friend struct SimdKernels<Scalar>;
+  // The constructor's work, at the level in use.
+  void Build(const Matrix<Scalar>& points, Eigen::Index k);
+
   Eigen::Index d_, n_;
+  int packet_ = 0;
   Vector<Scalar> lanes_;
 };
 
@@ -54,7 +70,10 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
 
 // sum_i min_j ||x_i - c_j||^2, accumulated in double.
 template <typename Scalar>
-double Objective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers);
+double Objective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers) {
+  Labels labels;
+  return AssignNearest(points, centers, &labels);
+}
 
 // AssignNearest's decision for one block of points at a time, for callers
 // that assign some of the points only (the bound-based assignment,
@@ -63,7 +82,7 @@ template <typename Scalar>
 class NearestCenterScan {
  public:
   // `centers` (d x k) must outlive the scan.
-  explicit NearestCenterScan(const Matrix<Scalar>& centers);
+  explicit NearestCenterScan(const Matrix<Scalar>& centers) : centers_(centers) { Init(); }
 
   // The most points one Scan takes: the block of AssignNearest's products.
   Eigen::Index block() const { return block_; }
@@ -94,6 +113,9 @@ class NearestCenterScan {
   Scalar Slack(int label, Scalar sq) const { return slack_per_sq_ * sq + slack_of_[label]; }
 
  private:
+  friend struct SimdKernels<Scalar>;
+  // The constructor's work, at the level in use.
+  void Init();
   // Scan's last step, from the scores and their best, second best and
   // label per point: the labels, squared distances and gaps. Kept out of
   // Scan's body, where it would share the kernel's registers and spill them
@@ -104,7 +126,7 @@ class NearestCenterScan {
                                         Scalar* sq_out, double* gap) const;
 
   const Matrix<Scalar>& centers_;
-  Eigen::Index block_;
+  Eigen::Index block_ = 0;
   Eigen::Matrix<Scalar, 1, Eigen::Dynamic> offset_;  // -||c_j||^2 / 2
   // For few centers, the register kernel's copy of them: coordinate l of
   // center j at transposed_(j, l), the centers padded to whole groups with
@@ -122,12 +144,28 @@ template <typename Scalar>
 Eigen::Index AssignmentPartSize(Eigen::Index n, Eigen::Index d, Eigen::Index k);
 
 // The squared distance of a point to a center (d coordinates each) as every
-// assignment reports it: one expression on the columns' own memory, so that
-// whichever pass computes it gets the same bits.
+// assignment reports it: one function on the columns' own memory, so that
+// whichever pass computes it gets the same bits. Its order of additions is
+// fixed, eight running sums (coordinate l in sum l mod 8) added pairwise at
+// the end, which every SIMD level vectorizes as it is (no contraction into
+// fused multiply-adds: -ffp-contract=off), so the distances and the
+// objective are the same at every level too.
 template <typename Scalar>
 Scalar AssignedSquaredDistance(const Scalar* x, const Scalar* c, Eigen::Index d) {
-  using Column = Eigen::Map<const Vector<Scalar>>;
-  return (Column(x, d) - Column(c, d)).squaredNorm();
+  constexpr int kSums = 8;
+  Scalar sum[kSums] = {};
+  Eigen::Index l = 0;
+  for (; l + kSums <= d; l += kSums) {
+    for (int j = 0; j < kSums; ++j) {
+      const Scalar diff = x[l + j] - c[l + j];
+      sum[j] += diff * diff;
+    }
+  }
+  for (int j = 0; l < d; ++l, ++j) {
+    const Scalar diff = x[l] - c[l];
+    sum[j] += diff * diff;
+  }
+  return ((sum[0] + sum[4]) + (sum[2] + sum[6])) + ((sum[1] + sum[5]) + (sum[3] + sum[7]));
 }
 
 // Adds point x, of squared distance sq to its center `label` and weight w

@@ -201,19 +201,14 @@ struct PartTotals {
 
 }  // namespace
 
-bool BoundsMayPay(int64_t n, int k) { return k >= 32 && n >= 16384; }
-
 template <typename Scalar>
-BoundedAssignment<Scalar>::BoundedAssignment(const Matrix<Scalar>& points,
-                                             const Vector<Scalar>* weights, AssignmentPath path)
-    : points_(points),
-      weights_(weights),
-      path_(path),
-      usable_(Margin<Scalar>(points.rows()).usable()) {}
+bool BoundedAssignment<Scalar>::Usable() const {
+  return Margin<Scalar>(points_.rows()).usable();
+}
 
 template <typename Scalar>
 bool BoundedAssignment<Scalar>::UseBounds() const {
-  if (!usable_ || path_ == AssignmentPath::kProducts || centers_.size() == 0) return false;
+  if (!Usable() || path_ == AssignmentPath::kProducts || centers_.size() == 0) return false;
   // Right after the first call nothing is measured yet: the bounds are
   // tried, at the cost of a copy of the points they leave open.
   if (path_ == AssignmentPath::kBounds || stats_.size() == 1) return true;
@@ -336,7 +331,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
   const Margin<Scalar> margin(d);
   const bool keep = path_ != AssignmentPath::kProducts;
   const bool again = centers_.size() > 0;
-  const bool estimate = again && path_ == AssignmentPath::kAuto && usable_;
+  const bool estimate = again && path_ == AssignmentPath::kAuto && margin.usable();
   if (keep && !again) Group(centers);
   if (keep && again) Drift(centers);
   std::vector<double> half;

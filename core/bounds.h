@@ -62,7 +62,7 @@ struct AssignmentStats {
 // clusters); with fewer than 16,384 points the points stay in the cache and
 // the products run so fast that the bounds lost at k = 16 to 64 even where
 // they settled 80% (docs/core.md, "Which path").
-bool BoundsMayPay(int64_t n, int k);
+inline bool BoundsMayPay(int64_t n, int k) { return k >= 32 && n >= 16384; }
 
 template <typename Scalar>
 class BoundedAssignment {
@@ -70,7 +70,8 @@ class BoundedAssignment {
   // points: d x n, weights: n or null (1 each); both must outlive this.
   // kProducts makes every call the first one.
   BoundedAssignment(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
-                    AssignmentPath path);
+                    AssignmentPath path)
+      : points_(points), weights_(weights), path_(path) {}
 
   // As AssignNearest(points, centers, labels, nullptr, sums, weights).
   double Assign(const Matrix<Scalar>& centers, Labels* labels, ClusterSums* sums);
@@ -79,6 +80,8 @@ class BoundedAssignment {
   const std::vector<AssignmentStats>& stats() const { return stats_; }
 
  private:
+  // Whether the margin is meaningful at the points' d.
+  bool Usable() const;
   // Whether the next call uses the bounds.
   bool UseBounds() const;
   double AssignAll(const Matrix<Scalar>& centers, ClusterSums* sums, AssignmentStats* stats);
@@ -95,7 +98,6 @@ class BoundedAssignment {
   const Matrix<Scalar>& points_;
   const Vector<Scalar>* weights_;
   AssignmentPath path_;
-  bool usable_;             // the margin is meaningful at this d
   Matrix<Scalar> centers_;  // the centers of the last call (empty before the first)
   Labels labels_;           // the last call's labels
   int groups_ = 0;

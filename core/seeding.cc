@@ -35,17 +35,6 @@ void ForEachBlock(const Matrix<Scalar>& points, const Vector<Scalar>& point_sq,
 
 }  // namespace
 
-int GreedySeedingCandidates(int k) { return 2 + static_cast<int>(std::floor(std::log(k))); }
-
-template <typename Scalar>
-SeedingShard<Scalar>::SeedingShard(const Matrix<Scalar>* points, const Vector<Scalar>* weights)
-    : points_(*points),
-      weights_(weights),
-      point_sq_(SquaredNorms<Scalar>(*points)),
-      closest_(weights != nullptr ? Vector<double>(weights->template cast<double>())
-                                  : Vector<double>::Constant(
-                                        points->cols(), std::numeric_limits<double>::infinity())) {}
-
 template <typename Scalar>
 Eigen::Index SeedingShard<Scalar>::Find(double target) {
   const Eigen::Index n = points_.cols();

@@ -14,11 +14,14 @@
 #ifndef KMT_CORE_SEEDING_H_
 #define KMT_CORE_SEEDING_H_
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/distances.h"
 #include "core/init.h"
 #include "core/types.h"
 
@@ -48,7 +51,14 @@ struct SeedAnswer {
 template <typename Scalar>
 class SeedingShard {
  public:
-  explicit SeedingShard(const Matrix<Scalar>* points, const Vector<Scalar>* weights = nullptr);
+  explicit SeedingShard(const Matrix<Scalar>* points, const Vector<Scalar>* weights = nullptr)
+      : points_(*points),
+        weights_(weights),
+        point_sq_(SquaredNorms<Scalar>(*points)),
+        closest_(weights != nullptr
+                     ? Vector<double>(weights->template cast<double>())
+                     : Vector<double>::Constant(points->cols(),
+                                                std::numeric_limits<double>::infinity())) {}
 
   // Checks the request against the shard (d, indices in range, targets
   // finite and not negative) and runs it.
@@ -124,7 +134,7 @@ using SeedRound = std::function<absl::StatusOr<std::vector<SeedAnswer<Scalar>>>(
     const std::vector<SeedRequest<Scalar>>&)>;
 
 // Candidates per center of greedy k-means++: 2 + floor(ln k).
-int GreedySeedingCandidates(int k);
+inline int GreedySeedingCandidates(int k) { return 2 + static_cast<int>(std::floor(std::log(k))); }
 
 // k-means++ over shards of `shard_sizes` points (in total at least k) in d
 // dimensions with `trials` candidates per center (GreedySeedingCandidates(k),

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/simd.h"
 #include "server/process_metrics.h"
 
 namespace kmt {
@@ -152,7 +153,7 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
       .Name("kmt_build_info")
       .Help("Always 1; the labels say which build is running.")
       .Register(*metrics->registry_)
-      .Add({{"version", version}})
+      .Add({{"version", version}, {"simd", SimdLevelName(ActiveSimdLevel())}})
       .Set(1);
   try {
     metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/memory.h"
+#include "core/simd.h"
 #include "proto/channel_tuning.h"
 #include "server/cluster_service.h"
 #include "server/log.h"
@@ -112,10 +113,10 @@ absl::Status RunServer(const ServerOptions& options, const std::string& version)
   server->GetHealthCheckService()->SetServingStatus(v1::KMeansTransformer::service_full_name(),
                                                     true);
   WriteNumber(options.port_file, port);
-  Log("INFO",
-      absl::StrCat("serving ", registry.models().size(), " models on port ", port,
-                   ", metrics on port ", (*metrics)->port(), ", with ", workers,
-                   " workers; resident jobs may hold ", limits.max_resident_bytes, " bytes"));
+  Log("INFO", absl::StrCat("serving ", registry.models().size(), " models on port ", port,
+                           ", metrics on port ", (*metrics)->port(), ", with ", workers,
+                           " workers; resident jobs may hold ", limits.max_resident_bytes,
+                           " bytes; ", DescribeSimd()));
 
   std::thread stopper([&] {
     int signal = 0;

@@ -9,6 +9,7 @@
 #include "core/cluster_sums.h"
 #include "core/random.h"
 #include "reference/lloyd.h"
+#include "tests/support/simd_levels.h"
 
 namespace kmt {
 namespace {
@@ -39,31 +40,33 @@ using Scalars = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(AssignTest, Scalars);
 
 TYPED_TEST(AssignTest, EqualsPlainArgminWithExactAndNearTies) {
-  using S = TypeParam;
-  Rng rng(42);
-  for (int trial = 0; trial < 20; ++trial) {
-    const int d = 1 + static_cast<int>(rng.Below(40));
-    const int k = 1 + static_cast<int>(rng.Below(70));
-    const int n = 1 + static_cast<int>(rng.Below(20000));
-    SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
-    // Far from the origin on a coarse grid plus a tiny jitter: many exact
-    // ties and many near ties that the product form alone gets wrong.
-    Matrix<S> points(d, n), centers(d, k);
-    for (Eigen::Index i = 0; i < points.size(); ++i) {
-      points.data()[i] =
-          static_cast<S>(100 + rng.Below(3) + (trial % 2 ? 1e-6 * rng.Uniform() : 0));
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    Rng rng(42);
+    for (int trial = 0; trial < 20; ++trial) {
+      const int d = 1 + static_cast<int>(rng.Below(40));
+      const int k = 1 + static_cast<int>(rng.Below(70));
+      const int n = 1 + static_cast<int>(rng.Below(20000));
+      SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
+      // Far from the origin on a coarse grid plus a tiny jitter: many exact
+      // ties and many near ties that the product form alone gets wrong.
+      Matrix<S> points(d, n), centers(d, k);
+      for (Eigen::Index i = 0; i < points.size(); ++i) {
+        points.data()[i] =
+            static_cast<S>(100 + rng.Below(3) + (trial % 2 ? 1e-6 * rng.Uniform() : 0));
+      }
+      for (Eigen::Index i = 0; i < centers.size(); ++i) {
+        centers.data()[i] = static_cast<S>(100 + rng.Below(3));
+      }
+      Labels labels;
+      Vector<S> sq_dist;
+      AssignNearest(points, centers, &labels, &sq_dist);
+      ASSERT_EQ(labels, PlainArgmin(points, centers));
+      for (int i = 0; i < n; i += 97) {
+        EXPECT_NEAR(sq_dist[i], (points.col(i) - centers.col(labels[i])).squaredNorm(), 1e-5);
+      }
     }
-    for (Eigen::Index i = 0; i < centers.size(); ++i) {
-      centers.data()[i] = static_cast<S>(100 + rng.Below(3));
-    }
-    Labels labels;
-    Vector<S> sq_dist;
-    AssignNearest(points, centers, &labels, &sq_dist);
-    ASSERT_EQ(labels, PlainArgmin(points, centers));
-    for (int i = 0; i < n; i += 97) {
-      EXPECT_NEAR(sq_dist[i], (points.col(i) - centers.col(labels[i])).squaredNorm(), 1e-5);
-    }
-  }
+  });
 }
 
 // Both ways of computing the scores, on each side of the register kernel's
@@ -71,34 +74,36 @@ TYPED_TEST(AssignTest, EqualsPlainArgminWithExactAndNearTies) {
 // with center counts that leave part of its last group of centers empty and
 // point counts that leave part of its last packet empty.
 TYPED_TEST(AssignTest, BothScoreKernelsEqualPlainArgmin) {
-  using S = TypeParam;
-  Rng rng(11);
-  bool kernel_seen = false, product_seen = false;
-  for (const auto& [n, d, k] :
-       {std::tuple{1001, 8, 16}, std::tuple{4099, 32, 13}, std::tuple{515, 16, 1},
-        std::tuple{3000, 3, 16}, std::tuple{2051, 32, 64}, std::tuple{700, 64, 130},
-        std::tuple{9000, 12, 33}}) {
-    SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
-    Matrix<S> points(d, n), centers(d, k);
-    for (Eigen::Index i = 0; i < points.size(); ++i) {
-      points.data()[i] = static_cast<S>(50 + rng.Below(3) + 1e-6 * rng.Uniform());
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    Rng rng(11);
+    bool kernel_seen = false, product_seen = false;
+    for (const auto& [n, d, k] :
+         {std::tuple{1001, 8, 16}, std::tuple{4099, 32, 13}, std::tuple{515, 16, 1},
+          std::tuple{3000, 3, 16}, std::tuple{2051, 32, 64}, std::tuple{700, 64, 130},
+          std::tuple{9000, 12, 33}}) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
+      Matrix<S> points(d, n), centers(d, k);
+      for (Eigen::Index i = 0; i < points.size(); ++i) {
+        points.data()[i] = static_cast<S>(50 + rng.Below(3) + 1e-6 * rng.Uniform());
+      }
+      for (Eigen::Index i = 0; i < centers.size(); ++i) {
+        centers.data()[i] = static_cast<S>(50 + rng.Below(3));
+      }
+      const NearestCenterScan<S> scan(centers);
+      (scan.register_kernel() ? kernel_seen : product_seen) = true;
+      Labels labels;
+      Vector<S> sq_dist;
+      AssignNearest(points, centers, &labels, &sq_dist);
+      ASSERT_EQ(labels, PlainArgmin(points, centers));
+      for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(sq_dist[i],
+                  AssignedSquaredDistance(points.col(i).data(), centers.col(labels[i]).data(), d));
+      }
     }
-    for (Eigen::Index i = 0; i < centers.size(); ++i) {
-      centers.data()[i] = static_cast<S>(50 + rng.Below(3));
-    }
-    const NearestCenterScan<S> scan(centers);
-    (scan.register_kernel() ? kernel_seen : product_seen) = true;
-    Labels labels;
-    Vector<S> sq_dist;
-    AssignNearest(points, centers, &labels, &sq_dist);
-    ASSERT_EQ(labels, PlainArgmin(points, centers));
-    for (int i = 0; i < n; ++i) {
-      ASSERT_EQ(sq_dist[i],
-                AssignedSquaredDistance(points.col(i).data(), centers.col(labels[i]).data(), d));
-    }
-  }
-  EXPECT_TRUE(kernel_seen);
-  EXPECT_TRUE(product_seen);
+    EXPECT_TRUE(kernel_seen);
+    EXPECT_TRUE(product_seen);
+  });
 }
 
 // Points transposed once into lanes give the same labels, distances,
@@ -106,113 +111,124 @@ TYPED_TEST(AssignTest, BothScoreKernelsEqualPlainArgmin) {
 // assignment; lanes are made only where the kernel takes d and k, and are
 // ignored for points of another shape.
 TYPED_TEST(AssignTest, PointLanesGiveTheSameAssignment) {
-  using S = TypeParam;
-  Rng rng(13);
-  for (const auto& [n, d, k] : {std::tuple{4099, 32, 16}, std::tuple{1001, 8, 13},
-                                std::tuple{70000, 12, 5}, std::tuple{33, 16, 1}}) {
-    SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
-    Matrix<S> points(d, n), centers(d, k);
-    for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Normal();
-    for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = rng.Normal();
-    const PointLanes<S> lanes(points, k);
-    ASSERT_FALSE(lanes.empty());
-    ASSERT_TRUE(lanes.fits(points));
-    Vector<S> weights(n);
-    for (Eigen::Index i = 0; i < n; ++i) weights[i] = static_cast<S>(rng.Uniform());
-    const Vector<S>* const choices[] = {nullptr, &weights};
-    for (const Vector<S>* w : choices) {
-      Labels want_labels, got_labels;
-      Vector<S> want_sq, got_sq;
-      ClusterSums want_sums(d, k), got_sums(d, k);
-      const double want = AssignNearest(points, centers, &want_labels, &want_sq, &want_sums, w);
-      const double got = AssignNearest(points, centers, &got_labels, &got_sq, &got_sums, w, &lanes);
-      EXPECT_EQ(got, want);
-      EXPECT_EQ(got_labels, want_labels);
-      EXPECT_EQ(got_sq, want_sq);
-      EXPECT_EQ(got_sums.sums, want_sums.sums);
-      EXPECT_EQ(got_sums.counts, want_sums.counts);
-      EXPECT_EQ(got_sums.weights, want_sums.weights);
-      EXPECT_EQ(got_labels, PlainArgmin(points, centers));
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    Rng rng(13);
+    for (const auto& [n, d, k] : {std::tuple{4099, 32, 16}, std::tuple{1001, 8, 13},
+                                  std::tuple{70000, 12, 5}, std::tuple{33, 16, 1}}) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
+      Matrix<S> points(d, n), centers(d, k);
+      for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Normal();
+      for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = rng.Normal();
+      // The kernel takes d from one SIMD packet of coordinates on (8 floats
+      // with AVX2, 16 with AVX-512): below, no lanes, and the same results.
+      const PointLanes<S> lanes(points, k);
+      ASSERT_EQ(lanes.empty(), d < lanes.packet());
+      ASSERT_EQ(lanes.fits(points), !lanes.empty());
+      Vector<S> weights(n);
+      for (Eigen::Index i = 0; i < n; ++i) weights[i] = static_cast<S>(rng.Uniform());
+      const Vector<S>* const choices[] = {nullptr, &weights};
+      for (const Vector<S>* w : choices) {
+        Labels want_labels, got_labels;
+        Vector<S> want_sq, got_sq;
+        ClusterSums want_sums(d, k), got_sums(d, k);
+        const double want = AssignNearest(points, centers, &want_labels, &want_sq, &want_sums, w);
+        const double got =
+            AssignNearest(points, centers, &got_labels, &got_sq, &got_sums, w, &lanes);
+        EXPECT_EQ(got, want);
+        EXPECT_EQ(got_labels, want_labels);
+        EXPECT_EQ(got_sq, want_sq);
+        EXPECT_EQ(got_sums.sums, want_sums.sums);
+        EXPECT_EQ(got_sums.counts, want_sums.counts);
+        EXPECT_EQ(got_sums.weights, want_sums.weights);
+        EXPECT_EQ(got_labels, PlainArgmin(points, centers));
+      }
     }
-  }
-  // Too many centers for the kernel, or too few coordinates: no lanes.
-  Matrix<S> wide(32, 100), narrow(3, 100);
-  wide.setOnes();
-  narrow.setOnes();
-  EXPECT_TRUE(PointLanes<S>(wide, 1000).empty());
-  EXPECT_TRUE(PointLanes<S>(narrow, 4).empty());
-  // Lanes of other points are not taken for these.
-  const PointLanes<S> of_wide(wide, 4);
-  EXPECT_FALSE(of_wide.fits(Matrix<S>(Matrix<S>::Ones(32, 101))));
-  EXPECT_FALSE(of_wide.fits(Matrix<S>(Matrix<S>::Ones(16, 200))));
+    // Too many centers for the kernel, or too few coordinates: no lanes.
+    Matrix<S> wide(32, 100), narrow(1, 100);
+    wide.setOnes();
+    narrow.setOnes();
+    EXPECT_TRUE(PointLanes<S>(wide, 1000).empty());
+    EXPECT_TRUE(PointLanes<S>(narrow, 4).empty());
+    // Lanes of other points are not taken for these.
+    const PointLanes<S> of_wide(wide, 4);
+    EXPECT_FALSE(of_wide.fits(Matrix<S>(Matrix<S>::Ones(32, 101))));
+    EXPECT_FALSE(of_wide.fits(Matrix<S>(Matrix<S>::Ones(16, 200))));
+  });
 }
 
 TYPED_TEST(AssignTest, ObjectiveMatchesTheReference) {
-  using S = TypeParam;
-  Rng rng(7);
-  Matrix<S> points(8, 5000), centers(8, 12);
-  for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Normal();
-  for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = rng.Normal();
-  const double want = ReferenceObjective(points, centers);
-  EXPECT_NEAR(Objective(points, centers), want, want * (sizeof(S) == 8 ? 1e-12 : 1e-5));
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    Rng rng(7);
+    Matrix<S> points(8, 5000), centers(8, 12);
+    for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Normal();
+    for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = rng.Normal();
+    const double want = ReferenceObjective(points, centers);
+    EXPECT_NEAR(Objective(points, centers), want, want * (sizeof(S) == 8 ? 1e-12 : 1e-5));
+  });
 }
 
 // The sums added in the assignment's pass equal the points summed under the
 // labels it returns, the objective equals its distances summed, and neither
 // depends on the thread count (bit for bit).
 TYPED_TEST(AssignTest, SumsInThePassEqualSumsUnderTheLabels) {
-  using S = TypeParam;
-  Rng rng(5);
-  for (const auto& [n, d, k] : {std::tuple{100000, 32, 64}, std::tuple{77, 3, 5},
-                                std::tuple{30001, 5, 1000}, std::tuple{4100, 17, 2}}) {
-    SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
-    Matrix<S> points(d, n), centers(d, k);
-    for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Normal();
-    for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = rng.Normal();
-    Labels labels;
-    Vector<S> sq_dist;
-    ClusterSums fused(d, k);
-    const double objective = AssignNearest(points, centers, &labels, &sq_dist, &fused);
-    ASSERT_EQ(labels, PlainArgmin(points, centers));
-    ClusterSums after(d, k);
-    AccumulateClusterSums(points, labels, &after);
-    EXPECT_EQ(fused.counts, after.counts);
-    EXPECT_LE((fused.sums - after.sums).cwiseAbs().maxCoeff(),
-              1e-12 * (1 + after.sums.cwiseAbs().maxCoeff()));
-    EXPECT_NEAR(objective, sq_dist.template cast<double>().sum(), 1e-12 * objective);
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    Rng rng(5);
+    for (const auto& [n, d, k] : {std::tuple{100000, 32, 64}, std::tuple{77, 3, 5},
+                                  std::tuple{30001, 5, 1000}, std::tuple{4100, 17, 2}}) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
+      Matrix<S> points(d, n), centers(d, k);
+      for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Normal();
+      for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = rng.Normal();
+      Labels labels;
+      Vector<S> sq_dist;
+      ClusterSums fused(d, k);
+      const double objective = AssignNearest(points, centers, &labels, &sq_dist, &fused);
+      ASSERT_EQ(labels, PlainArgmin(points, centers));
+      ClusterSums after(d, k);
+      AccumulateClusterSums(points, labels, &after);
+      EXPECT_EQ(fused.counts, after.counts);
+      EXPECT_LE((fused.sums - after.sums).cwiseAbs().maxCoeff(),
+                1e-12 * (1 + after.sums.cwiseAbs().maxCoeff()));
+      EXPECT_NEAR(objective, sq_dist.template cast<double>().sum(), 1e-12 * objective);
 
-    const int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
-    Labels one_labels;
-    ClusterSums one(d, k);
-    const double one_objective = AssignNearest(points, centers, &one_labels, nullptr, &one);
-    omp_set_num_threads(threads);
-    EXPECT_EQ(one_labels, labels);
-    EXPECT_EQ(one.counts, fused.counts);
-    EXPECT_EQ(one.sums, fused.sums);
-    EXPECT_EQ(one_objective, objective);
-  }
+      const int threads = omp_get_max_threads();
+      omp_set_num_threads(1);
+      Labels one_labels;
+      ClusterSums one(d, k);
+      const double one_objective = AssignNearest(points, centers, &one_labels, nullptr, &one);
+      omp_set_num_threads(threads);
+      EXPECT_EQ(one_labels, labels);
+      EXPECT_EQ(one.counts, fused.counts);
+      EXPECT_EQ(one.sums, fused.sums);
+      EXPECT_EQ(one_objective, objective);
+    }
+  });
 }
 
 TEST(ClusterSums, AddUpAcrossBatches) {
-  Rng rng(11);
-  Matrix<double> points(3, 50000);
-  for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Uniform();
-  Labels labels(points.cols());
-  for (int& l : labels) l = static_cast<int>(rng.Below(4));
-  ClusterSums whole(3, 5), split(3, 5);
-  AccumulateClusterSums(points, labels, &whole);
-  const Labels first(labels.begin(), labels.begin() + 20000);
-  const Labels rest(labels.begin() + 20000, labels.end());
-  AccumulateClusterSums(Matrix<double>(points.leftCols(20000)), first, &split);
-  AccumulateClusterSums(Matrix<double>(points.rightCols(30000)), rest, &split);
-  EXPECT_EQ(whole.counts, split.counts);
-  EXPECT_LE((whole.sums - split.sums).norm(), 1e-9);
-  EXPECT_EQ(whole.counts[4], 0);
-  Matrix<double> centers = Matrix<double>::Constant(3, 5, 7);
-  EXPECT_EQ(ApplyMeans(whole, &centers), 1);
-  EXPECT_EQ(centers.col(4), Vector<double>::Constant(3, 7));
-  EXPECT_NEAR(centers(0, 0), 0.5, 0.01);
+  AtEachSimdLevel([&] {
+    Rng rng(11);
+    Matrix<double> points(3, 50000);
+    for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Uniform();
+    Labels labels(points.cols());
+    for (int& l : labels) l = static_cast<int>(rng.Below(4));
+    ClusterSums whole(3, 5), split(3, 5);
+    AccumulateClusterSums(points, labels, &whole);
+    const Labels first(labels.begin(), labels.begin() + 20000);
+    const Labels rest(labels.begin() + 20000, labels.end());
+    AccumulateClusterSums(Matrix<double>(points.leftCols(20000)), first, &split);
+    AccumulateClusterSums(Matrix<double>(points.rightCols(30000)), rest, &split);
+    EXPECT_EQ(whole.counts, split.counts);
+    EXPECT_LE((whole.sums - split.sums).norm(), 1e-9);
+    EXPECT_EQ(whole.counts[4], 0);
+    Matrix<double> centers = Matrix<double>::Constant(3, 5, 7);
+    EXPECT_EQ(ApplyMeans(whole, &centers), 1);
+    EXPECT_EQ(centers.col(4), Vector<double>::Constant(3, 7));
+    EXPECT_NEAR(centers(0, 0), 0.5, 0.01);
+  });
 }
 
 }  // namespace

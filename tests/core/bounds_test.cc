@@ -19,6 +19,7 @@
 #include "core/unit_norm.h"
 #include "reference/lloyd.h"
 #include "tests/support/gaussian_clusters.h"
+#include "tests/support/simd_levels.h"
 
 namespace kmt {
 namespace {
@@ -188,51 +189,57 @@ using Scalars = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(BoundsTest, Scalars);
 
 TYPED_TEST(BoundsTest, BoundsGiveTheProductsResultsToTheLastBit) {
-  using S = TypeParam;
-  for (const Problem<S>& p : Problems<S>()) {
-    SCOPED_TRACE(p.name);
-    const RunResult<S> products = Run(p, AssignmentPath::kProducts);
-    EXPECT_TRUE(products.assignments.empty());
-    const RunResult<S> bounds = Run(p, AssignmentPath::kBounds);
-    ExpectIdentical(bounds, products);
-    ExpectIdentical(Run(p, AssignmentPath::kAuto), products);
-    // Every assignment after the first went through the bounds.
-    ASSERT_EQ(bounds.assignments.size(), static_cast<size_t>(p.layers + 1));
-    EXPECT_FALSE(bounds.assignments[0].bounded);
-    for (size_t a = 1; a < bounds.assignments.size(); ++a) {
-      EXPECT_TRUE(bounds.assignments[a].bounded);
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    for (const Problem<S>& p : Problems<S>()) {
+      SCOPED_TRACE(p.name);
+      const RunResult<S> products = Run(p, AssignmentPath::kProducts);
+      EXPECT_TRUE(products.assignments.empty());
+      const RunResult<S> bounds = Run(p, AssignmentPath::kBounds);
+      ExpectIdentical(bounds, products);
+      ExpectIdentical(Run(p, AssignmentPath::kAuto), products);
+      // Every assignment after the first went through the bounds.
+      ASSERT_EQ(bounds.assignments.size(), static_cast<size_t>(p.layers + 1));
+      EXPECT_FALSE(bounds.assignments[0].bounded);
+      for (size_t a = 1; a < bounds.assignments.size(); ++a) {
+        EXPECT_TRUE(bounds.assignments[a].bounded);
+      }
     }
-  }
+  });
 }
 
 // Not a vacuous comparison: on separated blobs the bounds settle most points
 // once the centers settle, and on every problem some.
 TYPED_TEST(BoundsTest, BoundsSettleMostPointsOnSeparatedBlobs) {
-  using S = TypeParam;
-  for (const Problem<S>& p : Problems<S>()) {
-    SCOPED_TRACE(p.name);
-    const RunResult<S> run = Run(p, AssignmentPath::kBounds);
-    const int64_t n = p.points.cols();
-    EXPECT_GT(run.assignments.back().settled, 0);
-    if (p.name == "blobs" || p.name == "one-center") {
-      EXPECT_GT(run.assignments.back().settled, n * 9 / 10);
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    for (const Problem<S>& p : Problems<S>()) {
+      SCOPED_TRACE(p.name);
+      const RunResult<S> run = Run(p, AssignmentPath::kBounds);
+      const int64_t n = p.points.cols();
+      EXPECT_GT(run.assignments.back().settled, 0);
+      if (p.name == "blobs" || p.name == "one-center") {
+        EXPECT_GT(run.assignments.back().settled, n * 9 / 10);
+      }
     }
-  }
+  });
 }
 
 // With many centers the bounds come in groups, and the group filter decides
 // some of the points the global test leaves open, by the distances to the
 // centers of the groups it does not exclude alone.
 TYPED_TEST(BoundsTest, GroupFilterDecidesPointsTheGlobalTestLeavesOpen) {
-  using S = TypeParam;
-  for (const Problem<S>& p : Problems<S>()) {
-    if (p.centers.cols() < 20) continue;
-    SCOPED_TRACE(p.name);
-    const RunResult<S> run = Run(p, AssignmentPath::kBounds);
-    int64_t grouped = 0;
-    for (const AssignmentStats& a : run.assignments) grouped += a.grouped;
-    EXPECT_GT(grouped, 0);
-  }
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    for (const Problem<S>& p : Problems<S>()) {
+      if (p.centers.cols() < 20) continue;
+      SCOPED_TRACE(p.name);
+      const RunResult<S> run = Run(p, AssignmentPath::kBounds);
+      int64_t grouped = 0;
+      for (const AssignmentStats& a : run.assignments) grouped += a.grouped;
+      EXPECT_GT(grouped, 0);
+    }
+  });
 }
 
 // Layer by layer on the assignment alone: one center at a time jumps to a
@@ -240,36 +247,39 @@ TYPED_TEST(BoundsTest, GroupFilterDecidesPointsTheGlobalTestLeavesOpen) {
 // abound, and every call's labels, objective and sums equal AssignNearest's
 // on the same centers, bounds forced and automatic.
 TYPED_TEST(BoundsTest, CentersJumpingOntoTiesGiveTheProductsResultsAtEveryCall) {
-  using S = TypeParam;
-  Rng rng(21);
-  Matrix<S> points(3, 3000), start(3, 40);
-  for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = static_cast<S>(rng.Below(6));
-  for (Eigen::Index i = 0; i < start.size(); ++i) start.data()[i] = static_cast<S>(rng.Below(6));
-  for (const AssignmentPath path : {AssignmentPath::kBounds, AssignmentPath::kAuto}) {
-    BoundedAssignment<S> bounded(points, nullptr, path);
-    Matrix<S> centers = start;
-    int64_t grouped = 0;
-    for (int call = 0; call < 40; ++call) {
-      SCOPED_TRACE(testing::Message() << "call " << call);
-      if (call > 0) {
-        const Eigen::Index j = static_cast<Eigen::Index>(rng.Below(40));
-        for (Eigen::Index l = 0; l < 3; ++l) centers(l, j) = static_cast<S>(rng.Below(6));
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    Rng rng(21);
+    Matrix<S> points(3, 3000), start(3, 40);
+    for (Eigen::Index i = 0; i < points.size(); ++i)
+      points.data()[i] = static_cast<S>(rng.Below(6));
+    for (Eigen::Index i = 0; i < start.size(); ++i) start.data()[i] = static_cast<S>(rng.Below(6));
+    for (const AssignmentPath path : {AssignmentPath::kBounds, AssignmentPath::kAuto}) {
+      BoundedAssignment<S> bounded(points, nullptr, path);
+      Matrix<S> centers = start;
+      int64_t grouped = 0;
+      for (int call = 0; call < 40; ++call) {
+        SCOPED_TRACE(testing::Message() << "call " << call);
+        if (call > 0) {
+          const Eigen::Index j = static_cast<Eigen::Index>(rng.Below(40));
+          for (Eigen::Index l = 0; l < 3; ++l) centers(l, j) = static_cast<S>(rng.Below(6));
+        }
+        Labels got, want;
+        ClusterSums got_sums(3, 40), want_sums(3, 40);
+        const double got_objective = bounded.Assign(centers, &got, &got_sums);
+        const double want_objective = AssignNearest(points, centers, &want, nullptr, &want_sums);
+        ASSERT_EQ(got, want);
+        EXPECT_EQ(got_objective, want_objective);
+        EXPECT_EQ(got_sums.sums, want_sums.sums);
+        EXPECT_EQ(got_sums.counts, want_sums.counts);
+        grouped += bounded.stats().back().grouped;
       }
-      Labels got, want;
-      ClusterSums got_sums(3, 40), want_sums(3, 40);
-      const double got_objective = bounded.Assign(centers, &got, &got_sums);
-      const double want_objective = AssignNearest(points, centers, &want, nullptr, &want_sums);
-      ASSERT_EQ(got, want);
-      EXPECT_EQ(got_objective, want_objective);
-      EXPECT_EQ(got_sums.sums, want_sums.sums);
-      EXPECT_EQ(got_sums.counts, want_sums.counts);
-      grouped += bounded.stats().back().grouped;
+      // The group filter took part, where it is forced.
+      if (path == AssignmentPath::kBounds) {
+        EXPECT_GT(grouped, 0);
+      }
     }
-    // The group filter took part, where it is forced.
-    if (path == AssignmentPath::kBounds) {
-      EXPECT_GT(grouped, 0);
-    }
-  }
+  });
 }
 
 // The labels of every layer against plain Lloyd's assignment (direct
@@ -279,68 +289,72 @@ TYPED_TEST(BoundsTest, CentersJumpingOntoTiesGiveTheProductsResultsAtEveryCall) 
 // float the reference's own float sums drift from the engine's double ones
 // on the far-off problems, which says nothing of the assignment.
 TYPED_TEST(BoundsTest, LabelsEqualReferenceLloydAtEveryLayer) {
-  using S = TypeParam;
-  for (const Problem<S>& p : Problems<S>()) {
-    SCOPED_TRACE(p.name);
-    const RunResult<S> run = Run(p, AssignmentPath::kBounds);
-    for (size_t t = 0; t < run.trajectory.size(); ++t) {
-      SCOPED_TRACE(testing::Message() << "layer " << t);
-      const Matrix<S>& centers = t == 0 ? p.centers : run.trajectory[t - 1].centers;
-      ASSERT_EQ(run.trajectory[t].labels, ReferenceLabels(p.points, centers));
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    for (const Problem<S>& p : Problems<S>()) {
+      SCOPED_TRACE(p.name);
+      const RunResult<S> run = Run(p, AssignmentPath::kBounds);
+      for (size_t t = 0; t < run.trajectory.size(); ++t) {
+        SCOPED_TRACE(testing::Message() << "layer " << t);
+        const Matrix<S>& centers = t == 0 ? p.centers : run.trajectory[t - 1].centers;
+        ASSERT_EQ(run.trajectory[t].labels, ReferenceLabels(p.points, centers));
+      }
+      EXPECT_EQ(run.labels, ReferenceLabels(p.points, run.centers));
+      if (!std::is_same_v<S, double> || p.weights.size() > 0 ||
+          p.empty_clusters != EmptyClusterPolicy::kKeep || p.algorithm != &LloydAlgorithm()) {
+        continue;
+      }
+      const auto reference = ReferenceLloyd(p.points, p.centers, p.layers);
+      ASSERT_EQ(run.trajectory.size(), reference.size());
+      for (size_t t = 0; t < reference.size(); ++t) {
+        ASSERT_EQ(run.trajectory[t].labels, reference[t].labels) << "layer " << t;
+      }
     }
-    EXPECT_EQ(run.labels, ReferenceLabels(p.points, run.centers));
-    if (!std::is_same_v<S, double> || p.weights.size() > 0 ||
-        p.empty_clusters != EmptyClusterPolicy::kKeep || p.algorithm != &LloydAlgorithm()) {
-      continue;
-    }
-    const auto reference = ReferenceLloyd(p.points, p.centers, p.layers);
-    ASSERT_EQ(run.trajectory.size(), reference.size());
-    for (size_t t = 0; t < reference.size(); ++t) {
-      ASSERT_EQ(run.trajectory[t].labels, reference[t].labels) << "layer " << t;
-    }
-  }
+  });
 }
 
 // The automatic choice takes the products where the bounds settle few
 // points (uniform data, many centers, the first layers) or few centers or
 // few points make the products cheap, and the bounds where they settle many.
 TYPED_TEST(BoundsTest, AutomaticChoiceFollowsTheSettledFraction) {
-  using S = TypeParam;
-  const int n = 20000;
-  Problem<S> blobs{.name = "blobs", .points = Blobs<S>(n, 8, 32, 11)};
-  blobs.centers = blobs.points.leftCols(32);
-  blobs.layers = 15;
-  const RunResult<S> run = Run(blobs, AssignmentPath::kAuto);
-  EXPECT_FALSE(run.assignments[0].bounded);
-  EXPECT_TRUE(run.assignments.back().bounded);
-  // The second assignment tries the bounds; each later one follows the
-  // fraction of the one before: max(0.1, min(0.5, 8 / 32)).
-  EXPECT_TRUE(run.assignments[1].bounded);
-  for (size_t a = 2; a < run.assignments.size(); ++a) {
-    const bool enough = run.assignments[a - 1].settled >= n / 4;
-    EXPECT_EQ(run.assignments[a].bounded, enough) << "assignment " << a;
-  }
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    const int n = 20000;
+    Problem<S> blobs{.name = "blobs", .points = Blobs<S>(n, 8, 32, 11)};
+    blobs.centers = blobs.points.leftCols(32);
+    blobs.layers = 15;
+    const RunResult<S> run = Run(blobs, AssignmentPath::kAuto);
+    EXPECT_FALSE(run.assignments[0].bounded);
+    EXPECT_TRUE(run.assignments.back().bounded);
+    // The second assignment tries the bounds; each later one follows the
+    // fraction of the one before: max(0.1, min(0.5, 8 / 32)).
+    EXPECT_TRUE(run.assignments[1].bounded);
+    for (size_t a = 2; a < run.assignments.size(); ++a) {
+      const bool enough = run.assignments[a - 1].settled >= n / 4;
+      EXPECT_EQ(run.assignments[a].bounded, enough) << "assignment " << a;
+    }
 
-  // Few centers, or few points, keep to the products.
-  Problem<S> few = blobs;
-  few.centers = blobs.points.leftCols(16);
-  EXPECT_TRUE(Run(few, AssignmentPath::kAuto).assignments.empty());
-  Problem<S> small = blobs;
-  small.points = blobs.points.leftCols(16383);
-  EXPECT_TRUE(Run(small, AssignmentPath::kAuto).assignments.empty());
+    // Few centers, or few points, keep to the products.
+    Problem<S> few = blobs;
+    few.centers = blobs.points.leftCols(16);
+    EXPECT_TRUE(Run(few, AssignmentPath::kAuto).assignments.empty());
+    Problem<S> small = blobs;
+    small.points = blobs.points.leftCols(16383);
+    EXPECT_TRUE(Run(small, AssignmentPath::kAuto).assignments.empty());
 
-  Rng rng(12);
-  Problem<S> uniform{.name = "uniform", .points = Matrix<S>(16, n)};
-  for (Eigen::Index i = 0; i < uniform.points.size(); ++i) {
-    uniform.points.data()[i] = static_cast<S>(rng.Uniform());
-  }
-  uniform.centers = uniform.points.leftCols(100);
-  uniform.layers = 3;
-  const RunResult<S> early = Run(uniform, AssignmentPath::kAuto);
-  ASSERT_EQ(early.assignments.size(), 4u);
-  EXPECT_LT(early.assignments[1].settled, n / 10);
-  EXPECT_FALSE(early.assignments[2].bounded);
-  EXPECT_FALSE(early.assignments[3].bounded);
+    Rng rng(12);
+    Problem<S> uniform{.name = "uniform", .points = Matrix<S>(16, n)};
+    for (Eigen::Index i = 0; i < uniform.points.size(); ++i) {
+      uniform.points.data()[i] = static_cast<S>(rng.Uniform());
+    }
+    uniform.centers = uniform.points.leftCols(100);
+    uniform.layers = 3;
+    const RunResult<S> early = Run(uniform, AssignmentPath::kAuto);
+    ASSERT_EQ(early.assignments.size(), 4u);
+    EXPECT_LT(early.assignments[1].settled, n / 10);
+    EXPECT_FALSE(early.assignments[2].bounded);
+    EXPECT_FALSE(early.assignments[3].bounded);
+  });
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "core/init.h"
 #include "tests/support/gaussian_clusters.h"
+#include "tests/support/simd_levels.h"
 
 namespace kmt {
 namespace {
@@ -63,230 +64,259 @@ void ShardsChooseTheCentersOfTheWholeMatrix() {
 }
 
 TEST(Seeding, ShardsChooseTheCentersOfTheWholeMatrixFloat) {
-  ShardsChooseTheCentersOfTheWholeMatrix<float>();
+  AtEachSimdLevel([&] { ShardsChooseTheCentersOfTheWholeMatrix<float>(); });
 }
 TEST(Seeding, ShardsChooseTheCentersOfTheWholeMatrixDouble) {
-  ShardsChooseTheCentersOfTheWholeMatrix<double>();
+  AtEachSimdLevel([&] { ShardsChooseTheCentersOfTheWholeMatrix<double>(); });
 }
 
 TEST(Seeding, CentersTakenAtOnceGiveTheSameDistancesAsOneByOne) {
-  const Matrix<float> points = GaussianClusters<float>({.n = 500, .d = 3, .k = 4}, 2).points;
-  const Matrix<float> centers = points.leftCols(4);
-  SeedingShard<float> one_by_one(&points), at_once(&points);
-  for (int c = 0; c < 4; ++c) ASSERT_TRUE(one_by_one.Step({.add = centers.col(c)}).ok());
-  ASSERT_TRUE(at_once.Step({.add = centers}).ok());
-  const SeedRequest<float> ask{.targets = {0.0, 10.0, 100.0}, .candidates = points.col(7)};
-  const SeedAnswer<float> a = *one_by_one.Step(ask), b = *at_once.Step(ask);
-  EXPECT_EQ(a.potential, b.potential);
-  EXPECT_EQ(a.points, b.points);
-  EXPECT_EQ(a.candidate_potentials, b.candidate_potentials);
+  AtEachSimdLevel([&] {
+    const Matrix<float> points = GaussianClusters<float>({.n = 500, .d = 3, .k = 4}, 2).points;
+    const Matrix<float> centers = points.leftCols(4);
+    SeedingShard<float> one_by_one(&points), at_once(&points);
+    for (int c = 0; c < 4; ++c) ASSERT_TRUE(one_by_one.Step({.add = centers.col(c)}).ok());
+    ASSERT_TRUE(at_once.Step({.add = centers}).ok());
+    const SeedRequest<float> ask{.targets = {0.0, 10.0, 100.0}, .candidates = points.col(7)};
+    const SeedAnswer<float> a = *one_by_one.Step(ask), b = *at_once.Step(ask);
+    EXPECT_EQ(a.potential, b.potential);
+    EXPECT_EQ(a.points, b.points);
+    EXPECT_EQ(a.candidate_potentials, b.candidate_potentials);
+  });
 }
 
 TEST(Seeding, DrawsFollowTheRunningSumOfDistances) {
-  Matrix<double> points(1, 4);
-  points << 0, 1, 3, 6;
-  SeedingShard<double> shard(&points);
-  Matrix<double> origin = Matrix<double>::Zero(1, 1);
-  // Distances to 0: 0, 1, 9, 36; running sum 0, 1, 10, 46: the points hold
-  // [0, 0), [0, 1), [1, 10) and [10, 46), so the point at distance 0 is
-  // never drawn.
-  const SeedAnswer<double> a = *shard.Step(
-      {.add = origin, .targets = {0.0, 0.5, 1.0, 9.9, 45.0, 1e9}, .candidates = points});
-  EXPECT_EQ(a.potential, 46);
-  Matrix<double> drawn(1, 6);
-  drawn << 1, 1, 3, 3, 6, 6;  // past the end: the last point
-  EXPECT_EQ(a.points, drawn);
-  EXPECT_EQ(a.candidate_potentials, (std::vector<double>{46, 29, 10, 10}));
+  AtEachSimdLevel([&] {
+    Matrix<double> points(1, 4);
+    points << 0, 1, 3, 6;
+    SeedingShard<double> shard(&points);
+    Matrix<double> origin = Matrix<double>::Zero(1, 1);
+    // Distances to 0: 0, 1, 9, 36; running sum 0, 1, 10, 46: the points hold
+    // [0, 0), [0, 1), [1, 10) and [10, 46), so the point at distance 0 is
+    // never drawn.
+    const SeedAnswer<double> a = *shard.Step(
+        {.add = origin, .targets = {0.0, 0.5, 1.0, 9.9, 45.0, 1e9}, .candidates = points});
+    EXPECT_EQ(a.potential, 46);
+    Matrix<double> drawn(1, 6);
+    drawn << 1, 1, 3, 3, 6, 6;  // past the end: the last point
+    EXPECT_EQ(a.points, drawn);
+    EXPECT_EQ(a.candidate_potentials, (std::vector<double>{46, 29, 10, 10}));
+  });
 }
 
 TEST(Seeding, PastTheEndDrawsTheLastPointAtAPositiveDistance) {
-  Matrix<double> points(1, 4);
-  points << 5, 0, 3, 0;
-  SeedingShard<double> shard(&points);
-  // Distances to 0: 25, 0, 9, 0; a target past the sum (round-off between
-  // the coordinator's sum and the shard's running sum) takes point 2.
-  const SeedAnswer<double> a =
-      *shard.Step({.add = Matrix<double>::Zero(1, 1), .targets = {34.0, 1e9}});
-  Matrix<double> drawn(1, 2);
-  drawn << 3, 3;
-  EXPECT_EQ(a.points, drawn);
+  AtEachSimdLevel([&] {
+    Matrix<double> points(1, 4);
+    points << 5, 0, 3, 0;
+    SeedingShard<double> shard(&points);
+    // Distances to 0: 25, 0, 9, 0; a target past the sum (round-off between
+    // the coordinator's sum and the shard's running sum) takes point 2.
+    const SeedAnswer<double> a =
+        *shard.Step({.add = Matrix<double>::Zero(1, 1), .targets = {34.0, 1e9}});
+    Matrix<double> drawn(1, 2);
+    drawn << 3, 3;
+    EXPECT_EQ(a.points, drawn);
+  });
 }
 
 TEST(Seeding, BadRequestsSayWhatIsWrong) {
-  const Matrix<float> points = Matrix<float>::Ones(2, 5);
-  SeedingShard<float> shard(&points);
-  EXPECT_EQ(shard.Step({.targets = {1.0}}).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(shard.Step({.indices = {5}}).status().message(),
-            "point index 5 is outside the shard's 5 points");
-  EXPECT_EQ(shard.Step({.add = Matrix<float>::Ones(3, 1)}).status().message(),
-            "centers have d = 3, points have d = 2");
-  Matrix<float> nan = Matrix<float>::Ones(2, 1);
-  nan(1, 0) = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(shard.Step({.candidates = nan}).status().code(), absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(shard.Step({.add = points.col(0)}).ok());
-  EXPECT_EQ(shard.Step({.targets = {-1.0}}).status().message(),
-            "draw target -1 is not in [0, inf)");
-  EXPECT_EQ(ShardedKMeansPlusPlus<float>({2, 1}, 2, 4, 1, 1, {}).status().message(),
-            "k = 4 needs 1 <= k <= n = 3");
-  EXPECT_EQ(ShardedKMeansPlusPlus<float>({2, 1}, 2, 2, 1, 0, {}).status().message(),
-            "0 k-means++ candidates per center, expected at least 1");
+  AtEachSimdLevel([&] {
+    const Matrix<float> points = Matrix<float>::Ones(2, 5);
+    SeedingShard<float> shard(&points);
+    EXPECT_EQ(shard.Step({.targets = {1.0}}).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(shard.Step({.indices = {5}}).status().message(),
+              "point index 5 is outside the shard's 5 points");
+    EXPECT_EQ(shard.Step({.add = Matrix<float>::Ones(3, 1)}).status().message(),
+              "centers have d = 3, points have d = 2");
+    Matrix<float> nan = Matrix<float>::Ones(2, 1);
+    nan(1, 0) = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_EQ(shard.Step({.candidates = nan}).status().code(), absl::StatusCode::kInvalidArgument);
+    ASSERT_TRUE(shard.Step({.add = points.col(0)}).ok());
+    EXPECT_EQ(shard.Step({.targets = {-1.0}}).status().message(),
+              "draw target -1 is not in [0, inf)");
+    EXPECT_EQ(ShardedKMeansPlusPlus<float>({2, 1}, 2, 4, 1, 1, {}).status().message(),
+              "k = 4 needs 1 <= k <= n = 3");
+    EXPECT_EQ(ShardedKMeansPlusPlus<float>({2, 1}, 2, 2, 1, 0, {}).status().message(),
+              "0 k-means++ candidates per center, expected at least 1");
+  });
 }
 
 TEST(KMeansParallel, AGroupOfCentersTakenAtOnceGivesTheDistancesToTheNearest) {
-  Matrix<double> points(1, 5);
-  points << 0, 1, 3, 6, 7;
-  Matrix<double> centers(1, 2);
-  centers << 0, 6;
-  SeedingShard<double> shard(&points);
-  EXPECT_FALSE(shard.seeded());
-  // Nearest squared distances 0, 1, 9, 0, 1.
-  EXPECT_EQ(*shard.AddCenters(centers), 11);
-  EXPECT_TRUE(shard.seeded());
-  // Taking no center answers the potential as it is.
-  EXPECT_EQ(*shard.AddCenters(Matrix<double>(1, 0)), 11);
-  // The same as the seed step's one center at a time.
-  SeedingShard<double> one_by_one(&points);
-  EXPECT_EQ(one_by_one.Step({.add = centers})->potential, 11);
+  AtEachSimdLevel([&] {
+    Matrix<double> points(1, 5);
+    points << 0, 1, 3, 6, 7;
+    Matrix<double> centers(1, 2);
+    centers << 0, 6;
+    SeedingShard<double> shard(&points);
+    EXPECT_FALSE(shard.seeded());
+    // Nearest squared distances 0, 1, 9, 0, 1.
+    EXPECT_EQ(*shard.AddCenters(centers), 11);
+    EXPECT_TRUE(shard.seeded());
+    // Taking no center answers the potential as it is.
+    EXPECT_EQ(*shard.AddCenters(Matrix<double>(1, 0)), 11);
+    // The same as the seed step's one center at a time.
+    SeedingShard<double> one_by_one(&points);
+    EXPECT_EQ(one_by_one.Step({.add = centers})->potential, 11);
+  });
 }
 
 TEST(KMeansParallel, AWeightedShardsFirstGroupReplacesTheWeights) {
-  Matrix<double> points(1, 4);
-  points << 0, 1, 3, 6;
-  const Vector<double> weights = (Vector<double>(4) << 1, 2, 0, 0.5).finished();
-  SeedingShard<double> shard(&points, &weights);
-  Matrix<double> centers(1, 2);
-  centers << 0, 6;
-  // w * min d^2: 0, 2 * 1, 0 * 9, 0.5 * 0.
-  EXPECT_EQ(*shard.AddCenters(centers), 2);
+  AtEachSimdLevel([&] {
+    Matrix<double> points(1, 4);
+    points << 0, 1, 3, 6;
+    const Vector<double> weights = (Vector<double>(4) << 1, 2, 0, 0.5).finished();
+    SeedingShard<double> shard(&points, &weights);
+    Matrix<double> centers(1, 2);
+    centers << 0, 6;
+    // w * min d^2: 0, 2 * 1, 0 * 9, 0.5 * 0.
+    EXPECT_EQ(*shard.AddCenters(centers), 2);
+  });
 }
 
 TEST(KMeansParallel, EachPointIsTakenWithItsShareOfThePotential) {
-  Matrix<double> points(1, 4);
-  points << 0, 1, 3, 6;
-  SeedingShard<double> shard(&points);
-  // Distances 0, 1, 9, 36 (potential 46); with oversampling 2 the points are
-  // taken with probability 0, 2/46, 18/46 and 1.
-  ASSERT_EQ(*shard.AddCenters(Matrix<double>::Zero(1, 1)), 46);
-  constexpr int kSeeds = 20000;
-  std::vector<int> taken(4, 0);
-  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
-    const std::vector<int64_t> sample = *shard.Oversample(2, 46, seed, 1, 0);
-    for (int64_t i : sample) ++taken[i];
-  }
-  EXPECT_EQ(taken[0], 0);
-  EXPECT_EQ(taken[3], kSeeds);
-  // Within four standard deviations of the binomial counts.
-  for (const auto& [i, p] : std::vector<std::pair<int, double>>{{1, 2.0 / 46}, {2, 18.0 / 46}}) {
-    SCOPED_TRACE(i);
-    EXPECT_NEAR(taken[i], kSeeds * p, 4 * std::sqrt(kSeeds * p * (1 - p)));
-  }
+  AtEachSimdLevel([&] {
+    Matrix<double> points(1, 4);
+    points << 0, 1, 3, 6;
+    SeedingShard<double> shard(&points);
+    // Distances 0, 1, 9, 36 (potential 46); with oversampling 2 the points are
+    // taken with probability 0, 2/46, 18/46 and 1.
+    ASSERT_EQ(*shard.AddCenters(Matrix<double>::Zero(1, 1)), 46);
+    constexpr int kSeeds = 20000;
+    std::vector<int> taken(4, 0);
+    for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+      const std::vector<int64_t> sample = *shard.Oversample(2, 46, seed, 1, 0);
+      for (int64_t i : sample) ++taken[i];
+    }
+    EXPECT_EQ(taken[0], 0);
+    EXPECT_EQ(taken[3], kSeeds);
+    // Within four standard deviations of the binomial counts.
+    for (const auto& [i, p] : std::vector<std::pair<int, double>>{{1, 2.0 / 46}, {2, 18.0 / 46}}) {
+      SCOPED_TRACE(i);
+      EXPECT_NEAR(taken[i], kSeeds * p, 4 * std::sqrt(kSeeds * p * (1 - p)));
+    }
+  });
 }
 
 TEST(KMeansParallel, TheSampleDependsOnTheSeedTheRoundAndThePointsIndexInTheDataset) {
-  const Matrix<float> points = GaussianClusters<float>({.n = 2000, .d = 4, .k = 6}, 3).points;
-  const Matrix<float> centers = points.leftCols(3);
-  SeedingShard<float> whole(&points);
-  const double potential = *whole.AddCenters(centers);
-  const std::vector<int64_t> sample = *whole.Oversample(12, potential, 7, 1, 0);
-  EXPECT_GT(sample.size(), 3u);
-  EXPECT_EQ(*whole.Oversample(12, potential, 7, 1, 0), sample);
-  EXPECT_NE(*whole.Oversample(12, potential, 7, 2, 0), sample);
-  EXPECT_NE(*whole.Oversample(12, potential, 8, 1, 0), sample);
-  // Two shards told where they start in the dataset take the same points.
-  const Matrix<float> head = points.leftCols(700), tail = points.rightCols(1300);
-  SeedingShard<float> first(&head), second(&tail);
-  EXPECT_NEAR(*first.AddCenters(centers) + *second.AddCenters(centers), potential,
-              1e-5 * potential);
-  std::vector<int64_t> parts = *first.Oversample(12, potential, 7, 1, 0);
-  const std::vector<int64_t> rest = *second.Oversample(12, potential, 7, 1, 700);
-  for (int64_t i : rest) parts.push_back(700 + i);
-  EXPECT_EQ(parts, sample);
+  AtEachSimdLevel([&] {
+    const Matrix<float> points = GaussianClusters<float>({.n = 2000, .d = 4, .k = 6}, 3).points;
+    const Matrix<float> centers = points.leftCols(3);
+    SeedingShard<float> whole(&points);
+    const double potential = *whole.AddCenters(centers);
+    const std::vector<int64_t> sample = *whole.Oversample(12, potential, 7, 1, 0);
+    EXPECT_GT(sample.size(), 3u);
+    EXPECT_EQ(*whole.Oversample(12, potential, 7, 1, 0), sample);
+    EXPECT_NE(*whole.Oversample(12, potential, 7, 2, 0), sample);
+    EXPECT_NE(*whole.Oversample(12, potential, 8, 1, 0), sample);
+    // Two shards told where they start in the dataset take the same points.
+    const Matrix<float> head = points.leftCols(700), tail = points.rightCols(1300);
+    SeedingShard<float> first(&head), second(&tail);
+    EXPECT_NEAR(*first.AddCenters(centers) + *second.AddCenters(centers), potential,
+                1e-5 * potential);
+    std::vector<int64_t> parts = *first.Oversample(12, potential, 7, 1, 0);
+    const std::vector<int64_t> rest = *second.Oversample(12, potential, 7, 1, 700);
+    for (int64_t i : rest) parts.push_back(700 + i);
+    EXPECT_EQ(parts, sample);
+  });
 }
 
 TEST(KMeansParallel, CopiesOfCentersAndPointsOfWeightZeroAreNeverTaken) {
-  Matrix<float> points(2, 6);
-  points << 0, 0, 1, 2, 3, 4,  //
-      0, 0, 1, 2, 3, 4;
-  const Vector<float> weights = (Vector<float>(6) << 1, 1, 1, 0, 1, 1).finished();
-  SeedingShard<float> shard(&points, &weights);
-  const double potential = *shard.AddCenters(points.col(0));
-  // Oversampling so large that every point at a positive distance is taken.
-  EXPECT_EQ(*shard.Oversample(1e9, potential, 1, 1, 0), (std::vector<int64_t>{2, 4, 5}));
-  EXPECT_TRUE(shard.Oversample(1e9, 0, 1, 1, 0)->empty());
+  AtEachSimdLevel([&] {
+    Matrix<float> points(2, 6);
+    points << 0, 0, 1, 2, 3, 4,  //
+        0, 0, 1, 2, 3, 4;
+    const Vector<float> weights = (Vector<float>(6) << 1, 1, 1, 0, 1, 1).finished();
+    SeedingShard<float> shard(&points, &weights);
+    const double potential = *shard.AddCenters(points.col(0));
+    // Oversampling so large that every point at a positive distance is taken.
+    EXPECT_EQ(*shard.Oversample(1e9, potential, 1, 1, 0), (std::vector<int64_t>{2, 4, 5}));
+    EXPECT_TRUE(shard.Oversample(1e9, 0, 1, 1, 0)->empty());
+  });
 }
 
 TEST(KMeansParallel, BadSamplingSaysWhatIsWrong) {
-  const Matrix<float> points = Matrix<float>::Ones(2, 5);
-  SeedingShard<float> shard(&points);
-  EXPECT_EQ(shard.Oversample(2, 1, 1, 1, 0).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(shard.AddCenters(Matrix<float>::Ones(3, 1)).status().message(),
-            "centers have d = 3, points have d = 2");
-  EXPECT_FALSE(shard.seeded());
-  ASSERT_TRUE(shard.AddCenters(points.col(0)).ok());
-  EXPECT_EQ(shard.Oversample(0, 1, 1, 1, 0).status().message(),
-            "oversampling 0 is not in (0, inf)");
-  EXPECT_EQ(shard.Oversample(std::nan(""), 1, 1, 1, 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(shard.Oversample(2, -1, 1, 1, 0).status().message(), "potential -1 is not in [0, inf)");
-  EXPECT_EQ(shard.Oversample(2, std::numeric_limits<double>::infinity(), 1, 1, 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(shard.Oversample(2, 1, 1, -1, 0).status().message(),
-            "round -1 and first point 0: neither may be negative");
+  AtEachSimdLevel([&] {
+    const Matrix<float> points = Matrix<float>::Ones(2, 5);
+    SeedingShard<float> shard(&points);
+    EXPECT_EQ(shard.Oversample(2, 1, 1, 1, 0).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(shard.AddCenters(Matrix<float>::Ones(3, 1)).status().message(),
+              "centers have d = 3, points have d = 2");
+    EXPECT_FALSE(shard.seeded());
+    ASSERT_TRUE(shard.AddCenters(points.col(0)).ok());
+    EXPECT_EQ(shard.Oversample(0, 1, 1, 1, 0).status().message(),
+              "oversampling 0 is not in (0, inf)");
+    EXPECT_EQ(shard.Oversample(std::nan(""), 1, 1, 1, 0).status().code(),
+              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(shard.Oversample(2, -1, 1, 1, 0).status().message(),
+              "potential -1 is not in [0, inf)");
+    EXPECT_EQ(shard.Oversample(2, std::numeric_limits<double>::infinity(), 1, 1, 0).status().code(),
+              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(shard.Oversample(2, 1, 1, -1, 0).status().message(),
+              "round -1 and first point 0: neither may be negative");
+  });
 }
 
 TEST(KMeansParallel, APointsDistanceAndNearestCenterDoNotDependOnItsBlockOrThread) {
-  // Several of the scan's blocks, taken in parallel: split anywhere, the
-  // shards keep the whole's distances and nearest centers to the bit.
-  const Matrix<float> points = GaussianClusters<float>({.n = 12000, .d = 4, .k = 30}, 5).points;
-  const Matrix<float> first = points.leftCols(20), then = points.middleCols(5000, 25);
-  const Matrix<float> head = points.leftCols(4321), tail = points.rightCols(12000 - 4321);
-  SeedingShard<float> whole(&points), a(&head), b(&tail);
-  for (const Matrix<float>* group : {&first, &then}) {
-    ASSERT_TRUE(whole.AddCenters(*group).ok());
-    ASSERT_TRUE(a.AddCenters(*group).ok());
-    ASSERT_TRUE(b.AddCenters(*group).ok());
-  }
-  std::vector<double> parts = a.TakenCenterWeights();
-  const std::vector<double> rest = b.TakenCenterWeights();
-  for (size_t c = 0; c < parts.size(); ++c) parts[c] += rest[c];
-  EXPECT_EQ(parts, whole.TakenCenterWeights());
-  // The same potential to sample by: the same points taken.
-  std::vector<int64_t> sample = *a.Oversample(500, 1e3, 9, 1, 0);
-  const std::vector<int64_t> rest_sample = *b.Oversample(500, 1e3, 9, 1, 4321);
-  for (int64_t i : rest_sample) sample.push_back(4321 + i);
-  EXPECT_EQ(sample, *whole.Oversample(500, 1e3, 9, 1, 0));
-  // A copy of a center lies at 0 and is never taken.
-  for (int64_t i : sample) EXPECT_NE(i, 5000);
+  AtEachSimdLevel([&] {
+    // Several of the scan's blocks, taken in parallel: split anywhere, the
+    // shards keep the whole's distances and nearest centers to the bit.
+    const Matrix<float> points = GaussianClusters<float>({.n = 12000, .d = 4, .k = 30}, 5).points;
+    const Matrix<float> first = points.leftCols(20), then = points.middleCols(5000, 25);
+    const Matrix<float> head = points.leftCols(4321), tail = points.rightCols(12000 - 4321);
+    SeedingShard<float> whole(&points), a(&head), b(&tail);
+    for (const Matrix<float>* group : {&first, &then}) {
+      ASSERT_TRUE(whole.AddCenters(*group).ok());
+      ASSERT_TRUE(a.AddCenters(*group).ok());
+      ASSERT_TRUE(b.AddCenters(*group).ok());
+    }
+    std::vector<double> parts = a.TakenCenterWeights();
+    const std::vector<double> rest = b.TakenCenterWeights();
+    for (size_t c = 0; c < parts.size(); ++c) parts[c] += rest[c];
+    EXPECT_EQ(parts, whole.TakenCenterWeights());
+    // The same potential to sample by: the same points taken.
+    std::vector<int64_t> sample = *a.Oversample(500, 1e3, 9, 1, 0);
+    const std::vector<int64_t> rest_sample = *b.Oversample(500, 1e3, 9, 1, 4321);
+    for (int64_t i : rest_sample) sample.push_back(4321 + i);
+    EXPECT_EQ(sample, *whole.Oversample(500, 1e3, 9, 1, 0));
+    // A copy of a center lies at 0 and is never taken.
+    for (int64_t i : sample) EXPECT_NE(i, 5000);
+  });
 }
 
 TEST(KMeansParallel, TheShardWeighsTheCentersItTookInByTheirNearestPoints) {
-  Matrix<double> points(1, 5);
-  points << 0, 1, 2, 3, 10;
-  Matrix<double> first(1, 1), then(1, 2);
-  first << 0;
-  then << 2, 10;
-  const Vector<double> weights = (Vector<double>(5) << 0.5, 2, 0, 1, 4).finished();
-  SeedingShard<double> shard(&points), weighted(&points, &weights);
-  for (SeedingShard<double>* s : {&shard, &weighted}) {
-    ASSERT_TRUE(s->AddCenters(first).ok());
-    ASSERT_TRUE(s->AddCenters(then).ok());
-  }
-  // Point 1 is as near to 0 as to 2: it stays with 0, taken first.
-  EXPECT_EQ(shard.TakenCenterWeights(), (std::vector<double>{2, 2, 1}));
-  EXPECT_EQ(weighted.TakenCenterWeights(), (std::vector<double>{2.5, 1, 4}));
+  AtEachSimdLevel([&] {
+    Matrix<double> points(1, 5);
+    points << 0, 1, 2, 3, 10;
+    Matrix<double> first(1, 1), then(1, 2);
+    first << 0;
+    then << 2, 10;
+    const Vector<double> weights = (Vector<double>(5) << 0.5, 2, 0, 1, 4).finished();
+    SeedingShard<double> shard(&points), weighted(&points, &weights);
+    for (SeedingShard<double>* s : {&shard, &weighted}) {
+      ASSERT_TRUE(s->AddCenters(first).ok());
+      ASSERT_TRUE(s->AddCenters(then).ok());
+    }
+    // Point 1 is as near to 0 as to 2: it stays with 0, taken first.
+    EXPECT_EQ(shard.TakenCenterWeights(), (std::vector<double>{2, 2, 1}));
+    EXPECT_EQ(weighted.TakenCenterWeights(), (std::vector<double>{2.5, 1, 4}));
+  });
 }
 
 TEST(KMeansParallel, CandidatesWeighTheirNearestPointsTiesToTheLowestIndex) {
-  Matrix<double> points(1, 5);
-  points << 0, 1, 2, 3, 10;
-  Matrix<double> candidates(1, 3);
-  candidates << 0, 2, 10;
-  // Point 1 is as near to 0 as to 2: it goes to candidate 0.
-  EXPECT_EQ(NearestCandidateWeights<double>(points, nullptr, candidates),
-            (std::vector<double>{2, 2, 1}));
-  const Vector<double> weights = (Vector<double>(5) << 0.5, 2, 0, 1, 4).finished();
-  EXPECT_EQ(NearestCandidateWeights(points, &weights, candidates),
-            (std::vector<double>{2.5, 1, 4}));
+  AtEachSimdLevel([&] {
+    Matrix<double> points(1, 5);
+    points << 0, 1, 2, 3, 10;
+    Matrix<double> candidates(1, 3);
+    candidates << 0, 2, 10;
+    // Point 1 is as near to 0 as to 2: it goes to candidate 0.
+    EXPECT_EQ(NearestCandidateWeights<double>(points, nullptr, candidates),
+              (std::vector<double>{2, 2, 1}));
+    const Vector<double> weights = (Vector<double>(5) << 0.5, 2, 0, 1, 4).finished();
+    EXPECT_EQ(NearestCandidateWeights(points, &weights, candidates),
+              (std::vector<double>{2.5, 1, 4}));
+  });
 }
 
 }  // namespace

@@ -73,7 +73,8 @@ exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
 printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3
 metrics=$(cat <&3)
 exec 3<&-
-grep -q '^kmt_build_info{version="0.1.0"} 1' <<<"$metrics" || fail "metrics: no build info"
+grep -Eq '^kmt_build_info\{simd="(x86-64|v2|v3|v4)",version="0.1.0"\} 1' <<<"$metrics" ||
+  fail "metrics: no build info with the dispatched SIMD level"
 grep -q '^kmt_batches_total{code="OK",model="lloyd-onehot"} 1' <<<"$metrics" ||
   fail "metrics: the clustered batch is not counted"
 podman stop -t 40 "$name" >/dev/null

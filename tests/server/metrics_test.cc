@@ -16,8 +16,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/simd.h"
 #include "tests/integration/server_process.h"
 
 namespace kmt {
@@ -66,7 +68,9 @@ TEST_F(MetricsTest, SeriesAlertsWatchStartAtZero) {
   EXPECT_EQ(series.at("kmt_models_loaded{kind=\"learned\"}"), 0);
   EXPECT_EQ(series.at("kmt_models_loaded{kind=\"exact\"}"),
             static_cast<double>(registry_->models().size()));
-  EXPECT_EQ(series.at("kmt_build_info{version=\"1.2.3\"}"), 1);
+  EXPECT_EQ(series.at(absl::StrCat("kmt_build_info{simd=\"", SimdLevelName(ActiveSimdLevel()),
+                                   "\",version=\"1.2.3\"}")),
+            1);
 }
 
 TEST_F(MetricsTest, ABatchMovesItsCountersAndHistograms) {

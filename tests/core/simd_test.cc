@@ -1,0 +1,180 @@
+// The SIMD levels: choosing one, refusing what the CPU or the binary lacks,
+// and the same labels, distances, objective and cluster sums at every level
+// the CPU runs, each level equal to plain Lloyd's step by step.
+#include "core/simd.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "core/assign.h"
+#include "core/bounds.h"
+#include "core/cluster_sums.h"
+#include "core/random.h"
+#include "core/transformer.h"
+#include "reference/lloyd.h"
+#include "tests/support/gaussian_clusters.h"
+#include "tests/support/simd_levels.h"
+
+namespace kmt {
+namespace {
+
+TEST(Simd, LevelsAreCompiledSupportedAndChosen) {
+  const std::vector<SimdLevel> compiled = CompiledSimdLevels();
+  const std::vector<SimdLevel> supported = SupportedSimdLevels();
+  ASSERT_FALSE(compiled.empty());
+  ASSERT_FALSE(supported.empty());
+  EXPECT_TRUE(std::is_sorted(compiled.begin(), compiled.end()));
+  for (SimdLevel level : supported) {
+    EXPECT_NE(std::find(compiled.begin(), compiled.end(), level), compiled.end());
+  }
+  // The lowest compiled level runs on every CPU of the architecture.
+  EXPECT_EQ(supported.front(), compiled.front());
+  ASSERT_TRUE(UseSimdLevel("auto").ok());
+  EXPECT_EQ(ActiveSimdLevel(), AutoSimdLevel());
+  EXPECT_NE(std::find(supported.begin(), supported.end(), AutoSimdLevel()), supported.end());
+  EXPECT_NE(DescribeSimd().find("simd " + SimdLevelName(ActiveSimdLevel()) + " (auto"),
+            std::string::npos)
+      << DescribeSimd();
+  for (SimdLevel level : supported) {
+    ASSERT_TRUE(UseSimdLevel(SimdLevelName(level)).ok());
+    EXPECT_EQ(ActiveSimdLevel(), level);
+    EXPECT_NE(DescribeSimd().find("(set;"), std::string::npos) << DescribeSimd();
+  }
+  if (std::find(supported.begin(), supported.end(), SimdLevel::kV3) != supported.end()) {
+    EXPECT_TRUE(UseSimdLevel("x86-64-v3").ok());
+    EXPECT_EQ(ActiveSimdLevel(), SimdLevel::kV3);
+  }
+  ASSERT_TRUE(UseSimdLevel("auto").ok());
+}
+
+TEST(Simd, RefusesALevelItCannotRunAndKeepsTheOneInUse) {
+  ASSERT_TRUE(UseSimdLevel("auto").ok());
+  const SimdLevel before = ActiveSimdLevel();
+  const absl::Status unknown = UseSimdLevel("v9");
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.message().find("'v9'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.message().find(SimdLevelName(CompiledSimdLevels().back())), std::string::npos)
+      << unknown;
+  EXPECT_EQ(ActiveSimdLevel(), before);
+  // A compiled level above the CPU's, where this machine has one.
+  for (SimdLevel level : CompiledSimdLevels()) {
+    const std::vector<SimdLevel> supported = SupportedSimdLevels();
+    if (std::find(supported.begin(), supported.end(), level) != supported.end()) continue;
+    const absl::Status lacking = UseSimdLevel(SimdLevelName(level));
+    EXPECT_EQ(lacking.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(lacking.message().find("this CPU lacks"), std::string::npos) << lacking;
+    EXPECT_NE(lacking.message().find(SimdLevelName(CpuSimdLevel())), std::string::npos) << lacking;
+    EXPECT_EQ(ActiveSimdLevel(), before);
+  }
+}
+
+// What one assignment gives, for comparing levels to the bit.
+template <typename Scalar>
+struct Assigned {
+  Labels labels;
+  Vector<Scalar> sq;
+  double objective = 0;
+  Matrix<double> sums;
+  std::vector<double> weights;
+};
+
+// The exactness problems' kind (tests/core/constructions_test.cc): random
+// n, d, k, one in three on an integer grid far from the origin with exact
+// and near ties, weighted or not.
+template <typename Scalar>
+void ExpectSameAssignmentAtEveryLevel() {
+  Rng rng(2026);
+  for (int trial = 0; trial < 24; ++trial) {
+    const int d = 1 + static_cast<int>(rng.Below(48));
+    const int k = 1 + static_cast<int>(rng.Below(80));
+    const int n = k + static_cast<int>(rng.Below(6000));
+    SCOPED_TRACE(testing::Message()
+                 << "trial " << trial << ": n=" << n << " d=" << d << " k=" << k);
+    Matrix<Scalar> points(d, n), centers(d, k);
+    const bool grid = trial % 3 == 0;
+    for (Eigen::Index i = 0; i < points.size(); ++i) {
+      points.data()[i] = grid ? static_cast<Scalar>(1000 + rng.Below(3) + 1e-6 * rng.Uniform())
+                              : static_cast<Scalar>(rng.Normal());
+    }
+    for (Eigen::Index j = 0; j < k; ++j) centers.col(j) = points.col(rng.Below(n));
+    Vector<Scalar> weights(n);
+    for (Eigen::Index i = 0; i < n; ++i) weights[i] = static_cast<Scalar>(rng.Uniform());
+    const Vector<Scalar>* w = trial % 2 ? &weights : nullptr;
+    const Labels plain = ReferenceLabels(points, centers);
+
+    std::map<std::string, Assigned<Scalar>> at;
+    AtEachSimdLevel([&] {
+      Assigned<Scalar> a;
+      ClusterSums sums(d, k);
+      a.objective = AssignNearest(points, centers, &a.labels, &a.sq, &sums, w);
+      a.sums = sums.sums;
+      a.weights = sums.weights;
+      EXPECT_EQ(a.labels, plain);
+      at.emplace(SimdLevelName(ActiveSimdLevel()), std::move(a));
+    });
+    const Assigned<Scalar>& first = at.begin()->second;
+    for (const auto& [name, a] : at) {
+      SCOPED_TRACE("level " + name + " against " + at.begin()->first);
+      EXPECT_EQ(a.labels, first.labels);
+      EXPECT_EQ(a.sq, first.sq);
+      EXPECT_EQ(a.objective, first.objective);
+      EXPECT_EQ(a.sums, first.sums);
+      EXPECT_EQ(a.weights, first.weights);
+    }
+  }
+}
+
+TEST(Simd, OneAssignmentIsTheSameAtEveryLevel) {
+  ExpectSameAssignmentAtEveryLevel<float>();
+  ExpectSameAssignmentAtEveryLevel<double>();
+}
+
+// Whole runs of Lloyd's through the fast path, the products' way and the
+// bounds' way: at every level, plain Lloyd's labels at every layer; across
+// levels and ways, the same labels, centers and objectives to the bit.
+template <typename Scalar>
+void ExpectSameRunsAtEveryLevel() {
+  struct Case {
+    int n, d, k;
+  };
+  for (const Case& c : {Case{20000, 32, 40}, Case{4096, 32, 16}, Case{3000, 7, 33}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << c.n << " d=" << c.d << " k=" << c.k);
+    const Clusters<Scalar> task = GaussianClusters<Scalar>({.n = c.n, .d = c.d, .k = c.k}, 7);
+    const Matrix<Scalar> init = task.points.leftCols(c.k);
+    const auto reference = ReferenceLloyd(task.points, init, 8);
+    std::map<std::string, RunResult<Scalar>> runs;
+    AtEachSimdLevel([&] {
+      for (AssignmentPath path : {AssignmentPath::kProducts, AssignmentPath::kBounds}) {
+        RunOptions options{.layers = 8, .record_trajectory = true, .assignment = path};
+        absl::StatusOr<RunResult<Scalar>> run =
+            RunLloyd(LloydOptions{}, task.points, init, options);
+        ASSERT_TRUE(run.ok()) << run.status();
+        for (int t = 0; t < 8; ++t) {
+          ASSERT_EQ(run->trajectory[t].labels, reference[t].labels) << "layer " << t;
+        }
+        runs.emplace(SimdLevelName(ActiveSimdLevel()) +
+                         (path == AssignmentPath::kBounds ? " bounds" : " products"),
+                     *std::move(run));
+      }
+    });
+    const RunResult<Scalar>& first = runs.begin()->second;
+    for (const auto& [name, run] : runs) {
+      SCOPED_TRACE(name + " against " + runs.begin()->first);
+      EXPECT_EQ(run.labels, first.labels);
+      EXPECT_EQ(run.centers, first.centers);
+      EXPECT_EQ(run.layer_objectives, first.layer_objectives);
+      for (int t = 0; t < 8; ++t) EXPECT_EQ(run.trajectory[t].centers, first.trajectory[t].centers);
+    }
+  }
+}
+
+TEST(Simd, LloydRunsAreTheSameAtEveryLevelAndWay) {
+  ExpectSameRunsAtEveryLevel<float>();
+  ExpectSameRunsAtEveryLevel<double>();
+}
+
+}  // namespace
+}  // namespace kmt
