@@ -2,8 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
 #include <mutex>
+#include <thread>
+#include <tuple>
+#include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "simd_build.h"
@@ -11,8 +18,12 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #if KMT_SIMD_DISPATCH
+#include "core/cluster_sums.h"
 #include "core/simd_kernels.h"
 
 // Each level's object (simd_kernels.h), for the levels this build compiled.
@@ -83,17 +94,137 @@ std::vector<const LevelKernels*> CompiledKernels() {
   return levels;
 }
 
-const LevelKernels* KernelsOf(SimdLevel level) {
+const LevelKernels& KernelsOf(SimdLevel level) {
   for (const LevelKernels* kernels : CompiledKernels()) {
-    if (kernels->level == level) return kernels;
+    if (kernels->level == level) return *kernels;
   }
-  return nullptr;
+  // Only levels of CompiledSimdLevels() are asked for.
+  std::abort();
+}
+
+// The table of a choice: each group's kernels from its level's table. Made
+// once per choice and kept for the process, as a kernel call in flight may
+// still read the table it started with.
+const LevelKernels* KernelsOf(const SimdChoice& choice) {
+  static std::mutex mu;
+  static auto* made = new std::map<std::tuple<SimdLevel, SimdLevel, SimdLevel>, LevelKernels>;
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, inserted] = made->try_emplace({choice.assignment, choice.sums, choice.attention});
+  if (inserted) {
+    const LevelKernels &a = KernelsOf(choice.assignment), &s = KernelsOf(choice.sums),
+                       &t = KernelsOf(choice.attention);
+    LevelKernels& k = it->second;
+    k.level = choice.assignment;
+    k.f = {a.f.assignment, s.f.sums, t.f.attention};
+    k.d = {a.d.assignment, s.d.sums, t.d.attention};
+    k.cluster_sums_add = s.cluster_sums_add;
+  }
+  return &it->second;
+}
+
+// The least of `rounds` timings of each of two calls, taken in turns.
+template <typename Run>
+std::pair<double, double> TimingsOfTwo(const Run& run, const LevelKernels& a,
+                                       const LevelKernels& b) {
+  using Clock = std::chrono::steady_clock;
+  constexpr int kRounds = 5;
+  double best[2] = {1e300, 1e300};
+  for (int round = 0; round < kRounds; ++round) {
+    for (int i = 0; i < 2; ++i) {
+      const Clock::time_point start = Clock::now();
+      run(i == 0 ? a : b);
+      best[i] = std::min(best[i], std::chrono::duration<double>(Clock::now() - start).count());
+    }
+  }
+  return {best[0], best[1]};
+}
+
+// Times each group at v3 and at v4 on one small problem (a served batch's
+// shape: 4,096 points of d = 32 against k = 64 centers, attention between
+// 256 tokens) and keeps v4 for a group unless v3 is faster.
+SimdChoice TimedChoice() {
+  const LevelKernels &v3 = KernelsOf(SimdLevel::kV3), &v4 = KernelsOf(SimdLevel::kV4);
+  constexpr int n = 4096, d = 32, k = 64, tokens = 256;
+  uint64_t state = 1;
+  auto fill = [&state](Matrix<float>* m) {
+    for (Eigen::Index i = 0; i < m->size(); ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      (*m)(i) = static_cast<float>(state >> 40) * 0x1p-24f;
+    }
+  };
+  Matrix<float> points(d, n), centers(d, k), keys(d, tokens);
+  fill(&points);
+  fill(&centers);
+  fill(&keys);
+  Labels labels;
+  SimdChoice choice = SimdChoice::All(SimdLevel::kV4);
+  auto pick = [](std::pair<double, double> v3_v4) {
+    return v3_v4.first < v3_v4.second ? SimdLevel::kV3 : SimdLevel::kV4;
+  };
+  choice.assignment = pick(TimingsOfTwo(
+      [&](const LevelKernels& l) {
+        l.f.assignment.assign_nearest(points, centers, &labels, nullptr, nullptr, nullptr, nullptr);
+      },
+      v3, v4));
+  v4.f.assignment.assign_nearest(points, centers, &labels, nullptr, nullptr, nullptr, nullptr);
+  choice.sums = pick(TimingsOfTwo(
+      [&](const LevelKernels& l) {
+        ClusterSums sums(d, k);
+        l.f.sums.accumulate(points, labels, &sums, nullptr);
+        l.f.sums.apply_means(sums, &centers);
+      },
+      v3, v4));
+  AttentionBlock<float> block = AttentionBlock<float>::Zero(d);
+  block.Q.setIdentity();
+  block.K.setIdentity();
+  block.V.setIdentity();
+  const Matrix<float> queries = points.leftCols(tokens);
+  choice.attention = pick(TimingsOfTwo(
+      [&](const LevelKernels& l) { l.f.attention.attend(block, queries, keys, nullptr, {}); }, v3,
+      v4));
+  return choice;
 }
 #endif
 
+// The automatic choice and how long choosing took, once per process.
+struct Timed {
+  SimdChoice choice;
+  double seconds = 0;
+};
+
+const Timed& AutoChoice() {
+  static const Timed timed = [] {
+    const std::vector<SimdLevel> supported = SupportedSimdLevels();
+    // The baseline level is compiled wherever dispatch is, and runs on every
+    // x86-64 CPU.
+    Timed t{SimdChoice::All(supported.back()), 0};
+#if KMT_SIMD_DISPATCH
+    const bool has_v3 =
+        std::find(supported.begin(), supported.end(), SimdLevel::kV3) != supported.end();
+    if (supported.back() == SimdLevel::kV4 && has_v3) {
+      const auto start = std::chrono::steady_clock::now();
+      // On a thread of its own, whose OpenMP regions have one thread: the
+      // timing starts no thread that outlives it (a server blocks signals
+      // and sets scheduling policies per thread), and compares one core's
+      // throughput, undisturbed by other threads' load.
+      std::thread([&t] {
+#ifdef _OPENMP
+        omp_set_num_threads(1);
+#endif
+        t.choice = TimedChoice();
+      }).join();
+      t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+#endif
+    return t;
+  }();
+  return timed;
+}
+
 struct Active {
-  std::atomic<SimdLevel> level;
-  std::atomic<bool> automatic{true};
+  std::mutex mu;  // orders UseSimdLevel's writes
+  SimdChoice choice;
+  bool automatic = true;
 #if KMT_SIMD_DISPATCH
   std::atomic<const LevelKernels*> kernels;
 #endif
@@ -102,9 +233,9 @@ struct Active {
 Active& State() {
   static Active* active = [] {
     auto* a = new Active;
-    a->level = AutoSimdLevel();
+    a->choice = AutoChoice().choice;
 #if KMT_SIMD_DISPATCH
-    a->kernels = KernelsOf(a->level);
+    a->kernels = KernelsOf(a->choice);
 #endif
     return a;
   }();
@@ -159,50 +290,83 @@ std::vector<SimdLevel> SupportedSimdLevels() {
   return levels;
 }
 
-SimdLevel AutoSimdLevel() {
-  const std::vector<SimdLevel> supported = SupportedSimdLevels();
-  // The baseline level is compiled wherever dispatch is, and runs on every
-  // x86-64 CPU.
-  return supported.back();
+std::string SimdChoiceName(const SimdChoice& choice) {
+  if (choice == SimdChoice::All(choice.assignment)) return SimdLevelName(choice.assignment);
+  return absl::StrCat("assignment ", SimdLevelName(choice.assignment), ", sums ",
+                      SimdLevelName(choice.sums), ", attention ", SimdLevelName(choice.attention));
 }
 
-absl::Status UseSimdLevel(absl::string_view setting) {
-  Active& active = State();
-  SimdLevel chosen;
-  if (setting == "auto") {
-    chosen = AutoSimdLevel();
-  } else {
-    absl::string_view name = setting;
-    if (name.substr(0, 7) == "x86-64-") name.remove_prefix(7);
-    const std::vector<SimdLevel> compiled = CompiledSimdLevels();
-    auto named = std::find_if(compiled.begin(), compiled.end(),
-                              [&](SimdLevel level) { return SimdLevelName(level) == name; });
-    if (named == compiled.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "SIMD level '", setting, "' is not one of this binary's: auto or ", Names(compiled)));
-    }
-    if (!Runs(*named, CpuSimdLevel())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "SIMD level '", setting, "' needs instructions this CPU lacks: it runs ",
-          Names(SupportedSimdLevels()), " (its own level is ", SimdLevelName(CpuSimdLevel()), ")"));
-    }
-    chosen = *named;
+SimdChoice AutoSimdChoice() { return AutoChoice().choice; }
+
+namespace {
+
+// A level of this binary that this CPU runs, by its name.
+absl::StatusOr<SimdLevel> RunnableLevel(absl::string_view setting) {
+  absl::string_view name = setting;
+  if (name.substr(0, 7) == "x86-64-") name.remove_prefix(7);
+  const std::vector<SimdLevel> compiled = CompiledSimdLevels();
+  auto named = std::find_if(compiled.begin(), compiled.end(),
+                            [&](SimdLevel level) { return SimdLevelName(level) == name; });
+  if (named == compiled.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SIMD level '", setting, "' is not one of this binary's: auto or ", Names(compiled)));
   }
+  if (!Runs(*named, CpuSimdLevel())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SIMD level '", setting, "' needs instructions this CPU lacks: it runs ",
+        Names(SupportedSimdLevels()), " (its own level is ", SimdLevelName(CpuSimdLevel()), ")"));
+  }
+  return *named;
+}
+
+void Use(const SimdChoice& choice, bool automatic) {
+  Active& active = State();
+  std::lock_guard<std::mutex> lock(active.mu);
 #if KMT_SIMD_DISPATCH
-  active.kernels = KernelsOf(chosen);
+  active.kernels.store(KernelsOf(choice), std::memory_order_release);
 #endif
-  active.level = chosen;
-  active.automatic = setting == "auto";
+  active.choice = choice;
+  active.automatic = automatic;
+}
+
+}  // namespace
+
+absl::Status UseSimdLevel(absl::string_view setting) {
+  if (setting == "auto") {
+    Use(AutoSimdChoice(), true);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SimdLevel> level = RunnableLevel(setting);
+  if (!level.ok()) return level.status();
+  Use(SimdChoice::All(*level), false);
   return absl::OkStatus();
 }
 
-SimdLevel ActiveSimdLevel() { return State().level; }
+absl::Status UseSimdChoice(const SimdChoice& choice) {
+  for (SimdLevel level : {choice.assignment, choice.sums, choice.attention}) {
+    if (absl::StatusOr<SimdLevel> runnable = RunnableLevel(SimdLevelName(level)); !runnable.ok()) {
+      return runnable.status();
+    }
+  }
+  Use(choice, false);
+  return absl::OkStatus();
+}
+
+SimdChoice ActiveSimdChoice() {
+  Active& active = State();
+  std::lock_guard<std::mutex> lock(active.mu);
+  return active.choice;
+}
 
 std::string DescribeSimd() {
-  const Active& active = State();
-  return absl::StrCat("simd ", SimdLevelName(active.level), " (", active.automatic ? "auto" : "set",
-                      "; compiled ", Names(CompiledSimdLevels()), "; cpu ",
-                      SimdLevelName(CpuSimdLevel()), ")");
+  Active& active = State();
+  std::lock_guard<std::mutex> lock(active.mu);
+  std::string how = active.automatic ? "auto" : "set";
+  if (active.automatic && AutoChoice().seconds > 0) {
+    absl::StrAppend(&how, ", timed in ", static_cast<int>(AutoChoice().seconds * 1e3 + 0.5), " ms");
+  }
+  return absl::StrCat("simd ", SimdChoiceName(active.choice), " (", how, "; compiled ",
+                      Names(CompiledSimdLevels()), "; cpu ", SimdLevelName(CpuSimdLevel()), ")");
 }
 
 #if KMT_SIMD_DISPATCH

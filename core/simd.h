@@ -38,25 +38,53 @@ std::vector<SimdLevel> SupportedSimdLevels();
 // (kBaseline on another architecture).
 SimdLevel CpuSimdLevel();
 
-// What `auto` chooses on this CPU: the highest supported level, except
-// where a lower one is measured faster (simd.cc).
-SimdLevel AutoSimdLevel();
+// The level of each group of kernels that may come from different levels:
+// the assignment (the products, scan and register kernel, bound passes and
+// seeding's distances), the cluster sums and means, and attention.
+struct SimdChoice {
+  SimdLevel assignment = SimdLevel::kBaseline;
+  SimdLevel sums = SimdLevel::kBaseline;
+  SimdLevel attention = SimdLevel::kBaseline;
+
+  // Every group at `level`.
+  static SimdChoice All(SimdLevel level) { return {level, level, level}; }
+  bool operator==(const SimdChoice& o) const {
+    return assignment == o.assignment && sums == o.sums && attention == o.attention;
+  }
+  bool operator!=(const SimdChoice& o) const { return !(*this == o); }
+};
+
+// "v4" when every group has one level, else each group's, e.g.
+// "assignment v4, sums v4, attention v3".
+std::string SimdChoiceName(const SimdChoice& choice);
+
+// What `auto` chooses on this CPU: for each group, the faster of the highest
+// supported level and v3 where the CPU has AVX-512 (its 512-bit units are
+// split in two on some CPUs and lower the clock on others), timed once per
+// process on a small problem at both levels (a few milliseconds, reported
+// by DescribeSimd); otherwise the highest supported level.
+SimdChoice AutoSimdChoice();
 
 // Makes the kernels of `setting` the process's: "auto", or a level's name
-// (SimdLevelName; "x86-64-v3" is taken for "v3"). A level that this binary
-// lacks or this CPU cannot run is refused with INVALID_ARGUMENT naming what
-// the CPU and the binary have, and the level in use stays. Safe to call
-// from several threads, but a run in progress may see a change between
-// its kernel calls; programs call it once, at start, and tests between
-// runs.
+// (SimdLevelName; "x86-64-v3" is taken for "v3") for every group. A level
+// that this binary lacks or this CPU cannot run is refused with
+// INVALID_ARGUMENT naming what the CPU and the binary have, and the levels
+// in use stay. Safe to call from several threads, but a run in progress may
+// see a change between its kernel calls; programs call it once, at start,
+// and tests between runs.
 absl::Status UseSimdLevel(absl::string_view setting);
 
-// The level whose kernels run now.
-SimdLevel ActiveSimdLevel();
+// Makes each group's kernels those of its level in `choice`, as
+// UseSimdLevel does for one level: every level must be one this binary has
+// and this CPU runs.
+absl::Status UseSimdChoice(const SimdChoice& choice);
 
-// One line for logs and --version: the level in use, and the levels
-// compiled and supported, e.g. "simd v3 (auto; compiled x86-64 v2 v3 v4;
-// cpu v4)".
+// The levels whose kernels run now.
+SimdChoice ActiveSimdChoice();
+
+// One line for logs and --version: the levels in use, how they were chosen,
+// and the levels compiled and supported, e.g. "simd v4 (auto, timed in 3 ms;
+// compiled x86-64 v2 v3 v4; cpu v4)".
 std::string DescribeSimd();
 
 }  // namespace kmt

@@ -7,7 +7,7 @@
 #                                     -DKMT_BUILD_BENCHMARKS=OFF)
 #   scripts/install-deps.sh --runtime only the shared libraries the binaries load
 #   scripts/install-deps.sh --container the image builder and runtime for
-#                                     tests/deploy/container_test.sh
+#                                     scripts/build-image.sh
 set -euo pipefail
 
 # mold links the project's hundred programs (tests, tools, benchmarks) in a

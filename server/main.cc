@@ -96,6 +96,7 @@ ServerOptions OptionsFromFlags() {
 }  // namespace kmt
 
 int main(int argc, char** argv) {
+  kmt::BlockStopSignals();
   kmt::ParseCommandLine(
       "Serves k-means transformers over gRPC: exact Lloyd constructions for any\n"
       "(d, k) and the learned models in --model_dir.",

@@ -153,7 +153,7 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
       .Name("kmt_build_info")
       .Help("Always 1; the labels say which build is running.")
       .Register(*metrics->registry_)
-      .Add({{"version", version}, {"simd", SimdLevelName(ActiveSimdLevel())}})
+      .Add({{"version", version}, {"simd", SimdChoiceName(ActiveSimdChoice())}})
       .Set(1);
   try {
     metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);

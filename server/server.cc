@@ -64,12 +64,17 @@ sigset_t StopSignals() {
 
 }  // namespace
 
+void BlockStopSignals() {
+  const sigset_t signals = StopSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
 absl::Status RunServer(const ServerOptions& options, const std::string& version) {
   // Signals are taken by one thread with sigwait (blocked in every other,
   // which inherit the mask from this one), so shutdown runs as ordinary
   // code, not in a handler.
+  BlockStopSignals();
   const sigset_t signals = StopSignals();
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   std::vector<std::string> refused;
   const ModelRegistry registry = ModelRegistry::Load(options.model_dir, &refused);

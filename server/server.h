@@ -58,6 +58,13 @@ struct ServerOptions {
 // process starts threads of its own.
 absl::Status RunServer(const ServerOptions& options, const std::string& version);
 
+// Blocks SIGTERM and SIGINT in the calling thread, and so in every thread it
+// starts later, for RunServer's one thread that waits for them. A program
+// calls it first, before anything starts a thread (the SIMD choice's timing
+// starts OpenMP's), or a thread that does not block them ends the process
+// on SIGTERM.
+void BlockStopSignals();
+
 }  // namespace kmt
 
 #endif  // KMT_SERVER_SERVER_H_

@@ -33,32 +33,55 @@ TEST(Simd, LevelsAreCompiledSupportedAndChosen) {
   // The lowest compiled level runs on every CPU of the architecture.
   EXPECT_EQ(supported.front(), compiled.front());
   ASSERT_TRUE(UseSimdLevel("auto").ok());
-  EXPECT_EQ(ActiveSimdLevel(), AutoSimdLevel());
-  EXPECT_NE(std::find(supported.begin(), supported.end(), AutoSimdLevel()), supported.end());
-  EXPECT_NE(DescribeSimd().find("simd " + SimdLevelName(ActiveSimdLevel()) + " (auto"),
+  EXPECT_EQ(ActiveSimdChoice(), AutoSimdChoice());
+  EXPECT_NE(DescribeSimd().find("simd " + SimdChoiceName(ActiveSimdChoice()) + " (auto"),
             std::string::npos)
       << DescribeSimd();
   for (SimdLevel level : supported) {
     ASSERT_TRUE(UseSimdLevel(SimdLevelName(level)).ok());
-    EXPECT_EQ(ActiveSimdLevel(), level);
-    EXPECT_NE(DescribeSimd().find("(set;"), std::string::npos) << DescribeSimd();
+    EXPECT_TRUE(ActiveSimdChoice() == SimdChoice::All(level));
+    EXPECT_EQ(DescribeSimd().find("simd " + SimdLevelName(level) + " (set;"), 0u) << DescribeSimd();
   }
   if (std::find(supported.begin(), supported.end(), SimdLevel::kV3) != supported.end()) {
     EXPECT_TRUE(UseSimdLevel("x86-64-v3").ok());
-    EXPECT_EQ(ActiveSimdLevel(), SimdLevel::kV3);
+    EXPECT_TRUE(ActiveSimdChoice() == SimdChoice::All(SimdLevel::kV3));
   }
   ASSERT_TRUE(UseSimdLevel("auto").ok());
 }
 
+// Auto takes each group from the highest level the CPU runs, or from v3
+// where that is v4 and v3 was timed faster; never from below v3 on a CPU
+// that has it.
+TEST(Simd, AutoTakesEachGroupFromTheHighestLevelOrV3) {
+  const std::vector<SimdLevel> supported = SupportedSimdLevels();
+  const SimdChoice automatic = AutoSimdChoice();
+  SCOPED_TRACE(DescribeSimd());
+  for (SimdLevel level : {automatic.assignment, automatic.sums, automatic.attention}) {
+    if (supported.back() == SimdLevel::kV4 && supported.size() > 1) {
+      EXPECT_TRUE(level == SimdLevel::kV4 || level == SimdLevel::kV3) << SimdLevelName(level);
+    } else {
+      EXPECT_EQ(level, supported.back()) << SimdLevelName(level);
+    }
+  }
+}
+
+TEST(Simd, NamesAChoiceByItsLevels) {
+  EXPECT_EQ(SimdChoiceName(SimdChoice::All(SimdLevel::kV3)), "v3");
+  EXPECT_EQ(SimdChoiceName({.assignment = SimdLevel::kV4,
+                            .sums = SimdLevel::kV4,
+                            .attention = SimdLevel::kBaseline}),
+            "assignment v4, sums v4, attention x86-64");
+}
+
 TEST(Simd, RefusesALevelItCannotRunAndKeepsTheOneInUse) {
   ASSERT_TRUE(UseSimdLevel("auto").ok());
-  const SimdLevel before = ActiveSimdLevel();
+  const SimdChoice before = ActiveSimdChoice();
   const absl::Status unknown = UseSimdLevel("v9");
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(unknown.message().find("'v9'"), std::string::npos) << unknown;
   EXPECT_NE(unknown.message().find(SimdLevelName(CompiledSimdLevels().back())), std::string::npos)
       << unknown;
-  EXPECT_EQ(ActiveSimdLevel(), before);
+  EXPECT_TRUE(ActiveSimdChoice() == before);
   // A compiled level above the CPU's, where this machine has one.
   for (SimdLevel level : CompiledSimdLevels()) {
     const std::vector<SimdLevel> supported = SupportedSimdLevels();
@@ -67,7 +90,12 @@ TEST(Simd, RefusesALevelItCannotRunAndKeepsTheOneInUse) {
     EXPECT_EQ(lacking.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(lacking.message().find("this CPU lacks"), std::string::npos) << lacking;
     EXPECT_NE(lacking.message().find(SimdLevelName(CpuSimdLevel())), std::string::npos) << lacking;
-    EXPECT_EQ(ActiveSimdLevel(), before);
+    EXPECT_TRUE(ActiveSimdChoice() == before);
+    // One group's level is enough to refuse a choice.
+    SimdChoice mixed = SimdChoice::All(supported.front());
+    mixed.attention = level;
+    EXPECT_EQ(UseSimdChoice(mixed).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(ActiveSimdChoice() == before);
   }
 }
 
@@ -113,7 +141,7 @@ void ExpectSameAssignmentAtEveryLevel() {
       a.sums = sums.sums;
       a.weights = sums.weights;
       EXPECT_EQ(a.labels, plain);
-      at.emplace(SimdLevelName(ActiveSimdLevel()), std::move(a));
+      at.emplace(SimdChoiceName(ActiveSimdChoice()), std::move(a));
     });
     const Assigned<Scalar>& first = at.begin()->second;
     for (const auto& [name, a] : at) {
@@ -155,7 +183,7 @@ void ExpectSameRunsAtEveryLevel() {
         for (int t = 0; t < 8; ++t) {
           ASSERT_EQ(run->trajectory[t].labels, reference[t].labels) << "layer " << t;
         }
-        runs.emplace(SimdLevelName(ActiveSimdLevel()) +
+        runs.emplace(SimdChoiceName(ActiveSimdChoice()) +
                          (path == AssignmentPath::kBounds ? " bounds" : " products"),
                      *std::move(run));
       }

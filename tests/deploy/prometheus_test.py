@@ -190,7 +190,7 @@ class PrometheusTest(unittest.TestCase):
 
     def test_build_info_and_models_loaded(self):
         text = self.server.metrics()
-        self.assertRegex(text, r'kmt_build_info\{simd="[a-z0-9-]+",version="[0-9.]+"\} 1')
+        self.assertRegex(text, r'kmt_build_info\{simd="[a-z0-9-, ]+",version="[0-9.]+"\} 1')
         self.assertRegex(text, r'kmt_models_loaded\{kind="exact"\} 9')
 
 

@@ -68,7 +68,7 @@ TEST_F(MetricsTest, SeriesAlertsWatchStartAtZero) {
   EXPECT_EQ(series.at("kmt_models_loaded{kind=\"learned\"}"), 0);
   EXPECT_EQ(series.at("kmt_models_loaded{kind=\"exact\"}"),
             static_cast<double>(registry_->models().size()));
-  EXPECT_EQ(series.at(absl::StrCat("kmt_build_info{simd=\"", SimdLevelName(ActiveSimdLevel()),
+  EXPECT_EQ(series.at(absl::StrCat("kmt_build_info{simd=\"", SimdChoiceName(ActiveSimdChoice()),
                                    "\",version=\"1.2.3\"}")),
             1);
 }
