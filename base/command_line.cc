@@ -41,7 +41,34 @@ bool IsProjectFlagFile(absl::string_view file) {
   return file.substr(0, root.size()) == root;
 }
 
+namespace {
+
+// The names the command line gave, each as written and, for --noname, also
+// without the "no".
+std::vector<std::string>& GivenNames() {
+  static auto* names = new std::vector<std::string>;
+  return *names;
+}
+
+}  // namespace
+
+bool FlagGiven(absl::string_view name) {
+  for (const std::string& given : GivenNames()) {
+    if (given == name) return true;
+  }
+  return false;
+}
+
 std::vector<char*> ParseCommandLine(const char* usage, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    arg.remove_prefix(arg[1] == '-' ? 2 : 1);
+    arg = arg.substr(0, arg.find('='));
+    GivenNames().emplace_back(arg);
+    if (arg.substr(0, 2) == "no") GivenNames().emplace_back(arg.substr(2));
+  }
   static std::string program;
   program = argc > 0 ? argv[0] : "kmt";
   program = program.substr(program.rfind('/') + 1);

@@ -4,6 +4,7 @@
 #ifndef KMT_BASE_COMMAND_LINE_H_
 #define KMT_BASE_COMMAND_LINE_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -23,6 +24,11 @@ bool IsProjectFlagFile(absl::string_view file);
 // the CPU or the binary lacks ends the program with status 2 and a message.
 // Returns the arguments that are not flags, the program's name first.
 std::vector<char*> ParseCommandLine(const char* usage, int argc, char** argv);
+
+// Whether the command line ParseCommandLine parsed names the flag (as
+// --name, --name=value, --name value or, for a boolean, --noname), whatever
+// its value: for flags whose default depends on others.
+bool FlagGiven(absl::string_view name);
 
 }  // namespace kmt
 

@@ -1,5 +1,6 @@
 #include "client/cli_flags.h"
 
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -7,7 +8,10 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/point_reader.h"
 #include "client/request_parameters.h"
@@ -22,13 +26,17 @@ ABSL_FLAG(std::string, lb, kmt::ClientOptions{}.load_balancing,
 ABSL_FLAG(std::string, model, "lloyd-onehot", "model name (kmt models lists them)");
 ABSL_FLAG(int, k, kmt::ResidentJobOptions{}.k, "clusters");
 ABSL_FLAG(int, iterations, kmt::ResidentJobOptions{}.iterations,
-          "layers, i.e. Lloyd's iterations for exact models");
+          "layers, i.e. Lloyd's iterations for exact models; kmt cluster in whole mode: most "
+          "iterations, 300 (scikit-learn's max_iter) unless given");
 ABSL_FLAG(std::string, init, "",
-          "initial centers: kmeans++ (greedy), plain-kmeans++, random, given (--centers_in) or, "
-          "in whole mode, kmeans|| (k-means||: a few sampling rounds over the shards, quoted in "
-          "a shell); "
-          "empty: the model's default (`kmt models`; greedy k-means++ for the exact models)");
-ABSL_FLAG(std::string, centers_in, "", "CSV of k initial centers, one per line, for --init=given");
+          "initial centers: kmeans++ or k-means++ (greedy), plain-kmeans++, random, given "
+          "(--centers_in) or, in whole mode, kmeans|| or k-means|| (a few sampling rounds over "
+          "the shards, quoted in a shell); empty: given with --centers_in, else the model's "
+          "default (`kmt models`; greedy k-means++ for the exact models)");
+ABSL_FLAG(std::string, centers_in, "",
+          "the k initial centers (implies --init=given): CSV, one per line, or a float32 or "
+          "float64 .npy of shape (k, d); a file --centers_out wrote is read back, the centers "
+          "of one batch");
 ABSL_FLAG(uint64_t, seed, kmt::ResidentJobOptions{}.seed,
           "seed of the initialisation (and of kmedoids' draws)");
 ABSL_FLAG(std::string, parameters, "",
@@ -60,26 +68,101 @@ ABSL_FLAG(std::string, tls_server_name, "",
 namespace kmt {
 namespace {
 
+// --init's name for k-means||, as scikit-learn's users spell it too.
+bool IsKMeansParallel(const std::string& init) {
+  return init == kKMeansParallelName || init == "k-means||";
+}
+
+// --init, or "given" where it is empty and --centers_in names a file.
+std::string InitSetting() {
+  const std::string init = absl::GetFlag(FLAGS_init);
+  return init.empty() && !absl::GetFlag(FLAGS_centers_in).empty() ? "given" : init;
+}
+
 // Unset: the request leaves init unset, for the model's default.
 absl::StatusOr<std::optional<v1::Init>> InitFlag(bool resident_job) {
-  const std::string init = absl::GetFlag(FLAGS_init);
+  const std::string init = InitSetting();
   if (init.empty()) return std::nullopt;
-  if (init == kKMeansParallelName) {
+  if (init != "given" && !absl::GetFlag(FLAGS_centers_in).empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--centers_in gives the initial centers, and --init=", init,
+                     " would choose others; drop --init, or say --init=given"));
+  }
+  if (IsKMeansParallel(init)) {
     if (resident_job) return std::nullopt;
     return absl::InvalidArgumentError(
-        absl::StrCat("--init=", kKMeansParallelName,
+        absl::StrCat("--init=", init,
                      " runs in whole mode's resident job only (kmt cluster "
                      "--mode=whole)"));
   }
-  if (init == "given") return v1::INIT_GIVEN;
+  if (init == "given") {
+    if (absl::GetFlag(FLAGS_centers_in).empty()) {
+      return absl::InvalidArgumentError("--init=given needs --centers_in, the file of centers");
+    }
+    return v1::INIT_GIVEN;
+  }
   absl::StatusOr<InitMethod> method = ParseInitMethod(init);
-  if (!method.ok()) return method.status();
+  if (!method.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --init '", init,
+                     "', expected kmeans++ (or k-means++), plain-kmeans++, random, given (with "
+                     "--centers_in) or, in whole mode, kmeans|| (or k-means||)"));
+  }
   return InitToProto(*method);
+}
+
+// The k x d centers of --centers_in: CSV (a header line is skipped), a file
+// --centers_out wrote in per-batch mode (batch,cluster,x0,... rows) if it
+// holds one batch, or a .npy of shape (k, d).
+absl::StatusOr<std::vector<float>> ReadCenters(const std::string& path, int d, int k) {
+  std::vector<float> values;
+  int64_t rows = 0;
+  std::ifstream text(path);
+  std::string first;
+  if (text && std::getline(text, first) && absl::StartsWith(first, "batch,cluster")) {
+    // Per-batch centers: the values after the batch and cluster columns.
+    std::string line, batch;
+    while (std::getline(text, line)) {
+      std::vector<std::string> fields =
+          absl::StrSplit(line, absl::ByAnyChar(",\r"), absl::SkipEmpty());
+      if (fields.empty()) continue;
+      if (static_cast<int>(fields.size()) != d + 2) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, " line ", rows + 2, ": ", fields.size() - 2, " values, expected d = ", d));
+      }
+      if (batch.empty()) batch = fields[0];
+      if (fields[0] != batch) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path,
+                         " holds the centers of more than one batch; --centers_in takes "
+                         "the k centers of one"));
+      }
+      for (int l = 0; l < d; ++l) {
+        float v;
+        if (!absl::SimpleAtof(fields[l + 2], &v)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(path, " line ", rows + 2, ": '", fields[l + 2], "' is not a number"));
+        }
+        values.push_back(v);
+      }
+      ++rows;
+    }
+  } else {
+    absl::StatusOr<std::unique_ptr<PointReader>> centers = PointReader::Open(path, "", d);
+    if (!centers.ok()) return centers.status();
+    absl::StatusOr<int64_t> n = (*centers)->Read(INT64_MAX / 2 / d, &values);
+    if (!n.ok()) return n.status();
+    rows = *n;
+  }
+  if (rows != k) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " has ", rows, " centers, --k is ", k));
+  }
+  return values;
 }
 
 }  // namespace
 
-bool InitIsKMeansParallel() { return absl::GetFlag(FLAGS_init) == kKMeansParallelName; }
+bool InitIsKMeansParallel() { return IsKMeansParallel(absl::GetFlag(FLAGS_init)); }
 
 absl::StatusOr<ClientOptions> Options() {
   const ClientTls tls{.enabled = absl::GetFlag(FLAGS_tls) || !absl::GetFlag(FLAGS_tls_ca).empty() ||
@@ -116,17 +199,10 @@ absl::StatusOr<v1::ClusterRequest> Template(int d, bool resident_job) {
   if (!init.ok()) return init.status();
   if (*init) r.set_init(**init);
   if (*init == v1::INIT_GIVEN) {
-    absl::StatusOr<std::unique_ptr<PointReader>> centers =
-        PointReader::Open(absl::GetFlag(FLAGS_centers_in), "csv", d);
+    absl::StatusOr<std::vector<float>> centers =
+        ReadCenters(absl::GetFlag(FLAGS_centers_in), d, r.k());
     if (!centers.ok()) return centers.status();
-    std::vector<float> values;
-    absl::StatusOr<int64_t> k = (*centers)->Read(INT64_MAX, &values);
-    if (!k.ok()) return k.status();
-    if (*k != r.k()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(absl::GetFlag(FLAGS_centers_in), " has ", *k, " centers, --k is ", r.k()));
-    }
-    r.mutable_centers()->Add(values.begin(), values.end());
+    r.mutable_centers()->Add(centers->begin(), centers->end());
   }
   return r;
 }

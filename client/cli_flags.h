@@ -15,6 +15,7 @@
 
 ABSL_DECLARE_FLAG(int, d);
 ABSL_DECLARE_FLAG(int, iterations);
+ABSL_DECLARE_FLAG(std::string, model);
 ABSL_DECLARE_FLAG(uint64_t, seed);
 ABSL_DECLARE_FLAG(std::string, server);
 ABSL_DECLARE_FLAG(int, streams);

@@ -1,15 +1,26 @@
-// kmt cluster: the --input file in batches of --batch_size points, either
-// every batch its own clustering task (--mode=per-batch) or the whole file
-// one dataset, clustered with exact Lloyd's over all of it (--mode=whole),
-// its points weighed by --weights_in if given and stopped by scikit-learn's
-// rule: on shards resident on the replicas (client/resident_job.h), or,
-// where a replica has no room for its shard, with one pass over the file
-// per iteration.
+// kmt cluster: the --input file as one clustering (--mode=whole: exact
+// Lloyd's over all of it, its points weighed by --weights_in if given and
+// stopped by scikit-learn's rule, on shards resident on the replicas
+// (client/resident_job.h) or, where a replica has no room for its shard,
+// with one pass over the file per iteration), or in batches of --batch_size
+// points, every batch its own clustering task (--mode=per-batch). The
+// default, auto, is whole mode for a file of more than one batch and the
+// file's one batch otherwise.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -18,6 +29,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "base/command_line.h"
 #include "client/cli_flags.h"
 #include "client/cluster_client.h"
 #include "client/commands.h"
@@ -34,20 +47,23 @@ ABSL_FLAG(std::string, input, "",
           "points: CSV (one point per line), NumPy .npy (float32 or float64, shape (n, d)) or raw "
           "float32 row-major");
 ABSL_FLAG(std::string, format, "",
-          "csv, npy or f32; by default .csv files are CSV, .npy files NumPy, others float32");
-ABSL_FLAG(int64_t, batch_size, 4096, "points per batch");
-ABSL_FLAG(std::string, mode, "per-batch",
-          "per-batch: every batch is its own clustering task; whole: the whole file is one "
-          "dataset, clustered with exact Lloyd's on shards resident on every --server replica "
-          "(--streams shards per replica)");
+          "csv, npy or f32; by default the name's extension says (.csv, .txt, .tsv: CSV; .npy; "
+          ".f32, .bin, .raw: float32), else the file's first bytes (text is CSV)");
+ABSL_FLAG(int64_t, batch_size, 4096,
+          "points per batch (a last batch of fewer than k points joins the one before)");
+ABSL_FLAG(std::string, mode, "auto",
+          "auto: whole for a file of more than --batch_size points, else its one batch; whole: "
+          "the file is one dataset, clustered with exact Lloyd's on shards resident on every "
+          "--server replica (--streams shards per replica); per-batch: every batch is its own "
+          "clustering task, its labels numbered from 0 (a stream of independent batches)");
 ABSL_FLAG(bool, resident, true,
           "whole mode: keep the shards resident on the replicas (k-means++ over all points); "
           "false, or a replica without room: one pass over the file per iteration (k-means++ on "
           "a sample of --sample_size points)");
-ABSL_FLAG(double, tol, kmt::ResidentJobOptions{}.tol,
+ABSL_FLAG(double, tol, 1e-4,
           "whole mode: stop after the iteration whose total squared center shift is at most tol "
           "times the points' mean per-dimension variance, or that changed no label "
-          "(scikit-learn's rule); 0: only at a fixed point");
+          "(scikit-learn's rule and default); 0: only at a fixed point");
 ABSL_FLAG(std::string, weights_in, "",
           "whole mode: per-point weights (scikit-learn's sample_weight), one per line or a "
           "float32 or float64 .npy of shape (n,); finite, >= 0, not all 0");
@@ -60,9 +76,12 @@ ABSL_FLAG(double, kmeans_parallel_oversampling,
 ABSL_FLAG(int64_t, sample_size, 65536,
           "whole mode, one pass per iteration: points sampled for the initial centers");
 ABSL_FLAG(std::string, labels_out, "",
-          "where to write the labels: one per line, or int32 .npy if the name ends in .npy");
+          "where to write the labels, one per input row (-1 for the rows of a failed batch): "
+          "one per line, or int32 .npy if the name ends in .npy");
 ABSL_FLAG(std::string, centers_out, "",
-          "where to write the centers: CSV, or float32 .npy (k x d) if the name ends in .npy");
+          "where to write the centers: CSV (per-batch mode: batch,cluster,x0,... rows), or "
+          "float32 .npy of shape (k, d) (per-batch mode: (batches * k, d)) if the name ends in "
+          ".npy");
 
 namespace kmt {
 namespace {
@@ -88,47 +107,110 @@ class Progress {
   bool shown_ = false;
 };
 
-// One pass over the file: batches built from `base` plus the points (and
-// their `weights`, if given), each response handed to `sink` in order; the
-// points read are added to `moments`, if given.
+// Whole mode's most iterations: --iterations, else scikit-learn's max_iter.
+int WholeIterations() { return FlagGiven("iterations") ? absl::GetFlag(FLAGS_iterations) : 300; }
+
+// The rows of the file one batch holds.
+struct Rows {
+  int64_t first = 0;
+  int64_t n = 0;
+};
+
+// Receives each response, in request order, with the rows its batch held.
+using BatchSink = std::function<void(v1::ClusterResponse&&, const Rows&)>;
+
+// One pass over the file: batches of --batch_size points built from `base`
+// plus the points (and their `weights`, if given), each response handed to
+// `sink` in order; a last batch of fewer than k points joins the one before,
+// as no batch can have fewer points than clusters. The points read are added
+// to `moments`, if given.
 absl::Status Pass(Client& client, PointReader& reader, const v1::ClusterRequest& base,
-                  const std::string& label, const ResponseSink& sink,
+                  const std::string& label, const BatchSink& sink,
                   const std::vector<float>* weights = nullptr, PointMoments* moments = nullptr) {
   if (absl::Status s = reader.Rewind(); !s.ok()) return s;
-  const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
+  const int64_t batch_size = std::max<int64_t>(1, absl::GetFlag(FLAGS_batch_size));
   int64_t batches = 0, points = 0;
   absl::Status read_status;
   Progress progress;
+  // The next batch's points, read one batch ahead to see whether the one
+  // after it is short.
+  std::vector<float> ahead;
+  int64_t ahead_n = -1;  // -1: not read yet
+  std::mutex mu;
+  std::deque<Rows> sent;
+  const auto read = [&](std::vector<float>* values) -> int64_t {
+    absl::StatusOr<int64_t> n = reader.Read(batch_size, values);
+    if (!n.ok()) {
+      read_status = n.status();
+      return 0;
+    }
+    return *n;
+  };
   const RequestSource source = [&](v1::ClusterRequest* r) {
     std::vector<float> values;
-    absl::StatusOr<int64_t> n = reader.Read(batch_size, &values);
-    if (!n.ok()) read_status = n.status();
-    if (!n.ok() || *n == 0) return false;
-    if (weights != nullptr && points + *n > static_cast<int64_t>(weights->size())) {
+    int64_t n = ahead_n < 0 ? read(&values) : ahead_n;
+    if (ahead_n >= 0) values.swap(ahead);
+    ahead.clear();
+    ahead_n = n > 0 ? read(&ahead) : 0;
+    if (ahead_n > 0 && ahead_n < base.k()) {
+      values.insert(values.end(), ahead.begin(), ahead.end());
+      n += ahead_n;
+      ahead.clear();
+      ahead_n = read(&ahead);
+    }
+    if (!read_status.ok() || n == 0) return false;
+    if (weights != nullptr && points + n > static_cast<int64_t>(weights->size())) {
       read_status = absl::InvalidArgumentError(absl::StrCat(
           "--weights_in has ", weights->size(), " weights, fewer than the points of the input"));
       return false;
     }
     *r = base;
     r->set_request_id(absl::StrCat(label, "-", batches++));
-    r->set_n(*n);
+    r->set_n(n);
     r->mutable_points()->Add(values.begin(), values.end());
     if (weights != nullptr) {
-      r->mutable_weights()->Add(weights->begin() + points, weights->begin() + points + *n);
+      r->mutable_weights()->Add(weights->begin() + points, weights->begin() + points + n);
     }
-    if (moments != nullptr) moments->Add(values.data(), *n, reader.d());
-    points += *n;
+    if (moments != nullptr) moments->Add(values.data(), n, reader.d());
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      sent.push_back({points, n});
+    }
+    points += n;
     progress.Report(absl::StrCat(label, ": ", batches, " batches, ",
                                  static_cast<int>(100 * reader.progress()), "%"));
     return true;
   };
-  absl::Status status = client.Cluster(source, sink);
+  absl::Status status = client.Cluster(source, [&](v1::ClusterResponse&& r) {
+    Rows rows;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      rows = sent.front();
+      sent.pop_front();
+    }
+    sink(std::move(r), rows);
+  });
   if (!read_status.ok()) return read_status;
   if (status.ok() && weights != nullptr && points != static_cast<int64_t>(weights->size())) {
     return absl::InvalidArgumentError(absl::StrCat("--weights_in has ", weights->size(),
                                                    " weights for the input's ", points, " points"));
   }
   return status;
+}
+
+// A batch's error, its point numbers made the file's rows: "point 904" of a
+// batch that starts at row 4096 reads "row 5000 of F (point 904 of batch
+// 1)".
+std::string RowError(const std::string& message, const Rows& rows, int64_t batch) {
+  static const std::regex point("point ([0-9]+)");
+  std::smatch m;
+  if (!std::regex_search(message, m, point)) {
+    return absl::StrCat("batch ", batch, " (rows ", rows.first, " to ", rows.first + rows.n - 1,
+                        " of ", absl::GetFlag(FLAGS_input), "): ", message);
+  }
+  const int64_t row = rows.first + std::stoll(m[1].str());
+  return absl::StrCat(m.prefix().str(), "row ", row, " of ", absl::GetFlag(FLAGS_input), " (point ",
+                      m[1].str(), " of batch ", batch, ")", m.suffix().str());
 }
 
 absl::Status WriteCenters(const std::string& path, const std::vector<std::string>& rows) {
@@ -147,20 +229,22 @@ std::string Row(const float* values, int d) {
 
 bool IsNpy(const std::string& path) { return absl::EndsWith(path, ".npy"); }
 
+// Labels one per line, or as an int32 .npy.
+absl::Status WriteLabels(const std::string& path, const std::vector<int>& labels) {
+  if (path.empty()) return absl::OkStatus();
+  if (IsNpy(path)) {
+    return WriteNpy(path, "<i4", {static_cast<int64_t>(labels.size())}, labels.data(),
+                    labels.size() * sizeof(int));
+  }
+  std::ofstream out(path);
+  for (int label : labels) out << label << "\n";
+  return out ? absl::OkStatus() : absl::InternalError(absl::StrCat("cannot write ", path));
+}
+
 // One dataset's results: labels one per line or as .npy, centers (d x k) as
 // CSV rows or a k x d .npy.
 absl::Status WriteResults(const Labels& labels, const Matrix<float>& centers) {
-  if (const std::string path = absl::GetFlag(FLAGS_labels_out); !path.empty()) {
-    if (IsNpy(path)) {
-      const absl::Status s = WriteNpy(path, "<i4", {static_cast<int64_t>(labels.size())},
-                                      labels.data(), labels.size() * sizeof(int));
-      if (!s.ok()) return s;
-    } else {
-      std::ofstream out(path);
-      for (int label : labels) out << label << "\n";
-      if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
-    }
-  }
+  if (absl::Status s = WriteLabels(absl::GetFlag(FLAGS_labels_out), labels); !s.ok()) return s;
   const std::string path = absl::GetFlag(FLAGS_centers_out);
   if (IsNpy(path)) {
     return WriteNpy(path, "<f4", {centers.cols(), centers.rows()}, centers.data(),
@@ -173,45 +257,85 @@ absl::Status WriteResults(const Labels& labels, const Matrix<float>& centers) {
   return WriteCenters(path, rows);
 }
 
+// Every batch its own task. Labels keep one line per input row, -1 for the
+// rows of a batch that failed; centers are batch,cluster,x0,... CSV rows
+// (a failed batch has none) or a (batches * k, d) .npy (NaN for a failed
+// batch's).
 absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterRequest base) {
-  std::ofstream labels;
-  if (const std::string path = absl::GetFlag(FLAGS_labels_out); !path.empty()) {
-    labels.open(path);
-    if (!labels) return absl::InternalError(absl::StrCat("cannot write ", path));
-  }
-  std::vector<std::string> centers = {"batch,cluster"};
-  int64_t batch = 0, failed = 0, points = 0, learned_layers = 0, lloyd_layers = 0;
+  const int d = reader.d(), k = base.k();
+  std::vector<int> labels;
+  std::vector<float> centers;  // batches * k * d
+  std::vector<std::string> center_rows = {"batch,cluster"};
+  int64_t batch = 0, failed = 0, failed_points = 0, converged = 0, learned_layers = 0,
+          lloyd_layers = 0;
+  int min_iterations = INT32_MAX, max_iterations = 0;
   double objective = 0;
-  absl::Status status = Pass(client, reader, base, "batch", [&](v1::ClusterResponse&& r) {
-    if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
-      ++failed;
-      std::fprintf(stderr, "batch %lld (%s): %s\n", static_cast<long long>(batch),
-                   r.request_id().c_str(), error.ToString().c_str());
-    } else {
-      objective += r.objective();
-      points += r.labels_size();
-      learned_layers += r.guard_learned_layers();
-      lloyd_layers += r.guard_lloyd_layers();
-      for (int label : r.labels()) labels << label << "\n";
-      const int d = reader.d();
-      for (int j = 0; j * d < r.centers_size(); ++j) {
-        centers.push_back(absl::StrCat(batch, ",", j, ",", Row(r.centers().data() + j * d, d)));
-      }
-    }
-    ++batch;
-  });
+  std::string first_error;
+  absl::Status status =
+      Pass(client, reader, base, "batch", [&](v1::ClusterResponse&& r, const Rows& rows) {
+        if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
+          ++failed;
+          failed_points += rows.n;
+          const std::string line =
+              absl::StrCat(absl::StatusCodeToString(error.code()), ": ",
+                           RowError(std::string(error.message()), rows, batch));
+          std::fprintf(stderr, "%s\n", line.c_str());
+          if (first_error.empty()) first_error = line;
+          labels.insert(labels.end(), rows.n, -1);
+          centers.insert(centers.end(), static_cast<size_t>(k) * d, std::nanf(""));
+        } else {
+          objective += r.objective();
+          learned_layers += r.guard_learned_layers();
+          lloyd_layers += r.guard_lloyd_layers();
+          converged += r.converged();
+          min_iterations = std::min(min_iterations, r.iterations_run());
+          max_iterations = std::max(max_iterations, r.iterations_run());
+          labels.insert(labels.end(), r.labels().begin(), r.labels().end());
+          centers.insert(centers.end(), r.centers().begin(), r.centers().end());
+          for (int j = 0; j * d < r.centers_size(); ++j) {
+            center_rows.push_back(
+                absl::StrCat(batch, ",", j, ",", Row(r.centers().data() + j * d, d)));
+          }
+        }
+        ++batch;
+      });
   if (!status.ok()) return status;
-  for (int l = 0; l < reader.d(); ++l) absl::StrAppend(&centers[0], ",x", l);
-  if (absl::Status s = WriteCenters(absl::GetFlag(FLAGS_centers_out), centers); !s.ok()) return s;
-  std::printf("%lld batches, %lld points, %lld failed, summed objective %.10g\n",
-              static_cast<long long>(batch), static_cast<long long>(points),
-              static_cast<long long>(failed), objective);
+  if (absl::Status s = WriteLabels(absl::GetFlag(FLAGS_labels_out), labels); !s.ok()) return s;
+  if (const std::string path = absl::GetFlag(FLAGS_centers_out); IsNpy(path)) {
+    absl::Status s = WriteNpy(path, "<f4", {batch * k, d}, centers.data(),
+                              static_cast<int64_t>(centers.size() * sizeof(float)));
+    if (!s.ok()) return s;
+  } else {
+    for (int l = 0; l < d; ++l) absl::StrAppend(&center_rows[0], ",x", l);
+    if (absl::Status s = WriteCenters(path, center_rows); !s.ok()) return s;
+  }
+  const int64_t points = static_cast<int64_t>(labels.size()) - failed_points;
+  if (batch == 1) {
+    std::printf("1 batch, %lld points, %lld failed, objective %.10g\n",
+                static_cast<long long>(points), static_cast<long long>(failed), objective);
+  } else {
+    std::printf(
+        "%lld batches clustered independently (each its own labels 0 to k-1; --mode=whole "
+        "clusters the file as one), %lld points, %lld failed, summed objective %.10g\n",
+        static_cast<long long>(batch), static_cast<long long>(points),
+        static_cast<long long>(failed), objective);
+  }
+  if (batch > failed) {
+    std::printf("iterations: %s; %lld of %lld batches converged\n",
+                min_iterations == max_iterations
+                    ? absl::StrCat(max_iterations, " in every batch").c_str()
+                    : absl::StrCat(min_iterations, " to ", max_iterations).c_str(),
+                static_cast<long long>(converged), static_cast<long long>(batch - failed));
+  }
   if (base.guard()) {
     std::printf("guard: %lld layers kept the learned step, %lld the Lloyd's step\n",
                 static_cast<long long>(learned_layers), static_cast<long long>(lloyd_layers));
   }
-  return failed == 0 ? absl::OkStatus()
-                     : absl::InvalidArgumentError(absl::StrCat(failed, " batches failed"));
+  if (failed == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      failed, failed == 1 ? " batch" : " batches", " failed (", failed_points, " rows, labelled -1",
+      absl::GetFlag(FLAGS_labels_out).empty() ? "" : " in --labels_out",
+      "); the first: ", first_error));
 }
 
 // A uniform sample of up to `size` points (reservoir sampling, seeded by
@@ -294,7 +418,7 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
   // centers and sums per center; the new centers are the summed means.
   base.set_init(v1::INIT_GIVEN);
   base.set_iterations(0);
-  const int iterations = absl::GetFlag(FLAGS_iterations);
+  const int iterations = WholeIterations();
   const double tol = absl::GetFlag(FLAGS_tol);
   Labels all_labels;
   PointMoments moments;
@@ -310,14 +434,16 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
     absl::Status failure;
     const absl::Status status = Pass(
         client, reader, base, last ? "labels" : absl::StrCat("pass ", t + 1),
-        [&](v1::ClusterResponse&& r) {
+        [&, batch = int64_t{0}](v1::ClusterResponse&& r, const Rows& rows) mutable {
           if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
             if (failure.ok()) {
               failure =
-                  absl::Status(error.code(), absl::StrCat(r.request_id(), ": ", error.message()));
+                  absl::Status(error.code(), RowError(std::string(error.message()), rows, batch));
             }
+            ++batch;
             return;
           }
+          ++batch;
           objective += r.objective();
           all_labels.insert(all_labels.end(), r.labels().begin(), r.labels().end());
           for (int j = 0; j < r.center_counts_size(); ++j) {
@@ -332,8 +458,9 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
     if (!status.ok()) return status;
     if (!failure.ok()) return failure;
     if (last) {
-      std::fprintf(stderr, "final objective %.10g after %d iterations%s\n", objective, run,
-                   converged ? " (converged: center shift within tol)" : "");
+      std::printf("final objective %.10g after %d iterations%s\n", objective, run,
+                  converged ? " (converged: center shift within tol)"
+                            : " (not converged: --iterations reached)");
       break;
     }
     std::fprintf(stderr, "pass %d objective %.10g\n", t + 1, objective);
@@ -401,7 +528,7 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
       .servers = *servers,
       .streams_per_server = std::max(1, absl::GetFlag(FLAGS_streams)),
       .k = base.k(),
-      .iterations = absl::GetFlag(FLAGS_iterations),
+      .iterations = WholeIterations(),
       .tol = absl::GetFlag(FLAGS_tol),
       .weights = *weights,
       .seed = base.seed(),
@@ -438,21 +565,70 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
   double iterating = 0;
   for (double t : result->iteration_seconds) iterating += t;
   const int run = result->iterations_run;
-  const char* why =
-      result->convergence == Convergence::kTolerance ? " (converged: center shift within tol)"
-      : result->convergence == Convergence::kLabelsUnchanged ? " (converged: no label changed)"
-                                                             : "";
-  std::fprintf(stderr, "initial objective %.10g\nfinal objective %.10g after %d iterations%s\n",
-               result->initial_objective, result->objective, run, why);
-  std::fprintf(stderr,
-               "resident: %d shards on %zu replicas, %d moved; seconds: load %.3f, init %.3f, "
-               "iterations %.3f (%.4f each), labels %.3f, write %.3f, total %.3f\n",
-               result->shards, options.servers.size(), result->shard_moves, result->load_seconds,
-               result->init_seconds, iterating, run > 0 ? iterating / run : 0.0,
-               result->labels_seconds, write_seconds, total);
+  const char* why = result->convergence == Convergence::kTolerance
+                        ? " (converged: center shift within tol)"
+                    : result->convergence == Convergence::kLabelsUnchanged
+                        ? " (converged: no label changed)"
+                        : " (not converged: --iterations reached)";
+  std::printf("initial objective %.10g\nfinal objective %.10g after %d iterations%s\n",
+              result->initial_objective, result->objective, run, why);
+  std::printf(
+      "resident: %d shards on %zu replicas, %d moved; seconds: load %.3f, init %.3f, "
+      "iterations %.3f (%.4f each), labels %.3f, write %.3f, total %.3f\n",
+      result->shards, options.servers.size(), result->shard_moves, result->load_seconds,
+      result->init_seconds, iterating, run > 0 ? iterating / run : 0.0, result->labels_seconds,
+      write_seconds, total);
   if (options.seeding == ResidentSeeding::kKMeansParallel) {
-    std::fprintf(stderr, "k-means||: %d rounds, %lld candidates\n", result->init_rounds,
-                 static_cast<long long>(result->init_candidates));
+    std::printf("k-means||: %d rounds, %lld candidates\n", result->init_rounds,
+                static_cast<long long>(result->init_candidates));
+  }
+  return absl::OkStatus();
+}
+
+// An output file that cannot be written is the user's error, found before
+// any work: its directory exists and the file can be opened for writing (a
+// file that did not exist is not left behind).
+absl::Status CheckWritable(absl::string_view flag, const std::string& path) {
+  if (path.empty()) return absl::OkStatus();
+  const bool existed = access(path.c_str(), F_OK) == 0;
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot write --", flag, "=", path, ": ", std::strerror(errno)));
+  }
+  close(fd);
+  if (!existed) unlink(path.c_str());
+  return absl::OkStatus();
+}
+
+// Flags that only one mode reads are refused in the other.
+absl::Status CheckModeFlags(bool whole) {
+  const char* const whole_only[] = {"tol",
+                                    "weights_in",
+                                    "resident",
+                                    "sample_size",
+                                    "kmeans_parallel_rounds",
+                                    "kmeans_parallel_oversampling"};
+  for (const char* flag : whole_only) {
+    if (!whole && FlagGiven(flag)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag,
+                       " applies to whole mode only (the file as one clustering), and this run "
+                       "clusters every batch on its own (--mode=per-batch, or a file of one "
+                       "batch)"));
+    }
+  }
+  if (whole) {
+    const std::string model = absl::GetFlag(FLAGS_model);
+    for (const char* flag : {"model", "parameters", "guard"}) {
+      if (FlagGiven(flag) && !(std::string(flag) == "model" && model == "lloyd-onehot")) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", flag,
+                         " applies to one batch at a time; whole mode (the file as one "
+                         "clustering) runs exact Lloyd's. Give --mode=per-batch to run ",
+                         model, " on every batch of --batch_size points on its own"));
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -463,17 +639,44 @@ absl::Status RunCluster() {
   absl::StatusOr<std::unique_ptr<PointReader>> reader = PointReader::Open(
       absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_format), absl::GetFlag(FLAGS_d));
   if (!reader.ok()) return reader.status();
-  const std::string mode = absl::GetFlag(FLAGS_mode);
+  std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode == "auto") {
+    // One batch is the file's one clustering; more are clustered as one
+    // dataset.
+    int64_t n = (*reader)->n();
+    const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
+    if (n < 0) {
+      std::vector<float> values;
+      absl::StatusOr<int64_t> got = (*reader)->Read(batch_size + 1, &values);
+      if (!got.ok()) return got.status();
+      n = *got;
+    }
+    mode = n > batch_size ? "whole" : "per-batch";
+    if (mode == "whole" && FlagGiven("model") && absl::GetFlag(FLAGS_model) != "lloyd-onehot") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          absl::GetFlag(FLAGS_input), " has more than one batch of --batch_size = ", batch_size,
+          " points, and --model=", absl::GetFlag(FLAGS_model),
+          " clusters one batch at a time: give --mode=per-batch to cluster every batch on its "
+          "own, or a --batch_size that holds the file"));
+    }
+  } else if (mode != "per-batch" && mode != "whole") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --mode '", mode, "', expected auto, whole or per-batch"));
+  }
+  const bool whole = mode == "whole";
+  if (absl::Status s = CheckModeFlags(whole); !s.ok()) return s;
+  for (const char* flag : {"labels_out", "centers_out"}) {
+    const std::string path = flag == std::string("labels_out") ? absl::GetFlag(FLAGS_labels_out)
+                                                               : absl::GetFlag(FLAGS_centers_out);
+    if (absl::Status s = CheckWritable(flag, path); !s.ok()) return s;
+  }
   absl::StatusOr<v1::ClusterRequest> base =
-      Template((*reader)->d(), mode == "whole" && absl::GetFlag(FLAGS_resident));
+      Template((*reader)->d(), whole && absl::GetFlag(FLAGS_resident));
   if (!base.ok()) return base.status();
   absl::StatusOr<ClientOptions> options = Options();
   if (!options.ok()) return options.status();
   Client client(*options);
-  if (mode == "per-batch") return ClusterPerBatch(client, **reader, *base);
-  if (mode == "whole") return ClusterWhole(client, **reader, *base);
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown mode '", mode, "', expected per-batch or whole"));
+  return whole ? ClusterWhole(client, **reader, *base) : ClusterPerBatch(client, **reader, *base);
 }
 
 }  // namespace kmt

@@ -1,4 +1,6 @@
 // kmt models: the served models, one entry each.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -33,6 +35,14 @@ std::string Inits(const v1::ModelInfo& m) {
   return out;
 }
 
+// A range's end: "inf" and "-inf" for the open ends.
+std::string Bound(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", v);
+  return text;
+}
+
 }  // namespace
 
 absl::Status RunModels() {
@@ -41,16 +51,21 @@ absl::Status RunModels() {
   Client client(*options);
   absl::StatusOr<std::vector<v1::ModelInfo>> models = client.ListModels();
   if (!models.ok()) return models.status();
+  // The name column as wide as the longest name, so the columns align.
+  int width = 24;
+  for (const v1::ModelInfo& m : *models) width = std::max(width, static_cast<int>(m.name().size()));
   for (const v1::ModelInfo& m : *models) {
-    std::printf("%-24s %-8s %-7s d=%s k=%s scaling=%s %s\n  %s\n", m.name().c_str(),
+    std::printf("%-*s %-8s %-7s d=%s k=%s scaling=%s %s\n  %s\n", width, m.name().c_str(),
                 m.kind().c_str(), m.embedding().c_str(),
                 m.d() ? std::to_string(m.d()).c_str() : "any",
                 m.k() ? std::to_string(m.k()).c_str() : "any", m.input_scaling().c_str(),
                 Inits(m).c_str(), m.description().c_str());
     for (const v1::ModelParameter& p : m.parameters()) {
-      std::printf("  --%s: %s; default %g, range %s%g, %g]\n", p.name().c_str(),
-                  p.description().c_str(), p.default_value(), p.min_exclusive() ? "(" : "[",
-                  p.min(), p.max());
+      // As typed: --parameters=name=value (several separated by commas).
+      std::printf("  --parameters=%s=VALUE: %s; default %g, range %s%s, %s%s\n", p.name().c_str(),
+                  p.description().c_str(), p.default_value(),
+                  p.min_exclusive() || std::isinf(p.min()) ? "(" : "[", Bound(p.min()).c_str(),
+                  Bound(p.max()).c_str(), std::isinf(p.max()) ? ")" : "]");
     }
   }
   return absl::OkStatus();

@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -15,8 +17,38 @@
 namespace kmt {
 namespace {
 
+// Values separated by commas, semicolons or whitespace; a line's ending may
+// be CRLF.
 std::vector<absl::string_view> Fields(const std::string& line) {
-  return absl::StrSplit(line, absl::ByAnyChar(", \t;"), absl::SkipEmpty());
+  return absl::StrSplit(line, absl::ByAnyChar(", \t;\r"), absl::SkipEmpty());
+}
+
+// The format a file's name says, case aside: "" where it says none.
+std::string FormatOfName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const size_t dot = path.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  const std::string ext = absl::AsciiStrToLower(path.substr(dot + 1));
+  if (ext == "csv" || ext == "txt" || ext == "tsv") return "csv";
+  if (ext == "npy") return "npy";
+  if (ext == "f32" || ext == "bin" || ext == "raw") return "f32";
+  return "";
+}
+
+// The format a file's first bytes show: "npy" for NumPy's magic, "csv" for
+// text (printable ASCII and whitespace only), "" for other bytes.
+std::string FormatOfContent(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char buffer[4096];
+  in.read(buffer, sizeof(buffer));
+  const absl::string_view head(buffer, static_cast<size_t>(in.gcount()));
+  if (absl::StartsWith(head, "\x93NUMPY")) return "npy";
+  if (head.empty()) return "";
+  for (char c : head) {
+    const auto u = static_cast<unsigned char>(c);
+    if (!(u == '\n' || u == '\r' || u == '\t' || (u >= 0x20 && u < 0x7f))) return "";
+  }
+  return "csv";
 }
 
 bool ParseFloat(absl::string_view field, float* out) {
@@ -31,12 +63,26 @@ bool ParseFloat(absl::string_view field, float* out) {
 
 absl::StatusOr<std::unique_ptr<PointReader>> PointReader::Open(const std::string& path,
                                                                const std::string& format, int d) {
+  std::string chosen = format;
+  if (chosen.empty()) chosen = FormatOfName(path);
+  if (chosen.empty()) {
+    if (!std::ifstream(path)) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+    chosen = FormatOfContent(path);
+    // Bytes that are neither text nor NumPy's are float32 only when the
+    // caller says how many make a point.
+    if (chosen.empty() && d > 0) chosen = "f32";
+    if (chosen.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot tell the format of ", path,
+          " from its name or its first bytes; say --format=csv, npy or f32 (with --d)"));
+    }
+  }
   Format f;
-  if (format == "csv" || (format.empty() && absl::EndsWith(path, ".csv"))) {
+  if (chosen == "csv") {
     f = Format::kCsv;
-  } else if (format == "npy" || (format.empty() && absl::EndsWith(path, ".npy"))) {
+  } else if (chosen == "npy") {
     f = Format::kNpy;
-  } else if (format == "f32" || format.empty()) {
+  } else if (chosen == "f32") {
     f = Format::kFloat32;
   } else {
     return absl::InvalidArgumentError(

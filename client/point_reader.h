@@ -1,5 +1,6 @@
 // Reads points from a CSV file (one point per line, values separated by
-// commas or whitespace, an optional header line), a raw little-endian
+// commas, semicolons or whitespace, LF or CRLF line endings, an optional
+// header line), a raw little-endian
 // float32 file (n*d values, row-major) or a NumPy .npy file (float32 or
 // float64, C order, shape (n, d)), a batch at a time, and can start over for
 // another pass. Binary files can also be read at any point, from several
@@ -19,8 +20,11 @@ namespace kmt {
 
 class PointReader {
  public:
-  // format: "csv", "f32" or "npy"; "" picks by extension (.csv, .npy, else
-  // f32). d is required for f32 and, if given, checked for CSV and .npy.
+  // format: "csv", "f32" or "npy"; "" picks by the name's extension, any
+  // case (.csv, .txt, .tsv: CSV; .npy; .f32, .bin, .raw: float32), else by
+  // the first bytes (NumPy's magic, text as CSV, other bytes float32 where d
+  // is given) and refuses a file it cannot tell, naming --format. d is
+  // required for f32 and, if given, checked for CSV and .npy.
   static absl::StatusOr<std::unique_ptr<PointReader>> Open(const std::string& path,
                                                            const std::string& format, int d);
   ~PointReader();

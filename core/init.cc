@@ -81,8 +81,11 @@ absl::StatusOr<InitMethod> ParseInitMethod(absl::string_view name) {
        {InitMethod::kRandomSubset, InitMethod::kKMeansPlusPlus, InitMethod::kPlainKMeansPlusPlus}) {
     if (name == InitMethodName(m)) return m;
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown initialisation '", name,
-                                                 "', expected random, kmeans++ or plain-kmeans++"));
+  // scikit-learn's spelling.
+  if (name == "k-means++") return InitMethod::kKMeansPlusPlus;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown initialisation '", name,
+                   "', expected random, kmeans++ (or k-means++) or plain-kmeans++"));
 }
 
 template <typename Scalar>

@@ -144,12 +144,14 @@ TEST(Init, RejectsImpossibleRequests) {
   EXPECT_EQ(InitialCenters(points, 0, InitMethod::kKMeansPlusPlus, 1).status().message(),
             "k = 0, must be at least 1");
   EXPECT_EQ(ParseInitMethod("forgy").status().message(),
-            "unknown initialisation 'forgy', expected random, kmeans++ or plain-kmeans++");
+            "unknown initialisation 'forgy', expected random, kmeans++ (or k-means++) or "
+            "plain-kmeans++");
   for (InitMethod m :
        {InitMethod::kRandomSubset, InitMethod::kKMeansPlusPlus, InitMethod::kPlainKMeansPlusPlus}) {
     EXPECT_EQ(*ParseInitMethod(InitMethodName(m)), m);
   }
   EXPECT_EQ(*ParseInitMethod("plain-kmeans++"), InitMethod::kPlainKMeansPlusPlus);
+  EXPECT_EQ(*ParseInitMethod("k-means++"), InitMethod::kKMeansPlusPlus);
 }
 
 }  // namespace
