@@ -198,19 +198,26 @@ absl::Status Pass(Client& client, PointReader& reader, const v1::ClusterRequest&
   return status;
 }
 
-// A batch's error, its point numbers made the file's rows: "point 904" of a
-// batch that starts at row 4096 reads "row 5000 of F (point 904 of batch
-// 1)".
-std::string RowError(const std::string& message, const Rows& rows, int64_t batch) {
+// An error about "point i" of a request, its point made the file's row
+// `row_of(i)`: "row 5000 of F (point 904 of <what>)". Other errors are
+// returned as they are.
+std::string FileRowError(const std::string& message, const std::function<int64_t(int64_t)>& row_of,
+                         const std::string& what) {
   static const std::regex point("point ([0-9]+)");
   std::smatch m;
-  if (!std::regex_search(message, m, point)) {
-    return absl::StrCat("batch ", batch, " (rows ", rows.first, " to ", rows.first + rows.n - 1,
-                        " of ", absl::GetFlag(FLAGS_input), "): ", message);
-  }
-  const int64_t row = rows.first + std::stoll(m[1].str());
-  return absl::StrCat(m.prefix().str(), "row ", row, " of ", absl::GetFlag(FLAGS_input), " (point ",
-                      m[1].str(), " of batch ", batch, ")", m.suffix().str());
+  if (!std::regex_search(message, m, point)) return "";
+  const int64_t i = std::stoll(m[1].str());
+  return absl::StrCat(m.prefix().str(), "row ", row_of(i), " of ", absl::GetFlag(FLAGS_input),
+                      " (point ", i, " of ", what, ")", m.suffix().str());
+}
+
+// A batch's error, naming the file's row where it names a point.
+std::string RowError(const std::string& message, const Rows& rows, int64_t batch) {
+  const std::string named = FileRowError(
+      message, [&](int64_t i) { return rows.first + i; }, absl::StrCat("batch ", batch));
+  if (!named.empty()) return named;
+  return absl::StrCat("batch ", batch, " (rows ", rows.first, " to ", rows.first + rows.n - 1,
+                      " of ", absl::GetFlag(FLAGS_input), "): ", message);
 }
 
 absl::Status WriteCenters(const std::string& path, const std::vector<std::string>& rows) {
@@ -310,17 +317,19 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
     if (absl::Status s = WriteCenters(path, center_rows); !s.ok()) return s;
   }
   const int64_t points = static_cast<int64_t>(labels.size()) - failed_points;
-  if (batch == 1) {
-    std::printf("1 batch, %lld points, %lld failed, objective %.10g\n",
-                static_cast<long long>(points), static_cast<long long>(failed), objective);
-  } else {
+  std::printf("%lld %s, %lld points, %lld failed, %s %.10g\n", static_cast<long long>(batch),
+              batch == 1 ? "batch" : "batches", static_cast<long long>(points),
+              static_cast<long long>(failed), batch == 1 ? "objective" : "summed objective",
+              objective);
+  if (batch > 1) {
     std::printf(
-        "%lld batches clustered independently (each its own labels 0 to k-1; --mode=whole "
-        "clusters the file as one), %lld points, %lld failed, summed objective %.10g\n",
-        static_cast<long long>(batch), static_cast<long long>(points),
-        static_cast<long long>(failed), objective);
+        "per-batch mode: every batch clustered on its own, its labels 0 to k-1 (--mode=whole "
+        "clusters the file as one)\n");
   }
-  if (batch > failed) {
+  if (batch == 1 && failed == 0) {
+    std::printf("iterations: %d, %s\n", max_iterations,
+                converged ? "converged" : "not converged (--iterations reached)");
+  } else if (batch > failed) {
     std::printf("iterations: %s; %lld of %lld batches converged\n",
                 min_iterations == max_iterations
                     ? absl::StrCat(max_iterations, " in every batch").c_str()
@@ -412,7 +421,13 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
           centers.assign(response.centers().begin(), response.centers().end());
         });
     if (!status.ok()) return status;
-    if (!failure.ok()) return failure;
+    if (!failure.ok()) {
+      const std::string named = FileRowError(
+          std::string(failure.message()),
+          [&](int64_t i) { return i < static_cast<int64_t>(indices.size()) ? indices[i] : i; },
+          "the sample for the initial centers");
+      return named.empty() ? failure : absl::Status(failure.code(), named);
+    }
   }
   // Lloyd's over all batches: each pass assigns every point to the current
   // centers and sums per center; the new centers are the summed means.
@@ -548,6 +563,12 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
     initial = Eigen::Map<const Matrix<float>>(base.centers().data(), d, base.k());
   }
   absl::StatusOr<ResidentJobResult> result = RunResidentJob(options, n, d, source, initial);
+  if (!result.ok()) {
+    // The job numbers points in the dataset: the file's rows.
+    const std::string named = FileRowError(
+        std::string(result.status().message()), [](int64_t i) { return i; }, "the dataset");
+    if (!named.empty()) result = absl::Status(result.status().code(), named);
+  }
   if (result.status().code() == absl::StatusCode::kResourceExhausted) {
     std::fprintf(stderr,
                  "a replica has no room for its shard (%s); running one pass over the file per "

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -208,10 +209,19 @@ class Job {
   }
 
  private:
+  // A shard's failure, named by its shard and replica; a point it names is
+  // numbered in the dataset, not in the shard.
   absl::Status Named(size_t s, const absl::Status& status) const {
-    return absl::Status(status.code(),
-                        absl::StrCat("shard ", s, " on ", options_.servers[shards_[s].server], ": ",
-                                     status.message()));
+    static const std::regex point("point ([0-9]+)");
+    std::string message(status.message());
+    std::smatch m;
+    if (std::regex_search(message, m, point)) {
+      message = absl::StrCat(m.prefix().str(), "point ", shards_[s].first + std::stoll(m[1].str()),
+                             m.suffix().str());
+    }
+    return absl::Status(
+        status.code(),
+        absl::StrCat("shard ", s, " on ", options_.servers[shards_[s].server], ": ", message));
   }
 
   // Opens a stream on the shard's replica and sends its points (and

@@ -66,6 +66,46 @@ TEST_F(PointReaderTest, BadFilesSayWhatIsWrong) {
   EXPECT_NE(read.status().message().find("line 2"), std::string::npos) << read.status();
 }
 
+TEST_F(PointReaderTest, CsvWithWindowsLineEndings) {
+  absl::StatusOr<std::unique_ptr<PointReader>> reader =
+      PointReader::Open(File("w.csv", "x,y\r\n1,2\r\n3,4\r\n"), "", 0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->d(), 2);
+  std::vector<float> values;
+  EXPECT_EQ(*(*reader)->Read(10, &values), 2);
+  EXPECT_EQ(values, (std::vector<float>{1, 2, 3, 4}));
+}
+
+// The extension says the format in any case; a name without one is read by
+// its first bytes, and a file that shows nothing is refused naming --format.
+TEST_F(PointReaderTest, FormatByNameInAnyCaseElseByContent) {
+  for (const char* name : {"p.txt", "p.CSV", "p.tsv", "points"}) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<std::unique_ptr<PointReader>> reader =
+        PointReader::Open(File(name, "1 2 3\n4 5 6\n"), "", 0);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    EXPECT_EQ((*reader)->d(), 3);
+    EXPECT_EQ((*reader)->n(), -1);  // read as text
+  }
+  // Text is text even where --d is given.
+  absl::StatusOr<std::unique_ptr<PointReader>> text =
+      PointReader::Open(File("p.dat", "1,2\n3,4\n"), "", 2);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ((*text)->n(), -1);
+  const float data[] = {1.5f, -2, 3, 4};
+  const std::string bytes(reinterpret_cast<const char*>(data), sizeof(data));
+  const absl::Status unknown = PointReader::Open(File("p.dat", bytes), "", 0).status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.message().find("--format"), std::string::npos) << unknown;
+  absl::StatusOr<std::unique_ptr<PointReader>> f32 = PointReader::Open(File("p.dat", bytes), "", 2);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  EXPECT_EQ((*f32)->n(), 2);
+  absl::StatusOr<std::unique_ptr<PointReader>> upper =
+      PointReader::Open(File("P.F32", bytes), "", 4);
+  ASSERT_TRUE(upper.ok()) << upper.status();
+  EXPECT_EQ((*upper)->n(), 1);
+}
+
 // A .npy file of `values` with this dtype and shape, as NumPy writes it.
 std::string NpyBytes(const std::string& descr, const std::string& shape, const void* values,
                      size_t bytes) {
@@ -120,6 +160,15 @@ TEST_F(PointReaderTest, BadNpyFilesSayWhatIsWrong) {
   EXPECT_NE(r.status().message().find("not a .npy file"), std::string::npos) << r.status();
   EXPECT_EQ(PointReader::Open(File("p.bin", "abcd"), "parquet", 0).status().message(),
             "unknown format 'parquet', expected csv, f32 or npy");
+}
+
+TEST_F(PointReaderTest, NpyByItsMagicWhateverItsName) {
+  const float values[] = {1, 2, 3, 4, 5, 6};
+  absl::StatusOr<std::unique_ptr<PointReader>> reader = PointReader::Open(
+      File("points.data", NpyBytes("<f4", "(3, 2)", values, sizeof(values))), "", 0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->d(), 2);
+  EXPECT_EQ((*reader)->n(), 3);
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ class ScaleOutTest(unittest.TestCase):
         a, b = Server("--model_dir="), Server("--model_dir=")
         try:
             cli = subprocess.Popen(
-                [CLI, "cluster", f"--server=ipv4:{a.address},{b.address}", "--lb=round_robin",
+                [CLI, "cluster", "--mode=per-batch", f"--server=ipv4:{a.address},{b.address}",
+                 "--lb=round_robin",
                  "--streams=4", "--window=2", "--batches_per_stream=8", "--max_attempts=5", f"--input={points}",
                  f"--batch_size={BATCH_SIZE}", f"--k={K}", "--iterations=150",
                  f"--labels_out={work}/labels", f"--centers_out={work}/centers.csv"],

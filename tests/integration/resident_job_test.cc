@@ -29,6 +29,7 @@
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "server/resident_shard.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/service_fixture.h"
 
 namespace kmt {
 namespace {
@@ -94,19 +95,6 @@ Convergence FromProto(v1::ConvergenceReason reason) {
   }
 }
 
-// The values after a version 1.0 .npy header.
-template <typename T>
-std::vector<T> ReadNpy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 10) return {};
-  const size_t offset =
-      10 + static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]);
-  std::vector<T> values((bytes.size() - offset) / sizeof(T));
-  std::memcpy(values.data(), bytes.data() + offset, values.size() * sizeof(T));
-  return values;
-}
-
 // GET /metrics over plain HTTP/1.0.
 std::string Metrics(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -167,13 +155,13 @@ TEST_F(ResidentJobTest, CliWholeModeEqualsTheCoreOnAllPoints) {
   ASSERT_EQ(RunProgram({KMT_CLI_BINARY, "cluster", "--mode=whole",
                         "--server=ipv4:" + a_->address() + "," + b_->address(), "--streams=2",
                         "--input=" + dir + "/points.f32", absl::StrCat("--d=", kD),
-                        absl::StrCat("--k=", kK), "--iterations=10", "--init=given",
+                        absl::StrCat("--k=", kK), "--iterations=10", "--tol=0", "--init=given",
                         "--centers_in=" + dir + "/init.csv", "--labels_out=" + dir + "/labels.npy",
                         "--centers_out=" + dir + "/centers.npy"},
                        &out, &err),
             0)
       << err;
-  EXPECT_NE(err.find("resident: 4 shards on 2 replicas, 0 moved"), std::string::npos) << err;
+  EXPECT_NE(out.find("resident: 4 shards on 2 replicas, 0 moved"), std::string::npos) << out;
   const RunResult<float> want = *RunLloyd<float>({}, points, init, {.layers = 10});
   EXPECT_EQ(ReadNpy<int>(dir + "/labels.npy"), want.labels);
   const std::vector<float> centers = ReadNpy<float>(dir + "/centers.npy");
@@ -348,7 +336,7 @@ TEST_F(ResidentJobTest, CliWholeModeWeighsThePointsByAWeightsFile) {
                    &out, &err),
         0)
         << err;
-    EXPECT_NE(err.find(iterations), std::string::npos) << err;
+    EXPECT_NE(out.find(iterations), std::string::npos) << out;
     EXPECT_EQ(ReadNpy<int>(dir + "/labels.npy"), want->labels);
     const std::vector<float> centers = ReadNpy<float>(dir + "/centers.npy");
     ASSERT_EQ(centers.size(), static_cast<size_t>(kK * kD));
@@ -494,11 +482,11 @@ TEST_F(ResidentJobTest, PythonDriverWithStubsGeneratedFromTheProtoEqualsTheCore)
 struct CliRun {
   std::vector<int> labels;
   std::vector<float> centers;
-  std::string err;
+  std::string out;
 };
 CliRun KMeansParallelCli(const std::string& dir, const std::string& servers, int streams,
                          uint64_t seed) {
-  std::string out;
+  std::string err;
   CliRun run;
   EXPECT_EQ(
       RunProgram({KMT_CLI_BINARY, "cluster", "--mode=whole", "--server=" + servers,
@@ -506,9 +494,9 @@ CliRun KMeansParallelCli(const std::string& dir, const std::string& servers, int
                   absl::StrCat("--d=", kD), "--k=16", "--iterations=3",
                   absl::StrCat("--seed=", seed), "--init=kmeans||",
                   "--labels_out=" + dir + "/labels.npy", "--centers_out=" + dir + "/centers.npy"},
-                 &out, &run.err),
+                 &run.out, &err),
       0)
-      << run.err;
+      << err;
   run.labels = ReadNpy<int>(dir + "/labels.npy");
   run.centers = ReadNpy<float>(dir + "/centers.npy");
   return run;
@@ -520,8 +508,8 @@ TEST_F(ResidentJobTest, CliKMeansParallelIsReproducibleBySeedAndTheSameOnOneRepl
       .write(reinterpret_cast<const char*>(Points().data()), Points().size() * sizeof(float));
   const std::string both = "ipv4:" + a_->address() + "," + b_->address();
   const CliRun first = KMeansParallelCli(dir, both, 1, 5);
-  EXPECT_NE(first.err.find("resident: 2 shards on 2 replicas"), std::string::npos) << first.err;
-  EXPECT_NE(first.err.find("k-means||: 2 rounds, "), std::string::npos) << first.err;
+  EXPECT_NE(first.out.find("resident: 2 shards on 2 replicas"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("k-means||: 2 rounds, "), std::string::npos) << first.out;
   ASSERT_EQ(first.labels.size(), static_cast<size_t>(Points().cols()));
   ASSERT_EQ(first.centers.size(), static_cast<size_t>(16 * kD));
   const CliRun again = KMeansParallelCli(dir, both, 1, 5);
@@ -529,13 +517,13 @@ TEST_F(ResidentJobTest, CliKMeansParallelIsReproducibleBySeedAndTheSameOnOneRepl
   EXPECT_EQ(again.labels, first.labels);
   // The same two shards on one replica.
   const CliRun one = KMeansParallelCli(dir, a_->address(), 2, 5);
-  EXPECT_NE(one.err.find("resident: 2 shards on 1 replicas"), std::string::npos) << one.err;
+  EXPECT_NE(one.out.find("resident: 2 shards on 1 replicas"), std::string::npos) << one.out;
   EXPECT_EQ(one.centers, first.centers);
   EXPECT_EQ(one.labels, first.labels);
   EXPECT_NE(KMeansParallelCli(dir, both, 1, 6).centers, first.centers);
 
   std::string out, err;
-  EXPECT_NE(RunProgram({KMT_CLI_BINARY, "cluster", "--server=" + a_->address(),
+  EXPECT_NE(RunProgram({KMT_CLI_BINARY, "cluster", "--mode=per-batch", "--server=" + a_->address(),
                         "--input=" + dir + "/points.f32", absl::StrCat("--d=", kD), "--k=16",
                         "--init=kmeans||"},
                        &out, &err),
@@ -674,7 +662,7 @@ TEST(ResidentJobCap, AShardThatDoesNotFitIsRefusedWithTheNumbersAndTheCliFallsBa
       << err;
   EXPECT_NE(err.find("a replica has no room for its shard"), std::string::npos) << err;
   EXPECT_NE(err.find("running one pass over the file per iteration instead"), std::string::npos);
-  EXPECT_NE(err.find("final objective"), std::string::npos);
+  EXPECT_NE(out.find("final objective"), std::string::npos) << out;
 }
 
 }  // namespace

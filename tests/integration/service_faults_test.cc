@@ -32,11 +32,12 @@ TEST(ServiceFaults, AReplicaKilledDuringAPerBatchRunLosesNothing) {
     int code = -1;
     std::atomic<bool> done{false};
     std::thread cli([&] {
-      code = RunProgram(
-          {CliBinary(), "cluster", "--server=" + servers, "--input=" + data.csv, "--k=6",
-           "--iterations=300", "--seed=7", "--batch_size=1024", "--streams=2", "--max_attempts=5",
-           "--labels_out=" + dir + "/labels", "--centers_out=" + dir + "/centers.csv"},
-          &out, &err);
+      code =
+          RunProgram({CliBinary(), "cluster", "--mode=per-batch", "--server=" + servers,
+                      "--input=" + data.csv, "--k=6", "--iterations=300", "--seed=7",
+                      "--batch_size=1024", "--streams=2", "--max_attempts=5",
+                      "--labels_out=" + dir + "/labels", "--centers_out=" + dir + "/centers.csv"},
+                     &out, &err);
     });
     if (victim != nullptr) {
       // Mid-run: once the victim has answered some batches.

@@ -1,10 +1,12 @@
 // The helpers the service's integration tests share (service_fixture.h).
 #include "tests/integration/service_fixture.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "learn/task_generator.h"
 #include "tests/integration/server_process.h"
 
@@ -18,6 +20,27 @@ void WriteCsv(const std::string& path, const Matrix<float>& points) {
     }
     out << "\n";
   }
+}
+
+std::vector<std::vector<float>> ReadCsv(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<float>> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<float> row;
+    for (absl::string_view field : absl::StrSplit(line, ',')) {
+      row.push_back(std::strtof(std::string(field).c_str(), nullptr));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Labels ReadLabels(const std::string& path) {
+  std::ifstream in(path);
+  Labels labels;
+  for (int label; in >> label;) labels.push_back(label);
+  return labels;
 }
 
 v1::ClusterRequest Request(const std::string& id, const std::string& model,

@@ -1,12 +1,16 @@
 // What the service's integration tests share: requests written as a client
 // writes them, raw streams to a server, a 100,000-point dataset on disk as
-// the CLI reads it, and the small batch that shows a worker is free.
+// the CLI reads it, the CLI's output files read back, and the small batch
+// that shows a worker is free.
 #ifndef KMT_TESTS_INTEGRATION_SERVICE_FIXTURE_H_
 #define KMT_TESTS_INTEGRATION_SERVICE_FIXTURE_H_
 
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -42,6 +46,22 @@ struct Dataset {
   std::string csv;
 };
 const Dataset& HundredThousand();
+
+// The files the CLI writes, read back: CSV rows of numbers, labels one per
+// line, and the values after a version 1.0 .npy header.
+std::vector<std::vector<float>> ReadCsv(const std::string& path);
+Labels ReadLabels(const std::string& path);
+template <typename T>
+std::vector<T> ReadNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 10) return {};
+  const size_t offset =
+      10 + static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]);
+  std::vector<T> values((bytes.size() - offset) / sizeof(T));
+  std::memcpy(values.data(), bytes.data() + offset, values.size() * sizeof(T));
+  return values;
+}
 
 // The kmt CLI the tests run.
 std::string CliBinary();

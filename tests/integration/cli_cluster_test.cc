@@ -1,0 +1,256 @@
+// `kmt cluster` and `kmt models` on files as users have them, against a real
+// server: a file of several batches is one clustering, a short last batch
+// joins the one before, labels keep one line per input row when a batch
+// fails, text is read whatever its line endings and name, outputs read back
+// as inputs, flags that cannot apply and unwritable outputs are refused
+// before any work, and scikit-learn's names are taken.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "client/npy.h"
+#include "core/init.h"
+#include "core/transformer.h"
+#include "tests/integration/server_process.h"
+#include "tests/integration/service_fixture.h"
+
+namespace kmt {
+namespace {
+
+class CliClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = ServerProcess::Start({"--workers=2"}).release();
+    ASSERT_NE(server_, nullptr);
+  }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(server_->Terminate(absl::Seconds(30)), 0);
+    delete server_;
+  }
+  void SetUp() override {
+    dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+
+  struct Run {
+    int code;
+    std::string out, err;
+  };
+  // kmt cluster against the suite's server.
+  Run Cluster(std::vector<std::string> flags) {
+    flags.insert(flags.begin(), {CliBinary(), "cluster", "--server=" + server_->address()});
+    Run run;
+    run.code = RunProgram(flags, &run.out, &run.err);
+    return run;
+  }
+  // The first n points of the dataset as a float32 .npy, with `nan_row`'s
+  // first value NaN if it is not negative.
+  std::string Npy(const std::string& name, int n, int nan_row = -1) {
+    Matrix<float> points = HundredThousand().points.leftCols(n);
+    if (nan_row >= 0) points(0, nan_row) = std::nanf("");
+    const std::string path = dir_ + "/" + name;
+    EXPECT_TRUE(
+        WriteNpy(path, "<f4", {n, points.rows()}, points.data(), points.size() * sizeof(float))
+            .ok());
+    return path;
+  }
+
+  std::string dir_;
+  static ServerProcess* server_;
+};
+ServerProcess* CliClusterTest::server_ = nullptr;
+
+TEST_F(CliClusterTest, AFileOfSeveralBatchesIsOneClustering) {
+  const Dataset& data = HundredThousand();
+  const Matrix<float> init = *InitialCenters(data.points, 6, InitMethod::kKMeansPlusPlus, 3);
+  WriteCsv(dir_ + "/init.csv", init);
+  // No --mode: 100,000 points are 25 batches, clustered as one dataset.
+  const Run run = Cluster({"--input=" + data.csv, "--k=6", "--iterations=10", "--tol=0",
+                           "--centers_in=" + dir_ + "/init.csv", "--labels_out=" + dir_ + "/l",
+                           "--centers_out=" + dir_ + "/c.csv"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  const RunResult<float> want = *RunLloyd<float>({}, data.points, init, {.layers = 10});
+  EXPECT_EQ(ReadLabels(dir_ + "/l"), want.labels);
+  EXPECT_EQ(ReadCsv(dir_ + "/c.csv").size(), 6u);
+  EXPECT_NE(run.out.find("final objective"), std::string::npos) << run.out;
+  // Per-batch mode is asked for, and its summary says what it did.
+  const Run batches = Cluster({"--mode=per-batch", "--input=" + data.csv, "--k=6"});
+  ASSERT_EQ(batches.code, 0) << batches.err;
+  EXPECT_NE(batches.out.find("25 batches, 100000 points, 0 failed"), std::string::npos)
+      << batches.out;
+  EXPECT_NE(batches.out.find("every batch clustered on its own"), std::string::npos) << batches.out;
+  // Whole mode stops by scikit-learn's defaults unless told otherwise.
+  const Run defaults = Cluster({"--input=" + data.csv, "--k=6"});
+  ASSERT_EQ(defaults.code, 0) << defaults.err;
+  EXPECT_NE(defaults.out.find("(converged: "), std::string::npos) << defaults.out;
+}
+
+TEST_F(CliClusterTest, AShortLastBatchJoinsTheOneBefore) {
+  const std::string input = Npy("short.npy", 4100);
+  for (const char* mode : {"--mode=per-batch", "--mode=auto"}) {
+    SCOPED_TRACE(mode);
+    const Run run = Cluster({mode, "--input=" + input, "--k=10", "--labels_out=" + dir_ + "/l"});
+    ASSERT_EQ(run.code, 0) << run.err;
+    EXPECT_EQ(ReadLabels(dir_ + "/l").size(), 4100u);
+  }
+  const Run run = Cluster({"--mode=per-batch", "--input=" + input, "--k=10"});
+  EXPECT_NE(run.out.find("1 batch, 4100 points, 0 failed"), std::string::npos) << run.out;
+}
+
+TEST_F(CliClusterTest, LabelsKeepOneLinePerRowWhenABatchFails) {
+  const std::string input = Npy("nan.npy", 10000, 5000);
+  for (const std::string labels : {"l.txt", "l.npy"}) {
+    SCOPED_TRACE(labels);
+    const Run run = Cluster(
+        {"--mode=per-batch", "--input=" + input, "--k=6", "--labels_out=" + dir_ + "/" + labels});
+    EXPECT_EQ(run.code, 1);
+    EXPECT_NE(run.err.find("row 5000 of " + input + " (point 904 of batch 1) has NaN"),
+              std::string::npos)
+        << run.err;
+    const std::vector<int> got =
+        labels == "l.txt" ? ReadLabels(dir_ + "/" + labels) : ReadNpy<int>(dir_ + "/" + labels);
+    ASSERT_EQ(got.size(), 10000u);
+    for (int i = 0; i < 10000; ++i) {
+      if (i >= 4096 && i < 8192) {
+        ASSERT_EQ(got[i], -1) << "row " << i;
+      } else {
+        ASSERT_GE(got[i], 0) << "row " << i;
+        ASSERT_LT(got[i], 6) << "row " << i;
+      }
+    }
+  }
+  // Whole mode names the row too, resident (on two shards) or by passes,
+  // and writes no labels.
+  for (const char* resident : {"--resident=true", "--resident=false"}) {
+    SCOPED_TRACE(resident);
+    const Run whole = Cluster({"--mode=whole", resident, "--streams=2", "--input=" + input, "--k=6",
+                               "--labels_out=" + dir_ + "/whole.txt"});
+    EXPECT_EQ(whole.code, 1);
+    EXPECT_NE(whole.err.find("row 5000 of " + input), std::string::npos) << whole.err;
+    EXPECT_FALSE(std::ifstream(dir_ + "/whole.txt").good());
+  }
+}
+
+TEST_F(CliClusterTest, TextIsReadWhateverItsLineEndingsAndName) {
+  std::ifstream in(HundredThousand().csv);
+  const std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string head = csv.substr(0, csv.find('\n', csv.size() / 50) + 1);  // ~2,000 rows
+  const size_t rows = std::count(head.begin(), head.end(), '\n');
+  for (const char* name : {"crlf.csv", "p.txt", "P.CSV", "points"}) {
+    SCOPED_TRACE(name);
+    std::ofstream(dir_ + "/" + name, std::ios::binary)
+        << (name == std::string("crlf.csv") ? absl::StrReplaceAll(head, {{"\n", "\r\n"}}) : head);
+    const Run run =
+        Cluster({"--input=" + dir_ + "/" + name, "--k=4", "--d=8", "--labels_out=" + dir_ + "/l"});
+    ASSERT_EQ(run.code, 0) << run.err;
+    EXPECT_EQ(ReadLabels(dir_ + "/l").size(), rows);
+  }
+  // Bytes that are neither text nor NumPy's, without --d: the message names
+  // --format.
+  const float values[] = {1.5f, 2.5f};
+  std::ofstream(dir_ + "/raw", std::ios::binary)
+      .write(reinterpret_cast<const char*>(values), sizeof(values));
+  const Run raw = Cluster({"--input=" + dir_ + "/raw", "--k=1"});
+  EXPECT_EQ(raw.code, 1);
+  EXPECT_NE(raw.err.find("--format=csv, npy or f32"), std::string::npos) << raw.err;
+}
+
+TEST_F(CliClusterTest, OutputsReadBackAsInputs) {
+  const std::string input = Npy("p.npy", 3000);
+  // Per-batch, .npy names get .npy files: labels (n,), centers (batches * k, d).
+  const Run npy = Cluster({"--mode=per-batch", "--input=" + input, "--k=3",
+                           "--labels_out=" + dir_ + "/l.npy", "--centers_out=" + dir_ + "/c.npy"});
+  ASSERT_EQ(npy.code, 0) << npy.err;
+  EXPECT_EQ(ReadNpy<int>(dir_ + "/l.npy").size(), 3000u);
+  EXPECT_EQ(ReadNpy<float>(dir_ + "/c.npy").size(), 3u * 8);
+  // Either centers file is taken back by --centers_in, which implies given
+  // centers: zero iterations from them give back the same centers.
+  for (const char* centers : {"c.npy", "c.csv"}) {
+    SCOPED_TRACE(centers);
+    if (centers == std::string("c.csv")) {
+      ASSERT_EQ(Cluster({"--mode=per-batch", "--input=" + input, "--k=3",
+                         "--centers_out=" + dir_ + "/c.csv"})
+                    .code,
+                0);
+    }
+    const Run again =
+        Cluster({"--mode=per-batch", "--input=" + input, "--k=3", "--iterations=0",
+                 "--centers_in=" + dir_ + "/" + centers, "--centers_out=" + dir_ + "/again.npy"});
+    ASSERT_EQ(again.code, 0) << again.err;
+    EXPECT_EQ(ReadNpy<float>(dir_ + "/again.npy"), ReadNpy<float>(dir_ + "/c.npy"));
+  }
+  // The per-batch centers of several batches are not one set.
+  ASSERT_EQ(Cluster({"--mode=per-batch", "--input=" + input, "--k=3", "--batch_size=1500",
+                     "--centers_out=" + dir_ + "/two.csv"})
+                .code,
+            0);
+  const Run two = Cluster({"--input=" + input, "--k=3", "--centers_in=" + dir_ + "/two.csv"});
+  EXPECT_EQ(two.code, 1);
+  EXPECT_NE(two.err.find("more than one batch"), std::string::npos) << two.err;
+}
+
+TEST_F(CliClusterTest, FlagsThatCannotApplyAndBadOutputsAreRefusedBeforeAnyWork) {
+  const std::string input = Npy("p.npy", 3000);
+  const std::string big = HundredThousand().csv;
+  const struct {
+    std::vector<std::string> flags;
+    std::string says;
+  } cases[] = {
+      {{"--input=" + input, "--k=3", "--tol=1e-3"}, "--tol applies to whole mode only"},
+      {{"--input=" + input, "--k=3", "--mode=per-batch", "--weights_in=w.txt"},
+       "--weights_in applies to whole mode only"},
+      {{"--input=" + input, "--k=3", "--init=random", "--centers_in=" + input},
+       "--centers_in gives the initial centers, and --init=random would choose others"},
+      {{"--input=" + input, "--k=3", "--init=given"}, "--init=given needs --centers_in"},
+      {{"--input=" + input, "--k=3", "--init=forgy"},
+       "expected kmeans++ (or k-means++), plain-kmeans++, random, given (with --centers_in) or, "
+       "in whole mode, kmeans|| (or k-means||)"},
+      {{"--input=" + big, "--k=10", "--model=learned-onehot-d32-k10"}, "--mode=per-batch"},
+      {{"--input=" + big, "--k=3", "--mode=whole", "--parameters=beta=2"},
+       "--parameters applies to one batch at a time"},
+      {{"--input=" + big, "--k=3", "--labels_out=/nonexistent/dir/l.npy"},
+       "INVALID_ARGUMENT: cannot write --labels_out=/nonexistent/dir/l.npy: No such file or "
+       "directory"},
+      {{"--input=" + input, "--k=3", "--mode=sharded"}, "expected auto, whole or per-batch"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.says);
+    const Run run = Cluster(c.flags);
+    EXPECT_EQ(run.code, 1);
+    EXPECT_NE(run.err.find(c.says), std::string::npos) << run.err;
+    EXPECT_EQ(run.out, "");  // nothing was clustered
+  }
+}
+
+TEST_F(CliClusterTest, ScikitLearnsInitNamesAreTaken) {
+  const std::string input = Npy("p.npy", 3000);
+  const Run spelled = Cluster(
+      {"--input=" + input, "--k=3", "--init=k-means++", "--seed=4", "--labels_out=" + dir_ + "/a"});
+  ASSERT_EQ(spelled.code, 0) << spelled.err;
+  const Run ours = Cluster(
+      {"--input=" + input, "--k=3", "--init=kmeans++", "--seed=4", "--labels_out=" + dir_ + "/b"});
+  ASSERT_EQ(ours.code, 0) << ours.err;
+  EXPECT_EQ(ReadLabels(dir_ + "/a"), ReadLabels(dir_ + "/b"));
+  const Run parallel =
+      Cluster({"--input=" + HundredThousand().csv, "--k=3", "--init=k-means||", "--iterations=2"});
+  EXPECT_EQ(parallel.code, 0) << parallel.err;
+  EXPECT_NE(parallel.out.find("k-means||: "), std::string::npos) << parallel.out;
+}
+
+TEST_F(CliClusterTest, ModelsPrintParametersAsTheyAreTyped) {
+  std::string out, err;
+  ASSERT_EQ(RunProgram({CliBinary(), "models", "--server=" + server_->address()}, &out, &err), 0)
+      << err;
+  EXPECT_NE(out.find("  --parameters=beta=VALUE: "), std::string::npos) << out;
+  EXPECT_NE(out.find("range (0, inf)"), std::string::npos) << out;
+  EXPECT_NE(out.find("range [0, inf)"), std::string::npos) << out;
+  EXPECT_EQ(out.find("  --beta:"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kmt
