@@ -54,7 +54,7 @@ for ((r = 1; r <= rounds; ++r)); do
   for side in native image dispatch; do
     build/client/kmt cluster --mode=whole --server="${target[$side]}" --streams=1 \
       --input="$work/points.f32" --d="$D" --k="$K" --iterations="$T" --tol=0 --init=given \
-      --centers_in="$work/init.csv" --labels_out="$work/labels.$side" 2>"$work/run.log"
+      --centers_in="$work/init.csv" --labels_out="$work/labels.$side" >"$work/run.log" 2>&1
     each=$(grep -o 'iterations [0-9.]* ([0-9.]* each)' "$work/run.log" | grep -o '([0-9.]*' |
       tr -d '(')
     [[ -n $each ]] || { cat "$work/run.log" >&2; exit 1; }

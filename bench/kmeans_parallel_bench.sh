@@ -51,7 +51,7 @@ run() {
   shift 3
   "$BUILD/client/kmt" cluster --mode=whole --server="$servers" --streams="$streams" \
     --input="$work/points.f32" --d="$D" --k="$K" --iterations="$T" --tol="$TOL" \
-    --seed="$SEED" --centers_out="$work/$name.centers.npy" "$@" 2>"$work/$name.log"
+    --seed="$SEED" --centers_out="$work/$name.centers.npy" "$@" >"$work/$name.log" 2>&1
   awk -v name="$name" '
     /^initial objective/ { initial = $3 }
     /^final objective/ { final = $3; iterations = $5 }

@@ -52,7 +52,7 @@ for round in $(seq "$ROUNDS"); do
   "$BUILD/client/kmt" cluster --mode=whole --server="$target" --streams="$STREAMS" \
     --input="$work/points.f32" --d="$D" --k="$K" --iterations="$T" --tol=0 --init=given \
     --centers_in="$work/init.csv" --labels_out="$work/labels.service" \
-    --centers_out="$work/centers.service" 2>"$work/service.log"
+    --centers_out="$work/centers.service" >"$work/service.log" 2>&1
   t1=$(now)
   core_run auto
   t2=$(now)
@@ -88,10 +88,10 @@ echo "server peak resident memory: $(awk '/VmHWM/ { print $2 / 1024 " MiB" }' "/
 
 # Initialisation over all points against a sample.
 "$BUILD/client/kmt" cluster --mode=whole --server="$target" --streams="$STREAMS" \
-  --input="$work/points.f32" --d="$D" --k="$K" --iterations=0 2>"$work/init_all.log"
+  --input="$work/points.f32" --d="$D" --k="$K" --iterations=0 >"$work/init_all.log" 2>&1
 "$BUILD/client/kmt" cluster --mode=whole --resident=false --server="$target" \
   --input="$work/points.f32" --d="$D" --k="$K" --iterations=0 --batch_size=65536 \
-  2>"$work/init_sample.log"
+  >"$work/init_sample.log" 2>&1
 all=$(awk '/^initial objective/ { print $3 }' "$work/init_all.log")
 init_seconds=$(sed -n 's/.*init \([0-9.]*\),.*/\1/p' "$work/init_all.log")
 sample=$(awk '/^final objective/ { print $3 }' "$work/init_sample.log")
