@@ -56,7 +56,7 @@ def read_block(path, n, d, first, end):
 
 def main():
     args = parse()
-    os.environ.update(KMT_SERVER=os.path.join(args.build, "server/kmt-server"),
+    os.environ.update(KMT_SERVER_BINARY=os.path.join(args.build, "server/kmt-server"),
                       KMT_CLI=os.path.join(args.build, "client/kmt"), KMT_SOURCE_DIR=SOURCE)
     sys.path[:0] = [os.path.join(SOURCE, "tests/deploy"), os.path.join(SOURCE, "python")]
     import dask
@@ -116,10 +116,11 @@ def main():
         out = subprocess.run(
             [os.environ["KMT_CLI"], "cluster", "--mode=whole", f"--server={target}",
              "--streams=1", f"--input={path}", f"--d={d}", f"--k={k}", f"--iterations={T}",
+             "--tol=0",
              f"--init={args.init.replace('-', '')}", f"--seed={seed}",
              f"--labels_out={os.path.join(work, 'labels.npy')}",
              f"--centers_out={os.path.join(work, 'centers.npy')}"],
-            check=True, capture_output=True, text=True).stderr
+            check=True, capture_output=True, text=True).stdout
         total = time.perf_counter() - started
         summary = [line for line in out.splitlines() if line.startswith("resident:")][-1]
         split = dict(re.findall(r"(load|init|iterations|labels|write) ([0-9.]+)", summary))

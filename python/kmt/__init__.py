@@ -7,12 +7,19 @@ generate the stubs when used in place from a checkout, protobuf-compiler and
 protobuf-compiler-grpc (an installed package carries its stubs). The
 estimators need python3-sklearn, imported only when one is first used, and
 kmt.dask (kmt.dask.KMeans on a Dask cluster) python3-dask and
-python3-distributed."""
+python3-distributed.
+
+A client or estimator without a server reaches the one the KMT_SERVER
+environment variable names (host:port), else localhost:50051."""
 import importlib
 
-from .client import (Client, ClusterError, FitResult, Result, ServiceError, batches, channel,
-                     pb)
+from .client import (Client, ClusterError, FitResult, Result, ServiceError, ServiceUnavailable,
+                     batches, channel, pb)
 from .resident import ResidentResult, fit_resident, replica_addresses
+
+# The project's version, as the top CMakeLists.txt's project() gives it
+# (pyproject.toml reads it from here; a test checks the two agree).
+__version__ = "0.1.0"
 
 # The estimators (and fit_each) by the module that defines them, imported on
 # first use so that the client alone needs no scikit-learn.
@@ -28,7 +35,8 @@ _ESTIMATORS = {
 }
 
 __all__ = ["Client", "ClusterError", "FitResult", "ResidentResult", "Result", "ServiceError",
-           "batches", "channel", "fit_resident", "pb", "replica_addresses", *_ESTIMATORS]
+           "ServiceUnavailable", "__version__", "batches", "channel", "fit_resident", "pb",
+           "replica_addresses", *_ESTIMATORS]
 
 
 def __getattr__(name):

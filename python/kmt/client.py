@@ -15,9 +15,15 @@ may place on another replica), as the C++ client does.
 `fit` runs exact Lloyd's over a dataset of any size: each pass sends every
 batch with the current centers and no layer, and adds up the per-center point
 counts and coordinate sums the server returns (docs/api.md, section 5).
+
+Without a target, a client (and every estimator without `server=`) reaches
+the server the KMT_SERVER environment variable names (host:port), else
+localhost:50051.
 """
 import collections
 import dataclasses
+import os
+import re
 import threading
 import time
 
@@ -34,6 +40,14 @@ INITS = {
     "random": pb.INIT_RANDOM,
     "given": pb.INIT_GIVEN,
 }
+# scikit-learn's spellings of the same initialisations.
+INIT_ALIASES = {"k-means++": "kmeans++", "k-means||": "kmeans||"}
+
+# The server a client reaches without a target: $KMT_SERVER, else this.
+DEFAULT_TARGET = "localhost:50051"
+# Name resolvers of gRPC targets written as scheme://...; any other scheme
+# (http://, grpc://) is a URL, which gRPC would read as a host name.
+_GRPC_SCHEMES = ("dns", "unix", "unix-abstract", "ipv4", "ipv6", "vsock")
 
 # The wire's raw encodings.
 FLOAT32 = np.dtype("<f4")
@@ -41,7 +55,14 @@ INT32 = np.dtype("<i4")
 
 
 class ServiceError(Exception):
-    """A call the service could not complete: `code` is a grpc.StatusCode."""
+    """A call the service could not complete: `code` is a grpc.StatusCode.
+    One whose code is UNAVAILABLE (the server cannot be reached, or is
+    shutting down) is a ServiceUnavailable, which is also a ConnectionError."""
+
+    def __new__(cls, code, message, *rest):
+        if cls is ServiceError and code == grpc.StatusCode.UNAVAILABLE:
+            cls = ServiceUnavailable
+        return super().__new__(cls, code, message, *rest)
 
     def __init__(self, code, message):
         super().__init__(code, message)
@@ -50,6 +71,11 @@ class ServiceError(Exception):
 
     def __str__(self):
         return f"{self.code.name}: {self.message}"
+
+
+class ServiceUnavailable(ServiceError, ConnectionError):
+    """The server cannot be reached (or is shutting down): UNAVAILABLE.
+    `except ConnectionError` catches it as well as `except ServiceError`."""
 
 
 class ClusterError(ServiceError):
@@ -89,6 +115,39 @@ class FitResult:
     centers: np.ndarray  # (k, d) float32
     objective: float     # of the final centers on every point
     passes: int          # update passes run (fewer than asked if the centers settled)
+
+
+def init_name(init, accepted, hint=""):
+    """The name `init` stands for (scikit-learn's 'k-means++' is 'kmeans++'),
+    which must be one of `accepted`; else a ValueError that lists every name
+    accepted, scikit-learn's spellings included, after `hint` if given."""
+    name = INIT_ALIASES.get(init, init)
+    if name in accepted:
+        return name
+    names = [" or ".join([n, *(a for a, to in INIT_ALIASES.items() if to == n)])
+             for n in accepted]
+    raise ValueError(f"init {init!r}: {hint + '; ' if hint else ''}expected one of "
+                     f"{', '.join(names)}")
+
+
+def server_target(target=None):
+    """The gRPC target a client reaches: `target`, else $KMT_SERVER, else
+    localhost:50051. A URL (http://host:port) is refused with a ValueError
+    that says what to write instead."""
+    where = ""
+    if target is None:
+        target = os.environ.get("KMT_SERVER") or DEFAULT_TARGET
+        where = " (from KMT_SERVER)" if os.environ.get("KMT_SERVER") else ""
+    if not isinstance(target, str) or not target:
+        raise ValueError(f"server {target!r}: expected 'host:port', such as "
+                         f"'{DEFAULT_TARGET}'")
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", target)
+    if scheme and scheme.group(1).lower() not in _GRPC_SCHEMES:
+        tls = " (and tls=True for TLS)" if scheme.group(1).lower() in ("https", "grpcs") else ""
+        raise ValueError(f"server '{target}'{where}: expected host:port, no scheme, such as "
+                         f"'{target[scheme.end():].rstrip('/')}'{tls}; several replicas: "
+                         "'ipv4:a:p,b:q' or 'dns:///name:port'")
+    return target
 
 
 def batches(points, batch_size, min_size=1):
@@ -198,11 +257,12 @@ def _read(path, what):
 
 
 def channel(target, options=(), tls=False, ca=None, cert=None, key=None, server_name=None):
-    """A gRPC channel to `target`: plaintext, or TLS when `tls` is true or
-    any file is given. `ca` is the PEM CA to trust (None: the system's roots),
-    `cert` and `key` the client's PEM certificate and key for mutual TLS, and
-    `server_name` the name to verify in the server's certificate when it is
-    not the target's host."""
+    """A gRPC channel to `target` (as server_target reads it): plaintext, or
+    TLS when `tls` is true or any file is given. `ca` is the PEM CA to trust
+    (None: the system's roots), `cert` and `key` the client's PEM certificate
+    and key for mutual TLS, and `server_name` the name to verify in the
+    server's certificate when it is not the target's host."""
+    target = server_target(target)
     options = list(options)
     if not (tls or ca or cert or key):
         return grpc.insecure_channel(target, options=options)
@@ -329,6 +389,8 @@ class _Call:
                     yield self._deliver()
         except grpc.RpcError as e:
             status, details = e.code(), e.details()
+            if status == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+                details = _too_large(details, client.max_message_bytes)
         finally:
             with lock:
                 state["stop"] = True
@@ -342,8 +404,8 @@ class _Call:
                 why = "stream ended early" if status == grpc.StatusCode.OK else details
                 raise ServiceError(
                     status if status != grpc.StatusCode.OK else grpc.StatusCode.UNAVAILABLE,
-                    f"batch '{entry.request.request_id}' unanswered after {entry.attempts} "
-                    f"attempts: {why}")
+                    f"kmt-server at {client.target}: batch '{entry.request.request_id}' "
+                    f"unanswered after {entry.attempts} attempts: {why}")
             client.resent += 1
             requeue.append(entry)
         if not retriable:
@@ -351,14 +413,25 @@ class _Call:
         if status != grpc.StatusCode.OK and not answered:
             self.failed_streams += 1
             if self.failed_streams >= client.max_attempts:
-                raise ServiceError(status, f"{self.failed_streams} streams in a row failed "
+                raise ServiceError(status, f"kmt-server at {client.target}: "
+                                           f"{self.failed_streams} streams in a row failed "
                                            f"without an answer: {details}")
         self.retry = sorted(self.retry + requeue, key=lambda e: e.index)
 
 
+def _too_large(details, max_message_bytes):
+    """gRPC's "message larger than max" with what to do instead."""
+    return (f"{details}: one request carries at most max_message_bytes = "
+            f"{max_message_bytes / (1 << 20):g} MiB (and the server's --max_message_bytes). "
+            "For one clustering of more points: kmt.KMeans (a resident fit when X exceeds one "
+            "request), kmt.fit_resident, or Client.fit(points, k, batch_size=...); for "
+            "independent batches: Client.cluster_batches(kmt.batches(points, batch_size), k)")
+
+
 class Client:
-    """One channel to a server (or to several: "dns:///host:port" or
-    "ipv4:a:p,b:q" with round-robin over every address).
+    """One channel to a server, "host:port" with no scheme (or to several:
+    "dns:///host:port" or "ipv4:a:p,b:q" with round-robin over every
+    address); None: $KMT_SERVER, else localhost:50051.
 
     `timeout` is the deadline in seconds of each call (each stream of
     cluster_batches, each models()); None: none. `tls`, `ca`, `cert`, `key`
@@ -368,20 +441,21 @@ class Client:
     balanced anew. `raw=False` sends and reads repeated fields instead of raw
     bytes (for servers that predate them)."""
 
-    def __init__(self, target="localhost:50051", max_message_bytes=64 << 20, timeout=None, *,
+    def __init__(self, target=None, max_message_bytes=64 << 20, timeout=None, *,
                  tls=False, ca=None, cert=None, key=None, server_name=None, max_attempts=3,
                  window=8, batches_per_stream=64, raw=True):
         if max_attempts < 1 or window < 1 or batches_per_stream < 1:
             raise ValueError(f"max_attempts {max_attempts}, window {window}, batches_per_stream "
                              f"{batches_per_stream}: each must be at least 1")
-        self.target = target
+        self.target = server_target(target)
+        self.max_message_bytes = max_message_bytes
         self.timeout = timeout
         self.max_attempts = max_attempts
         self.window = window
         self.batches_per_stream = batches_per_stream
         self.raw = raw
         self.resent = 0  # batches sent again after UNAVAILABLE, over this client's life
-        self.channel = channel(target, options=[
+        self.channel = channel(self.target, options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.lb_policy_name", "round_robin")],
@@ -406,12 +480,13 @@ class Client:
         try:
             return list(self.stub.ListModels(pb.ListModelsRequest(), timeout=self.timeout).models)
         except grpc.RpcError as e:
-            raise ServiceError(e.code(), e.details()) from e
+            raise ServiceError(e.code(), f"kmt-server at {self.target}: {e.details()}") from e
 
     def request(self, points, k, model="lloyd-onehot", iterations=20, init=None, seed=1,
                 centers=None, weights=None, parameters=None, request_id="", **fields):
-        """A ClusterRequest for an (n, d) array. `init` is a key of INITS;
-        None leaves it to the model's default (ModelInfo.default_init).
+        """A ClusterRequest for an (n, d) array. `init` is a key of INITS or
+        scikit-learn's 'k-means++'; None leaves it to the model's default
+        (ModelInfo.default_init).
         `centers` (k, d) are given initial centers, `weights` (n,) per-point
         weights, `parameters` the algorithm's parameters by name, as
         ModelInfo.parameters names them ({"beta": 2.0}). `fields` are any
@@ -437,7 +512,10 @@ class Client:
         if centers is not None:
             init = "given"
         if init is not None:
-            fields["init"] = INITS[init]
+            hint = ("k-means|| runs over resident shards (kmt.fit_resident, "
+                    "kmt.KMeans(init='k-means||')), not in one request"
+                    if INIT_ALIASES.get(init, init) == "kmeans||" else "")
+            fields["init"] = INITS[init_name(init, INITS, hint)]
         r = pb.ClusterRequest(request_id=request_id, model=model, n=points.shape[0],
                               d=points.shape[1], k=k, iterations=iterations, seed=seed,
                               raw_response=self.raw, **fields)

@@ -26,7 +26,7 @@ from . import client as _client
 from . import resident
 from .served import (ServedKMeans, check_model_parameters, client_for,
                      invalid_input_as_value_error, keep_parameters, model_info, offset_on_server,
-                     rows_per_request, same_clustering, tls_options)
+                     rows_per_request, same_clustering, server_of, tls_options)
 
 pb = _client.pb
 
@@ -144,6 +144,10 @@ class ServedLloyd(ServedKMeans):
     def _empty_clusters(self):
         return "keep"
 
+    def _guard(self):
+        """Whether a learned model runs its guarded form."""
+        return False
+
     def _streams_per_server(self):
         return 2
 
@@ -210,6 +214,9 @@ class ServedLloyd(ServedKMeans):
         k = self.n_clusters
         info = model_info(self, self._model_name())
         parameters = check_model_parameters(self, info, self._model_parameters())
+        if self._guard() and info.kind != "learned":
+            raise ValueError(f"guard=True applies to learned models; the server's model "
+                             f"'{info.name}' is {info.kind}.")
         if weighted and not info.accepts_weights:
             raise ValueError(f"The server's model '{info.name}' does not take sample_weight.")
         for what, need, have in (("features", info.d, d), ("clusters", info.k, k)):
@@ -288,6 +295,8 @@ class ServedLloyd(ServedKMeans):
             # relocation are the exact models' rules.
             fields.update(tol=float(self.tol),
                           empty_clusters=EMPTY_CLUSTERS[self._empty_clusters()])
+        if self._guard():
+            fields.update(guard=True)
         if plan.starts is None:
             return [cl.wire_request(points, k, init=INITS[self.init], n_init=self._n_init,
                                     **fields)]
@@ -330,7 +339,7 @@ class ServedLloyd(ServedKMeans):
         progress = resident_progress(absolute_tol)
         with invalid_input_as_value_error():
             result = resident.fit_resident(
-                self.server, plan.X, self.n_clusters, centers=plan.starts,
+                server_of(self), plan.X, self.n_clusters, centers=plan.starts,
                 iterations=self.max_iter, seed=plan.seed,
                 streams_per_server=self._streams_per_server(), timeout=self.timeout,
                 weights=plan.weights, center_tol=absolute_tol,
@@ -355,9 +364,12 @@ class KMeans(ServedLloyd):
     scikit-learn) mean what they mean there.
 
     server: "host:port", "ipv4:a:p,b:q" or "dns:///name:port"; a resident
-    fit uses every replica it names. model: a model of the server's
-    ListModels (lloyd-onehot and the other Lloyd's models, a variant at its
-    defaults, a learned model). tls, ca, cert, key, server_name: as
+    fit uses every replica it names; None: $KMT_SERVER, else
+    localhost:50051. model: a model of the server's ListModels
+    (lloyd-onehot and the other Lloyd's models, a variant at its defaults,
+    a learned model). guard: a learned model runs its guarded form, each
+    layer keeping the better of its step and an exact Lloyd's step (the
+    objective never increases). tls, ca, cert, key, server_name: as
     kmt.channel. timeout: each call's deadline in seconds. batch_size: the
     most points one request carries (fit beyond it runs as a resident job;
     predict and transform send batches of it); None: as many as a 64 MiB
@@ -374,19 +386,23 @@ class KMeans(ServedLloyd):
         "algorithm": [StrOptions({"lloyd", "elkan", "auto", "full"},
                                  deprecated={"auto", "full"})],
         "model": [str],
+        "guard": ["boolean"],
         "empty_clusters": [StrOptions(set(EMPTY_CLUSTERS))],
         "streams_per_server": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="warn", max_iter=300, tol=1e-4,
                  verbose=0, random_state=None, copy_x=True, algorithm="lloyd",
-                 server="localhost:50051", model="lloyd-onehot", tls=False, ca=None, cert=None,
+                 server=None, model="lloyd-onehot", guard=False, tls=False, ca=None, cert=None,
                  key=None, server_name=None, timeout=None, batch_size=None,
                  empty_clusters="relocate-farthest", streams_per_server=2):
         keep_parameters(self, locals())
 
     def _model_name(self):
         return self.model
+
+    def _guard(self):
+        return self.guard
 
     def _empty_clusters(self):
         return self.empty_clusters

@@ -51,7 +51,7 @@ class MiniBatchKMeans(ServedLloyd):
     def __init__(self, n_clusters=8, *, init="k-means++", max_iter=100, batch_size=1024,
                  verbose=0, compute_labels=True, random_state=None, tol=0.0,
                  max_no_improvement=10, init_size=None, n_init="warn", reassignment_ratio=0.01,
-                 server="localhost:50051", tls=False, ca=None, cert=None, key=None,
+                 server=None, tls=False, ca=None, cert=None, key=None,
                  server_name=None, timeout=None):
         keep_parameters(self, locals())
 

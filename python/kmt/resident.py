@@ -26,7 +26,8 @@ import threading
 import grpc
 import numpy as np
 
-from .client import ServiceError, channel, float32_bytes, pb, rpc, status_code
+from .client import (ServiceError, channel, float32_bytes, init_name, pb, rpc, server_target,
+                     status_code)
 
 # Failures after which the shard goes to another replica: the replica is
 # gone, restarting or shutting down. Other codes are the job's own errors.
@@ -138,9 +139,11 @@ def greedy_candidates(k):
     return 2 + int(math.floor(math.log(k)))
 
 
-def replica_addresses(target):
+def replica_addresses(target=None):
     """The replica addresses of a target: "host:port", a list "ipv4:a:p,b:q",
-    or "dns:///name:port" resolved to every address it has."""
+    or "dns:///name:port" resolved to every address it has; None: as
+    kmt.Client's default ($KMT_SERVER, else localhost:50051)."""
+    target = server_target(target)
     if target.startswith(("ipv4:", "ipv6:")):
         return [a for a in target[5:].split(",") if a]
     if not target.startswith("dns:///"):
@@ -160,6 +163,11 @@ def replica_addresses(target):
     return addresses
 
 
+# How long closing a stream waits for the replica's final status before it
+# cancels the call instead.
+CLOSE_SECONDS = 10.0
+
+
 class _JobStream:
     """One Job stream, fed from a queue, so that a step's requests are sent to
     every shard before any answer is read and the replicas compute at once."""
@@ -168,9 +176,12 @@ class _JobStream:
         self.requests = queue.SimpleQueue()
         self.answers = stub.Job(iter(self.requests.get, None), timeout=timeout)
         self.failure = None
+        self.unanswered = 0  # requests sent whose response has not been read
+        self.writes_done = False
 
     def send(self, request):
         self.requests.put(request)
+        self.unanswered += 1
 
     def receive(self):
         """The next step's response, its labels gathered from the responses
@@ -196,6 +207,7 @@ class _JobStream:
             if len(raw) > 1:
                 response.labels_i32 = b"".join(raw)
             response.labels_to_follow = 0
+            self.unanswered -= 1
             return response
         except grpc.RpcError as e:
             self.failure = ServiceError(e.code(), e.details())
@@ -203,10 +215,40 @@ class _JobStream:
             self.failure = ServiceError(grpc.StatusCode.UNAVAILABLE, "the job stream ended early")
         raise self.failure
 
+    def end_writes(self):
+        """Ends the job on the replica (its shard is freed) as the C++ client
+        does, with the end of the writes (WritesDone); wait_closed reads the
+        status it ends with."""
+        if not self.writes_done:
+            self.writes_done = True
+            self.requests.put(None)
+
+    def wait_closed(self):
+        """After end_writes: the replica's final status read, so that a job
+        that ended as its client intended ends OK on the server, not
+        CANCELLED. A stream that failed, has a request unanswered or does not
+        end within CLOSE_SECONDS is cancelled."""
+        if self.failure is None and self.unanswered == 0:
+            try:
+                self.answers.exception(timeout=CLOSE_SECONDS)
+            except grpc.FutureTimeoutError:
+                pass
+        self.answers.cancel()  # a no-op once the call is over
+
     def close(self):
         """Ends the job on the replica (its shard is freed)."""
-        self.requests.put(None)
-        self.answers.cancel()
+        self.end_writes()
+        self.wait_closed()
+
+
+def close_streams(streams):
+    """Closes Job streams, their writes ended at once and their statuses
+    read after, so that closing many takes one round trip."""
+    streams = list(streams)
+    for stream in streams:
+        stream.end_writes()
+    for stream in streams:
+        stream.wait_closed()
 
 
 class _Shard:
@@ -307,9 +349,7 @@ class _Job:
         self.moves = 0
 
     def close(self):
-        for shard in self.shards:
-            if shard.stream:
-                shard.stream.close()
+        close_streams(shard.stream for shard in self.shards if shard.stream)
         for c in self.channels:
             c.close()
 
@@ -793,9 +833,10 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
     """Clusters the (n, d) `points` (an array, a memmap or a sparse matrix,
     densified a chunk at a time) on the replicas `target` names (as
     replica_addresses reads it), from `centers` (k, d) if given, else from
-    `init` over all of them ("kmeans++", the default, greedy; "plain-kmeans++"
-    or `plain_seeding`; "kmeans||", k-means‖ as `kmt cluster --init='kmeans||'`
-    runs it; "random"), for up to `iterations` Lloyd's steps:
+    `init` over all of them ("kmeans++" or "k-means++", the default, greedy;
+    "plain-kmeans++" or `plain_seeding`; "kmeans||" or "k-means||", k-means‖
+    as `kmt cluster --init='kmeans||'` runs it; "random"), for up to
+    `iterations` Lloyd's steps:
     fewer once the centers stop changing, or once an iteration lowers the
     objective by at most tol times the objective (tol > 0), or once the total
     squared shift of the centers is at most `center_tol` (scikit-learn's
@@ -829,10 +870,8 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
     if empty_clusters not in ("keep", "relocate-farthest"):
         raise ValueError(f"empty_clusters '{empty_clusters}': expected keep or "
                          "relocate-farthest")
-    init = init or ("plain-kmeans++" if plain_seeding else "kmeans++")
-    if init not in ("kmeans++", "plain-kmeans++", "kmeans||", "random"):
-        raise ValueError(f"init '{init}': expected kmeans++, plain-kmeans++, kmeans|| or "
-                         "random")
+    init = init_name(init or ("plain-kmeans++" if plain_seeding else "kmeans++"),
+                     ("kmeans++", "plain-kmeans++", "kmeans||", "random"))
     if weights is not None:
         weights = np.asarray(weights, dtype=np.float32).reshape(-1)
         if len(weights) != n:

@@ -38,10 +38,16 @@ _clients = {}
 _models = {}
 
 
+def server_of(estimator):
+    """The target the estimator reaches: its `server`, else $KMT_SERVER, else
+    localhost:50051 (kmt.Client's default)."""
+    return _client.server_target(estimator.server)
+
+
 def connection_settings(estimator):
     """The estimator's connection parameters as a hashable key."""
-    return (estimator.server, bool(estimator.tls), estimator.ca, estimator.cert, estimator.key,
-            estimator.server_name, estimator.timeout)
+    return (server_of(estimator), bool(estimator.tls), estimator.ca, estimator.cert,
+            estimator.key, estimator.server_name, estimator.timeout)
 
 
 def tls_options(estimator):
@@ -56,7 +62,7 @@ def client_for(estimator):
     with _lock:
         found = _clients.get(key)
         if found is None:
-            found = _client.Client(estimator.server, max_message_bytes=MESSAGE_BYTES,
+            found = _client.Client(server_of(estimator), max_message_bytes=MESSAGE_BYTES,
                                    timeout=estimator.timeout, **tls_options(estimator))
             _clients[key] = found
         return found
@@ -75,7 +81,7 @@ def model_info(estimator, name):
     if name not in infos:
         raise InvalidParameterError(
             f"The 'model' parameter of {type(estimator).__name__} must be a model the server "
-            f"at {estimator.server} serves ({', '.join(sorted(infos))}); got '{name}'.")
+            f"at {server_of(estimator)} serves ({', '.join(sorted(infos))}); got '{name}'.")
     return infos[name]
 
 
@@ -171,7 +177,7 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     forms, computed by the server from the fitted centers."""
 
     _connection_constraints = {
-        "server": [str],
+        "server": [str, None],
         "tls": ["boolean"],
         "ca": [str, None],
         "cert": [str, None],

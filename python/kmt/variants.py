@@ -55,7 +55,7 @@ class SoftKMeans(_Variant):
     _parameter_constraints = {**_CONSTRAINTS, "beta": _NUMBER}
 
     def __init__(self, n_clusters=8, *, beta=None, init="k-means++", n_init="auto", max_iter=300,
-                 tol=1e-4, verbose=0, random_state=None, server="localhost:50051", tls=False,
+                 tol=1e-4, verbose=0, random_state=None, server=None, tls=False,
                  ca=None, cert=None, key=None, server_name=None, timeout=None, batch_size=None):
         keep_parameters(self, locals())
 
@@ -79,7 +79,7 @@ class SphericalKMeans(_Variant):
         return tags
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300, tol=1e-4,
-                 verbose=0, random_state=None, server="localhost:50051", tls=False, ca=None,
+                 verbose=0, random_state=None, server=None, tls=False, ca=None,
                  cert=None, key=None, server_name=None, timeout=None, batch_size=None):
         keep_parameters(self, locals())
 
@@ -92,7 +92,7 @@ class TrimmedKMeans(_Unweighted):
     _parameter_constraints = {**_CONSTRAINTS, "tau": _NUMBER}
 
     def __init__(self, n_clusters=8, *, tau=None, init="k-means++", n_init="auto", max_iter=300,
-                 tol=1e-4, verbose=0, random_state=None, server="localhost:50051", tls=False,
+                 tol=1e-4, verbose=0, random_state=None, server=None, tls=False,
                  ca=None, cert=None, key=None, server_name=None, timeout=None, batch_size=None):
         keep_parameters(self, locals())
 
@@ -105,7 +105,7 @@ class RobustKMeans(_Unweighted):
     _parameter_constraints = {**_CONSTRAINTS, "beta": _NUMBER}
 
     def __init__(self, n_clusters=8, *, beta=None, init="k-means++", n_init="auto", max_iter=300,
-                 tol=1e-4, verbose=0, random_state=None, server="localhost:50051", tls=False,
+                 tol=1e-4, verbose=0, random_state=None, server=None, tls=False,
                  ca=None, cert=None, key=None, server_name=None, timeout=None, batch_size=None):
         keep_parameters(self, locals())
 
@@ -119,6 +119,6 @@ class KMedoids(_Unweighted):
     _parameter_constraints = {**_CONSTRAINTS, "gamma": _NUMBER}
 
     def __init__(self, n_clusters=8, *, gamma=None, init="k-means++", n_init="auto", max_iter=300,
-                 tol=1e-4, verbose=0, random_state=None, server="localhost:50051", tls=False,
+                 tol=1e-4, verbose=0, random_state=None, server=None, tls=False,
                  ca=None, cert=None, key=None, server_name=None, timeout=None, batch_size=None):
         keep_parameters(self, locals())

@@ -12,7 +12,7 @@ import time
 import urllib.parse
 import urllib.request
 
-SERVER = os.environ["KMT_SERVER"]
+SERVER = os.environ["KMT_SERVER_BINARY"]
 CLI = os.environ["KMT_CLI"]
 SOURCE_DIR = os.environ["KMT_SOURCE_DIR"]
 

@@ -2,10 +2,10 @@
 and out, raw payloads equal to repeated fields, errors as exceptions,
 batches streamed in order, Lloyd's over a whole dataset equal to Lloyd's on
 all points at once, deadlines, stubs generated at import from any working
-directory without a trace or at install (pip or the script), and the docs'
-example."""
+directory without a trace, scikit-learn's init names, errors that say what to
+do (a URL for a server, a request larger than a message), KMT_SERVER, and
+the docs' example. (install_test.py installs the package.)"""
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -185,6 +185,68 @@ class ClientTest(unittest.TestCase):
             self.client.cluster(blobs(10, 2, 2), k=20)
         self.assertEqual(caught.exception.code.name, "INVALID_ARGUMENT")
         self.assertIn("k", caught.exception.message)
+        # The request's own error, not the connection's.
+        self.assertNotIsInstance(caught.exception, ConnectionError)
+
+    def test_init_takes_scikit_learns_names_and_lists_every_name(self):
+        points = blobs(1000, 3, 4)
+        ours = self.client.cluster(points, k=4, iterations=5, init="kmeans++", seed=3)
+        theirs = self.client.cluster(points, k=4, iterations=5, init="k-means++", seed=3)
+        np.testing.assert_array_equal(theirs.centers, ours.centers)
+        np.testing.assert_array_equal(theirs.labels, ours.labels)
+        with self.assertRaises(ValueError) as caught:
+            self.client.cluster(points, k=4, init="kmeans+")
+        for name in ("kmeans++", "k-means++", "plain-kmeans++", "random", "given"):
+            self.assertIn(name, str(caught.exception))
+        # k-means|| needs all the points' shards: it says where it runs.
+        with self.assertRaisesRegex(ValueError, r"init 'k-means\|\|': k-means\|\| runs over "
+                                                "resident shards .*kmt.fit_resident"):
+            self.client.cluster(points, k=4, init="k-means||")
+
+    def test_a_url_is_refused_saying_host_port_no_scheme(self):
+        for url in ("http://localhost:50051", "https://localhost:50051/", "grpc://[::1]:50051"):
+            with self.subTest(url=url):
+                with self.assertRaisesRegex(ValueError, "expected host:port, no scheme") as caught:
+                    kmt.Client(url)
+                self.assertIn(f"'{url.split('://')[1].rstrip('/')}'", str(caught.exception))
+        with self.assertRaisesRegex(ValueError, r"and tls=True for TLS"):
+            kmt.Client("https://localhost:50051")
+        # gRPC's own schemes still name servers.
+        port = self.server.address.rsplit(":", 1)[1]
+        for target in (f"dns:///localhost:{port}", f"ipv4:127.0.0.1:{port}"):
+            with kmt.Client(target, timeout=60) as other:
+                self.assertEqual(len(other.models()), 15)
+
+    def test_a_request_larger_than_a_message_says_what_to_do(self):
+        points = blobs(20000, 16, 4)  # 1.2 MiB of float32 points
+        with kmt.Client(self.server.address, max_message_bytes=1 << 20, timeout=60) as small:
+            with self.assertRaises(kmt.ServiceError) as caught:
+                small.cluster(points, k=4)
+        self.assertEqual(caught.exception.code.name, "RESOURCE_EXHAUSTED")
+        message = caught.exception.message
+        self.assertIn("larger than max", message)
+        for advice in ("max_message_bytes = 1 MiB", "kmt.KMeans", "kmt.fit_resident",
+                       "batch_size"):
+            self.assertIn(advice, message)
+
+    def test_kmt_server_names_the_server_of_a_client_without_one(self):
+        code = ("import kmt; c = kmt.Client(); print(c.target, len(c.models()), "
+                "kmt.replica_addresses())")
+        package = os.path.join(SOURCE_DIR, "python")
+        out = run_python(code, "/", KMT_SERVER=self.server.address, PYTHONPATH=package)
+        self.assertEqual(out.split(), [self.server.address, "15",
+                                       f"['{self.server.address}']"])
+        env = {k: v for k, v in os.environ.items() if k != "KMT_SERVER"}
+        env["PYTHONPATH"] = package
+        result = subprocess.run([sys.executable, "-c", "import kmt; print(kmt.Client().target)"],
+                                capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(result.stdout.strip(), "localhost:50051", result.stderr)
+        # A URL there is refused as one given directly, naming the variable.
+        with self.assertRaises(AssertionError) as caught:
+            run_python("import kmt; kmt.Client()", "/", KMT_SERVER="http://127.0.0.1:1",
+                       PYTHONPATH=package)
+        self.assertIn("'http://127.0.0.1:1' (from KMT_SERVER): expected host:port, no scheme",
+                      str(caught.exception))
 
     def test_batches_cover_the_rows_in_order(self):
         points = np.arange(23 * 2, dtype=np.float32).reshape(23, 2)
@@ -232,35 +294,6 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(os.listdir(home), [])
             self.assertEqual(os.listdir(temp), [])
             self.assertFalse(os.path.exists(os.path.join(work, "cache")))
-
-    def test_pip_installs_a_package_with_its_stubs(self):
-        with tempfile.TemporaryDirectory() as work:
-            # A copy of the checkout's parts, so the build leaves nothing in it.
-            shutil.copytree(os.path.join(SOURCE_DIR, "python"), os.path.join(work, "src/python"),
-                            ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
-            shutil.copytree(os.path.join(SOURCE_DIR, "proto"), os.path.join(work, "src/proto"))
-            target, home = os.path.join(work, "site"), os.path.join(work, "home")
-            os.makedirs(home)
-            subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
-                            "--no-deps", "--no-index", "--no-cache-dir", "--target", target,
-                            os.path.join(work, "src/python")],
-                           check=True, capture_output=True, timeout=300)
-            shutil.rmtree(os.path.join(work, "src"))
-            out = run_python(
-                f"import kmt; print(kmt.__file__); print(len(kmt.Client('{self.server.address}')"
-                ".models()))", cwd="/", PYTHONPATH=target, HOME=home, PATH="/nonexistent")
-            self.assertEqual(out.split(), [os.path.join(target, "kmt", "__init__.py"), "15"])
-            self.assertEqual(os.listdir(home), [])
-
-    def test_installed_package_needs_neither_the_checkout_nor_protoc(self):
-        with tempfile.TemporaryDirectory() as work:
-            target = os.path.join(work, "site")
-            subprocess.run([os.path.join(SOURCE_DIR, "scripts/install-python-client.sh"), target],
-                           check=True, capture_output=True, timeout=120)
-            out = run_python(
-                f"import kmt; print(kmt.__file__); print(len(kmt.Client('{self.server.address}')"
-                ".models()))", cwd="/", PYTHONPATH=target, PATH="/nonexistent")
-            self.assertEqual(out.split(), [os.path.join(target, "kmt", "__init__.py"), "15"])
 
     def test_the_docs_example_runs_from_any_directory(self):
         with tempfile.TemporaryDirectory() as work:

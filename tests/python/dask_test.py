@@ -19,7 +19,7 @@ import numpy as np
 import sklearn.cluster
 from sklearn.utils._param_validation import InvalidParameterError
 
-from estimator_support import Server, assert_same_fit, kmt, mixture, rows
+from estimator_support import Server, assert_same_fit, jobs_by_code, kmt, mixture, rows
 
 import kmt.dask  # noqa: E402
 import kmt.dask.job  # noqa: E402
@@ -95,6 +95,7 @@ class DaskTest(unittest.TestCase):
         points = mixture(4000, 5, K)
         weights = np.random.default_rng(3).uniform(0.5, 2.0, size=len(points))
         jobs = jobs_ended(self.a), jobs_ended(self.b)
+        codes = jobs_by_code(self.a), jobs_by_code(self.b)
         for weighted in (False, True):
             with self.subTest(weighted=weighted):
                 w = weights if weighted else None
@@ -112,9 +113,14 @@ class DaskTest(unittest.TestCase):
         got = self.fit(unknown, init=rows(points, K))
         want = sklearn.cluster.KMeans(K, init=rows(points, K), n_init=1).fit(points)
         assert_same_fit(self, Fitted(got), want, 1e-5)
-        # Blocks i mod 2 on each replica: both held shards.
+        # Blocks i mod 2 on each replica: both held shards, and every job
+        # ended as the client meant it to: OK, not CANCELLED.
         self.assertGreater(jobs_ended(self.a), jobs[0])
         self.assertGreater(jobs_ended(self.b), jobs[1])
+        for server, counted in zip((self.a, self.b), codes):
+            with self.subTest(server=server.address):
+                self.assertEqual(jobs_by_code(server), {
+                    **counted, "OK": counted["OK"] + jobs_ended(server) - sum(counted.values())})
 
     def test_every_tolerance_and_max_iter_stop_as_scikit_learns(self):
         points = mixture(3000, 4, K, seed=5)
@@ -195,6 +201,12 @@ class DaskTest(unittest.TestCase):
             with self.subTest(message=message):
                 with self.assertRaisesRegex(error, message):
                     self.fit(data, init="random", **fit_options)
+        # NaN fails once, in the client, before any block is loaded.
+        jobs = jobs_ended(self.a), jobs_ended(self.b)
+        for init in ("k-means||", rows(points, K)):
+            with self.assertRaisesRegex(ValueError, r"^Input X contains NaN \(row 321\)\.$"):
+                self.fit(blocks_of(nan, 100), init=init)
+        self.assertEqual((jobs_ended(self.a), jobs_ended(self.b)), jobs)
         with self.assertRaisesRegex(ValueError, "Lloyd's only, not the server's model"):
             self.fit(X, model="soft-kmeans")
         with self.assertRaises(InvalidParameterError):

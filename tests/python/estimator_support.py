@@ -27,6 +27,16 @@ class ServedTest(unittest.TestCase):
         assert cls.server.stop() == 0
 
 
+def jobs_by_code(server):
+    """kmt_jobs_total of a server by its code label, from /metrics."""
+    jobs = {}
+    for line in server.metrics().splitlines():
+        if line.startswith("kmt_jobs_total{"):
+            code = line.split('code="', 1)[1].split('"', 1)[0]
+            jobs[code] = float(line.rsplit(" ", 1)[1])
+    return jobs
+
+
 def mixture(n, d, k, seed=7, spread=2.0, offset=0.0, dtype=np.float64):
     """n points around k centers drawn in [-6, 6]^d, Gaussian noise of
     `spread`, everything moved by `offset`: clusters that touch, so Lloyd's

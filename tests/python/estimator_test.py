@@ -6,13 +6,16 @@ input kinds), transform, score, verbose, and a Pipeline searched by
 GridSearchCV."""
 import contextlib
 import io
+import os
 import pickle
 import unittest
 import warnings
+from unittest import mock
 
 import numpy as np
 import scipy.sparse as sp
 import sklearn.cluster
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
@@ -241,6 +244,39 @@ class BehaviourTest(ServedTest):
         with self.assertRaisesRegex(ValueError, "The 'model' parameter of KMeans must be a "
                                                 "model the server .* serves"):
             self.kmeans(model="no-such-model").fit(self.points)
+
+    def test_kmt_server_names_the_server_of_estimators_without_one(self):
+        want = self.kmeans().fit(self.points)
+        mini = kmt.MiniBatchKMeans(4, n_init=1, random_state=0, server=self.server.address)
+        want_mini = mini.fit(self.points)
+        with mock.patch.dict(os.environ, {"KMT_SERVER": self.server.address}):
+            got = kmt.KMeans(4, n_init=1, random_state=0)
+            self.assertIsNone(got.get_params()["server"])
+            self.assertIsNone(clone(got).server)
+            got.fit(self.points)
+            np.testing.assert_array_equal(got.cluster_centers_, want.cluster_centers_)
+            np.testing.assert_array_equal(got.predict(self.points), want.labels_)
+            # A resident fit too, and the other estimators.
+            resident = kmt.KMeans(4, n_init=1, random_state=0, batch_size=200).fit(self.points)
+            np.testing.assert_array_equal(resident.labels_, want.labels_)
+            got_mini = kmt.MiniBatchKMeans(4, n_init=1, random_state=0).fit(self.points)
+            np.testing.assert_array_equal(got_mini.cluster_centers_, want_mini.cluster_centers_)
+            self.assertGreater(kmt.SoftKMeans(4, random_state=0).fit(self.points).n_iter_, 0)
+        with mock.patch.dict(os.environ, {"KMT_SERVER": f"http://{self.server.address}"}):
+            with self.assertRaisesRegex(ValueError, r"\(from KMT_SERVER\): expected host:port, "
+                                                    "no scheme"):
+                kmt.KMeans(4, n_init=1).fit(self.points)
+        with self.assertRaisesRegex(ValueError, "expected host:port, no scheme"):
+            kmt.KMeans(4, n_init=1, server="http://localhost:50051").fit(self.points)
+
+    def test_guard_is_for_learned_models(self):
+        # variants_test.py runs a learned model guarded.
+        self.assertFalse(kmt.KMeans().guard)
+        with self.assertRaisesRegex(ValueError, "guard=True applies to learned models; the "
+                                                "server's model 'lloyd-onehot' is exact"):
+            self.kmeans(guard=True).fit(self.points)
+        with self.assertRaisesRegex(ValueError, "The 'guard' parameter"):
+            self.kmeans(guard="yes").fit(self.points)
 
     def test_fewer_distinct_points_than_clusters_warns(self):
         duplicates = np.repeat(self.points[:3], 50, axis=0)

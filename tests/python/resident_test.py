@@ -3,7 +3,8 @@ k-means++ over the shards chooses the server's centers for the seed,
 k-means‖ the C++ coordinator's (`kmt cluster --init='kmeans||'`), Lloyd's
 over the shards equals Lloyd's on all points at once, and a replica killed
 during the iterations, during k-means++ or during k-means‖ changes
-nothing."""
+nothing. A job that ends as its client meant it to is counted OK on the
+replica, not CANCELLED."""
 import os
 import signal
 import subprocess
@@ -18,6 +19,7 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "tests/deploy"))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 
 import kmt  # noqa: E402
+from estimator_support import jobs_by_code  # noqa: E402
 from harness import Server  # noqa: E402
 
 K = 6
@@ -108,6 +110,27 @@ class ResidentTest(unittest.TestCase):
         want = [self.client.cluster(part, 3, iterations=0, centers=got.centers).labels
                 for part in (points[:half], points[half:])]
         np.testing.assert_array_equal(got.labels, np.concatenate(want))
+
+    def test_a_job_that_ends_as_its_client_meant_counts_ok(self):
+        before = jobs_by_code(self.a), jobs_by_code(self.b)
+        # scikit-learn's name of k-means++ as well as ours.
+        got = kmt.fit_resident(self.both, POINTS, K, iterations=3, seed=4, init="k-means++",
+                               streams_per_server=2, timeout=120)
+        want = kmt.fit_resident(self.both, POINTS, K, iterations=3, seed=4, init="kmeans++",
+                                streams_per_server=2, timeout=120)
+        np.testing.assert_array_equal(got.centers, want.centers)
+        kmt.KMeans(K, n_init=1, max_iter=5, random_state=0, batch_size=5000,
+                   server=self.both).fit(POINTS)
+        for server, counted in zip((self.a, self.b), before):
+            with self.subTest(server=server.address):
+                jobs = jobs_by_code(server)
+                # Two shards on each replica per fit, three fits: six jobs, all OK.
+                self.assertEqual(jobs["OK"] - counted["OK"], 6)
+                self.assertEqual(jobs["CANCELLED"], counted["CANCELLED"])
+        with self.assertRaisesRegex(ValueError, r"init 'kmeans\+': expected one of kmeans\+\+ "
+                                                r"or k-means\+\+, plain-kmeans\+\+, kmeans\|\| or "
+                                                r"k-means\|\|, random"):
+            kmt.fit_resident(self.a.address, POINTS, K, init="kmeans+")
 
     def test_an_error_of_the_job_itself_is_raised_naming_the_shard(self):
         # d = 5000 is beyond the server's --max_d: not a replica failure, no move.

@@ -1,7 +1,7 @@
 """The Python client's retries against real kmt-server replicas, as the C++
 client's: a replica killed or drained in the middle of a stream of batches
 loses nothing and changes nothing, and a target where nothing listens fails
-after max_attempts with UNAVAILABLE."""
+after max_attempts with UNAVAILABLE, a ConnectionError that names it."""
 import os
 import signal
 import socket
@@ -73,17 +73,27 @@ class RetryTest(unittest.TestCase):
         with socket.socket() as s:  # a port that was free a moment ago
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
+        target = f"127.0.0.1:{port}"
         start = time.monotonic()
-        with kmt.Client(f"127.0.0.1:{port}", timeout=30, max_attempts=3) as client:
+        with kmt.Client(target, timeout=30, max_attempts=3) as client:
             with self.assertRaises(kmt.ServiceError) as caught:
                 list(client.cluster_batches([POINTS[:100]] * 3, k=3))
+            self.assertLess(time.monotonic() - start, 10)  # backed off, not stuck
+            # An unreachable server is a ConnectionError as well, named.
+            self.assertIsInstance(caught.exception, ConnectionError)
+            self.assertIsInstance(caught.exception, kmt.ServiceUnavailable)
+            self.assertIn(f"kmt-server at {target}", caught.exception.message)
+            with self.assertRaises(ConnectionError) as models:
+                client.models()
+            self.assertIsInstance(models.exception, kmt.ServiceError)
+            self.assertEqual(models.exception.code.name, "UNAVAILABLE")
+            self.assertIn(f"kmt-server at {target}", str(models.exception))
         self.assertEqual(caught.exception.code.name, "UNAVAILABLE")
         # Whether a batch was written before a stream failed decides which
         # count ran out first, the batch's or the streams'.
         message = caught.exception.message
         self.assertTrue("unanswered after 3 attempts" in message
                         or "3 streams in a row failed" in message, message)
-        self.assertLess(time.monotonic() - start, 10)  # backed off, not stuck
 
 
 if __name__ == "__main__":

@@ -116,6 +116,31 @@ class VariantsTest(ServedTest):
             kmt.KMeans(10, model=learned, n_init=1, server=self.server.address).fit(
                 self.points)
 
+    def test_guard_runs_a_learned_model_guarded(self):
+        learned = "learned-onehot-d32-k10"
+        points = mixture(2000, 32, 10, seed=59, spread=0.5)
+        init = rows(points, 10)
+
+        def guarded_layers():
+            return sum(float(line.rsplit(" ", 1)[1])
+                       for line in self.server.metrics().splitlines()
+                       if line.startswith("kmt_guard_layers_total{")
+                       and f'model="{learned}"' in line)
+        before = guarded_layers()
+        fitted = kmt.KMeans(10, model=learned, guard=True, init=init, n_init=1, max_iter=6,
+                            random_state=0, server=self.server.address).fit(points)
+        # Each of the 6 layers ran guarded: the learned step or Lloyd's.
+        self.assertEqual(guarded_layers() - before, 6)
+        want = self.client.cluster(points, 10, model=learned, centers=init, iterations=6,
+                                   guard=True, seed=SEED_OF_RANDOM_STATE_0)
+        np.testing.assert_array_equal(fitted.labels_, want.labels)
+        np.testing.assert_allclose(fitted.cluster_centers_, want.centers, rtol=1e-6, atol=1e-6)
+        self.assertEqual(fitted.get_params()["guard"], True)
+        # Unguarded, the same fit adds no guarded layer.
+        before = guarded_layers()
+        fitted.set_params(guard=False).fit(points)
+        self.assertEqual(guarded_layers(), before)
+
     def test_a_variant_larger_than_one_request_is_refused(self):
         with self.assertRaisesRegex(ValueError, "only Lloyd's runs as a resident job"):
             kmt.SoftKMeans(K, batch_size=100, server=self.server.address).fit(self.points)

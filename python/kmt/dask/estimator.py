@@ -20,7 +20,7 @@ from .. import kmeans as _kmeans
 from .. import resident
 from ..client import pb
 from ..served import (check_model_parameters, invalid_input_as_value_error, keep_parameters,
-                      model_info, tls_options)
+                      model_info, server_of, tls_options)
 from .job import DaskJob
 
 # Bytes of the float32 points in one chunk of a shard on the wire.
@@ -118,6 +118,30 @@ def _nearest_block(block, served):
     return served._assign(rows, pb.DISTANCES_NEAREST, labels=False)[1].astype(np.float64)
 
 
+def _first_not_finite(block):
+    """[[rows, the first row not all finite or -1, whether it holds NaN]]."""
+    bad = np.flatnonzero(~np.isfinite(block).all(axis=1))
+    first = int(bad[0]) if len(bad) else -1
+    return np.array([[block.shape[0], first, first >= 0 and np.isnan(block[first]).any()]])
+
+
+def not_finite(X):
+    """The ValueError of scikit-learn's finiteness check for a dask array
+    whose column means are not finite, naming the first row at fault (one
+    more pass over X): raised once by the client, not by each block's
+    task."""
+    found = X.map_blocks(_first_not_finite, chunks=((1,) * X.numblocks[0], (3,)),
+                         dtype=np.int64).compute()
+    row = 0
+    for rows, first, nan in found:
+        if first >= 0:
+            what = "NaN" if nan else f"infinity or a value too large for {X.dtype!r}"
+            return ValueError(f"Input X contains {what} (row {row + first}).")
+        row += rows
+    return ValueError("Input X contains infinity or a value too large: its column means are "
+                      "not finite.")
+
+
 def _client():
     try:
         return distributed.get_client()
@@ -129,9 +153,9 @@ def _client():
 class KMeans(_kmeans.KMeans):
     """kmt.KMeans for a dask array on a dask.distributed cluster (the
     process's default Client): the same parameters but streams_per_server
-    (each non-empty block is one shard), attributes and results; `fit` takes
-    a dask array (n, d) chunked by rows, or a dask DataFrame, and
-    sample_weight as a dask array, an array or a number.
+    (each non-empty block is one shard) and guard (Lloyd's only), attributes
+    and results; `fit` takes a dask array (n, d) chunked by rows, or a dask
+    DataFrame, and sample_weight as a dask array, an array or a number.
 
     The workers load their own blocks on the replicas `server` names (a
     list "ipv4:a:p,b:q", or "dns:///name:port" for every address of a
@@ -153,14 +177,17 @@ class KMeans(_kmeans.KMeans):
 
     _parameter_constraints = {name: constraint for name, constraint
                               in _kmeans.KMeans._parameter_constraints.items()
-                              if name != "streams_per_server"}
+                              if name not in ("streams_per_server", "guard")}
 
     def __init__(self, n_clusters=8, *, init="k-means||", n_init="warn", max_iter=300, tol=1e-4,
                  verbose=0, random_state=None, copy_x=True, algorithm="lloyd",
-                 server="localhost:50051", model="lloyd-onehot", tls=False, ca=None, cert=None,
+                 server=None, model="lloyd-onehot", tls=False, ca=None, cert=None,
                  key=None, server_name=None, timeout=None, batch_size=None,
                  empty_clusters="relocate-farthest"):
         keep_parameters(self, locals())
+
+    def _guard(self):
+        return False  # Lloyd's only
 
     def _iteration_done(self, t, objective, shift, convergence):
         """After each iteration (kmt.resident's on_iteration): the verbose
@@ -185,17 +212,27 @@ class KMeans(_kmeans.KMeans):
         seconds = dict.fromkeys(("statistics", "load", "init", "iterations", "labels"), 0.0)
         started = time.perf_counter()
         # One pass over X: its mean is subtracted from the points sent, as
-        # kmt.KMeans and scikit-learn do, and its variance scales tol.
-        offset, variance = dask.compute(X.mean(axis=0),
-                                        X.var(axis=0).mean() if self.tol else 0.0)
+        # kmt.KMeans and scikit-learn do, and its variance scales tol. Bad
+        # values are found here, so that the fit fails once, not in each
+        # block's task.
+        weight_checks = (() if weights is None
+                         else (da.isfinite(weights).all(), (weights < 0).any()))
+        offset, variance, *weight_checks = dask.compute(
+            X.mean(axis=0), X.var(axis=0).mean() if self.tol else 0.0, *weight_checks)
         offset = np.asarray(offset, dtype=X.dtype)
+        if not np.isfinite(offset).all():
+            raise not_finite(X)
+        if weight_checks and not weight_checks[0]:
+            raise ValueError("Input sample_weight contains NaN or infinity.")
+        if weight_checks and weight_checks[1]:
+            raise ValueError("Negative values in data passed to `sample_weight`")
         self._absolute_tol = float(variance * self.tol)
         random_state = check_random_state(self.random_state)
         starts = self._starts(X, offset, random_state)
         seed = int(random_state.randint(np.iinfo(np.int32).max))
         now = time.perf_counter()
         seconds["statistics"], started = now - started, now
-        job = DaskJob(client, X, weights, offset, resident.replica_addresses(self.server),
+        job = DaskJob(client, X, weights, offset, resident.replica_addresses(server_of(self)),
                       CHUNK_BYTES, self.timeout, tls_options(self), log)
         try:
             with invalid_input_as_value_error():
@@ -256,8 +293,9 @@ class KMeans(_kmeans.KMeans):
         return best
 
     def _served(self):
-        """kmt.KMeans with this fit's centers, to assign points in memory."""
-        served = _kmeans.KMeans(**self.get_params())
+        """kmt.KMeans with this fit's centers, to assign points in memory (on
+        the workers too, so with the server this process reaches)."""
+        served = _kmeans.KMeans(**{**self.get_params(), "server": server_of(self)})
         for name in ("cluster_centers_", "n_features_in_", "_n_features_out", "_unit_norm",
                      "_offset_used"):
             setattr(served, name, getattr(self, name))

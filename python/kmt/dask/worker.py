@@ -183,8 +183,7 @@ def release(fit_id, dask_worker=None):
         idle = [] if _held else list(_channels.values())
         if idle:
             _channels.clear()
-    for stream in shards.values():
-        stream.close()
+    resident.close_streams(shards.values())
     for opened, _ in idle:
         opened.close()
     return len(shards)
