@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <regex>
@@ -53,17 +54,41 @@ class JobStream {
     }
     stream_ = stub->Job(&context_);
   }
-  // Ends the job on the replica (its shard is freed), unless it has ended.
+  // Ends the job on the replica (its shard is freed), unless it has ended:
+  // the writes end and the replica's status is read, so that a job that
+  // ended as its client intended ends OK there, not CANCELLED. A stream with
+  // a request unanswered, or whose status does not come within 10 s, is
+  // cancelled.
   ~JobStream() {
     if (!failure_.ok()) return;
     stream_->WritesDone();
-    context_.TryCancel();
+    if (unanswered_ > 0) {
+      context_.TryCancel();
+      stream_->Finish();
+      return;
+    }
+    std::mutex mu;
+    std::condition_variable finished;
+    bool done = false;
+    std::thread deadline([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      if (!finished.wait_for(lock, std::chrono::seconds(10), [&] { return done; })) {
+        context_.TryCancel();
+      }
+    });
     stream_->Finish();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+    }
+    finished.notify_one();
+    deadline.join();
   }
 
   absl::Status Send(const v1::JobRequest& request) {
     if (!failure_.ok()) return failure_;
     if (!stream_->Write(request)) return Fail();
+    ++unanswered_;
     return absl::OkStatus();
   }
 
@@ -86,6 +111,7 @@ class JobStream {
       to_follow = more.labels_to_follow();
     }
     response.clear_labels_to_follow();
+    --unanswered_;
     return response;
   }
 
@@ -98,6 +124,7 @@ class JobStream {
   }
 
   grpc::ClientContext context_;
+  int64_t unanswered_ = 0;  // requests written whose response is not read
   std::unique_ptr<grpc::ClientReaderWriter<v1::JobRequest, v1::JobResponse>> stream_;
   absl::Status failure_;
 };

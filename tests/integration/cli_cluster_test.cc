@@ -78,6 +78,10 @@ TEST_F(CliClusterTest, AFileOfSeveralBatchesIsOneClustering) {
   EXPECT_EQ(ReadLabels(dir_ + "/l"), want.labels);
   EXPECT_EQ(ReadCsv(dir_ + "/c.csv").size(), 6u);
   EXPECT_NE(run.out.find("final objective"), std::string::npos) << run.out;
+  // The job ended as the client intended: counted OK, not CANCELLED.
+  const std::string metrics = MetricsText(server_->metrics_port());
+  EXPECT_NE(metrics.find("kmt_jobs_total{code=\"CANCELLED\"} 0"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("kmt_jobs_total{code=\"OK\"} 0"), std::string::npos) << metrics;
   // Per-batch mode is asked for, and its summary says what it did.
   const Run batches = Cluster({"--mode=per-batch", "--input=" + data.csv, "--k=6"});
   ASSERT_EQ(batches.code, 0) << batches.err;
