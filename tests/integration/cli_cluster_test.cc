@@ -14,9 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "client/npy.h"
 #include "core/init.h"
 #include "core/transformer.h"
+#include "io/npy.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/service_fixture.h"
 
@@ -254,6 +254,20 @@ TEST_F(CliClusterTest, ModelsPrintParametersAsTheyAreTyped) {
   EXPECT_NE(out.find("range (0, inf)"), std::string::npos) << out;
   EXPECT_NE(out.find("range [0, inf)"), std::string::npos) << out;
   EXPECT_EQ(out.find("  --beta:"), std::string::npos) << out;
+}
+
+// The programs print the project's version (the one CMake's project() sets,
+// which kmt_build_info and the Python package carry too) and their SIMD
+// level.
+TEST_F(CliClusterTest, VersionIsTheProjects) {
+  for (const std::string& program : {CliBinary(), ServerBinary()}) {
+    SCOPED_TRACE(program);
+    std::string out, err;
+    ASSERT_EQ(RunProgram({program, "--version"}, &out, &err), 0) << err;
+    const std::string name = program.substr(program.rfind('/') + 1);
+    EXPECT_EQ(out.rfind(name + " " KMT_VERSION "\nsimd ", 0), 0u) << out;
+    EXPECT_EQ(out.find("Debug build"), std::string::npos) << out;
+  }
 }
 
 }  // namespace
