@@ -42,16 +42,23 @@ void UseLevel(benchmark::State& state, const std::string& setting) {
   }
 }
 
-void LloydIteration(benchmark::State& state, const std::string& level) {
-  UseLevel(state, level);
-  constexpr int n = 1000000, d = 32, k = 64;
+// The large problem: 10^6 points of d = 32 and k = 64 centers, a random
+// subset of them.
+struct Large {
+  static constexpr int n = 1000000, d = 32, k = 64;
   const Matrix<float>& points = Points(n, d, k);
   Matrix<float> centers = *InitialCenters(points, k, InitMethod::kRandomSubset, 1);
   Labels labels;
+};
+
+void LloydIteration(benchmark::State& state, const std::string& level) {
+  UseLevel(state, level);
+  Large large;
   for (auto _ : state) {
-    ClusterSums sums(d, k);
-    benchmark::DoNotOptimize(AssignNearest(points, centers, &labels, nullptr, &sums));
-    ApplyMeans(sums, &centers);
+    ClusterSums sums(Large::d, Large::k);
+    benchmark::DoNotOptimize(
+        AssignNearest(large.points, large.centers, &large.labels, nullptr, &sums));
+    ApplyMeans(sums, &large.centers);
   }
 }
 
@@ -69,24 +76,20 @@ void ServedBatch(benchmark::State& state, const std::string& level) {
 
 void Assignment(benchmark::State& state, const std::string& level) {
   UseLevel(state, level);
-  constexpr int n = 1000000, d = 32, k = 64;
-  const Matrix<float>& points = Points(n, d, k);
-  const Matrix<float> centers = *InitialCenters(points, k, InitMethod::kRandomSubset, 1);
-  Labels labels;
-  for (auto _ : state) benchmark::DoNotOptimize(AssignNearest(points, centers, &labels));
+  Large large;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(AssignNearest(large.points, large.centers, &large.labels));
+  }
 }
 
 void Sums(benchmark::State& state, const std::string& level) {
   UseLevel(state, level);
-  constexpr int n = 1000000, d = 32, k = 64;
-  const Matrix<float>& points = Points(n, d, k);
-  Matrix<float> centers = *InitialCenters(points, k, InitMethod::kRandomSubset, 1);
-  Labels labels;
-  AssignNearest(points, centers, &labels);
+  Large large;
+  AssignNearest(large.points, large.centers, &large.labels);
   for (auto _ : state) {
-    ClusterSums sums(d, k);
-    AccumulateClusterSums(points, labels, &sums);
-    benchmark::DoNotOptimize(ApplyMeans(sums, &centers));
+    ClusterSums sums(Large::d, Large::k);
+    AccumulateClusterSums(large.points, large.labels, &sums);
+    benchmark::DoNotOptimize(ApplyMeans(sums, &large.centers));
   }
 }
 
