@@ -70,8 +70,10 @@ std::vector<ModelSize> ServedModel<Scalar>::accepted_sizes() const {
 }
 
 template <typename Scalar>
-absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
-  const ParameterValues& given = batch.spec().parameters;
+absl::StatusOr<ClusterPlan<Scalar>> ServedModel<Scalar>::Plan(const Batch<Scalar>& batch) const {
+  const BatchSpec<Scalar>& spec = batch.spec();
+  const ParameterValues& given = spec.parameters;
+  ClusterPlan<Scalar> plan{.model = this, .batch = &batch};
   if (weights_ != nullptr) {
     const std::vector<ModelSize> sizes = accepted_sizes();
     const ModelSize size{.d = batch.d(), .k = batch.k()};
@@ -89,7 +91,6 @@ absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
       return absl::InvalidArgumentError(absl::StrCat(
           given.begin()->first, " applies to the exact models; ", name_, " is learned"));
     }
-    const BatchSpec<Scalar>& spec = batch.spec();
     if (spec.guard && guarded_ == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "guard applies to learned models that re-embed; ", name_,
@@ -103,10 +104,11 @@ absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
       return absl::InvalidArgumentError(
           absl::StrCat(exact_only, " applies to the exact models; ", name_, " is learned"));
     }
-    return absl::OkStatus();
+    plan.dense = !fast_;
+    return plan;
   }
   if (absl::Status s = ValidateLloydOptions(batch.d(), batch.k(), lloyd_); !s.ok()) return s;
-  if (batch.spec().guard) {
+  if (spec.guard) {
     return absl::InvalidArgumentError(
         absl::StrCat("guard applies to the learned models; ", name_, " is exact"));
   }
@@ -115,40 +117,29 @@ absl::Status ServedModel<Scalar>::Accepts(const Batch<Scalar>& batch) const {
       !s.ok()) {
     return s;
   }
-  const BatchSpec<Scalar>& spec = batch.spec();
   if (spec.weights.size() > 0 && !algorithm_->weighted()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model ", name_, " takes no weights: ", algorithm_->name(),
         " has no standard weighted form (ListModels says which models accept weights)"));
   }
+  plan.parameters = ResolveParameters(parameters(), given);
+  plan.dense = algorithm_->RunsDense(plan.parameters);
   // What the fast path alone does: convergence and the empty-cluster
   // policies need the centers of every layer from their clusters' sums.
-  const bool dense = algorithm_->RunsDense(Resolve(batch));
-  if (dense && (spec.tol || spec.weights.size() > 0)) {
+  if (plan.dense && (spec.tol || spec.weights.size() > 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat(spec.tol ? "tol" : "weights", " applies to runs on the fast path; ", name_,
                      " with these parameters runs the dense evaluator"));
   }
   if (spec.empty_clusters != EmptyClusterPolicy::kKeep &&
-      (dense || !algorithm_->UpdatesFromSums())) {
+      (plan.dense || !algorithm_->UpdatesFromSums())) {
     return absl::InvalidArgumentError(
         absl::StrCat("empty_clusters = ", EmptyClusterPolicyName(spec.empty_clusters),
                      " applies to models "
                      "whose centers are their clusters' means (Lloyd's, spherical k-means); ",
                      name_, " keeps an empty cluster's center"));
   }
-  return absl::OkStatus();
-}
-
-template <typename Scalar>
-ParameterValues ServedModel<Scalar>::Resolve(const Batch<Scalar>& batch) const {
-  return ResolveParameters(parameters(), batch.spec().parameters);
-}
-
-template <typename Scalar>
-bool ServedModel<Scalar>::RunsDense(const Batch<Scalar>& batch) const {
-  if (weights_ != nullptr) return !fast_;
-  return algorithm_->RunsDense(Resolve(batch));
+  return plan;
 }
 
 template <typename Scalar>
@@ -196,10 +187,18 @@ Matrix<Scalar> Distances(DistanceOutput output, const Matrix<Scalar>& points,
 template <typename Scalar>
 absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
                                           const Batch<Scalar>& batch, const StopCheck& check) {
-  if (absl::Status s = model.Accepts(batch); !s.ok()) return s;
+  absl::StatusOr<ClusterPlan<Scalar>> plan = model.Plan(batch);
+  if (!plan.ok()) return plan.status();
+  return Cluster(*plan, check);
+}
+
+template <typename Scalar>
+absl::StatusOr<RunResult<Scalar>> Cluster(const ClusterPlan<Scalar>& plan, const StopCheck& check) {
+  const ServedModel<Scalar>& model = *plan.model;
+  const Batch<Scalar>& batch = *plan.batch;
   const BatchSpec<Scalar>& spec = batch.spec();
   const Algorithm& algorithm = model.algorithm();
-  const ParameterValues parameters = model.Resolve(batch);
+  const ParameterValues& parameters = plan.parameters;
   // The algorithm's preparation (spherical k-means' norm layer) of the
   // points and given centers; results are reported for what it made.
   Matrix<Scalar> prepared_points, prepared_centers;
@@ -237,15 +236,14 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
                               .parameters = &parameters,
                               .point_weights = weights,
                               .data_dims = batch.d()};
-  const bool dense = model.RunsDense(batch);
-  if (model.exact() && dense) {
+  if (model.exact() && plan.dense) {
     if (absl::Status s =
             algorithm.DenseCircuit(batch.d(), spec.k, model.circuit(), parameters, &circuit);
         !s.ok()) {
       return s;
     }
     evaluator.weights = &circuit;
-  } else if (dense) {
+  } else if (plan.dense) {
     evaluator.weights = spec.guard ? model.guarded_weights() : model.weights();
   }
 
@@ -306,7 +304,8 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
   template class ServedModel<S>;                                                           \
   template std::vector<ServedModel<S>> ExactModels<S>();                                   \
   template absl::StatusOr<RunResult<S>> Cluster<S>(const ServedModel<S>&, const Batch<S>&, \
-                                                   const StopCheck&);
+                                                   const StopCheck&);                      \
+  template absl::StatusOr<RunResult<S>> Cluster<S>(const ClusterPlan<S>&, const StopCheck&);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

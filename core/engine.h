@@ -22,6 +22,19 @@
 namespace kmt {
 
 template <typename Scalar>
+class ServedModel;
+
+// One batch's run as ServedModel::Plan decided it; Cluster runs it. It
+// refers to the model and the batch, which outlive it.
+template <typename Scalar>
+struct ClusterPlan {
+  const ServedModel<Scalar>* model = nullptr;
+  const Batch<Scalar>* batch = nullptr;
+  ParameterValues parameters;  ///< the batch's, the model's defaults filled in
+  bool dense = false;          ///< the O(n^2) dense evaluator, else the fast path
+};
+
+template <typename Scalar>
 class ServedModel {
  public:
   // An exact model: `algorithm` on the circuit `served` (one of
@@ -58,15 +71,12 @@ class ServedModel {
   // model, which runs any.
   std::vector<ModelSize> accepted_sizes() const;
 
-  // Whether this model can run the batch: fixed weights need one of their
-  // accepted sizes, and a guard needs weights of their own; a parameter must be one the
-  // model reads, within its range.
-  absl::Status Accepts(const Batch<Scalar>& batch) const;
-  // The batch's parameters with the defaults filled in. Call after Accepts.
-  ParameterValues Resolve(const Batch<Scalar>& batch) const;
-  // Whether the batch runs the O(n^2) dense evaluator (softmax assignment,
-  // or weights the fast path cannot run).
-  bool RunsDense(const Batch<Scalar>& batch) const;
+  // What this model runs for the batch (ClusterPlan), decided once: the
+  // batch is checked against the model (fixed weights need one of their
+  // accepted sizes, and a guard needs weights of their own; a parameter must
+  // be one the model reads, within its range), its parameters resolved and
+  // its path chosen. A batch the model cannot run is INVALID_ARGUMENT.
+  absl::StatusOr<ClusterPlan<Scalar>> Plan(const Batch<Scalar>& batch) const;
 
  private:
   ServedModel() = default;
@@ -85,9 +95,15 @@ class ServedModel {
 template <typename Scalar>
 std::vector<ServedModel<Scalar>> ExactModels();
 
-// Runs `model` on `batch`. `check` is called before the initialisation's
-// steps and before every layer; a non-OK status (deadline, cancellation)
-// stops the run and is returned.
+// Runs a plan. `check` is called before the initialisation's steps and
+// before every layer; a non-OK status (deadline, cancellation) stops the
+// run and is returned.
+template <typename Scalar>
+absl::StatusOr<RunResult<Scalar>> Cluster(const ClusterPlan<Scalar>& plan,
+                                          const StopCheck& check = {});
+
+// Plans and runs `model` on `batch`, for callers with nothing to decide
+// between the two.
 template <typename Scalar>
 absl::StatusOr<RunResult<Scalar>> Cluster(const ServedModel<Scalar>& model,
                                           const Batch<Scalar>& batch, const StopCheck& check = {});

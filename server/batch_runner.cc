@@ -53,15 +53,15 @@ absl::Status Run(const ModelRegistry& registry, const Limits& limits, const v1::
   if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
   absl::StatusOr<Batch<float>> batch = BatchFromRequest(r);
   if (!batch.ok()) return batch.status();
-  const ServedModel<float>& model = served->model;
-  if (absl::Status s = model.Accepts(*batch); !s.ok()) return s;
-  if (model.RunsDense(*batch) && r.n() > limits.max_dense_points) {
+  absl::StatusOr<ClusterPlan<float>> plan = served->model.Plan(*batch);
+  if (!plan.ok()) return plan.status();
+  if (plan->dense && r.n() > limits.max_dense_points) {
     return absl::InvalidArgumentError(absl::StrCat(
         "n = ", r.n(), " exceeds this server's limit of ", limits.max_dense_points, " points for ",
         r.model(), GivenParameters(r), ", which runs the O(n^2) dense evaluator",
-        model.exact() ? "" : "; exact models such as lloyd-onehot run any n"));
+        served->model.exact() ? "" : "; exact models such as lloyd-onehot run any n"));
   }
-  absl::StatusOr<RunResult<float>> run = Cluster(model, *batch, check);
+  absl::StatusOr<RunResult<float>> run = Cluster(*plan, check);
   if (!run.ok()) return run.status();
   FillResponse(r, *run, out);
   return absl::OkStatus();

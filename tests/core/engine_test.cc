@@ -38,7 +38,7 @@ TEST(Engine, ExactModelFromGivenCentersIsReferenceLloyd) {
     SCOPED_TRACE(model.name());
     const Batch<double> batch = MakeBatch(
         {.points = task.points, .k = 7, .layers = 6, .given_centers = init, .cluster_sums = true});
-    EXPECT_FALSE(model.RunsDense(batch));
+    EXPECT_FALSE(model.Plan(batch)->dense);
     const absl::StatusOr<RunResult<double>> run = Cluster(model, batch);
     ASSERT_TRUE(run.ok()) << run.status();
     EXPECT_EQ(run->path, Path::kFast);
@@ -120,7 +120,7 @@ TEST(Engine, BetaMakesLloydsLinearCircuitRunTheSoftmaxConstructionDensely) {
                                          .layers = 2,
                                          .given_centers = init,
                                          .parameters = {{"beta", 50}}});
-  EXPECT_TRUE(model.RunsDense(batch));
+  EXPECT_TRUE(model.Plan(batch)->dense);
   const RunResult<double> run = *Cluster(model, batch);
   EXPECT_EQ(run.path, Path::kDense);
   const RunResult<double> expected = *RunLloyd<double>(
@@ -142,7 +142,7 @@ TEST(Engine, MinMaxScaledWeightsSeeMappedPointsAndReportInTheCallersUnits) {
   EXPECT_FALSE(model->exact());
   EXPECT_EQ(model->input_scaling(), InputScaling::kMinMax);
   const Batch<double> batch = MakeBatch({.points = points, .k = 4, .layers = 3, .seed = 4});
-  EXPECT_TRUE(model->RunsDense(batch));
+  EXPECT_TRUE(model->Plan(batch)->dense);
   const RunResult<double> run = *Cluster(*model, batch);
 
   // By hand: map, choose k-means++ centers among the mapped points, run the
@@ -169,7 +169,7 @@ TEST(Engine, FixedWeightsThatAreLloydsRunTheFastPath) {
   const ServedModel<double> model = *ServedModel<double>::FromWeights(weights, "");
   const Clusters<double> task = GaussianClusters<double>({.n = 5000, .d = 4, .k = 5}, 3);
   const Batch<double> batch = MakeBatch({.points = task.points, .k = 5, .layers = 4});
-  EXPECT_FALSE(model.RunsDense(batch));
+  EXPECT_FALSE(model.Plan(batch)->dense);
   EXPECT_EQ(Cluster(model, batch)->path, Path::kFast);
 }
 

@@ -412,15 +412,15 @@ TEST(Variants, ParametersOutOfRangeOrUnreadAreRefusedByName) {
 TEST(Variants, DefaultsComeFromTheModel) {
   const Matrix<double> points = GaussianClusters<double>({.n = 60, .d = 2, .k = 3}, 1).points;
   const Batch<double> batch = *Batch<double>::Validate({.points = points, .k = 3});
-  EXPECT_EQ(Model<double>("soft-kmeans").Resolve(batch).at("beta"), 100);
-  EXPECT_TRUE(std::isinf(Model<double>("kmedoids").Resolve(batch).at("gamma")));
-  EXPECT_EQ(Model<double>("trimmed-kmeans").Resolve(batch).at("tau"), 1);
-  EXPECT_EQ(Model<double>("robust-kmeans").Resolve(batch).at("beta"), 1);
+  EXPECT_EQ(Model<double>("soft-kmeans").Plan(batch)->parameters.at("beta"), 100);
+  EXPECT_TRUE(std::isinf(Model<double>("kmedoids").Plan(batch)->parameters.at("gamma")));
+  EXPECT_EQ(Model<double>("trimmed-kmeans").Plan(batch)->parameters.at("tau"), 1);
+  EXPECT_EQ(Model<double>("robust-kmeans").Plan(batch)->parameters.at("beta"), 1);
   const Batch<double> zero_tau =
       *Batch<double>::Validate({.points = points, .k = 3, .parameters = {{"tau", 0.0}}});
-  EXPECT_EQ(Model<double>("trimmed-kmeans").Resolve(zero_tau).at("tau"), 0);
-  EXPECT_TRUE(std::isinf(Model<double>("lloyd-onehot-linear").Resolve(batch).at("beta")));
-  EXPECT_FALSE(Model<double>("lloyd-onehot-linear").RunsDense(batch));
+  EXPECT_EQ(Model<double>("trimmed-kmeans").Plan(zero_tau)->parameters.at("tau"), 0);
+  EXPECT_TRUE(std::isinf(Model<double>("lloyd-onehot-linear").Plan(batch)->parameters.at("beta")));
+  EXPECT_FALSE(Model<double>("lloyd-onehot-linear").Plan(batch)->dense);
 }
 
 }  // namespace
