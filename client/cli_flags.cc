@@ -13,10 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "client/point_reader.h"
 #include "client/request_parameters.h"
 #include "client/resident_job.h"
 #include "core/init.h"
+#include "io/point_reader.h"
 #include "proto/init_method.h"
 
 ABSL_FLAG(std::string, server, kmt::ClientOptions{}.target,

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "proto/channel_tuning.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/transport_security.h"
 
@@ -25,7 +26,7 @@ namespace kmt {
 struct ClientOptions {
   std::string target = "localhost:50051";      ///< address, "ipv4:a:p,b:q" or "dns:///host:port"
   std::string load_balancing = "round_robin";  ///< gRPC policy: round_robin or pick_first
-  int max_message_bytes = 64 << 20;            ///< largest message sent or received
+  int max_message_bytes = kMaxMessageBytes;    ///< largest message sent or received
   int max_attempts = 3;  ///< sends of one batch on UNAVAILABLE, the first included
   int window = 8;        ///< batches in flight on one stream
   int streams = 1;       ///< streams at once; round-robin spreads them over replicas

@@ -34,13 +34,13 @@
 #include "client/cli_flags.h"
 #include "client/cluster_client.h"
 #include "client/commands.h"
-#include "client/npy.h"
-#include "client/point_reader.h"
 #include "client/resident_job.h"
 #include "core/cluster_sums.h"
 #include "core/random.h"
 #include "core/types.h"
 #include "core/validation.h"
+#include "io/npy.h"
+#include "io/point_reader.h"
 #include "proto/batch_error.h"
 
 ABSL_FLAG(std::string, input, "",

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/distances.h"
 
 namespace kmt {
@@ -18,6 +19,16 @@ absl::string_view EmptyClusterPolicyName(EmptyClusterPolicy policy) {
       return "split-largest";
   }
   return "unknown";
+}
+
+absl::StatusOr<EmptyClusterPolicy> ParseEmptyClusterPolicy(absl::string_view name) {
+  for (EmptyClusterPolicy p : {EmptyClusterPolicy::kKeep, EmptyClusterPolicy::kRelocateFarthest,
+                               EmptyClusterPolicy::kSplitLargest}) {
+    if (name == EmptyClusterPolicyName(p)) return p;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown empty-cluster policy '", name,
+                   "', expected keep, relocate-farthest or split-largest"));
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #ifndef KMT_CORE_EMPTY_CLUSTERS_H_
 #define KMT_CORE_EMPTY_CLUSTERS_H_
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/cluster_sums.h"
 #include "core/types.h"
@@ -18,6 +19,7 @@ enum class EmptyClusterPolicy {
 };
 
 absl::string_view EmptyClusterPolicyName(EmptyClusterPolicy policy);
+absl::StatusOr<EmptyClusterPolicy> ParseEmptyClusterPolicy(absl::string_view name);
 
 // Relocation, before the means: with m clusters of weight 0 in `sums`, the
 // m points of positive weight farthest from the center they are labelled

@@ -1,4 +1,4 @@
-// Bytes -> a points file -> the client's readers, as CSV, as raw float32
+// Bytes -> a points file -> the point readers (io/), as CSV, as raw float32
 // (d = 3) and as .npy, batch after batch to the end and once more after a
 // rewind.
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "client/point_reader.h"
+#include "io/point_reader.h"
 
 namespace {
 

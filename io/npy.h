@@ -1,8 +1,8 @@
 // NumPy's .npy format (version 1.0-3.0), as far as point files need it: the
 // header of a float32 or float64 array in C order, checked field by field,
 // and writing an array of float32 or int32 values.
-#ifndef KMT_CLIENT_NPY_H_
-#define KMT_CLIENT_NPY_H_
+#ifndef KMT_IO_NPY_H_
+#define KMT_IO_NPY_H_
 
 #include <cstdint>
 #include <string>
@@ -30,4 +30,4 @@ absl::Status WriteNpy(const std::string& path, const std::string& descr,
 
 }  // namespace kmt
 
-#endif  // KMT_CLIENT_NPY_H_
+#endif  // KMT_IO_NPY_H_

@@ -1,4 +1,4 @@
-#include "client/point_reader.h"
+#include "io/point_reader.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "client/npy.h"
+#include "io/npy.h"
 
 namespace kmt {
 namespace {

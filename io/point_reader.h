@@ -5,8 +5,8 @@
 // float64, C order, shape (n, d)), a batch at a time, and can start over for
 // another pass. Binary files can also be read at any point, from several
 // threads at once.
-#ifndef KMT_CLIENT_POINT_READER_H_
-#define KMT_CLIENT_POINT_READER_H_
+#ifndef KMT_IO_POINT_READER_H_
+#define KMT_IO_POINT_READER_H_
 
 #include <cstdint>
 #include <fstream>
@@ -67,4 +67,4 @@ class PointReader {
 
 }  // namespace kmt
 
-#endif  // KMT_CLIENT_POINT_READER_H_
+#endif  // KMT_IO_POINT_READER_H_

@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "client/point_reader.h"
+#include "io/point_reader.h"
 
 namespace kmt {
 

@@ -1,7 +1,8 @@
 // A user's dataset for training and held-out evaluation: the points of an
-// (N, d) .npy file, read with the client's point reader, and the rows of it
-// a run may use, given as "A:B" (rows A to B - 1, either end optional), so
-// that training and evaluation can name disjoint parts of one file.
+// (N, d) .npy file, read with the point reader (io/point_reader.h), and the
+// rows of it a run may use, given as "A:B" (rows A to B - 1, either end
+// optional), so that training and evaluation can name disjoint parts of one
+// file.
 #ifndef KMT_LEARN_DATASET_H_
 #define KMT_LEARN_DATASET_H_
 

@@ -9,6 +9,11 @@
 
 namespace kmt {
 
+// The largest message either end takes by default (ServerOptions and
+// ClientOptions; the Python client's MAX_MESSAGE_BYTES is the same, as its
+// tests check): a batch of a million float32 points in 16 dimensions.
+inline constexpr int kMaxMessageBytes = 64 << 20;
+
 // Adds the tuning to a client channel's arguments.
 void ApplyChannelTuning(grpc::ChannelArguments* args);
 

@@ -1,34 +1,19 @@
 #include "proto/init_method.h"
 
 #include "absl/strings/str_cat.h"
+#include "proto/enum_names.h"
 
 namespace kmt {
 
-v1::Init InitToProto(InitMethod method) {
-  switch (method) {
-    case InitMethod::kRandomSubset:
-      return v1::INIT_RANDOM;
-    case InitMethod::kKMeansPlusPlus:
-      return v1::INIT_KMEANS_PLUS_PLUS;
-    case InitMethod::kPlainKMeansPlusPlus:
-      return v1::INIT_PLAIN_KMEANS_PLUS_PLUS;
-  }
-  return v1::INIT_KMEANS_PLUS_PLUS;  // Unreachable: the switch names every method.
-}
+v1::Init InitToProto(InitMethod method) { return ProtoValue<v1::Init>(InitMethodName(method)); }
 
 absl::StatusOr<InitMethod> InitFromProto(int init) {
-  switch (init) {
-    case v1::INIT_RANDOM:
-      return InitMethod::kRandomSubset;
-    case v1::INIT_KMEANS_PLUS_PLUS:
-      return InitMethod::kKMeansPlusPlus;
-    case v1::INIT_PLAIN_KMEANS_PLUS_PLUS:
-      return InitMethod::kPlainKMeansPlusPlus;
-    case v1::INIT_GIVEN:
-      return absl::InvalidArgumentError("INIT_GIVEN names no method: the centers are given");
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("unknown init ", init));
+  if (init == v1::INIT_GIVEN) {
+    return absl::InvalidArgumentError("INIT_GIVEN names no method: the centers are given");
   }
+  absl::StatusOr<InitMethod> method = ParseInitMethod(EngineName<v1::Init>(init));
+  if (!method.ok()) return absl::InvalidArgumentError(absl::StrCat("unknown init ", init));
+  return method;
 }
 
 }  // namespace kmt

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "proto/enum_names.h"
 #include "proto/init_method.h"
 
 namespace kmt {
@@ -74,29 +75,13 @@ absl::StatusOr<AttentionBlock<Scalar>> BlockFromProto(const v1::AttentionBlockPr
   b.bK = *std::move(bk);
   b.bV = *std::move(bv);
   b.score = p.score() == v1::SCORE_DOT ? ScoreKind::kDotProduct : ScoreKind::kEuclidean;
-  switch (p.normalizer()) {
-    case v1::NORMALIZER_SOFTMAX:
-      b.normalizer = Normalizer::kSoftmax;
-      break;
-    case v1::NORMALIZER_HARDMAX:
-      b.normalizer = Normalizer::kHardmax;
-      break;
-    case v1::NORMALIZER_LINEAR:
-      b.normalizer = Normalizer::kLinear;
-      break;
-    case v1::NORMALIZER_SPARSEMAX:
-      b.normalizer = Normalizer::kSparsemax;
-      break;
-    case v1::NORMALIZER_NORMMAX:
-      b.normalizer = Normalizer::kNormmax;
-      break;
-    case v1::NORMALIZER_GUMBEL:
-      b.normalizer = Normalizer::kGumbel;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " has unknown normalizer ", p.normalizer()));
+  absl::StatusOr<Normalizer> normalizer =
+      ParseNormalizer(EngineName<v1::NormalizerProto>(p.normalizer()));
+  if (!normalizer.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " has unknown normalizer ", p.normalizer()));
   }
+  b.normalizer = *normalizer;
   b.beta = p.beta() == 0 ? std::numeric_limits<Scalar>::infinity() : static_cast<Scalar>(p.beta());
   b.ties = p.ties() == v1::TIES_LOWEST_INDEX ? Ties::kLowestIndex : Ties::kAverage;
   b.tau = static_cast<Scalar>(p.tau());
@@ -154,26 +139,7 @@ void BlockToProto(const AttentionBlock<Scalar>& b, v1::AttentionBlockProto* p) {
   ToProto(b.bK, p->mutable_b_k());
   ToProto(b.bV, p->mutable_b_v());
   p->set_score(b.score == ScoreKind::kDotProduct ? v1::SCORE_DOT : v1::SCORE_EUCLIDEAN);
-  switch (b.normalizer) {
-    case Normalizer::kSoftmax:
-      p->set_normalizer(v1::NORMALIZER_SOFTMAX);
-      break;
-    case Normalizer::kHardmax:
-      p->set_normalizer(v1::NORMALIZER_HARDMAX);
-      break;
-    case Normalizer::kLinear:
-      p->set_normalizer(v1::NORMALIZER_LINEAR);
-      break;
-    case Normalizer::kSparsemax:
-      p->set_normalizer(v1::NORMALIZER_SPARSEMAX);
-      break;
-    case Normalizer::kNormmax:
-      p->set_normalizer(v1::NORMALIZER_NORMMAX);
-      break;
-    case Normalizer::kGumbel:
-      p->set_normalizer(v1::NORMALIZER_GUMBEL);
-      break;
-  }
+  p->set_normalizer(ProtoValue<v1::NormalizerProto>(NormalizerName(b.normalizer)));
   p->set_beta(std::isinf(b.beta) ? 0.0 : static_cast<double>(b.beta));
   p->set_ties(b.ties == Ties::kLowestIndex ? v1::TIES_LOWEST_INDEX : v1::TIES_AVERAGE);
   p->set_tau(static_cast<double>(b.tau));
@@ -195,20 +161,13 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
     return absl::InvalidArgumentError(
         absl::StrCat("model has d = ", model.d, ", k = ", model.k, "; both must be at least 1"));
   }
-  switch (file.input_scaling()) {
-    case v1::SCALING_NONE:
-      model.input_scaling = InputScaling::kNone;
-      break;
-    case v1::SCALING_MIN_MAX:
-      model.input_scaling = InputScaling::kMinMax;
-      break;
-    case v1::SCALING_GLOBAL_MIN_MAX:
-      model.input_scaling = InputScaling::kGlobalMinMax;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("model has unknown input scaling ", file.input_scaling()));
+  absl::StatusOr<InputScaling> input_scaling =
+      ParseInputScaling(EngineName<v1::InputScalingProto>(file.input_scaling()));
+  if (!input_scaling.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model has unknown input scaling ", file.input_scaling()));
   }
+  model.input_scaling = *input_scaling;
   model.reembed = file.reembed();
   model.unit_norm = file.unit_norm();
   model.norm_coordinate = file.norm_coordinate();
@@ -268,17 +227,7 @@ v1::ModelFile ModelToProto(const Model<Scalar>& model) {
   file.set_d(model.d);
   file.set_k(model.k);
   file.set_embedding(std::string(EmbeddingName(model.embedding)));
-  switch (model.input_scaling) {
-    case InputScaling::kNone:
-      file.set_input_scaling(v1::SCALING_NONE);
-      break;
-    case InputScaling::kMinMax:
-      file.set_input_scaling(v1::SCALING_MIN_MAX);
-      break;
-    case InputScaling::kGlobalMinMax:
-      file.set_input_scaling(v1::SCALING_GLOBAL_MIN_MAX);
-      break;
-  }
+  file.set_input_scaling(ProtoValue<v1::InputScalingProto>(InputScalingName(model.input_scaling)));
   file.set_reembed(model.reembed);
   file.set_unit_norm(model.unit_norm);
   file.set_norm_coordinate(model.norm_coordinate);

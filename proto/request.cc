@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/validation.h"
+#include "proto/enum_names.h"
 #include "proto/init_method.h"
 #include "proto/raw_payload.h"
 
@@ -52,19 +53,13 @@ absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& r) {
     return absl::InvalidArgumentError(
         absl::StrCat("n_init = ", r.n_init(), ", must be at least 1 (0: one run)"));
   }
-  switch (r.empty_clusters()) {
-    case v1::EMPTY_CLUSTERS_KEEP:
-      break;
-    case v1::EMPTY_CLUSTERS_RELOCATE_FARTHEST:
-      spec.empty_clusters = EmptyClusterPolicy::kRelocateFarthest;
-      break;
-    case v1::EMPTY_CLUSTERS_SPLIT_LARGEST:
-      spec.empty_clusters = EmptyClusterPolicy::kSplitLargest;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("empty_clusters = ", r.empty_clusters(), " is not a policy"));
+  absl::StatusOr<EmptyClusterPolicy> empty_clusters =
+      ParseEmptyClusterPolicy(EngineName<v1::EmptyClusters>(r.empty_clusters()));
+  if (!empty_clusters.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("empty_clusters = ", r.empty_clusters(), " is not a policy"));
   }
+  spec.empty_clusters = *empty_clusters;
   switch (r.return_distances()) {
     case v1::DISTANCES_NONE:
       break;

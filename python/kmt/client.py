@@ -45,6 +45,10 @@ INIT_ALIASES = {"k-means++": "kmeans++", "k-means||": "kmeans||"}
 
 # The server a client reaches without a target: $KMT_SERVER, else this.
 DEFAULT_TARGET = "localhost:50051"
+# The largest message a client sends or receives unless told otherwise, the
+# same as the server's --max_message_bytes default (kMaxMessageBytes in
+# proto/channel_tuning.h).
+MAX_MESSAGE_BYTES = 64 << 20
 # Name resolvers of gRPC targets written as scheme://...; any other scheme
 # (http://, grpc://) is a URL, which gRPC would read as a host name.
 _GRPC_SCHEMES = ("dns", "unix", "unix-abstract", "ipv4", "ipv6", "vsock")
@@ -441,7 +445,7 @@ class Client:
     balanced anew. `raw=False` sends and reads repeated fields instead of raw
     bytes (for servers that predate them)."""
 
-    def __init__(self, target=None, max_message_bytes=64 << 20, timeout=None, *,
+    def __init__(self, target=None, max_message_bytes=MAX_MESSAGE_BYTES, timeout=None, *,
                  tls=False, ca=None, cert=None, key=None, server_name=None, max_attempts=3,
                  window=8, batches_per_stream=64, raw=True):
         if max_attempts < 1 or window < 1 or batches_per_stream < 1:

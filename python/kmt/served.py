@@ -24,7 +24,7 @@ from .resident import dense_rows
 
 # The server's defaults (--max_message_bytes, --max_points), which bound one
 # request unless batch_size says otherwise.
-MESSAGE_BYTES = 64 << 20
+MESSAGE_BYTES = _client.MAX_MESSAGE_BYTES
 SERVER_MAX_POINTS = 1_000_000
 # Room in a message for everything but the per-point arrays.
 MESSAGE_SLACK = 1 << 20

@@ -15,7 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "client/npy.h"
+#include "io/npy.h"
 #include "learn/trainer.h"
 #include "proto/model_file.h"
 #include "tests/integration/server_process.h"

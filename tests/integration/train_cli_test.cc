@@ -5,7 +5,7 @@
 // rows alone, reproducibly by seed.
 #include <gtest/gtest.h>
 
-#include "client/npy.h"
+#include "io/npy.h"
 #include "learn/trainer.h"
 #include "proto/model_file.h"
 #include "tests/integration/server_process.h"

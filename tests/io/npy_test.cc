@@ -1,4 +1,4 @@
-#include "client/npy.h"
+#include "io/npy.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "client/point_reader.h"
+#include "io/point_reader.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "client/npy.h"
+#include "io/npy.h"
 
 namespace kmt {
 namespace {

@@ -5,7 +5,9 @@ all points at once, deadlines, stubs generated at import from any working
 directory without a trace, scikit-learn's init names, errors that say what to
 do (a URL for a server, a request larger than a message), KMT_SERVER, and
 the docs' example. (install_test.py installs the package.)"""
+import inspect
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -303,6 +305,17 @@ class ClientTest(unittest.TestCase):
                 cwd=work, capture_output=True, text=True, timeout=300)
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertIn("1000 labels, 4 centers", result.stdout)
+
+
+class DefaultsTest(unittest.TestCase):
+    def test_message_limit_is_the_servers_and_the_cpp_clients(self):
+        # The one C++ constant both ends take their default from.
+        with open(os.path.join(SOURCE_DIR, "proto/channel_tuning.h")) as header:
+            found = re.search(r"constexpr int kMaxMessageBytes = ([0-9<*+ ]+);", header.read())
+        self.assertIsNotNone(found, "kMaxMessageBytes not found in proto/channel_tuning.h")
+        self.assertEqual(kmt.client.MAX_MESSAGE_BYTES, eval(found.group(1), {"__builtins__": {}}))
+        default = inspect.signature(kmt.Client).parameters["max_message_bytes"].default
+        self.assertEqual(default, kmt.client.MAX_MESSAGE_BYTES)
 
 
 if __name__ == "__main__":
