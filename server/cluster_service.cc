@@ -26,6 +26,7 @@ class ClusterReactor final
  public:
   ClusterReactor(ClusterService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context) {
+    ++service_->open_streams_;
     service_->metrics_->StreamStarted();
     order_.Release(ReactorOrder::kCreated);
     Read();
@@ -94,6 +95,7 @@ class ClusterReactor final
   void OnDone() override {
     order_.Acquire(ReactorOrder::kDone);
     service_->metrics_->StreamEnded();
+    --service_->open_streams_;
     delete this;
   }
 
@@ -208,7 +210,8 @@ ClusterService::ClusterService(const ModelRegistry* registry, Limits limits, Wor
                        .pool = pool,
                        .metrics = metrics,
                        .memory = &resident_,
-                       .draining = &draining_} {
+                       .draining = &draining_,
+                       .open_streams = &open_streams_} {
   metrics_->SetResidentBytes(0, resident_.cap());
 }
 

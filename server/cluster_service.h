@@ -39,6 +39,8 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
   // From now on, batches read are answered UNAVAILABLE at once (the client
   // sends them to another replica); batches already accepted finish.
   void StartDraining() { draining_ = true; }
+  // No Cluster or Job stream is open: stopping now loses nothing.
+  bool Idle() const { return open_streams_ == 0; }
 
  private:
   friend class ClusterReactor;
@@ -50,6 +52,7 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
   const size_t max_in_flight_;
   const absl::Duration drain_linger_;
   std::atomic<bool> draining_{false};
+  std::atomic<int> open_streams_{0};  // Cluster and Job streams not yet done
   ResidentMemory resident_;
   const JobEnvironment job_environment_;
 };

@@ -12,6 +12,7 @@ namespace kmt {
 JobReactor::JobReactor(const JobEnvironment* environment, grpc::CallbackServerContext* context)
     : env_(environment), context_(context) {
   shard_.emplace(env_->memory, env_->limits);
+  ++*env_->open_streams;
   env_->metrics->JobStarted();
   order_.Release(ReactorOrder::kCreated);
   Read();
@@ -151,6 +152,7 @@ void JobReactor::OnDone() {
   shard_.reset();  // the shard's bytes go back to the cap
   env_->metrics->SetResidentBytes(env_->memory->held(), env_->memory->cap());
   env_->metrics->JobEnded();
+  --*env_->open_streams;
   delete this;
 }
 

@@ -30,6 +30,7 @@ struct JobEnvironment {
   Metrics* metrics;
   ResidentMemory* memory;
   const std::atomic<bool>* draining;  ///< set: new requests are answered UNAVAILABLE
+  std::atomic<int>* open_streams;     ///< streams not yet done, each job counted once
 };
 
 class JobReactor final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobResponse> {

@@ -1,8 +1,10 @@
 // kmt-server: serves k-means transformers over gRPC (kmt.v1.KMeansTransformer,
 // grpc.health.v1, reflection). SIGTERM or SIGINT: health turns NOT_SERVING,
 // new batches are answered UNAVAILABLE, accepted ones finish within the
-// grace period, then the process exits 0. The flags fill ServerOptions
-// (server/server.h) here and are read nowhere else.
+// grace period, then the process exits 0; with no stream open it stops at
+// once, and a second signal ends the drain (exit code 128 + the signal).
+// The flags fill ServerOptions (server/server.h) here and are read nowhere
+// else.
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -31,7 +33,8 @@ ABSL_FLAG(std::string, metrics_listen, kmt::ServerOptions{}.metrics_listen,
 ABSL_FLAG(std::string, metrics_port_file, "",
           "if set, the bound metrics port is written to this file");
 ABSL_FLAG(std::string, model_dir, kmt::ServerOptions{}.model_dir,
-          "directory of learned model files (*.kmt)");
+          "directory of learned model files (*.kmt); one that does not exist is an error, "
+          "empty serves the exact models only");
 ABSL_FLAG(int64_t, max_points, kmt::Limits{}.max_points, "most points in one batch");
 ABSL_FLAG(int, max_d, kmt::Limits{}.max_d, "most dimensions");
 ABSL_FLAG(int, max_k, kmt::Limits{}.max_k, "most clusters");
@@ -55,7 +58,8 @@ ABSL_FLAG(int, max_in_flight_per_stream, kmt::ServerOptions{}.max_in_flight_per_
           "batches a stream may have read and not yet answered");
 ABSL_FLAG(absl::Duration, not_serving_delay, kmt::ServerOptions{}.not_serving_delay,
           "after SIGTERM, how long health reports NOT_SERVING while batches are still "
-          "taken, so that load balancers stop sending before the server stops taking");
+          "taken, so that load balancers stop sending before the server stops taking; "
+          "skipped when no stream is open");
 ABSL_FLAG(absl::Duration, shutdown_grace, kmt::ServerOptions{}.shutdown_grace,
           "after that, how long accepted batches may take to finish");
 ABSL_FLAG(absl::Duration, drain_linger, kmt::ServerOptions{}.drain_linger,

@@ -1,11 +1,20 @@
 #include "server/metrics.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <exception>
+#include <optional>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/simd.h"
+#include "server/listen_address.h"
 #include "server/process_metrics.h"
 
 namespace kmt {
@@ -45,10 +54,36 @@ std::string CodeName(int code) {
 // The canonical codes, OK (0) to UNAUTHENTICATED (16).
 constexpr int kLastCode = static_cast<int>(absl::StatusCode::kUnauthenticated);
 
+// CivetWeb's listener sees that it should stop only between two polls of
+// its socket, each up to 2 s: connecting to the endpoint until it has
+// stopped ends the wait, so a server with nothing left to do exits at once.
+void KnockUntil(const std::string& listen, int port, const std::atomic<bool>& stopped) {
+  const std::optional<HostPort> address = SplitHostPort(listen);
+  if (!address) return;
+  addrinfo hints{};
+  hints.ai_flags = AI_NUMERICSERV;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* resolved = nullptr;
+  if (getaddrinfo(address->host.c_str(), std::to_string(port).c_str(), &hints, &resolved) != 0) {
+    return;
+  }
+  while (!stopped) {
+    const int fd =
+        socket(resolved->ai_family, resolved->ai_socktype | SOCK_CLOEXEC, resolved->ai_protocol);
+    if (fd >= 0) {
+      connect(fd, resolved->ai_addr, resolved->ai_addrlen);
+      close(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  freeaddrinfo(resolved);
+}
+
 }  // namespace
 
-Metrics::Metrics(const ModelRegistry& registry)
+Metrics::Metrics(const ModelRegistry& registry, const std::string& listen)
     : models_(registry),
+      listen_(listen),
       registry_(std::make_shared<prometheus::Registry>()),
       process_(std::make_shared<ProcessCollector>()) {
   latency_ = &prometheus::BuildHistogram()
@@ -148,7 +183,7 @@ Metrics::Metrics(const ModelRegistry& registry)
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen,
                                                         const ModelRegistry& registry,
                                                         const std::string& version) {
-  std::unique_ptr<Metrics> metrics(new Metrics(registry));
+  std::unique_ptr<Metrics> metrics(new Metrics(registry, listen));
   prometheus::BuildGauge()
       .Name("kmt_build_info")
       .Help("Always 1; the labels say which build is running.")
@@ -157,12 +192,25 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
       .Set(1);
   try {
     metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen, ": ", e.what()));
+  } catch (const std::exception&) {
+    // RunServer bound the address a moment ago (CheckCanListen); what a
+    // plain socket takes and CivetWeb refuses is mostly IPv6.
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", listen,
+                     ": CivetWeb could not listen there (builds without IPv6 take IPv4 only)"));
   }
   metrics->exposer_->RegisterCollectable(metrics->registry_);
   metrics->exposer_->RegisterCollectable(metrics->process_);
   return metrics;
+}
+
+Metrics::~Metrics() {
+  if (exposer_ == nullptr) return;
+  std::atomic<bool> stopped{false};
+  std::thread knock([&, port = port()] { KnockUntil(listen_, port, stopped); });
+  exposer_.reset();
+  stopped = true;
+  knock.join();
 }
 
 int Metrics::port() const { return exposer_->GetListeningPorts().front(); }

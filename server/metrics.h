@@ -30,6 +30,9 @@ class Metrics {
                                                         const ModelRegistry& registry,
                                                         const std::string& version);
 
+  // Stops the endpoint, without waiting for its listener's next poll.
+  ~Metrics();
+
   int port() const;
 
   // One answered batch: its response (with its queue and compute time) and
@@ -52,9 +55,10 @@ class Metrics {
   }
 
  private:
-  explicit Metrics(const ModelRegistry& registry);
+  Metrics(const ModelRegistry& registry, const std::string& listen);
 
   const ModelRegistry& models_;
+  const std::string listen_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::shared_ptr<prometheus::Collectable> process_;

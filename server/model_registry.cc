@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "proto/init_method.h"
@@ -58,6 +59,22 @@ absl::StatusOr<RegistryEntry> Learned(const std::string& path) {
 }
 
 }  // namespace
+
+absl::Status CheckModelDirectory(const std::string& dir) {
+  if (dir.empty()) return absl::OkStatus();
+  std::error_code error;
+  std::filesystem::directory_iterator listing(dir, error);
+  if (!error) return absl::OkStatus();
+  std::error_code ignored;
+  const std::string path = std::filesystem::absolute(dir, ignored).lexically_normal().string();
+  if (error == std::errc::no_such_file_or_directory) {
+    return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+  }
+  if (error == std::errc::not_a_directory) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a directory"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat("cannot list ", path, ": ", error.message()));
+}
 
 ModelRegistry ModelRegistry::Load(const std::string& dir, std::vector<std::string>* refused) {
   ModelRegistry registry;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "core/engine.h"
 #include "proto/kmeans_transformer.pb.h"
@@ -16,6 +17,11 @@ struct RegistryEntry {
   ServedModel<float> model;  ///< what the engine runs
   v1::ModelInfo info;        ///< what ListModels says of it
 };
+
+// OK when `dir` is empty (the exact models only) or a directory that can be
+// listed; else why not, in a message that names the directory (absolute,
+// as a relative one depends on where the server was started).
+absl::Status CheckModelDirectory(const std::string& dir);
 
 class ModelRegistry {
  public:

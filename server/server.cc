@@ -7,9 +7,11 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -17,11 +19,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "base/memory.h"
 #include "core/simd.h"
 #include "proto/channel_tuning.h"
 #include "server/cluster_service.h"
+#include "server/listen_address.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
@@ -54,12 +58,65 @@ void NetworkThreadsWaitForWorkers() {
   }
 }
 
+// How long an idle server's unary calls in flight may take once it stops.
+constexpr absl::Duration kIdleGrace = absl::Milliseconds(100);
+
 sigset_t StopSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   return signals;
+}
+
+// Takes SIGTERM or SIGINT (blocked, so pending until taken) and returns its
+// number, or 0 if none came by `deadline`.
+int WaitForStopSignal(const sigset_t& signals, absl::Time deadline) {
+  while (true) {
+    const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+    const timespec timeout = absl::ToTimespec(std::min(left, absl::Hours(1)));
+    const int signal = sigtimedwait(&signals, nullptr, &timeout);
+    if (signal > 0) return signal;
+    if (errno == EAGAIN && absl::Now() >= deadline) return 0;
+  }
+}
+
+// A second stop signal while draining: the operator wants the process gone
+// now, and the streams still open break as if it had died. The exit code
+// tells a drain cut short from a completed one (0), as a shell reports a
+// process ended by that signal.
+[[noreturn]] void StopNow(int signal) {
+  Log("WARNING", absl::StrCat("signal ", signal, " again: stopping now, open streams are cut off"));
+  std::_Exit(128 + signal);
+}
+
+// One line for an address the server cannot listen on: the flag and its
+// value when the address is malformed, else the address and the cause.
+absl::Status CannotListen(absl::string_view flag, absl::string_view action,
+                          const std::string& address, const absl::Status& cause) {
+  if (absl::IsInvalidArgument(cause)) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, "=", address, " ", cause.message()));
+  }
+  return absl::Status(cause.code(), absl::StrCat(action, " ", address, ": ", cause.message()));
+}
+
+// The user's mistakes that would otherwise surface late, or as a listener
+// library's errors: each stops the server before anything starts.
+absl::Status CheckOptions(const ServerOptions& options) {
+  if (absl::Status dir = CheckModelDirectory(options.model_dir); !dir.ok()) {
+    return absl::Status(dir.code(),
+                        absl::StrCat("--model_dir=", options.model_dir, ": ", dir.message(),
+                                     "; an empty --model_dir= serves the exact models only"));
+  }
+  if (absl::Status grpc = CheckCanListen(options.listen, options.allow_port_sharing); !grpc.ok()) {
+    return CannotListen("--listen", "cannot listen on", options.listen, grpc);
+  }
+  if (absl::Status metrics = CheckCanListen(options.metrics_listen, /*share_port=*/false);
+      !metrics.ok()) {
+    return CannotListen("--metrics_listen", "cannot serve metrics on", options.metrics_listen,
+                        metrics);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -70,11 +127,12 @@ void BlockStopSignals() {
 }
 
 absl::Status RunServer(const ServerOptions& options, const std::string& version) {
-  // Signals are taken by one thread with sigwait (blocked in every other,
-  // which inherit the mask from this one), so shutdown runs as ordinary
-  // code, not in a handler.
+  // Signals are taken by this thread with sigtimedwait (blocked in every
+  // other, which inherit the mask from this one), so shutdown runs as
+  // ordinary code, not in a handler.
   BlockStopSignals();
   const sigset_t signals = StopSignals();
+  if (absl::Status checked = CheckOptions(options); !checked.ok()) return checked;
 
   std::vector<std::string> refused;
   const ModelRegistry registry = ModelRegistry::Load(options.model_dir, &refused);
@@ -110,10 +168,10 @@ absl::Status RunServer(const ServerOptions& options, const std::string& version)
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
+    // CheckOptions bound the address a moment ago: another process took it
+    // since, or gRPC refused what a plain socket accepts (its log says why).
     return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.listen,
-                     ": the port is in use by another process or the address is not one of this "
-                     "machine's (--allow_port_sharing lets servers share a port)"));
+        absl::StrCat("cannot listen on ", options.listen, ": gRPC could not bind the address"));
   }
   server->GetHealthCheckService()->SetServingStatus(v1::KMeansTransformer::service_full_name(),
                                                     true);
@@ -123,19 +181,39 @@ absl::Status RunServer(const ServerOptions& options, const std::string& version)
                            " workers; resident jobs may hold ", limits.max_resident_bytes,
                            " bytes; ", DescribeSimd()));
 
-  std::thread stopper([&] {
-    int signal = 0;
-    sigwait(&signals, &signal);
+  // Signals are taken here, in order: the first starts the drain, a second
+  // ends the process whatever is left.
+  const int signal = WaitForStopSignal(signals, absl::InfiniteFuture());
+  server->GetHealthCheckService()->SetServingStatus(false);
+  absl::Duration grace = options.shutdown_grace;
+  if (service.Idle()) {
+    // Nothing to drain: no delay for load balancers, and the connections
+    // clients keep open are closed, not taken through HTTP/2's graceful
+    // GOAWAY, which takes seconds; a unary call in flight (a health check,
+    // ListModels) has a moment to be answered.
+    Log("INFO", absl::StrCat("signal ", signal, ": no stream open, stopping"));
+    grace = std::min(grace, kIdleGrace);
+  } else {
     Log("INFO", absl::StrCat("signal ", signal, ": NOT_SERVING; draining in ",
                              absl::FormatDuration(options.not_serving_delay), ", for up to ",
-                             absl::FormatDuration(options.shutdown_grace)));
-    server->GetHealthCheckService()->SetServingStatus(false);
-    absl::SleepFor(options.not_serving_delay);
-    service.StartDraining();
-    server->Shutdown(absl::ToChronoTime(absl::Now() + options.shutdown_grace));
+                             absl::FormatDuration(grace), "; a second signal stops at once"));
+    if (const int again = WaitForStopSignal(signals, absl::Now() + options.not_serving_delay)) {
+      StopNow(again);
+    }
+  }
+  service.StartDraining();
+  std::atomic<bool> drained{false};
+  std::thread shutdown([&] {
+    server->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+    drained = true;
   });
+  while (!drained) {
+    if (const int again = WaitForStopSignal(signals, absl::Now() + absl::Milliseconds(20))) {
+      StopNow(again);
+    }
+  }
+  shutdown.join();
   server->Wait();
-  stopper.join();
   Log("INFO", "stopped");
   return absl::OkStatus();
 }

@@ -3,7 +3,8 @@
 // default here) and nothing below it reads a flag; RunServer builds the
 // service from the options and serves until SIGTERM or SIGINT: health turns
 // NOT_SERVING, new batches are answered UNAVAILABLE after not_serving_delay,
-// and accepted ones finish within shutdown_grace.
+// and accepted ones finish within shutdown_grace. With no stream open the
+// server stops at once; a second signal ends a drain.
 #ifndef KMT_SERVER_SERVER_H_
 #define KMT_SERVER_SERVER_H_
 
@@ -12,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "base/cpus.h"
+#include "proto/channel_tuning.h"
 #include "proto/transport_security.h"
 #include "server/limits.h"
 
@@ -28,11 +30,13 @@ struct ServerOptions {
   std::string port_file;                        ///< if set, the bound gRPC port is written here
   std::string metrics_listen = "0.0.0.0:9464";  ///< Prometheus /metrics address (port 0: any)
   std::string metrics_port_file;                ///< if set, the bound metrics port is written here
-  std::string model_dir = "models";             ///< directory of learned model files (*.kmt)
-  Limits limits;                     ///< per batch and on resident jobs (server/limits.h)
-  int max_message_bytes = 64 << 20;  ///< largest request message accepted
-  int workers = UsableCpus();        ///< batches computed at once; the CPUs usable by default
-  int threads_per_batch = 1;         ///< threads one batch may use
+  /// Directory of learned model files (*.kmt); one that does not exist is
+  /// an error at start, empty serves the exact models only.
+  std::string model_dir = "models";
+  Limits limits;                             ///< per batch and on resident jobs (server/limits.h)
+  int max_message_bytes = kMaxMessageBytes;  ///< largest request message accepted
+  int workers = UsableCpus();  ///< batches computed at once; the CPUs usable by default
+  int threads_per_batch = 1;   ///< threads one batch may use
   /// Let the threads doing network I/O (gRPC's, the metrics server's)
   /// preempt a worker computing a batch; false: they run under SCHED_BATCH,
   /// the same CPU share, but data arriving waits for the worker's time slice
@@ -41,7 +45,7 @@ struct ServerOptions {
   int max_in_flight_per_stream = 16;  ///< batches a stream may have read and not yet answered
   /// After SIGTERM, how long health reports NOT_SERVING while batches are
   /// still taken, so that load balancers stop sending before the server
-  /// stops taking.
+  /// stops taking; skipped when no stream is open.
   absl::Duration not_serving_delay = absl::Seconds(2);
   /// After that, how long accepted batches may take to finish.
   absl::Duration shutdown_grace = absl::Seconds(30);
@@ -52,10 +56,12 @@ struct ServerOptions {
 };
 
 // Serves `options` until SIGTERM or SIGINT and returns OK once drained, or
-// the reason the server could not start (models refused are logged, not
-// fatal). It blocks both signals in the calling thread before it starts any
-// thread, so that one thread of its own takes them; call it before the
-// process starts threads of its own.
+// the reason the server could not start, in one line: a model directory
+// that cannot be listed, an address that is malformed or cannot be bound
+// (model files refused are logged, not fatal). A second signal during the
+// drain ends the process at once with exit code 128 + the signal. It blocks
+// both signals in the calling thread, which takes them, before it starts any
+// thread; call it before the process starts threads of its own.
 absl::Status RunServer(const ServerOptions& options, const std::string& version);
 
 // Blocks SIGTERM and SIGINT in the calling thread, and so in every thread it

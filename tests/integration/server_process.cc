@@ -74,9 +74,14 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::strin
   auto server = std::unique_ptr<ServerProcess>(new ServerProcess);
   server->dir_ = TempDir("server" + std::to_string(started++));
   const std::string port_file = server->dir_ + "/port";
-  std::vector<std::string> argv = {KMT_SERVER_BINARY, "--listen=127.0.0.1:0",
-                                   "--port_file=" + port_file, "--metrics_listen=127.0.0.1:0",
-                                   "--metrics_port_file=" + server->dir_ + "/metrics_port"};
+  // The exact models unless the flags name a model directory: the default
+  // one, relative to where the test runs, does not exist there.
+  std::vector<std::string> argv = {KMT_SERVER_BINARY,
+                                   "--listen=127.0.0.1:0",
+                                   "--port_file=" + port_file,
+                                   "--metrics_listen=127.0.0.1:0",
+                                   "--metrics_port_file=" + server->dir_ + "/metrics_port",
+                                   "--model_dir="};
   argv.insert(argv.end(), flags.begin(), flags.end());
   server->pid_ = Spawn(argv, server->dir_ + "/stdout", server->dir_ + "/stderr");
   if (server->pid_ < 0) return nullptr;

@@ -16,7 +16,8 @@ namespace kmt {
 
 class ServerProcess {
  public:
-  // Starts the server with these extra flags; returns once it listens.
+  // Starts the server with these extra flags (the exact models only unless
+  // they set --model_dir); returns once it listens.
   static std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& flags);
   ~ServerProcess();
 

@@ -1,5 +1,6 @@
 // SIGTERM: a server drains its streams, answering every batch it accepted,
-// and lingers after a draining stream's last answer.
+// and lingers after a draining stream's last answer; with no stream open it
+// stops at once, and a second signal ends a drain.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -149,6 +150,74 @@ TEST(ServiceShutdown, ADrainingStreamEndsItsLingerAfterItsLastAnswer) {
   EXPECT_GE(draining_end, absl::Milliseconds(1900));
   EXPECT_LT(serving_end, absl::Seconds(2));
   EXPECT_EQ(server->Wait(absl::Seconds(60)), 0);
+}
+
+TEST(ServiceShutdown, AnIdleServerStopsAtOnce) {
+  // The default delays (2 s NOT_SERVING before draining, 1 s linger) are
+  // for streams in flight; with none open, waiting helps nobody. A client
+  // that has been served keeps its connection open across the signal.
+  auto server = ServerProcess::Start({});
+  ASSERT_NE(server, nullptr);
+  const Matrix<float> points = Matrix<float>::Random(4, 200);
+  const Exchange e = Stream(server->address(), {Request("one", "lloyd-onehot", points, 3, 5)});
+  ASSERT_TRUE(e.status.ok()) << e.status.error_message();
+  auto stub = v1::KMeansTransformer::NewStub(
+      grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext context;
+    v1::ListModelsResponse models;
+    ASSERT_TRUE(stub->ListModels(&context, v1::ListModelsRequest(), &models).ok());
+  }
+  const absl::Time signalled = absl::Now();
+  EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
+  const absl::Duration took = absl::Now() - signalled;
+  // It took over 2 s, at least the not-serving delay; now tens of
+  // milliseconds, with room for a busy machine.
+  EXPECT_LT(took, absl::Seconds(2)) << server->Log();
+  EXPECT_NE(server->Log().find("no stream open, stopping"), std::string::npos) << server->Log();
+  std::printf("an idle server stopped %.0f ms after SIGTERM\n", absl::ToDoubleMilliseconds(took));
+}
+
+TEST(ServiceShutdown, ASecondSignalEndsTheDrain) {
+  // A stream stays open, so the first signal starts a drain that would wait
+  // for it for the whole grace; the second, in either phase of the drain
+  // (the not-serving delay, then the grace), ends the process at once with
+  // 128 + its number, and the open stream breaks as on a crash.
+  const struct {
+    std::string not_serving_delay;
+    int second;
+  } cases[] = {{"0s", SIGINT}, {"600s", SIGTERM}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("--not_serving_delay=" + c.not_serving_delay);
+    auto server = ServerProcess::Start(
+        {"--not_serving_delay=" + c.not_serving_delay, "--shutdown_grace=600s"});
+    ASSERT_NE(server, nullptr);
+    const Matrix<float> points = Matrix<float>::Random(4, 200);
+    auto stub = v1::KMeansTransformer::NewStub(
+        grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    auto stream = stub->Cluster(&context);
+    ASSERT_TRUE(stream->Write(Request("open", "lloyd-onehot", points, 3, 5)));
+    v1::ClusterResponse r;
+    ASSERT_TRUE(stream->Read(&r));
+    EXPECT_FALSE(r.has_error()) << r.error().message();
+    server->Signal(SIGTERM);
+    for (int i = 0; server->Log().find("a second signal stops at once") == std::string::npos; ++i) {
+      ASSERT_LT(i, 500) << "the server never began draining: " << server->Log();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(server->Wait(absl::Milliseconds(500)), -1) << "the drain should wait for the stream";
+    const absl::Time signalled = absl::Now();
+    server->Signal(c.second);
+    EXPECT_EQ(server->Wait(absl::Seconds(30)), 128 + c.second) << server->Log();
+    EXPECT_LT(absl::Now() - signalled, absl::Seconds(5));
+    EXPECT_NE(server->Log().find(absl::StrCat("signal ", c.second, " again: stopping now")),
+              std::string::npos)
+        << server->Log();
+    stream->WritesDone();
+    EXPECT_FALSE(stream->Read(&r));
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+  }
 }
 
 }  // namespace

@@ -122,7 +122,8 @@ TEST_F(TlsTest, MutualTlsServesOnlyClientsWithACertificateFromItsCa) {
 TEST_F(TlsTest, BadTlsFilesStopTheServerAtStartWithTheReason) {
   std::string out, err;
   EXPECT_EQ(RunProgram({ServerBinary(), "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
-                        "--tls_cert=/nonexistent.pem", "--tls_key=" + pki_->Path("server", ".key")},
+                        "--model_dir=", "--tls_cert=/nonexistent.pem",
+                        "--tls_key=" + pki_->Path("server", ".key")},
                        &out, &err),
             1);
   EXPECT_NE(err.find("cannot read certificate /nonexistent.pem"), std::string::npos) << err;
