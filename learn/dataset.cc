@@ -1,11 +1,15 @@
 #include "learn/dataset.h"
 
+#include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "io/npy.h"
 #include "io/point_reader.h"
 
 namespace kmt {
@@ -34,15 +38,34 @@ std::string RowRangeName(const RowRange& range) {
 }
 
 absl::StatusOr<std::shared_ptr<const Matrix<float>>> ReadDataset(const std::string& path) {
+  // A dataset is a table: NumPy's 1-D arrays, which the point reader takes
+  // as d = 1, are refused here by their shape.
+  std::ifstream in(path, std::ios::binary);
+  std::string head(1 << 16, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (absl::StatusOr<NpyHeader> header = ParseNpyHeader(head);
+      header.ok() && header->shape.size() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " has shape (", header->shape[0], ",); a dataset has shape (N, d)"));
+  }
   absl::StatusOr<std::unique_ptr<PointReader>> reader = PointReader::Open(path, "npy", 0);
   if (!reader.ok()) return reader.status();
   std::vector<float> values;
   absl::StatusOr<int64_t> n = (*reader)->Read(INT64_MAX, &values);
   if (!n.ok()) return n.status();
   if (*n == 0) return absl::InvalidArgumentError(absl::StrCat(path, " has no points"));
+  const int d = (*reader)->d();
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " row ", i / d, " has ", std::isnan(values[i]) ? "NaN" : "Inf",
+                       " in column ", i % d, "; every value must be finite"));
+    }
+  }
   // Row-major (N, d) values are the columns of a d x N matrix.
   return std::make_shared<const Matrix<float>>(
-      Eigen::Map<const Matrix<float>>(values.data(), (*reader)->d(), *n));
+      Eigen::Map<const Matrix<float>>(values.data(), d, *n));
 }
 
 std::shared_ptr<const Matrix<float>> DatasetRows(const Matrix<float>& points,

@@ -28,7 +28,8 @@ absl::StatusOr<RowRange> ParseRowRange(absl::string_view text, int64_t rows);
 // "A:B" as ParseRowRange reads it back.
 std::string RowRangeName(const RowRange& range);
 
-// A float32 or float64 (N, d) .npy file's points, d x N.
+// A float32 or float64 (N, d) .npy file's points, d x N. Another shape, and
+// a NaN or Inf (named by its row and column), are refused.
 absl::StatusOr<std::shared_ptr<const Matrix<float>>> ReadDataset(const std::string& path);
 
 // Columns [range.first, range.end) of `points`.

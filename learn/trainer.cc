@@ -4,7 +4,9 @@
 #include <pmmintrin.h>
 
 #include <cmath>
+#include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "core/assign.h"
 #include "core/init.h"
 #include "core/input_scaling.h"
@@ -164,17 +166,18 @@ double ValidationRatio(const TrainerOptions& o, const Model<float>& model) {
     const FlushSubnormals flush;
     const uint64_t seed = MixSeed(o.seed, kValidationTasks, t);
     const SizedTask task = DrawTask(o, seed, t);
-    const double learned = RunPadded(model, task.points, task.init, {.layers = 1})->objective;
+    const absl::StatusOr<RunResult<float>> learned =
+        RunPadded(model, task.points, task.init, {.layers = 1});
     const double lloyd = RunLloyd<float>({}, task.points, task.init, {.layers = 1})->objective;
-    ratios[t] = learned / lloyd;
+    ratios[t] = learned.ok() ? learned->objective / lloyd : std::numeric_limits<double>::infinity();
   }
   double sum = 0;
   for (double r : ratios) sum += r;
   return sum / o.validation_tasks;
 }
 
-void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
-           const std::function<void(const StepReport&)>& report) {
+absl::Status Train(const TrainerOptions& o, int64_t until, TrainerState* s,
+                   const std::function<void(const StepReport&)>& report) {
   until = std::min(until, o.steps);
   const int64_t count = ParamCount(o);
   std::vector<Vector<double>> task_grads(o.batch, Vector<double>(count));
@@ -230,7 +233,15 @@ void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
       r.loss += task_loss[t];
     }
     r.gradient_norm = g.norm();
-    if (std::isfinite(r.gradient_norm) && r.gradient_norm > o.clip_norm) {
+    if (!std::isfinite(r.loss) || !std::isfinite(r.gradient_norm)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("step ", s->step + 1, ": the loss is ", r.loss, " and the gradient's norm ",
+                       r.gradient_norm,
+                       "; the training diverged (a lower --lr or --clip "
+                       "may hold it), and the weights of step ",
+                       s->step, " are kept"));
+    }
+    if (r.gradient_norm > o.clip_norm) {
       g *= o.clip_norm / r.gradient_norm;
     }
     // Adam with bias correction.
@@ -256,6 +267,7 @@ void Train(const TrainerOptions& o, int64_t until, TrainerState* s,
     }
     if (report) report(r);
   }
+  return absl::OkStatus();
 }
 
 }  // namespace kmt

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "core/init.h"
 #include "core/model.h"
 #include "learn/smoothed_objective.h"
@@ -82,12 +83,16 @@ Model<float> ModelFromParams(const TrainerOptions& options, const Vector<double>
                              const std::string& name);
 
 // Runs steps until state->step reaches `until` (at most options.steps),
-// calling `report` after each.
-void Train(const TrainerOptions& options, int64_t until, TrainerState* state,
-           const std::function<void(const StepReport&)>& report);
+// calling `report` after each. A step whose loss or gradient is not finite
+// (the training diverged) is not taken: the state stays that of the step
+// before, and the error says so.
+absl::Status Train(const TrainerOptions& options, int64_t until, TrainerState* state,
+                   const std::function<void(const StepReport&)>& report);
 
 // The validation ratio of a model on `tasks` held-out tasks from the
-// options' distribution (the same tasks for a given seed).
+// options' distribution (the same tasks for a given seed); infinite where
+// the model's run fails on a task (its weights move the centers beyond
+// finite values).
 double ValidationRatio(const TrainerOptions& options, const Model<float>& model);
 
 }  // namespace kmt

@@ -254,7 +254,7 @@ absl::Status Run() {
   const auto start = std::chrono::steady_clock::now();
   double loss = 0, validation = NAN;
   absl::Status save_status;
-  Train(o, until, &state, [&](const StepReport& r) {
+  const absl::Status trained = Train(o, until, &state, [&](const StepReport& r) {
     loss = r.loss;
     if (r.validated) validation = r.validation_ratio;
     if (r.step % every == 0) {
@@ -272,6 +272,10 @@ absl::Status Run() {
   std::fprintf(stderr, "\n");
   if (!save_status.ok()) return save_status;
   if (absl::Status s = SaveCheckpoint(checkpoint, config, state); !s.ok()) return s;
+  if (!trained.ok()) {
+    return absl::Status(trained.code(), absl::StrCat(trained.message(), " in ", checkpoint,
+                                                     "; no model was written"));
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (state.step < o.steps) {

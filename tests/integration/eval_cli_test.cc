@@ -176,6 +176,23 @@ TEST(EvalCli, DataRowsDrawTheTasksFromThoseRowsAlone) {
   EXPECT_NE(err.find("rows '30:50'"), std::string::npos) << err;
 }
 
+// A NaN in the evaluated file is refused before any task runs, naming the
+// file's row; exit code 1, no core dump.
+TEST(EvalCli, ANonFiniteValueIsRefusedNamingItsRow) {
+  const std::string dir = TempDir("eval-nan");
+  const std::vector<std::string> models = WriteModels(dir);
+  std::vector<float> points(40 * 2, 1.0f);
+  for (int i = 0; i < 40; ++i) points[2 * i] = static_cast<float>(i % 5);
+  points[2 * 33 + 1] = std::nanf("");
+  ASSERT_TRUE(WriteNpy(dir + "/nan.npy", "<f4", {40, 2}, points.data(), 40 * 2 * 4).ok());
+  std::string out, err;
+  EXPECT_EQ(RunProgram({KMT_EVAL_BINARY, "--models=" + models[0], "--data=" + dir + "/nan.npy",
+                        "--data_points=12", "--tasks=4", "--steps=2"},
+                       &out, &err),
+            1);
+  EXPECT_NE(err.find("nan.npy row 33 has NaN in column 1"), std::string::npos) << err;
+}
+
 TEST(EvalCli, LloydAfterAddsTheHandOverFormOfEachModel) {
   const std::string dir = TempDir("eval-lloyd-after");
   const std::vector<std::string> models = WriteModels(dir);

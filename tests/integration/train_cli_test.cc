@@ -5,6 +5,11 @@
 // rows alone, reproducibly by seed.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include "io/npy.h"
 #include "learn/trainer.h"
 #include "proto/model_file.h"
@@ -190,6 +195,45 @@ TEST(TrainCli, DataHoldsOutTheLastFifthByDefaultAndRefusesTooFewRows) {
     EXPECT_EQ(RunProgram(refused, &out, &err), 1) << bad;
     EXPECT_NE(err.find("rows"), std::string::npos) << bad << ": " << err;
   }
+}
+
+// Data training cannot use is refused before any step, naming the file's row
+// or its shape, with exit code 1 and no model written.
+TEST(TrainCli, BadDataIsRefusedBeforeAnyStep) {
+  const std::string dir = TempDir("train-bad-data");
+  std::vector<float> values(60 * 3);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 17);
+  const struct {
+    std::string name;
+    std::vector<int64_t> shape;
+    float value;  // written at row 7, column 1
+    std::string says;
+  } cases[] = {
+      {"nan.npy", {60, 3}, std::nanf(""), "nan.npy row 7 has NaN in column 1"},
+      {"inf.npy", {60, 3}, -INFINITY, "inf.npy row 7 has Inf in column 1"},
+      {"flat.npy", {180}, 0, "flat.npy has shape (180,); a dataset has shape (N, d)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<float> bad = values;
+    bad[7 * 3 + 1] = c.value;
+    ASSERT_TRUE(WriteNpy(dir + "/" + c.name, "<f4", c.shape, bad.data(), bad.size() * 4).ok());
+    std::vector<std::string> args = TinyOnData(dir + "/" + c.name, dir + "/m.kmt");
+    std::string out, err;
+    EXPECT_EQ(RunProgram(args, &out, &err), 1);
+    EXPECT_NE(err.find(c.says), std::string::npos) << err;
+    EXPECT_EQ(err.find(" step "), std::string::npos) << err;  // no step ran
+    EXPECT_FALSE(std::ifstream(dir + "/m.kmt").good());
+  }
+  // A shape of three dimensions.
+  std::ofstream(dir + "/cube.npy", std::ios::binary)
+      << std::string("\x93NUMPY\x01\x00\x76\x00", 10)
+      << "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 5, 9), }" << std::string(55, ' ')
+      << "\n"
+      << std::string(4 * 5 * 9 * 4, '\0');
+  std::string out, err;
+  EXPECT_EQ(RunProgram(TinyOnData(dir + "/cube.npy", dir + "/m.kmt"), &out, &err), 1);
+  EXPECT_NE(err.find("(4, 5, 9)"), std::string::npos) << err;
 }
 
 TEST(TrainCli, LloydAfterIsWrittenIntoTheModelFile) {

@@ -12,6 +12,7 @@
 #include <numeric>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/random.h"
 
 namespace kmt {
@@ -34,10 +35,10 @@ TEST(Trainer, LossGoesDown) {
   TrainerState state = InitialState(o);
   std::vector<double> losses;
   std::vector<double> validation;
-  Train(o, o.steps, &state, [&](const StepReport& r) {
-    losses.push_back(r.loss);
-    if (r.validated) validation.push_back(r.validation_ratio);
-  });
+  ASSERT_TRUE(Train(o, o.steps, &state, [&](const StepReport& r) {
+                losses.push_back(r.loss);
+                if (r.validated) validation.push_back(r.validation_ratio);
+              }).ok());
   ASSERT_EQ(losses.size(), 60u);
   const double first = std::accumulate(losses.begin(), losses.begin() + 15, 0.0);
   const double last = std::accumulate(losses.end() - 15, losses.end(), 0.0);
@@ -62,7 +63,7 @@ TEST(Trainer, TrainingLeavesEveryThreadsSubnormalsAsTheyWere) {
   TrainerOptions o = Tiny();
   o.steps = 20;
   TrainerState state = InitialState(o);
-  Train(o, o.steps, &state, nullptr);
+  ASSERT_TRUE(Train(o, o.steps, &state, nullptr).ok());
   EXPECT_TRUE(KeepsSubnormals());
   std::vector<int> keeps(omp_get_max_threads(), -1);
 #pragma omp parallel
@@ -73,11 +74,11 @@ TEST(Trainer, TrainingLeavesEveryThreadsSubnormalsAsTheyWere) {
 TEST(Trainer, ResumedRunEqualsUninterruptedRun) {
   const TrainerOptions o = Tiny();
   TrainerState straight = InitialState(o);
-  Train(o, 40, &straight, nullptr);
+  ASSERT_TRUE(Train(o, 40, &straight, nullptr).ok());
   TrainerState resumed = InitialState(o);
-  Train(o, 25, &resumed, nullptr);
+  ASSERT_TRUE(Train(o, 25, &resumed, nullptr).ok());
   TrainerState saved = resumed;  // what a checkpoint holds
-  Train(o, 40, &saved, nullptr);
+  ASSERT_TRUE(Train(o, 40, &saved, nullptr).ok());
   EXPECT_EQ(saved.step, 40);
   EXPECT_EQ(saved.params, straight.params);
   EXPECT_EQ(saved.adam_v, straight.adam_v);
@@ -87,10 +88,10 @@ TEST(Trainer, ResumedRunEqualsUninterruptedRun) {
 TEST(Trainer, ThreadCountDoesNotChangeTheResult) {
   const TrainerOptions o = Tiny();
   TrainerState two = InitialState(o), one = InitialState(o);
-  Train(o, 10, &two, nullptr);
+  ASSERT_TRUE(Train(o, 10, &two, nullptr).ok());
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  Train(o, 10, &one, nullptr);
+  ASSERT_TRUE(Train(o, 10, &one, nullptr).ok());
   omp_set_num_threads(threads);
   EXPECT_EQ(one.params, two.params);
 }
@@ -102,11 +103,11 @@ TEST(Trainer, TasksOfRandomSizesTrainReproduciblyAndValidatePadded) {
   TrainerOptions fixed = o;
   o.random_sizes = true;
   TrainerState two = InitialState(o), one = InitialState(o), plain = InitialState(fixed);
-  Train(o, 5, &two, nullptr);
-  Train(fixed, 5, &plain, nullptr);
+  ASSERT_TRUE(Train(o, 5, &two, nullptr).ok());
+  ASSERT_TRUE(Train(fixed, 5, &plain, nullptr).ok());
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  Train(o, 5, &one, nullptr);
+  ASSERT_TRUE(Train(o, 5, &one, nullptr).ok());
   omp_set_num_threads(threads);
   EXPECT_EQ(one.params, two.params);
   EXPECT_NE(one.params, plain.params);
@@ -151,11 +152,11 @@ TEST(Trainer, TasksStartFromTheInitialisationsInTurn) {
   // Training on the mix: reproducible whatever the thread count, and not the
   // run from random subsets alone.
   TrainerState two = InitialState(mixed), one = InitialState(mixed), plain = InitialState(random);
-  Train(mixed, 5, &two, nullptr);
-  Train(random, 5, &plain, nullptr);
+  ASSERT_TRUE(Train(mixed, 5, &two, nullptr).ok());
+  ASSERT_TRUE(Train(random, 5, &plain, nullptr).ok());
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  Train(mixed, 5, &one, nullptr);
+  ASSERT_TRUE(Train(mixed, 5, &one, nullptr).ok());
   omp_set_num_threads(threads);
   EXPECT_EQ(one.params, two.params);
   EXPECT_NE(two.params, plain.params);
@@ -180,17 +181,17 @@ TrainerOptions TinyOnData() {
 TEST(Trainer, OnADatasetTheSeedNamesTheWeights) {
   const TrainerOptions o = TinyOnData();
   TrainerState a = InitialState(o), b = InitialState(o);
-  Train(o, 20, &a, nullptr);
-  Train(o, 20, &b, nullptr);
+  ASSERT_TRUE(Train(o, 20, &a, nullptr).ok());
+  ASSERT_TRUE(Train(o, 20, &b, nullptr).ok());
   EXPECT_EQ(a.params, b.params);
   TrainerOptions other = o;
   other.seed = 4;
   TrainerState c = InitialState(other);
-  Train(other, 20, &c, nullptr);
+  ASSERT_TRUE(Train(other, 20, &c, nullptr).ok());
   EXPECT_NE(a.params, c.params);
   // The dataset's tasks, not generated ones.
   TrainerState generated = InitialState(Tiny());
-  Train(Tiny(), 20, &generated, nullptr);
+  ASSERT_TRUE(Train(Tiny(), 20, &generated, nullptr).ok());
   EXPECT_NE(a.params, generated.params);
 }
 
@@ -199,10 +200,10 @@ TEST(Trainer, OnADatasetTheLossGoesDownAndValidationIsFinite) {
   o.inits = {InitMethod::kKMeansPlusPlus, InitMethod::kRandomSubset};
   TrainerState state = InitialState(o);
   std::vector<double> losses, validation;
-  Train(o, o.steps, &state, [&](const StepReport& r) {
-    losses.push_back(r.loss);
-    if (r.validated) validation.push_back(r.validation_ratio);
-  });
+  ASSERT_TRUE(Train(o, o.steps, &state, [&](const StepReport& r) {
+                losses.push_back(r.loss);
+                if (r.validated) validation.push_back(r.validation_ratio);
+              }).ok());
   // The loss is on the mapped points, 64 of them in [0, 1]^2; on the raw
   // points the noise alone (sd 4 per coordinate) would give about 64 * 32.
   EXPECT_LT(losses.front(), 64 * 2);
@@ -211,6 +212,23 @@ TEST(Trainer, OnADatasetTheLossGoesDownAndValidationIsFinite) {
   EXPECT_LT(last, first);
   ASSERT_EQ(validation.size(), 3u);
   for (double v : validation) EXPECT_TRUE(std::isfinite(v) && v > 0) << v;
+}
+
+// A learning rate that blows the weights up: the step whose loss is not
+// finite is refused, and the state stays the last finite one.
+TEST(Trainer, ADivergingRunStopsAtItsLastFiniteStep) {
+  TrainerOptions o = Tiny();
+  o.learning_rate = 1e30;
+  o.clip_norm = 1e30;
+  TrainerState state = InitialState(o);
+  const absl::Status status = Train(o, o.steps, &state, nullptr);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("the training diverged"), std::string::npos) << status;
+  EXPECT_LT(state.step, o.steps);
+  EXPECT_TRUE(state.params.allFinite());
+  EXPECT_NE(status.message().find(absl::StrCat("weights of step ", state.step, " are kept")),
+            std::string::npos)
+      << status;
 }
 
 }  // namespace
