@@ -56,6 +56,18 @@ class Algorithm {
     /// Whether it has a standard weighted form, so that requests may weigh
     /// their points (each point counts w times).
     bool weighted = false;
+    /// Whether it compares points and centers as unit vectors (Prepare
+    /// scales them to norm 1), so that a client assigning points to its
+    /// centers scales them too.
+    bool unit_norm = false;
+    /// Whether moving every point and center by one vector moves its
+    /// centers by that vector and changes no label, so that a client may
+    /// send the points minus their mean (precise distances in float32 far
+    /// from the origin).
+    bool translation_invariant = false;
+    /// Whether its steps at the default parameters are exact Lloyd's
+    /// steps, which a resident job's assign steps compute.
+    bool lloyd_at_defaults = false;
   };
 
   virtual ~Algorithm() = default;
@@ -69,6 +81,9 @@ class Algorithm {
   const std::string& reference() const { return definition_.reference; }
   const std::string& unread_hint() const { return definition_.unread_hint; }
   bool weighted() const { return definition_.weighted; }
+  bool unit_norm() const { return definition_.unit_norm; }
+  bool translation_invariant() const { return definition_.translation_invariant; }
+  bool lloyd_at_defaults() const { return definition_.lloyd_at_defaults; }
 
   // Whether Prepare changes anything (the engine copies the batch only then).
   virtual bool Prepares() const { return false; }

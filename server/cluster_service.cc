@@ -228,7 +228,11 @@ grpc::ServerBidiReactor<v1::JobRequest, v1::JobResponse>* ClusterService::Job(
 grpc::ServerUnaryReactor* ClusterService::ListModels(grpc::CallbackServerContext* context,
                                                      const v1::ListModelsRequest*,
                                                      v1::ListModelsResponse* response) {
-  for (const RegistryEntry& m : registry_->models()) *response->add_models() = m.info;
+  for (const RegistryEntry& m : registry_->models()) {
+    v1::ModelInfo* info = response->add_models();
+    *info = m.info;
+    info->set_max_points(limits_.max_points);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

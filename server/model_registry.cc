@@ -41,6 +41,9 @@ v1::ModelInfo Info(const ServedModel<float>& model) {
   }
   info.set_default_init(InitToProto(model.default_init()));
   info.set_accepts_weights(model.exact() && model.algorithm().weighted());
+  info.set_unit_norm(model.exact() && model.algorithm().unit_norm());
+  info.set_translation_invariant(model.exact() && model.algorithm().translation_invariant());
+  info.set_lloyd_at_defaults(model.exact() && model.algorithm().lloyd_at_defaults());
   return info;
 }
 

@@ -31,6 +31,7 @@ class KMedoids final : public UpdateByTemplate<KMedoids> {
             .served = {{.options = {.embedding = Embedding::kOneHot}, .name = "kmedoids"}},
             .reference = "ReferenceKMedoids (reference/variant_reference.h); circuit "
                          "KMedoidsConstruction (reference/variant_constructions.h)",
+            .translation_invariant = true,
         }) {}
 
   template <typename Scalar>

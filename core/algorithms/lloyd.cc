@@ -31,6 +31,8 @@ class Lloyd final : public Algorithm {
             .reference = "ReferenceLloyd (reference/lloyd.h)",
             .unread_hint = "a softmax assignment is soft-kmeans, or lloyd-onehot-linear with beta",
             .weighted = true,
+            .translation_invariant = true,
+            .lloyd_at_defaults = true,
         }) {}
 
   bool UpdatesFromSums() const override { return true; }

@@ -27,6 +27,7 @@ class RobustKMeans final : public UpdateByTemplate<RobustKMeans> {
             .served = {{.options = {.embedding = Embedding::kOneHot}, .name = "robust-kmeans"}},
             .reference = "ReferenceRobustKMeans (reference/variant_reference.h); circuit "
                          "ClusterRestrictedConstruction (reference/variant_constructions.h)",
+            .translation_invariant = true,
         }) {}
 
   template <typename Scalar>

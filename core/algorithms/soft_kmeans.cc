@@ -35,6 +35,7 @@ class SoftKMeans final : public UpdateByTemplate<SoftKMeans> {
                         .name = "soft-kmeans"}},
             .reference = "ReferenceSoftKMeans (reference/variant_reference.h)",
             .weighted = true,
+            .translation_invariant = true,
         }) {}
 
   template <typename Scalar>

@@ -31,6 +31,8 @@ class SoftmaxLloyd final : public Algorithm {
                                     .theta3 = Theta3Form::kLinear}}},
             .reference = "ReferenceLloyd (reference/lloyd.h); with beta, ReferenceSoftKMeans "
                          "(reference/variant_reference.h)",
+            .translation_invariant = true,
+            .lloyd_at_defaults = true,
         }) {}
 
   bool UpdatesFromSums() const override { return true; }

@@ -46,6 +46,7 @@ class SphericalKMeans final : public Algorithm {
             .reference = "ReferenceSphericalKMeans (reference/variant_reference.h); circuit "
                          "LloydConstruction with Model::unit_norm",
             .weighted = true,
+            .unit_norm = true,
         }) {}
 
   bool Prepares() const override { return true; }

@@ -30,6 +30,7 @@ class TrimmedKMeans final : public UpdateByTemplate<TrimmedKMeans> {
             .served = {{.options = {.embedding = Embedding::kOneHot}, .name = "trimmed-kmeans"}},
             .reference = "ReferenceTrimmedKMeans (reference/variant_reference.h); circuit "
                          "ClusterRestrictedConstruction (reference/variant_constructions.h)",
+            .translation_invariant = true,
         }) {}
 
   template <typename Scalar>

@@ -34,13 +34,23 @@ from . import stubs
 
 pb, rpc = stubs.load()
 
-INITS = {
-    "kmeans++": pb.INIT_KMEANS_PLUS_PLUS,
-    "plain-kmeans++": pb.INIT_PLAIN_KMEANS_PLUS_PLUS,
-    "random": pb.INIT_RANDOM,
-    "given": pb.INIT_GIVEN,
-}
-# scikit-learn's spellings of the same initialisations.
+
+def enum_names(enum):
+    """{name: number} of a proto enum's values, named as the server names
+    them (proto/enum_names.h): without the prefix every value shares, in
+    lower case, '-' for '_' and '+' for "_PLUS". INIT_PLAIN_KMEANS_PLUS_PLUS
+    is "plain-kmeans++", EMPTY_CLUSTERS_RELOCATE_FARTHEST
+    "relocate-farthest"."""
+    values = enum.DESCRIPTOR.values
+    prefix = os.path.commonprefix([v.name for v in values])
+    prefix = prefix[:prefix.rfind("_") + 1]
+    return {v.name[len(prefix):].replace("_PLUS", "+").replace("_", "-").lower(): v.number
+            for v in values}
+
+
+INITS = enum_names(pb.Init)
+EMPTY_CLUSTERS = enum_names(pb.EmptyClusters)
+# scikit-learn's spellings of the initialisations, where they differ.
 INIT_ALIASES = {"k-means++": "kmeans++", "k-means||": "kmeans||"}
 
 # The server a client reaches without a target: $KMT_SERVER, else this.

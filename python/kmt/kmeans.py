@@ -12,13 +12,13 @@ distances precise far from the origin.
 """
 import dataclasses
 import warnings
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
-from sklearn.utils._param_validation import Hidden, Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import _is_arraylike_not_scalar
 
@@ -30,9 +30,8 @@ from .served import (ServedKMeans, check_model_parameters, client_for,
 
 pb = _client.pb
 
-INITS = {"k-means++": "kmeans++", "k-means||": "kmeans||", "random": "random"}
-EMPTY_CLUSTERS = {"relocate-farthest": pb.EMPTY_CLUSTERS_RELOCATE_FARTHEST,
-                  "keep": pb.EMPTY_CLUSTERS_KEEP}
+# The rules for empty clusters that a resident job runs too.
+EMPTY_CLUSTER_RULES = ("relocate-farthest", "keep")
 
 
 def tolerance(X, tol):
@@ -61,7 +60,7 @@ def resident_progress(absolute_tol):
 
 def resident_capable(info, parameters):
     """Whether the Job RPC's assign steps compute this model: Lloyd's exactly."""
-    return info.kind == "exact" and info.name.startswith("lloyd-") and not parameters
+    return info.lloyd_at_defaults and not parameters
 
 
 @dataclasses.dataclass
@@ -118,21 +117,10 @@ def fit_each(estimator, blocks, inits=None):
 
 
 class ServedLloyd(ServedKMeans):
-    """The fit every kmt k-means estimator shares: scikit-learn's checks and
-    initialisations, then one request or a resident job. Subclasses name the
-    model, its parameters and the empty-cluster rule."""
-
-    _lloyd_constraints = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "init": [StrOptions({"k-means++", "random"}), callable, "array-like"],
-        "n_init": [StrOptions({"auto"}), Hidden(StrOptions({"warn"})),
-                   Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "verbose": ["verbose"],
-        "random_state": ["random_state"],
-    }
-    _default_n_init = 10
+    """The fit kmt.KMeans and the variants share: scikit-learn's
+    initialisations, then one request or a resident job (MiniBatchKMeans has
+    its own). Subclasses name the model, its parameters and the empty-cluster
+    rule."""
 
     def _model_name(self):
         raise NotImplementedError
@@ -150,34 +138,6 @@ class ServedLloyd(ServedKMeans):
 
     def _streams_per_server(self):
         return 2
-
-    def _check_params_vs_input(self, X):
-        if X.shape[0] < self.n_clusters:
-            raise ValueError(f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}.")
-        self._n_init = self.n_init
-        if self._n_init == "warn":
-            warnings.warn(
-                f"The default value of `n_init` will change from {self._default_n_init} to "
-                "'auto' in 1.4. Set the value of `n_init` explicitly to suppress the warning",
-                FutureWarning)
-            self._n_init = self._default_n_init
-        if self._n_init == "auto":
-            seeded = isinstance(self.init, str) and self.init in ("k-means++", "k-means||")
-            self._n_init = 1 if seeded else self._default_n_init
-        if _is_arraylike_not_scalar(self.init) and self._n_init != 1:
-            warnings.warn(
-                "Explicit initial center position passed: performing only one init in "
-                f"{type(self).__name__} instead of n_init={self._n_init}.",
-                RuntimeWarning, stacklevel=3)
-            self._n_init = 1
-
-    def _validate_center_shape(self, X, centers):
-        if centers.shape[0] != self.n_clusters:
-            raise ValueError(f"The shape of the initial centers {centers.shape} does not match "
-                             f"the number of clusters {self.n_clusters}.")
-        if centers.shape[1] != X.shape[1]:
-            raise ValueError(f"The shape of the initial centers {centers.shape} does not match "
-                             f"the number of features of the data {X.shape[1]}.")
 
     def _starts(self, X, offset, random_state):
         """Given initial centers, (restarts, k, d) in X's coordinates, or None
@@ -233,8 +193,8 @@ class ServedLloyd(ServedKMeans):
         per_point_out = 4 + 4 * k * bool(distances)
         # k-means‖ runs on resident shards only, whatever the size.
         parallel = isinstance(self.init, str) and self.init == "k-means||"
-        one_request = (not parallel and
-                       n <= rows_per_request(self._request_rows(), d, per_point_out, weighted))
+        rows = rows_per_request(self._request_rows(), d, info.max_points, per_point_out, weighted)
+        one_request = not parallel and n <= rows
         if parallel and not resident_capable(info, parameters):
             raise ValueError(f"init='k-means||' runs as a resident job, which runs Lloyd's "
                              f"only, not the server's model '{info.name}'.")
@@ -294,11 +254,11 @@ class ServedLloyd(ServedKMeans):
             # A learned model runs its max_iter layers: tolerance and
             # relocation are the exact models' rules.
             fields.update(tol=float(self.tol),
-                          empty_clusters=EMPTY_CLUSTERS[self._empty_clusters()])
+                          empty_clusters=_client.EMPTY_CLUSTERS[self._empty_clusters()])
         if self._guard():
             fields.update(guard=True)
         if plan.starts is None:
-            return [cl.wire_request(points, k, init=INITS[self.init], n_init=self._n_init,
+            return [cl.wire_request(points, k, init=self.init, n_init=self._n_init,
                                     **fields)]
         return [cl.wire_request(points, k, request_id=f"restart-{r}",
                                 centers=start if plan.offset is None else start - plan.offset,
@@ -344,7 +304,7 @@ class ServedLloyd(ServedKMeans):
                 streams_per_server=self._streams_per_server(), timeout=self.timeout,
                 weights=plan.weights, center_tol=absolute_tol,
                 empty_clusters=self._empty_clusters(), offset=plan.offset,
-                init=None if plan.starts is not None else INITS[self.init], n_init=self._n_init,
+                init=None if plan.starts is not None else self.init, n_init=self._n_init,
                 on_iteration=progress if self.verbose else None, **tls_options(self))
         return (result.centers.astype(plan.X.dtype), result.labels, float(result.objective),
                 int(result.iterations_run), None)
@@ -373,13 +333,13 @@ class KMeans(ServedLloyd):
     kmt.channel. timeout: each call's deadline in seconds. batch_size: the
     most points one request carries (fit beyond it runs as a resident job;
     predict and transform send batches of it); None: as many as a 64 MiB
-    message holds, at most the server's default 10^6. empty_clusters:
+    message holds, at most the server's --max_points. empty_clusters:
     'relocate-farthest' (scikit-learn's rule) or 'keep'. streams_per_server:
     shards per replica in a resident fit.
     """
 
     _parameter_constraints = {
-        **ServedLloyd._lloyd_constraints,
+        **ServedKMeans._kmeans_constraints,
         **ServedKMeans._connection_constraints,
         "init": [StrOptions({"k-means++", "k-means||", "random"}), callable, "array-like"],
         "copy_x": ["boolean"],
@@ -387,7 +347,7 @@ class KMeans(ServedLloyd):
                                  deprecated={"auto", "full"})],
         "model": [str],
         "guard": ["boolean"],
-        "empty_clusters": [StrOptions(set(EMPTY_CLUSTERS))],
+        "empty_clusters": [StrOptions(set(EMPTY_CLUSTER_RULES))],
         "streams_per_server": [Interval(Integral, 1, None, closed="left")],
     }
 

@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight, _is_arraylike_not_scalar
 
 from . import client as _client
-from .kmeans import INITS, ServedLloyd, tolerance
+from .kmeans import tolerance
 from .resident import dense_rows
 from .served import (ASSIGN_MODEL, ServedKMeans, client_for, invalid_input_as_value_error,
                      keep_parameters, padded)
@@ -29,7 +29,7 @@ from .served import (ASSIGN_MODEL, ServedKMeans, client_for, invalid_input_as_va
 pb = _client.pb
 
 
-class MiniBatchKMeans(ServedLloyd):
+class MiniBatchKMeans(ServedKMeans):
     """Mini-batch k-means on kmt-server, with scikit-learn's MiniBatchKMeans
     parameters and attributes (batch_size is the mini-batch's size, as
     there), plus server, tls, ca, cert, key, server_name and timeout as in
@@ -37,7 +37,7 @@ class MiniBatchKMeans(ServedLloyd):
     init_size sample."""
 
     _parameter_constraints = {
-        **ServedLloyd._lloyd_constraints,
+        **ServedKMeans._kmeans_constraints,
         **{name: rule for name, rule in ServedKMeans._connection_constraints.items()
            if name != "batch_size"},
         "batch_size": [Interval(Integral, 1, None, closed="left")],
@@ -94,7 +94,7 @@ class MiniBatchKMeans(ServedLloyd):
             with invalid_input_as_value_error():
                 centers = client_for(self).cluster(
                     sample, self.n_clusters, model=ASSIGN_MODEL, iterations=0,
-                    init=INITS[init], seed=int(random_state.randint(np.iinfo(np.int32).max))
+                    init=init, seed=int(random_state.randint(np.iinfo(np.int32).max))
                 ).centers.astype(X.dtype)
         self._validate_center_shape(X, centers)
         return centers

@@ -10,28 +10,27 @@ boundaries (GridSearchCV's workers) as scikit-learn's do.
 import contextlib
 import os
 import threading
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
                           TransformerMixin)
-from sklearn.utils._param_validation import Interval, InvalidParameterError
-from sklearn.utils.validation import _assert_all_finite, _check_sample_weight, check_is_fitted
+from sklearn.utils._param_validation import Hidden, Interval, InvalidParameterError, StrOptions
+from sklearn.utils.validation import (_assert_all_finite, _check_sample_weight,
+                                      _is_arraylike_not_scalar, check_is_fitted)
 
 from . import client as _client
 from .resident import dense_rows
 
-# The server's defaults (--max_message_bytes, --max_points), which bound one
-# request unless batch_size says otherwise.
+# The server's default --max_message_bytes, which with its --max_points
+# (ModelInfo.max_points) bounds one request unless batch_size says otherwise.
 MESSAGE_BYTES = _client.MAX_MESSAGE_BYTES
-SERVER_MAX_POINTS = 1_000_000
 # Room in a message for everything but the per-point arrays.
 MESSAGE_SLACK = 1 << 20
 # The model that assigns points to given centers for predict and transform.
 ASSIGN_MODEL = "lloyd-onehot"
-# Models whose points and centers are compared as unit vectors.
-UNIT_NORM_MODELS = ("spherical-kmeans",)
 
 _lock = threading.Lock()
 _clients = {}
@@ -129,15 +128,15 @@ def same_clustering(a, b):
     return pairs.shape[1] == len(np.unique(a)) == len(np.unique(b))
 
 
-def rows_per_request(limit, d, per_point_out=4, weighted=False):
+def rows_per_request(limit, d, max_points, per_point_out=4, weighted=False):
     """Most points one request may carry: `limit` if set, else as many as
     fit the message limit both ways (4 bytes per coordinate and weight in,
-    `per_point_out` bytes per point out), at most the server's default
-    --max_points."""
+    `per_point_out` bytes per point out), at most the server's `max_points`
+    (ModelInfo.max_points)."""
     if limit is not None:
         return limit
     per_point = max(4 * d + 4 * weighted, per_point_out)
-    return max(1, min(SERVER_MAX_POINTS, (MESSAGE_BYTES - MESSAGE_SLACK) // per_point))
+    return max(1, min(max_points, (MESSAGE_BYTES - MESSAGE_SLACK) // per_point))
 
 
 def padded(block, weights, centers):
@@ -172,9 +171,10 @@ def keep_parameters(estimator, values):
 
 class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
                    BaseEstimator):
-    """The parts of kmt's estimators that are not the fit: parameters of the
-    connection, input checks, and predict, transform, score and their fit_
-    forms, computed by the server from the fitted centers."""
+    """What kmt's estimators agree on, all but the fit: the k-means and
+    connection parameters, the checks of parameters and input, and predict,
+    transform, score and their fit_ forms, computed by the server from the
+    fitted centers. Each estimator brings its own _fit."""
 
     _connection_constraints = {
         "server": [str, None],
@@ -186,6 +186,53 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         "timeout": [Interval(Real, 0, None, closed="neither"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     }
+    # scikit-learn's k-means parameters, as every kmt estimator takes them.
+    _kmeans_constraints = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "init": [StrOptions({"k-means++", "random"}), callable, "array-like"],
+        "n_init": [StrOptions({"auto"}), Hidden(StrOptions({"warn"})),
+                   Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+    }
+    _default_n_init = 10
+
+    def _fit(self, X, sample_weight, distances):
+        """Each estimator's own fit: sets the fitted attributes and returns
+        the (n, k) squared distances to the final centers if `distances` and
+        the fit computed them, else None."""
+        raise NotImplementedError
+
+    def _check_params_vs_input(self, X):
+        """scikit-learn's checks of the parameters against X; sets _n_init."""
+        if X.shape[0] < self.n_clusters:
+            raise ValueError(f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}.")
+        self._n_init = self.n_init
+        if self._n_init == "warn":
+            warnings.warn(
+                f"The default value of `n_init` will change from {self._default_n_init} to "
+                "'auto' in 1.4. Set the value of `n_init` explicitly to suppress the warning",
+                FutureWarning)
+            self._n_init = self._default_n_init
+        if self._n_init == "auto":
+            seeded = isinstance(self.init, str) and self.init in ("k-means++", "k-means||")
+            self._n_init = 1 if seeded else self._default_n_init
+        if _is_arraylike_not_scalar(self.init) and self._n_init != 1:
+            warnings.warn(
+                "Explicit initial center position passed: performing only one init in "
+                f"{type(self).__name__} instead of n_init={self._n_init}.",
+                RuntimeWarning, stacklevel=3)
+            self._n_init = 1
+
+    def _validate_center_shape(self, X, centers):
+        if centers.shape[0] != self.n_clusters:
+            raise ValueError(f"The shape of the initial centers {centers.shape} does not match "
+                             f"the number of clusters {self.n_clusters}.")
+        if centers.shape[1] != X.shape[1]:
+            raise ValueError(f"The shape of the initial centers {centers.shape} does not match "
+                             f"the number of features of the data {X.shape[1]}.")
 
     def _request_rows(self):
         """The most points per request the user set (None: the message's)."""
@@ -197,8 +244,8 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         translation invariant), which keeps float32's distances precise far
         from the origin as scikit-learn's centering does, and whether they
         compare as unit vectors."""
-        self._unit_norm = info.name in UNIT_NORM_MODELS
-        self._offset_used = info.kind == "exact" and not self._unit_norm
+        self._unit_norm = info.unit_norm
+        self._offset_used = info.translation_invariant
 
     def _prepare_for_assignment(self, block):
         """The rows as the fitted model compares them with its centers."""
@@ -252,8 +299,10 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         shift = dict(points_offset=offset) if on_server else {}
         n = X.shape[0]
         all_distances = distances == _client.pb.DISTANCES_ALL
-        step = rows_per_request(self._request_rows(), d, 4 * labels + 4 * (k if all_distances
-                                                                           else 1))
+        step = self._request_rows()
+        if step is None:
+            step = rows_per_request(None, d, model_info(self, ASSIGN_MODEL).max_points,
+                                    4 * labels + 4 * (k if all_distances else 1))
         spans = [(first, min(n, first + step)) for first in range(0, n, step)]
         cl = client_for(self)
 

@@ -13,7 +13,7 @@ from numbers import Real
 from .kmeans import ServedLloyd
 from .served import ServedKMeans, keep_parameters
 
-_CONSTRAINTS = {**ServedLloyd._lloyd_constraints, **ServedKMeans._connection_constraints}
+_CONSTRAINTS = {**ServedKMeans._kmeans_constraints, **ServedKMeans._connection_constraints}
 # A number or None; its range is the server's (ListModels), checked at fit.
 _NUMBER = [Real, None]
 

@@ -45,6 +45,27 @@ TEST(Algorithm, ExactModelsAreEachHomeOnEachOfItsCircuits) {
   }
 }
 
+// The traits ListModels reports for clients agree with what each home does:
+// a unit-norm algorithm prepares its points and does not move with them, and
+// one that is Lloyd's at its defaults has Lloyd's weighted form and runs the
+// fast path there.
+TEST(Algorithm, TraitsAgreeWithWhatEachHomeDoes) {
+  for (const Algorithm* algorithm : Algorithms()) {
+    SCOPED_TRACE(algorithm->name());
+    if (algorithm->unit_norm()) {
+      EXPECT_TRUE(algorithm->Prepares());
+      EXPECT_FALSE(algorithm->translation_invariant());
+    }
+    if (algorithm->lloyd_at_defaults()) {
+      EXPECT_TRUE(algorithm->translation_invariant());
+      EXPECT_TRUE(algorithm->UpdatesFromSums());
+      EXPECT_FALSE(algorithm->RunsDense(ResolveParameters(algorithm->parameters(), {})));
+    }
+  }
+  EXPECT_TRUE(LloydAlgorithm().lloyd_at_defaults());
+  EXPECT_TRUE(FindAlgorithm("spherical-kmeans")->unit_norm());
+}
+
 TEST(Algorithm, OnlyTheSoftmaxCircuitWithAFiniteBetaRunsDense) {
   for (const Algorithm* algorithm : Algorithms()) {
     SCOPED_TRACE(algorithm->name());

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -380,6 +381,40 @@ TEST_F(ServiceTest, LearnedModelIsServedAndBadFilesAreRefusedWithALogLine) {
   Labels labels;
   AssignNearest(points, centers, &labels);
   EXPECT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
+}
+
+// ListModels gives the traits a client acts on, so that it need not know
+// models by name: spherical k-means compares unit vectors and is the one
+// exact model that does not move with its points, Lloyd's models (and
+// softmax Lloyd's at its default hardmax) run as resident jobs, a learned
+// model claims none of them, and every model carries the server's
+// --max_points.
+TEST_F(ServiceTest, ListModelsGivesTheTraitsClientsActOn) {
+  Client client({.target = server_->address()});
+  const auto models = client.ListModels();
+  ASSERT_TRUE(models.ok()) << models.status();
+  struct Traits {
+    bool unit_norm, translation_invariant, lloyd_at_defaults;
+  };
+  const std::map<std::string, Traits> expected = {
+      {"lloyd-onehot", {false, true, true}},      {"lloyd-binary", {false, true, true}},
+      {"lloyd-onehot-dot", {false, true, true}},  {"lloyd-onehot-linear", {false, true, true}},
+      {"soft-kmeans", {false, true, false}},      {"trimmed-kmeans", {false, true, false}},
+      {"robust-kmeans", {false, true, false}},    {"kmedoids", {false, true, false}},
+      {"spherical-kmeans", {true, false, false}}, {"test-learned", {false, false, false}},
+  };
+  size_t checked = 0;
+  for (const v1::ModelInfo& m : *models) {
+    SCOPED_TRACE(m.name());
+    EXPECT_EQ(m.max_points(), kMaxPoints);
+    const auto found = expected.find(m.name());
+    if (found == expected.end()) continue;
+    ++checked;
+    EXPECT_EQ(m.unit_norm(), found->second.unit_norm);
+    EXPECT_EQ(m.translation_invariant(), found->second.translation_invariant);
+    EXPECT_EQ(m.lloyd_at_defaults(), found->second.lloyd_at_defaults);
+  }
+  EXPECT_EQ(checked, expected.size());
 }
 
 // A model whose file lists smaller sizes serves them padded through the

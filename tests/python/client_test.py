@@ -308,6 +308,18 @@ class ClientTest(unittest.TestCase):
 
 
 class DefaultsTest(unittest.TestCase):
+    def test_enum_names_are_the_servers_read_from_the_descriptors(self):
+        self.assertEqual(kmt.client.INITS, {"kmeans++": kmt.pb.INIT_KMEANS_PLUS_PLUS,
+                                            "random": kmt.pb.INIT_RANDOM,
+                                            "given": kmt.pb.INIT_GIVEN,
+                                            "plain-kmeans++": kmt.pb.INIT_PLAIN_KMEANS_PLUS_PLUS})
+        self.assertEqual(kmt.client.EMPTY_CLUSTERS["relocate-farthest"],
+                         kmt.pb.EMPTY_CLUSTERS_RELOCATE_FARTHEST)
+        self.assertEqual(kmt.client.EMPTY_CLUSTERS["keep"], kmt.pb.EMPTY_CLUSTERS_KEEP)
+        self.assertEqual(kmt.client.enum_names(kmt.pb.Distances),
+                         {"none": kmt.pb.DISTANCES_NONE, "nearest": kmt.pb.DISTANCES_NEAREST,
+                          "all": kmt.pb.DISTANCES_ALL})
+
     def test_message_limit_is_the_servers_and_the_cpp_clients(self):
         # The one C++ constant both ends take their default from.
         with open(os.path.join(SOURCE_DIR, "proto/channel_tuning.h")) as header:

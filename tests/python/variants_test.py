@@ -145,6 +145,45 @@ class VariantsTest(ServedTest):
         with self.assertRaisesRegex(ValueError, "only Lloyd's runs as a resident job"):
             kmt.SoftKMeans(K, batch_size=100, server=self.server.address).fit(self.points)
 
+    def test_the_estimators_act_on_the_traits_list_models_gives(self):
+        infos = self.infos
+        self.assertTrue(infos["spherical-kmeans"].unit_norm)
+        self.assertFalse(infos["spherical-kmeans"].translation_invariant)
+        for _, model, _ in VARIANTS[:1] + VARIANTS[2:]:
+            self.assertTrue(infos[model].translation_invariant, model)
+        self.assertFalse(infos["learned-onehot-d32-k10"].translation_invariant)
+        # A Lloyd's model at its defaults runs as a resident job, whatever its
+        # name: the same fit as lloyd-onehot's; with its parameter set it does
+        # not.
+        self.assertTrue(infos["lloyd-onehot-linear"].lloyd_at_defaults)
+        self.assertFalse(infos["soft-kmeans"].lloyd_at_defaults)
+        fits = [kmt.KMeans(K, model=model, n_init=1, batch_size=500, random_state=0,
+                           server=self.server.address).fit(self.points)
+                for model in ("lloyd-onehot", "lloyd-onehot-linear")]
+        np.testing.assert_array_equal(fits[1].labels_, fits[0].labels_)
+        np.testing.assert_array_equal(fits[1].cluster_centers_, fits[0].cluster_centers_)
+        # The points are sent minus their mean: predict, far from the origin,
+        # gives the fit's labels.
+        np.testing.assert_array_equal(fits[1].predict(self.points), fits[1].labels_)
+
+
+class ServerLimitsTest(ServedTest):
+    """A server whose --max_points is below the message's: requests carry
+    at most as many points as ListModels says."""
+    SERVER_FLAGS = ("--model_dir=", "--max_points=400")
+    points = mixture(1500, 3, K, seed=67)
+
+    def test_fit_beyond_max_points_runs_as_a_resident_job_and_predict_in_batches(self):
+        self.assertTrue(all(m.max_points == 400
+                            for m in kmt.Client(self.server.address).models()))
+        fitted = kmt.KMeans(K, n_init=1, random_state=0, server=self.server.address).fit(
+            self.points)
+        resident = kmt.KMeans(K, n_init=1, random_state=0, batch_size=400,
+                              server=self.server.address).fit(self.points)
+        np.testing.assert_array_equal(fitted.labels_, resident.labels_)
+        np.testing.assert_array_equal(fitted.predict(self.points), fitted.labels_)
+        self.assertEqual(fitted.transform(self.points).shape, (len(self.points), K))
+
 
 class MiniBatchKMeansTest(ServedTest):
     points = mixture(6000, 4, K, seed=61)
