@@ -169,6 +169,33 @@ void BM_GuardedLearnedModelRun(benchmark::State& state) {
   SetPerUnit(state, "s_per_run", 1, n);
 }
 
+// The guarded answer as the server gives it (core/engine.h): the per-layer
+// guarded run, then exact Lloyd's from the same initial centers for the same
+// layers, the lower final objective answering. Against BM_GuardedLearnedModelRun
+// and BM_LloydRunOfTheSameShape it is what the answer's guarantee costs.
+void BM_GuardedAnswer(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2), layers = state.range(3);
+  const Data& data = Problem(n, d, k);
+  const ServedModel<float> served = *ServedModel<float>::FromWeights(
+      RandomSoftmaxModel<float>(d, k, InputScaling::kGlobalMinMax, 5), "");
+  const Batch<float> batch = *Batch<float>::Validate(
+      {.points = data.points, .k = k, .layers = layers, .given_centers = data.init, .guard = true});
+  for (auto _ : state) benchmark::DoNotOptimize(Cluster(served, batch)->objective);
+  SetPerUnit(state, "s_per_run", 1, n);
+}
+
+// Exact Lloyd's alone at that shape, from the same centers, for the same
+// layers: what the answer's guard adds to the guarded run.
+void BM_LloydRunOfTheSameShape(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2), layers = state.range(3);
+  const Data& data = Problem(n, d, k);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        RunLloyd<float>({}, data.points, data.init, {.layers = layers})->objective);
+  }
+  SetPerUnit(state, "s_per_run", 1, n);
+}
+
 // The bound of that run: its matrix products alone, in Eigen's sgemm at the
 // same shapes (per layer and block: the three projections, the scores and
 // the weighted values), on every CPU.
@@ -204,6 +231,16 @@ BENCHMARK(BM_LearnedModelRun)
     ->Args({1024, 32, 10, 20})
     ->Args({2048, 32, 10, 20})
     ->Args({4096, 32, 10, 20})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_GuardedAnswer)
+    ->Args({512, 32, 10, 20})
+    ->Args({2048, 32, 10, 20})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_LloydRunOfTheSameShape)
+    ->Args({512, 32, 10, 20})
+    ->Args({2048, 32, 10, 20})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_GuardedLearnedModelRun)

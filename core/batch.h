@@ -56,7 +56,9 @@ struct BatchSpec {
   EmptyClusterPolicy empty_clusters = EmptyClusterPolicy::kKeep;  ///< what an empty cluster does
   DistanceOutput distances = DistanceOutput::kNone;               ///< per-point distances to return
   /// Learned models: run their guarded form (Model::guard), each layer the
-  /// learned step or an exact Lloyd's step, whichever is better.
+  /// learned step or an exact Lloyd's step, whichever is better, and answer
+  /// exact Lloyd's result from the same initial centers where it ends lower
+  /// (core/engine.h).
   bool guard = false;
 };
 

@@ -280,6 +280,26 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ClusterPlan<Scalar>& plan, const
         Evaluate(evaluator, run_points, model_points, map, initial, options);
     if (!run.ok()) return run.status();
     if (padded) Unpad(points, batch.d(), &*run);
+    if (spec.guard) {
+      // The answer is never behind exact Lloyd's from the same initial
+      // centers for the same layers: the lower of the two final objectives
+      // answers (a learned one that is not a number loses).
+      const Matrix<Scalar> start =
+          given.size() > 0 ? given
+                           : Matrix<Scalar>(map.ToCaller(initial).topLeftCorner(batch.d(), spec.k));
+      absl::StatusOr<RunResult<Scalar>> lloyd =
+          RunLloyd<Scalar>({}, points, start,
+                           {.layers = spec.layers,
+                            .cluster_sums = spec.cluster_sums,
+                            .before_layer = options.before_layer});
+      if (!lloyd.ok()) return lloyd.status();
+      if (!(run->objective <= lloyd->objective)) {
+        lloyd->guard_learned_layers = run->guard_learned_layers;
+        lloyd->guard_lloyd_layers = run->guard_lloyd_layers;
+        lloyd->guard_lloyd_answered = true;
+        run = std::move(lloyd);
+      }
+    }
     // Coordinates within MaxCoordinate cannot overflow; fixed weights can
     // still move centers anywhere. No non-finite number leaves the engine.
     if (!std::isfinite(run->objective) || !run->centers.allFinite()) {

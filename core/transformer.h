@@ -86,6 +86,10 @@ struct RunResult {
   /// learned step and those that kept the Lloyd's step instead.
   int guard_learned_layers = 0;
   int guard_lloyd_layers = 0;
+  /// A guarded run of a served model (core/engine.h): whether exact Lloyd's
+  /// from the same initial centers, for the same layers, answered because
+  /// it ended lower than the learned trajectory.
+  bool guard_lloyd_answered = false;
   std::vector<LayerRecord<Scalar>> trajectory;  ///< if record_trajectory
   /// Fast path: each assignment's way (the first, of the initial centers,
   /// first), when the bounds could take part.

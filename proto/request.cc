@@ -132,6 +132,7 @@ void FillResponse(const v1::ClusterRequest& r, const RunResult<float>& run,
   out->set_best_restart(run.best_restart);
   out->set_guard_learned_layers(run.guard_learned_layers);
   out->set_guard_lloyd_layers(run.guard_lloyd_layers);
+  out->set_guard_lloyd_answered(run.guard_lloyd_answered);
   // Distances are k x n in the engine (a point's to every center in one
   // column), n x k row-major on the wire: the same memory.
   const absl::Span<const float> distances(run.distances.data(), run.distances.size());

@@ -130,6 +130,13 @@ Metrics::Metrics(const ModelRegistry& registry, const std::string& listen)
                            "Layers of guarded runs of learned models, by the step each kept: "
                            "the learned one or the exact Lloyd's step.")
                        .Register(*registry_);
+  guard_answers_ = &prometheus::BuildCounter()
+                        .Name("kmt_guard_answers_total")
+                        .Help(
+                            "Guarded batches of learned models, by the trajectory that "
+                            "answered: the learned one, or exact Lloyd's from the same initial "
+                            "centers where it ended lower.")
+                        .Register(*registry_);
   streams_ = &prometheus::BuildGauge()
                   .Name("kmt_streams_in_flight")
                   .Help("Cluster streams open now.")
@@ -167,6 +174,7 @@ Metrics::Metrics(const ModelRegistry& registry, const std::string& listen)
     if (m.model.guarded_weights() != nullptr) {
       for (const char* step : {"learned", "lloyd"}) {
         guard_layers_->Add({{"model", m.info.name()}, {"step", step}});
+        guard_answers_->Add({{"model", m.info.name()}, {"trajectory", step}});
       }
     }
   }
@@ -236,6 +244,10 @@ void Metrics::RecordBatch(const v1::ClusterRequest& request, const v1::ClusterRe
         .Increment(response.guard_learned_layers());
     guard_layers_->Add({{"model", model}, {"step", "lloyd"}})
         .Increment(response.guard_lloyd_layers());
+    guard_answers_
+        ->Add({{"model", model},
+               {"trajectory", response.guard_lloyd_answered() ? "lloyd" : "learned"}})
+        .Increment();
   }
 }
 

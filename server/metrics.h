@@ -72,6 +72,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* errors_;
   prometheus::Family<prometheus::Counter>* stream_ends_;
   prometheus::Family<prometheus::Counter>* guard_layers_;
+  prometheus::Family<prometheus::Counter>* guard_answers_;
   prometheus::Gauge* streams_;
   prometheus::Gauge* jobs_;
   prometheus::Family<prometheus::Counter>* job_ends_;

@@ -112,11 +112,15 @@ TEST_F(MetricsTest, AGuardedBatchCountsTheStepsItsLayersKept) {
   metrics_->RecordBatch(request, response, 0.01);  // not guarded: not counted
   request.set_guard(true);
   metrics_->RecordBatch(request, response, 0.01);
+  response.set_guard_lloyd_answered(true);
   metrics_->RecordBatch(request, response, 0.01);
   const std::map<std::string, double> series = Scrape();
   const std::string m = "model=\"" + model + "\"";
   EXPECT_EQ(series.at("kmt_guard_layers_total{" + m + ",step=\"learned\"}"), 6);
   EXPECT_EQ(series.at("kmt_guard_layers_total{" + m + ",step=\"lloyd\"}"), 4);
+  // Which trajectory answered each guarded batch.
+  EXPECT_EQ(series.at("kmt_guard_answers_total{" + m + ",trajectory=\"learned\"}"), 1);
+  EXPECT_EQ(series.at("kmt_guard_answers_total{" + m + ",trajectory=\"lloyd\"}"), 1);
 }
 
 // A deadline that ends a stream is a stream outcome, not another failed batch.
