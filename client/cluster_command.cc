@@ -274,7 +274,7 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
   std::vector<float> centers;  // batches * k * d
   std::vector<std::string> center_rows = {"batch,cluster"};
   int64_t batch = 0, failed = 0, failed_points = 0, converged = 0, learned_layers = 0,
-          lloyd_layers = 0;
+          lloyd_layers = 0, lloyd_answered = 0;
   int min_iterations = INT32_MAX, max_iterations = 0;
   double objective = 0;
   std::string first_error;
@@ -294,6 +294,7 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
           objective += r.objective();
           learned_layers += r.guard_learned_layers();
           lloyd_layers += r.guard_lloyd_layers();
+          lloyd_answered += r.guard_lloyd_answered();
           converged += r.converged();
           min_iterations = std::min(min_iterations, r.iterations_run());
           max_iterations = std::max(max_iterations, r.iterations_run());
@@ -337,8 +338,11 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
                 static_cast<long long>(converged), static_cast<long long>(batch - failed));
   }
   if (base.guard()) {
-    std::printf("guard: %lld layers kept the learned step, %lld the Lloyd's step\n",
-                static_cast<long long>(learned_layers), static_cast<long long>(lloyd_layers));
+    std::printf(
+        "guard: %lld layers kept the learned step, %lld the Lloyd's step; exact Lloyd's from the "
+        "same start answered %lld of %lld batches\n",
+        static_cast<long long>(learned_layers), static_cast<long long>(lloyd_layers),
+        static_cast<long long>(lloyd_answered), static_cast<long long>(batch - failed));
   }
   if (failed == 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(

@@ -120,6 +120,7 @@ class Result:
     best_restart: int = 0
     guard_learned_layers: int = 0  # guard=True: layers that kept the learned step
     guard_lloyd_layers: int = 0    # ... and those that kept the Lloyd's step instead
+    guard_lloyd_answered: bool = False  # guard=True: exact Lloyd's from the same start answered
 
 
 @dataclasses.dataclass
@@ -574,7 +575,8 @@ class Client:
                       restart_objectives=np.asarray(r.restart_objectives, dtype=np.float64),
                       best_restart=r.best_restart,
                       guard_learned_layers=r.guard_learned_layers,
-                      guard_lloyd_layers=r.guard_lloyd_layers)
+                      guard_lloyd_layers=r.guard_lloyd_layers,
+                      guard_lloyd_answered=r.guard_lloyd_answered)
 
     def cluster(self, points, k, **options):
         """Clusters one batch; options as in request()."""
