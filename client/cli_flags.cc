@@ -9,9 +9,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/request_parameters.h"
 #include "client/resident_job.h"
@@ -115,47 +113,30 @@ absl::StatusOr<std::optional<v1::Init>> InitFlag(bool resident_job) {
 // --centers_out wrote in per-batch mode (batch,cluster,x0,... rows) if it
 // holds one batch, or a .npy of shape (k, d).
 absl::StatusOr<std::vector<float>> ReadCenters(const std::string& path, int d, int k) {
-  std::vector<float> values;
-  int64_t rows = 0;
   std::ifstream text(path);
   std::string first;
-  if (text && std::getline(text, first) && absl::StartsWith(first, "batch,cluster")) {
-    // Per-batch centers: the values after the batch and cluster columns.
-    std::string line, batch;
-    while (std::getline(text, line)) {
-      std::vector<std::string> fields =
-          absl::StrSplit(line, absl::ByAnyChar(",\r"), absl::SkipEmpty());
-      if (fields.empty()) continue;
-      if (static_cast<int>(fields.size()) != d + 2) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, " line ", rows + 2, ": ", fields.size() - 2, " values, expected d = ", d));
-      }
-      if (batch.empty()) batch = fields[0];
-      if (fields[0] != batch) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path,
-                         " holds the centers of more than one batch; --centers_in takes "
-                         "the k centers of one"));
-      }
-      for (int l = 0; l < d; ++l) {
-        float v;
-        if (!absl::SimpleAtof(fields[l + 2], &v)) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(path, " line ", rows + 2, ": '", fields[l + 2], "' is not a number"));
-        }
-        values.push_back(v);
-      }
-      ++rows;
+  std::getline(text, first);
+  // Per-batch centers carry the batch and the cluster before the values.
+  const int skip = absl::StartsWith(first, "batch,cluster") ? 2 : 0;
+  absl::StatusOr<std::unique_ptr<PointReader>> file =
+      PointReader::Open(path, skip ? "csv" : "", d + skip);
+  if (!file.ok()) return file.status();
+  std::vector<float> rows;
+  absl::StatusOr<int64_t> n = (*file)->Read(INT64_MAX / 2 / (d + skip), &rows);
+  if (!n.ok()) return n.status();
+  std::vector<float> values;
+  for (int64_t j = 0; j < *n; ++j) {
+    const float* row = rows.data() + j * (d + skip);
+    if (skip && row[0] != rows[0]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path,
+          " holds the centers of more than one batch; --centers_in takes the k centers of "
+          "one"));
     }
-  } else {
-    absl::StatusOr<std::unique_ptr<PointReader>> centers = PointReader::Open(path, "", d);
-    if (!centers.ok()) return centers.status();
-    absl::StatusOr<int64_t> n = (*centers)->Read(INT64_MAX / 2 / d, &values);
-    if (!n.ok()) return n.status();
-    rows = *n;
+    values.insert(values.end(), row + skip, row + skip + d);
   }
-  if (rows != k) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " has ", rows, " centers, --k is ", k));
+  if (*n != k) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " has ", *n, " centers, --k is ", k));
   }
   return values;
 }

@@ -20,7 +20,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -199,16 +198,14 @@ absl::Status Pass(Client& client, PointReader& reader, const v1::ClusterRequest&
 }
 
 // An error about "point i" of a request, its point made the file's row
-// `row_of(i)`: "row 5000 of F (point 904 of <what>)". Other errors are
-// returned as they are.
+// `row_of(i)`: "row 5000 of F (point 904 of <what>)". Empty where it names
+// no point.
 std::string FileRowError(const std::string& message, const std::function<int64_t(int64_t)>& row_of,
                          const std::string& what) {
-  static const std::regex point("point ([0-9]+)");
-  std::smatch m;
-  if (!std::regex_search(message, m, point)) return "";
-  const int64_t i = std::stoll(m[1].str());
-  return absl::StrCat(m.prefix().str(), "row ", row_of(i), " of ", absl::GetFlag(FLAGS_input),
-                      " (point ", i, " of ", what, ")", m.suffix().str());
+  return RenamePoint(message, [&](int64_t i) {
+    return absl::StrCat("row ", row_of(i), " of ", absl::GetFlag(FLAGS_input), " (point ", i,
+                        " of ", what, ")");
+  });
 }
 
 // A batch's error, naming the file's row where it names a point.

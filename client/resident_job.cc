@@ -10,7 +10,6 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -239,13 +238,9 @@ class Job {
   // A shard's failure, named by its shard and replica; a point it names is
   // numbered in the dataset, not in the shard.
   absl::Status Named(size_t s, const absl::Status& status) const {
-    static const std::regex point("point ([0-9]+)");
-    std::string message(status.message());
-    std::smatch m;
-    if (std::regex_search(message, m, point)) {
-      message = absl::StrCat(m.prefix().str(), "point ", shards_[s].first + std::stoll(m[1].str()),
-                             m.suffix().str());
-    }
+    std::string message = RenamePoint(
+        status.message(), [&](int64_t i) { return absl::StrCat("point ", shards_[s].first + i); });
+    if (message.empty()) message = std::string(status.message());
     return absl::Status(
         status.code(),
         absl::StrCat("shard ", s, " on ", options_.servers[shards_[s].server], ": ", message));

@@ -162,6 +162,7 @@ absl::Status PointReader::OpenBinary(int d) {
   }
   d_ = static_cast<int>(cols);
   n_ = rows;
+  rank_ = static_cast<int>(header->shape.size());
   data_offset_ = header->data_offset;
   item_bytes_ = header->item_bytes;
   return absl::OkStatus();

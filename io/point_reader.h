@@ -32,6 +32,9 @@ class PointReader {
   int d() const { return d_; }
   // Points in a binary file; -1 for CSV (known only once read).
   int64_t n() const { return n_; }
+  // Dimensions of the file's array: 1 for a .npy of shape (n,), which is
+  // read as d = 1; 2 otherwise.
+  int rank() const { return rank_; }
   // Appends up to max_points points to `values` (row-major); returns how
   // many, 0 at the end of the file.
   absl::StatusOr<int64_t> Read(int64_t max_points, std::vector<float>* values);
@@ -53,6 +56,7 @@ class PointReader {
   Format format_;
   int d_ = 0;
   int64_t n_ = -1;
+  int rank_ = 2;
   // Binary files: read with pread at data_offset_ + point * d * item_bytes_.
   int fd_ = -1;
   int64_t data_offset_ = 0;

@@ -2,14 +2,12 @@
 
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "io/npy.h"
 #include "io/point_reader.h"
 
 namespace kmt {
@@ -38,19 +36,14 @@ std::string RowRangeName(const RowRange& range) {
 }
 
 absl::StatusOr<std::shared_ptr<const Matrix<float>>> ReadDataset(const std::string& path) {
-  // A dataset is a table: NumPy's 1-D arrays, which the point reader takes
-  // as d = 1, are refused here by their shape.
-  std::ifstream in(path, std::ios::binary);
-  std::string head(1 << 16, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
-  if (absl::StatusOr<NpyHeader> header = ParseNpyHeader(head);
-      header.ok() && header->shape.size() != 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " has shape (", header->shape[0], ",); a dataset has shape (N, d)"));
-  }
   absl::StatusOr<std::unique_ptr<PointReader>> reader = PointReader::Open(path, "npy", 0);
   if (!reader.ok()) return reader.status();
+  // A dataset is a table: NumPy's 1-D arrays, which the point reader takes
+  // as d = 1, are refused by their shape.
+  if ((*reader)->rank() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " has shape (", (*reader)->n(), ",); a dataset has shape (N, d)"));
+  }
   std::vector<float> values;
   absl::StatusOr<int64_t> n = (*reader)->Read(INT64_MAX, &values);
   if (!n.ok()) return n.status();

@@ -1,5 +1,7 @@
 #include "proto/batch_error.h"
 
+#include <regex>
+
 namespace kmt {
 
 std::string CapStatusMessage(absl::string_view message) {
@@ -20,6 +22,15 @@ v1::BatchError ToBatchError(const absl::Status& status) {
 absl::Status FromBatchError(const v1::BatchError& error) {
   if (error.code() == 0) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(error.code()), error.message());
+}
+
+std::string RenamePoint(absl::string_view message,
+                        const std::function<std::string(int64_t)>& name) {
+  static const std::regex point("point ([0-9]+)");
+  const std::string text(message);
+  std::smatch m;
+  if (!std::regex_search(text, m, point)) return "";
+  return m.prefix().str() + name(std::stoll(m[1].str())) + m.suffix().str();
 }
 
 }  // namespace kmt

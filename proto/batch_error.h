@@ -6,6 +6,8 @@
 #define KMT_PROTO_BATCH_ERROR_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -28,6 +30,12 @@ v1::BatchError ToBatchError(const absl::Status& status);
 // The status a response's error carries: OK when the error is unset, a code
 // the contract does not define as UNKNOWN.
 absl::Status FromBatchError(const v1::BatchError& error);
+
+// A batch's or a shard's error names a point by its index there ("point 17
+// has NaN in dimension 3"). A caller that knows where those points come from
+// names it anew: the first "point i" of `message` replaced by `name(i)`.
+// Empty where the message names no point.
+std::string RenamePoint(absl::string_view message, const std::function<std::string(int64_t)>& name);
 
 }  // namespace kmt
 

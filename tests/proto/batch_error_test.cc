@@ -50,5 +50,14 @@ TEST(BatchError, LongMessagesAreCutAndSaySo) {
   EXPECT_EQ(cut.code(), static_cast<int>(absl::StatusCode::kNotFound));
 }
 
+TEST(BatchError, APointIsNamedAnewByWhereItComesFrom) {
+  const auto row = [](int64_t i) { return "row " + std::to_string(4096 + i); };
+  EXPECT_EQ(RenamePoint("point 904 has NaN in dimension 2", row),
+            "row 5000 has NaN in dimension 2");
+  EXPECT_EQ(RenamePoint("shard 1: point 3 has Inf in dimension 0", row),
+            "shard 1: row 4099 has Inf in dimension 0");
+  EXPECT_EQ(RenamePoint("k = 0, must be at least 1", row), "");
+}
+
 }  // namespace
 }  // namespace kmt
