@@ -269,7 +269,7 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
   const int d = reader.d(), k = base.k();
   std::vector<int> labels;
   std::vector<float> centers;  // batches * k * d
-  std::vector<std::string> center_rows = {"batch,cluster"};
+  std::vector<bool> answered;  // per batch
   int64_t batch = 0, failed = 0, failed_points = 0, converged = 0, learned_layers = 0,
           lloyd_layers = 0, lloyd_answered = 0;
   int min_iterations = INT32_MAX, max_iterations = 0;
@@ -287,6 +287,7 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
           if (first_error.empty()) first_error = line;
           labels.insert(labels.end(), rows.n, -1);
           centers.insert(centers.end(), static_cast<size_t>(k) * d, std::nanf(""));
+          answered.push_back(false);
         } else {
           objective += r.objective();
           learned_layers += r.guard_learned_layers();
@@ -297,10 +298,7 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
           max_iterations = std::max(max_iterations, r.iterations_run());
           labels.insert(labels.end(), r.labels().begin(), r.labels().end());
           centers.insert(centers.end(), r.centers().begin(), r.centers().end());
-          for (int j = 0; j * d < r.centers_size(); ++j) {
-            center_rows.push_back(
-                absl::StrCat(batch, ",", j, ",", Row(r.centers().data() + j * d, d)));
-          }
+          answered.push_back(true);
         }
         ++batch;
       });
@@ -310,9 +308,15 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
     absl::Status s = WriteNpy(path, "<f4", {batch * k, d}, centers.data(),
                               static_cast<int64_t>(centers.size() * sizeof(float)));
     if (!s.ok()) return s;
-  } else {
-    for (int l = 0; l < d; ++l) absl::StrAppend(&center_rows[0], ",x", l);
-    if (absl::Status s = WriteCenters(path, center_rows); !s.ok()) return s;
+  } else if (!path.empty()) {
+    std::vector<std::string> rows = {"batch,cluster"};
+    for (int l = 0; l < d; ++l) absl::StrAppend(&rows[0], ",x", l);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int j = 0; j < k && answered[b]; ++j) {
+        rows.push_back(absl::StrCat(b, ",", j, ",", Row(centers.data() + (b * k + j) * d, d)));
+      }
+    }
+    if (absl::Status s = WriteCenters(path, rows); !s.ok()) return s;
   }
   const int64_t points = static_cast<int64_t>(labels.size()) - failed_points;
   std::printf("%lld %s, %lld points, %lld failed, %s %.10g\n", static_cast<long long>(batch),
