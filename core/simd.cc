@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -221,24 +222,19 @@ const Timed& AutoChoice() {
   return timed;
 }
 
+// The levels in use. Auto's choice is timed when it is first needed (a
+// kernel call, or a report of the levels), not at start: a program that
+// runs no kernel pays nothing for it.
 struct Active {
-  std::mutex mu;  // orders UseSimdLevel's writes
-  SimdChoice choice;
-  bool automatic = true;
+  std::mutex mu;                     // orders the writes below
+  std::optional<SimdChoice> choice;  // unset: auto
 #if KMT_SIMD_DISPATCH
-  std::atomic<const LevelKernels*> kernels;
+  std::atomic<const LevelKernels*> kernels{nullptr};  // null: auto, until first needed
 #endif
 };
 
 Active& State() {
-  static Active* active = [] {
-    auto* a = new Active;
-    a->choice = AutoChoice().choice;
-#if KMT_SIMD_DISPATCH
-    a->kernels = KernelsOf(a->choice);
-#endif
-    return a;
-  }();
+  static Active* active = new Active;
   return *active;
 }
 
@@ -319,26 +315,26 @@ absl::StatusOr<SimdLevel> RunnableLevel(absl::string_view setting) {
   return *named;
 }
 
-void Use(const SimdChoice& choice, bool automatic) {
+// A choice set, or auto's (unset).
+void Use(const std::optional<SimdChoice>& choice) {
   Active& active = State();
   std::lock_guard<std::mutex> lock(active.mu);
 #if KMT_SIMD_DISPATCH
-  active.kernels.store(KernelsOf(choice), std::memory_order_release);
+  active.kernels.store(choice ? KernelsOf(*choice) : nullptr, std::memory_order_release);
 #endif
   active.choice = choice;
-  active.automatic = automatic;
 }
 
 }  // namespace
 
 absl::Status UseSimdLevel(absl::string_view setting) {
   if (setting == "auto") {
-    Use(AutoSimdChoice(), true);
+    Use(std::nullopt);
     return absl::OkStatus();
   }
   absl::StatusOr<SimdLevel> level = RunnableLevel(setting);
   if (!level.ok()) return level.status();
-  Use(SimdChoice::All(*level), false);
+  Use(SimdChoice::All(*level));
   return absl::OkStatus();
 }
 
@@ -348,29 +344,43 @@ absl::Status UseSimdChoice(const SimdChoice& choice) {
       return runnable.status();
     }
   }
-  Use(choice, false);
+  Use(choice);
   return absl::OkStatus();
 }
 
 SimdChoice ActiveSimdChoice() {
   Active& active = State();
   std::lock_guard<std::mutex> lock(active.mu);
-  return active.choice;
+  return active.choice.value_or(AutoSimdChoice());
 }
 
 std::string DescribeSimd() {
   Active& active = State();
   std::lock_guard<std::mutex> lock(active.mu);
-  std::string how = active.automatic ? "auto" : "set";
-  if (active.automatic && AutoChoice().seconds > 0) {
+  std::string how = active.choice ? "set" : "auto";
+  if (!active.choice && AutoChoice().seconds > 0) {
     absl::StrAppend(&how, ", timed in ", static_cast<int>(AutoChoice().seconds * 1e3 + 0.5), " ms");
   }
-  return absl::StrCat("simd ", SimdChoiceName(active.choice), " (", how, "; compiled ",
-                      Names(CompiledSimdLevels()), "; cpu ", SimdLevelName(CpuSimdLevel()), ")");
+  return absl::StrCat("simd ", SimdChoiceName(active.choice.value_or(AutoSimdChoice())), " (", how,
+                      "; compiled ", Names(CompiledSimdLevels()), "; cpu ",
+                      SimdLevelName(CpuSimdLevel()), ")");
 }
 
 #if KMT_SIMD_DISPATCH
-const LevelKernels& ActiveKernels() { return *State().kernels.load(std::memory_order_acquire); }
+const LevelKernels& ActiveKernels() {
+  Active& active = State();
+  if (const LevelKernels* kernels = active.kernels.load(std::memory_order_acquire)) {
+    return *kernels;
+  }
+  // Auto's first kernel call: its choice, timed once.
+  std::lock_guard<std::mutex> lock(active.mu);
+  const LevelKernels* kernels = active.kernels.load(std::memory_order_relaxed);
+  if (kernels == nullptr) {
+    kernels = KernelsOf(active.choice.value_or(AutoSimdChoice()));
+    active.kernels.store(kernels, std::memory_order_release);
+  }
+  return *kernels;
+}
 #endif
 
 }  // namespace kmt

@@ -62,7 +62,8 @@ std::string SimdChoiceName(const SimdChoice& choice);
 // supported level and v3 where the CPU has AVX-512 (its 512-bit units are
 // split in two on some CPUs and lower the clock on others), timed once per
 // process on a small problem at both levels (a few milliseconds, reported
-// by DescribeSimd); otherwise the highest supported level.
+// by DescribeSimd) when first asked for: by the first kernel call under
+// auto, or a report of the levels; otherwise the highest supported level.
 SimdChoice AutoSimdChoice();
 
 // Makes the kernels of `setting` the process's: "auto", or a level's name
