@@ -13,8 +13,10 @@
 #include "absl/time/time.h"
 #include "client/request_parameters.h"
 #include "client/resident_job.h"
+#include "core/empty_clusters.h"
 #include "core/init.h"
 #include "io/point_reader.h"
+#include "proto/enum_names.h"
 #include "proto/init_method.h"
 
 ABSL_FLAG(std::string, server, kmt::ClientOptions{}.target,
@@ -37,6 +39,13 @@ ABSL_FLAG(std::string, centers_in, "",
           "of one batch");
 ABSL_FLAG(uint64_t, seed, kmt::ResidentJobOptions{}.seed,
           "seed of the initialisation (and of kmedoids' draws)");
+ABSL_FLAG(int, n_init, 1,
+          "exact models: runs from seeds --seed, --seed + 1, ...; the lowest objective is kept "
+          "(scikit-learn's n_init)");
+ABSL_FLAG(std::string, empty_clusters, "keep",
+          "exact models: what a center whose cluster is empty becomes: keep (it stays), "
+          "relocate-farthest (scikit-learn's: the points farthest from their centers) or, per "
+          "batch only, split-largest (FAISS's)");
 ABSL_FLAG(std::string, parameters, "",
           "the algorithm's parameters, name=value separated by commas (e.g. beta=2 for "
           "soft-kmeans); a name left out takes the model's default (kmt models lists each "
@@ -172,6 +181,15 @@ absl::StatusOr<v1::ClusterRequest> Template(int d, bool resident_job) {
   r.set_iterations(absl::GetFlag(FLAGS_iterations));
   r.set_seed(absl::GetFlag(FLAGS_seed));
   r.set_guard(absl::GetFlag(FLAGS_guard));
+  if (absl::GetFlag(FLAGS_n_init) < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--n_init=", absl::GetFlag(FLAGS_n_init), ": must be at least 1"));
+  }
+  r.set_n_init(absl::GetFlag(FLAGS_n_init));
+  absl::StatusOr<EmptyClusterPolicy> empty =
+      ParseEmptyClusterPolicy(absl::GetFlag(FLAGS_empty_clusters));
+  if (!empty.ok()) return empty.status();
+  r.set_empty_clusters(ProtoValue<v1::EmptyClusters>(EmptyClusterPolicyName(*empty)));
   absl::StatusOr<std::map<std::string, double>> parameters =
       ParseParameters(absl::GetFlag(FLAGS_parameters));
   if (!parameters.ok()) return parameters.status();

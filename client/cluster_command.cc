@@ -35,12 +35,15 @@
 #include "client/commands.h"
 #include "client/resident_job.h"
 #include "core/cluster_sums.h"
+#include "core/empty_clusters.h"
+#include "core/point_moments.h"
 #include "core/random.h"
 #include "core/types.h"
 #include "core/validation.h"
 #include "io/npy.h"
 #include "io/point_reader.h"
 #include "proto/batch_error.h"
+#include "proto/enum_names.h"
 
 ABSL_FLAG(std::string, input, "",
           "points: CSV (one point per line), NumPy .npy (float32 or float64, shape (n, d)) or raw "
@@ -517,10 +520,6 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
   absl::StatusOr<std::vector<float>> weights = ReadWeights();
   if (!weights.ok()) return weights.status();
   if (!absl::GetFlag(FLAGS_resident)) return ClusterWholeByPasses(client, reader, base, *weights);
-  if (base.init() == v1::INIT_RANDOM) {
-    std::fprintf(stderr, "whole mode with --init=random runs one pass per iteration\n");
-    return ClusterWholeByPasses(client, reader, base, *weights);
-  }
   const int d = reader.d();
   const auto start = std::chrono::steady_clock::now();
   // CSV is parsed once into memory; binary files are read where each shard
@@ -544,30 +543,37 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
     return absl::InvalidArgumentError(absl::StrCat(absl::GetFlag(FLAGS_weights_in), " has ",
                                                    weights->size(), " weights for ", n, " points"));
   }
-  const ResidentJobOptions options{
-      .servers = *servers,
-      .streams_per_server = std::max(1, absl::GetFlag(FLAGS_streams)),
+  absl::StatusOr<EmptyClusterPolicy> empty_clusters =
+      ParseEmptyClusterPolicy(EngineName<v1::EmptyClusters>(base.empty_clusters()));
+  if (!empty_clusters.ok()) return empty_clusters.status();
+  const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  ResidentJobOptions options{
       .k = base.k(),
       .iterations = WholeIterations(),
-      .tol = absl::GetFlag(FLAGS_tol),
-      .weights = *weights,
       .seed = base.seed(),
-      .seeding = InitIsKMeansParallel() ? ResidentSeeding::kKMeansParallel
+      .seeding = InitIsKMeansParallel()           ? ResidentSeeding::kKMeansParallel
+                 : base.init() == v1::INIT_RANDOM ? ResidentSeeding::kRandom
                  : base.init() == v1::INIT_PLAIN_KMEANS_PLUS_PLUS
                      ? ResidentSeeding::kPlainKMeansPlusPlus
                      : ResidentSeeding::kGreedyKMeansPlusPlus,
       .kmeans_parallel_rounds = absl::GetFlag(FLAGS_kmeans_parallel_rounds),
       .kmeans_parallel_oversampling = absl::GetFlag(FLAGS_kmeans_parallel_oversampling),
+      .empty_clusters = *empty_clusters,
+      .n_init = std::max(1, base.n_init()),
       .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
-      .max_moves = std::max(0, absl::GetFlag(FLAGS_max_attempts)),
-      .stream_timeout = absl::GetFlag(FLAGS_timeout),
-      .security = client.options().security,
-      .log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }};
-  std::optional<Matrix<float>> initial;
+      .log = log};
   if (base.init() == v1::INIT_GIVEN) {
-    initial = Eigen::Map<const Matrix<float>>(base.centers().data(), d, base.k());
+    options.starts.push_back(Eigen::Map<const Matrix<float>>(base.centers().data(), d, base.k()));
   }
-  absl::StatusOr<ResidentJobResult> result = RunResidentJob(options, n, d, source, initial);
+  absl::StatusOr<ResidentJobResult> result =
+      RunResidentJobOnReplicas({.servers = *servers,
+                                .streams_per_server = std::max(1, absl::GetFlag(FLAGS_streams)),
+                                .weights = *weights,
+                                .max_moves = std::max(0, absl::GetFlag(FLAGS_max_attempts)),
+                                .stream_timeout = absl::GetFlag(FLAGS_timeout),
+                                .security = client.options().security,
+                                .log = log},
+                               std::move(options), absl::GetFlag(FLAGS_tol), n, d, source);
   if (!result.ok()) {
     // The job numbers points in the dataset: the file's rows.
     const std::string named = FileRowError(
@@ -601,10 +607,10 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
   std::printf(
       "resident: %d shards on %zu replicas, %d moved; seconds: load %.3f, init %.3f, "
       "iterations %.3f (%.4f each), labels %.3f, write %.3f, total %.3f\n",
-      result->shards, options.servers.size(), result->shard_moves, result->load_seconds,
+      result->shards, servers->size(), result->shard_moves, result->load_seconds,
       result->init_seconds, iterating, run > 0 ? iterating / run : 0.0, result->labels_seconds,
       write_seconds, total);
-  if (options.seeding == ResidentSeeding::kKMeansParallel) {
+  if (InitIsKMeansParallel()) {
     std::printf("k-means||: %d rounds, %lld candidates\n", result->init_rounds,
                 static_cast<long long>(result->init_candidates));
   }

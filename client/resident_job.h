@@ -1,30 +1,29 @@
-// Whole-dataset clustering on resident shards: the points (and their
-// weights, if they have them) are split into contiguous shards, each loaded
-// on one replica's Job stream (several per replica with
-// `streams_per_server`) and kept there for the job. Then greedy (or plain)
-// k-means++ over all shards (core/seeding.h), or k-means‖ (a few rounds that
-// each sample about k points over all shards, weighted greedy k-means++ on
-// those candidates in the client), exact Lloyd's iterations that
-// send only the centers and sum the shards' counts, weights, sums and
-// objectives in shard order, stopped by scikit-learn's rule over all shards,
-// and a last step for the labels. When a stream fails (its replica died or
-// restarted) the shard is loaded on another replica and the step is asked
-// again with the same centers, so the result does not change.
+// Whole-dataset clustering on resident shards (client/shard_set.h): the
+// driver that both the CLI (`kmt cluster --mode=whole`) and the Python
+// package (kmt.KMeans, kmt.fit_resident and kmt.dask, through the kmt._driver
+// extension) run. Greedy (or plain) k-means++ over all shards
+// (core/seeding.h), k-means‖ (a few rounds that each sample about k points
+// over all shards, weighted greedy k-means++ on those candidates here), or
+// the k points "random" draws; then exact Lloyd's iterations that send only
+// the centers and sum the shards' counts, weights, sums and objectives in
+// shard order, stopped by scikit-learn's rules; scikit-learn's relocation of
+// empty clusters from the shards' farthest points; n_init starts, the
+// lowest objective kept; and a last step for the labels. Every step is a
+// ShardSet::Round, so a shard that moves after a failure changes no bit.
 #ifndef KMT_CLIENT_RESIDENT_JOB_H_
 #define KMT_CLIENT_RESIDENT_JOB_H_
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
-#include "core/point_moments.h"
+#include "client/replica_shards.h"
+#include "client/shard_set.h"
+#include "core/empty_clusters.h"
 #include "core/transformer.h"
 #include "core/types.h"
-#include "proto/transport_security.h"
 
 namespace kmt {
 
@@ -37,29 +36,28 @@ enum class ResidentSeeding {
   /// with probability min(1, l w D^2 / phi) on the shards, and weighted
   /// greedy k-means++ on the candidates, weighed by their nearest points
   kKMeansParallel,
+  /// the k points core/init.h's "random" draws among all (by weight if the
+  /// points have weights), fetched from their shards
+  kRandom,
 };
 
 // The --init name of k-means‖ (quote it in a shell).
 inline constexpr char kKMeansParallelName[] = "kmeans||";
 
 struct ResidentJobOptions {
-  std::vector<std::string> servers;  ///< replica addresses, host:port; one channel each
-  int streams_per_server = 1;        ///< shards (and streams) per replica
-  int k = 10;                        ///< clusters
-  int iterations = 20;               ///< most Lloyd's iterations (scikit-learn's max_iter)
-  /// Scikit-learn's rule over all shards: stop after the iteration whose
-  /// total squared center shift is at most tol times the points' mean
-  /// per-dimension variance, or whose assignment changed no label; 0: only
-  /// at a fixed point.
-  double tol = 0;
-  /// Per-point weights (n values, finite, >= 0, not all 0); empty: 1 each.
+  int k = 10;           ///< clusters
+  int iterations = 20;  ///< most Lloyd's iterations (scikit-learn's max_iter)
+  /// Scikit-learn's rule: stop after the iteration whose total squared
+  /// center shift is at most this (its tol times the points' mean
+  /// per-dimension variance); negative: only the rules below. An iteration
+  /// that leaves every center as it was (or, where the shards count them,
+  /// changes no label) always stops the run.
+  double center_tol = 0;
+  /// The shards are weighted (their answers carry weights).
+  bool weighted = false;
+  /// The points' weights, needed only by kRandom on weighted shards.
   std::vector<float> weights;
-  /// The shards keep their last labels (4 bytes per point on the replicas)
-  /// to count each iteration's label changes, so that a run stopped by an
-  /// unchanged assignment says so; without, the shift rule stops it at the
-  /// same iteration (an unchanged assignment leaves the centers as they were).
-  bool count_label_changes = true;
-  uint64_t seed = 1;                                                 ///< the initialisation's draws
+  uint64_t seed = 1;  ///< the initialisation's draws; start r of n_init draws from seed + r
   ResidentSeeding seeding = ResidentSeeding::kGreedyKMeansPlusPlus;  ///< without initial centers
   /// k-means‖'s sampling rounds; more are run while there are fewer than k
   /// candidates and a point lies away from them. With l = k, 2 rounds take
@@ -67,54 +65,63 @@ struct ResidentJobOptions {
   int kmeans_parallel_rounds = 2;
   /// k-means‖ samples about this times k points per round (l = k).
   double kmeans_parallel_oversampling = 1;
-  bool labels = true;             ///< collect every point's label
-  int64_t chunk_bytes = 4 << 20;  ///< points per shard message, in bytes
-  int max_moves = 3;              ///< shard moves after failures before the job fails
-  absl::Duration stream_timeout = absl::InfiniteDuration();  ///< deadline of each stream
-  ChannelSecurity security;  ///< TLS settings (proto/transport_security.h); plaintext by default
-  /// Called with a line of progress or news (a shard moved), if set.
+  /// kKeep or kRelocateFarthest (scikit-learn's rule).
+  EmptyClusterPolicy empty_clusters = EmptyClusterPolicy::kKeep;
+  /// Starts from `seeding` (each k-means++ after the first loads the shards
+  /// again); the lowest final objective is kept. Ignored with `starts`.
+  int n_init = 1;
+  /// Given starts, each d x k, run in turn (instead of `seeding`).
+  std::vector<Matrix<float>> starts;
+  bool labels = true;  ///< gather every point's label (unless the shards keep them)
+  /// Called with a line of progress, if set.
   std::function<void(const std::string&)> log;
+  /// Called after each iteration's update, if set: the objective under the
+  /// centers it started from, the total squared shift it made, and why the
+  /// iterations stop there (kNone if they go on).
+  std::function<void(int t, double objective, double shift, Convergence why)> on_iteration;
 };
 
 struct ResidentJobResult {
   Matrix<float> centers;           ///< d x k final centers
-  Labels labels;                   ///< n, if asked: nearest final center
+  Labels labels;                   ///< n, if gathered: nearest final center
+  std::vector<int64_t> counts;     ///< k: points nearest each final center
   double objective = 0;            ///< of the final centers, over all points
   double initial_objective = 0;    ///< of the initial centers
   std::vector<double> objectives;  ///< after each iteration
   int iterations_run = 0;
   Convergence convergence = Convergence::kNone;  ///< why it stopped before `iterations`, if it did
   /// For each assignment after the first, the labels it changed over all
-  /// shards; -1 where a shard could not compare (it had just moved, or
-  /// count_label_changes is off).
+  /// shards; -1 where a shard could not compare (it had just moved, or it
+  /// does not count label changes).
   std::vector<int64_t> labels_changed;
-  int64_t empty_cluster_events = 0;  ///< (iteration, cluster) pairs without weight, kept
-  int shards = 0;                    ///< shards the points were split into
-  int shard_moves = 0;               ///< shards loaded again on another replica after a failure
-  int init_rounds = 0;               ///< k-means‖: sampling rounds run
+  int64_t empty_cluster_events = 0;        ///< (iteration, cluster) pairs without weight
+  int64_t relocations = 0;                 ///< empty clusters moved to far points
+  std::vector<double> restart_objectives;  ///< each start's final objective, with several
+  int best_restart = 0;                    ///< the start this result is of
+  int shards = 0;                          ///< shards the points are split into
+  int shard_moves = 0;          ///< shards loaded again on another replica after a failure
+  int init_rounds = 0;          ///< k-means‖: sampling rounds run
   int64_t init_candidates = 0;  ///< k-means‖: the candidates k-means++ chose the k centers from
-  // Wall-clock seconds of each phase.
+  // Wall-clock seconds of each phase, over every start.
   double load_seconds = 0, init_seconds = 0, labels_seconds = 0;
-  std::vector<double> iteration_seconds;
+  std::vector<double> iteration_seconds;  ///< of the kept start
 };
 
-// Copies points [first, first + count) of the dataset, row-major, into
-// `values`; called from several threads at once.
-using PointSource =
-    std::function<absl::Status(int64_t first, int64_t count, std::vector<float>* values)>;
+// An assign step's labels, as raw int32 bytes or repeated.
+absl::StatusOr<Labels> StepLabels(const v1::JobResponse& answer);
 
-// Clusters n points in d dimensions read from `source` (each read once,
-// unless a shard moves), starting from `initial` (d x k) if given, else from
-// `options.seeding` over all of them. A replica
-// that refuses its shard for lack of room ends the job with that
-// RESOURCE_EXHAUSTED status (its message gives the numbers).
-absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& options, int64_t n,
-                                                 int d, const PointSource& source,
-                                                 const std::optional<Matrix<float>>& initial);
+// Clusters the points the loaded `shards` hold (d dimensions) as `options`
+// say.
+absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& options, int d,
+                                                 ShardSet& shards);
 
-// The replica addresses of a --server target: "host:port", a list
-// "ipv4:a:p,b:q", or "dns:///name:port" resolved to every address it has.
-absl::StatusOr<std::vector<std::string>> ReplicaAddresses(const std::string& target);
+// The job on n points in d dimensions that this process reads from
+// `source` and loads on replicas (ReplicaShards::Load). `tol` > 0 is
+// scikit-learn's: the run stops at a total squared shift of tol times the
+// points' mean per-dimension variance (options.center_tol is then that).
+absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
+                                                           ResidentJobOptions options, double tol,
+                                                           int64_t n, int d, PointSource source);
 
 }  // namespace kmt
 

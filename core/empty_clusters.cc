@@ -44,12 +44,11 @@ std::vector<Eigen::Index> EmptyClusters(const ClusterSums& sums) {
 }  // namespace
 
 template <typename Scalar>
-int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
-                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums) {
-  const std::vector<Eigen::Index> empty = EmptyClusters(*sums);
-  if (empty.empty()) return 0;
+std::vector<int64_t> FarthestPoints(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
+                                    const Labels& labels, const Matrix<Scalar>& centers, int64_t m,
+                                    std::vector<Scalar>* distances) {
   const Eigen::Index d = points.rows(), n = points.cols();
-  std::vector<Eigen::Index> order;
+  std::vector<int64_t> order;
   order.reserve(n);
   std::vector<Scalar> distance(n);
   for (Eigen::Index i = 0; i < n; ++i) {
@@ -57,22 +56,41 @@ int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* we
     distance[i] = DirectSquaredDistance(points.col(i).data(), centers.col(labels[i]).data(), d);
     order.push_back(i);
   }
-  const size_t m = std::min(empty.size(), order.size());
-  const auto farther = [&](Eigen::Index a, Eigen::Index b) {
+  const size_t take = static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(m, 0), order.size()));
+  const auto farther = [&](int64_t a, int64_t b) {
     return distance[a] > distance[b] || (distance[a] == distance[b] && a < b);
   };
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(m), order.end(),
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(take), order.end(),
                     farther);
-  for (size_t r = 0; r < m; ++r) {
-    const Eigen::Index i = order[r], to = empty[r], from = labels[i];
+  order.resize(take);
+  if (distances != nullptr) {
+    distances->clear();
+    for (const int64_t i : order) distances->push_back(distance[i]);
+  }
+  return order;
+}
+
+void MoveToEmptyCluster(const Vector<double>& x, double w, int from, int to, ClusterSums* sums) {
+  sums->sums.col(from) -= x;
+  sums->weights[from] -= w;
+  --sums->counts[from];
+  sums->sums.col(to) = x;
+  sums->weights[to] = w;
+  sums->counts[to] = 1;
+}
+
+template <typename Scalar>
+int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
+                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums) {
+  const std::vector<Eigen::Index> empty = EmptyClusters(*sums);
+  if (empty.empty()) return 0;
+  const std::vector<int64_t> far =
+      FarthestPoints(points, weights, labels, centers, static_cast<int64_t>(empty.size()));
+  for (size_t r = 0; r < far.size(); ++r) {
+    const int64_t i = far[r];
     const double w = weights != nullptr ? static_cast<double>((*weights)[i]) : 1.0;
-    const Vector<double> x = w * points.col(i).template cast<double>();
-    sums->sums.col(from) -= x;
-    sums->weights[from] -= w;
-    --sums->counts[from];
-    sums->sums.col(to) = x;
-    sums->weights[to] = w;
-    sums->counts[to] = 1;
+    MoveToEmptyCluster(w * points.col(i).template cast<double>(), w, labels[i],
+                       static_cast<int>(empty[r]), sums);
   }
   return static_cast<int>(empty.size());
 }
@@ -95,9 +113,12 @@ void SplitLargestClusters(ClusterSums* sums, Matrix<Scalar>* centers) {
   }
 }
 
-#define KMT_INSTANTIATE(S)                                                                 \
-  template int RelocateEmptyClusters<S>(const Matrix<S>&, const Vector<S>*, const Labels&, \
-                                        const Matrix<S>&, ClusterSums*);                   \
+#define KMT_INSTANTIATE(S)                                                                  \
+  template std::vector<int64_t> FarthestPoints<S>(const Matrix<S>&, const Vector<S>*,       \
+                                                  const Labels&, const Matrix<S>&, int64_t, \
+                                                  std::vector<S>*);                         \
+  template int RelocateEmptyClusters<S>(const Matrix<S>&, const Vector<S>*, const Labels&,  \
+                                        const Matrix<S>&, ClusterSums*);                    \
   template void SplitLargestClusters<S>(ClusterSums*, Matrix<S>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -5,6 +5,9 @@
 #ifndef KMT_CORE_EMPTY_CLUSTERS_H_
 #define KMT_CORE_EMPTY_CLUSTERS_H_
 
+#include <cstdint>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/cluster_sums.h"
@@ -33,6 +36,19 @@ absl::StatusOr<EmptyClusterPolicy> ParseEmptyClusterPolicy(absl::string_view nam
 template <typename Scalar>
 int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
                           const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums);
+
+// The m points of positive weight (`weights`: n values, or null for 1
+// each) farthest from the center they are labelled with, farthest first,
+// ties to the lower index: relocation's candidates. `distances`, if given,
+// gets their squared distances, as float of the points' type.
+template <typename Scalar>
+std::vector<int64_t> FarthestPoints(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
+                                    const Labels& labels, const Matrix<Scalar>& centers, int64_t m,
+                                    std::vector<Scalar>* distances = nullptr);
+
+// Relocation's move of one point: `x` (its coordinates times its weight
+// `w`) leaves cluster `from`, and cluster `to` holds it alone.
+void MoveToEmptyCluster(const Vector<double>& x, double w, int from, int to, ClusterSums* sums);
 
 // Splitting, after the means: each cluster of weight 0 in `sums`, in
 // increasing index, takes the center of the heaviest cluster (ties to the

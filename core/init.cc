@@ -4,44 +4,59 @@
 #include <cmath>
 #include <numeric>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/random.h"
 #include "core/seeding.h"
 #include "core/validation.h"
 
 namespace kmt {
-namespace {
 
-template <typename Scalar>
-Matrix<Scalar> RandomSubset(const Matrix<Scalar>& points, int k, Rng& rng) {
-  std::vector<Eigen::Index> order(points.cols());
-  std::iota(order.begin(), order.end(), 0);
-  Matrix<Scalar> centers(points.rows(), k);
-  for (int j = 0; j < k; ++j) {
-    const auto pick = j + static_cast<Eigen::Index>(rng.Below(order.size() - j));
-    std::swap(order[j], order[pick]);
-    centers.col(j) = points.col(order[j]);
+template <typename Weight>
+std::vector<int64_t> RandomSubsetIndices(int64_t n, int k, uint64_t seed, const Weight* weights) {
+  Rng rng(seed);
+  std::vector<int64_t> chosen;
+  chosen.reserve(k);
+  if (weights == nullptr) {
+    // A partial Fisher-Yates shuffle of 0, ..., n - 1 that keeps only the
+    // positions it swapped: k draws whatever n.
+    absl::flat_hash_map<int64_t, int64_t> moved;
+    const auto at = [&](int64_t i) {
+      const auto it = moved.find(i);
+      return it == moved.end() ? i : it->second;
+    };
+    for (int j = 0; j < k; ++j) {
+      const int64_t pick = j + static_cast<int64_t>(rng.Below(n - j));
+      const int64_t taken = at(pick);
+      moved[pick] = at(j);
+      chosen.push_back(taken);
+    }
+    return chosen;
   }
-  return centers;
-}
-
-// k distinct points drawn one after another with probability in proportion
-// to their weights among those not drawn yet: the k largest keys u^(1/w)
-// (Efraimidis and Spirakis), u uniform on (0, 1], ties to the lower index.
-template <typename Scalar>
-Matrix<Scalar> WeightedRandomSubset(const Matrix<Scalar>& points, const Vector<Scalar>& weights,
-                                    int k, Rng& rng) {
-  std::vector<std::pair<double, Eigen::Index>> keys;
-  keys.reserve(points.cols());
-  for (Eigen::Index i = 0; i < points.cols(); ++i) {
+  std::vector<std::pair<double, int64_t>> keys;
+  keys.reserve(n);
+  for (int64_t i = 0; i < n; ++i) {
     const double u = 1.0 - rng.Uniform();  // (0, 1]
     if (weights[i] > 0) keys.emplace_back(std::log(u) / static_cast<double>(weights[i]), i);
   }
-  std::partial_sort(keys.begin(), keys.begin() + k, keys.end(), [](const auto& a, const auto& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  });
-  Matrix<Scalar> centers(points.rows(), k);
-  for (int j = 0; j < k; ++j) centers.col(j) = points.col(keys[j].second);
+  const size_t take = std::min<size_t>(k, keys.size());
+  std::partial_sort(keys.begin(), keys.begin() + take, keys.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.first > b.first || (a.first == b.first && a.second < b.second);
+                    });
+  for (size_t j = 0; j < take; ++j) chosen.push_back(keys[j].second);
+  return chosen;
+}
+
+template std::vector<int64_t> RandomSubsetIndices<float>(int64_t, int, uint64_t, const float*);
+template std::vector<int64_t> RandomSubsetIndices<double>(int64_t, int, uint64_t, const double*);
+
+namespace {
+
+template <typename Scalar>
+Matrix<Scalar> Columns(const Matrix<Scalar>& points, const std::vector<int64_t>& indices) {
+  Matrix<Scalar> centers(points.rows(), static_cast<Eigen::Index>(indices.size()));
+  for (size_t j = 0; j < indices.size(); ++j) centers.col(j) = points.col(indices[j]);
   return centers;
 }
 
@@ -111,9 +126,9 @@ absl::StatusOr<Matrix<Scalar>> ChooseInitialCenters(const Matrix<Scalar>& points
   }
   switch (method) {
     case InitMethod::kRandomSubset: {
-      Rng rng(seed);
-      return weights != nullptr ? WeightedRandomSubset(points, *weights, k, rng)
-                                : RandomSubset(points, k, rng);
+      return Columns(points,
+                     RandomSubsetIndices<Scalar>(points.cols(), k, seed,
+                                                 weights != nullptr ? weights->data() : nullptr));
     }
     case InitMethod::kKMeansPlusPlus:
       return KMeansPlusPlus(points, weights, k, seed, GreedySeedingCandidates(k), check);

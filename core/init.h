@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -33,6 +34,16 @@ absl::StatusOr<InitMethod> ParseInitMethod(absl::string_view name);
 // Called between steps of a long computation; a non-OK status (deadline,
 // cancellation) stops it and is returned.
 using StopCheck = std::function<absl::Status()>;
+
+// The indices of the points "random" chooses among n for `seed`: k
+// distinct ones uniformly (a partial Fisher-Yates shuffle), or with
+// `weights` (n values, or null) one after another in proportion to their
+// weights among those not drawn yet: the k largest keys u^(1/w)
+// (Efraimidis and Spirakis; u uniform on (0, 1], one draw per point), ties
+// to the lower index; points of weight 0 never (fewer than k of positive
+// weight: fewer indices).
+template <typename Weight>
+std::vector<int64_t> RandomSubsetIndices(int64_t n, int k, uint64_t seed, const Weight* weights);
 
 // points: d x n; returns d x k centers, each a copy of a point. Both
 // k-means++ forms call `check` before each center after the first.

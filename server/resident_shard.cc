@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/assign.h"
 #include "core/cluster_sums.h"
+#include "core/empty_clusters.h"
 #include "core/validation.h"
 #include "proto/raw_payload.h"
 
@@ -167,6 +168,11 @@ absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* 
     return absl::InvalidArgumentError(
         absl::StrCat("k = ", step.k(), ", must be between 1 and ", limits_.max_k));
   }
+  if (step.farthest() < 0 || step.farthest() > step.k()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("farthest = ", step.farthest(), ", must be between 0 and k = ", step.k(),
+                     " (relocation takes at most one point per empty cluster)"));
+  }
   absl::StatusOr<Matrix<float>> centers =
       step.centers_f32().empty()
           ? CentersFromRowMajor<float>(step.centers(), step.k(), d)
@@ -199,6 +205,21 @@ absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* 
     for (size_t i = 0; i < labels.size(); ++i) changed += labels[i] != last_labels_[i];
     out->set_labels_changed(changed);
     out->set_labels_compared(true);
+  }
+  if (step.farthest() > 0) {
+    std::vector<float> distances;
+    const std::vector<int64_t> far =
+        FarthestPoints(points_, weights, labels, *centers, step.farthest(), &distances);
+    std::vector<float> rows;
+    rows.reserve(far.size() * d);
+    for (const int64_t i : far) {
+      out->add_far_indices(i);
+      out->add_far_labels(labels[i]);
+      out->add_far_weights(weights != nullptr ? (*weights)[i] : 1.0);
+      rows.insert(rows.end(), points_.col(i).data(), points_.col(i).data() + d);
+    }
+    out->mutable_far_distances()->Add(distances.begin(), distances.end());
+    EncodeFloat32(rows, out->mutable_far_points_f32());
   }
   if (step.return_labels()) out->mutable_labels()->Add(labels.begin(), labels.end());
   if (count_label_changes_) last_labels_ = std::move(labels);

@@ -9,9 +9,19 @@ estimators need python3-sklearn, imported only when one is first used, and
 kmt.dask (kmt.dask.KMeans on a Dask cluster) python3-dask and
 python3-distributed.
 
+Resident jobs (kmt.fit_resident, kmt.KMeans beyond one request, kmt.dask)
+run the compiled driver kmt._driver, which scripts/install-python-client.sh
+builds with the project and installs beside the package. Used in place from
+a checkout, the package finds it in the directory KMT_EXTENSION_DIR names
+(the build tree's python/kmt).
+
 A client or estimator without a server reaches the one the KMT_SERVER
 environment variable names (host:port), else localhost:50051."""
 import importlib
+import os
+
+if os.environ.get("KMT_EXTENSION_DIR"):
+    __path__.append(os.environ["KMT_EXTENSION_DIR"])  # noqa: F821 (the package's own)
 
 from .client import (Client, ClusterError, FitResult, Result, ServiceError, ServiceUnavailable,
                      batches, channel, pb)

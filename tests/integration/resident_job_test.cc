@@ -50,7 +50,42 @@ PointSource SourceOf(const Matrix<float>& points) {
   };
 }
 
-ResidentJobOptions Options(std::vector<std::string> servers, int streams) {
+// The options of a job on replicas, flat as the tests set them.
+struct JobOptions {
+  std::vector<std::string> servers;
+  int streams_per_server = 1;
+  int k = 10;
+  int iterations = 20;
+  double tol = 0;
+  std::vector<float> weights;
+  bool count_label_changes = true;
+  uint64_t seed = 1;
+  ResidentSeeding seeding = ResidentSeeding::kGreedyKMeansPlusPlus;
+  bool labels = true;
+  int64_t chunk_bytes = 4 << 20;
+  std::function<void(const std::string&)> log;
+};
+
+absl::StatusOr<ResidentJobResult> RunJob(const JobOptions& o, int64_t n, int d,
+                                         const PointSource& source,
+                                         const std::optional<Matrix<float>>& initial) {
+  ResidentJobOptions job{.k = o.k,
+                         .iterations = o.iterations,
+                         .seed = o.seed,
+                         .seeding = o.seeding,
+                         .labels = o.labels,
+                         .log = o.log};
+  if (initial) job.starts.push_back(*initial);
+  return RunResidentJobOnReplicas({.servers = o.servers,
+                                   .streams_per_server = o.streams_per_server,
+                                   .weights = o.weights,
+                                   .count_label_changes = o.count_label_changes,
+                                   .chunk_bytes = o.chunk_bytes,
+                                   .log = o.log},
+                                  std::move(job), o.tol, n, d, source);
+}
+
+JobOptions Options(std::vector<std::string> servers, int streams) {
   return {.servers = std::move(servers),
           .streams_per_server = streams,
           .k = kK,
@@ -186,12 +221,11 @@ TEST_F(ResidentJobTest, AWeightedJobOnTwoReplicasEqualsOneWeightedClusterRequest
   const Matrix<float> init = *InitialCenters(points, kK, InitMethod::kKMeansPlusPlus, 3);
   for (double tol : {1e-4, 0.0}) {
     SCOPED_TRACE(absl::StrCat("tol = ", tol));
-    ResidentJobOptions options = Options({a_->address(), b_->address()}, 1);
+    JobOptions options = Options({a_->address(), b_->address()}, 1);
     options.iterations = 300;
     options.tol = tol;
     options.weights = weights;
-    const absl::StatusOr<ResidentJobResult> got =
-        RunResidentJob(options, n, kD, SourceOf(points), init);
+    const absl::StatusOr<ResidentJobResult> got = RunJob(options, n, kD, SourceOf(points), init);
     ASSERT_TRUE(got.ok()) << got.status();
 
     v1::ClusterRequest request;
@@ -226,7 +260,7 @@ TEST_F(ResidentJobTest, AWeightedJobOnTwoReplicasEqualsOneWeightedClusterRequest
     // The weights count: unweighted, the same start ends elsewhere.
     options.weights.clear();
     const absl::StatusOr<ResidentJobResult> unweighted =
-        RunResidentJob(options, n, kD, SourceOf(points), init);
+        RunJob(options, n, kD, SourceOf(points), init);
     ASSERT_TRUE(unweighted.ok()) << unweighted.status();
     EXPECT_NE(unweighted->centers, got->centers);
   }
@@ -238,13 +272,13 @@ TEST_F(ResidentJobTest, WeightedKMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoi
       Eigen::Map<const Vector<float>>(weights.data(), weights.size());
   for (bool plain : {false, true}) {
     SCOPED_TRACE(plain ? "plain" : "greedy");
-    ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+    JobOptions options = Options({a_->address(), b_->address()}, 2);
     options.iterations = 0;
     options.seeding =
         plain ? ResidentSeeding::kPlainKMeansPlusPlus : ResidentSeeding::kGreedyKMeansPlusPlus;
     options.weights = weights;
     const absl::StatusOr<ResidentJobResult> got =
-        RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+        RunJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ(got->centers, *ChooseInitialCenters(Points(), kK,
                                                   plain ? InitMethod::kPlainKMeansPlusPlus
@@ -258,10 +292,10 @@ TEST_F(ResidentJobTest, WeightedKMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoi
 // rule alone stops the job at the same iteration.
 TEST_F(ResidentJobTest, EachIterationsLabelChangesAreCountedOverAllShards) {
   const Matrix<float> init = *InitialCenters(Points(), kK, InitMethod::kKMeansPlusPlus, 3);
-  ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+  JobOptions options = Options({a_->address(), b_->address()}, 2);
   options.iterations = 6;
   const absl::StatusOr<ResidentJobResult> got =
-      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), init);
+      RunJob(options, Points().cols(), kD, SourceOf(Points()), init);
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->iterations_run, 6);
   const RunResult<float> want =
@@ -278,10 +312,10 @@ TEST_F(ResidentJobTest, EachIterationsLabelChangesAreCountedOverAllShards) {
 
   options.iterations = 300;
   const absl::StatusOr<ResidentJobResult> counted =
-      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), init);
+      RunJob(options, Points().cols(), kD, SourceOf(Points()), init);
   options.count_label_changes = false;
   const absl::StatusOr<ResidentJobResult> uncounted =
-      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), init);
+      RunJob(options, Points().cols(), kD, SourceOf(Points()), init);
   ASSERT_TRUE(counted.ok()) << counted.status();
   ASSERT_TRUE(uncounted.ok()) << uncounted.status();
   EXPECT_EQ(counted->convergence, Convergence::kLabelsUnchanged);
@@ -312,12 +346,11 @@ TEST_F(ResidentJobTest, CliWholeModeWeighsThePointsByAWeightsFile) {
       csv << "\n";
     }
   }
-  ResidentJobOptions options = Options({a_->address(), b_->address()}, 1);
+  JobOptions options = Options({a_->address(), b_->address()}, 1);
   options.iterations = 300;
   options.tol = 1e-4;
   options.weights = weights;
-  const absl::StatusOr<ResidentJobResult> want =
-      RunResidentJob(options, n, kD, SourceOf(points), init);
+  const absl::StatusOr<ResidentJobResult> want = RunJob(options, n, kD, SourceOf(points), init);
   ASSERT_TRUE(want.ok()) << want.status();
   ASSERT_EQ(want->convergence, Convergence::kTolerance);
   const std::string iterations = absl::StrCat("after ", want->iterations_run,
@@ -358,11 +391,11 @@ TEST_F(ResidentJobTest, CliWholeModeWeighsThePointsByAWeightsFile) {
 }
 
 TEST_F(ResidentJobTest, BadWeightsAreRefusedBeforeAnyShardIsLoaded) {
-  ResidentJobOptions options = Options({a_->address()}, 1);
+  JobOptions options = Options({a_->address()}, 1);
   const auto refusal = [&](std::vector<float> weights) {
     options.weights = std::move(weights);
     const absl::StatusOr<ResidentJobResult> got =
-        RunResidentJob(options, 10, kD, SourceOf(Points()), std::nullopt);
+        RunJob(options, 10, kD, SourceOf(Points()), std::nullopt);
     EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
     return std::string(got.status().message());
   };
@@ -379,12 +412,12 @@ TEST_F(ResidentJobTest, BadWeightsAreRefusedBeforeAnyShardIsLoaded) {
 TEST_F(ResidentJobTest, KMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoints) {
   for (bool plain : {false, true}) {
     SCOPED_TRACE(plain ? "plain" : "greedy");
-    ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+    JobOptions options = Options({a_->address(), b_->address()}, 2);
     options.iterations = 0;
     options.seeding =
         plain ? ResidentSeeding::kPlainKMeansPlusPlus : ResidentSeeding::kGreedyKMeansPlusPlus;
     const absl::StatusOr<ResidentJobResult> got =
-        RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+        RunJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ(
         got->centers,
@@ -399,14 +432,13 @@ TEST_F(ResidentJobTest, ALargeShardsLabelsComeOverSeveralResponses) {
   const int n = (1 << 21) + 4321;
   Matrix<float> points(1, n);
   for (int64_t i = 0; i < n; ++i) points(0, i) = static_cast<float>((i * 7919) % 1000);
-  ResidentJobOptions options = Options({a_->address()}, 1);
+  JobOptions options = Options({a_->address()}, 1);
   options.k = 3;
   options.iterations = 2;
   options.chunk_bytes = 4 << 20;
   Matrix<float> init(1, 3);
   init << 100, 500, 900;
-  const absl::StatusOr<ResidentJobResult> got =
-      RunResidentJob(options, n, 1, SourceOf(points), init);
+  const absl::StatusOr<ResidentJobResult> got = RunJob(options, n, 1, SourceOf(points), init);
   ASSERT_TRUE(got.ok()) << got.status();
   const RunResult<float> want = *RunLloyd<float>({}, points, init, {.layers = 2});
   ASSERT_EQ(got->labels.size(), static_cast<size_t>(n));
@@ -414,11 +446,11 @@ TEST_F(ResidentJobTest, ALargeShardsLabelsComeOverSeveralResponses) {
 }
 
 TEST_F(ResidentJobTest, TwoReplicasGiveTheResultOfOne) {
-  const absl::StatusOr<ResidentJobResult> one = RunResidentJob(
-      Options({a_->address()}, 2), Points().cols(), kD, SourceOf(Points()), std::nullopt);
+  const absl::StatusOr<ResidentJobResult> one =
+      RunJob(Options({a_->address()}, 2), Points().cols(), kD, SourceOf(Points()), std::nullopt);
   const absl::StatusOr<ResidentJobResult> two =
-      RunResidentJob(Options({a_->address(), b_->address()}, 1), Points().cols(), kD,
-                     SourceOf(Points()), std::nullopt);
+      RunJob(Options({a_->address(), b_->address()}, 1), Points().cols(), kD, SourceOf(Points()),
+             std::nullopt);
   ASSERT_TRUE(one.ok()) << one.status();
   ASSERT_TRUE(two.ok()) << two.status();
   EXPECT_EQ(one->centers, two->centers);
@@ -533,7 +565,7 @@ TEST_F(ResidentJobTest, CliKMeansParallelIsReproducibleBySeedAndTheSameOnOneRepl
 }
 
 TEST_F(ResidentJobTest, KMeansParallelConvergesAsCloseAsGreedyKMeansPlusPlusOnBlobs) {
-  ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+  JobOptions options = Options({a_->address(), b_->address()}, 2);
   options.k = 16;
   options.iterations = 100;
   options.tol = 1e-4;
@@ -543,10 +575,10 @@ TEST_F(ResidentJobTest, KMeansParallelConvergesAsCloseAsGreedyKMeansPlusPlusOnBl
     options.seed = seed;
     options.seeding = ResidentSeeding::kGreedyKMeansPlusPlus;
     const absl::StatusOr<ResidentJobResult> greedy =
-        RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+        RunJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
     options.seeding = ResidentSeeding::kKMeansParallel;
     const absl::StatusOr<ResidentJobResult> parallel =
-        RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+        RunJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
     ASSERT_TRUE(greedy.ok()) << greedy.status();
     ASSERT_TRUE(parallel.ok()) << parallel.status();
     EXPECT_EQ(parallel->init_rounds, 2);
@@ -570,22 +602,22 @@ class ResidentJobFaults : public ::testing::Test {
 };
 
 TEST_F(ResidentJobFaults, AReplicaKilledMidJobChangesNothing) {
-  const ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+  const JobOptions options = Options({a_->address(), b_->address()}, 2);
   const absl::StatusOr<ResidentJobResult> clean =
-      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+      RunJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
   ASSERT_TRUE(clean.ok()) << clean.status();
   ASSERT_GE(clean->iterations_run, 4);
 
   // Killed after the third iteration's sums are in: the fourth finds its
   // shards' streams broken.
-  ResidentJobOptions faulty = options;
+  JobOptions faulty = options;
   std::vector<std::string> news;
   faulty.log = [&](const std::string& line) {
     news.push_back(line);
     if (line.rfind("step 3 ", 0) == 0) b_->Signal(SIGKILL);
   };
   const absl::StatusOr<ResidentJobResult> got =
-      RunResidentJob(faulty, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+      RunJob(faulty, Points().cols(), kD, SourceOf(Points()), std::nullopt);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->shard_moves, 2);  // b held two of the four shards
   EXPECT_EQ(got->centers, clean->centers);
@@ -598,7 +630,7 @@ TEST_F(ResidentJobFaults, AReplicaKilledMidJobChangesNothing) {
 }
 
 TEST_F(ResidentJobFaults, AReplicaKilledDuringKMeansPlusPlusChangesNothing) {
-  ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+  JobOptions options = Options({a_->address(), b_->address()}, 2);
   options.iterations = 2;
   // Killed once 4 centers are chosen: b's shards go to a, which first takes
   // the chosen centers into their distances.
@@ -606,7 +638,7 @@ TEST_F(ResidentJobFaults, AReplicaKilledDuringKMeansPlusPlusChangesNothing) {
     if (line.rfind("k-means++: 4 of", 0) == 0) b_->Signal(SIGKILL);
   };
   const absl::StatusOr<ResidentJobResult> got =
-      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+      RunJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->shard_moves, 2);
   const Matrix<float> init = *InitialCenters(Points(), kK, InitMethod::kKMeansPlusPlus, 4);
@@ -615,11 +647,11 @@ TEST_F(ResidentJobFaults, AReplicaKilledDuringKMeansPlusPlusChangesNothing) {
 }
 
 TEST_F(ResidentJobFaults, AReplicaKilledDuringKMeansParallelChangesNothing) {
-  ResidentJobOptions options = Options({a_->address(), b_->address()}, 2);
+  JobOptions options = Options({a_->address(), b_->address()}, 2);
   options.iterations = 2;
   options.seeding = ResidentSeeding::kKMeansParallel;
   const absl::StatusOr<ResidentJobResult> clean =
-      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+      RunJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
   ASSERT_TRUE(clean.ok()) << clean.status();
   // Killed after the second round's sample: b's shards go to a, which first
   // takes the groups of centers of rounds before into their distances.
@@ -627,7 +659,7 @@ TEST_F(ResidentJobFaults, AReplicaKilledDuringKMeansParallelChangesNothing) {
     if (line.rfind("k-means||: round 2 ", 0) == 0) b_->Signal(SIGKILL);
   };
   const absl::StatusOr<ResidentJobResult> got =
-      RunResidentJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
+      RunJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->shard_moves, 2);
   EXPECT_EQ(got->init_candidates, clean->init_candidates);
@@ -639,7 +671,7 @@ TEST_F(ResidentJobFaults, AReplicaKilledDuringKMeansParallelChangesNothing) {
 TEST(ResidentJobCap, AShardThatDoesNotFitIsRefusedWithTheNumbersAndTheCliFallsBack) {
   auto server = ServerProcess::Start({"--model_dir=", "--max_resident_bytes=100000"});
   ASSERT_NE(server, nullptr);
-  const absl::StatusOr<ResidentJobResult> refused = RunResidentJob(
+  const absl::StatusOr<ResidentJobResult> refused = RunJob(
       Options({server->address()}, 1), Points().cols(), kD, SourceOf(Points()), std::nullopt);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(refused.status().message().find(absl::StrCat(

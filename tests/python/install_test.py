@@ -26,6 +26,16 @@ PYTHON = "/usr/bin/python3"  # Debian's, with its packages
 # and its metadata's, and the models of the server KMT_SERVER names.
 PROBE = ("import importlib.metadata, kmt; print(kmt.__file__); print(kmt.__version__); "
          "print(importlib.metadata.version('kmt')); print(len(kmt.Client().models()))")
+# A resident job of 20 points on the server KMT_SERVER names: where the
+# compiled driver came from, and the iterations run; or, without the driver,
+# whether the error says how to get it.
+RESIDENT = ("import kmt, numpy as np\n"
+            "try:\n"
+            "    r = kmt.fit_resident(None, np.arange(40, dtype=np.float32).reshape(20, 2), 2,\n"
+            "                         iterations=3)\n"
+            "    print(kmt._driver.__file__, r.iterations_run)\n"
+            "except ImportError as e:\n"
+            "    print('missing', 'install-python-client.sh' in str(e))\n")
 
 
 def project_version():
@@ -69,6 +79,10 @@ class InstallTest(unittest.TestCase):
         version = project_version()
         self.assertEqual(out.split(), [os.path.join(where, "kmt", "__init__.py"), version,
                                        version, "9"])  # the nine exact models
+        # pip builds no compiled driver: a resident job says where to get it.
+        out = run([python, "-c", RESIDENT], KMT_SERVER=self.server.address, PATH="/nonexistent",
+                  KMT_EXTENSION_DIR="", **env)
+        self.assertEqual(out.split(), ["missing", "True"])
 
     def test_the_versions_agree(self):
         self.assertEqual(kmt.__version__, project_version())
@@ -116,6 +130,12 @@ class InstallTest(unittest.TestCase):
                       PYTHONPATH=target, PATH="/nonexistent")
             self.assertEqual(out.split(), [os.path.join(target, "kmt", "__init__.py"),
                                            project_version(), "9"])
+            # The script installs the compiled driver beside the package.
+            out = run([PYTHON, "-c", RESIDENT], KMT_SERVER=self.server.address,
+                      PYTHONPATH=target, PATH="/nonexistent", KMT_EXTENSION_DIR="")
+            driver, iterations = out.split()
+            self.assertTrue(driver.startswith(os.path.join(target, "kmt", "_driver")), driver)
+            self.assertLessEqual(int(iterations), 3)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
     km.cluster_centers_, km.labels_ (a dask array), km.predict(X)
 
 Needs Debian's python3-dask and python3-distributed, on the client and on
-every worker, with kmt itself (pip install python/)."""
-from .estimator import KMeans, initial_centers
+every worker, with kmt itself; the client (the process that fits) needs
+kmt's compiled driver (scripts/install-python-client.sh)."""
+from .estimator import KMeans
 
-__all__ = ["KMeans", "initial_centers"]
+__all__ = ["KMeans"]

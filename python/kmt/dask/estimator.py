@@ -1,10 +1,11 @@
 """kmt.dask.KMeans: kmt.KMeans's parameters and results for a dask array on a
 dask.distributed cluster. The workers stream their own blocks to the
 replicas as resident shards (kmt.dask.job), each iteration is one small task
-per worker, and Lloyd's update, the tolerance and the relocation of empty
-clusters are kmt.resident's, run by the client on the summed statistics:
-from the same initial centers, the result is Lloyd's on all points in one
-process. labels_ stays on the workers as a dask array; predict, transform
+per worker, and the initialisation, Lloyd's update, the tolerance, the
+relocation of empty clusters and the restarts are the resident driver's
+(client/resident_job.h, through kmt._driver), run by the client on the
+summed statistics: from the same initial centers, the result is Lloyd's on
+all points in one process, and kmt.KMeans's and the CLI's. labels_ stays on the workers as a dask array; predict, transform
 and score map the blocks through the service."""
 import time
 from numbers import Number
@@ -78,24 +79,6 @@ def dask_weights(sample_weight, X):
     if isinstance(sample_weight, da.Array):
         return sample_weight.rechunk((X.chunks[0],))
     return da.from_array(sample_weight, chunks=(X.chunks[0],))
-
-
-def initial_centers(job, init, k, seed, log):
-    """The initial centers (k, d) float32, as sent (minus the offset), of
-    `init` over the fit's shards: 'k-means||' k-means‖ (kmt.KMeans's and
-    the C++ coordinator's: a few rounds whatever k), 'k-means++' the
-    service's greedy k-means++ over all points (kmt.KMeans's, 2 + ln k
-    candidates per center, two rounds per center), 'random' the k points the
-    server's INIT_RANDOM draws. Every initialisation of a Dask fit starts
-    here."""
-    if init == "k-means||":
-        return resident._seed_parallel(job, job.spec.d, k, seed, resident.KMEANS_PARALLEL_ROUNDS,
-                                       resident.KMEANS_PARALLEL_OVERSAMPLING, log)
-    if init == "random":
-        n = sum(s.count for s in job.shards)
-        weights = None if job.weights is None else job.all_weights()
-        return job.rows(resident.random_subset(n, k, seed, weights)).astype(np.float32)
-    return resident._seed(job, job.spec.d, k, seed, resident.greedy_candidates(k), log)
 
 
 def _predict_block(block, served):
@@ -263,34 +246,22 @@ class KMeans(_kmeans.KMeans):
         return None
 
     def _restarts(self, job, starts, offset, seed, seconds, log):
-        """Each start's Lloyd's over the shards; the best one's result, its
-        label futures and its points per cluster."""
-        k = self.n_clusters
-        best = None
-        for r in range(self._n_init if starts is None else len(starts)):
-            started = time.perf_counter()
-            if starts is not None:
-                start = starts[r] - offset
-            else:
-                if r > 0 and self.init != "random":
-                    job.reload_all()
-                start = initial_centers(job, self.init, k, resident.restart_seed(seed, r), log)
-            now = time.perf_counter()
-            seconds["init"] += now - started
-            result = resident.ResidentResult(
-                centers=None, labels=None, objective=0.0, initial_objective=0.0, objectives=[],
-                iterations_run=0, shards=len(job.shards), shard_moves=0)
-            # The labels of the last step stay on the workers (job.labels).
-            resident._lloyd(job, np.array(start, dtype=np.float32).reshape(k, -1), k,
-                            self.max_iter, 0.0, self._absolute_tol,
-                            self.empty_clusters == "relocate-farthest", True,
-                            self._iteration_done, log, result)
-            result.shard_moves = job.moves
-            seconds["labels"] += job.labels_seconds
-            seconds["iterations"] += time.perf_counter() - now - job.labels_seconds
-            if best is None or result.objective < best[0].objective:
-                best = (result, job.labels, job.counts)
-        return best
+        """The driver's run over the shards, each start in turn; the best
+        one's result, its label futures and its points per cluster."""
+        random = starts is None and self.init == "random"
+        options = resident.job_options(self.n_clusters, job.spec.d, self.init if starts is None
+                                       else "kmeans++", starts, offset, self.max_iter, seed,
+                                       self.empty_clusters, self._n_init)
+        answer = resident.driver_errors(
+            resident.driver().drive, job, job.spec.d, self.n_clusters,
+            weights=job.all_weights() if random and job.weighted else None,
+            weighted=job.weighted, center_tol=self._absolute_tol, labels=True, log=log,
+            on_iteration=self._iteration_done, **options)
+        result = resident.result_of(answer)
+        seconds["init"] += answer["init_seconds"]
+        seconds["labels"] += answer["labels_seconds"]
+        seconds["iterations"] += sum(answer["iteration_seconds"])
+        return result, job.label_sets[result.best_restart], result.counts
 
     def _served(self):
         """kmt.KMeans with this fit's centers, to assign points in memory (on

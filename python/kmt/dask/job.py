@@ -1,5 +1,6 @@
-"""A kmt.dask fit's shards as the client sees them: the job kmt.resident's
-k-means++ (_seed) and Lloyd's (_lloyd) drive, with Dask workers in between.
+"""A kmt.dask fit's shards as the client sees them: the shards the resident
+driver (client/resident_job.h, through kmt._driver.drive) runs its steps
+on, with Dask workers in between.
 
 Every non-empty block of the dask array is one shard, loaded by the worker
 Dask runs its load task on (where the block is), on replica i mod R at first.
@@ -10,15 +11,12 @@ answers `missing`) or whose replica failed (`failed`; that replica is not
 used again) is loaded again, its block recomputed by Dask if it was lost,
 and asked the same step again: the result does not change."""
 import collections
-import time
-import types
 import uuid
 
 import grpc
 import numpy as np
 from dask import delayed
 
-from .. import resident
 from ..client import ServiceError, pb, status_code
 from . import worker
 
@@ -34,22 +32,6 @@ class _Shard:
         self.groups = []  # k-means‖'s groups of centers taken in (float32 bytes), to replay
 
 
-class _Candidates:
-    """Far points of the blocks as a job for resident._relocate: their rows,
-    weights and (in the one answer) labels, in global index order."""
-
-    def __init__(self, found, weighted):
-        indices = np.concatenate([f[0] for f in found])
-        order = np.argsort(indices, kind="stable")
-        self.points = np.concatenate([f[1] for f in found])[order]
-        self.weights = np.concatenate([f[2] for f in found])[order] if weighted else None
-        self.answer = types.SimpleNamespace(labels=np.concatenate([f[3] for f in found])[order],
-                                            labels_i32=b"")
-
-    def rows(self, first, end):
-        return self.points[first:end]
-
-
 class DaskJob:
     """The shards of one fit of an (n, d) dask array `X` (chunked by rows
     only), weighted by the dask array `weights` (chunked as X) or not, over
@@ -60,17 +42,14 @@ class DaskJob:
         self.blocks = X.to_delayed(optimize_graph=False).ravel()
         self.weight_blocks = (None if weights is None
                               else weights.to_delayed(optimize_graph=False).ravel())
-        # resident._seed and _lloyd read only whether the points are weighted.
-        self.weights = weights
+        self.weighted = weights is not None
         self.dtype = X.dtype
         self.spec = worker.FitSpec(uuid.uuid4().hex, X.shape[1], offset, chunk_bytes, timeout,
                                    tuple(sorted(tls.items())))
         self.alive = [True] * len(servers)
         self.shards = []
         self.moves = 0          # shards loaded again after their worker or replica failed
-        self.labels = None      # label futures, per shard, of the last step that asked
-        self.counts = None      # points per center in that step
-        self.labels_seconds = 0.0
+        self.label_sets = []    # label futures, per shard, of each step that asked, in order
         self.total_weight = 0.0
         self.block_counts = None  # points per block, once loaded
 
@@ -157,16 +136,35 @@ class DaskJob:
         """Ends the fit's streams on every worker."""
         self._release()
 
-    def round(self, make):
-        """One request per shard (none where `make` gives None), one task per
-        worker; the answers (JobResponses) in shard order. A step that asks
-        for labels leaves them on the workers (self.labels)."""
-        requests = [make(s) for s in range(len(self.shards))]
+    # The driver's side of the shards (kmt._driver.drive).
+
+    def sizes(self):
+        """Points per shard, in order."""
+        return [shard.count for shard in self.shards]
+
+    def labels_stay(self):
+        """An assign step's labels stay on the workers (label_sets)."""
+        return True
+
+    def restart(self):
+        """Every shard loaded afresh, for a new k-means++."""
+        self.reload_all()
+
+    def round(self, requests):
+        """One step: serialized JobRequests per shard (None: not asked), the
+        serialized JobResponses in shard order (empty where not asked)."""
+        answers = self._round([None if r is None else pb.JobRequest.FromString(r)
+                               for r in requests])
+        return [a.SerializeToString() for a in answers]
+
+    def _round(self, requests):
+        """One request per shard (none where None), one task per worker; the
+        answers (JobResponses) in shard order. A step that asks for labels
+        leaves them on the workers (appended to self.label_sets)."""
         answers = [pb.JobResponse() for _ in self.shards]
         pending = [s for s, r in enumerate(requests) if r is not None]
         keep = any(requests[s].HasField("assign") and requests[s].assign.return_labels
                    for s in pending)
-        started = time.perf_counter()
         labels = {}
         for _ in range(MAX_ATTEMPTS):
             if not pending:
@@ -177,10 +175,7 @@ class DaskJob:
                                f"block {self.shards[pending[0]].block} failed the same step "
                                f"{MAX_ATTEMPTS} times")
         if keep:
-            self.labels = [labels[s] for s in range(len(self.shards))]
-            self.counts = np.sum([np.asarray(a.center_counts, dtype=np.int64) for a in answers],
-                                 axis=0)
-            self.labels_seconds = time.perf_counter() - started
+            self.label_sets.append([labels[s] for s in range(len(self.shards))])
         return answers
 
     def _ask(self, requests, pending, answers, keep, labels):
@@ -221,7 +216,7 @@ class DaskJob:
                                            f"block {block} on {self.servers[shard.replica]}: "
                                            f"{r.error.message}")
                     answers[s] = r
-                    resident.note_replays(shard, requests[s])
+                    worker.note_replays(shard, requests[s])
                     if keep:
                         labels[s] = self.client.submit(worker.labels_of, futures[w], block,
                                                        workers=[w], allow_other_workers=True,
@@ -237,43 +232,6 @@ class DaskJob:
                 again.append(s)
         self._reload([self.shards[s] for s in again])
         return sorted(again)
-
-    def relocate(self, centers, counts, weights, sums):
-        """scikit-learn's relocation of the empty clusters (resident._relocate)
-        from each block's farthest points under `centers`, their labels those
-        of the step asked again."""
-        m = int((~(weights > 0)).sum())
-        request = resident.assign_request(centers, True)
-        self.round(lambda s: request)
-        tasks = []
-        for s, shard in enumerate(self.shards):
-            w = None if self.weight_blocks is None else self.weight_blocks[shard.block]
-            tasks.append(delayed(worker.farthest, pure=False)(
-                self.blocks[shard.block], w, self.labels[s], centers, self.spec.offset,
-                shard.first, m))
-        found = self.client.gather(self.client.compute(tasks))
-        candidates = _Candidates(found, self.weights is not None)
-        return resident._relocate(candidates, centers, [candidates.answer], counts, weights, sums,
-                                  self.log)
-
-    def rows(self, indices):
-        """The points at global `indices` as sent (minus the offset), in that
-        order, each block asked once."""
-        indices = np.asarray(indices, dtype=np.int64)
-        firsts = np.array([s.first for s in self.shards])
-        owner = np.searchsorted(firsts, indices, side="right") - 1
-        tasks, order = [], []
-        for s in np.unique(owner):
-            mine = np.flatnonzero(owner == s)
-            tasks.append(delayed(worker.rows_at, pure=False)(
-                self.blocks[self.shards[s].block], self.spec.offset,
-                indices[mine] - self.shards[s].first))
-            order.append(mine)
-        found = self.client.gather(self.client.compute(tasks))
-        out = np.empty((len(indices), self.spec.d), dtype=found[0].dtype)
-        for mine, rows in zip(order, found):
-            out[mine] = rows
-        return out
 
     def all_weights(self):
         """The weights of every point, on the client (for the weighted

@@ -8,19 +8,24 @@ the replicas compute at once. A block asked of a worker that does not hold it
 `missing`, and one whose replica failed answers `failed`: the client loads
 those again and repeats the step for them."""
 import dataclasses
+import queue
 import threading
 
+import grpc
 import numpy as np
 from distributed import get_worker
 
 from .. import resident
-from ..client import ServiceError, channel, pb, rpc
+from ..client import ServiceError, channel, float32_bytes, pb, rpc, status_code
 
-# Stream failures after which the block goes to another replica.
-REPLICA_FAILED = resident.REPLICA_FAILED
+# Stream failures after which the block goes to another replica: the
+# replica is gone, restarting or shutting down (client/replica_shards.cc's
+# rule). Other codes are the fit's own errors.
+REPLICA_FAILED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
+                  grpc.StatusCode.ABORTED, grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL)
 
 _lock = threading.Lock()
-_held = {}   # (worker address, fit id) -> {block: resident._JobStream}
+_held = {}   # (worker address, fit id) -> {block: JobStream}
 # (replica, TLS settings) -> (channel, stub): one channel per replica and
 # process while fits run there.
 _channels = {}
@@ -35,6 +40,153 @@ class FitSpec:
     chunk_bytes: int    # of a shard's chunks on the wire
     timeout: float      # each Job stream's deadline in seconds, or None
     tls: tuple          # kmt.channel's TLS options as (name, value) pairs
+
+
+# How long closing a stream waits for the replica's final status before it
+# cancels the call instead.
+CLOSE_SECONDS = 10.0
+
+
+class JobStream:
+    """One Job stream, fed from a queue, so that a step's requests are sent to
+    every shard before any answer is read and the replicas compute at once."""
+
+    def __init__(self, stub, timeout):
+        self.requests = queue.SimpleQueue()
+        self.answers = stub.Job(iter(self.requests.get, None), timeout=timeout)
+        self.failure = None
+        self.unanswered = 0  # requests sent whose response has not been read
+        self.writes_done = False
+
+    def send(self, request):
+        self.requests.put(request)
+        self.unanswered += 1
+
+    def receive(self):
+        """The next step's response, its labels gathered from the responses
+        that follow it; a step's error arrives inside it, a broken stream as
+        a ServiceError."""
+        if self.failure:
+            raise self.failure
+        try:
+            response = next(self.answers)
+            to_follow = response.labels_to_follow
+            raw = [response.labels_i32]
+            while to_follow > 0:
+                more = next(self.answers)
+                count = len(more.labels_i32) // 4 + len(more.labels)
+                if not count or more.labels_to_follow != to_follow - count:
+                    raise ServiceError(grpc.StatusCode.INTERNAL,
+                                       f"a job's labels arrived out of step: {to_follow} to "
+                                       f"follow, then {count} with "
+                                       f"{more.labels_to_follow} to follow")
+                response.labels.extend(more.labels)
+                raw.append(more.labels_i32)
+                to_follow = more.labels_to_follow
+            if len(raw) > 1:
+                response.labels_i32 = b"".join(raw)
+            response.labels_to_follow = 0
+            self.unanswered -= 1
+            return response
+        except grpc.RpcError as e:
+            self.failure = ServiceError(e.code(), e.details())
+        except StopIteration:
+            self.failure = ServiceError(grpc.StatusCode.UNAVAILABLE, "the job stream ended early")
+        raise self.failure
+
+    def end_writes(self):
+        """Ends the job on the replica (its shard is freed) as the C++ client
+        does, with the end of the writes (WritesDone); wait_closed reads the
+        status it ends with."""
+        if not self.writes_done:
+            self.writes_done = True
+            self.requests.put(None)
+
+    def wait_closed(self):
+        """After end_writes: the replica's final status read, so that a job
+        that ended as its client intended ends OK on the server, not
+        CANCELLED. A stream that failed, has a request unanswered or does not
+        end within CLOSE_SECONDS is cancelled."""
+        if self.failure is None and self.unanswered == 0:
+            try:
+                self.answers.exception(timeout=CLOSE_SECONDS)
+            except grpc.FutureTimeoutError:
+                pass
+        self.answers.cancel()  # a no-op once the call is over
+
+    def close(self):
+        """Ends the job on the replica (its shard is freed)."""
+        self.end_writes()
+        self.wait_closed()
+
+
+def close_streams(streams):
+    """Closes Job streams, their writes ended at once and their statuses
+    read after, so that closing many takes one round trip."""
+    streams = list(streams)
+    for stream in streams:
+        stream.end_writes()
+    for stream in streams:
+        stream.wait_closed()
+
+
+def _step_error(response):
+    return ServiceError(status_code(response.error.code), response.error.message)
+
+
+def load_shard(stream, rows, weights, count, d, chunk_bytes, seeded=(), groups=()):
+    """Sends a shard of `count` points on a fresh Job stream in raw chunks of
+    about `chunk_bytes`, reading the acknowledgements a few chunks behind:
+    rows(first, end) are its points [first, end) as the replica is to hold
+    them, `weights` (count,) theirs or None. Then the shard takes `seeded`
+    (the k-means++ centers chosen before it moved there) into its
+    distances, and k-means‖'s `groups` (float32 bytes each) in the same
+    groups, so that its distances are those it had to the bit."""
+    chunk = max(1, chunk_bytes // (4 * d))
+    loaded, unacknowledged = 0, 0
+    for start in range(0, count, chunk):
+        end = min(count, start + chunk)
+        message = pb.ShardChunk(n=count, d=d, points_f32=float32_bytes(rows(start, end)),
+                                count_label_changes=True)
+        if weights is not None:
+            message.weights_f32 = float32_bytes(weights[start:end])
+        stream.send(pb.JobRequest(shard=message))
+        unacknowledged += 1
+        # At most a few chunks in flight: the points are not copied whole.
+        while unacknowledged > 4 or (unacknowledged and end >= count):
+            r = stream.receive()
+            if r.HasField("error"):
+                raise _step_error(r)
+            loaded, unacknowledged = r.points_loaded, unacknowledged - 1
+    if loaded != count:
+        raise ServiceError(grpc.StatusCode.INTERNAL,
+                           f"the replica holds {loaded} of {count} points")
+    replays = [pb.JobRequest(seed=pb.SeedStep(add_centers=seeded))] if seeded else []
+    replays += [pb.JobRequest(kmeans_parallel=pb.KMeansParallelStep(add_centers_f32=group))
+                for group in groups]
+    for replay in replays:
+        stream.send(replay)
+        r = stream.receive()
+        if r.HasField("error"):
+            raise _step_error(r)
+
+
+def note_replays(shard, request):
+    """Keeps what a shard's answered `request` took into its seeding
+    distances, for a reload to replay (load_shard)."""
+    if request.HasField("seed"):
+        shard.seeded.extend(request.seed.add_centers)
+    if request.HasField("kmeans_parallel") and request.kmeans_parallel.add_centers_f32:
+        shard.groups.append(request.kmeans_parallel.add_centers_f32)
+
+
+def step_labels(answer):
+    """An assign step's labels (as the shard answered them: raw or repeated)
+    as an int32 array."""
+    if answer.labels_i32:
+        return np.frombuffer(answer.labels_i32, dtype="<i4").astype(np.int32, copy=False)
+    return np.asarray(answer.labels, dtype=np.int32)
+
 
 
 def _stub(replica, tls):
@@ -88,9 +240,9 @@ def load(spec, block, index, weights, replica, seeded, groups):
     address = get_worker().address
     if n == 0:
         return "ok", address, 0, 0.0
-    stream = resident._JobStream(_stub(replica, spec.tls), spec.timeout)
+    stream = JobStream(_stub(replica, spec.tls), spec.timeout)
     try:
-        resident.load_shard(stream, _checked_rows(block, spec.offset, index), weights, n, spec.d,
+        load_shard(stream, _checked_rows(block, spec.offset, index), weights, n, spec.d,
                             spec.chunk_bytes, seeded, groups)
     except ServiceError as e:
         stream.close()
@@ -132,7 +284,7 @@ def step(spec, requests, asked, keep_labels):
             answers[block] = ("failed", e.code, e.message)
             continue
         if keep_labels and not response.HasField("error"):
-            labels[block] = resident.step_labels(response).copy()
+            labels[block] = step_labels(response).copy()
             response.ClearField("labels")
             response.ClearField("labels_i32")
         answers[block] = ("ok", response.SerializeToString())
@@ -153,28 +305,6 @@ def labels_of(stepped, block):
     return found
 
 
-def farthest(block, weights, labels, centers, offset, first, m):
-    """The candidates of block rows for scikit-learn's relocation of m
-    empty clusters: the m points of positive weight farthest from their own
-    centers (distances as kmt.resident computes them, the lower index first
-    among equal ones), as (global indices, rows as sent, weights or None,
-    labels)."""
-    x = resident.dense_rows(block, offset)(0, block.shape[0])
-    distances = ((x.astype(np.float32) - centers[labels]) ** 2).sum(axis=1)
-    positions = np.arange(len(labels))
-    if weights is not None:
-        weights = np.asarray(weights, dtype=np.float32).reshape(-1)
-        positions = np.flatnonzero(weights > 0)
-    far = positions[np.lexsort((positions, -distances[positions]))[:m]]
-    far.sort()
-    return (first + far, x[far], None if weights is None else weights[far], labels[far])
-
-
-def rows_at(block, offset, positions):
-    """The block's rows at `positions` as sent (minus `offset`)."""
-    return resident.dense_rows(block, offset)(0, block.shape[0])[positions]
-
-
 def release(fit_id, dask_worker=None):
     """Ends the fit's Job streams held by this worker (Client.run)."""
     with _lock:
@@ -183,7 +313,7 @@ def release(fit_id, dask_worker=None):
         idle = [] if _held else list(_channels.values())
         if idle:
             _channels.clear()
-    resident.close_streams(shards.values())
+    close_streams(shards.values())
     for opened, _ in idle:
         opened.close()
     return len(shards)

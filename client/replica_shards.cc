@@ -1,0 +1,428 @@
+#include "client/replica_shards.h"
+
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <netdb.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/cluster_client.h"
+#include "core/point_moments.h"
+#include "proto/batch_error.h"
+#include "proto/channel_tuning.h"
+#include "proto/kmeans_transformer.grpc.pb.h"
+#include "proto/raw_payload.h"
+
+namespace kmt {
+namespace {
+
+// Failures after which the shard goes to another replica: the replica is
+// gone, restarting or shutting down. Other codes are the job's own errors.
+bool ReplicaFailed(absl::StatusCode code) {
+  return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kCancelled ||
+         code == absl::StatusCode::kAborted || code == absl::StatusCode::kUnknown ||
+         code == absl::StatusCode::kInternal;
+}
+
+// One Job stream on the synchronous API. A step's requests are written to
+// every shard's stream before any answer is read, so the replicas compute
+// at once.
+class JobStream {
+ public:
+  JobStream(v1::KMeansTransformer::Stub* stub, absl::Duration timeout) {
+    if (timeout != absl::InfiniteDuration()) {
+      context_.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    }
+    stream_ = stub->Job(&context_);
+  }
+  // Ends the job on the replica (its shard is freed), unless it has ended:
+  // the writes end and the replica's status is read, so that a job that
+  // ended as its client intended ends OK there, not CANCELLED. A stream with
+  // a request unanswered, or whose status does not come within 10 s, is
+  // cancelled.
+  ~JobStream() {
+    if (!failure_.ok()) return;
+    stream_->WritesDone();
+    if (unanswered_ > 0) {
+      context_.TryCancel();
+      stream_->Finish();
+      return;
+    }
+    std::mutex mu;
+    std::condition_variable finished;
+    bool done = false;
+    std::thread deadline([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      if (!finished.wait_for(lock, std::chrono::seconds(10), [&] { return done; })) {
+        context_.TryCancel();
+      }
+    });
+    stream_->Finish();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+    }
+    finished.notify_one();
+    deadline.join();
+  }
+
+  absl::Status Send(const v1::JobRequest& request) {
+    if (!failure_.ok()) return failure_;
+    if (!stream_->Write(request)) return Fail();
+    ++unanswered_;
+    return absl::OkStatus();
+  }
+
+  // The next step's response, its labels gathered from the responses that
+  // follow it; a step's error arrives inside it, a broken stream as the
+  // status.
+  absl::StatusOr<v1::JobResponse> Receive() {
+    if (!failure_.ok()) return failure_;
+    v1::JobResponse response;
+    if (!stream_->Read(&response)) return Fail();
+    for (int64_t to_follow = response.labels_to_follow(); to_follow > 0;) {
+      v1::JobResponse more;
+      if (!stream_->Read(&more)) return Fail();
+      const int64_t count =
+          more.labels_size() + static_cast<int64_t>(more.labels_i32().size() / sizeof(int32_t));
+      if (count == 0 || more.labels_to_follow() != to_follow - count) {
+        return absl::InternalError(absl::StrCat("a job's labels arrived out of step: ", to_follow,
+                                                " to follow, then ", count, " with ",
+                                                more.labels_to_follow(), " to follow"));
+      }
+      response.mutable_labels()->Add(more.labels().begin(), more.labels().end());
+      response.mutable_labels_i32()->append(more.labels_i32());
+      to_follow = more.labels_to_follow();
+    }
+    response.clear_labels_to_follow();
+    --unanswered_;
+    return response;
+  }
+
+ private:
+  absl::Status Fail() {
+    const grpc::Status status = stream_->Finish();
+    failure_ =
+        status.ok() ? absl::UnavailableError("the job stream ended early") : FromGrpc(status);
+    return failure_;
+  }
+
+  grpc::ClientContext context_;
+  int64_t unanswered_ = 0;  // requests written whose response is not read
+  std::unique_ptr<grpc::ClientReaderWriter<v1::JobRequest, v1::JobResponse>> stream_;
+  absl::Status failure_;
+};
+
+struct Shard {
+  int64_t first = 0, count = 0;
+  int server = 0;
+  std::unique_ptr<JobStream> stream;
+  std::vector<float> seeded;            // centers taken into its seeding distances, to replay
+  std::vector<std::string> groups;      // k-means‖'s groups of centers taken in, to replay
+  std::optional<PointMoments> moments;  // of its points, read at its first load
+};
+
+}  // namespace
+
+class ReplicaShards::Impl {
+ public:
+  Impl(ReplicaShardOptions settings, int64_t n, int d, PointSource source)
+      : options_(std::move(settings)), d_(d), source_(std::move(source)) {
+    for (const std::string& address : options_.servers) {
+      grpc::ChannelArguments args;
+      args.SetMaxReceiveMessageSize(-1);
+      args.SetMaxSendMessageSize(-1);
+      ApplyChannelTuning(&args);
+      stubs_.push_back(v1::KMeansTransformer::NewStub(options_.security.Connect(address, args)));
+      alive_.push_back(true);
+    }
+    // No shard without points: a small dataset gets fewer shards.
+    const int64_t count =
+        std::min<int64_t>(n, static_cast<int64_t>(stubs_.size()) * options_.streams_per_server);
+    for (int64_t s = 0; s < count; ++s) {
+      Shard shard;
+      shard.first = n * s / count;
+      shard.count = n * (s + 1) / count - shard.first;
+      shard.server = static_cast<int>(s % stubs_.size());
+      shards_.push_back(std::move(shard));
+    }
+  }
+
+  const std::vector<Shard>& shards() const { return shards_; }
+  int moves() const { return moves_; }
+
+  // Every shard's job ended on its replica, then loaded afresh.
+  absl::Status Restart() {
+    for (Shard& shard : shards_) {
+      shard.stream.reset();
+      shard.seeded.clear();
+      shard.groups.clear();
+    }
+    return LoadAll();
+  }
+
+  // The mean variance of all points, merged in shard order (the shards'
+  // moments are read at their first load).
+  double MeanVariance() const {
+    PointMoments all;
+    for (const Shard& shard : shards_) {
+      if (shard.moments) all.Add(*shard.moments);
+    }
+    return all.MeanVariance();
+  }
+
+  // Loads every shard on its replica, all at once.
+  absl::Status LoadAll() {
+    std::vector<absl::Status> results(shards_.size());
+    std::vector<std::thread> threads;
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      threads.emplace_back([this, s, &results] { results[s] = Load(&shards_[s]); });
+    }
+    for (std::thread& t : threads) t.join();
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      if (results[s].ok()) continue;
+      if (!ReplicaFailed(results[s].code())) return Named(s, results[s]);
+      if (absl::Status moved = Move(s, results[s]); !moved.ok()) return moved;
+    }
+    return absl::OkStatus();
+  }
+
+  // One request per shard (none where `make` gives none), all at once; the
+  // answers in shard order. A shard whose stream fails is moved and asked
+  // again.
+  absl::StatusOr<std::vector<v1::JobResponse>> Round(
+      const std::vector<std::optional<v1::JobRequest>>& requests) {
+    if (requests.size() != shards_.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(requests.size(), " requests for ", shards_.size(), " shards"));
+    }
+    std::vector<v1::JobResponse> answers(shards_.size());
+    std::vector<size_t> pending;
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      if (requests[s]) pending.push_back(s);
+    }
+    while (!pending.empty()) {
+      std::vector<absl::Status> failed(shards_.size());
+      for (size_t s : pending) failed[s] = shards_[s].stream->Send(*requests[s]);
+      for (size_t s : pending) {
+        if (!failed[s].ok()) continue;
+        absl::StatusOr<v1::JobResponse> r = shards_[s].stream->Receive();
+        if (!r.ok()) {
+          failed[s] = r.status();
+        } else if (absl::Status error = FromBatchError(r->error()); !error.ok()) {
+          return Named(s, error);
+        } else {
+          answers[s] = *std::move(r);
+          if (requests[s]->has_seed()) {
+            const auto& add = requests[s]->seed().add_centers();
+            shards_[s].seeded.insert(shards_[s].seeded.end(), add.begin(), add.end());
+          }
+          if (requests[s]->has_kmeans_parallel() &&
+              !requests[s]->kmeans_parallel().add_centers_f32().empty()) {
+            shards_[s].groups.push_back(requests[s]->kmeans_parallel().add_centers_f32());
+          }
+        }
+      }
+      std::vector<size_t> again;
+      for (size_t s : pending) {
+        if (failed[s].ok()) continue;
+        if (!ReplicaFailed(failed[s].code())) return Named(s, failed[s]);
+        if (absl::Status moved = Move(s, failed[s]); !moved.ok()) return moved;
+        again.push_back(s);
+      }
+      pending = std::move(again);
+    }
+    return answers;
+  }
+
+ private:
+  // A shard's failure, named by its shard and replica; a point it names is
+  // numbered in the dataset, not in the shard.
+  absl::Status Named(size_t s, const absl::Status& status) const {
+    std::string message = RenamePoint(
+        status.message(), [&](int64_t i) { return absl::StrCat("point ", shards_[s].first + i); });
+    if (message.empty()) message = std::string(status.message());
+    return absl::Status(
+        status.code(),
+        absl::StrCat("shard ", s, " on ", options_.servers[shards_[s].server], ": ", message));
+  }
+
+  // Opens a stream on the shard's replica and sends its points (and
+  // weights) in chunks of raw float32, then reads the acknowledgements.
+  absl::Status Load(Shard* shard) {
+    shard->stream =
+        std::make_unique<JobStream>(stubs_[shard->server].get(), options_.stream_timeout);
+    const bool weighted = !options_.weights.empty();
+    const int64_t chunk =
+        std::max<int64_t>(1, options_.chunk_bytes / (4 * (int64_t{d_} + (weighted ? 1 : 0))));
+    // The tolerance's variance, from the points as they are first read.
+    std::optional<PointMoments> moments;
+    if (options_.moments && !shard->moments) moments.emplace();
+    int64_t chunks = 0;
+    v1::JobRequest request;
+    std::vector<float> values;
+    for (int64_t done = 0; done < shard->count || chunks == 0; done += chunk, ++chunks) {
+      const int64_t count = std::min(chunk, shard->count - done);
+      values.clear();
+      if (absl::Status s = source_(shard->first + done, count, &values); !s.ok()) return s;
+      if (values.size() != static_cast<size_t>(count * d_)) {
+        return absl::InvalidArgumentError(absl::StrCat("the point source gave ", values.size(),
+                                                       " values for ", count, " points in d = ", d_,
+                                                       " from point ", shard->first + done));
+      }
+      if (moments) moments->Add(values.data(), count, d_);
+      v1::ShardChunk* c = request.mutable_shard();
+      c->set_n(shard->count);
+      c->set_d(d_);
+      c->set_count_label_changes(options_.count_label_changes);
+      EncodeFloat32(values, c->mutable_points_f32());
+      if (weighted) {
+        EncodeFloat32(absl::MakeConstSpan(options_.weights).subspan(shard->first + done, count),
+                      c->mutable_weights_f32());
+      }
+      if (absl::Status s = shard->stream->Send(request); !s.ok()) return s;
+    }
+    for (int64_t c = 0; c < chunks; ++c) {
+      absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
+      if (!r.ok()) return r.status();
+      if (absl::Status s = FromBatchError(r->error()); !s.ok()) return s;
+      if (c + 1 == chunks && r->points_loaded() != shard->count) {
+        return absl::InternalError(absl::StrCat("the replica holds ", r->points_loaded(), " of ",
+                                                shard->count, " points"));
+      }
+    }
+    // A shard moved during k-means++ or k-means‖ gets back the distances it
+    // had: k-means‖'s in the same groups, so to the bit.
+    std::vector<v1::JobRequest> replays;
+    if (!shard->seeded.empty()) {
+      replays.emplace_back().mutable_seed()->mutable_add_centers()->Assign(shard->seeded.begin(),
+                                                                           shard->seeded.end());
+    }
+    for (const std::string& group : shard->groups) {
+      replays.emplace_back().mutable_kmeans_parallel()->set_add_centers_f32(group);
+    }
+    for (const v1::JobRequest& replay : replays) {
+      if (absl::Status s = shard->stream->Send(replay); !s.ok()) return s;
+      absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
+      if (!r.ok()) return r.status();
+      if (absl::Status s = FromBatchError(r->error()); !s.ok()) return s;
+    }
+    if (moments) shard->moments = std::move(moments);
+    return absl::OkStatus();
+  }
+
+  // After `why`, the shard's replica is taken as gone and the shard goes to
+  // the live replica with the fewest shards.
+  absl::Status Move(size_t s, const absl::Status& why) {
+    Shard& shard = shards_[s];
+    for (;;) {
+      alive_[shard.server] = false;
+      if (++moves_ > options_.max_moves) {
+        return Named(s, absl::Status(why.code(), absl::StrCat("gave up after ", moves_ - 1,
+                                                              " shard moves: ", why.message())));
+      }
+      std::vector<int> load(stubs_.size(), 0);
+      for (const Shard& other : shards_) ++load[other.server];
+      int best = -1;
+      for (size_t r = 0; r < stubs_.size(); ++r) {
+        if (alive_[r] && (best < 0 || load[r] < load[best])) best = static_cast<int>(r);
+      }
+      if (best < 0)
+        return Named(s, absl::Status(why.code(), absl::StrCat("no replica left: ", why.message())));
+      if (options_.log) {
+        options_.log(absl::StrCat("shard ", s, ": ", options_.servers[shard.server], " failed (",
+                                  why.ToString(), "); loading it on ", options_.servers[best],
+                                  " and repeating the step"));
+      }
+      shard.server = best;
+      const absl::Status loaded = Load(&shard);
+      if (loaded.ok()) return loaded;
+      if (!ReplicaFailed(loaded.code())) return Named(s, loaded);
+    }
+  }
+
+  const ReplicaShardOptions options_;
+  const int d_;
+  const PointSource source_;
+  std::vector<std::unique_ptr<v1::KMeansTransformer::Stub>> stubs_;
+  std::vector<bool> alive_;
+  std::vector<Shard> shards_;
+  int moves_ = 0;
+};
+
+ReplicaShards::ReplicaShards(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ReplicaShards::~ReplicaShards() = default;
+
+absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::Load(ReplicaShardOptions options,
+                                                                   int64_t n, int d,
+                                                                   PointSource source) {
+  if (options.servers.empty()) return absl::InvalidArgumentError("no server addresses");
+  if (options.streams_per_server < 1 || n < 1 || d < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("streams per server ",
+                                                   options.streams_per_server, ", n = ", n,
+                                                   ", d = ", d, ": each must be at least 1"));
+  }
+  auto impl = std::make_unique<Impl>(std::move(options), n, d, std::move(source));
+  if (absl::Status s = impl->LoadAll(); !s.ok()) return s;
+  return std::unique_ptr<ReplicaShards>(new ReplicaShards(std::move(impl)));
+}
+
+std::vector<int64_t> ReplicaShards::Sizes() const {
+  std::vector<int64_t> sizes;
+  for (const Shard& shard : impl_->shards()) sizes.push_back(shard.count);
+  return sizes;
+}
+
+absl::StatusOr<std::vector<v1::JobResponse>> ReplicaShards::Round(
+    const std::vector<std::optional<v1::JobRequest>>& requests) {
+  return impl_->Round(requests);
+}
+
+absl::Status ReplicaShards::Restart() { return impl_->Restart(); }
+int ReplicaShards::moves() const { return impl_->moves(); }
+double ReplicaShards::MeanVariance() const { return impl_->MeanVariance(); }
+
+absl::StatusOr<std::vector<std::string>> ReplicaAddresses(const std::string& target) {
+  if (absl::StartsWith(target, "ipv4:") || absl::StartsWith(target, "ipv6:")) {
+    return std::vector<std::string>(absl::StrSplit(target.substr(5), ',', absl::SkipEmpty()));
+  }
+  if (!absl::StartsWith(target, "dns:///")) return std::vector<std::string>{target};
+  const std::string name = target.substr(7);
+  const size_t colon = name.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("'", target, "' has no port"));
+  }
+  const std::string host = name.substr(0, colon), port = name.substr(colon + 1);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int e = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); e != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot resolve ", host, ": ", gai_strerror(e)));
+  }
+  std::vector<std::string> addresses;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char ip[INET6_ADDRSTRLEN] = {};
+    const void* raw =
+        a->ai_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    if (inet_ntop(a->ai_family, raw, ip, sizeof(ip)) == nullptr) continue;
+    const std::string address =
+        a->ai_family == AF_INET ? absl::StrCat(ip, ":", port) : absl::StrCat("[", ip, "]:", port);
+    if (std::find(addresses.begin(), addresses.end(), address) == addresses.end()) {
+      addresses.push_back(address);
+    }
+  }
+  freeaddrinfo(found);
+  return addresses;
+}
+
+}  // namespace kmt

@@ -1,0 +1,83 @@
+// A resident job's shards held on replicas by this process: the points (and
+// their weights, if they have them) split into contiguous shards, each
+// loaded on one replica's Job stream (several per replica with
+// `streams_per_server`) and kept there for the job. A step's requests are
+// written to every shard's stream before any answer is read, so the
+// replicas compute at once. When a stream fails (its replica died or
+// restarted) the shard is loaded on the live replica with the fewest
+// shards, given back the seeding centers it had taken in, and asked the
+// step again with the same centers, so the result does not change.
+#ifndef KMT_CLIENT_REPLICA_SHARDS_H_
+#define KMT_CLIENT_REPLICA_SHARDS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/shard_set.h"
+#include "proto/transport_security.h"
+
+namespace kmt {
+
+struct ReplicaShardOptions {
+  std::vector<std::string> servers;  ///< replica addresses, host:port; one channel each
+  int streams_per_server = 1;        ///< shards (and streams) per replica
+  /// Per-point weights (n values, finite, >= 0, not all 0); empty: 1 each.
+  std::vector<float> weights;
+  /// The shards keep their last labels (4 bytes per point on the replicas)
+  /// to count each iteration's label changes, so that a run stopped by an
+  /// unchanged assignment says so.
+  bool count_label_changes = true;
+  /// Read each shard's moments at its first load, for MeanVariance.
+  bool moments = false;
+  int64_t chunk_bytes = 4 << 20;  ///< points per shard message, in bytes
+  int max_moves = 3;              ///< shard moves after failures before the job fails
+  absl::Duration stream_timeout = absl::InfiniteDuration();  ///< deadline of each stream
+  ChannelSecurity security;  ///< TLS settings (proto/transport_security.h); plaintext by default
+  /// Called with a line of news (a shard moved), if set.
+  std::function<void(const std::string&)> log;
+};
+
+// Copies points [first, first + count) of the dataset, row-major, into
+// `values`; called from several threads at once.
+using PointSource =
+    std::function<absl::Status(int64_t first, int64_t count, std::vector<float>* values)>;
+
+class ReplicaShards : public ShardSet {
+ public:
+  ~ReplicaShards() override;
+
+  // Splits n points in d dimensions read from `source` (each read once,
+  // unless a shard moves) into shards and loads them all at once. A replica
+  // that refuses its shard for lack of room fails the load with that
+  // RESOURCE_EXHAUSTED status (its message gives the numbers).
+  static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
+                                                             int d, PointSource source);
+
+  std::vector<int64_t> Sizes() const override;
+  absl::StatusOr<std::vector<v1::JobResponse>> Round(
+      const std::vector<std::optional<v1::JobRequest>>& requests) override;
+  absl::Status Restart() override;
+  int moves() const override;
+
+  // The points' mean per-dimension variance, their moments merged in shard
+  // order (needs `moments`).
+  double MeanVariance() const;
+
+ private:
+  class Impl;
+  explicit ReplicaShards(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The replica addresses of a --server target: "host:port", a list
+// "ipv4:a:p,b:q", or "dns:///name:port" resolved to every address it has.
+absl::StatusOr<std::vector<std::string>> ReplicaAddresses(const std::string& target);
+
+}  // namespace kmt
+
+#endif  // KMT_CLIENT_REPLICA_SHARDS_H_

@@ -1,0 +1,358 @@
+// kmt._driver: the resident-job driver (client/resident_job.h) under the
+// Python package, so that kmt.KMeans, kmt.fit_resident and kmt.dask run the
+// algorithm the CLI runs. Two entry points: `fit` loads points this
+// process holds onto replicas (ReplicaShards) and runs the job; `drive`
+// runs the job over shards a Python object holds (kmt.dask's workers),
+// whose steps cross as serialized JobRequest and JobResponse messages.
+// Both release the GIL while the job runs; Python callbacks take it back.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "client/replica_shards.h"
+#include "client/resident_job.h"
+#include "proto/transport_security.h"
+
+namespace py = pybind11;
+
+namespace kmt {
+namespace {
+
+// A job's failure as Python sees it: kmt._driver.Error(code, message), the
+// code absl's (gRPC's) number.
+PyObject* error_type = nullptr;
+
+[[noreturn]] void Raise(const absl::Status& status) {
+  py::object error = py::reinterpret_borrow<py::object>(error_type)(static_cast<int>(status.code()),
+                                                                    std::string(status.message()));
+  PyErr_SetObject(error_type, error.ptr());
+  throw py::error_already_set();
+}
+
+// The first Python exception a callback raised during a job; the job then
+// fails and the exception is raised again in place of its status.
+struct PythonFailure {
+  std::optional<py::error_already_set> error;
+
+  absl::Status Keep(py::error_already_set&& e) {
+    if (!error) error.emplace(std::move(e));
+    return absl::AbortedError("a Python callback raised");
+  }
+  void RaiseIfAny() {
+    if (error) {
+      py::gil_scoped_acquire gil;
+      error->restore();
+      error.reset();
+      throw py::error_already_set();
+    }
+  }
+};
+
+v1::ConvergenceReason ConvergenceReason(Convergence why) {
+  switch (why) {
+    case Convergence::kTolerance:
+      return v1::CONVERGENCE_TOLERANCE;
+    case Convergence::kLabelsUnchanged:
+      return v1::CONVERGENCE_LABELS_UNCHANGED;
+    case Convergence::kNone:
+      break;
+  }
+  return v1::CONVERGENCE_NONE;
+}
+
+ResidentSeeding SeedingNamed(const std::string& name) {
+  if (name == "kmeans++") return ResidentSeeding::kGreedyKMeansPlusPlus;
+  if (name == "plain-kmeans++") return ResidentSeeding::kPlainKMeansPlusPlus;
+  if (name == kKMeansParallelName) return ResidentSeeding::kKMeansParallel;
+  if (name == "random") return ResidentSeeding::kRandom;
+  throw py::value_error("init '" + name +
+                        "': expected kmeans++, plain-kmeans++, kmeans|| or random");
+}
+
+// The job's options from the keyword arguments both entry points share.
+ResidentJobOptions JobOptions(
+    int d, int k, int iterations, double center_tol, uint64_t seed, const std::string& init,
+    int kmeans_parallel_rounds, double kmeans_parallel_oversampling,
+    const std::string& empty_clusters, int n_init,
+    const std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>>& starts,
+    bool labels, PythonFailure* failure, const py::object& log, const py::object& on_iteration) {
+  ResidentJobOptions options{.k = k,
+                             .iterations = iterations,
+                             .center_tol = center_tol,
+                             .seed = seed,
+                             .seeding = SeedingNamed(init),
+                             .kmeans_parallel_rounds = kmeans_parallel_rounds,
+                             .kmeans_parallel_oversampling = kmeans_parallel_oversampling,
+                             .n_init = n_init,
+                             .labels = labels};
+  absl::StatusOr<EmptyClusterPolicy> policy = ParseEmptyClusterPolicy(empty_clusters);
+  if (!policy.ok()) throw py::value_error(std::string(policy.status().message()));
+  options.empty_clusters = *policy;
+  if (starts) {
+    if (starts->ndim() != 3 || starts->shape(1) != k || starts->shape(2) != d) {
+      throw py::value_error("starts must have shape (r, k, d) = (r, " + std::to_string(k) + ", " +
+                            std::to_string(d) + ")");
+    }
+    for (py::ssize_t r = 0; r < starts->shape(0); ++r) {
+      // Row-major (k, d) is column-major d x k.
+      options.starts.push_back(Eigen::Map<const Matrix<float>>(starts->data(r, 0, 0), d, k));
+    }
+  }
+  if (!log.is_none()) {
+    options.log = [log, failure](const std::string& line) {
+      py::gil_scoped_acquire gil;
+      try {
+        log(line);
+      } catch (py::error_already_set& e) {
+        failure->Keep(std::move(e)).IgnoreError();
+      }
+    };
+  }
+  if (!on_iteration.is_none()) {
+    options.on_iteration = [on_iteration, failure](int t, double objective, double shift,
+                                                   Convergence why) {
+      py::gil_scoped_acquire gil;
+      try {
+        on_iteration(t, objective, shift, static_cast<int>(ConvergenceReason(why)));
+      } catch (py::error_already_set& e) {
+        failure->Keep(std::move(e)).IgnoreError();
+      }
+    };
+  }
+  return options;
+}
+
+py::dict ResultDict(ResidentJobResult&& result) {
+  const py::ssize_t d = result.centers.rows(), k = result.centers.cols();
+  py::array_t<float> centers({k, d});
+  std::memcpy(centers.mutable_data(), result.centers.data(), sizeof(float) * d * k);
+  py::dict out;
+  out["centers"] = centers;
+  if (!result.labels.empty()) {
+    py::array_t<int32_t> labels(static_cast<py::ssize_t>(result.labels.size()));
+    std::memcpy(labels.mutable_data(), result.labels.data(),
+                sizeof(int32_t) * result.labels.size());
+    out["labels"] = labels;
+  } else {
+    out["labels"] = py::none();
+  }
+  out["counts"] =
+      py::array_t<int64_t>(static_cast<py::ssize_t>(result.counts.size()), result.counts.data());
+  out["objective"] = result.objective;
+  out["initial_objective"] = result.initial_objective;
+  out["objectives"] = result.objectives;
+  out["iterations_run"] = result.iterations_run;
+  out["convergence"] = static_cast<int>(ConvergenceReason(result.convergence));
+  out["labels_changed"] = result.labels_changed;
+  out["relocations"] = result.relocations;
+  out["restart_objectives"] = result.restart_objectives;
+  out["best_restart"] = result.best_restart;
+  out["shards"] = result.shards;
+  out["shard_moves"] = result.shard_moves;
+  out["init_rounds"] = result.init_rounds;
+  out["init_candidates"] = result.init_candidates;
+  out["load_seconds"] = result.load_seconds;
+  out["init_seconds"] = result.init_seconds;
+  out["labels_seconds"] = result.labels_seconds;
+  out["iteration_seconds"] = result.iteration_seconds;
+  return out;
+}
+
+// Shards a Python object holds: sizes() -> list of int, round(list of
+// bytes or None) -> list of bytes, restart(), the attribute `moves`, and
+// labels_stay() -> bool.
+class PythonShards : public ShardSet {
+ public:
+  PythonShards(py::object shards, PythonFailure* failure)
+      : shards_(std::move(shards)), failure_(failure) {
+    sizes_ = shards_.attr("sizes")().cast<std::vector<int64_t>>();
+    labels_stay_ = shards_.attr("labels_stay")().cast<bool>();
+  }
+
+  std::vector<int64_t> Sizes() const override { return sizes_; }
+  bool labels_stay() const override { return labels_stay_; }
+
+  absl::StatusOr<std::vector<v1::JobResponse>> Round(
+      const std::vector<std::optional<v1::JobRequest>>& requests) override {
+    py::gil_scoped_acquire gil;
+    try {
+      py::list asked;
+      for (const std::optional<v1::JobRequest>& r : requests) {
+        if (r) {
+          asked.append(py::bytes(r->SerializeAsString()));
+        } else {
+          asked.append(py::none());
+        }
+      }
+      const py::list answered = shards_.attr("round")(asked);
+      if (answered.size() != requests.size()) {
+        return absl::InternalError("the shards answered " + std::to_string(answered.size()) +
+                                   " steps for " + std::to_string(requests.size()));
+      }
+      std::vector<v1::JobResponse> answers(requests.size());
+      for (size_t s = 0; s < requests.size(); ++s) {
+        const std::string bytes = answered[s].cast<std::string>();
+        if (!answers[s].ParseFromString(bytes)) {
+          return absl::InternalError("shard " + std::to_string(s) +
+                                     " answered a step that is not a JobResponse");
+        }
+      }
+      return answers;
+    } catch (py::error_already_set& e) {
+      return failure_->Keep(std::move(e));
+    }
+  }
+
+  absl::Status Restart() override {
+    py::gil_scoped_acquire gil;
+    try {
+      shards_.attr("restart")();
+      return absl::OkStatus();
+    } catch (py::error_already_set& e) {
+      return failure_->Keep(std::move(e));
+    }
+  }
+
+  int moves() const override {
+    py::gil_scoped_acquire gil;
+    return shards_.attr("moves").cast<int>();
+  }
+
+ private:
+  py::object shards_;
+  PythonFailure* failure_;
+  std::vector<int64_t> sizes_;
+  bool labels_stay_ = false;
+};
+
+using Starts = std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>>;
+
+py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, int64_t n, int d,
+             int k,
+             std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>> weights,
+             int iterations, double tol, double center_tol, uint64_t seed, const std::string& init,
+             int kmeans_parallel_rounds, double kmeans_parallel_oversampling,
+             const std::string& empty_clusters, int n_init, const Starts& starts, bool labels,
+             int streams_per_server, int64_t chunk_bytes, int max_moves,
+             std::optional<double> timeout, bool tls, const std::string& ca,
+             const std::string& cert, const std::string& key, const std::string& server_name,
+             const py::object& log, const py::object& on_iteration) {
+  PythonFailure failure;
+  ResidentJobOptions options =
+      JobOptions(d, k, iterations, center_tol, seed, init, kmeans_parallel_rounds,
+                 kmeans_parallel_oversampling, empty_clusters, n_init, starts, labels, &failure,
+                 log, on_iteration);
+  absl::StatusOr<ChannelSecurity> security = ClientSecurity({.enabled = tls,
+                                                             .ca_file = ca,
+                                                             .cert_file = cert,
+                                                             .key_file = key,
+                                                             .server_name = server_name});
+  if (!security.ok()) Raise(security.status());
+  ReplicaShardOptions replicas{
+      .servers = servers,
+      .streams_per_server = streams_per_server,
+      .chunk_bytes = chunk_bytes,
+      .max_moves = max_moves,
+      .stream_timeout = timeout ? absl::Seconds(*timeout) : absl::InfiniteDuration(),
+      .security = *std::move(security),
+      .log = options.log};
+  if (weights) {
+    if (weights->ndim() != 1 || weights->shape(0) != n) {
+      throw py::value_error("weights must have shape (n,) = (" + std::to_string(n) + ",)");
+    }
+    replicas.weights.assign(weights->data(), weights->data() + n);
+  }
+  // rows(first, end): the points [first, end) as a C-ordered float32 array
+  // of shape (end - first, d), read under the GIL by the loading threads.
+  const PointSource source = [&rows, &failure, d](int64_t first, int64_t count,
+                                                  std::vector<float>* values) -> absl::Status {
+    py::gil_scoped_acquire gil;
+    try {
+      const auto block = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(
+          rows(first, first + count));
+      if (!block || block.size() != count * d) {
+        return absl::InvalidArgumentError(
+            "rows(" + std::to_string(first) + ", " + std::to_string(first + count) +
+            ") did not give that many rows of d = " + std::to_string(d) + " values");
+      }
+      values->insert(values->end(), block.data(), block.data() + block.size());
+      return absl::OkStatus();
+    } catch (py::error_already_set& e) {
+      return failure.Keep(std::move(e));
+    }
+  };
+  absl::StatusOr<ResidentJobResult> result;
+  {
+    py::gil_scoped_release released;
+    result = RunResidentJobOnReplicas(std::move(replicas), std::move(options), tol, n, d, source);
+  }
+  failure.RaiseIfAny();
+  if (!result.ok()) Raise(result.status());
+  return ResultDict(*std::move(result));
+}
+
+py::dict Drive(const py::object& shards, int d, int k,
+               std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>> weights,
+               bool weighted, int iterations, double center_tol, uint64_t seed,
+               const std::string& init, int kmeans_parallel_rounds,
+               double kmeans_parallel_oversampling, const std::string& empty_clusters, int n_init,
+               const Starts& starts, bool labels, const py::object& log,
+               const py::object& on_iteration) {
+  PythonFailure failure;
+  ResidentJobOptions options =
+      JobOptions(d, k, iterations, center_tol, seed, init, kmeans_parallel_rounds,
+                 kmeans_parallel_oversampling, empty_clusters, n_init, starts, labels, &failure,
+                 log, on_iteration);
+  options.weighted = weighted;
+  if (weights) options.weights.assign(weights->data(), weights->data() + weights->size());
+  PythonShards held(shards, &failure);
+  absl::StatusOr<ResidentJobResult> result;
+  {
+    py::gil_scoped_release released;
+    result = RunResidentJob(options, d, held);
+  }
+  failure.RaiseIfAny();
+  if (!result.ok()) Raise(result.status());
+  return ResultDict(*std::move(result));
+}
+
+}  // namespace
+}  // namespace kmt
+
+PYBIND11_MODULE(_driver, m) {
+  m.doc() = "The resident-job driver of kmt (client/resident_job.h).";
+  static py::exception<std::runtime_error> error(m, "Error");
+  kmt::error_type = error.ptr();
+  m.def("fit", &kmt::Fit, py::arg("servers"), py::arg("rows"), py::arg("n"), py::arg("d"),
+        py::arg("k"), py::kw_only(), py::arg("weights") = py::none(), py::arg("iterations"),
+        py::arg("tol"), py::arg("center_tol"), py::arg("seed"), py::arg("init"),
+        py::arg("kmeans_parallel_rounds"), py::arg("kmeans_parallel_oversampling"),
+        py::arg("empty_clusters"), py::arg("n_init"), py::arg("starts") = py::none(),
+        py::arg("labels"), py::arg("streams_per_server"), py::arg("chunk_bytes"),
+        py::arg("max_moves"), py::arg("timeout") = py::none(), py::arg("tls") = false,
+        py::arg("ca") = "", py::arg("cert") = "", py::arg("key") = "", py::arg("server_name") = "",
+        py::arg("log") = py::none(), py::arg("on_iteration") = py::none());
+  m.def("drive", &kmt::Drive, py::arg("shards"), py::arg("d"), py::arg("k"), py::kw_only(),
+        py::arg("weights") = py::none(), py::arg("weighted"), py::arg("iterations"),
+        py::arg("center_tol"), py::arg("seed"), py::arg("init"), py::arg("kmeans_parallel_rounds"),
+        py::arg("kmeans_parallel_oversampling"), py::arg("empty_clusters"), py::arg("n_init"),
+        py::arg("starts") = py::none(), py::arg("labels"), py::arg("log") = py::none(),
+        py::arg("on_iteration") = py::none());
+  m.def(
+      "replica_addresses",
+      [](const std::string& target) {
+        absl::StatusOr<std::vector<std::string>> addresses = kmt::ReplicaAddresses(target);
+        if (!addresses.ok()) kmt::Raise(addresses.status());
+        return *addresses;
+      },
+      py::arg("target"));
+  m.attr("KMEANS_PARALLEL_ROUNDS") = kmt::ResidentJobOptions{}.kmeans_parallel_rounds;
+  m.attr("KMEANS_PARALLEL_OVERSAMPLING") = kmt::ResidentJobOptions{}.kmeans_parallel_oversampling;
+}
