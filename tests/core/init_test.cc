@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <vector>
@@ -32,6 +33,47 @@ TEST(Init, RandomSubsetPicksDistinctPointsReproducibly) {
   EXPECT_NE(*InitialCenters(points, 40, InitMethod::kRandomSubset, 10), a);
   // k = n takes every point.
   EXPECT_EQ(InitialCenters(points, 300, InitMethod::kRandomSubset, 1)->cols(), 300);
+}
+
+TEST(Init, RandomSubsetIndicesAreTheDrawsOfAPlainShuffleAndOfWeightedKeys) {
+  // Unweighted: a Fisher-Yates shuffle over the whole index list, stopped
+  // after k swaps, with the same generator's draws.
+  for (const int64_t n : {1, 10, 1000}) {
+    const int k = static_cast<int>(std::min<int64_t>(n, 7));
+    Rng rng(11);
+    std::vector<int64_t> order(n);
+    for (int64_t i = 0; i < n; ++i) order[i] = i;
+    for (int j = 0; j < k; ++j) std::swap(order[j], order[j + rng.Below(n - j)]);
+    EXPECT_EQ(RandomSubsetIndices<float>(n, k, 11, nullptr),
+              std::vector<int64_t>(order.begin(), order.begin() + k));
+  }
+  // Weighted: the k largest keys log(u) / w over the points of positive
+  // weight, one draw per point, ties to the lower index.
+  const int64_t n = 500;
+  std::vector<float> weights(n);
+  for (int64_t i = 0; i < n; ++i)
+    weights[i] = i % 4 == 0 ? 0.0f : 0.25f * static_cast<float>(i % 9);
+  Rng rng(12);
+  std::vector<std::pair<double, int64_t>> keys;
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = 1.0 - rng.Uniform();
+    if (weights[i] > 0) keys.push_back({-std::log(u) / weights[i], i});
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<int64_t> want;
+  for (int j = 0; j < 20; ++j) want.push_back(keys[j].second);
+  EXPECT_EQ(RandomSubsetIndices<float>(n, 20, 12, weights.data()), want);
+  // The engine's "random" takes those columns.
+  Matrix<float> points(1, n);
+  for (int64_t i = 0; i < n; ++i) points(0, i) = static_cast<float>(i);
+  const Vector<float> w = Eigen::Map<const Vector<float>>(weights.data(), n);
+  const Matrix<float> centers =
+      *ChooseInitialCenters<float>(points, 20, InitMethod::kRandomSubset, 12, {}, &w);
+  for (int j = 0; j < 20; ++j) EXPECT_EQ(centers(0, j), static_cast<float>(want[j]));
+  // Fewer points of positive weight than k: those there are.
+  std::vector<float> few(n, 0.0f);
+  few[3] = few[9] = 1;
+  EXPECT_EQ(RandomSubsetIndices<float>(n, 5, 1, few.data()).size(), 2u);
 }
 
 TEST(Init, KMeansPlusPlusSpreadsOverSeparatedClusters) {

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cluster_client.h"
+#include "core/empty_clusters.h"
 #include "core/init.h"
 #include "core/random.h"
 #include "core/transformer.h"
@@ -64,6 +65,8 @@ struct JobOptions {
   bool labels = true;
   int64_t chunk_bytes = 4 << 20;
   std::function<void(const std::string&)> log;
+  int n_init = 1;
+  EmptyClusterPolicy empty_clusters = EmptyClusterPolicy::kKeep;
 };
 
 absl::StatusOr<ResidentJobResult> RunJob(const JobOptions& o, int64_t n, int d,
@@ -75,6 +78,8 @@ absl::StatusOr<ResidentJobResult> RunJob(const JobOptions& o, int64_t n, int d,
                          .seeding = o.seeding,
                          .labels = o.labels,
                          .log = o.log};
+  job.n_init = o.n_init;
+  job.empty_clusters = o.empty_clusters;
   if (initial) job.starts.push_back(*initial);
   return RunResidentJobOnReplicas({.servers = o.servers,
                                    .streams_per_server = o.streams_per_server,
@@ -264,6 +269,111 @@ TEST_F(ResidentJobTest, AWeightedJobOnTwoReplicasEqualsOneWeightedClusterRequest
     ASSERT_TRUE(unweighted.ok()) << unweighted.status();
     EXPECT_NE(unweighted->centers, got->centers);
   }
+}
+
+// Points on an integer grid around six spots: every sum of their
+// coordinates is exact, so a job's sums over shards and a request's over
+// chunks are the same to the bit.
+Matrix<float> GridPoints(int64_t n) {
+  Rng rng(6);
+  Matrix<float> spots(kD, 6);
+  for (Eigen::Index i = 0; i < spots.size(); ++i) spots(i) = static_cast<float>(rng.Below(40));
+  Matrix<float> points(kD, n);
+  for (int64_t i = 0; i < n; ++i) {
+    points.col(i) = spots.col(rng.Below(6));
+    for (int l = 0; l < kD; ++l) points(l, i) += static_cast<float>(rng.Below(9)) - 4;
+  }
+  return points;
+}
+
+TEST_F(ResidentJobTest, RelocationRestartsAndRandomStartsEqualOneRequestOnAllPoints) {
+  const Matrix<float> points = GridPoints(6000);
+  const int64_t n = points.cols();
+  // Given starts with a center twice: its second copy's cluster is empty
+  // (ties go to the lower index) and relocated at the first update.
+  Matrix<float> twice = points.leftCols(kK);
+  twice.col(1) = twice.col(0);
+  struct Case {
+    const char* name;
+    v1::Init init;
+    int n_init;
+    std::optional<Matrix<float>> start;
+  };
+  for (const Case& c : {Case{"random, 3 starts", v1::INIT_RANDOM, 3, std::nullopt},
+                        Case{"k-means++, 2 starts", v1::INIT_KMEANS_PLUS_PLUS, 2, std::nullopt},
+                        Case{"a center twice", v1::INIT_GIVEN, 1, twice}}) {
+    SCOPED_TRACE(c.name);
+    JobOptions options = Options({a_->address(), b_->address()}, 2);
+    options.iterations = 40;
+    options.n_init = c.n_init;
+    options.empty_clusters = EmptyClusterPolicy::kRelocateFarthest;
+    options.seeding = c.init == v1::INIT_RANDOM ? ResidentSeeding::kRandom
+                                                : ResidentSeeding::kGreedyKMeansPlusPlus;
+    const absl::StatusOr<ResidentJobResult> got = RunJob(options, n, kD, SourceOf(points), c.start);
+    ASSERT_TRUE(got.ok()) << got.status();
+
+    v1::ClusterRequest request;
+    request.set_model("lloyd-onehot");
+    request.set_n(n);
+    request.set_d(kD);
+    request.mutable_points()->Add(points.data(), points.data() + points.size());
+    request.set_k(kK);
+    request.set_iterations(options.iterations);
+    request.set_seed(options.seed);
+    request.set_init(c.init);
+    if (c.start) request.mutable_centers()->Add(c.start->data(), c.start->data() + c.start->size());
+    request.set_n_init(c.n_init);
+    request.set_empty_clusters(v1::EMPTY_CLUSTERS_RELOCATE_FARTHEST);
+    request.set_tol(0);
+    const v1::ClusterResponse want = ClusterOnce(a_->address(), request);
+    ASSERT_FALSE(want.has_error()) << want.error().message();
+    EXPECT_EQ(got->labels, Labels(want.labels().begin(), want.labels().end()));
+    EXPECT_EQ(got->centers, Eigen::Map<const Matrix<float>>(want.centers().data(), kD, kK));
+    EXPECT_EQ(got->objective, want.objective());
+    EXPECT_EQ(got->iterations_run, want.iterations_run());
+    EXPECT_EQ(got->best_restart, want.best_restart());
+    EXPECT_EQ(got->restart_objectives, std::vector<double>(want.restart_objectives().begin(),
+                                                           want.restart_objectives().end()));
+    if (c.start) {
+      EXPECT_GE(got->relocations, 1);
+    }
+  }
+}
+
+TEST_F(ResidentJobTest, CliWholeModeRestartsAndRelocatesAsOneRequest) {
+  const Matrix<float> points = GridPoints(6000);
+  const std::string dir = TempDir("resident-cli-restarts");
+  std::ofstream(dir + "/points.f32", std::ios::binary)
+      .write(reinterpret_cast<const char*>(points.data()), points.size() * sizeof(float));
+  std::string out, err;
+  ASSERT_EQ(
+      RunProgram({KMT_CLI_BINARY, "cluster", "--mode=whole",
+                  "--server=ipv4:" + a_->address() + "," + b_->address(), "--streams=2",
+                  "--input=" + dir + "/points.f32", absl::StrCat("--d=", kD),
+                  absl::StrCat("--k=", kK), "--iterations=30", "--tol=0", "--init=random",
+                  "--n_init=3", "--empty_clusters=relocate-farthest", "--seed=9",
+                  "--labels_out=" + dir + "/labels.npy", "--centers_out=" + dir + "/centers.npy"},
+                 &out, &err),
+      0)
+      << err;
+  EXPECT_NE(out.find("resident: 4 shards on 2 replicas"), std::string::npos) << out;
+  v1::ClusterRequest request;
+  request.set_model("lloyd-onehot");
+  request.set_n(points.cols());
+  request.set_d(kD);
+  request.mutable_points()->Add(points.data(), points.data() + points.size());
+  request.set_k(kK);
+  request.set_iterations(30);
+  request.set_seed(9);
+  request.set_init(v1::INIT_RANDOM);
+  request.set_n_init(3);
+  request.set_empty_clusters(v1::EMPTY_CLUSTERS_RELOCATE_FARTHEST);
+  request.set_tol(0);
+  const v1::ClusterResponse want = ClusterOnce(a_->address(), request);
+  ASSERT_FALSE(want.has_error()) << want.error().message();
+  EXPECT_EQ(ReadNpy<int>(dir + "/labels.npy"), Labels(want.labels().begin(), want.labels().end()));
+  EXPECT_EQ(ReadNpy<float>(dir + "/centers.npy"),
+            std::vector<float>(want.centers().begin(), want.centers().end()));
 }
 
 TEST_F(ResidentJobTest, WeightedKMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoints) {

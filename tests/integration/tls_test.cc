@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/cluster_client.h"
+#include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/transport_security.h"
 #include "tests/integration/server_process.h"
 
@@ -25,7 +27,7 @@ void OpenSsl(const std::vector<std::string>& args) {
 }
 
 // A CA (dir/name.pem, .key) and a certificate it signs for localhost and
-// 127.0.0.1 (dir/leaf.pem, .key).
+// 127.0.0.1 (dir/leaf.pem, .key), with the common name `cn`.
 class Pki {
  public:
   explicit Pki(std::string dir) : dir_(std::move(dir)) {
@@ -39,9 +41,10 @@ class Pki {
              "-days", "2", "-subj", "/CN=" + name, "-keyout", Path(name, ".key"), "-out",
              Path(name, ".pem")});
   }
-  void MakeLeaf(const std::string& name, const std::string& ca) {
+  void MakeLeaf(const std::string& name, const std::string& ca,
+                const std::string& cn = "localhost") {
     OpenSsl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj",
-             "/CN=localhost", "-keyout", Path(name, ".key"), "-out", Path(name, ".csr")});
+             "/CN=" + cn, "-keyout", Path(name, ".key"), "-out", Path(name, ".csr")});
     OpenSsl({"x509", "-req", "-in", Path(name, ".csr"), "-CA", Path(ca, ".pem"), "-CAkey",
              Path(ca, ".key"), "-CAcreateserial", "-days", "2", "-extfile", dir_ + "/san.cnf",
              "-out", Path(name, ".pem")});
@@ -61,6 +64,7 @@ class TlsTest : public testing::Test {
     pki_->MakeLeaf("server", "ca-a");
     pki_->MakeLeaf("client-a", "ca-a");
     pki_->MakeLeaf("client-b", "ca-b");
+    pki_->MakeLeaf("operator", "ca-a", "kmt-operator");
   }
 
   static std::vector<std::string> ServerFlags(bool mutual) {
@@ -117,6 +121,45 @@ TEST_F(TlsTest, MutualTlsServesOnlyClientsWithACertificateFromItsCa) {
   good.key_file = pki_->Path("client-a", ".key");
   EXPECT_TRUE(Reach(*server, good).ok());
   EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
+}
+
+TEST_F(TlsTest, ModelControlIsOnlyForTheClientCertificatesTheOperatorNames) {
+  std::vector<std::string> flags = ServerFlags(/*mutual=*/true);
+  flags.push_back("--model_control");
+  flags.push_back("--model_control_clients=kmt-operator");
+  const auto server = ServerProcess::Start(flags);
+  ASSERT_NE(server, nullptr);
+  // UnloadModel of a model the server does not have: NOT_FOUND once allowed.
+  const auto unload = [&](const std::string& leaf) {
+    ClientTls tls = Trusting("ca-a");
+    tls.cert_file = pki_->Path(leaf, ".pem");
+    tls.key_file = pki_->Path(leaf, ".key");
+    absl::StatusOr<ChannelSecurity> security = ClientSecurity(tls);
+    EXPECT_TRUE(security.ok()) << security.status();
+    auto stub = v1::KMeansTransformer::NewStub(
+        security->Connect(absl::StrCat("localhost:", server->port()), {}));
+    grpc::ClientContext context;
+    v1::UnloadModelRequest request;
+    request.set_name("nothing");
+    v1::ModelControlResponse response;
+    return stub->UnloadModel(&context, request, &response);
+  };
+  const grpc::Status other = unload("client-a");
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(other.error_message().find("is not one that --model_control_clients names"),
+            std::string::npos)
+      << other.error_message();
+  EXPECT_EQ(unload("operator").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(server->Terminate(absl::Seconds(30)), 0);
+
+  // TLS without client certificates cannot name anyone: refused at start.
+  std::string out, err;
+  EXPECT_EQ(RunProgram({ServerBinary(), "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
+                        "--model_dir=", "--tls_cert=" + pki_->Path("server", ".pem"),
+                        "--tls_key=" + pki_->Path("server", ".key"), "--model_control"},
+                       &out, &err),
+            1);
+  EXPECT_NE(err.find("needs mutual TLS (--tls_client_ca)"), std::string::npos) << err;
 }
 
 TEST_F(TlsTest, BadTlsFilesStopTheServerAtStartWithTheReason) {

@@ -85,6 +85,7 @@ class ClientTest(unittest.TestCase):
         self.assertAlmostEqual(result.objective, distances.min(1).sum(),
                                delta=1e-4 * result.objective)
         self.assertEqual(result.iterations_run, 10)
+        self.assertEqual(result.model_version, 1)  # the exact models' one version
 
     def test_trajectory_and_variant_parameters_pass_through(self):
         points = blobs(500, 2, 3)

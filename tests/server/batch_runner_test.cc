@@ -57,6 +57,7 @@ TEST_F(BatchRunnerTest, AnswerIsTheEngineRunOnTheBatch) {
   ASSERT_FALSE(response.has_error()) << response.error().message();
   EXPECT_EQ(response.request_id(), "r1");
   EXPECT_EQ(response.model(), "lloyd-binary");
+  EXPECT_EQ(response.model_version(), 1);
   EXPECT_GE(response.timing().compute_seconds(), 0);
   v1::ClusterResponse expected;
   FillResponse(r, *Cluster(registry_.Find("lloyd-binary")->model, *BatchFromRequest(r)), &expected);

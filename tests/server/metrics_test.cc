@@ -52,11 +52,19 @@ v1::ClusterRequest Request(const std::string& model, int64_t n) {
 TEST_F(MetricsTest, SeriesAlertsWatchStartAtZero) {
   const std::map<std::string, double> series = Scrape();
   ASSERT_FALSE(registry_->models().empty());
-  for (const RegistryEntry& m : registry_->models()) {
-    SCOPED_TRACE(m.info.name());
-    EXPECT_EQ(series.at("kmt_batches_total{code=\"OK\",model=\"" + m.info.name() + "\"}"), 0);
-    EXPECT_EQ(series.at("kmt_points_total{model=\"" + m.info.name() + "\"}"), 0);
+  for (const std::shared_ptr<const RegistryEntry>& m : registry_->models()) {
+    SCOPED_TRACE(m->info.name());
+    EXPECT_EQ(series.at("kmt_batches_total{code=\"OK\",model=\"" + m->info.name() + "\"}"), 0);
+    EXPECT_EQ(series.at("kmt_points_total{model=\"" + m->info.name() + "\"}"), 0);
   }
+  for (const char* reason : kLoadFailureReasons) {
+    EXPECT_EQ(series.at(absl::StrCat("kmt_model_load_failures_total{reason=\"", reason, "\"}")), 0)
+        << reason;
+  }
+  for (const char* state : {"loading", "available", "failed", "retired"}) {
+    EXPECT_EQ(series.at(absl::StrCat("kmt_model_versions{state=\"", state, "\"}")), 0) << state;
+  }
+  EXPECT_EQ(series.at("kmt_model_loads_total"), 0);
   for (const char* code : {"INTERNAL", "UNAVAILABLE", "DEADLINE_EXCEEDED", "INVALID_ARGUMENT"}) {
     EXPECT_EQ(series.at(std::string("kmt_errors_total{code=\"") + code + "\"}"), 0) << code;
   }
@@ -74,7 +82,7 @@ TEST_F(MetricsTest, SeriesAlertsWatchStartAtZero) {
 }
 
 TEST_F(MetricsTest, ABatchMovesItsCountersAndHistograms) {
-  const std::string model = registry_->models().front().info.name();
+  const std::string model = registry_->models().front()->info.name();
   v1::ClusterResponse ok;
   ok.set_objective(2.0 * 100);
   ok.set_iterations_run(5);
@@ -104,7 +112,7 @@ TEST_F(MetricsTest, ABatchMovesItsCountersAndHistograms) {
 }
 
 TEST_F(MetricsTest, AGuardedBatchCountsTheStepsItsLayersKept) {
-  const std::string model = registry_->models().front().info.name();
+  const std::string model = registry_->models().front()->info.name();
   v1::ClusterRequest request = Request(model, 10);
   v1::ClusterResponse response;
   response.set_guard_learned_layers(3);
@@ -174,7 +182,7 @@ TEST_F(MetricsTest, TheOperationsGuideListsEveryMetric) {
   // (no learned model here) with its first guarded batch.
   v1::ClusterResponse ok;
   ok.set_objective(1.0);
-  v1::ClusterRequest guarded = Request(registry_->models().front().info.name(), 1);
+  v1::ClusterRequest guarded = Request(registry_->models().front()->info.name(), 1);
   guarded.set_guard(true);
   metrics_->RecordBatch(guarded, ok, 0.001);
   const std::map<std::string, std::string> documented = DocumentedFamilies();
@@ -188,7 +196,7 @@ TEST_F(MetricsTest, TheOperationsGuideListsEveryMetric) {
 TEST_F(MetricsTest, ObjectiveBucketsAreFineEnoughForQuantiles) {
   v1::ClusterResponse ok;
   ok.set_objective(1.0);
-  metrics_->RecordBatch(Request(registry_->models().front().info.name(), 1), ok, 0.001);
+  metrics_->RecordBatch(Request(registry_->models().front()->info.name(), 1), ok, 0.001);
   std::vector<double> bounds;
   for (const auto& [name, value] : Scrape()) {
     if (name.rfind("kmt_objective_per_point_bucket{", 0) != 0) continue;

@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
 
 #include "core/assign.h"
 #include "core/cluster_sums.h"
+#include "core/empty_clusters.h"
 #include "core/init.h"
 #include "core/random.h"
 #include "proto/raw_payload.h"
@@ -247,6 +249,42 @@ TEST(ResidentShard, WeightedStepsEqualTheWeightedCore) {
   ExpectSeedAnswer(
       shard, next,
       *local.Step({.add = points.col(3), .targets = {1.5}, .candidates = points.col(9)}));
+}
+
+TEST(ResidentShard, AnAssignStepAnswersItsFarthestPointsAsTheCore) {
+  const Matrix<float> points = Points(3, 1000);
+  const Vector<float> weights = Weights(1000);
+  const Matrix<float> centers = points.leftCols(5);
+  ResidentMemory memory(1 << 20);
+  ResidentShard shard(&memory, Limits{});
+  v1::JobResponse response;
+  ASSERT_TRUE(shard.Load(WeightedChunk(points, weights, 0, 1000, true), &response).ok());
+  v1::AssignStep step = Step(centers, false);
+  step.set_farthest(4);
+  v1::JobResponse got;
+  ASSERT_TRUE(shard.Assign(step, &got).ok());
+  Labels labels;
+  AssignNearest(points, centers, &labels);
+  std::vector<float> distances;
+  const std::vector<int64_t> want =
+      FarthestPoints(points, &weights, labels, centers, 4, &distances);
+  ASSERT_EQ(want.size(), 4u);
+  EXPECT_EQ(std::vector<int64_t>(got.far_indices().begin(), got.far_indices().end()), want);
+  ASSERT_EQ(got.far_points_f32().size(), 4 * 3 * sizeof(float));
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(got.far_distances(r), distances[r]);
+    EXPECT_EQ(got.far_labels(r), labels[want[r]]);
+    EXPECT_EQ(got.far_weights(r), weights[want[r]]);
+    float x[3];
+    std::memcpy(x, got.far_points_f32().data() + r * sizeof(x), sizeof(x));
+    EXPECT_EQ(Eigen::Map<const Vector<float>>(x, 3), points.col(want[r]));
+  }
+  // More than one point per cluster is never needed, and is refused.
+  step.set_farthest(6);
+  const absl::Status refused = shard.Assign(step, &got);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("farthest = 6, must be between 0 and k = 5"), std::string::npos)
+      << refused;
 }
 
 TEST(ResidentShard, AShardOfWeightZeroIsAcceptedAndEmptiesEveryCluster) {

@@ -1,0 +1,400 @@
+// The model directory of a running server, changed under it: models added,
+// replaced and removed while a stream runs batches back to back (none fails,
+// each is answered by one whole version), a corrupt file beside a good one,
+// a partial write completed later, a Kubernetes-style symlink swap,
+// versions and the default, start-up with --require_models, and the control
+// RPCs refused unless the operator allows them.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/engine.h"
+#include "proto/kmeans_transformer.grpc.pb.h"
+#include "proto/model_file.h"
+#include "proto/request.h"
+#include "tests/integration/grpc_probe.h"
+#include "tests/integration/server_process.h"
+#include "tests/support/random_weights.h"
+
+namespace kmt {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kD = 2, kK = 3;
+
+// The weights a seed names: a learned model's shape, so each seed's answers
+// differ.
+v1::ModelFile ModelFor(uint64_t seed, const std::string& name) {
+  Model<float> m = RandomSoftmaxModel<float>(kD, kK, InputScaling::kNone, seed);
+  m.name = name;
+  v1::ModelFile file = ModelToProto(m);
+  file.set_description(absl::StrCat("seed ", seed));
+  return file;
+}
+
+// Publishes a file the safe way: written beside it, then renamed.
+void Publish(const fs::path& path, uint64_t seed, const std::string& name) {
+  fs::create_directories(path.parent_path());
+  ASSERT_TRUE(WriteModelFile(ModelFor(seed, name), path.string()).ok());
+}
+
+// Publishes version `version` of `name`: the version directory filled
+// aside, then renamed into place.
+void PublishVersion(const fs::path& dir, const std::string& name, int version, uint64_t seed) {
+  const fs::path staging = dir / absl::StrCat(".staging-", name, "-", version);
+  Publish(staging / "model.kmt", seed, name);
+  fs::create_directories(dir / name);
+  fs::rename(staging, dir / name / std::to_string(version));
+}
+
+std::string Bytes(uint64_t seed, const std::string& name) {
+  std::string bytes;
+  EXPECT_TRUE(ModelFor(seed, name).SerializeToString(&bytes));
+  return bytes;
+}
+
+// A batch the models of ModelFor take.
+v1::ClusterRequest Batch(const std::string& model, int64_t version = 0) {
+  v1::ClusterRequest r;
+  r.set_model(model);
+  r.set_model_version(version);
+  r.set_n(24);
+  r.set_d(kD);
+  r.set_k(kK);
+  r.set_iterations(3);
+  r.set_seed(9);
+  for (int i = 0; i < 24 * kD; ++i) r.add_points(static_cast<float>((i * 37) % 11) - 5.0f);
+  return r;
+}
+
+// What the weights of `seed` answer to Batch, computed here.
+std::vector<float> Expected(uint64_t seed) {
+  absl::StatusOr<Model<float>> weights = ModelFromProto<float>(ModelFor(seed, "x"));
+  EXPECT_TRUE(weights.ok()) << weights.status();
+  absl::StatusOr<ServedModel<float>> model = ServedModel<float>::FromWeights(*weights, "");
+  EXPECT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<RunResult<float>> run = Cluster(*model, *BatchFromRequest(Batch("x")));
+  EXPECT_TRUE(run.ok()) << run.status();
+  v1::ClusterResponse response;
+  FillResponse(Batch("x"), *run, &response);
+  return {response.centers().begin(), response.centers().end()};
+}
+
+// Polls `condition` until it holds or a minute has passed (a bound for a
+// machine under load, not a measure).
+bool Eventually(const std::function<bool()>& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return condition();
+}
+
+class ModelRepository : public testing::Test {
+ protected:
+  void Start(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> flags = {"--model_dir=" + dir_.string(), "--model_poll_s=0.1",
+                                      "--workers=1"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    server_ = ServerProcess::Start(flags);
+    ASSERT_NE(server_, nullptr);
+    stub_ = v1::KMeansTransformer::NewStub(
+        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    if (server_ != nullptr) {
+      EXPECT_EQ(server_->Terminate(absl::Seconds(30)), 0) << server_->Log();
+    }
+  }
+
+  v1::ListModelsResponse List() {
+    grpc::ClientContext context;
+    v1::ListModelsResponse response;
+    EXPECT_TRUE(stub_->ListModels(&context, {}, &response).ok());
+    return response;
+  }
+  // The model as ListModels lists it, available or not; empty if absent.
+  v1::ModelInfo Listed(const std::string& name) {
+    const v1::ListModelsResponse listed = List();
+    for (const auto* list : {&listed.models(), &listed.unavailable()}) {
+      for (const v1::ModelInfo& m : *list) {
+        if (m.name() == name) return m;
+      }
+    }
+    return {};
+  }
+  int64_t DefaultVersion(const std::string& name) { return Listed(name).default_version(); }
+  v1::ModelVersion VersionOf(const std::string& name, int64_t version) {
+    const v1::ModelInfo listed = Listed(name);
+    for (const v1::ModelVersion& v : listed.versions()) {
+      if (v.version() == version) return v;
+    }
+    return {};
+  }
+  v1::ClusterResponse Run(const v1::ClusterRequest& request) {
+    grpc::ClientContext context;
+    auto stream = stub_->Cluster(&context);
+    v1::ClusterResponse response;
+    EXPECT_TRUE(stream->Write(request));
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Read(&response));
+    EXPECT_TRUE(stream->Finish().ok());
+    return response;
+  }
+  double Metric(const std::string& series) {
+    const std::map<std::string, double> all = ScrapeMetrics(server_->metrics_port());
+    const auto it = all.find(series);
+    return it == all.end() ? -1 : it->second;
+  }
+
+  fs::path dir_ = TempDir("models");
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<v1::KMeansTransformer::Stub> stub_;
+};
+
+// A stream that sends `model`'s batch and reads its answer back to back,
+// on a thread, until stopped: every answer kept.
+class BusyStream {
+ public:
+  BusyStream(v1::KMeansTransformer::Stub* stub, const std::string& model)
+      : stream_(stub->Cluster(&context_)), thread_([this, model] {
+          const v1::ClusterRequest request = Batch(model);
+          while (!stop_) {
+            v1::ClusterResponse response;
+            if (!stream_->Write(request) || !stream_->Read(&response)) break;
+            std::lock_guard<std::mutex> lock(mu_);
+            responses_.push_back(std::move(response));
+          }
+          stream_->WritesDone();
+          status_ = stream_->Finish();
+        }) {}
+  // Answers from `version` so far.
+  int From(int64_t version) {
+    std::lock_guard<std::mutex> lock(mu_);
+    int count = 0;
+    for (const v1::ClusterResponse& r : responses_) count += r.model_version() == version;
+    return count;
+  }
+  std::vector<v1::ClusterResponse> Stop() {
+    stop_ = true;
+    thread_.join();
+    EXPECT_TRUE(status_.ok()) << status_.error_message();
+    return responses_;
+  }
+
+ private:
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::ClusterRequest, v1::ClusterResponse>> stream_;
+  std::atomic<bool> stop_{false};
+  grpc::Status status_;
+  std::mutex mu_;
+  std::vector<v1::ClusterResponse> responses_;
+  std::thread thread_;
+};
+
+TEST_F(ModelRepository, AddReplaceAndRemoveWhileAStreamRunsFailNoBatch) {
+  PublishVersion(dir_, "m", 1, /*seed=*/1);
+  Start();
+  BusyStream stream(stub_.get(), "m");
+  ASSERT_TRUE(Eventually([&] { return stream.From(1) >= 5; }));
+
+  PublishVersion(dir_, "m", 2, /*seed=*/2);  // added
+  ASSERT_TRUE(Eventually([&] { return stream.From(2) >= 5; }));
+  Publish(dir_ / "m" / "2" / "model.kmt", /*seed=*/3, "m");  // replaced
+  ASSERT_TRUE(Eventually([&] { return Listed("m").description() == "seed 3"; }));
+  const int before = stream.From(2);
+  ASSERT_TRUE(Eventually([&] { return stream.From(2) >= before + 5; }));
+  fs::remove_all(dir_ / "m" / "2");  // removed: back to version 1
+  ASSERT_TRUE(Eventually([&] { return DefaultVersion("m") == 1; }));
+  const int ones = stream.From(1);
+  ASSERT_TRUE(Eventually([&] { return stream.From(1) >= ones + 5; }));
+  const std::vector<v1::ClusterResponse> responses = stream.Stop();
+
+  // Each answer is one whole version's: the centers that version's weights
+  // give, never a mix.
+  const std::map<int64_t, std::vector<std::vector<float>>> answers = {
+      {1, {Expected(1)}}, {2, {Expected(2), Expected(3)}}};
+  std::map<std::vector<float>, int> seen;
+  for (const v1::ClusterResponse& r : responses) {
+    ASSERT_FALSE(r.has_error()) << r.error().message();
+    ASSERT_TRUE(answers.count(r.model_version())) << r.model_version();
+    const std::vector<float> centers(r.centers().begin(), r.centers().end());
+    const auto& allowed = answers.at(r.model_version());
+    EXPECT_TRUE(std::find(allowed.begin(), allowed.end(), centers) != allowed.end())
+        << "version " << r.model_version();
+    ++seen[centers];
+  }
+  EXPECT_EQ(seen.size(), 3u);  // every file served
+  EXPECT_EQ(VersionOf("m", 2).state(), v1::MODEL_VERSION_RETIRED);
+  EXPECT_EQ(Metric("kmt_batches_total{code=\"OK\",model=\"m\"}"),
+            static_cast<double>(responses.size()));
+}
+
+TEST_F(ModelRepository, ACorruptFileBesideAGoodOneIsRefusedAndTheGoodOneServes) {
+  Publish(dir_ / "good.kmt", 1, "good");
+  std::ofstream(dir_ / "bad.kmt") << "not a model";
+  Start();
+  EXPECT_FALSE(Run(Batch("good")).has_error());
+  const v1::ModelInfo bad = Listed("bad");
+  ASSERT_EQ(bad.versions_size(), 1);
+  EXPECT_EQ(bad.versions(0).state(), v1::MODEL_VERSION_FAILED);
+  EXPECT_NE(bad.versions(0).reason().find("protobuf parse failed"), std::string::npos);
+  EXPECT_EQ(Metric("kmt_model_load_failures_total{reason=\"corrupt\"}"), 1);
+  EXPECT_EQ(Metric("kmt_model_versions{state=\"failed\"}"), 1);
+  EXPECT_EQ(HealthStatus(server_->address(), "good").value_or(0), 1);
+  EXPECT_EQ(HealthStatus(server_->address(), "bad").value_or(0), 2);  // NOT_SERVING
+  const v1::ClusterResponse refused = Run(Batch("bad"));
+  EXPECT_EQ(refused.error().code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(refused.error().message().find("has no version available"), std::string::npos);
+
+  // The good model's file truncated in place: refused, and version 1 goes on.
+  const std::string bytes = Bytes(1, "good");
+  std::ofstream(dir_ / "good.kmt", std::ios::binary | std::ios::trunc)
+      << bytes.substr(0, bytes.size() / 3);
+  ASSERT_TRUE(Eventually([&] {
+    return Metric("kmt_model_load_failures_total{reason=\"corrupt\"}") == 2;
+  })) << server_->Log();
+  EXPECT_EQ(VersionOf("good", 1).state(), v1::MODEL_VERSION_AVAILABLE);
+  EXPECT_NE(VersionOf("good", 1).reason().find("the version loaded before serves"),
+            std::string::npos);
+  const v1::ClusterResponse still = Run(Batch("good"));
+  ASSERT_FALSE(still.has_error()) << still.error().message();
+  EXPECT_EQ(std::vector<float>(still.centers().begin(), still.centers().end()), Expected(1));
+  EXPECT_NE(server_->Log().find("ERROR refused " + (dir_ / "bad.kmt").string()), std::string::npos);
+}
+
+TEST_F(ModelRepository, APartialWriteIsServedOnceCompleted) {
+  PublishVersion(dir_, "p", 1, 1);
+  Start();
+  // Written in place, in two parts, as a careless copy would.
+  const std::string bytes = Bytes(2, "p");
+  fs::create_directories(dir_ / "p" / "2");
+  std::ofstream(dir_ / "p" / "2" / "model.kmt", std::ios::binary) << bytes.substr(0, 40);
+  ASSERT_TRUE(Eventually([&] { return VersionOf("p", 2).version() == 2; }));
+  EXPECT_NE(VersionOf("p", 2).state(), v1::MODEL_VERSION_AVAILABLE);
+  EXPECT_EQ(Run(Batch("p")).model_version(), 1);
+  std::ofstream(dir_ / "p" / "2" / "model.kmt", std::ios::binary | std::ios::app)
+      << bytes.substr(40);
+  ASSERT_TRUE(Eventually([&] { return DefaultVersion("p") == 2; })) << server_->Log();
+  const v1::ClusterResponse r = Run(Batch("p"));
+  EXPECT_EQ(r.model_version(), 2);
+  EXPECT_EQ(std::vector<float>(r.centers().begin(), r.centers().end()), Expected(2));
+}
+
+TEST_F(ModelRepository, AConfigMapSymlinkSwapServesTheNewFile) {
+  // A ConfigMap volume's layout: s.kmt -> ..data/s.kmt, ..data -> a
+  // timestamped directory; an update renames a new ..data into place.
+  Publish(dir_ / "..v1" / "s.kmt", 1, "s");
+  fs::create_directory_symlink("..v1", dir_ / "..data");
+  fs::create_symlink("..data/s.kmt", dir_ / "s.kmt");
+  Start();
+  const v1::ClusterResponse before = Run(Batch("s"));
+  EXPECT_EQ(std::vector<float>(before.centers().begin(), before.centers().end()), Expected(1));
+  Publish(dir_ / "..v2" / "s.kmt", 2, "s");
+  fs::create_directory_symlink("..v2", dir_ / "..data_tmp");
+  fs::rename(dir_ / "..data_tmp", dir_ / "..data");
+  ASSERT_TRUE(Eventually([&] { return Listed("s").description() == "seed 2"; }));
+  const v1::ClusterResponse r = Run(Batch("s"));
+  EXPECT_EQ(std::vector<float>(r.centers().begin(), r.centers().end()), Expected(2));
+  EXPECT_EQ(Metric("kmt_model_loads_total"), 2);
+}
+
+TEST_F(ModelRepository, ARequestGetsTheLatestVersionOrTheOneItNames) {
+  PublishVersion(dir_, "v", 1, 1);
+  PublishVersion(dir_, "v", 3, 3);
+  Start();
+  EXPECT_EQ(DefaultVersion("v"), 3);
+  v1::ClusterResponse latest = Run(Batch("v"));
+  EXPECT_EQ(latest.model_version(), 3);
+  EXPECT_EQ(std::vector<float>(latest.centers().begin(), latest.centers().end()), Expected(3));
+  v1::ClusterResponse first = Run(Batch("v", 1));
+  EXPECT_EQ(first.model_version(), 1);
+  EXPECT_EQ(std::vector<float>(first.centers().begin(), first.centers().end()), Expected(1));
+  const v1::ClusterResponse missing = Run(Batch("v", 2));
+  EXPECT_EQ(missing.error().code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(missing.error().message(), "model 'v' has no version 2 available; available: 1, 3");
+  EXPECT_EQ(Run(Batch("lloyd-onehot")).model_version(), 1);
+  EXPECT_EQ(Metric("kmt_model_default_version{model=\"v\"}"), 3);
+}
+
+TEST_F(ModelRepository, ControlRpcsAreRefusedWithoutTheFlag) {
+  PublishVersion(dir_, "c", 1, 1);
+  Start();
+  grpc::ClientContext unload_context;
+  v1::UnloadModelRequest unload;
+  unload.set_name("c");
+  v1::ModelControlResponse response;
+  const grpc::Status status = stub_->UnloadModel(&unload_context, unload, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(status.error_message().find("--model_control"), std::string::npos);
+  EXPECT_EQ(DefaultVersion("c"), 1);
+}
+
+TEST_F(ModelRepository, ControlRpcsUnloadAndLoadWhenAllowed) {
+  PublishVersion(dir_, "c", 1, 1);
+  PublishVersion(dir_, "c", 2, 2);
+  Start({"--model_control", "--model_poll_s=0"});
+  v1::UnloadModelRequest unload;
+  unload.set_name("c");
+  v1::ModelControlResponse response;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub_->UnloadModel(&context, unload, &response).ok());
+  }
+  EXPECT_EQ(response.model().versions(1).state(), v1::MODEL_VERSION_RETIRED);
+  EXPECT_EQ(HealthStatus(server_->address(), "c").value_or(0), 2);
+  EXPECT_EQ(Run(Batch("c")).error().code(), grpc::StatusCode::NOT_FOUND);
+
+  // With polling off, LoadModel is what reads the directory.
+  PublishVersion(dir_, "c", 3, 3);
+  v1::LoadModelRequest load;
+  load.set_name("c");
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub_->LoadModel(&context, load, &response).ok());
+  }
+  EXPECT_EQ(response.model().default_version(), 3);
+  EXPECT_EQ(HealthStatus(server_->address(), "c").value_or(0), 1);
+  EXPECT_EQ(Run(Batch("c")).model_version(), 3);
+  {
+    grpc::ClientContext context;
+    unload.set_name("lloyd-onehot");
+    EXPECT_EQ(stub_->UnloadModel(&context, unload, &response).error_code(),
+              grpc::StatusCode::FAILED_PRECONDITION);
+  }
+}
+
+TEST_F(ModelRepository, RequiredModelsMustLoadForTheServerToStart) {
+  Publish(dir_ / "here.kmt", 1, "here");
+  std::ofstream(dir_ / "broken.kmt") << "garbage";
+  std::string out, err;
+  EXPECT_EQ(RunProgram({ServerBinary(), "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
+                        "--model_dir=" + dir_.string(), "--require_models=here,broken"},
+                       &out, &err),
+            1);
+  EXPECT_NE(err.find("ERROR refused " + (dir_ / "broken.kmt").string()), std::string::npos) << err;
+  EXPECT_NE(err.find("ERROR --require_models: model 'broken' has no version available; 1 "
+                     "failed: "),
+            std::string::npos)
+      << err;
+  Start({"--require_models=here"});
+  EXPECT_EQ(HealthStatus(server_->address(), "kmt.v1.KMeansTransformer").value_or(0), 1);
+}
+
+}  // namespace
+}  // namespace kmt
