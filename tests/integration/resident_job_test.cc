@@ -109,6 +109,19 @@ std::vector<float> WeightsFor(int64_t n) {
   return weights;
 }
 
+// A request of every point of `points` (d = kD) for lloyd-onehot with kK
+// clusters and `iterations` layers.
+v1::ClusterRequest AllPoints(const Matrix<float>& points, int iterations) {
+  v1::ClusterRequest request;
+  request.set_model("lloyd-onehot");
+  request.set_n(points.cols());
+  request.set_d(kD);
+  request.mutable_points()->Add(points.data(), points.data() + points.size());
+  request.set_k(kK);
+  request.set_iterations(iterations);
+  return request;
+}
+
 // One request's response through the real client.
 v1::ClusterResponse ClusterOnce(const std::string& address, const v1::ClusterRequest& request) {
   Client client(ClientOptions{.target = address});
@@ -233,13 +246,7 @@ TEST_F(ResidentJobTest, AWeightedJobOnTwoReplicasEqualsOneWeightedClusterRequest
     const absl::StatusOr<ResidentJobResult> got = RunJob(options, n, kD, SourceOf(points), init);
     ASSERT_TRUE(got.ok()) << got.status();
 
-    v1::ClusterRequest request;
-    request.set_model("lloyd-onehot");
-    request.set_n(n);
-    request.set_d(kD);
-    request.mutable_points()->Add(points.data(), points.data() + points.size());
-    request.set_k(kK);
-    request.set_iterations(options.iterations);
+    v1::ClusterRequest request = AllPoints(points, options.iterations);
     request.set_init(v1::INIT_GIVEN);
     request.mutable_centers()->Add(init.data(), init.data() + init.size());
     request.mutable_weights()->Add(weights.begin(), weights.end());
@@ -312,13 +319,7 @@ TEST_F(ResidentJobTest, RelocationRestartsAndRandomStartsEqualOneRequestOnAllPoi
     const absl::StatusOr<ResidentJobResult> got = RunJob(options, n, kD, SourceOf(points), c.start);
     ASSERT_TRUE(got.ok()) << got.status();
 
-    v1::ClusterRequest request;
-    request.set_model("lloyd-onehot");
-    request.set_n(n);
-    request.set_d(kD);
-    request.mutable_points()->Add(points.data(), points.data() + points.size());
-    request.set_k(kK);
-    request.set_iterations(options.iterations);
+    v1::ClusterRequest request = AllPoints(points, options.iterations);
     request.set_seed(options.seed);
     request.set_init(c.init);
     if (c.start) request.mutable_centers()->Add(c.start->data(), c.start->data() + c.start->size());
@@ -357,13 +358,7 @@ TEST_F(ResidentJobTest, CliWholeModeRestartsAndRelocatesAsOneRequest) {
       0)
       << err;
   EXPECT_NE(out.find("resident: 4 shards on 2 replicas"), std::string::npos) << out;
-  v1::ClusterRequest request;
-  request.set_model("lloyd-onehot");
-  request.set_n(points.cols());
-  request.set_d(kD);
-  request.mutable_points()->Add(points.data(), points.data() + points.size());
-  request.set_k(kK);
-  request.set_iterations(30);
+  v1::ClusterRequest request = AllPoints(points, 30);
   request.set_seed(9);
   request.set_init(v1::INIT_RANDOM);
   request.set_n_init(3);
