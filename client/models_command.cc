@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/cli_flags.h"
 #include "client/cluster_client.h"
 #include "client/commands.h"
@@ -60,6 +62,27 @@ absl::Status RunModels() {
                 m.d() ? std::to_string(m.d()).c_str() : "any",
                 m.k() ? std::to_string(m.k()).c_str() : "any", m.input_scaling().c_str(),
                 Inits(m).c_str(), m.description().c_str());
+    const auto& metrics = m.provenance().final_metrics();
+    if (metrics.count("validation_ahead") > 0) {
+      // What kmt-train --data measured on the dataset's validation rows.
+      std::string gains;
+      for (const int init : m.trained_inits()) {
+        const std::string name = InitName(init);
+        const auto gain = metrics.find("validation_gain_" + name);
+        const auto se = metrics.find("validation_se_" + name);
+        if (gain == metrics.end() || se == metrics.end()) continue;
+        absl::StrAppend(&gains, gains.empty() ? "" : ", ",
+                        absl::StrFormat("%s %+.4f +- %.4f", name, gain->second, se->second));
+      }
+      std::printf(
+          "  validation (rows %.0f:%.0f, %.0f tasks, %.0f steps, log objective against "
+          "Lloyd's): %s; %s\n",
+          metrics.at("validation_first_row"), metrics.at("validation_end_row"),
+          metrics.at("validation_tasks"), metrics.at("validation_steps"), gains.c_str(),
+          metrics.at("validation_ahead") > 0
+              ? "ahead by two standard errors"
+              : "NOT ahead of Lloyd's (written with --write_behind_lloyd)");
+    }
     for (const v1::ModelParameter& p : m.parameters()) {
       // As typed: --parameters=name=value (several separated by commas).
       std::printf("  --parameters=%s=VALUE: %s; default %g, range %s%s, %s%s\n", p.name().c_str(),

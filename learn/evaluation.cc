@@ -198,4 +198,36 @@ ScenarioSummary Summarise(const std::vector<SeedLogs>& per_seed) {
   return out;
 }
 
+HandOverChoice ChooseHandOver(const Model<float>& model,
+                              const std::shared_ptr<const Matrix<float>>& rows, int n,
+                              const std::vector<InitMethod>& inits, int tasks, int steps,
+                              uint64_t seed, const std::vector<int>& candidates) {
+  std::vector<Model<float>> models;
+  for (const int after : candidates) {
+    models.push_back(model);
+    models.back().lloyd_after = after;
+  }
+  // Per init and candidate, the gain and its standard error after `steps`.
+  std::vector<std::vector<double>> gain(inits.size()), error(inits.size());
+  for (size_t i = 0; i < inits.size(); ++i) {
+    const Scenario scenario = DataScenario("validation", rows, n, model.k, inits[i]);
+    const ScenarioSummary summary = Summarise({EvaluateSeed(scenario, models, tasks, steps, seed)});
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      gain[i].push_back(summary.differences[c].mean.back());
+      error[i].push_back(summary.differences[c].sd.back() / std::sqrt(static_cast<double>(tasks)));
+    }
+  }
+  size_t best = 0;
+  for (size_t c = 1; c < candidates.size(); ++c) {
+    if (gain[0][c] < gain[0][best]) best = c;
+  }
+  HandOverChoice choice{.lloyd_after = candidates[best]};
+  for (size_t i = 0; i < inits.size(); ++i) {
+    choice.gain.push_back(gain[i][best]);
+    choice.standard_error.push_back(error[i][best]);
+  }
+  choice.ahead = choice.gain[0] + 2 * choice.standard_error[0] < -kMeaningfulGain;
+  return choice;
+}
+
 }  // namespace kmt

@@ -79,6 +79,34 @@ struct ScenarioSummary {
 
 ScenarioSummary Summarise(const std::vector<SeedLogs>& per_seed);
 
+// A model trained on a dataset, measured on its validation rows against
+// Lloyd's from the same starts: `tasks` tasks of n of the rows, from each of
+// `inits` (the starts it is served with), `steps` steps each, for each
+// hand-over layer (Model::lloyd_after) in `candidates`. The one chosen has
+// the lowest mean gain from the first init (the model's default), the
+// lowest layer among equal ones.
+struct HandOverChoice {
+  int lloyd_after = 0;
+  /// Per init, at the chosen hand-over: the mean over tasks of the model's
+  /// log objective minus Lloyd's after `steps` steps (negative: ahead), and
+  /// its standard error (the tasks' standard deviation over sqrt(tasks)).
+  std::vector<double> gain, standard_error;
+  /// Ahead of Lloyd's from the first init: the gain plus two standard
+  /// errors below -kMeaningfulGain.
+  bool ahead = false;
+};
+
+// The least gain that counts as ahead: a tenth of a percent of the
+// objective. Below it a model is as good as Lloyd's (a run that hands over
+// at once, or tasks every start solves alike, differ from Lloyd's by
+// round-off, with a standard error as small).
+inline constexpr double kMeaningfulGain = 1e-3;
+
+HandOverChoice ChooseHandOver(const Model<float>& model,
+                              const std::shared_ptr<const Matrix<float>>& rows, int n,
+                              const std::vector<InitMethod>& inits, int tasks, int steps,
+                              uint64_t seed, const std::vector<int>& candidates);
+
 }  // namespace kmt
 
 #endif  // KMT_LEARN_EVALUATION_H_

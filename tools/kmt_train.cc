@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "base/command_line.h"
 #include "core/init.h"
 #include "learn/dataset.h"
+#include "learn/evaluation.h"
 #include "learn/trainer.h"
 #include "proto/model_file.h"
 #include "proto/training_checkpoint.pb.h"
@@ -60,7 +62,18 @@ ABSL_FLAG(std::string, data_train_rows, "",
           "are held out, for kmt-eval --data_rows; empty: the first 80%");
 ABSL_FLAG(int, lloyd_after, 0,
           "the model file runs its layer for this many steps and exact Lloyd's steps after "
-          "(0: the layer throughout); training is the same");
+          "(0: the layer throughout); training is the same. With --data, unless given, chosen "
+          "on the validation rows");
+ABSL_FLAG(std::string, data_validation_rows, "",
+          "rows of --data the trained model is measured on against Lloyd's, A:B; empty: the "
+          "first half of the rows after the training rows (or before them, if none follow), "
+          "the rest left for kmt-eval --data_rows");
+ABSL_FLAG(int, data_validation_tasks, 200, "validation tasks per initialisation");
+ABSL_FLAG(int, data_validation_steps, 10, "steps of each validation task");
+ABSL_FLAG(bool, write_behind_lloyd, false,
+          "with --data, write the model even if it is not ahead of Lloyd's on its validation "
+          "rows (its mean log objective below Lloyd's by two standard errors and 0.001); it is "
+          "then listed as not ahead");
 ABSL_FLAG(bool, random_sizes, false,
           "each task of random d' in 2..d and k' in 2..k, padded to d and k as the server "
           "pads a smaller batch (zero coordinates, the other centers masked)");
@@ -75,6 +88,8 @@ struct DataSource {
   std::string path;
   int64_t rows = 0;  ///< in the file
   RowRange train;
+  RowRange validation;
+  std::shared_ptr<const Matrix<float>> validation_points;
 };
 
 // Reads --data into o->data (its training rows) and sets o->tasks.d.
@@ -93,8 +108,31 @@ absl::StatusOr<DataSource> LoadData(TrainerOptions* o) {
                                                    source.train.end - source.train.first,
                                                    " rows, fewer than a task's --n=", o->tasks.n));
   }
+  std::string held = absl::GetFlag(FLAGS_data_validation_rows);
+  if (held.empty()) {
+    // Half of the rows after the training rows, or before them.
+    const RowRange after{source.train.end, source.rows}, before{0, source.train.first};
+    const RowRange& rest = after.end > after.first ? after : before;
+    held = absl::StrCat(rest.first, ":", rest.first + (rest.end - rest.first + 1) / 2);
+  }
+  absl::StatusOr<RowRange> validation = ParseRowRange(held, source.rows);
+  if (!validation.ok()) {
+    return absl::Status(validation.status().code(),
+                        absl::StrCat("validation rows ", held,
+                                     " (--data_validation_rows): ", validation.status().message()));
+  }
+  source.validation = *validation;
+  if (source.validation.first < source.train.end && source.train.first < source.validation.end) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("validation rows ", held, " overlap the training rows ", rows));
+  }
+  if (source.validation.end - source.validation.first < o->tasks.k) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("validation rows ", held, " are fewer than k = ", o->tasks.k));
+  }
   o->tasks.d = static_cast<int>((*points)->rows());
   o->data = DatasetRows(**points, source.train);
+  source.validation_points = DatasetRows(**points, source.validation);
   return source;
 }
 
@@ -213,6 +251,11 @@ absl::Status Run() {
   if (absl::GetFlag(FLAGS_lloyd_after) < 0) {
     return absl::InvalidArgumentError("--lloyd_after must not be negative");
   }
+  if (absl::GetFlag(FLAGS_data_validation_tasks) < 2 ||
+      absl::GetFlag(FLAGS_data_validation_steps) < 1) {
+    return absl::InvalidArgumentError(
+        "--data_validation_tasks must be at least 2 and --data_validation_steps at least 1");
+  }
   DataSource data;
   if (!absl::GetFlag(FLAGS_data).empty()) {
     if (options->random_sizes) {
@@ -222,9 +265,12 @@ absl::Status Run() {
     absl::StatusOr<DataSource> loaded = LoadData(&*options);
     if (!loaded.ok()) return loaded.status();
     data = *std::move(loaded);
-    std::fprintf(stderr, "training on rows %s of %s (%lld rows of d = %d); the others held out\n",
+    std::fprintf(stderr,
+                 "training on rows %s of %s (%lld rows of d = %d), validating on rows %s; the "
+                 "others held out\n",
                  RowRangeName(data.train).c_str(), data.path.c_str(),
-                 static_cast<long long>(data.rows), options->tasks.d);
+                 static_cast<long long>(data.rows), options->tasks.d,
+                 RowRangeName(data.validation).c_str());
   }
   const TrainerOptions& o = *options;
   std::string name = absl::GetFlag(FLAGS_name);
@@ -300,10 +346,47 @@ absl::Status Run() {
         ", k = ", o.tasks.k, ") through the global min-max map, from ", InitsName(o.inits),
         " initial centers"));
   }
-  if (const int after = absl::GetFlag(FLAGS_lloyd_after); after != 0) {
+  int after = absl::GetFlag(FLAGS_lloyd_after);
+  std::optional<HandOverChoice> validated;
+  if (o.data) {
+    // Measured against Lloyd's on the validation rows from each start it is
+    // served with; the hand-over chosen there unless given.
+    const int steps = absl::GetFlag(FLAGS_data_validation_steps);
+    std::vector<int> candidates = {after};
+    if (!FlagGiven("lloyd_after")) {
+      candidates.clear();
+      for (int l = 0; l < steps; ++l) candidates.push_back(l);
+    }
+    validated = ChooseHandOver(model, data.validation_points, o.tasks.n, o.inits,
+                               absl::GetFlag(FLAGS_data_validation_tasks), steps,
+                               o.seed * 1000003 + 17, candidates);
+    after = validated->lloyd_after;
+    for (size_t i = 0; i < o.inits.size(); ++i) {
+      std::printf(
+          "validation (rows %s, %s starts, %d steps): %+.4f +- %.4f log objective against "
+          "Lloyd's%s\n",
+          RowRangeName(data.validation).c_str(), std::string(InitMethodName(o.inits[i])).c_str(),
+          steps, validated->gain[i], validated->standard_error[i],
+          i == 0 ? absl::StrCat(", Lloyd's after layer ", after).c_str() : "");
+    }
+    if (!validated->ahead && !absl::GetFlag(FLAGS_write_behind_lloyd)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the model is not ahead of Lloyd's on its validation rows by two standard errors and ",
+          kMeaningfulGain, " (",
+          absl::StrFormat("%+.4f +- %.4f", validated->gain[0], validated->standard_error[0]),
+          " from ", InitMethodName(o.inits[0]),
+          " starts); no model was written. Train longer or otherwise, or write it anyway with "
+          "--write_behind_lloyd (it is then listed as behind)"));
+    }
+  }
+  if (after != 0) {
     file.set_lloyd_after(after);
     file.set_description(
         absl::StrCat(file.description(), "; exact Lloyd's steps after ", after, " layers"));
+  }
+  if (validated && !validated->ahead) {
+    file.set_description(
+        absl::StrCat(file.description(), "; NOT ahead of Lloyd's on its validation rows"));
   }
   v1::Provenance* p = file.mutable_provenance();
   p->set_training_config(config);
@@ -312,6 +395,20 @@ absl::Status Run() {
   (*p->mutable_final_metrics())["validation_ratio"] = final_validation;
   (*p->mutable_final_metrics())["steps"] = static_cast<double>(o.steps);
   (*p->mutable_final_metrics())["seconds_this_run"] = seconds;
+  if (validated) {
+    auto& metrics = *p->mutable_final_metrics();
+    metrics["validation_first_row"] = static_cast<double>(data.validation.first);
+    metrics["validation_end_row"] = static_cast<double>(data.validation.end);
+    metrics["validation_tasks"] = absl::GetFlag(FLAGS_data_validation_tasks);
+    metrics["validation_steps"] = absl::GetFlag(FLAGS_data_validation_steps);
+    metrics["validation_lloyd_after"] = after;
+    metrics["validation_ahead"] = validated->ahead ? 1 : 0;
+    for (size_t i = 0; i < o.inits.size(); ++i) {
+      const std::string init(InitMethodName(o.inits[i]));
+      metrics["validation_gain_" + init] = validated->gain[i];
+      metrics["validation_se_" + init] = validated->standard_error[i];
+    }
+  }
   p->set_created(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
   p->set_trainer("kmt-train " KMT_VERSION);
   if (absl::Status s = WriteModelFile(file, out); !s.ok()) return s;

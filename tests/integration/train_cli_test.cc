@@ -144,6 +144,8 @@ std::vector<std::string> TinyOnData(const std::string& data, const std::string& 
   args.push_back("--data=" + data);
   args.push_back("--data_train_rows=0:40");
   args.push_back("--init=kmeans++,random");
+  // Thirty steps do not make a model ahead of Lloyd's.
+  args.push_back("--write_behind_lloyd");
   return args;
 }
 
@@ -186,6 +188,7 @@ TEST(TrainCli, DataHoldsOutTheLastFifthByDefaultAndRefusesTooFewRows) {
   std::vector<std::string> plain = Tiny(dir + "/m.kmt");
   plain.push_back("--n=24");
   plain.push_back("--data=" + data);
+  plain.push_back("--write_behind_lloyd");
   std::string out, err;
   ASSERT_EQ(RunProgram(plain, &out, &err), 0) << err;
   EXPECT_NE(err.find("training on rows 0:48"), std::string::npos) << err;
@@ -234,6 +237,56 @@ TEST(TrainCli, BadDataIsRefusedBeforeAnyStep) {
   std::string out, err;
   EXPECT_EQ(RunProgram(TinyOnData(dir + "/cube.npy", dir + "/m.kmt"), &out, &err), 1);
   EXPECT_NE(err.find("(4, 5, 9)"), std::string::npos) << err;
+}
+
+TEST(TrainCli, AModelNotAheadOfLloydsOnItsValidationRowsIsWrittenOnlyWhenAsked) {
+  const std::string dir = TempDir("train-validation");
+  const std::string data = WriteData(dir + "/data.npy", 60);
+  std::vector<std::string> args = TinyOnData(data, dir + "/behind.kmt");
+  args.pop_back();  // no --write_behind_lloyd
+  args.push_back("--data_validation_tasks=40");
+  std::string out, err;
+  EXPECT_EQ(RunProgram(args, &out, &err), 1) << err;
+  EXPECT_NE(err.find("training on rows 0:40 of " + data), std::string::npos) << err;
+  EXPECT_NE(err.find("validating on rows 40:50"), std::string::npos) << err;
+  EXPECT_NE(err.find("not ahead of Lloyd's on its validation rows by two standard errors and "
+                     "0.001"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("no model was written"), std::string::npos) << err;
+  EXPECT_FALSE(std::ifstream(dir + "/behind.kmt").good());
+  // Its evidence, per start it is served with.
+  EXPECT_NE(out.find("validation (rows 40:50, kmeans++ starts, 10 steps): "), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("validation (rows 40:50, random starts, 10 steps): "), std::string::npos)
+      << out;
+
+  args.push_back("--write_behind_lloyd");
+  ASSERT_EQ(RunProgram(args, &out, &err), 0) << err;
+  const v1::ModelFile file = *ReadModelFile(dir + "/behind.kmt");
+  const auto& metrics = file.provenance().final_metrics();
+  EXPECT_EQ(metrics.at("validation_ahead"), 0);
+  EXPECT_EQ(metrics.at("validation_first_row"), 40);
+  EXPECT_EQ(metrics.at("validation_end_row"), 50);
+  EXPECT_EQ(metrics.at("validation_tasks"), 40);
+  // Not ahead: the gain plus two standard errors is not below -0.001.
+  EXPECT_GE(metrics.at("validation_gain_kmeans++") + 2 * metrics.at("validation_se_kmeans++"),
+            -1e-3);
+  EXPECT_GE(metrics.at("validation_se_random"), 0);
+  // The hand-over layer chosen on the validation rows is the file's.
+  EXPECT_EQ(metrics.at("validation_lloyd_after"), file.lloyd_after());
+  EXPECT_GE(file.lloyd_after(), 0);
+  EXPECT_LT(file.lloyd_after(), 10);
+  EXPECT_NE(file.description().find("NOT ahead of Lloyd's on its validation rows"),
+            std::string::npos)
+      << file.description();
+
+  // Validation rows that overlap the training rows are refused.
+  std::vector<std::string> overlap = TinyOnData(data, dir + "/overlap.kmt");
+  overlap.push_back("--data_validation_rows=30:50");
+  EXPECT_EQ(RunProgram(overlap, &out, &err), 1);
+  EXPECT_NE(err.find("validation rows 30:50 overlap the training rows 0:40"), std::string::npos)
+      << err;
 }
 
 TEST(TrainCli, LloydAfterIsWrittenIntoTheModelFile) {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/constructions.h"
+#include "core/random.h"
 #include "core/transformer.h"
 
 namespace kmt {
@@ -182,6 +183,37 @@ TEST(Evaluation, SeveralSeedsSpreadOverSeedMeans) {
   EXPECT_DOUBLE_EQ(s.differences[0].sd[0], 1 / std::sqrt(2.0));
   EXPECT_DOUBLE_EQ(s.differences[0].sd[1], 1 / std::sqrt(2.0));
   EXPECT_EQ(s.diverged, (std::vector<int>{0}));
+}
+
+TEST(Evaluation, TheHandOverIsChosenWhereTheModelDoesBestAndLloydsItselfIsNotAhead) {
+  Rng rng(3);
+  auto points = std::make_shared<Matrix<float>>(2, 300);
+  for (int i = 0; i < 300; ++i) {
+    const float group = static_cast<float>(i % 4);
+    points->col(i) << group * 3 + static_cast<float>(rng.Normal()),
+        -group + static_cast<float>(rng.Normal());
+  }
+  const std::vector<InitMethod> inits = {InitMethod::kKMeansPlusPlus, InitMethod::kRandomSubset};
+  // The exact model is Lloyd's: no gain, so not ahead, and the first
+  // candidate among equals.
+  const Model<float> lloyd = *LloydConstruction<float>(2, 4, {});
+  const HandOverChoice same = ChooseHandOver(lloyd, points, 60, inits, 20, 6, 1, {0, 2, 4});
+  EXPECT_EQ(same.lloyd_after, 0);
+  EXPECT_EQ(same.gain, std::vector<double>({0.0, 0.0}));
+  EXPECT_EQ(same.standard_error, std::vector<double>({0.0, 0.0}));
+  EXPECT_FALSE(same.ahead);
+  // A worse model (its center update biased): behind on its own layers,
+  // less behind when Lloyd's takes over early, never ahead.
+  Model<float> biased = lloyd;
+  biased.layers[0][BlockId::kCentersToPoints].bV.head(2).setConstant(0.5f);
+  const HandOverChoice own = ChooseHandOver(biased, points, 60, inits, 20, 6, 1, {0});
+  EXPECT_GT(own.gain[0], 0);
+  EXPECT_GT(own.standard_error[0], 0);
+  EXPECT_FALSE(own.ahead);
+  const HandOverChoice chosen = ChooseHandOver(biased, points, 60, inits, 20, 6, 1, {0, 1, 3});
+  EXPECT_NE(chosen.lloyd_after, 0);
+  EXPECT_LT(chosen.gain[0], own.gain[0]);
+  EXPECT_FALSE(chosen.ahead);
 }
 
 }  // namespace
