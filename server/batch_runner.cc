@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -44,26 +45,26 @@ absl::Status CheckLimits(const v1::ClusterRequest& r, const Limits& limits) {
 
 absl::Status Run(const ModelRegistry& registry, const Limits& limits, const v1::ClusterRequest& r,
                  const StopCheck& check, v1::ClusterResponse* out) {
-  const RegistryEntry* served = registry.Find(r.model());
-  if (served == nullptr) {
-    return absl::NotFoundError(absl::StrCat("unknown model '", r.model(),
-                                            "'; ListModels names the ", registry.models().size(),
-                                            " models served"));
-  }
+  // The version resolved now is the one this batch runs to its end, whatever
+  // a reload publishes meanwhile.
+  absl::StatusOr<std::shared_ptr<const RegistryEntry>> served =
+      registry.Resolve(r.model(), r.model_version());
+  if (!served.ok()) return served.status();
   if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
   absl::StatusOr<Batch<float>> batch = BatchFromRequest(r);
   if (!batch.ok()) return batch.status();
-  absl::StatusOr<ClusterPlan<float>> plan = served->model.Plan(*batch);
+  absl::StatusOr<ClusterPlan<float>> plan = (*served)->model.Plan(*batch);
   if (!plan.ok()) return plan.status();
   if (plan->dense && r.n() > limits.max_dense_points) {
     return absl::InvalidArgumentError(absl::StrCat(
         "n = ", r.n(), " exceeds this server's limit of ", limits.max_dense_points, " points for ",
         r.model(), GivenParameters(r), ", which runs the O(n^2) dense evaluator",
-        served->model.exact() ? "" : "; exact models such as lloyd-onehot run any n"));
+        (*served)->model.exact() ? "" : "; exact models such as lloyd-onehot run any n"));
   }
   absl::StatusOr<RunResult<float>> run = Cluster(*plan, check);
   if (!run.ok()) return run.status();
   FillResponse(r, *run, out);
+  out->set_model_version((*served)->version);
   return absl::OkStatus();
 }
 

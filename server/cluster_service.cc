@@ -6,12 +6,17 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "proto/reactor_order.h"
 #include "server/batch_runner.h"
 #include "server/grpc_status.h"
 #include "server/job_reactor.h"
+#include "server/log.h"
 
 namespace kmt {
 
@@ -197,8 +202,9 @@ class ClusterReactor final
   bool cancelled_ = false;
 };
 
-ClusterService::ClusterService(const ModelRegistry* registry, Limits limits, WorkerPool* pool,
-                               Metrics* metrics, int max_in_flight, absl::Duration drain_linger)
+ClusterService::ClusterService(ModelRegistry* registry, Limits limits, WorkerPool* pool,
+                               Metrics* metrics, int max_in_flight, absl::Duration drain_linger,
+                               ModelControl control, ModelReloader* reloader)
     : registry_(registry),
       limits_(limits),
       pool_(pool),
@@ -211,7 +217,9 @@ ClusterService::ClusterService(const ModelRegistry* registry, Limits limits, Wor
                        .metrics = metrics,
                        .memory = &resident_,
                        .draining = &draining_,
-                       .open_streams = &open_streams_} {
+                       .open_streams = &open_streams_},
+      control_(std::move(control)),
+      reloader_(reloader) {
   metrics_->SetResidentBytes(0, resident_.cap());
 }
 
@@ -228,14 +236,71 @@ grpc::ServerBidiReactor<v1::JobRequest, v1::JobResponse>* ClusterService::Job(
 grpc::ServerUnaryReactor* ClusterService::ListModels(grpc::CallbackServerContext* context,
                                                      const v1::ListModelsRequest*,
                                                      v1::ListModelsResponse* response) {
-  for (const RegistryEntry& m : registry_->models()) {
-    v1::ModelInfo* info = response->add_models();
-    *info = m.info;
-    info->set_max_points(limits_.max_points);
-  }
+  *response = registry_->List();
+  for (v1::ModelInfo& info : *response->mutable_models()) info.set_max_points(limits_.max_points);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+absl::Status ClusterService::MayControl(const grpc::CallbackServerContext* context) const {
+  if (!control_.enabled) {
+    return absl::PermissionDeniedError(
+        "model control is off on this server: its operator allows it with --model_control");
+  }
+  if (!control_.tls) return absl::OkStatus();
+  std::vector<std::string> names;
+  const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
+  if (auth != nullptr) {
+    for (const char* property : {"x509_subject_alternative_name", "x509_common_name"}) {
+      for (const grpc::string_ref& value : auth->FindPropertyValues(property)) {
+        names.emplace_back(value.data(), value.size());
+      }
+    }
+  }
+  for (const std::string& name : names) {
+    if (control_.clients.count(name)) return absl::OkStatus();
+  }
+  if (names.empty()) {
+    return absl::PermissionDeniedError(
+        "model control needs a client certificate that --model_control_clients names; this "
+        "client presented none");
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("the client certificate (", absl::StrJoin(names, ", "),
+                   ") is not one that --model_control_clients names"));
+}
+
+grpc::ServerUnaryReactor* ClusterService::Control(grpc::CallbackServerContext* context,
+                                                  absl::string_view rpc, const std::string& name,
+                                                  int64_t version, RegistryChange change,
+                                                  v1::ModelControlResponse* response) {
+  ScanReport report;
+  absl::Status status = MayControl(context);
+  if (status.ok()) status = (registry_->*change)(name, version, &report);
+  Log("INFO", absl::StrCat(rpc, " ", name, " version ", version, " from ", context->peer(), ": ",
+                           status.ok() ? "OK" : status.ToString()));
+  if (reloader_ != nullptr) reloader_->Published(report);
+  if (absl::StatusOr<v1::ModelInfo> info = registry_->Describe(name); info.ok()) {
+    *response->mutable_model() = *std::move(info);
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ClusterService::LoadModel(grpc::CallbackServerContext* context,
+                                                    const v1::LoadModelRequest* request,
+                                                    v1::ModelControlResponse* response) {
+  return Control(context, "LoadModel", request->name(), request->version(),
+                 &ModelRegistry::LoadModel, response);
+}
+
+grpc::ServerUnaryReactor* ClusterService::UnloadModel(grpc::CallbackServerContext* context,
+                                                      const v1::UnloadModelRequest* request,
+                                                      v1::ModelControlResponse* response) {
+  return Control(context, "UnloadModel", request->name(), request->version(),
+                 &ModelRegistry::UnloadModel, response);
 }
 
 }  // namespace kmt

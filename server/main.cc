@@ -6,6 +6,7 @@
 // The flags fill ServerOptions (server/server.h) here and are read nowhere
 // else.
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/time/time.h"
@@ -33,8 +34,20 @@ ABSL_FLAG(std::string, metrics_listen, kmt::ServerOptions{}.metrics_listen,
 ABSL_FLAG(std::string, metrics_port_file, "",
           "if set, the bound metrics port is written to this file");
 ABSL_FLAG(std::string, model_dir, kmt::ServerOptions{}.model_dir,
-          "directory of learned model files (*.kmt); one that does not exist is an error, "
-          "empty serves the exact models only");
+          "directory of learned models: NAME/VERSION/model.kmt, or flat *.kmt files (version 1 "
+          "of the model each names); one that does not exist is an error, empty serves the "
+          "exact models only");
+ABSL_FLAG(double, model_poll_s, kmt::ServerOptions{}.model_poll_s,
+          "how often, in seconds, --model_dir is read again: new and changed model files load "
+          "and removed ones retire without a restart; 0 reads it at start only");
+ABSL_FLAG(std::vector<std::string>, require_models, {},
+          "comma-separated model names that must load at start, or the server does not start");
+ABSL_FLAG(bool, model_control, kmt::ServerOptions{}.model_control,
+          "serve the LoadModel and UnloadModel RPCs (with TLS only to the client certificates "
+          "--model_control_clients names); by default they are refused");
+ABSL_FLAG(std::vector<std::string>, model_control_clients, {},
+          "comma-separated names (a subject alternative name or the common name) of the client "
+          "certificates allowed to call LoadModel and UnloadModel under mutual TLS");
 ABSL_FLAG(int64_t, max_points, kmt::Limits{}.max_points, "most points in one batch");
 ABSL_FLAG(int, max_d, kmt::Limits{}.max_d, "most dimensions");
 ABSL_FLAG(int, max_k, kmt::Limits{}.max_k, "most clusters");
@@ -80,6 +93,10 @@ ServerOptions OptionsFromFlags() {
           .metrics_listen = absl::GetFlag(FLAGS_metrics_listen),
           .metrics_port_file = absl::GetFlag(FLAGS_metrics_port_file),
           .model_dir = absl::GetFlag(FLAGS_model_dir),
+          .model_poll_s = absl::GetFlag(FLAGS_model_poll_s),
+          .require_models = absl::GetFlag(FLAGS_require_models),
+          .model_control = absl::GetFlag(FLAGS_model_control),
+          .model_control_clients = absl::GetFlag(FLAGS_model_control_clients),
           .limits = {.max_points = absl::GetFlag(FLAGS_max_points),
                      .max_d = absl::GetFlag(FLAGS_max_d),
                      .max_k = absl::GetFlag(FLAGS_max_k),

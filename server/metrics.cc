@@ -161,23 +161,34 @@ Metrics::Metrics(const ModelRegistry& registry, const std::string& listen)
                        .Help("The cap on the bytes resident jobs' shards may hold.")
                        .Register(*registry_)
                        .Add({});
-  auto& loaded = prometheus::BuildGauge()
-                     .Name("kmt_models_loaded")
-                     .Help("Models served, by kind (exact or learned).")
-                     .Register(*registry_);
-  loaded.Add({{"kind", "exact"}});
-  loaded.Add({{"kind", "learned"}});
-  for (const RegistryEntry& m : registry.models()) {
-    loaded.Add({{"kind", m.info.kind()}}).Increment();
-    batches_->Add({{"model", m.info.name()}, {"code", "OK"}});
-    points_->Add({{"model", m.info.name()}});
-    if (m.model.guarded_weights() != nullptr) {
-      for (const char* step : {"learned", "lloyd"}) {
-        guard_layers_->Add({{"model", m.info.name()}, {"step", step}});
-        guard_answers_->Add({{"model", m.info.name()}, {"trajectory", step}});
-      }
-    }
-  }
+  models_loaded_ =
+      &prometheus::BuildGauge()
+           .Name("kmt_models_loaded")
+           .Help("Models served (with a version available), by kind (exact or learned).")
+           .Register(*registry_);
+  model_versions_ = &prometheus::BuildGauge()
+                         .Name("kmt_model_versions")
+                         .Help(
+                             "Versions of the model directory's models, by state: loading, "
+                             "available, failed or retired.")
+                         .Register(*registry_);
+  default_version_ = &prometheus::BuildGauge()
+                          .Name("kmt_model_default_version")
+                          .Help(
+                              "The version a request that names none runs, by model; 0 while "
+                              "the model has no version available.")
+                          .Register(*registry_);
+  load_failures_ = &prometheus::BuildCounter()
+                        .Name("kmt_model_load_failures_total")
+                        .Help("Model files refused, by reason.")
+                        .Register(*registry_);
+  for (const char* reason : kLoadFailureReasons) load_failures_->Add({{"reason", reason}});
+  model_loads_ = &prometheus::BuildCounter()
+                      .Name("kmt_model_loads_total")
+                      .Help("Model versions loaded from the model directory, new or replaced.")
+                      .Register(*registry_)
+                      .Add({});
+  SetModels(registry);
   for (int code = 1; code <= kLastCode; ++code) errors_->Add({{"code", CodeName(code)}});
   for (const absl::StatusCode code :
        {absl::StatusCode::kOk, absl::StatusCode::kCancelled, absl::StatusCode::kDeadlineExceeded}) {
@@ -225,7 +236,7 @@ int Metrics::port() const { return exposer_->GetListeningPorts().front(); }
 
 void Metrics::RecordBatch(const v1::ClusterRequest& request, const v1::ClusterResponse& response,
                           double seconds) {
-  const std::string model = models_.Find(request.model()) ? request.model() : "unknown";
+  const std::string model = models_.Known(request.model()) ? request.model() : "unknown";
   const std::string code = CodeName(response.error().code());
   latency_->Add({{"model", model}, {"code", code}}, kLatencyBuckets).Observe(seconds);
   batches_->Add({{"model", model}, {"code", code}}).Increment();
@@ -249,6 +260,41 @@ void Metrics::RecordBatch(const v1::ClusterRequest& request, const v1::ClusterRe
                {"trajectory", response.guard_lloyd_answered() ? "lloyd" : "learned"}})
         .Increment();
   }
+}
+
+void Metrics::SetModels(const ModelRegistry& registry) {
+  int exact = 0, learned = 0;
+  for (const std::shared_ptr<const RegistryEntry>& m : registry.models()) {
+    const std::string& name = m->info.name();
+    ++(m->model.exact() ? exact : learned);
+    batches_->Add({{"model", name}, {"code", "OK"}});
+    points_->Add({{"model", name}});
+    if (m->model.guarded_weights() != nullptr) {
+      for (const char* step : {"learned", "lloyd"}) {
+        guard_layers_->Add({{"model", name}, {"step", step}});
+        guard_answers_->Add({{"model", name}, {"trajectory", step}});
+      }
+    }
+  }
+  models_loaded_->Add({{"kind", "exact"}}).Set(exact);
+  models_loaded_->Add({{"kind", "learned"}}).Set(learned);
+  const std::map<v1::ModelVersionState, int> counts = registry.VersionCounts();
+  for (const v1::ModelVersionState state : {v1::MODEL_VERSION_LOADING, v1::MODEL_VERSION_AVAILABLE,
+                                            v1::MODEL_VERSION_FAILED, v1::MODEL_VERSION_RETIRED}) {
+    const auto count = counts.find(state);
+    model_versions_->Add({{"state", std::string(VersionStateName(state))}})
+        .Set(count == counts.end() ? 0 : count->second);
+  }
+  const v1::ListModelsResponse listed = registry.List();
+  for (const v1::ModelInfo& m : listed.models()) {
+    default_version_->Add({{"model", m.name()}}).Set(static_cast<double>(m.default_version()));
+  }
+  for (const v1::ModelInfo& m : listed.unavailable())
+    default_version_->Add({{"model", m.name()}}).Set(0);
+}
+
+void Metrics::RecordLoadFailure(const std::string& reason) {
+  load_failures_->Add({{"reason", reason}}).Increment();
 }
 
 void Metrics::RecordJobEnd(int code) { job_ends_->Add({{"code", CodeName(code)}}).Increment(); }

@@ -1,7 +1,8 @@
 // The server's Prometheus metrics, served at /metrics on their own port.
 // Names follow the Prometheus naming guide: one prefix (kmt_), base units,
 // _total on counters; labels stay low-cardinality (model, code): a model
-// name the server does not serve is recorded as "unknown". The series alerts
+// name the server never listed is recorded as "unknown", and versions are
+// never a label (kmt_model_default_version holds one number per model). The series alerts
 // watch exist from the start at 0, so that rate() and increase() see the
 // first event after a restart. Process metrics (CPU, memory, file
 // descriptors, threads) come with them, under Prometheus's standard names.
@@ -49,6 +50,13 @@ class Metrics {
   void RecordJobEnd(int code);
   void JobStarted() { jobs_->Increment(); }
   void JobEnded() { jobs_->Decrement(); }
+  // The models served now, after a scan of the model directory: how many
+  // by kind, the versions by state, each model's default version, and the
+  // series alerts watch for models new since the last call.
+  void SetModels(const ModelRegistry& registry);
+  // A model file refused, by reason (kLoadFailureReasons); a version loaded.
+  void RecordLoadFailure(const std::string& reason);
+  void RecordModelLoaded() { model_loads_->Increment(); }
   void SetResidentBytes(int64_t held, int64_t cap) {
     resident_bytes_->Set(static_cast<double>(held));
     resident_cap_->Set(static_cast<double>(cap));
@@ -78,6 +86,11 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* job_ends_;
   prometheus::Gauge* resident_bytes_;
   prometheus::Gauge* resident_cap_;
+  prometheus::Family<prometheus::Gauge>* models_loaded_;
+  prometheus::Family<prometheus::Gauge>* model_versions_;
+  prometheus::Family<prometheus::Gauge>* default_version_;
+  prometheus::Family<prometheus::Counter>* load_failures_;
+  prometheus::Counter* model_loads_;
 };
 
 }  // namespace kmt

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,7 @@
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
+#include "server/model_reloader.h"
 #include "server/resident_memory.h"
 #include "server/worker_pool.h"
 
@@ -116,6 +118,16 @@ absl::Status CheckOptions(const ServerOptions& options) {
     return CannotListen("--metrics_listen", "cannot serve metrics on", options.metrics_listen,
                         metrics);
   }
+  if (options.model_poll_s < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model_poll_s=", options.model_poll_s, " is negative; 0 turns polling off"));
+  }
+  if (options.model_control && !options.tls.cert_file.empty() &&
+      (options.tls.client_ca_file.empty() || options.model_control_clients.empty())) {
+    return absl::InvalidArgumentError(
+        "--model_control over TLS allows only the client certificates --model_control_clients "
+        "names, which needs mutual TLS (--tls_client_ca) and at least one name");
+  }
   return absl::OkStatus();
 }
 
@@ -134,9 +146,17 @@ absl::Status RunServer(const ServerOptions& options, const std::string& version)
   const sigset_t signals = StopSignals();
   if (absl::Status checked = CheckOptions(options); !checked.ok()) return checked;
 
-  std::vector<std::string> refused;
-  const ModelRegistry registry = ModelRegistry::Load(options.model_dir, &refused);
-  for (const std::string& line : refused) Log("ERROR", "refused " + line);
+  // The first scan before anything listens: readiness waits for it.
+  ModelRegistry registry(options.model_dir);
+  const ScanReport first = registry.Scan();
+  for (const std::string& name : options.require_models) {
+    if (absl::StatusOr<std::shared_ptr<const RegistryEntry>> model = registry.Resolve(name, 0);
+        !model.ok()) {
+      for (const auto& [line, reason] : first.refused) Log("ERROR", "refused " + line);
+      return absl::FailedPreconditionError(
+          absl::StrCat("--require_models: ", model.status().message()));
+    }
+  }
 
   Limits limits = options.limits;
   limits.max_resident_bytes = ResidentCap(limits.max_resident_bytes, UsableMemoryBytes());
@@ -149,8 +169,15 @@ absl::Status RunServer(const ServerOptions& options, const std::string& version)
       Metrics::Start(options.metrics_listen, registry, version);
   if (!metrics.ok()) return metrics.status();
   WriteNumber(options.metrics_port_file, (*metrics)->port());
+  ModelReloader reloader(&registry, metrics->get());
+  reloader.Published(first);
+  ModelControl control{
+      .enabled = options.model_control,
+      .clients = {options.model_control_clients.begin(), options.model_control_clients.end()},
+      .tls = !options.tls.cert_file.empty()};
   ClusterService service(&registry, limits, &pool, metrics->get(),
-                         std::max(1, options.max_in_flight_per_stream), options.drain_linger);
+                         std::max(1, options.max_in_flight_per_stream), options.drain_linger,
+                         std::move(control), &reloader);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -173,8 +200,10 @@ absl::Status RunServer(const ServerOptions& options, const std::string& version)
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.listen, ": gRPC could not bind the address"));
   }
+  reloader.SetHealth(server->GetHealthCheckService());
   server->GetHealthCheckService()->SetServingStatus(v1::KMeansTransformer::service_full_name(),
                                                     true);
+  reloader.StartPolling(absl::Seconds(options.model_poll_s));
   WriteNumber(options.port_file, port);
   Log("INFO", absl::StrCat("serving ", registry.models().size(), " models on port ", port,
                            ", metrics on port ", (*metrics)->port(), ", with ", workers,
@@ -184,6 +213,7 @@ absl::Status RunServer(const ServerOptions& options, const std::string& version)
   // Signals are taken here, in order: the first starts the drain, a second
   // ends the process whatever is left.
   const int signal = WaitForStopSignal(signals, absl::InfiniteFuture());
+  reloader.Stop();
   server->GetHealthCheckService()->SetServingStatus(false);
   absl::Duration grace = options.shutdown_grace;
   if (service.Idle()) {

@@ -9,6 +9,7 @@
 #define KMT_SERVER_SERVER_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -33,6 +34,17 @@ struct ServerOptions {
   /// Directory of learned model files (*.kmt); one that does not exist is
   /// an error at start, empty serves the exact models only.
   std::string model_dir = "models";
+  /// How often, in seconds, the model directory is read again for new,
+  /// changed and removed model files; 0: only at start.
+  double model_poll_s = 5;
+  /// Models that must load at start: the server does not start without
+  /// them (a version available each).
+  std::vector<std::string> require_models;
+  /// Serve LoadModel and UnloadModel; false: they are PERMISSION_DENIED.
+  bool model_control = false;
+  /// With TLS, the client certificates (a subject alternative name or the
+  /// common name) allowed to call them; nobody else is.
+  std::vector<std::string> model_control_clients;
   Limits limits;                             ///< per batch and on resident jobs (server/limits.h)
   int max_message_bytes = kMaxMessageBytes;  ///< largest request message accepted
   int workers = UsableCpus();  ///< batches computed at once; the CPUs usable by default
@@ -57,8 +69,9 @@ struct ServerOptions {
 
 // Serves `options` until SIGTERM or SIGINT and returns OK once drained, or
 // the reason the server could not start, in one line: a model directory
-// that cannot be listed, an address that is malformed or cannot be bound
-// (model files refused are logged, not fatal). A second signal during the
+// that cannot be listed, an address that is malformed or cannot be bound,
+// a required model that does not load (other model files refused are
+// logged, not fatal). A second signal during the
 // drain ends the process at once with exit code 128 + the signal. It blocks
 // both signals in the calling thread, which takes them, before it starts any
 // thread; call it before the process starts threads of its own.

@@ -121,6 +121,7 @@ class Result:
     guard_learned_layers: int = 0  # guard=True: layers that kept the learned step
     guard_lloyd_layers: int = 0    # ... and those that kept the Lloyd's step instead
     guard_lloyd_answered: bool = False  # guard=True: exact Lloyd's from the same start answered
+    model_version: int = 0        # the version of the model that answered (0: a server without versions)
 
 
 @dataclasses.dataclass
@@ -576,7 +577,8 @@ class Client:
                       best_restart=r.best_restart,
                       guard_learned_layers=r.guard_learned_layers,
                       guard_lloyd_layers=r.guard_lloyd_layers,
-                      guard_lloyd_answered=r.guard_lloyd_answered)
+                      guard_lloyd_answered=r.guard_lloyd_answered,
+                      model_version=r.model_version)
 
     def cluster(self, points, k, **options):
         """Clusters one batch; options as in request()."""

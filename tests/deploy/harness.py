@@ -3,6 +3,7 @@ ports, a Prometheus server scraping them, the kmt CLI, and plain HTTP."""
 import atexit
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -30,6 +31,16 @@ def wait_for(predicate, timeout=30.0, what="condition"):
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def write_points(path, rows, d, k, seed, digits=6):
+    """A CSV of `rows` points in d dimensions around k centers (c, ..., c)
+    for c in 0..k-1, Gaussian noise of 0.3; the same file for a seed."""
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for _ in range(rows):
+            c = rng.randrange(k)
+            f.write(",".join(f"{c + rng.gauss(0, 0.3):.{digits}f}" for _ in range(d)) + "\n")
 
 
 def free_port():

@@ -137,7 +137,7 @@ class PrometheusTest(unittest.TestCase):
     def test_rules_load_and_every_rule_expression_evaluates(self):
         groups = self.prometheus.rules()
         rules = [r for g in groups for r in g["rules"]]
-        self.assertEqual(len(rules), 10)
+        self.assertEqual(len(rules), 11)
         for rule in rules:
             with self.subTest(rule=rule["name"]):
                 self.assertEqual(rule["health"], "ok", rule)

@@ -5,12 +5,11 @@ mid-stream and the client re-sends its unanswered batches to the other;
 every batch is answered exactly once."""
 import collections
 import os
-import random
 import subprocess
 import tempfile
 import unittest
 
-from harness import CLI, Server, wait_for
+from harness import CLI, Server, wait_for, write_points
 
 BATCHES, BATCH_SIZE, D, K = 120, 2048, 16, 8
 
@@ -18,12 +17,8 @@ BATCHES, BATCH_SIZE, D, K = 120, 2048, 16, 8
 class ScaleOutTest(unittest.TestCase):
     def test_batches_spread_and_survive_a_replica_kill(self):
         work = tempfile.mkdtemp(prefix="kmt-scale-out-")
-        rng = random.Random(3)
         points = os.path.join(work, "points.csv")
-        with open(points, "w") as f:
-            for _ in range(BATCHES * BATCH_SIZE):
-                c = rng.randrange(K)
-                f.write(",".join(f"{c + rng.gauss(0, 0.3):.6f}" for _ in range(D)) + "\n")
+        write_points(points, BATCHES * BATCH_SIZE, D, K, seed=3)
         a, b = Server("--model_dir="), Server("--model_dir=")
         try:
             cli = subprocess.Popen(

@@ -85,8 +85,7 @@ TEST_F(ModelRegistryTest, FilesAreServedOrRefusedWithAReason) {
   const std::string d = dir_.string();
   EXPECT_EQ(refused, (std::vector<std::string>{
                          d + "/broken.kmt: " + d +
-                             "/broken.kmt is not a kmt.v1.ModelFile (7 bytes, protobuf parse "
-                             "failed)",
+                             "/broken.kmt is not a kmt.v1.ModelFile (protobuf parse failed)",
                          d + "/c.kmt: a model named 'learned-a' is already served from a.kmt",
                          d + "/lloyd.kmt: 'lloyd-onehot' is an exact model, built in"}));
 }
