@@ -416,6 +416,10 @@ absl::Status Run() {
       "wrote %s: validation ratio %.4f (objective after one layer / after one Lloyd's "
       "step), %.1f s, %.2f steps/s\n",
       out.c_str(), final_validation, seconds, (o.steps - first) / seconds);
+  if (validated) {
+    std::printf("%s\n", validated->ahead ? "ahead of Lloyd's on its validation rows"
+                                         : "NOT ahead of Lloyd's on its validation rows");
+  }
   return absl::OkStatus();
 }
 
