@@ -38,7 +38,7 @@ absl::StatusOr<Batch<Scalar>> Batch<Scalar>::Validate(BatchSpec<Scalar> spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         "n_init = ", spec.n_init, " with given centers: every restart would start from them"));
   }
-  // Ranges are the model's (ServedModel::Accepts); a NaN is no value at all.
+  // Ranges are the model's (ServedModel::Plan); a NaN is no value at all.
   for (const auto& [name, value] : spec.parameters) {
     if (std::isnan(value)) {
       return absl::InvalidArgumentError(absl::StrCat(name, " = nan: not a number"));
