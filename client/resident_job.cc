@@ -30,6 +30,28 @@ std::vector<int64_t> Firsts(const std::vector<int64_t>& sizes) {
   return firsts;
 }
 
+// Shards whose every step first asks `check`.
+class CheckedShards : public ShardSet {
+ public:
+  CheckedShards(ShardSet& shards, StopCheck check) : shards_(shards), check_(std::move(check)) {}
+  std::vector<int64_t> Sizes() const override { return shards_.Sizes(); }
+  absl::StatusOr<std::vector<v1::JobResponse>> Round(
+      const std::vector<std::optional<v1::JobRequest>>& requests) override {
+    if (absl::Status s = check_(); !s.ok()) return s;
+    return shards_.Round(requests);
+  }
+  absl::Status Restart() override {
+    if (absl::Status s = check_(); !s.ok()) return s;
+    return shards_.Restart();
+  }
+  int moves() const override { return shards_.moves(); }
+  bool labels_stay() const override { return shards_.labels_stay(); }
+
+ private:
+  ShardSet& shards_;
+  StopCheck check_;
+};
+
 // One step of `make(s)` for every shard s (none where it gives none).
 absl::StatusOr<std::vector<v1::JobResponse>> AskEach(
     ShardSet& job, const std::function<std::optional<v1::JobRequest>(size_t)>& make) {
@@ -452,7 +474,10 @@ absl::StatusOr<Labels> StepLabels(const v1::JobResponse& answer) {
 }
 
 absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& options, int d,
-                                                 ShardSet& shards) {
+                                                 ShardSet& unchecked) {
+  std::optional<CheckedShards> checked;
+  if (options.check) checked.emplace(unchecked, options.check);
+  ShardSet& shards = checked ? static_cast<ShardSet&>(*checked) : unchecked;
   const std::vector<int64_t> sizes = shards.Sizes();
   int64_t n = 0;
   for (const int64_t size : sizes) n += size;

@@ -22,6 +22,7 @@
 #include "client/replica_shards.h"
 #include "client/shard_set.h"
 #include "core/empty_clusters.h"
+#include "core/init.h"
 #include "core/transformer.h"
 #include "core/types.h"
 
@@ -79,6 +80,9 @@ struct ResidentJobOptions {
   /// centers it started from, the total squared shift it made, and why the
   /// iterations stop there (kNone if they go on).
   std::function<void(int t, double objective, double shift, Convergence why)> on_iteration;
+  /// Called before every step, if set: a non-OK status (the caller was
+  /// interrupted, a deadline passed) ends the job with it.
+  StopCheck check;
 };
 
 struct ResidentJobResult {

@@ -105,6 +105,15 @@ ResidentJobOptions JobOptions(
       options.starts.push_back(Eigen::Map<const Matrix<float>>(starts->data(r, 0, 0), d, k));
     }
   }
+  // Ctrl-C (or another signal Python handles) ends the job between steps
+  // with the handler's exception, as it would a loop in Python.
+  // A callback that raised ends it too.
+  options.check = [failure]() -> absl::Status {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) return failure->Keep(py::error_already_set());
+    if (failure->error) return absl::AbortedError("a Python callback raised");
+    return absl::OkStatus();
+  };
   if (!log.is_none()) {
     options.log = [log, failure](const std::string& line) {
       py::gil_scoped_acquire gil;

@@ -96,6 +96,30 @@ class ResidentTest(unittest.TestCase):
         np.testing.assert_array_equal(one.centers, got.centers)
         self.assertEqual(one.objectives, got.objectives)
 
+    def test_ctrl_c_or_a_raising_callback_ends_the_job_within_a_step(self):
+        seen = []
+
+        def interrupt(t, *_):
+            seen.append(t)
+            if t == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+        with self.assertRaises(KeyboardInterrupt):
+            kmt.fit_resident(self.both, POINTS, K, iterations=50, tol=0.0, seed=4,
+                             on_iteration=interrupt, timeout=120)
+        self.assertEqual(seen, [0, 1, 2])
+
+        def fail(t, *_):
+            seen.append(t)
+            raise RuntimeError(f"stop at {t}")
+        seen.clear()
+        with self.assertRaisesRegex(RuntimeError, "stop at 0"):
+            kmt.fit_resident(self.both, POINTS, K, iterations=50, seed=4, on_iteration=fail,
+                             timeout=120)
+        self.assertEqual(seen, [0])
+        # The replicas end those jobs: a next one runs as usual.
+        self.assertEqual(kmt.fit_resident(self.both, POINTS, K, iterations=1, seed=4,
+                                          timeout=120).iterations_run, 1)
+
     def test_a_large_shards_raw_labels_come_over_several_responses_in_order(self):
         # More labels than one response carries (2^20), as int32 bytes.
         n = (1 << 20) + 4321
