@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/validation.h"
@@ -12,42 +15,154 @@
 
 namespace kmt {
 
-absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& r) {
-  absl::StatusOr<Matrix<float>> points =
-      r.points_f32().empty()
-          ? PointsFromRowMajor<float>(r.points(), r.n(), r.d())
-          : RawMatrix({"points", "n", r.n(), "d", r.d()}, r.points_size(), r.points_f32());
-  if (!points.ok()) return points.status();
-  if (r.points_offset_size() > 0) {
-    if (r.points_offset_size() != r.d()) {
+namespace {
+
+// The payload fields of each type that a request sets, in field order.
+std::vector<const char*> Float32Payloads(const v1::ClusterRequest& r) {
+  std::vector<const char*> set;
+  if (r.points_size() > 0) set.push_back("points");
+  if (r.centers_size() > 0) set.push_back("centers");
+  if (r.points_f32().size() > 0) set.push_back("points_f32");
+  if (r.centers_f32().size() > 0) set.push_back("centers_f32");
+  if (r.weights_size() > 0) set.push_back("weights");
+  if (r.weights_f32().size() > 0) set.push_back("weights_f32");
+  if (r.points_offset_size() > 0) set.push_back("points_offset");
+  return set;
+}
+
+std::vector<const char*> Float64Payloads(const v1::ClusterRequest& r) {
+  std::vector<const char*> set;
+  if (!r.points_f64().empty()) set.push_back("points_f64");
+  if (!r.centers_f64().empty()) set.push_back("centers_f64");
+  if (!r.weights_f64().empty()) set.push_back("weights_f64");
+  if (!r.points_offset_f64().empty()) set.push_back("points_offset_f64");
+  return set;
+}
+
+// The points, d x n, before the offset.
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> RequestPoints(const v1::ClusterRequest& r) {
+  if constexpr (std::is_same_v<Scalar, double>) {
+    return RawMatrix<double>({"points", "n", r.n(), "d", r.d()}, 0, r.points_f64());
+  } else {
+    return r.points_f32().empty()
+               ? PointsFromRowMajor<float>(r.points(), r.n(), r.d())
+               : RawMatrix({"points", "n", r.n(), "d", r.d()}, r.points_size(), r.points_f32());
+  }
+}
+
+// The offset's d values; empty when the request sets none.
+template <typename Scalar>
+absl::StatusOr<std::vector<Scalar>> RequestOffset(const v1::ClusterRequest& r) {
+  if constexpr (std::is_same_v<Scalar, double>) {
+    if (r.points_offset_f64().empty()) return std::vector<double>();
+    return RawVector<double>({"points_offset", "d", r.d(), "", 1}, 0, r.points_offset_f64());
+  } else {
+    if (r.points_offset_size() > 0 && r.points_offset_size() != r.d()) {
       return absl::InvalidArgumentError(absl::StrCat("points_offset has ", r.points_offset_size(),
                                                      " values; expected d = ", r.d()));
     }
+    return std::vector<float>(r.points_offset().begin(), r.points_offset().end());
+  }
+}
+
+// The weights' n values; empty when the request sets none.
+template <typename Scalar>
+absl::StatusOr<std::vector<Scalar>> RequestWeights(const v1::ClusterRequest& r) {
+  if constexpr (std::is_same_v<Scalar, double>) {
+    if (r.weights_f64().empty()) return std::vector<double>();
+    return RawVector<double>({"weights", "n", r.n(), "", 1}, 0, r.weights_f64());
+  } else {
+    if (r.weights_f32().empty()) return std::vector<float>(r.weights().begin(), r.weights().end());
+    return RawVector({"weights", "n", r.n(), "", 1}, r.weights_size(), r.weights_f32());
+  }
+}
+
+// The given centers, d x k.
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> RequestCenters(const v1::ClusterRequest& r) {
+  if constexpr (std::is_same_v<Scalar, double>) {
+    return RawMatrix<double>({"centers", "k", r.k(), "d", r.d()}, 0, r.centers_f64());
+  } else {
+    return r.centers_f32().empty()
+               ? CentersFromRowMajor<float>(r.centers(), r.k(), r.d())
+               : RawMatrix({"centers", "k", r.k(), "d", r.d()}, r.centers_size(), r.centers_f32());
+  }
+}
+
+// Values as a response's raw bytes: float64 for a double run, else float32.
+void EncodeRaw(absl::Span<const float> values, std::string* f32, std::string*) {
+  EncodeFloat32(values, f32);
+}
+void EncodeRaw(absl::Span<const double> values, std::string*, std::string* f64) {
+  EncodeFloat64(values, f64);
+}
+
+// Values into a response's repeated float field, a double run's rounded.
+template <typename Scalar>
+void AddFloats(absl::Span<const Scalar> values, google::protobuf::RepeatedField<float>* out) {
+  if constexpr (std::is_same_v<Scalar, float>) {
+    out->Add(values.begin(), values.end());
+  } else {
+    out->Reserve(out->size() + static_cast<int>(values.size()));
+    for (const Scalar v : values) out->Add(static_cast<float>(v));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<PayloadType> RequestPayloadType(const v1::ClusterRequest& r) {
+  const std::vector<const char*> f32 = Float32Payloads(r);
+  const std::vector<const char*> f64 = Float64Payloads(r);
+  if (f64.empty()) return PayloadType::kFloat32;
+  if (!f32.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        f32.front(), " and ", f64.front(),
+        " are both set: a request's payloads are all float32 (points, centers, weights, "
+        "points_offset or their _f32 bytes) or all float64 (their _f64 bytes)"));
+  }
+  return PayloadType::kFloat64;
+}
+
+template <typename Scalar>
+absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r) {
+  absl::StatusOr<PayloadType> type = RequestPayloadType(r);
+  if (!type.ok()) return type.status();
+  constexpr PayloadType kRead =
+      std::is_same_v<Scalar, double> ? PayloadType::kFloat64 : PayloadType::kFloat32;
+  if (*type != kRead) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the request's payloads are ", *type == PayloadType::kFloat64 ? "float64" : "float32",
+        "; this reads ", kRead == PayloadType::kFloat64 ? "float64" : "float32", " ones"));
+  }
+  absl::StatusOr<Matrix<Scalar>> points = RequestPoints<Scalar>(r);
+  if (!points.ok()) return points.status();
+  absl::StatusOr<std::vector<Scalar>> offset = RequestOffset<Scalar>(r);
+  if (!offset.ok()) return offset.status();
+  if (!offset->empty()) {
     for (int l = 0; l < r.d(); ++l) {
-      if (!std::isfinite(r.points_offset(l))) {
+      if (!std::isfinite((*offset)[l])) {
         return absl::InvalidArgumentError(
-            absl::StrCat("points_offset[", l, "] is ", r.points_offset(l), "; it must be finite"));
+            absl::StrCat(std::is_same_v<Scalar, double> ? "points_offset_f64[" : "points_offset[",
+                         l, "] is ", (*offset)[l], "; it must be finite"));
       }
     }
-    points->colwise() -= Eigen::Map<const Vector<float>>(r.points_offset().data(), r.d());
+    points->colwise() -= Eigen::Map<const Vector<Scalar>>(offset->data(), r.d());
   }
-  BatchSpec<float> spec{.points = *std::move(points),
-                        .k = r.k(),
-                        .layers = r.iterations(),
-                        .seed = r.seed(),
-                        .parameters = {r.parameters().begin(), r.parameters().end()},
-                        .cluster_sums = r.return_cluster_sums(),
-                        .tol = r.has_tol() ? std::optional<double>(r.tol()) : std::nullopt,
-                        .n_init = std::max(1, r.n_init()),
-                        .guard = r.guard()};
-  if (!r.weights_f32().empty()) {
-    absl::StatusOr<std::vector<float>> weights =
-        RawVector({"weights", "n", r.n(), "", 1}, r.weights_size(), r.weights_f32());
-    if (!weights.ok()) return weights.status();
-    spec.weights = Eigen::Map<const Vector<float>>(weights->data(),
-                                                   static_cast<Eigen::Index>(weights->size()));
-  } else if (r.weights_size() > 0) {
-    spec.weights = Eigen::Map<const Vector<float>>(r.weights().data(), r.weights_size());
+  BatchSpec<Scalar> spec{.points = *std::move(points),
+                         .k = r.k(),
+                         .layers = r.iterations(),
+                         .seed = r.seed(),
+                         .parameters = {r.parameters().begin(), r.parameters().end()},
+                         .cluster_sums = r.return_cluster_sums(),
+                         .tol = r.has_tol() ? std::optional<double>(r.tol()) : std::nullopt,
+                         .n_init = std::max(1, r.n_init()),
+                         .guard = r.guard()};
+  absl::StatusOr<std::vector<Scalar>> weights = RequestWeights<Scalar>(r);
+  if (!weights.ok()) return weights.status();
+  if (!weights->empty()) {
+    spec.weights = Eigen::Map<const Vector<Scalar>>(weights->data(),
+                                                    static_cast<Eigen::Index>(weights->size()));
   }
   if (r.n_init() < 0) {
     return absl::InvalidArgumentError(
@@ -75,10 +190,7 @@ absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& r) {
   }
   if (r.init() == v1::INIT_GIVEN) {
     if (absl::Status s = ValidateClusterCount(r.n(), r.k()); !s.ok()) return s;
-    absl::StatusOr<Matrix<float>> centers =
-        r.centers_f32().empty()
-            ? CentersFromRowMajor<float>(r.centers(), r.k(), r.d())
-            : RawMatrix({"centers", "k", r.k(), "d", r.d()}, r.centers_size(), r.centers_f32());
+    absl::StatusOr<Matrix<Scalar>> centers = RequestCenters<Scalar>(r);
     if (!centers.ok()) return centers.status();
     spec.given_centers = *std::move(centers);
   } else if (r.has_init()) {
@@ -86,22 +198,23 @@ absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& r) {
     if (!method.ok()) return method.status();
     spec.init = *method;
   }
-  return Batch<float>::Validate(std::move(spec));
+  return Batch<Scalar>::Validate(std::move(spec));
 }
 
-void FillResponse(const v1::ClusterRequest& r, const RunResult<float>& run,
+template <typename Scalar>
+void FillResponse(const v1::ClusterRequest& r, const RunResult<Scalar>& run,
                   v1::ClusterResponse* out) {
   // A d x k matrix is its k x d row-major values.
-  const absl::Span<const float> centers(run.centers.data(), run.centers.size());
+  const absl::Span<const Scalar> centers(run.centers.data(), run.centers.size());
   if (r.raw_response()) {
     if (!r.omit_labels()) EncodeInt32(run.labels, out->mutable_labels_i32());
-    EncodeFloat32(centers, out->mutable_centers_f32());
+    EncodeRaw(centers, out->mutable_centers_f32(), out->mutable_centers_f64());
   } else {
     if (!r.omit_labels()) out->mutable_labels()->Add(run.labels.begin(), run.labels.end());
-    out->mutable_centers()->Add(centers.begin(), centers.end());
+    AddFloats(centers, out->mutable_centers());
   }
   out->set_objective(run.objective);
-  out->set_points_offset_applied(r.points_offset_size() > 0);
+  out->set_points_offset_applied(r.points_offset_size() > 0 || !r.points_offset_f64().empty());
   if (r.return_trajectory()) {
     out->mutable_layer_objectives()->Add(run.layer_objectives.begin(), run.layer_objectives.end());
   }
@@ -111,7 +224,7 @@ void FillResponse(const v1::ClusterRequest& r, const RunResult<float>& run,
     const ClusterSums& sums = *run.cluster_sums;
     out->mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
     out->mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
-    if (r.weights_size() > 0 || !r.weights_f32().empty()) {
+    if (r.weights_size() > 0 || !r.weights_f32().empty() || !r.weights_f64().empty()) {
       out->mutable_center_weights()->Add(sums.weights.begin(), sums.weights.end());
     }
   }
@@ -135,12 +248,22 @@ void FillResponse(const v1::ClusterRequest& r, const RunResult<float>& run,
   out->set_guard_lloyd_answered(run.guard_lloyd_answered);
   // Distances are k x n in the engine (a point's to every center in one
   // column), n x k row-major on the wire: the same memory.
-  const absl::Span<const float> distances(run.distances.data(), run.distances.size());
+  const absl::Span<const Scalar> distances(run.distances.data(), run.distances.size());
   if (r.raw_response()) {
-    if (!distances.empty()) EncodeFloat32(distances, out->mutable_distances_f32());
+    if (!distances.empty()) {
+      EncodeRaw(distances, out->mutable_distances_f32(), out->mutable_distances_f64());
+    }
   } else {
-    out->mutable_distances()->Add(distances.begin(), distances.end());
+    AddFloats(distances, out->mutable_distances());
   }
 }
+
+#define KMT_INSTANTIATE(S)                                                          \
+  template absl::StatusOr<Batch<S>> BatchFromRequest<S>(const v1::ClusterRequest&); \
+  template void FillResponse<S>(const v1::ClusterRequest&, const RunResult<S>&,     \
+                                v1::ClusterResponse*);
+KMT_INSTANTIATE(float)
+KMT_INSTANTIATE(double)
+#undef KMT_INSTANTIATE
 
 }  // namespace kmt

@@ -11,16 +11,28 @@
 
 namespace kmt {
 
+// The element type of a request's payloads: float32 (the repeated fields
+// and the _f32 bytes) or float64 (the _f64 bytes), run by the engine in float
+// and in double. A request that sets payloads of both is INVALID_ARGUMENT,
+// naming one of each.
+enum class PayloadType { kFloat32, kFloat64 };
+absl::StatusOr<PayloadType> RequestPayloadType(const v1::ClusterRequest& request);
+
 // The request's points, k, initialisation and options, validated once
-// (Batch::Validate). Points and centers come from their repeated fields or
-// their raw float32 bytes (proto/raw_payload.h); the shape fields n, d and k
+// (Batch::Validate). Scalar float reads a float32 request: points and centers
+// from their repeated fields or their raw float32 bytes (proto/raw_payload.h);
+// double reads a float64 request's _f64 bytes. A request of the other payload
+// type, or of mixed ones, is INVALID_ARGUMENT. The shape fields n, d and k
 // are checked against the values carried.
-absl::StatusOr<Batch<float>> BatchFromRequest(const v1::ClusterRequest& request);
+template <typename Scalar = float>
+absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& request);
 
 // Labels (unless omitted) and centers, as raw bytes if the request asked for
-// a raw response; objective, layer objectives (if asked), layers run,
-// empty-cluster events and cluster sums (if asked).
-void FillResponse(const v1::ClusterRequest& request, const RunResult<float>& run,
+// a raw response (float64 bytes for a double run, else float32); objective,
+// layer objectives (if asked), layers run, empty-cluster events and cluster
+// sums (if asked).
+template <typename Scalar>
+void FillResponse(const v1::ClusterRequest& request, const RunResult<Scalar>& run,
                   v1::ClusterResponse* response);
 
 }  // namespace kmt

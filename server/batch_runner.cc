@@ -43,6 +43,28 @@ absl::Status CheckLimits(const v1::ClusterRequest& r, const Limits& limits) {
   return absl::OkStatus();
 }
 
+// The batch in Scalar, on the entry's model of that precision.
+template <typename Scalar>
+absl::Status RunAs(const RegistryEntry& served, const Limits& limits, const v1::ClusterRequest& r,
+                   const StopCheck& check, v1::ClusterResponse* out) {
+  const ServedModel<Scalar>& model = served.served<Scalar>();
+  absl::StatusOr<Batch<Scalar>> batch = BatchFromRequest<Scalar>(r);
+  if (!batch.ok()) return batch.status();
+  absl::StatusOr<ClusterPlan<Scalar>> plan = model.Plan(*batch);
+  if (!plan.ok()) return plan.status();
+  if (plan->dense && r.n() > limits.max_dense_points) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "n = ", r.n(), " exceeds this server's limit of ", limits.max_dense_points, " points for ",
+        r.model(), GivenParameters(r), ", which runs the O(n^2) dense evaluator",
+        model.exact() ? "" : "; exact models such as lloyd-onehot run any n"));
+  }
+  absl::StatusOr<RunResult<Scalar>> run = Cluster(*plan, check);
+  if (!run.ok()) return run.status();
+  FillResponse(r, *run, out);
+  out->set_model_version(served.version);
+  return absl::OkStatus();
+}
+
 absl::Status Run(const ModelRegistry& registry, const Limits& limits, const v1::ClusterRequest& r,
                  const StopCheck& check, v1::ClusterResponse* out) {
   // The version resolved now is the one this batch runs to its end, whatever
@@ -51,21 +73,10 @@ absl::Status Run(const ModelRegistry& registry, const Limits& limits, const v1::
       registry.Resolve(r.model(), r.model_version());
   if (!served.ok()) return served.status();
   if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
-  absl::StatusOr<Batch<float>> batch = BatchFromRequest(r);
-  if (!batch.ok()) return batch.status();
-  absl::StatusOr<ClusterPlan<float>> plan = (*served)->model.Plan(*batch);
-  if (!plan.ok()) return plan.status();
-  if (plan->dense && r.n() > limits.max_dense_points) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "n = ", r.n(), " exceeds this server's limit of ", limits.max_dense_points, " points for ",
-        r.model(), GivenParameters(r), ", which runs the O(n^2) dense evaluator",
-        (*served)->model.exact() ? "" : "; exact models such as lloyd-onehot run any n"));
-  }
-  absl::StatusOr<RunResult<float>> run = Cluster(*plan, check);
-  if (!run.ok()) return run.status();
-  FillResponse(r, *run, out);
-  out->set_model_version((*served)->version);
-  return absl::OkStatus();
+  absl::StatusOr<PayloadType> type = RequestPayloadType(r);
+  if (!type.ok()) return type.status();
+  return *type == PayloadType::kFloat64 ? RunAs<double>(**served, limits, r, check, out)
+                                        : RunAs<float>(**served, limits, r, check, out);
 }
 
 }  // namespace

@@ -227,8 +227,15 @@ FileLook Look(const Candidate& c, const FileLook* last, bool may_wait) {
   absl::StatusOr<ServedModel<float>> model =
       ServedModel<float>::FromWeights(*std::move(weights), file.description());
   if (!model.ok()) return Refused(look, "refused", model.status());
-  auto entry = std::make_shared<RegistryEntry>(
-      RegistryEntry{.model = *std::move(model), .info = {}, .version = c.version});
+  absl::StatusOr<Model<double>> weights_f64 = ModelFromProto<double>(file);
+  if (!weights_f64.ok()) return Refused(look, "invalid", weights_f64.status());
+  absl::StatusOr<ServedModel<double>> model_f64 =
+      ServedModel<double>::FromWeights(*std::move(weights_f64), file.description());
+  if (!model_f64.ok()) return Refused(look, "refused", model_f64.status());
+  auto entry = std::make_shared<RegistryEntry>(RegistryEntry{.model = *std::move(model),
+                                                             .model_f64 = *std::move(model_f64),
+                                                             .info = {},
+                                                             .version = c.version});
   entry->info = Info(entry->model);
   *entry->info.mutable_provenance() = file.provenance();
   look.entry = std::move(entry);
@@ -280,11 +287,16 @@ ModelRegistry::ModelRegistry(std::string dir)
       scan_(std::make_unique<RegistryScanState>()),
       mu_(std::make_unique<std::mutex>()) {
   auto snapshot = std::make_shared<RegistrySnapshot>();
-  for (ServedModel<float>& model : ExactModels<float>()) {
-    v1::ModelInfo info = Info(model);
+  std::vector<ServedModel<float>> exact = ExactModels<float>();
+  std::vector<ServedModel<double>> exact_f64 = ExactModels<double>();
+  for (size_t i = 0; i < exact.size(); ++i) {
+    v1::ModelInfo info = Info(exact[i]);
     const std::string name = info.name();
-    auto entry = std::make_shared<const RegistryEntry>(
-        RegistryEntry{.model = std::move(model), .info = std::move(info), .version = 1});
+    auto entry =
+        std::make_shared<const RegistryEntry>(RegistryEntry{.model = std::move(exact[i]),
+                                                            .model_f64 = std::move(exact_f64[i]),
+                                                            .info = std::move(info),
+                                                            .version = 1});
     RegistrySnapshot::Model m{.name = name, .kind = "exact", .versions = {}};
     m.versions[1] = {.version = 1,
                      .state = v1::MODEL_VERSION_AVAILABLE,

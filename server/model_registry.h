@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -26,11 +27,24 @@
 
 namespace kmt {
 
-// One servable version of a model.
+// One servable version of a model, in both of the engine's precisions, made
+// together when the version loads: float32 requests run `model`, float64
+// ones `model_f64` (a file's weights read in double).
 struct RegistryEntry {
-  ServedModel<float> model;  ///< what the engine runs
-  v1::ModelInfo info;        ///< what ListModels says of it (without versions)
-  int64_t version = 1;       ///< the version it serves as
+  ServedModel<float> model;       ///< what the engine runs on float32 batches
+  ServedModel<double> model_f64;  ///< the same model on float64 batches
+  v1::ModelInfo info;             ///< what ListModels says of it (without versions)
+  int64_t version = 1;            ///< the version it serves as
+
+  // `model` or `model_f64`, for a batch of Scalar.
+  template <typename Scalar>
+  const ServedModel<Scalar>& served() const {
+    if constexpr (std::is_same_v<Scalar, double>) {
+      return model_f64;
+    } else {
+      return model;
+    }
+  }
 };
 
 // OK when `dir` is empty (the exact models only) or a directory that can be

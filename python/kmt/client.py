@@ -7,7 +7,10 @@
     whole = client.fit(points, k=10)                 # Lloyd's over all the points
 
 Arrays travel as raw little-endian float32 / int32 bytes (one copy each way,
-no per-value conversion) unless the client is made with raw=False. The server
+no per-value conversion) unless the client is made with raw=False. Float64
+points travel as float64 bytes, with their centers, weights and offset, and
+are clustered in double: the centers and distances come back as float64
+(raw=False sends and returns float32 values). The server
 is stateless, so a batch answered UNAVAILABLE, or left unanswered by a stream
 that broke with UNAVAILABLE, is sent again on a new stream (which round-robin
 may place on another replica), as the C++ client does.
@@ -65,6 +68,7 @@ _GRPC_SCHEMES = ("dns", "unix", "unix-abstract", "ipv4", "ipv6", "vsock")
 
 # The wire's raw encodings.
 FLOAT32 = np.dtype("<f4")
+FLOAT64 = np.dtype("<f8")
 INT32 = np.dtype("<i4")
 
 
@@ -108,14 +112,14 @@ class Result:
     """One batch's answer."""
     request_id: str
     labels: np.ndarray            # (n,) int32: nearest final center
-    centers: np.ndarray           # (k, d) float32
+    centers: np.ndarray           # (k, d) float32; float64 for float64 points
     objective: float              # sum of squared distances to the final centers
     layer_objectives: np.ndarray  # after each layer, if asked for
     iterations_run: int
     model: str
     converged: bool = False       # stopped before `iterations` layers
     convergence: int = 0          # why: a pb.ConvergenceReason
-    distances: np.ndarray = None  # if asked: (n,) to the nearest center, or (n, k)
+    distances: np.ndarray = None  # if asked: (n,) to the nearest center, or (n, k); centers' dtype
     restart_objectives: np.ndarray = None  # each restart's objective, if restarts ran
     best_restart: int = 0
     guard_learned_layers: int = 0  # guard=True: layers that kept the learned step
@@ -199,9 +203,10 @@ def _varint(value):
     return bytes(out)
 
 
-# The request's raw arrays: name -> field number.
-_RAW_FIELDS = {name: pb.ClusterRequest.DESCRIPTOR.fields_by_name[f"{name}_f32"].number
-               for name in ("points", "centers", "weights")}
+# The request's raw arrays: field name -> field number.
+_RAW_FIELDS = {field: pb.ClusterRequest.DESCRIPTOR.fields_by_name[field].number
+               for field in ("points_f32", "centers_f32", "weights_f32", "points_f64",
+                             "centers_f64", "weights_f64", "points_offset_f64")}
 _CLUSTER_METHOD = (f"/{pb.DESCRIPTOR.services_by_name['KMeansTransformer'].full_name}"
                    "/Cluster")
 
@@ -217,7 +222,7 @@ class WireRequest:
 
     def __init__(self, message, arrays=()):
         self.message = message
-        self.arrays = list(arrays)  # (name, C-contiguous little-endian float32 array)
+        self.arrays = list(arrays)  # (field name, C-contiguous little-endian array)
 
     @property
     def request_id(self):
@@ -225,8 +230,8 @@ class WireRequest:
 
     def serialize(self):
         parts = [self.message.SerializeToString()]
-        for name, values in self.arrays:
-            parts.append(_varint(_RAW_FIELDS[name] << 3 | 2) + _varint(values.nbytes))
+        for field, values in self.arrays:
+            parts.append(_varint(_RAW_FIELDS[field] << 3 | 2) + _varint(values.nbytes))
             parts.append(memoryview(values).cast("B"))
         return b"".join(parts)
 
@@ -234,8 +239,8 @@ class WireRequest:
         """The whole ClusterRequest, arrays set."""
         message = pb.ClusterRequest()
         message.CopyFrom(self.message)
-        for name, values in self.arrays:
-            setattr(message, f"{name}_f32", values.tobytes())
+        for field, values in self.arrays:
+            setattr(message, field, values.tobytes())
         return message
 
 
@@ -250,15 +255,20 @@ def _check_offset(request, response):
     skipped) and clusters the points unshifted: refused, not taken as the
     shifted answer."""
     message = request.message if isinstance(request, WireRequest) else request
-    if (len(message.points_offset) and not response.HasField("error")
+    wide = (any(field == "points_offset_f64" for field, _ in request.arrays)
+            if isinstance(request, WireRequest) else len(message.points_offset_f64))
+    if ((len(message.points_offset) or wide) and not response.HasField("error")
             and not response.points_offset_applied):
         raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
                            f"batch '{message.request_id}': the server did not apply "
                            "points_offset (it predates the field); upgrade the server")
 
 
-def _floats(raw, repeated):
-    """A response's float32 values, from its raw field or its repeated one."""
+def _floats(raw, raw64, repeated):
+    """A response's values, from its raw float64 field (a float64 request's),
+    its raw float32 one, or its repeated one."""
+    if raw64:
+        return np.frombuffer(raw64, dtype=FLOAT64)
     if raw:
         return np.frombuffer(raw, dtype=FLOAT32)
     return np.asarray(repeated, dtype=np.float32)
@@ -507,7 +517,9 @@ class Client:
         weights, `parameters` the algorithm's parameters by name, as
         ModelInfo.parameters names them ({"beta": 2.0}). `fields` are any
         other request fields: return_trajectory, tol, n_init, guard (a
-        learned model's guarded form), ..."""
+        learned model's guarded form), points_offset, ... Float64 points
+        send every array (points_offset too) as float64, to be clustered in
+        double; other points send them as float32."""
         wire = self.wire_request(points, k, model=model, iterations=iterations, init=init,
                                  seed=seed, centers=centers, weights=weights,
                                  parameters=parameters, request_id=request_id, **fields)
@@ -538,11 +550,25 @@ class Client:
         if parameters:
             r.parameters.update(parameters)
         arrays = []
-        for name, values in (("points", points), ("centers", centers), ("weights", weights)):
+        payloads = [("points", points), ("centers", centers), ("weights", weights)]
+        wide = points.dtype.kind == "f" and points.dtype.itemsize == 8
+        offset = None
+        if wide and len(r.points_offset):
+            # The offset as given, not the message's float32 copy of it.
+            offset = np.asarray(fields["points_offset"], dtype=np.float64)
+            r.ClearField("points_offset")
+        kind, dtype = "f32", FLOAT32
+        if wide and self.raw:
+            # Float64 points: every payload float64, clustered in double.
+            kind, dtype = "f64", FLOAT64
+            payloads.append(("points_offset", offset))
+        elif offset is not None:
+            payloads[0] = ("points", points - offset)  # in double, as the server would
+        for name, values in payloads:
             if values is None:
                 continue
             if self.raw:
-                arrays.append((name, np.ascontiguousarray(values, dtype=FLOAT32)))
+                arrays.append((f"{name}_{kind}", np.ascontiguousarray(values, dtype=dtype)))
             else:
                 getattr(r, name).extend(np.ascontiguousarray(values, dtype=np.float32).ravel())
         return WireRequest(r, arrays)
@@ -564,9 +590,9 @@ class Client:
         arrays are views of the response's bytes (read-only)."""
         labels = (np.frombuffer(r.labels_i32, dtype=INT32) if r.labels_i32
                   else np.asarray(r.labels, dtype=np.int32))
-        distances = _floats(r.distances_f32, r.distances)
+        distances = _floats(r.distances_f32, r.distances_f64, r.distances)
         return Result(request_id=r.request_id, labels=labels,
-                      centers=_floats(r.centers_f32, r.centers).reshape(-1, d),
+                      centers=_floats(r.centers_f32, r.centers_f64, r.centers).reshape(-1, d),
                       objective=r.objective,
                       layer_objectives=np.asarray(r.layer_objectives, dtype=np.float64),
                       iterations_run=r.iterations_run, model=r.model, converged=r.converged,

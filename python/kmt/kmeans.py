@@ -3,12 +3,13 @@
 The parameters, attributes, warnings and errors are scikit-learn's (1.2);
 the iterations run on the server. X that fits one request (batch_size, or a
 64 MiB message) goes in one: initialisation, restarts, tolerance, weights and
-distances on the server. Larger X runs as a resident job over every replica
-`server` names (kmt.fit_resident): each shard loaded once, only centers per
-iteration, k-means++ over all points, the tolerance and the relocation of
-empty clusters done by the client as scikit-learn does them. As in
-scikit-learn the points are sent minus their mean, which keeps float32's
-distances precise far from the origin.
+distances on the server, in double for float64 X. Larger X runs as a
+resident job over every replica `server` names (kmt.fit_resident): each
+shard loaded once, only centers per iteration, k-means++ over all points,
+the tolerance and the relocation of empty clusters done by the client as
+scikit-learn does them, the shards' steps in float32. As in scikit-learn the
+points are sent minus their mean, which keeps float32's distances precise
+far from the origin.
 """
 import dataclasses
 import warnings
@@ -190,10 +191,13 @@ class ServedLloyd(ServedKMeans):
         # Drawn after the callable's calls, which see random_state as
         # scikit-learn leaves it; it also keys the draws of kmedoids.
         seed = int(random_state.randint(np.iinfo(np.int32).max))
-        per_point_out = 4 + 4 * k * bool(distances)
+        # Float64 points travel, and come back, as float64.
+        size = X.dtype.itemsize
+        per_point_out = 4 + size * k * bool(distances)
         # k-means‖ runs on resident shards only, whatever the size.
         parallel = isinstance(self.init, str) and self.init == "k-means||"
-        rows = rows_per_request(self._request_rows(), d, info.max_points, per_point_out, weighted)
+        rows = rows_per_request(self._request_rows(), d, info.max_points, per_point_out, weighted,
+                                size)
         one_request = not parallel and n <= rows
         if parallel and not resident_capable(info, parameters):
             raise ValueError(f"init='k-means||' runs as a resident job, which runs Lloyd's "

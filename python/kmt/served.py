@@ -128,14 +128,14 @@ def same_clustering(a, b):
     return pairs.shape[1] == len(np.unique(a)) == len(np.unique(b))
 
 
-def rows_per_request(limit, d, max_points, per_point_out=4, weighted=False):
+def rows_per_request(limit, d, max_points, per_point_out=4, weighted=False, itemsize=4):
     """Most points one request may carry: `limit` if set, else as many as
-    fit the message limit both ways (4 bytes per coordinate and weight in,
-    `per_point_out` bytes per point out), at most the server's `max_points`
-    (ModelInfo.max_points)."""
+    fit the message limit both ways (`itemsize` bytes per coordinate and
+    weight in: 4 for float32 points, 8 for float64; `per_point_out` bytes per
+    point out), at most the server's `max_points` (ModelInfo.max_points)."""
     if limit is not None:
         return limit
-    per_point = max(4 * d + 4 * weighted, per_point_out)
+    per_point = max(itemsize * (d + weighted), per_point_out)
     return max(1, min(max_points, (MESSAGE_BYTES - MESSAGE_SLACK) // per_point))
 
 
@@ -154,10 +154,12 @@ def padded(block, weights, centers):
 
 def offset_on_server(points_dtype, offset):
     """Whether the server subtracts `offset` from the points (the request's
-    points_offset) rather than the client: for float32 points and offset,
-    which it subtracts in float32 as numpy would. Otherwise the client does,
-    in the points' dtype."""
-    return offset is not None and points_dtype == offset.dtype == np.float32
+    points_offset, or points_offset_f64) rather than the client: for float32
+    points and offset, which it subtracts in float32 as numpy would, and for
+    float64 ones, in double. Otherwise the client does, in the points'
+    dtype."""
+    return (offset is not None and points_dtype == offset.dtype
+            and points_dtype in (np.float32, np.float64))
 
 
 def keep_parameters(estimator, values):
@@ -301,8 +303,10 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         all_distances = distances == _client.pb.DISTANCES_ALL
         step = self._request_rows()
         if step is None:
+            size = X.dtype.itemsize  # float32 or float64, as checked
             step = rows_per_request(None, d, model_info(self, ASSIGN_MODEL).max_points,
-                                    4 * labels + 4 * (k if all_distances else 1))
+                                    4 * labels + size * (k if all_distances else 1),
+                                    itemsize=size)
         spans = [(first, min(n, first + step)) for first in range(0, n, step)]
         cl = client_for(self)
 

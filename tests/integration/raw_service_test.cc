@@ -1,16 +1,26 @@
-// Raw float32 payloads through a real kmt-server: the same answers as the
-// repeated fields on Cluster and Job streams, and a bad byte count refused
-// with INVALID_ARGUMENT in its own response while the stream goes on.
+// Raw payloads through a real kmt-server: float32 bytes give the same answers
+// as the repeated fields on Cluster and Job streams, and a bad byte count is
+// refused with INVALID_ARGUMENT in its own response while the stream goes on.
+// A float64 request is clustered in double, layer for layer the plain
+// reference Lloyd's in double, with its offset, weights and distances in
+// double too; one that mixes float32 and float64 payloads is refused.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "learn/task_generator.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/raw_payload.h"
+#include "reference/lloyd.h"
 #include "tests/integration/server_process.h"
+#include "tests/support/gaussian_clusters.h"
 
 namespace kmt {
 namespace {
@@ -187,6 +197,208 @@ TEST_F(RawServiceTest, AJobLoadedAndAskedInRawBytesAnswersAsARepeatedOne) {
   }
   EXPECT_EQ(answers[0].SerializeAsString(), answers[1].SerializeAsString());
   EXPECT_EQ(answers[0].labels_size(), points.cols());
+}
+
+// ---- Float64 payloads: a batch clustered in double. ----
+
+constexpr int kK = 4;
+
+// Clusters far from the origin (around 1000 in every dimension), where
+// float32 keeps about 4 decimal places of a coordinate and float64 all of
+// them: a float32 run could not give the reference's double centers.
+const Matrix<double>& Points64() {
+  static const Matrix<double>* points = [] {
+    auto* p = new Matrix<double>(
+        GaussianClusters<double>({.n = 3000, .d = 5, .k = kK, .scale = 0.2}, 8).points);
+    p->array() = p->array() * 3.0 + 1000.0 + 1.0 / 3;
+    return p;
+  }();
+  return *points;
+}
+
+// The first k points, d x k: the given initial centers.
+Matrix<double> InitialCenters() { return Points64().leftCols(kK); }
+
+std::string Bytes64(const double* values, size_t count) {
+  std::string bytes;
+  EncodeFloat64(absl::MakeConstSpan(values, count), &bytes);
+  return bytes;
+}
+
+std::vector<double> Doubles(const std::string& bytes) {
+  std::vector<double> values(bytes.size() / 8);
+  DecodeFloat64(bytes, values.data());
+  return values;
+}
+
+// A float64 request of the points from the given centers, raw response.
+v1::ClusterRequest Request64(const std::string& id, int iterations) {
+  const Matrix<double>& points = Points64();
+  v1::ClusterRequest r;
+  r.set_request_id(id);
+  r.set_model("lloyd-onehot");
+  r.set_n(points.cols());
+  r.set_d(static_cast<int>(points.rows()));
+  r.set_k(kK);
+  r.set_iterations(iterations);
+  r.set_points_f64(Bytes64(points.data(), points.size()));
+  r.set_init(v1::INIT_GIVEN);
+  const Matrix<double> centers = InitialCenters();
+  r.set_centers_f64(Bytes64(centers.data(), centers.size()));
+  r.set_raw_response(true);
+  return r;
+}
+
+std::vector<int> Labels32(const std::string& bytes) {
+  std::vector<int> labels(bytes.size() / 4);
+  std::memcpy(labels.data(), bytes.data(), bytes.size());
+  return labels;
+}
+
+TEST_F(RawServiceTest, EachLayerIsTheReferenceLloydsInDouble) {
+  constexpr int kLayers = 6;
+  const std::vector<LloydIteration<double>> reference =
+      ReferenceLloyd<double>(Points64(), InitialCenters(), kLayers);
+  std::vector<v1::ClusterRequest> requests;
+  for (int t = 1; t <= kLayers; ++t) requests.push_back(Request64(absl::StrCat("t", t), t));
+  auto stub = Stub();
+  const auto [responses, status] = Exchange(stub.get(), requests);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(responses.size(), static_cast<size_t>(kLayers));
+  bool beyond_float32 = false;
+  for (int t = 1; t <= kLayers; ++t) {
+    SCOPED_TRACE(absl::StrCat("layer ", t));
+    const v1::ClusterResponse& r = responses[t - 1];
+    ASSERT_FALSE(r.has_error()) << r.error().message();
+    EXPECT_EQ(r.iterations_run(), t);
+    EXPECT_TRUE(r.centers_f32().empty());
+    EXPECT_EQ(r.centers_size(), 0);
+    const Matrix<double>& want = reference[t - 1].centers;
+    const std::vector<double> centers = Doubles(r.centers_f64());
+    ASSERT_EQ(centers.size(), static_cast<size_t>(want.size()));
+    const Matrix<double> got = Eigen::Map<const Matrix<double>>(centers.data(), want.rows(), kK);
+    // Means of the same points summed in another order: a few ulps of 1e3.
+    EXPECT_LE((got - want).cwiseAbs().maxCoeff(), 1e-10);
+    EXPECT_EQ(Labels32(r.labels_i32()), ReferenceLabels<double>(Points64(), want));
+    const double objective = ReferenceObjective<double>(Points64(), want);
+    EXPECT_NEAR(r.objective(), objective, 1e-10 * objective);
+    for (double c : centers) beyond_float32 |= static_cast<double>(static_cast<float>(c)) != c;
+  }
+  EXPECT_TRUE(beyond_float32) << "every center is a float32 value: not a double run";
+}
+
+TEST_F(RawServiceTest, OffsetWeightsAndDistancesAreInDouble) {
+  const Matrix<double>& points = Points64();
+  const int d = static_cast<int>(points.rows());
+  // The offset subtracted on the server is the client's own subtraction.
+  const Vector<double> offset = points.rowwise().mean();
+  Matrix<double> shifted = points;
+  shifted.colwise() -= offset;
+  v1::ClusterRequest sent_shifted = Request64("shifted", 4);
+  sent_shifted.set_points_f64(Bytes64(shifted.data(), shifted.size()));
+  Matrix<double> centers = InitialCenters();
+  centers.colwise() -= offset;
+  sent_shifted.set_centers_f64(Bytes64(centers.data(), centers.size()));
+  sent_shifted.set_return_distances(v1::DISTANCES_ALL);
+  v1::ClusterRequest with_offset = sent_shifted;
+  with_offset.set_request_id("offset");
+  with_offset.set_points_f64(Bytes64(points.data(), points.size()));
+  with_offset.set_points_offset_f64(Bytes64(offset.data(), d));
+  // Every weight 2: every sum doubled, exactly, so the same centers.
+  v1::ClusterRequest weighted = sent_shifted;
+  weighted.set_request_id("weighted");
+  const std::vector<double> twos(points.cols(), 2.0);
+  weighted.set_weights_f64(Bytes64(twos.data(), twos.size()));
+  auto stub = Stub();
+  const auto [responses, status] = Exchange(stub.get(), {sent_shifted, with_offset, weighted});
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(responses.size(), 3u);
+  for (const v1::ClusterResponse& r : responses) {
+    SCOPED_TRACE(r.request_id());
+    ASSERT_FALSE(r.has_error()) << r.error().message();
+    EXPECT_EQ(r.centers_f64(), responses[0].centers_f64());
+    EXPECT_EQ(r.labels_i32(), responses[0].labels_i32());
+    EXPECT_EQ(r.distances_f64(), responses[0].distances_f64());
+    EXPECT_TRUE(r.distances_f32().empty());
+  }
+  EXPECT_TRUE(responses[1].points_offset_applied());
+  EXPECT_EQ(responses[2].objective(), 2 * responses[0].objective());
+  // The distances are the squared distances in double to the centers sent.
+  const std::vector<double> c = Doubles(responses[0].centers_f64());
+  const Matrix<double> final_centers = Eigen::Map<const Matrix<double>>(c.data(), d, kK);
+  const std::vector<double> distances = Doubles(responses[0].distances_f64());
+  ASSERT_EQ(distances.size(), static_cast<size_t>(points.cols() * kK));
+  double worst = 0;
+  for (Eigen::Index i = 0; i < shifted.cols(); ++i) {
+    for (int j = 0; j < kK; ++j) {
+      const double want = (shifted.col(i) - final_centers.col(j)).squaredNorm();
+      worst = std::max(worst, std::abs(distances[i * kK + j] - want) / std::max(1.0, want));
+    }
+  }
+  EXPECT_LE(worst, 1e-12);
+}
+
+TEST_F(RawServiceTest, WithoutRawResponseTheCentersComeRoundedToFloat32) {
+  v1::ClusterRequest raw = Request64("raw", 3);
+  v1::ClusterRequest repeated = raw;
+  repeated.set_request_id("repeated");
+  repeated.set_raw_response(false);
+  auto stub = Stub();
+  const auto [responses, status] = Exchange(stub.get(), {raw, repeated});
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(responses.size(), 2u);
+  ASSERT_FALSE(responses[1].has_error()) << responses[1].error().message();
+  const std::vector<double> centers = Doubles(responses[0].centers_f64());
+  ASSERT_EQ(responses[1].centers_size(), static_cast<int>(centers.size()));
+  for (size_t i = 0; i < centers.size(); ++i) {
+    EXPECT_EQ(responses[1].centers(static_cast<int>(i)), static_cast<float>(centers[i]));
+  }
+  EXPECT_TRUE(responses[1].centers_f64().empty());
+  EXPECT_EQ(responses[1].objective(), responses[0].objective());
+  EXPECT_EQ(std::vector<int>(responses[1].labels().begin(), responses[1].labels().end()),
+            Labels32(responses[0].labels_i32()));
+}
+
+TEST_F(RawServiceTest, MixedPayloadsAndBadByteCountsAreRefusedAndTheStreamGoesOn) {
+  const Matrix<float> as_float = Points64().cast<float>();
+  std::string points32;
+  EncodeFloat32(absl::MakeConstSpan(as_float.data(), as_float.size()), &points32);
+  v1::ClusterRequest centers32 = Request64("centers32", 2);
+  centers32.clear_centers_f64();
+  centers32.set_centers_f32(points32.substr(0, 4 * 5 * kK));
+  v1::ClusterRequest weights64 = Request64("weights64", 2);
+  weights64.clear_points_f64();
+  weights64.set_points_f32(points32);
+  weights64.clear_centers_f64();
+  weights64.clear_init();
+  weights64.set_weights_f64(std::string(8 * 3000, '\0'));
+  v1::ClusterRequest offset32 = Request64("offset32", 2);
+  for (int l = 0; l < 5; ++l) offset32.add_points_offset(1);
+  v1::ClusterRequest short_points = Request64("short", 2);
+  short_points.mutable_points_f64()->resize(short_points.points_f64().size() - 8);
+  v1::ClusterRequest short_offset = Request64("short-offset", 2);
+  short_offset.set_points_offset_f64(std::string(8 * 4, '\0'));
+  auto stub = Stub();
+  const auto [responses, status] =
+      Exchange(stub.get(),
+               {centers32, weights64, offset32, short_points, short_offset, Request64("after", 2)});
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(responses.size(), 6u);
+  const std::string kMix =
+      " are both set: a request's payloads are all float32 (points, centers, weights, "
+      "points_offset or their _f32 bytes) or all float64 (their _f64 bytes)";
+  const std::string messages[] = {"centers_f32 and points_f64" + kMix,
+                                  "points_f32 and weights_f64" + kMix,
+                                  "points_offset and points_f64" + kMix,
+                                  "points_f64 has 119992 bytes, expected n*d*8 = 3000*5*8",
+                                  "points_offset_f64 has 32 bytes, expected d*8 = 5*8"};
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE(responses[i].request_id());
+    EXPECT_EQ(responses[i].error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+    EXPECT_EQ(responses[i].error().message(), messages[i]);
+  }
+  EXPECT_FALSE(responses[5].has_error()) << responses[5].error().message();
+  EXPECT_EQ(responses[5].centers_f64().size(), 8u * 5 * kK);
 }
 
 }  // namespace

@@ -90,6 +90,99 @@ TEST(Request, PointsOffsetShiftsThePointsOnly) {
   EXPECT_EQ(BatchFromRequest(r).status().message(), "points_offset[1] is inf; it must be finite");
 }
 
+// Raw float64 bytes of `values`.
+std::string Bytes64(const std::vector<double>& values) {
+  std::string bytes;
+  EncodeFloat64(values, &bytes);
+  return bytes;
+}
+
+// Request()'s shape with float64 payloads: points that float32 cannot hold,
+// given centers, weights and an offset.
+v1::ClusterRequest Request64() {
+  v1::ClusterRequest r = Request();
+  r.clear_points();
+  r.set_points_f64(Bytes64({0.1, 1e-10, 0.2, 1 + 1e-12, 10.3, 10, 10, 11.7}));
+  r.set_init(v1::INIT_GIVEN);
+  r.set_centers_f64(Bytes64({0, 0.1, 10.5, 10}));
+  r.set_weights_f64(Bytes64({1, 0.25, 2, 1.0 / 3}));
+  r.set_points_offset_f64(Bytes64({0.1, -1.0 / 3}));
+  return r;
+}
+
+TEST(Request, Float64PayloadsBecomeADoubleBatch) {
+  const v1::ClusterRequest r = Request64();
+  EXPECT_EQ(RequestPayloadType(r).value(), PayloadType::kFloat64);
+  EXPECT_EQ(RequestPayloadType(Request()).value(), PayloadType::kFloat32);
+  const absl::StatusOr<Batch<double>> batch = BatchFromRequest<double>(r);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  const BatchSpec<double>& spec = batch->spec();
+  const double points[8] = {0.1, 1e-10, 0.2, 1 + 1e-12, 10.3, 10, 10, 11.7};
+  const double offset[2] = {0.1, -1.0 / 3};
+  for (int i = 0; i < 4; ++i) {
+    for (int l = 0; l < 2; ++l) {
+      // Subtracted in double, as a float64 client computes it.
+      EXPECT_EQ(spec.points(l, i), points[2 * i + l] - offset[l]) << i << "," << l;
+    }
+  }
+  EXPECT_EQ(spec.given_centers(1, 0), 0.1);
+  EXPECT_EQ(spec.weights[3], 1.0 / 3);
+  // Each precision reads its own requests only.
+  EXPECT_EQ(BatchFromRequest(r).status().message(),
+            "the request's payloads are float64; this reads float32 ones");
+  EXPECT_EQ(BatchFromRequest<double>(Request()).status().message(),
+            "the request's payloads are float32; this reads float64 ones");
+}
+
+TEST(Request, MixedPayloadsAreRefusedNamingOneOfEach) {
+  const std::string rule =
+      " are both set: a request's payloads are all float32 (points, centers, weights, "
+      "points_offset or their _f32 bytes) or all float64 (their _f64 bytes)";
+  v1::ClusterRequest r = Request64();
+  r.add_weights(1);
+  EXPECT_EQ(RequestPayloadType(r).status().message(), "weights and points_f64" + rule);
+  r = Request64();
+  r.clear_points_f64();
+  r.set_points_f32(std::string(4 * 8, '\0'));
+  EXPECT_EQ(RequestPayloadType(r).status().message(), "points_f32 and centers_f64" + rule);
+  EXPECT_EQ(BatchFromRequest<double>(r).status().code(), absl::StatusCode::kInvalidArgument);
+  r = Request();
+  r.set_points_offset_f64(Bytes64({0, 0}));
+  EXPECT_EQ(BatchFromRequest(r).status().message(), "points and points_offset_f64" + rule);
+  r = Request64();
+  r.set_points_offset_f64(Bytes64({0, std::numeric_limits<double>::infinity()}));
+  EXPECT_EQ(BatchFromRequest<double>(r).status().message(),
+            "points_offset_f64[1] is inf; it must be finite");
+}
+
+TEST(Request, ADoubleRunAnswersInFloat64BytesOrRoundedFloats) {
+  v1::ClusterRequest r = Request64();
+  r.set_raw_response(true);
+  RunResult<double> run;
+  run.centers = Matrix<double>(2, 2);
+  run.centers << 0.1, 10.5, 1.0 / 3, 10;
+  run.labels = {0, 0, 1, 1};
+  run.distances = Matrix<double>(1, 4);
+  run.distances << 0.01, 1e-20, 2.0 / 3, 5;
+  run.objective = 1.0 / 7;
+  v1::ClusterResponse raw;
+  FillResponse(r, run, &raw);
+  EXPECT_EQ(raw.centers_f64(), Bytes64({0.1, 1.0 / 3, 10.5, 10}));
+  EXPECT_EQ(raw.distances_f64(), Bytes64({0.01, 1e-20, 2.0 / 3, 5}));
+  EXPECT_TRUE(raw.centers_f32().empty());
+  EXPECT_TRUE(raw.distances_f32().empty());
+  EXPECT_EQ(raw.labels_i32().size(), 16u);
+  EXPECT_EQ(raw.objective(), 1.0 / 7);
+  EXPECT_TRUE(raw.points_offset_applied());
+  r.set_raw_response(false);
+  v1::ClusterResponse repeated;
+  FillResponse(r, run, &repeated);
+  EXPECT_TRUE(repeated.centers_f64().empty());
+  EXPECT_EQ(std::vector<float>(repeated.centers().begin(), repeated.centers().end()),
+            (std::vector<float>{0.1f, 1.0f / 3, 10.5f, 10}));
+  EXPECT_EQ(repeated.distances(2), 2.0f / 3);
+}
+
 // Raw float32 bytes of `values` (raw_payload_test checks them byte by byte).
 std::string Bytes(const std::vector<float>& values) {
   std::string bytes;

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "proto/model_file.h"
+#include "proto/raw_payload.h"
+#include "server/batch_runner.h"
 
 namespace kmt {
 namespace {
@@ -88,6 +90,47 @@ TEST_F(ModelRegistryTest, FilesAreServedOrRefusedWithAReason) {
                              "/broken.kmt is not a kmt.v1.ModelFile (protobuf parse failed)",
                          d + "/c.kmt: a model named 'learned-a' is already served from a.kmt",
                          d + "/lloyd.kmt: 'lloyd-onehot' is an exact model, built in"}));
+}
+
+TEST_F(ModelRegistryTest, AFileServesFloat64BatchesWithItsWeightsInDouble) {
+  Write("a.kmt", "learned-a", InputScaling::kNone);
+  std::vector<std::string> refused;
+  const ModelRegistry registry = ModelRegistry::Load(dir_.string(), &refused);
+  EXPECT_TRUE(refused.empty());
+  const std::shared_ptr<const RegistryEntry> a = registry.Find("learned-a");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(a->model_f64.weights(), nullptr);
+  EXPECT_EQ(&a->served<double>(), &a->model_f64);
+  EXPECT_EQ(&a->served<float>(), &a->model);
+  const absl::StatusOr<Model<double>> file = ReadModel<double>((dir_ / "a.kmt").string());
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(a->model_f64.weights()->layers[0][BlockId::kPointsToCenters].Q,
+            file->layers[0][BlockId::kPointsToCenters].Q);
+  EXPECT_EQ(a->model_f64.name(), "learned-a");
+  // The file is Lloyd's construction: in double too it is recognised and
+  // runs the fast path, so a float64 batch gets exact Lloyd's in double,
+  // the answer of lloyd-onehot to the bit.
+  v1::ClusterRequest r;
+  r.set_model("learned-a");
+  r.set_n(6);
+  r.set_d(2);
+  r.set_k(3);
+  r.set_iterations(3);
+  r.set_init(v1::INIT_GIVEN);
+  r.set_raw_response(true);
+  const std::vector<double> points = {0.1, 0.2, 0.3, 0.1, 5.7, 5.1, 5.3, 5.9, 9.1, 0.3, 9.9, 0.7};
+  EncodeFloat64(points, r.mutable_points_f64());
+  EncodeFloat64(absl::MakeConstSpan(points).subspan(0, 6), r.mutable_centers_f64());
+  const Limits limits;
+  const v1::ClusterResponse learned = RunBatch(registry, limits, r, {});
+  r.set_model("lloyd-onehot");
+  const v1::ClusterResponse exact = RunBatch(registry, limits, r, {});
+  ASSERT_FALSE(learned.has_error()) << learned.error().message();
+  ASSERT_FALSE(exact.has_error()) << exact.error().message();
+  EXPECT_EQ(learned.centers_f64().size(), 3u * 2 * 8);
+  EXPECT_EQ(learned.centers_f64(), exact.centers_f64());
+  EXPECT_EQ(learned.labels_i32(), exact.labels_i32());
+  EXPECT_EQ(learned.objective(), exact.objective());
 }
 
 TEST_F(ModelRegistryTest, ALearnedModelListsTheSizesItAccepts) {
