@@ -114,8 +114,11 @@ ResidentJobOptions JobOptions(
     if (failure->error) return absl::AbortedError("a Python callback raised");
     return absl::OkStatus();
   };
+  // The callbacks hold handles, not references: the options are copied and
+  // destroyed where the GIL is released, and the objects outlive the job
+  // (the caller's arguments).
   if (!log.is_none()) {
-    options.log = [log, failure](const std::string& line) {
+    options.log = [log = py::handle(log), failure](const std::string& line) {
       py::gil_scoped_acquire gil;
       try {
         log(line);
@@ -125,8 +128,8 @@ ResidentJobOptions JobOptions(
     };
   }
   if (!on_iteration.is_none()) {
-    options.on_iteration = [on_iteration, failure](int t, double objective, double shift,
-                                                   Convergence why) {
+    options.on_iteration = [on_iteration = py::handle(on_iteration), failure](
+                               int t, double objective, double shift, Convergence why) {
       py::gil_scoped_acquire gil;
       try {
         on_iteration(t, objective, shift, static_cast<int>(ConvergenceReason(why)));
