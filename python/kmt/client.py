@@ -633,13 +633,17 @@ class Client:
         rows per message: initial centers given, or chosen by the server's
         `init` on a uniform sample of `sample_size` rows; then up to
         `iterations` passes, stopping early once a pass leaves the centers
-        unchanged; then one pass for the labels."""
+        unchanged; then one pass for the labels. Float64 points on a raw
+        client are assigned in double and the centers kept in double between
+        passes; otherwise in float32."""
         n, d = points.shape
         if centers is None:
             rows = np.random.default_rng(seed).choice(n, size=min(n, sample_size), replace=False)
             centers = self.cluster(points[np.sort(rows)], k, model=model, iterations=0,
                                    init=init, seed=seed).centers
-        centers = np.array(centers, dtype=np.float32).reshape(k, d)
+        wide = self.raw and points.dtype == np.float64
+        dtype = np.float64 if wide else np.float32
+        centers = np.array(centers, dtype=dtype).reshape(k, d)
 
         def one_pass(centers, sums):
             requests = (self.wire_request(block, k, model=model, iterations=0,
@@ -656,7 +660,7 @@ class Client:
                 sums += np.asarray(r.center_sums).reshape(k, d)
             updated = centers.copy()
             filled = counts > 0  # an empty cluster keeps its center
-            updated[filled] = (sums[filled] / counts[filled, None]).astype(np.float32)
+            updated[filled] = (sums[filled] / counts[filled, None]).astype(dtype)
             if np.array_equal(updated, centers):
                 break
             centers = updated

@@ -70,6 +70,26 @@ class ClientTest(ServedTest):
         assert_allclose(shifted.centers + offset, result.centers, rtol=1e-12)
         cl.close()
 
+    def test_client_fit_passes_keep_float64_centers(self):
+        cl = kmt.Client(self.server.address)
+        points = mixture(3000, 3, K, offset=1000.0)
+        start = rows(points, K)
+        got = cl.fit(points, K, iterations=6, batch_size=700, centers=start)
+        self.assertEqual(got.centers.dtype, np.float64)
+        # Lloyd's in double over all points, pass by pass.
+        centers = start.copy()
+        for _ in range(got.passes):
+            labels = ((points[:, None, :] - centers[None]) ** 2).sum(-1).argmin(1)
+            for j in range(K):
+                if (labels == j).any():
+                    centers[j] = points[labels == j].mean(axis=0)
+        assert_allclose(got.centers, centers, rtol=1e-12)
+        labels = ((points[:, None, :] - centers[None]) ** 2).sum(-1).argmin(1)
+        assert_array_equal(got.labels, labels)
+        # Float32 points keep float32 centers.
+        self.assertEqual(cl.fit(points.astype(np.float32), K, iterations=2, batch_size=700,
+                                centers=start).centers.dtype, np.float32)
+
     def test_float32_points_and_a_client_without_raw_bytes_stay_float32(self):
         points = mixture(500, 3, K)
         for raw in (True, False):
