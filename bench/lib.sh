@@ -45,6 +45,14 @@ start_server() {
   metrics_port=$(cat "$dir/metrics_port")
 }
 
+# The server's /metrics page on stdout, over bash's /dev/tcp (no curl).
+scrape_metrics() {
+  exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
+  printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+  cat <&3
+  exec 3<&-
+}
+
 stop_server() {
   if [[ -n $server ]]; then
     kill "$server" 2>/dev/null || true

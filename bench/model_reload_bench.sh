@@ -56,7 +56,7 @@ bench() {
   awk '/^throughput/ { print $2 }' <<<"$out"
 }
 
-loads() { curl -s "127.0.0.1:$metrics_port/metrics" | awk '/^kmt_model_loads_total/ { print $2 }'; }
+loads() { scrape_metrics | awk '/^kmt_model_loads_total/ { print $2 }'; }
 
 echo "| round | no reload (batches/s) | reloading every ${PERIOD} s (batches/s) | reloads in the round |"
 echo "|---|---|---|---|"

@@ -48,10 +48,7 @@ trap cleanup EXIT
 start_server "$work" "$server_cpus" --not_serving_delay=0s --io_preempts_workers
 
 batches() {  # the server's kmt_batches_total, summed over its labels
-  exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
-  printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
-  awk '/^kmt_batches_total/ { s += $2 } END { printf "%d\n", s }' <&3
-  exec 3<&-
+  scrape_metrics | awk '/^kmt_batches_total/ { s += $2 } END { printf "%d\n", s }'
 }
 # -o (SCHED_OTHER) or -b (SCHED_BATCH) for every thread but the workers;
 # fails unless every such thread then has it (policy: field 41 of stat).
