@@ -64,22 +64,26 @@ absl::Status RunModels() {
                 Inits(m).c_str(), m.description().c_str());
     const auto& metrics = m.provenance().final_metrics();
     if (metrics.count("validation_ahead") > 0) {
-      // What kmt-train --data measured on the dataset's validation rows.
+      // What kmt-train --data measured on the dataset's validation rows; a
+      // figure the file lacks reads nan.
+      const auto metric = [&](const std::string& name) {
+        const auto found = metrics.find(name);
+        return found == metrics.end() ? std::nan("") : found->second;
+      };
       std::string gains;
       for (const int init : m.trained_inits()) {
         const std::string name = InitName(init);
-        const auto gain = metrics.find("validation_gain_" + name);
-        const auto se = metrics.find("validation_se_" + name);
-        if (gain == metrics.end() || se == metrics.end()) continue;
+        if (metrics.count("validation_gain_" + name) == 0) continue;
         absl::StrAppend(&gains, gains.empty() ? "" : ", ",
-                        absl::StrFormat("%s %+.4f +- %.4f", name, gain->second, se->second));
+                        absl::StrFormat("%s %+.4f +- %.4f", name, metric("validation_gain_" + name),
+                                        metric("validation_se_" + name)));
       }
       std::printf(
           "  validation (rows %.0f:%.0f, %.0f tasks, %.0f steps, log objective against "
           "Lloyd's): %s; %s\n",
-          metrics.at("validation_first_row"), metrics.at("validation_end_row"),
-          metrics.at("validation_tasks"), metrics.at("validation_steps"), gains.c_str(),
-          metrics.at("validation_ahead") > 0
+          metric("validation_first_row"), metric("validation_end_row"), metric("validation_tasks"),
+          metric("validation_steps"), gains.c_str(),
+          metric("validation_ahead") > 0
               ? "ahead by two standard errors"
               : "NOT ahead of Lloyd's (written with --write_behind_lloyd)");
     }

@@ -219,6 +219,9 @@ class PythonShards : public ShardSet {
       return answers;
     } catch (py::error_already_set& e) {
       return failure_->Keep(std::move(e));
+    } catch (const std::exception& e) {
+      // round() gave something other than a list of bytes.
+      return absl::InternalError(std::string("the shards' round answered ") + e.what());
     }
   }
 

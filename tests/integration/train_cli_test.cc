@@ -281,6 +281,26 @@ TEST(TrainCli, AModelNotAheadOfLloydsOnItsValidationRowsIsWrittenOnlyWhenAsked) 
             std::string::npos)
       << file.description();
 
+  // Served, `kmt models` prints that evidence; a file that lacks one of
+  // the figures prints it as nan.
+  v1::ModelFile stripped = file;
+  stripped.set_name("stripped");
+  stripped.mutable_provenance()->mutable_final_metrics()->erase("validation_end_row");
+  ASSERT_TRUE(WriteModelFile(stripped, dir + "/stripped.kmt").ok());
+  auto server = ServerProcess::Start({"--model_dir=" + dir});
+  ASSERT_NE(server, nullptr);
+  ASSERT_EQ(RunProgram({KMT_CLI_BINARY, "models", "--server=" + server->address()}, &out, &err), 0)
+      << err;
+  EXPECT_NE(out.find("  validation (rows 40:50, 40 tasks, 10 steps, log objective against "
+                     "Lloyd's): kmeans++ "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(", random "), std::string::npos) << out;
+  EXPECT_NE(out.find("; NOT ahead of Lloyd's (written with --write_behind_lloyd)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  validation (rows 40:nan, 40 tasks"), std::string::npos) << out;
+
   // Validation rows that overlap the training rows are refused.
   std::vector<std::string> overlap = TinyOnData(data, dir + "/overlap.kmt");
   overlap.push_back("--data_validation_rows=30:50");
