@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -22,6 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/engine.h"
+#include "core/simd.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/model_file.h"
 #include "proto/request.h"
@@ -105,11 +107,27 @@ bool Eventually(const std::function<bool()>& condition) {
   return condition();
 }
 
+// The SIMD level the server and this process both run: KMT_SIMD's if set,
+// else the highest this CPU has. A learned model's attention adds its
+// products in another order at another packet width, so Expected's centers
+// equal the server's only at one level; under `auto` each process would
+// time its own choice.
+std::string SharedSimdLevel() {
+  const char* env = std::getenv("KMT_SIMD");
+  if (env != nullptr && *env != '\0' && std::string(env) != "auto") return env;
+  return SimdLevelName(SupportedSimdLevels().back());
+}
+
 class ModelRepository : public testing::Test {
  protected:
+  static void SetUpTestSuite() {
+    const absl::Status pinned = UseSimdLevel(SharedSimdLevel());
+    ASSERT_TRUE(pinned.ok()) << pinned;
+  }
+
   void Start(const std::vector<std::string>& extra = {}) {
     std::vector<std::string> flags = {"--model_dir=" + dir_.string(), "--model_poll_s=0.1",
-                                      "--workers=1"};
+                                      "--workers=1", "--simd=" + SharedSimdLevel()};
     flags.insert(flags.end(), extra.begin(), extra.end());
     server_ = ServerProcess::Start(flags);
     ASSERT_NE(server_, nullptr);
