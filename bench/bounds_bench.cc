@@ -8,7 +8,9 @@
 // Arguments: n, d, k, data (0: blobs from greedy k-means++, the engine's
 // default, 1: uniform from a random subset, 2: blobs from a random subset),
 // assignment (0: products,
-// 1: automatic, 2: bounds forced), layer cap. BOUNDS_BENCH_N and
+// 1: automatic, 2: bounds forced), layer cap, sums (0: double, added again
+// at every layer, the sums before exact ones; 1: the automatic choice, exact
+// where the bounds may pay). BOUNDS_BENCH_N and
 // BOUNDS_BENCH_CAP, if set, replace n = 10^6 and the cap of 300 layers (a
 // loaded machine, a quick look). BOUNDS_BENCH_DUMP, if set, is a folder the
 // data and initial centers of each problem are written to as .npy (points
@@ -27,6 +29,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/assign.h"
+#include "core/cluster_sums.h"
+#include "core/exact_sums.h"
 #include "core/init.h"
 #include "core/random.h"
 #include "core/transformer.h"
@@ -119,23 +124,27 @@ void BM_Lloyd(benchmark::State& state) {
   const AssignmentPath path = state.range(4) == 0   ? AssignmentPath::kProducts
                               : state.range(4) == 1 ? AssignmentPath::kAuto
                                                     : AssignmentPath::kBounds;
+  const SumsPath sums = state.range(6) == 0 ? SumsPath::kDouble : SumsPath::kAuto;
   const Data& data = Problem(n, d, k, static_cast<int>(state.range(3)));
   // shift_tolerance 0: the run stops at the first layer whose assignment
   // changed no label (or whose centers did not move), or at the cap.
-  const RunOptions options{
-      .layers = static_cast<int>(state.range(5)), .shift_tolerance = 0.0, .assignment = path};
+  const RunOptions options{.layers = static_cast<int>(state.range(5)),
+                           .shift_tolerance = 0.0,
+                           .assignment = path,
+                           .sums = sums};
   int layers = 0;
-  double settled = 0, bounded = 0;
+  double settled = 0, bounded = 0, from_moves = 0;
   std::vector<AssignmentStats> run_stats;
   for (auto _ : state) {
     auto run = RunLloyd<float>({}, data.points, data.init, options);
     benchmark::DoNotOptimize(run->objective);
     layers = run->layers_run;
     run_stats = run->assignments;
-    settled = bounded = 0;
+    settled = bounded = from_moves = 0;
     for (const AssignmentStats& a : run->assignments) {
       settled += static_cast<double>(a.settled) / n;
       bounded += a.bounded ? 1 : 0;
+      from_moves += a.sums_from_moves ? 1 : 0;
     }
   }
   state.counters["layers"] = layers;
@@ -144,6 +153,8 @@ void BM_Lloyd(benchmark::State& state) {
   // The assignments (layers + 1 of them) the bounds decided, and the mean
   // fraction of points they settled (or would have, in a products pass).
   state.counters["bounded"] = bounded;
+  // The assignments whose sums followed the moved points alone.
+  state.counters["from_moves"] = from_moves;
   double grouped = 0;
   if (!run_stats.empty()) {
     for (const AssignmentStats& a : run_stats) grouped += static_cast<double>(a.grouped) / n;
@@ -154,6 +165,63 @@ void BM_Lloyd(benchmark::State& state) {
   state.counters["gemm_s"] = data.gemm_seconds;
   state.counters["GFLOPs"] = 2.0 * n * k * d * 1e-9 / data.gemm_seconds;
 }
+
+// What a settled iteration's sums cost against what they replace, on the
+// blobs' points (n x 32, k = 64) under their initial labels: 0, double sums
+// of every point (AccumulateClusterSums, what each layer added before exact
+// sums); 1, exact sums of every point (the first assignment, or one that
+// moved more than half the points); 2, exact sums updated by 1% of the
+// points moving; 3, one pass over the labels and a bound per point (read,
+// drift subtracted, compared), the floor of any bound-based iteration.
+void BM_Sums(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0)), d = 32, k = 64;
+  const Data& data = Problem(n, d, k, 2);
+  Labels labels;
+  AssignNearest(data.points, data.init, &labels);
+  std::unique_ptr<ExactClusterSums<float>> exact =
+      ExactClusterSums<float>::Make(data.points, nullptr, k);
+  exact->Recompute(labels);
+  std::vector<ExactClusterSums<float>::Move> moves;
+  Rng rng(3);
+  for (Eigen::Index i = 0; i < n; i += 100) {
+    const int to = static_cast<int>(rng.Below(k));
+    if (to != labels[i]) moves.push_back({i, labels[i], to});
+  }
+  std::vector<ExactClusterSums<float>::Move> back = moves;
+  for (auto& m : back) std::swap(m.from, m.to);
+  std::vector<float> bounds(n, 1.0f);
+  int round = 0;
+  for (auto _ : state) {
+    switch (state.range(1)) {
+      case 0: {
+        ClusterSums sums(d, k);
+        AccumulateClusterSums(data.points, labels, &sums);
+        benchmark::DoNotOptimize(sums.sums.data());
+        break;
+      }
+      case 1:
+        exact->Recompute(labels);
+        break;
+      case 2:
+        exact->Apply(round++ % 2 == 0 ? moves : back);
+        break;
+      default: {
+        int64_t settled = 0;
+        const double drift = 0.25;
+#pragma omp parallel for reduction(+ : settled) schedule(static)
+        for (int i = 0; i < n; ++i) {
+          settled += static_cast<double>(bounds[i]) - drift > 0.5 * labels[i] / k;
+        }
+        benchmark::DoNotOptimize(settled);
+      }
+    }
+  }
+}
+BENCHMARK(BM_Sums)
+    ->ArgsProduct({{1000000}, {0, 1, 2, 3}})
+    ->ArgNames({"n", "what"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 #ifdef KMT_HAVE_FAISS
 // FAISS's k-means (flat L2 index, every point at every iteration) from the
@@ -186,8 +254,9 @@ BENCHMARK(BM_Faiss)
     ->UseRealTime();
 #endif
 
-// Each shape on both data, the products and the automatic choice next to
-// each other; n = 10^6 but for the shapes whose products take longest.
+// Each shape on both data, the products, the automatic choice with double
+// sums and the automatic choice next to each other; n = 10^6 but for the
+// shapes whose products take longest.
 void Shapes(benchmark::internal::Benchmark* b) {
   const char* n_env = std::getenv("BOUNDS_BENCH_N");
   const char* cap_env = std::getenv("BOUNDS_BENCH_CAP");
@@ -205,14 +274,16 @@ void Shapes(benchmark::internal::Benchmark* b) {
     const int n = large ? std::min(full, 200000) : full;
     const int cap = large ? std::min(full_cap, 30) : full_cap;
     for (const int kind : {0, 1, 2}) {
-      for (const int path : {0, 1}) b->Args({n, d, k, kind, path, cap});
+      b->Args({n, d, k, kind, 0, cap, 1});
+      b->Args({n, d, k, kind, 1, cap, 0});
+      b->Args({n, d, k, kind, 1, cap, 1});
     }
   }
 }
 
 BENCHMARK(BM_Lloyd)
     ->Apply(Shapes)
-    ->ArgNames({"n", "d", "k", "data", "path", "cap"})
+    ->ArgNames({"n", "d", "k", "data", "path", "cap", "sums"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1)
     ->UseRealTime();

@@ -3,7 +3,9 @@
 `lloyd` and `elkan` on the same data from the same initial centers, to
 convergence (an iteration that changes no label) or to a cap, in one script.
 
-build/bench/bounds_bench runs ours (products and bounds) and FAISS (a fixed
+build/bench/bounds_bench runs ours (products; bounds with the double sums
+added again at every layer; bounds with exact sums updated by the moved
+points) and FAISS (a fixed
 number of iterations: it has no convergence test) and writes the problem's
 points and initial centers as .npy; scikit-learn then runs on those files
 (tol=0 is its strict convergence: it stops when no label changes). Times are
@@ -37,8 +39,10 @@ def run_ours(binary, n, d, k, data, cap, dump):
             label = "FAISS (flat L2)"
         else:
             path = int(name.split("/path:")[1].split("/")[0])
+            sums = int(name.split("/sums:")[1].split("/")[0])
             label = {0: "fast path, products", 1: "fast path, bounds (auto)",
                      2: "fast path, bounds (forced)"}[path]
+            label += ", exact sums" if sums == 1 else ", double sums"
         seconds = b["real_time"] / 1e3  # milliseconds
         rows.append((label, int(b["layers"]), seconds, b.get("settled"), b.get("gemm_s")))
     return rows
@@ -75,7 +79,7 @@ def main():
         rows.append((f"scikit-learn {algorithm}", iterations, seconds, None, None))
     print(f"load average after: {os.getloadavg()}", file=sys.stderr)
 
-    reference = next(r for r in rows if r[0] == "fast path, products")
+    reference = next(r for r in rows if r[0].startswith("fast path, products"))
     ref_per_layer = reference[2] / reference[1]
     gemm = next((r[4] for r in rows if r[4]), None)
     print(f"n = {args.n}, d = {args.d}, k = {args.k}, data {args.data}, cap {args.cap}"

@@ -3,9 +3,10 @@
 initial centers, each timed end to end from a numpy array to fitted
 attributes:
 
-  whole:   one n x d float32 dataset (10^6 x 32), k = 64, scikit-learn's
-           default tol, both to convergence (kmt: a resident job, since the
-           data is larger than one message);
+  whole:   one n x d float32 dataset (10^6 x 32; --dtype=float64, the same
+           points as float64, which both fit in double), k = 64,
+           scikit-learn's default tol, both to convergence (kmt: a resident
+           job, since the data is larger than one message);
   batches: 64 batches of 4,096 x 32 (the dataset's first rows), k = 16,
            max_iter = 10 each (kmt: kmt.fit_each, every batch on one stream;
            scikit-learn: KMeans(...).fit on each batch in turn).
@@ -103,6 +104,8 @@ def main():
     parser.add_argument("--skip_whole", action="store_true")
     parser.add_argument("--sklearn_threads", type=int, default=0,
                         help="scikit-learn's OpenMP and BLAS threads (threadpoolctl); 0: as it is")
+    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32",
+                        help="the whole fit's points (the batches stay float32)")
     parser.add_argument("--float64_reference", action="store_true",
                         help="also fit scikit-learn on the whole dataset as float64 (untimed)")
     args = parser.parse_args()
@@ -123,14 +126,14 @@ def main():
                   f"{pool['num_threads']} threads")
         points = dataset(max(args.n, args.batches * args.batch_n), args.d, args.k, args.seed)
         if not args.skip_whole:
-            X = points[:args.n]
+            X = points[:args.n].astype(args.dtype)
             init = X[np.random.default_rng(args.seed + 1).choice(len(X), size=args.k,
                                                                  replace=False)]
             ours, theirs = timed(
                 lambda: kmt.KMeans(args.k, init=init, n_init=1, server=server).fit(X),
                 lambda: sklearn.cluster.KMeans(args.k, init=init, n_init=1).fit(X), args.repeats)
             agree = float((ours[3].labels_ == theirs[3].labels_).mean())
-            report(f"whole fit, {args.n} x {args.d}, k = {args.k}", ours, theirs,
+            report(f"whole fit, {args.n} x {args.d} {args.dtype}, k = {args.k}", ours, theirs,
                    (ours[3].n_iter_, theirs[3].n_iter_), (ours[3].inertia_, theirs[3].inertia_))
             print(f"  labels equal to scikit-learn's: {100 * agree:.3f}% of points")
             if args.float64_reference:

@@ -126,6 +126,7 @@ struct Shard {
   int server = 0;
   std::unique_ptr<JobStream> stream;
   std::vector<float> seeded;            // centers taken into its seeding distances, to replay
+  std::string seeded_f64;               // the same as float64 bytes, on a float64 shard
   std::vector<std::string> groups;      // k-means‖'s groups of centers taken in, to replay
   std::optional<PointMoments> moments;  // of its points, read at its first load
 };
@@ -134,8 +135,12 @@ struct Shard {
 
 class ReplicaShards::Impl {
  public:
-  Impl(ReplicaShardOptions settings, int64_t n, int d, PointSource source)
-      : options_(std::move(settings)), d_(d), source_(std::move(source)) {
+  Impl(ReplicaShardOptions settings, int64_t n, int d, PointSource source, PointSource64 source64)
+      : options_(std::move(settings)),
+        d_(d),
+        float64_(source64 != nullptr),
+        source_(std::move(source)),
+        source64_(std::move(source64)) {
     for (const std::string& address : options_.servers) {
       grpc::ChannelArguments args;
       args.SetMaxReceiveMessageSize(-1);
@@ -164,6 +169,7 @@ class ReplicaShards::Impl {
     for (Shard& shard : shards_) {
       shard.stream.reset();
       shard.seeded.clear();
+      shard.seeded_f64.clear();
       shard.groups.clear();
     }
     return LoadAll();
@@ -224,10 +230,12 @@ class ReplicaShards::Impl {
           if (requests[s]->has_seed()) {
             const auto& add = requests[s]->seed().add_centers();
             shards_[s].seeded.insert(shards_[s].seeded.end(), add.begin(), add.end());
+            shards_[s].seeded_f64.append(requests[s]->seed().add_centers_f64());
           }
-          if (requests[s]->has_kmeans_parallel() &&
-              !requests[s]->kmeans_parallel().add_centers_f32().empty()) {
-            shards_[s].groups.push_back(requests[s]->kmeans_parallel().add_centers_f32());
+          if (requests[s]->has_kmeans_parallel()) {
+            const v1::KMeansParallelStep& step = requests[s]->kmeans_parallel();
+            const std::string& group = float64_ ? step.add_centers_f64() : step.add_centers_f32();
+            if (!group.empty()) shards_[s].groups.push_back(group);
           }
         }
       }
@@ -255,46 +263,73 @@ class ReplicaShards::Impl {
         absl::StrCat("shard ", s, " on ", options_.servers[shards_[s].server], ": ", message));
   }
 
-  // Opens a stream on the shard's replica and sends its points (and
-  // weights) in chunks of raw float32, then reads the acknowledgements.
-  absl::Status Load(Shard* shard) {
-    shard->stream =
-        std::make_unique<JobStream>(stubs_[shard->server].get(), options_.stream_timeout);
-    const bool weighted = !options_.weights.empty();
-    const int64_t chunk =
-        std::max<int64_t>(1, options_.chunk_bytes / (4 * (int64_t{d_} + (weighted ? 1 : 0))));
-    // The tolerance's variance, from the points as they are first read.
-    std::optional<PointMoments> moments;
-    if (options_.moments && !shard->moments) moments.emplace();
+  absl::Status Read(int64_t first, int64_t count, std::vector<float>* values) const {
+    return source_(first, count, values);
+  }
+  absl::Status Read(int64_t first, int64_t count, std::vector<double>* values) const {
+    return source64_(first, count, values);
+  }
+  const std::vector<float>& Weights(float) const { return options_.weights; }
+  const std::vector<double>& Weights(double) const { return options_.weights_f64; }
+  static void Encode(absl::Span<const float> values, std::string* f32, std::string*) {
+    EncodeFloat32(values, f32);
+  }
+  static void Encode(absl::Span<const double> values, std::string*, std::string* f64) {
+    EncodeFloat64(values, f64);
+  }
+
+  // Sends the shard's points (and weights) in chunks of raw float32 or
+  // float64, as the source reads them; returns how many chunks.
+  template <typename Scalar>
+  absl::StatusOr<int64_t> SendPoints(Shard* shard, std::optional<PointMoments>* moments) {
+    const std::vector<Scalar>& weights = Weights(Scalar{});
+    const bool weighted = !weights.empty();
+    const int64_t chunk = std::max<int64_t>(
+        1, options_.chunk_bytes / (int64_t{sizeof(Scalar)} * (int64_t{d_} + (weighted ? 1 : 0))));
     int64_t chunks = 0;
     v1::JobRequest request;
-    std::vector<float> values;
+    std::vector<Scalar> values;
     for (int64_t done = 0; done < shard->count || chunks == 0; done += chunk, ++chunks) {
       const int64_t count = std::min(chunk, shard->count - done);
       values.clear();
-      if (absl::Status s = source_(shard->first + done, count, &values); !s.ok()) return s;
+      if (absl::Status s = Read(shard->first + done, count, &values); !s.ok()) return s;
       if (values.size() != static_cast<size_t>(count * d_)) {
         return absl::InvalidArgumentError(absl::StrCat("the point source gave ", values.size(),
                                                        " values for ", count, " points in d = ", d_,
                                                        " from point ", shard->first + done));
       }
-      if (moments) moments->Add(values.data(), count, d_);
+      if (*moments) (*moments)->Add(values.data(), count, d_);
       v1::ShardChunk* c = request.mutable_shard();
       c->set_n(shard->count);
       c->set_d(d_);
       c->set_count_label_changes(options_.count_label_changes);
-      EncodeFloat32(values, c->mutable_points_f32());
+      Encode(values, c->mutable_points_f32(), c->mutable_points_f64());
       if (weighted) {
-        EncodeFloat32(absl::MakeConstSpan(options_.weights).subspan(shard->first + done, count),
-                      c->mutable_weights_f32());
+        Encode(absl::MakeConstSpan(weights).subspan(shard->first + done, count),
+               c->mutable_weights_f32(), c->mutable_weights_f64());
       }
       if (absl::Status s = shard->stream->Send(request); !s.ok()) return s;
     }
-    for (int64_t c = 0; c < chunks; ++c) {
+    return chunks;
+  }
+
+  // Opens a stream on the shard's replica and sends its points (and
+  // weights) in chunks of raw float32 (float64), then reads the
+  // acknowledgements.
+  absl::Status Load(Shard* shard) {
+    shard->stream =
+        std::make_unique<JobStream>(stubs_[shard->server].get(), options_.stream_timeout);
+    // The tolerance's variance, from the points as they are first read.
+    std::optional<PointMoments> moments;
+    if (options_.moments && !shard->moments) moments.emplace();
+    const absl::StatusOr<int64_t> chunks =
+        float64_ ? SendPoints<double>(shard, &moments) : SendPoints<float>(shard, &moments);
+    if (!chunks.ok()) return chunks.status();
+    for (int64_t c = 0; c < *chunks; ++c) {
       absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
       if (!r.ok()) return r.status();
       if (absl::Status s = FromBatchError(r->error()); !s.ok()) return s;
-      if (c + 1 == chunks && r->points_loaded() != shard->count) {
+      if (c + 1 == *chunks && r->points_loaded() != shard->count) {
         return absl::InternalError(absl::StrCat("the replica holds ", r->points_loaded(), " of ",
                                                 shard->count, " points"));
       }
@@ -306,8 +341,16 @@ class ReplicaShards::Impl {
       replays.emplace_back().mutable_seed()->mutable_add_centers()->Assign(shard->seeded.begin(),
                                                                            shard->seeded.end());
     }
+    if (!shard->seeded_f64.empty()) {
+      replays.emplace_back().mutable_seed()->set_add_centers_f64(shard->seeded_f64);
+    }
     for (const std::string& group : shard->groups) {
-      replays.emplace_back().mutable_kmeans_parallel()->set_add_centers_f32(group);
+      v1::KMeansParallelStep* replay = replays.emplace_back().mutable_kmeans_parallel();
+      if (float64_) {
+        replay->set_add_centers_f64(group);
+      } else {
+        replay->set_add_centers_f32(group);
+      }
     }
     for (const v1::JobRequest& replay : replays) {
       if (absl::Status s = shard->stream->Send(replay); !s.ok()) return s;
@@ -351,7 +394,9 @@ class ReplicaShards::Impl {
 
   const ReplicaShardOptions options_;
   const int d_;
+  const bool float64_;  // the points are read and loaded as float64
   const PointSource source_;
+  const PointSource64 source64_;
   std::vector<std::unique_ptr<v1::KMeansTransformer::Stub>> stubs_;
   std::vector<bool> alive_;
   std::vector<Shard> shards_;
@@ -364,13 +409,31 @@ ReplicaShards::~ReplicaShards() = default;
 absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::Load(ReplicaShardOptions options,
                                                                    int64_t n, int d,
                                                                    PointSource source) {
+  return LoadEither(std::move(options), n, d, std::move(source), nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::Load(ReplicaShardOptions options,
+                                                                   int64_t n, int d,
+                                                                   PointSource64 source) {
+  return LoadEither(std::move(options), n, d, nullptr, std::move(source));
+}
+
+absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::LoadEither(
+    ReplicaShardOptions options, int64_t n, int d, PointSource source, PointSource64 source64) {
   if (options.servers.empty()) return absl::InvalidArgumentError("no server addresses");
   if (options.streams_per_server < 1 || n < 1 || d < 1) {
     return absl::InvalidArgumentError(absl::StrCat("streams per server ",
                                                    options.streams_per_server, ", n = ", n,
                                                    ", d = ", d, ": each must be at least 1"));
   }
-  auto impl = std::make_unique<Impl>(std::move(options), n, d, std::move(source));
+  const bool float64 = source64 != nullptr;
+  if (float64 ? !options.weights.empty() : !options.weights_f64.empty()) {
+    return absl::InvalidArgumentError(
+        float64 ? "float64 points take their weights as weights_f64, not float32 weights"
+                : "float32 points take their weights as float32 weights, not weights_f64");
+  }
+  auto impl =
+      std::make_unique<Impl>(std::move(options), n, d, std::move(source), std::move(source64));
   if (absl::Status s = impl->LoadAll(); !s.ok()) return s;
   return std::unique_ptr<ReplicaShards>(new ReplicaShards(std::move(impl)));
 }

@@ -6,7 +6,8 @@
 // replicas compute at once. When a stream fails (its replica died or
 // restarted) the shard is loaded on the live replica with the fewest
 // shards, given back the seeding centers it had taken in, and asked the
-// step again with the same centers, so the result does not change.
+// step again with the same centers, so the result does not change. Points
+// read as float64 (PointSource64) are loaded as float64 shards.
 #ifndef KMT_CLIENT_REPLICA_SHARDS_H_
 #define KMT_CLIENT_REPLICA_SHARDS_H_
 
@@ -28,6 +29,8 @@ struct ReplicaShardOptions {
   int streams_per_server = 1;        ///< shards (and streams) per replica
   /// Per-point weights (n values, finite, >= 0, not all 0); empty: 1 each.
   std::vector<float> weights;
+  /// The same in double, for float64 points (in place of `weights`).
+  std::vector<double> weights_f64;
   /// The shards keep their last labels (4 bytes per point on the replicas)
   /// to count each iteration's label changes, so that a run stopped by an
   /// unchanged assignment says so.
@@ -46,6 +49,9 @@ struct ReplicaShardOptions {
 // `values`; called from several threads at once.
 using PointSource =
     std::function<absl::Status(int64_t first, int64_t count, std::vector<float>* values)>;
+// The same for float64 points.
+using PointSource64 =
+    std::function<absl::Status(int64_t first, int64_t count, std::vector<double>* values)>;
 
 class ReplicaShards : public ShardSet {
  public:
@@ -57,6 +63,9 @@ class ReplicaShards : public ShardSet {
   // RESOURCE_EXHAUSTED status (its message gives the numbers).
   static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
                                                              int d, PointSource source);
+  // The same with float64 points (and weights_f64): float64 shards.
+  static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
+                                                             int d, PointSource64 source);
 
   std::vector<int64_t> Sizes() const override;
   absl::StatusOr<std::vector<v1::JobResponse>> Round(
@@ -71,6 +80,11 @@ class ReplicaShards : public ShardSet {
  private:
   class Impl;
   explicit ReplicaShards(std::unique_ptr<Impl> impl);
+  // Load's, from the one source that is set.
+  static absl::StatusOr<std::unique_ptr<ReplicaShards>> LoadEither(ReplicaShardOptions options,
+                                                                   int64_t n, int d,
+                                                                   PointSource source,
+                                                                   PointSource64 source64);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +29,44 @@ std::vector<int64_t> Firsts(const std::vector<int64_t>& sizes) {
   std::vector<int64_t> firsts(sizes.size(), 0);
   for (size_t s = 1; s < sizes.size(); ++s) firsts[s] = firsts[s - 1] + sizes[s - 1];
   return firsts;
+}
+
+// How a job's centers and points travel: a float32 job's as the repeated
+// float fields or float32 bytes (as they always have), a float64 job's as
+// the _f64 bytes.
+void PutMatrix(const Matrix<float>& m, google::protobuf::RepeatedField<float>* values,
+               std::string*) {
+  values->Assign(m.data(), m.data() + m.size());
+}
+void PutMatrix(const Matrix<double>& m, google::protobuf::RepeatedField<float>*, std::string* f64) {
+  EncodeFloat64(absl::MakeConstSpan(m.data(), m.size()), f64);
+}
+void PutBytes(const Matrix<float>& m, std::string* f32, std::string*) {
+  EncodeFloat32(absl::MakeConstSpan(m.data(), m.size()), f32);
+}
+void PutBytes(const Matrix<double>& m, std::string*, std::string* f64) {
+  EncodeFloat64(absl::MakeConstSpan(m.data(), m.size()), f64);
+}
+
+// Points an answer carries as `values` (float32) or `f64` bytes, d x m.
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> GetMatrix(const google::protobuf::RepeatedField<float>& values,
+                                         const std::string& f64, int d, const char* what) {
+  if constexpr (std::is_same_v<Scalar, double>) {
+    if (f64.size() % (sizeof(double) * d) != 0) {
+      return absl::InternalError(
+          absl::StrCat("a step answered ", f64.size(), " bytes of float64 ", what, " in d = ", d));
+    }
+    Matrix<double> m(d, static_cast<Eigen::Index>(f64.size() / (sizeof(double) * d)));
+    DecodeFloat64(f64, m.data());
+    return m;
+  } else {
+    if (values.size() % d != 0) {
+      return absl::InternalError(
+          absl::StrCat("a step answered ", values.size(), " values of ", what, " in d = ", d));
+    }
+    return Matrix<float>(Eigen::Map<const Matrix<float>>(values.data(), d, values.size() / d));
+  }
 }
 
 // Shards whose every step first asks `check`.
@@ -65,9 +104,10 @@ absl::StatusOr<std::vector<v1::JobResponse>> AskEach(
 // k-means++ with `trials` candidates per center over the job's shards
 // (core/seeding.h), weighted (w D^2) if the shards are, one Round per
 // seeding round; progress is logged after 1, 2, 4, 8, ... centers.
-absl::StatusOr<Matrix<float>> Seed(ShardSet& job, int d, int k, uint64_t seed, int trials,
-                                   bool weighted,
-                                   const std::function<void(const std::string&)>& log) {
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> Seed(ShardSet& job, int d, int k, uint64_t seed, int trials,
+                                    bool weighted,
+                                    const std::function<void(const std::string&)>& log) {
   const std::vector<int64_t> sizes = job.Sizes();
   int chosen = 1;
   const StopCheck progress = [&] {
@@ -80,35 +120,40 @@ absl::StatusOr<Matrix<float>> Seed(ShardSet& job, int d, int k, uint64_t seed, i
   // A shard with nothing to do is not asked, except in a weighted job's
   // first round, which asks every shard for its sum of weights.
   bool ask_every_shard = weighted;
-  return ShardedKMeansPlusPlus<float>(
+  return ShardedKMeansPlusPlus<Scalar>(
       sizes, d, k, seed, trials,
-      [&](const std::vector<SeedRequest<float>>& requests)
-          -> absl::StatusOr<std::vector<SeedAnswer<float>>> {
+      [&](const std::vector<SeedRequest<Scalar>>& requests)
+          -> absl::StatusOr<std::vector<SeedAnswer<Scalar>>> {
         const bool ask_all = ask_every_shard;
         ask_every_shard = false;
         absl::StatusOr<std::vector<v1::JobResponse>> answers =
             AskEach(job, [&](size_t s) -> std::optional<v1::JobRequest> {
-              const SeedRequest<float>& r = requests[s];
+              const SeedRequest<Scalar>& r = requests[s];
               if (!ask_all && r.add.size() == 0 && r.indices.empty() && r.targets.empty() &&
                   r.candidates.size() == 0) {
                 return std::nullopt;
               }
               v1::JobRequest request;
               v1::SeedStep* step = request.mutable_seed();
-              step->mutable_add_centers()->Assign(r.add.data(), r.add.data() + r.add.size());
+              if (r.add.size() > 0) {
+                PutMatrix(r.add, step->mutable_add_centers(), step->mutable_add_centers_f64());
+              }
               step->mutable_point_indices()->Assign(r.indices.begin(), r.indices.end());
               step->mutable_draw_targets()->Assign(r.targets.begin(), r.targets.end());
-              step->mutable_candidates()->Assign(r.candidates.data(),
-                                                 r.candidates.data() + r.candidates.size());
+              if (r.candidates.size() > 0) {
+                PutMatrix(r.candidates, step->mutable_candidates(), step->mutable_candidates_f64());
+              }
               return request;
             });
         if (!answers.ok()) return answers.status();
-        std::vector<SeedAnswer<float>> out(requests.size());
+        std::vector<SeedAnswer<Scalar>> out(requests.size());
         for (size_t s = 0; s < requests.size(); ++s) {
           const v1::JobResponse& a = (*answers)[s];
           out[s].potential = a.potential();
-          out[s].points =
-              Eigen::Map<const Matrix<float>>(a.points().data(), d, a.points_size() / d);
+          absl::StatusOr<Matrix<Scalar>> points =
+              GetMatrix<Scalar>(a.points(), a.points_f64(), d, "points");
+          if (!points.ok()) return points.status();
+          out[s].points = *std::move(points);
           out[s].candidate_potentials.assign(a.candidate_potentials().begin(),
                                              a.candidate_potentials().end());
         }
@@ -126,18 +171,19 @@ absl::StatusOr<Matrix<float>> Seed(ShardSet& job, int d, int k, uint64_t seed, i
 // round's points in and answers the weight of the points nearest each
 // candidate, and greedy k-means++ weighted by those weights chooses the k
 // centers among them, here.
-absl::StatusOr<Matrix<float>> SeedKMeansParallel(ShardSet& job, int d, int k, uint64_t seed,
-                                                 const ResidentJobOptions& options, bool weighted,
-                                                 ResidentJobResult* result) {
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> SeedKMeansParallel(ShardSet& job, int d, int k, uint64_t seed,
+                                                  const ResidentJobOptions& options, bool weighted,
+                                                  ResidentJobResult* result) {
   if (options.kmeans_parallel_rounds < 1 || !std::isfinite(options.kmeans_parallel_oversampling) ||
       options.kmeans_parallel_oversampling <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "k-means|| with ", options.kmeans_parallel_rounds, " rounds and oversampling ",
         options.kmeans_parallel_oversampling, ": needs at least 1 round and oversampling > 0"));
   }
-  absl::StatusOr<Matrix<float>> first = Seed(job, d, 1, seed, 1, weighted, nullptr);
+  absl::StatusOr<Matrix<Scalar>> first = Seed<Scalar>(job, d, 1, seed, 1, weighted, nullptr);
   if (!first.ok()) return first.status();
-  Matrix<float> candidates = *first, fresh = *first;
+  Matrix<Scalar> candidates = *first, fresh = *first;
   const double oversampling = options.kmeans_parallel_oversampling * k;
   // Beyond `rounds`, a round that finds too few candidates is run again, but
   // not forever: only a dataset of fewer than k distinct points (of positive
@@ -145,8 +191,8 @@ absl::StatusOr<Matrix<float>> SeedKMeansParallel(ShardSet& job, int d, int k, ui
   const int most_rounds = options.kmeans_parallel_rounds + 64;
   const auto take_in = [&]() -> absl::StatusOr<double> {
     v1::JobRequest request;
-    EncodeFloat32(absl::MakeConstSpan(fresh.data(), fresh.size()),
-                  request.mutable_kmeans_parallel()->mutable_add_centers_f32());
+    v1::KMeansParallelStep* step = request.mutable_kmeans_parallel();
+    PutBytes(fresh, step->mutable_add_centers_f32(), step->mutable_add_centers_f64());
     absl::StatusOr<std::vector<v1::JobResponse>> answers =
         AskEach(job, [&](size_t) -> std::optional<v1::JobRequest> { return request; });
     if (!answers.ok()) return answers.status();
@@ -173,18 +219,23 @@ absl::StatusOr<Matrix<float>> SeedKMeansParallel(ShardSet& job, int d, int k, ui
         });
     if (!answers.ok()) return answers.status();
     int64_t taken = 0;
+    std::vector<Matrix<Scalar>> sampled;
     for (const v1::JobResponse& a : *answers) {
-      if (a.sampled_points_size() != a.sampled_indices_size() * d) {
-        return absl::InternalError(absl::StrCat("a k-means|| step answered ",
-                                                a.sampled_points_size(), " values for ",
-                                                a.sampled_indices_size(), " points in d = ", d));
+      absl::StatusOr<Matrix<Scalar>> points =
+          GetMatrix<Scalar>(a.sampled_points(), a.sampled_points_f64(), d, "sampled points");
+      if (!points.ok()) return points.status();
+      if (points->cols() != a.sampled_indices_size()) {
+        return absl::InternalError(absl::StrCat("a k-means|| step answered ", points->size(),
+                                                " values for ", a.sampled_indices_size(),
+                                                " points in d = ", d));
       }
       taken += a.sampled_indices_size();
+      sampled.push_back(*std::move(points));
     }
     fresh.resize(d, taken);
-    float* at = fresh.data();
-    for (const v1::JobResponse& a : *answers) {
-      at = std::copy(a.sampled_points().begin(), a.sampled_points().end(), at);
+    Scalar* at = fresh.data();
+    for (const Matrix<Scalar>& points : sampled) {
+      at = std::copy(points.data(), points.data() + points.size(), at);
     }
     candidates.conservativeResize(d, candidates.cols() + taken);
     candidates.rightCols(taken) = fresh;
@@ -209,7 +260,7 @@ absl::StatusOr<Matrix<float>> SeedKMeansParallel(ShardSet& job, int d, int k, ui
   v1::JobRequest request;
   v1::KMeansParallelStep* last = request.mutable_kmeans_parallel();
   if (*potential > 0) {
-    EncodeFloat32(absl::MakeConstSpan(fresh.data(), fresh.size()), last->mutable_add_centers_f32());
+    PutBytes(fresh, last->mutable_add_centers_f32(), last->mutable_add_centers_f64());
   }
   last->set_return_weights(true);
   absl::StatusOr<std::vector<v1::JobResponse>> answers =
@@ -228,12 +279,12 @@ absl::StatusOr<Matrix<float>> SeedKMeansParallel(ShardSet& job, int d, int k, ui
   const Eigen::Index positive = (weights.array() > 0).count();
   if (positive >= k) {
     absl::StatusOr<Matrix<double>> centers = ChooseInitialCenters<double>(
-        candidates.cast<double>(), k, InitMethod::kKMeansPlusPlus, seed, {}, &weights);
+        candidates.template cast<double>(), k, InitMethod::kKMeansPlusPlus, seed, {}, &weights);
     if (!centers.ok()) return centers.status();
-    return centers->cast<float>();
+    return centers->template cast<Scalar>();
   }
   // Fewer than k distinct points: each is a center, the first repeated.
-  Matrix<float> centers(d, k);
+  Matrix<Scalar> centers(d, k);
   Eigen::Index j = 0;
   for (Eigen::Index c = 0; c < candidates.cols(); ++c) {
     if (weights[c] > 0) centers.col(j++) = candidates.col(c);
@@ -268,18 +319,28 @@ absl::StatusOr<ClusterSums> SumsOf(const v1::JobResponse& a, int d, int k, bool 
 }
 
 // The k points "random" draws (core/init.h), each asked of its shard.
-absl::StatusOr<Matrix<float>> RandomStart(ShardSet& job, int d, int k, uint64_t seed,
-                                          const ResidentJobOptions& options) {
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> RandomStart(ShardSet& job, int d, int k, uint64_t seed,
+                                           const ResidentJobOptions& options) {
   const std::vector<int64_t> sizes = job.Sizes();
   const std::vector<int64_t> firsts = Firsts(sizes);
   const int64_t n = firsts.back() + sizes.back();
-  if (options.weighted && static_cast<int64_t>(options.weights.size()) != n) {
+  const Scalar* weights = nullptr;
+  size_t weight_count = 0;
+  if constexpr (std::is_same_v<Scalar, double>) {
+    weights = options.weights_f64.data();
+    weight_count = options.weights_f64.size();
+  } else {
+    weights = options.weights.data();
+    weight_count = options.weights.size();
+  }
+  if (options.weighted && static_cast<int64_t>(weight_count) != n) {
     return absl::InvalidArgumentError(
         absl::StrCat("random initial centers on weighted shards need ", "the ", n, " weights, got ",
-                     options.weights.size()));
+                     weight_count));
   }
   const std::vector<int64_t> chosen =
-      RandomSubsetIndices<float>(n, k, seed, options.weighted ? options.weights.data() : nullptr);
+      RandomSubsetIndices<Scalar>(n, k, seed, options.weighted ? weights : nullptr);
   if (static_cast<int>(chosen.size()) < k) {
     return absl::InvalidArgumentError(
         absl::StrCat("only ", chosen.size(), " points have a positive weight, fewer than k = ", k));
@@ -298,26 +359,28 @@ absl::StatusOr<Matrix<float>> RandomStart(ShardSet& job, int d, int k, uint64_t 
         return requests[s];
       });
   if (!answers.ok()) return answers.status();
-  Matrix<float> centers(d, k);
+  Matrix<Scalar> centers(d, k);
   for (size_t s = 0; s < sizes.size(); ++s) {
     const v1::JobResponse& a = (*answers)[s];
-    if (a.points_size() != static_cast<int>(asked[s].size()) * d) {
-      return absl::InternalError(absl::StrCat("a seed step answered ", a.points_size(),
+    absl::StatusOr<Matrix<Scalar>> points =
+        GetMatrix<Scalar>(a.points(), a.points_f64(), d, "points");
+    if (!points.ok()) return points.status();
+    if (points->cols() != static_cast<Eigen::Index>(asked[s].size())) {
+      return absl::InternalError(absl::StrCat("a seed step answered ", points->size(),
                                               " values for ", asked[s].size(),
                                               " points in d = ", d));
     }
-    for (size_t i = 0; i < asked[s].size(); ++i) {
-      std::copy_n(a.points().data() + i * d, d, centers.col(asked[s][i]).data());
-    }
+    for (size_t i = 0; i < asked[s].size(); ++i) centers.col(asked[s][i]) = points->col(i);
   }
   return centers;
 }
 
-v1::JobRequest AssignRequest(const Matrix<float>& centers, bool labels, int64_t farthest) {
+template <typename Scalar>
+v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool labels, int64_t farthest) {
   v1::JobRequest request;
   v1::AssignStep* step = request.mutable_assign();
   step->set_k(static_cast<int>(centers.cols()));
-  EncodeFloat32(absl::MakeConstSpan(centers.data(), centers.size()), step->mutable_centers_f32());
+  PutBytes(centers, step->mutable_centers_f32(), step->mutable_centers_f64());
   step->set_return_labels(labels);
   step->set_raw_labels(labels);
   step->set_farthest(farthest);
@@ -329,7 +392,8 @@ v1::JobRequest AssignRequest(const Matrix<float>& centers, bool labels, int64_t 
 // merged in the order core/empty_clusters.h's RelocateEmptyClusters takes
 // them on all points at once (farthest first, the lower index first), each
 // moved from its cluster into an empty one. Returns how many moved.
-absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<float>& centers, ClusterSums* sums) {
+template <typename Scalar>
+absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<Scalar>& centers, ClusterSums* sums) {
   std::vector<int> empty;
   for (size_t j = 0; j < sums->weights.size(); ++j) {
     if (!(sums->weights[j] > 0)) empty.push_back(static_cast<int>(j));
@@ -341,24 +405,28 @@ absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<float>& centers, Cl
       AskEach(job, [&](size_t) -> std::optional<v1::JobRequest> { return request; });
   if (!answers.ok()) return answers.status();
   struct Far {
-    float distance;
+    Scalar distance;  // as the shard computed it
     int64_t index;
     size_t shard;
     int at;  // within the shard's answer
   };
   std::vector<Far> far;
   const std::vector<int64_t> firsts = Firsts(job.Sizes());
+  constexpr bool kFloat64 = std::is_same_v<Scalar, double>;
+  const auto far_points = [](const v1::JobResponse& a) -> const std::string& {
+    return kFloat64 ? a.far_points_f64() : a.far_points_f32();
+  };
   for (size_t s = 0; s < answers->size(); ++s) {
     const v1::JobResponse& a = (*answers)[s];
     const int m = a.far_indices_size();
     if (a.far_distances_size() != m || a.far_labels_size() != m || a.far_weights_size() != m ||
-        a.far_points_f32().size() != static_cast<size_t>(m) * d * sizeof(float)) {
+        far_points(a).size() != static_cast<size_t>(m) * d * sizeof(Scalar)) {
       return absl::InternalError(absl::StrCat(
           "an assign step answered ", m, " far points with ", a.far_distances_size(),
-          " distances and ", a.far_points_f32().size(), " bytes of coordinates in d = ", d));
+          " distances and ", far_points(a).size(), " bytes of coordinates in d = ", d));
     }
     for (int i = 0; i < m; ++i) {
-      far.push_back({static_cast<float>(a.far_distances(i)), firsts[s] + a.far_indices(i), s, i});
+      far.push_back({static_cast<Scalar>(a.far_distances(i)), firsts[s] + a.far_indices(i), s, i});
     }
   }
   const size_t take = std::min(far.size(), empty.size());
@@ -369,11 +437,11 @@ absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<float>& centers, Cl
                     });
   for (size_t r = 0; r < take; ++r) {
     const v1::JobResponse& a = (*answers)[far[r].shard];
-    std::vector<float> x(d);
-    std::memcpy(x.data(), a.far_points_f32().data() + far[r].at * d * sizeof(float),
-                d * sizeof(float));
+    std::vector<Scalar> x(d);
+    std::memcpy(x.data(), far_points(a).data() + far[r].at * d * sizeof(Scalar),
+                d * sizeof(Scalar));
     const double w = a.far_weights(far[r].at);
-    MoveToEmptyCluster(w * Eigen::Map<const Vector<float>>(x.data(), d).cast<double>(), w,
+    MoveToEmptyCluster(w * Eigen::Map<const Vector<Scalar>>(x.data(), d).template cast<double>(), w,
                        a.far_labels(far[r].at), empty[r], sums);
   }
   return static_cast<int64_t>(take);
@@ -382,7 +450,8 @@ absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<float>& centers, Cl
 // Lloyd's steps from `centers` on the shards, into `result`. Step t
 // assigns under the centers after t iterations; the last one (after
 // `iterations`, or once converged) also gives the labels.
-absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<float> centers,
+template <typename Scalar>
+absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scalar> centers,
                    ResidentJobResult* result) {
   const int d = static_cast<int>(centers.rows()), k = options.k;
   const bool relocate = options.empty_clusters == EmptyClusterPolicy::kRelocateFarthest;
@@ -437,9 +506,10 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<floa
       if (*moved > 0 && options.log)
         options.log(absl::StrCat("relocated ", *moved, " empty clusters"));
     }
-    Matrix<float> next = centers;
+    Matrix<Scalar> next = centers;
     result->empty_cluster_events += ApplyMeans(sums, &next);
-    const double shift = (next.cast<double>() - centers.cast<double>()).squaredNorm();
+    const double shift =
+        (next.template cast<double>() - centers.template cast<double>()).squaredNorm();
     // Scikit-learn's order: an unchanged assignment first, then the shift.
     // Where the shards cannot compare labels, centers that did not move
     // stop the run too (the next assignment would be this one).
@@ -456,8 +526,67 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<floa
     result->iteration_seconds.push_back(Since(start));
     if (result->convergence != Convergence::kNone) t = options.iterations - 1;  // the labels step
   }
-  result->centers = std::move(centers);
+  if constexpr (std::is_same_v<Scalar, double>) {
+    result->centers = centers.template cast<float>();
+    result->centers_f64 = std::move(centers);
+  } else {
+    result->centers = std::move(centers);
+  }
   return absl::OkStatus();
+}
+
+// Every start (the given ones, or n_init of `options.seeding`), each
+// seeded and iterated in Scalar; the lowest final objective kept.
+template <typename Scalar>
+absl::StatusOr<ResidentJobResult> RunStarts(const ResidentJobOptions& options,
+                                            const std::vector<Matrix<Scalar>>& starts, int d,
+                                            ShardSet& shards) {
+  const int k = options.k;
+  const int runs = starts.empty() ? options.n_init : static_cast<int>(starts.size());
+  ResidentJobResult best;
+  std::vector<double> objectives;
+  for (int r = 0; r < runs; ++r) {
+    ResidentJobResult result;
+    const auto start = Clock::now();
+    Matrix<Scalar> centers;
+    if (!starts.empty()) {
+      centers = starts[r];
+    } else {
+      const uint64_t seed = options.seed + static_cast<uint64_t>(r);
+      // A new k-means++ starts from no chosen center, which only a new load
+      // gives.
+      if (r > 0 && options.seeding != ResidentSeeding::kRandom) {
+        if (absl::Status s = shards.Restart(); !s.ok()) return s;
+      }
+      absl::StatusOr<Matrix<Scalar>> seeded =
+          options.seeding == ResidentSeeding::kKMeansParallel
+              ? SeedKMeansParallel<Scalar>(shards, d, k, seed, options, options.weighted, &result)
+          : options.seeding == ResidentSeeding::kRandom
+              ? RandomStart<Scalar>(shards, d, k, seed, options)
+              : Seed<Scalar>(shards, d, k, seed,
+                             options.seeding == ResidentSeeding::kPlainKMeansPlusPlus
+                                 ? 1
+                                 : GreedySeedingCandidates(k),
+                             options.weighted, options.log);
+      if (!seeded.ok()) return seeded.status();
+      centers = *std::move(seeded);
+    }
+    result.init_seconds = Since(start);
+    if (absl::Status s = Lloyd<Scalar>(shards, options, std::move(centers), &result); !s.ok()) {
+      return s;
+    }
+    objectives.push_back(result.objective);
+    const double init_seconds = best.init_seconds + result.init_seconds;
+    const double labels_seconds = best.labels_seconds + result.labels_seconds;
+    if (r == 0 || result.objective < best.objective) {
+      best = std::move(result);
+      best.best_restart = r;
+    }
+    best.init_seconds = init_seconds;
+    best.labels_seconds = labels_seconds;
+  }
+  if (runs > 1) best.restart_objectives = std::move(objectives);
+  return best;
 }
 
 }  // namespace
@@ -495,65 +624,46 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
         "a resident job keeps empty clusters or relocates them (keep or relocate-farthest), "
         "not split-largest");
   }
+  if (!options.float64 && !options.starts_f64.empty()) {
+    return absl::InvalidArgumentError(
+        "float64 initial centers (starts_f64) for a float32 job: its shards hold float32 points");
+  }
+  // A float64 job's starts: starts_f64, else starts widened.
+  std::vector<Matrix<double>> starts_f64 = options.starts_f64;
+  if (options.float64 && starts_f64.empty()) {
+    for (const Matrix<float>& start : options.starts) starts_f64.push_back(start.cast<double>());
+  }
+  const auto check_shape = [&](Eigen::Index rows, Eigen::Index cols) -> absl::Status {
+    if (rows != d || cols != options.k) {
+      return absl::InvalidArgumentError(absl::StrCat("initial centers of shape ", cols, " x ", rows,
+                                                     " for k = ", options.k, ", d = ", d));
+    }
+    return absl::OkStatus();
+  };
   for (const Matrix<float>& start : options.starts) {
-    if (start.rows() != d || start.cols() != options.k) {
-      return absl::InvalidArgumentError(absl::StrCat("initial centers of shape ", start.cols(),
-                                                     " x ", start.rows(), " for k = ", options.k,
-                                                     ", d = ", d));
-    }
+    if (absl::Status s = check_shape(start.rows(), start.cols()); !s.ok()) return s;
   }
-  const int k = options.k;
-  const int runs =
-      options.starts.empty() ? options.n_init : static_cast<int>(options.starts.size());
-  ResidentJobResult best;
-  std::vector<double> objectives;
-  for (int r = 0; r < runs; ++r) {
-    ResidentJobResult result;
-    const auto start = Clock::now();
-    Matrix<float> centers;
-    if (!options.starts.empty()) {
-      centers = options.starts[r];
-    } else {
-      const uint64_t seed = options.seed + static_cast<uint64_t>(r);
-      // A new k-means++ starts from no chosen center, which only a new load
-      // gives.
-      if (r > 0 && options.seeding != ResidentSeeding::kRandom) {
-        if (absl::Status s = shards.Restart(); !s.ok()) return s;
-      }
-      absl::StatusOr<Matrix<float>> seeded =
-          options.seeding == ResidentSeeding::kKMeansParallel
-              ? SeedKMeansParallel(shards, d, k, seed, options, options.weighted, &result)
-          : options.seeding == ResidentSeeding::kRandom
-              ? RandomStart(shards, d, k, seed, options)
-              : Seed(shards, d, k, seed,
-                     options.seeding == ResidentSeeding::kPlainKMeansPlusPlus
-                         ? 1
-                         : GreedySeedingCandidates(k),
-                     options.weighted, options.log);
-      if (!seeded.ok()) return seeded.status();
-      centers = *std::move(seeded);
-    }
-    result.init_seconds = Since(start);
-    if (absl::Status s = Lloyd(shards, options, std::move(centers), &result); !s.ok()) return s;
-    objectives.push_back(result.objective);
-    const double init_seconds = best.init_seconds + result.init_seconds;
-    const double labels_seconds = best.labels_seconds + result.labels_seconds;
-    if (r == 0 || result.objective < best.objective) {
-      best = std::move(result);
-      best.best_restart = r;
-    }
-    best.init_seconds = init_seconds;
-    best.labels_seconds = labels_seconds;
+  for (const Matrix<double>& start : starts_f64) {
+    if (absl::Status s = check_shape(start.rows(), start.cols()); !s.ok()) return s;
   }
-  if (runs > 1) best.restart_objectives = std::move(objectives);
-  best.shards = static_cast<int>(sizes.size());
-  best.shard_moves = shards.moves();
+  absl::StatusOr<ResidentJobResult> best =
+      options.float64 ? RunStarts<double>(options, starts_f64, d, shards)
+                      : RunStarts<float>(options, options.starts, d, shards);
+  if (!best.ok()) return best.status();
+  best->shards = static_cast<int>(sizes.size());
+  best->shard_moves = shards.moves();
   return best;
 }
 
-absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
-                                                           ResidentJobOptions options, double tol,
-                                                           int64_t n, int d, PointSource source) {
+namespace {
+
+// RunResidentJobOnReplicas of Scalar points: `weights` is replicas.weights
+// or replicas.weights_f64.
+template <typename Scalar, typename Source>
+absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
+                                                const std::vector<Scalar>& weights,
+                                                ResidentJobOptions options, double tol, int64_t n,
+                                                int d, Source source) {
   if (!(tol >= 0) || !std::isfinite(tol)) {
     return absl::InvalidArgumentError(
         absl::StrCat("tol ", tol, ": must be finite and not negative"));
@@ -562,19 +672,23 @@ absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions r
     return absl::InvalidArgumentError(
         absl::StrCat("k = ", options.k, " needs 1 <= k <= n = ", n, " points"));
   }
-  if (!replicas.weights.empty()) {
-    const Vector<float> weights =
-        Eigen::Map<const Vector<float>>(replicas.weights.data(), replicas.weights.size());
-    if (absl::Status s = ValidateWeights(weights, n); !s.ok()) return s;
-    const Eigen::Index positive = (weights.array() > 0).count();
-    if (options.starts.empty() && positive < options.k) {
+  if (!weights.empty()) {
+    const Eigen::Map<const Vector<Scalar>> values(weights.data(), weights.size());
+    if (absl::Status s = ValidateWeights(Vector<Scalar>(values), n); !s.ok()) return s;
+    const Eigen::Index positive = (values.array() > 0).count();
+    if (options.starts.empty() && options.starts_f64.empty() && positive < options.k) {
       return absl::InvalidArgumentError(absl::StrCat(
           "only ", positive, " points have a positive weight, fewer than k = ", options.k));
     }
   }
-  options.weighted = !replicas.weights.empty();
+  options.weighted = !weights.empty();
+  options.float64 = std::is_same_v<Scalar, double>;
   if (options.weighted && options.seeding == ResidentSeeding::kRandom) {
-    options.weights = replicas.weights;
+    if constexpr (std::is_same_v<Scalar, double>) {
+      options.weights_f64 = weights;
+    } else {
+      options.weights = weights;
+    }
   }
   replicas.moments = tol > 0;
   const auto start = Clock::now();
@@ -586,6 +700,24 @@ absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions r
   absl::StatusOr<ResidentJobResult> result = RunResidentJob(options, d, **shards);
   if (result.ok()) result->load_seconds = load_seconds;
   return result;
+}
+
+}  // namespace
+
+absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
+                                                           ResidentJobOptions options, double tol,
+                                                           int64_t n, int d, PointSource source) {
+  const std::vector<float> weights = replicas.weights;
+  return RunOnReplicas<float>(std::move(replicas), weights, std::move(options), tol, n, d,
+                              std::move(source));
+}
+
+absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
+                                                           ResidentJobOptions options, double tol,
+                                                           int64_t n, int d, PointSource64 source) {
+  const std::vector<double> weights = replicas.weights_f64;
+  return RunOnReplicas<double>(std::move(replicas), weights, std::move(options), tol, n, d,
+                               std::move(source));
 }
 
 }  // namespace kmt

@@ -10,6 +10,9 @@
 // empty clusters from the shards' farthest points; n_init starts, the
 // lowest objective kept; and a last step for the labels. Every step is a
 // ShardSet::Round, so a shard that moves after a failure changes no bit.
+// A float64 job (shards loaded from float64 points) runs all of it in
+// double: its centers travel as float64 and are updated in double, as one
+// float64 Cluster request's are.
 #ifndef KMT_CLIENT_RESIDENT_JOB_H_
 #define KMT_CLIENT_RESIDENT_JOB_H_
 
@@ -56,8 +59,13 @@ struct ResidentJobOptions {
   double center_tol = 0;
   /// The shards are weighted (their answers carry weights).
   bool weighted = false;
-  /// The points' weights, needed only by kRandom on weighted shards.
+  /// The shards hold float64 points (ShardChunk.points_f64): the centers
+  /// are computed in double and travel as float64.
+  bool float64 = false;
+  /// The points' weights, needed only by kRandom on weighted shards
+  /// (weights_f64 in a float64 job).
   std::vector<float> weights;
+  std::vector<double> weights_f64;
   uint64_t seed = 1;  ///< the initialisation's draws; start r of n_init draws from seed + r
   ResidentSeeding seeding = ResidentSeeding::kGreedyKMeansPlusPlus;  ///< without initial centers
   /// k-means‖'s sampling rounds; more are run while there are fewer than k
@@ -71,8 +79,10 @@ struct ResidentJobOptions {
   /// Starts from `seeding` (each k-means++ after the first loads the shards
   /// again); the lowest final objective is kept. Ignored with `starts`.
   int n_init = 1;
-  /// Given starts, each d x k, run in turn (instead of `seeding`).
+  /// Given starts, each d x k, run in turn (instead of `seeding`); a
+  /// float64 job takes starts_f64 (or starts, widened) instead.
   std::vector<Matrix<float>> starts;
+  std::vector<Matrix<double>> starts_f64;
   bool labels = true;  ///< gather every point's label (unless the shards keep them)
   /// Called with a line of progress, if set.
   std::function<void(const std::string&)> log;
@@ -86,7 +96,8 @@ struct ResidentJobOptions {
 };
 
 struct ResidentJobResult {
-  Matrix<float> centers;           ///< d x k final centers
+  Matrix<float> centers;           ///< d x k final centers (a float64 job's rounded)
+  Matrix<double> centers_f64;      ///< a float64 job's d x k final centers, in double
   Labels labels;                   ///< n, if gathered: nearest final center
   std::vector<int64_t> counts;     ///< k: points nearest each final center
   double objective = 0;            ///< of the final centers, over all points
@@ -123,9 +134,13 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
 // `source` and loads on replicas (ReplicaShards::Load). `tol` > 0 is
 // scikit-learn's: the run stops at a total squared shift of tol times the
 // points' mean per-dimension variance (options.center_tol is then that).
+// With a float64 source the job is a float64 one (options.float64).
 absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
                                                            ResidentJobOptions options, double tol,
                                                            int64_t n, int d, PointSource source);
+absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
+                                                           ResidentJobOptions options, double tol,
+                                                           int64_t n, int d, PointSource64 source);
 
 }  // namespace kmt
 

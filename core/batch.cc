@@ -9,15 +9,26 @@ namespace kmt {
 
 template <typename Scalar>
 absl::StatusOr<Batch<Scalar>> Batch<Scalar>::Validate(BatchSpec<Scalar> spec) {
-  if (absl::Status s = ValidatePoints(spec.points); !s.ok()) return s;
-  if (absl::Status s = ValidateClusterCount(spec.points.cols(), spec.k); !s.ok()) return s;
+  // Each check once, in this order: the shape, the points' values, k
+  // against n, the given centers' shape and values.
+  const Matrix<Scalar>& points = spec.points;
+  if (points.rows() < 1 || points.cols() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shape n = ", points.cols(), ", d = ", points.rows(), ", both must be at least 1"));
+  }
+  if (absl::Status s = ValidateValues(points, "point"); !s.ok()) return s;
+  if (absl::Status s = ValidateClusterCount(points.cols(), spec.k); !s.ok()) return s;
   if (spec.given_centers.size() > 0) {
     if (spec.given_centers.cols() != spec.k) {
       return absl::InvalidArgumentError(
           absl::StrCat("initial centers have k = ", spec.given_centers.cols(),
                        ", the batch asks for k = ", spec.k));
     }
-    if (absl::Status s = ValidateCenters(spec.points, spec.given_centers); !s.ok()) return s;
+    if (spec.given_centers.rows() != points.rows()) {
+      return absl::InvalidArgumentError(absl::StrCat("centers have d = ", spec.given_centers.rows(),
+                                                     ", points have d = ", points.rows()));
+    }
+    if (absl::Status s = ValidateValues(spec.given_centers, "center"); !s.ok()) return s;
   }
   if (spec.layers < 0) {
     return absl::InvalidArgumentError(

@@ -65,10 +65,12 @@ struct BatchSpec {
 template <typename Scalar>
 class Batch {
  public:
-  // Checks that the points are d x n with d, n >= 1 and finite, 1 <= k <= n,
-  // given centers are d x k and finite, layers >= 0, every parameter a
-  // number (its range is the model's), weights n finite non-negative values
-  // not all 0, tol finite and >= 0, n_init >= 1 (1 with given centers).
+  // Checks, each once, that the points are d x n with d, n >= 1 and finite,
+  // 1 <= k <= n, given centers are d x k and finite, layers >= 0, every
+  // parameter a number (its range is the model's), weights n finite
+  // non-negative values not all 0, tol finite and >= 0, n_init >= 1 (1 with
+  // given centers). The one validation of a batch: a reader of the wire
+  // (proto/request.h) checks only what reading needs, the counts of values.
   static absl::StatusOr<Batch> Validate(BatchSpec<Scalar> spec);
 
   const BatchSpec<Scalar>& spec() const { return spec_; }

@@ -220,22 +220,55 @@ template <typename Scalar>
 double BoundedAssignment<Scalar>::Assign(const Matrix<Scalar>& centers, Labels* labels,
                                          ClusterSums* sums) {
   const Eigen::Index n = points_.cols();
+  const int k = static_cast<int>(centers.cols());
   AssignmentStats stats;
   double objective;
   // Other centers than the last call's start the bounds again.
   if (centers.rows() != centers_.rows() || centers.cols() != centers_.cols()) centers_.resize(0, 0);
+  // The exact sums, made once for each k (null where the points do not fit).
+  const bool exact = exact_wanted_ && sums != nullptr && n > 0 && k > 0;
+  if (exact && exact_k_ != k) {
+    exact_ = ExactClusterSums<Scalar>::Make(points_, weights_, k);
+    exact_k_ = k;
+    exact_current_ = false;
+  }
+  Moves moves;
+  Moves* record = exact && exact_ != nullptr && exact_current_ ? &moves : nullptr;
+  ClusterSums* added = exact && exact_ != nullptr ? nullptr : sums;
   if (n == 0 || centers.cols() == 0) {
     objective = AssignNearest(points_, centers, &labels_, nullptr, sums, weights_);
     centers_.resize(0, 0);
   } else if (UseBounds()) {
-    objective = AssignBounded(centers, sums, &stats);
+    objective = AssignBounded(centers, added, &stats, record);
   } else {
-    objective = AssignAll(centers, sums, &stats);
+    objective = AssignAll(centers, added, &stats, record);
+  }
+  if (exact && exact_ != nullptr) {
+    UpdateExact(moves, record != nullptr, &stats);
+    exact_->AddTo(sums);
+  } else {
+    exact_current_ = false;
   }
   stats_.push_back(stats);
   if (path_ != AssignmentPath::kProducts && n > 0 && centers.cols() > 0) centers_ = centers;
   *labels = labels_;
   return objective;
+}
+
+template <typename Scalar>
+void BoundedAssignment<Scalar>::UpdateExact(const Moves& moves, bool from_moves,
+                                            AssignmentStats* stats) {
+  std::vector<typename ExactClusterSums<Scalar>::Move> all;
+  for (const auto& part : moves) all.insert(all.end(), part.begin(), part.end());
+  stats->moved = static_cast<int64_t>(all.size());
+  // A moved point costs two additions, a point summed again one.
+  stats->sums_from_moves = from_moves && 2 * stats->moved <= points_.cols();
+  if (stats->sums_from_moves) {
+    exact_->Apply(all);
+  } else {
+    exact_->Recompute(labels_);
+  }
+  exact_current_ = true;
 }
 
 // Yinyang's grouping: a few Lloyd's iterations on the centers themselves,
@@ -326,7 +359,7 @@ void BoundedAssignment<Scalar>::SetTight(bool tight) {
 // have settled.
 template <typename Scalar>
 double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, ClusterSums* sums,
-                                            AssignmentStats* stats) {
+                                            AssignmentStats* stats, Moves* moves) {
   const Eigen::Index d = points_.rows(), n = points_.cols(), k = centers.cols();
   const Margin<Scalar> margin(d);
   const bool keep = path_ != AssignmentPath::kProducts;
@@ -344,6 +377,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
   const int groups = groups_;
   const bool tight = tight_;
   PartTotals totals(parts, d, k, sums != nullptr);
+  if (moves != nullptr) moves->assign(parts, {});
 
 #pragma omp parallel if (n * k * d > (1 << 18))
   {
@@ -375,6 +409,9 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
             }
             if (TestOf(margin, sq[r], half[label[r]]).Excludes(lower)) ++settled;
           }
+          if (moves != nullptr && label[r] != labels_[i]) {
+            (*moves)[p].push_back({i, labels_[i], label[r]});
+          }
           labels_[i] = label[r];
           if (keep) {
             const double lower = LowerFromScan(margin, sq[r], gap[r]);
@@ -399,7 +436,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
 // into blocks; the objective and sums in AssignNearest's parts and order.
 template <typename Scalar>
 double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, ClusterSums* sums,
-                                                AssignmentStats* stats) {
+                                                AssignmentStats* stats, Moves* moves) {
   const Eigen::Index d = points_.rows(), n = points_.cols(), k = centers.cols();
   const Margin<Scalar> margin(d);
   Drift(centers);
@@ -427,6 +464,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
                               kTightOpenShare * static_cast<double>(n)));
   const bool tight = tight_;
   PartTotals totals(parts, d, k, sums != nullptr);
+  if (moves != nullptr) moves->assign(parts, {});
 
 #pragma omp parallel if (n * d > (1 << 16))
   {
@@ -527,6 +565,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
             const double old = Below(std::sqrt(margin.LowerSq(sq[r])));
             bound[old_group] = Stored<Scalar>(std::min(drifted[old_group], old), drift_[old_group]);
           }
+          if (moves != nullptr && best != label) (*moves)[p].push_back({i, label, best});
           labels_[i] = best;
           sq[r] = best_sq;
           for (int g = 0; g < groups; ++g) {
@@ -557,6 +596,9 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
             const Eigen::Index i = open[o + r];
             const int label = open_label[r];
             const Scalar* x = points_.col(i).data();
+            if (moves != nullptr && label != labels_[i]) {
+              (*moves)[p].push_back({i, labels_[i], label});
+            }
             labels_[i] = label;
             // On the point's own memory, as the products path computes it.
             sq[i - first] = AssignedSquaredDistance(x, centers.col(label).data(), d);

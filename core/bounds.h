@@ -16,19 +16,23 @@
 // not pay (many points scanned at every call: uniform data) the bounds turn
 // into one a point and the filters into Hamerly's.
 //
-// The labels, objective and cluster sums are those AssignNearest gives, to
-// the last bit: a bound keeps a label only where it proves that the
-// assignment would choose it, with a margin for the round-off of every
-// distance involved (see Margin in bounds.cc), and objective and sums are
-// added in AssignNearest's parts and order, recomputed at every call (an
-// update by the points that moved would round differently).
+// The labels and objective are those AssignNearest gives, to the last bit:
+// a bound keeps a label only where it proves that the assignment would
+// choose it, with a margin for the round-off of every distance involved
+// (see Margin in bounds.cc), and the objective is added in AssignNearest's
+// parts and order. The cluster sums are either AssignNearest's too, added
+// again at every call, or (exact sums) held exactly (ExactClusterSums) and
+// updated by the points that changed cluster alone, which gives the same
+// bits as summing them all again.
 #ifndef KMT_CORE_BOUNDS_H_
 #define KMT_CORE_BOUNDS_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/cluster_sums.h"
+#include "core/exact_sums.h"
 #include "core/types.h"
 
 namespace kmt {
@@ -43,6 +47,18 @@ enum class AssignmentPath {
   kBounds,    ///< the bounds at every call after the first, every filter always
 };
 
+// How the fast path keeps the cluster sums of Lloyd's update. The two give
+// sums that differ in the last bits (the exact sums rounded once against
+// double additions in a fixed order); each is the same whichever
+// AssignmentPath runs.
+enum class SumsPath {
+  /// exact where the bounds may pay (BoundsMayPay), which is where the
+  /// points that move are few against the points: double elsewhere
+  kAuto,
+  kDouble,  ///< AssignNearest's double sums, added again at every layer
+  kExact,   ///< exact sums updated by the points that moved (ExactClusterSums)
+};
+
 // What one call did.
 struct AssignmentStats {
   bool bounded = false;  ///< it used the bounds
@@ -53,6 +69,11 @@ struct AssignmentStats {
   /// Points decided by their distances to the centers of the groups their
   /// bounds left open alone (the group filter).
   int64_t grouped = 0;
+  /// With exact sums, after the first call: the points whose label changed,
+  /// and whether the sums were updated by them alone (else, when more than
+  /// half the points moved, summed again).
+  int64_t moved = 0;
+  bool sums_from_moves = false;
 };
 
 // Whether the automatic choice considers the bounds for a run of n points
@@ -68,13 +89,21 @@ template <typename Scalar>
 class BoundedAssignment {
  public:
   // points: d x n, weights: n or null (1 each); both must outlive this.
-  // kProducts makes every call the first one.
+  // kProducts makes every call the first one as far as the bounds go.
+  // exact_sums: the sums each call adds are the exact sums rounded to
+  // double (ExactClusterSums), kept between calls and updated by the points
+  // that moved; where the points' terms do not fit the fixed point, and
+  // without it, AssignNearest's double sums.
   BoundedAssignment(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
-                    AssignmentPath path)
-      : points_(points), weights_(weights), path_(path) {}
+                    AssignmentPath path, bool exact_sums = false)
+      : points_(points), weights_(weights), path_(path), exact_wanted_(exact_sums) {}
 
-  // As AssignNearest(points, centers, labels, nullptr, sums, weights).
+  // As AssignNearest(points, centers, labels, nullptr, sums, weights), the
+  // sums exact if asked for.
   double Assign(const Matrix<Scalar>& centers, Labels* labels, ClusterSums* sums);
+
+  // Whether the sums are the exact ones (asked for, and the points fit).
+  bool exact_sums() const { return exact_ != nullptr; }
 
   // The calls so far, in order.
   const std::vector<AssignmentStats>& stats() const { return stats_; }
@@ -84,8 +113,15 @@ class BoundedAssignment {
   bool Usable() const;
   // Whether the next call uses the bounds.
   bool UseBounds() const;
-  double AssignAll(const Matrix<Scalar>& centers, ClusterSums* sums, AssignmentStats* stats);
-  double AssignBounded(const Matrix<Scalar>& centers, ClusterSums* sums, AssignmentStats* stats);
+  // With `moves`, each point whose label changes is added to its part's
+  // list (and the sums are not added).
+  using Moves = std::vector<std::vector<typename ExactClusterSums<Scalar>::Move>>;
+  double AssignAll(const Matrix<Scalar>& centers, ClusterSums* sums, AssignmentStats* stats,
+                   Moves* moves);
+  double AssignBounded(const Matrix<Scalar>& centers, ClusterSums* sums, AssignmentStats* stats,
+                       Moves* moves);
+  // The exact sums of the labels now, from the moves or from scratch.
+  void UpdateExact(const Moves& moves, bool from_moves, AssignmentStats* stats);
 
   // Splits the centers of the first call into groups.
   void Group(const Matrix<Scalar>& centers);
@@ -117,6 +153,11 @@ class BoundedAssignment {
   std::vector<Scalar> single_;
   double drift_all_ = 0;
   std::vector<AssignmentStats> stats_;
+  // The exact sums, for exact_k_ centers; current: they are labels_'s.
+  bool exact_wanted_;
+  int exact_k_ = -1;
+  std::unique_ptr<ExactClusterSums<Scalar>> exact_;
+  bool exact_current_ = false;
 };
 
 }  // namespace kmt

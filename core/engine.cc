@@ -1,6 +1,7 @@
 #include "core/engine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 
@@ -14,6 +15,9 @@ namespace kmt {
 template <typename Scalar>
 ServedModel<Scalar> ServedModel<Scalar>::Exact(const Algorithm& algorithm,
                                                const ServedCircuit& served) {
+  // Served circuits are the algorithms' own table: one that is not a
+  // valid circuit is a programming error.
+  assert(ValidateLloydOptions(1, 1, served.options).ok());
   ServedModel m;
   m.name_ = served.name.empty() ? LloydModelName(served.options) : served.name;
   m.description_ = served.description.empty() ? algorithm.description() : served.description;
@@ -107,7 +111,8 @@ absl::StatusOr<ClusterPlan<Scalar>> ServedModel<Scalar>::Plan(const Batch<Scalar
     plan.dense = !fast_;
     return plan;
   }
-  if (absl::Status s = ValidateLloydOptions(batch.d(), batch.k(), lloyd_); !s.ok()) return s;
+  // The circuit was checked when the model was made (Exact), and the
+  // batch's d and k by Batch::Validate.
   if (spec.guard) {
     return absl::InvalidArgumentError(
         absl::StrCat("guard applies to the learned models; ", name_, " is exact"));

@@ -23,14 +23,17 @@
 #include <omp.h>
 #endif
 
-#if KMT_SIMD_DISPATCH
 #include "core/cluster_sums.h"
 #include "core/simd_kernels.h"
 
+#if KMT_SIMD_DISPATCH
 // Each level's object (simd_kernels.h), for the levels this build compiled.
 #define KMT_DECLARE_ENTRY(name) extern "C" const kmt::LevelKernels* name();
 KMT_SIMD_ENTRIES(KMT_DECLARE_ENTRY)
 #undef KMT_DECLARE_ENTRY
+#else
+// The build's one table, of its kernels compiled once.
+extern "C" const kmt::LevelKernels* kmt_simd_kernels_build();
 #endif
 
 namespace kmt {
@@ -381,6 +384,8 @@ const LevelKernels& ActiveKernels() {
   }
   return *kernels;
 }
+#else
+const LevelKernels& ActiveKernels() { return *kmt_simd_kernels_build(); }
 #endif
 
 }  // namespace kmt

@@ -15,7 +15,7 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
 
 template <typename Scalar>
 void PointLanes<Scalar>::Build(const Matrix<Scalar>& points, Eigen::Index k) {
-  (this->*ActiveKernelsOf<Scalar>().assignment.lanes_build)(points, k);
+  *this = ActiveKernelsOf<Scalar>().assignment.lanes(points, k);
 }
 
 template <typename Scalar>

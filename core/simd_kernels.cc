@@ -1,6 +1,7 @@
 // One level's table of kernels (simd_kernels.h): compiled at each level,
 // with KMT_SIMD_ENTRY naming its entry and KMT_SIMD_LEVEL its level, beside
-// the kernel sources compiled at the same level. Every name below is bound
+// the kernel sources compiled at the same level (once, at kBuild, in a build
+// without dispatch). Every name below is bound
 // to that level's own definition when the level's object is made.
 #include "core/simd_kernels.h"
 
@@ -10,7 +11,8 @@ template <typename Scalar>
 SimdKernels<Scalar> SimdKernels<Scalar>::Level() {
   return {
       .assignment = {.assign_nearest = &AssignNearest<Scalar>,
-                     .lanes_build = &PointLanes<Scalar>::Build,
+                     .lanes = [](const Matrix<Scalar>& points,
+                                 Eigen::Index k) { return PointLanes<Scalar>(points, k); },
                      .scan_init = &NearestCenterScan<Scalar>::Init,
                      .scan = &NearestCenterScan<Scalar>::Scan,
                      .bounded_assign = &BoundedAssignment<Scalar>::Assign,

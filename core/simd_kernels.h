@@ -7,15 +7,19 @@
 // other symbol it defines, the kernels' own and the Eigen and standard
 // library code inlined or instantiated at that level, is local to it, so
 // no level's code can stand in for another's at link time. The entry returns
-// a table of the level's kernels, by the same names the headers declare;
-// simd_dispatch.cc defines those names for the rest of the program, each
-// calling the table of the level in use. A kernel file is compiled at no
-// other level and into no other object, so every function it defines for
-// outside callers has its forwarder there, and a class's constructors that
-// the program calls are inline (the work they did is a dispatched member).
+// a table of the level's kernels, by the same names the headers declare.
+// A hot caller takes the table in use once (ActiveKernelsOf) and calls its
+// members: one lookup, then the level's own code (the evaluator does, once
+// per run). For every other caller simd_dispatch.cc defines the headers'
+// names, each calling the table of the level in use. A kernel file is
+// compiled at no other level and into no other object, so every function it
+// defines for outside callers has its forwarder there, and a class's
+// constructors that the program calls are inline (the work they did is a
+// dispatched member).
 //
 // Builds that compile their kernels once (KMT_SIMD_DISPATCH off) link the
-// kernel files into kmt_core directly, and neither file of this pair.
+// kernel files into kmt_core directly, with simd_kernels.cc as their one
+// table (level kBuild) and no forwarders.
 #ifndef KMT_CORE_SIMD_KERNELS_H_
 #define KMT_CORE_SIMD_KERNELS_H_
 
@@ -41,7 +45,7 @@ struct SimdKernels {
   struct Assignment {
     double (*assign_nearest)(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*, ClusterSums*,
                              const Vector<S>*, const PointLanes<S>*);
-    void (PointLanes<S>::*lanes_build)(const Matrix<S>&, Eigen::Index);
+    PointLanes<S> (*lanes)(const Matrix<S>&, Eigen::Index);  ///< made at this level
     void (NearestCenterScan<S>::*scan_init)();
     void (NearestCenterScan<S>::*scan)(const Eigen::Ref<const Matrix<S>>&,
                                        typename NearestCenterScan<S>::Scratch*, int*, S*, double*,
@@ -84,7 +88,8 @@ struct LevelKernels {
   void (ClusterSums::*cluster_sums_add)(const ClusterSums&);
 };
 
-// The kernels in use (simd.cc), for the forwarders.
+// The kernels in use (simd.cc): chosen once per process, or when a setting
+// changes them; a table once handed out is kept for the process.
 const LevelKernels& ActiveKernels();
 
 template <typename Scalar>

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/assign.h"
+#include "core/simd_kernels.h"
 #include "core/unit_norm.h"
 #include "core/validation.h"
 
@@ -29,6 +30,8 @@ struct Frame {
   bool cluster_sums = false;
   const Vector<Scalar>* weights = nullptr;    // the points' weights; null: 1 each
   const PointLanes<Scalar>* lanes = nullptr;  // the points', for the products' assignment
+  // The assignment kernels of the SIMD level in use, taken once for the run.
+  const typename SimdKernels<Scalar>::Assignment& kernels;
 };
 
 // Whether a normalizer puts weight on some key for every query, so that its
@@ -50,10 +53,10 @@ void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
     sums = &result->cluster_sums.emplace(static_cast<int>(frame.points.rows()),
                                          static_cast<int>(result->centers.cols()));
   }
-  result->objective = bounded != nullptr
-                          ? bounded->Assign(result->centers, &result->labels, sums)
-                          : AssignNearest(frame.points, result->centers, &result->labels, nullptr,
-                                          sums, frame.weights, frame.lanes);
+  result->objective = bounded != nullptr ? bounded->Assign(result->centers, &result->labels, sums)
+                                         : frame.kernels.assign_nearest(
+                                               frame.points, result->centers, &result->labels,
+                                               nullptr, sums, frame.weights, frame.lanes);
 }
 
 // Dense runs of fewer points than this use the calling thread alone: their
@@ -377,23 +380,30 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
   // The fast path's assignments are of the same points to moving centers:
   // bounds can spare most of their distances. (Mapped points are assigned
   // twice a layer, in both units; they keep to the products.)
+  // Exact sums are kept there too, whichever path assigns.
   std::optional<BoundedAssignment<Scalar>> bounded;
-  const bool bounds =
-      options.assignment == AssignmentPath::kBounds ||
-      (options.assignment == AssignmentPath::kAuto && BoundsMayPay(points.cols(), evaluator.k));
+  const bool may_pay = BoundsMayPay(points.cols(), evaluator.k);
+  const bool exact = options.sums == SumsPath::kExact ||
+                     (options.sums == SumsPath::kAuto && may_pay && fast_lloyd);
+  const bool bounds = exact || options.assignment == AssignmentPath::kBounds ||
+                      (options.assignment == AssignmentPath::kAuto && may_pay);
   if (fast && map.identity() && bounds && options.layers > 0) {
-    bounded.emplace(points, evaluator.point_weights, options.assignment);
+    bounded.emplace(points, evaluator.point_weights, options.assignment, exact);
   }
   // Without bounds, each of the layers assigns every point: the register
   // kernel's lanes of the points are made once for all of them.
   std::optional<PointLanes<Scalar>> lanes;
-  if (fast && map.identity() && !bounded && options.layers > 0) lanes.emplace(points, evaluator.k);
+  const typename SimdKernels<Scalar>::Assignment& kernels = ActiveKernelsOf<Scalar>().assignment;
+  if (fast && map.identity() && !bounded && options.layers > 0) {
+    lanes.emplace(kernels.lanes(points, evaluator.k));
+  }
   const Frame<Scalar> frame{points,
                             model_points,
                             map,
                             options.cluster_sums || fast_lloyd,
                             evaluator.point_weights,
-                            lanes ? &*lanes : nullptr};
+                            lanes ? &*lanes : nullptr,
+                            kernels};
   Report(frame, initial_centers, &result, bounded ? &*bounded : nullptr);
   absl::Status s;
   if (fast) {

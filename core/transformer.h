@@ -54,6 +54,8 @@ struct RunOptions {
   /// Fast path: how each assignment after the first finds the nearest
   /// centers (bounds.h); every choice gives the same results to the last bit.
   AssignmentPath assignment = AssignmentPath::kAuto;
+  /// Fast path: how the cluster sums of the update are kept (bounds.h).
+  SumsPath sums = SumsPath::kAuto;
 };
 
 // Why a run stopped before its last layer.

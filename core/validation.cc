@@ -8,13 +8,18 @@
 #include "absl/strings/str_cat.h"
 
 namespace kmt {
-namespace {
 
-// The first non-finite entry of a d x n matrix, named as point/center i, dim l.
-// Whether no value is NaN or Inf, by their exponent bits: an integer
-// reduction that vectorises, unlike Eigen's allFinite with its early exit.
 template <typename Scalar>
-bool AllFinite(const Matrix<Scalar>& m) {
+Scalar MaxCoordinate(int d) {
+  // A squared distance is at most d (2 bound)^2 = max / 4; the product form's
+  // terms ||a||^2 + ||b||^2 + 2 |<a, b>| are at most as large.
+  return std::sqrt(std::numeric_limits<Scalar>::max() / Scalar(16) / static_cast<Scalar>(d));
+}
+
+template <typename Scalar>
+absl::Status ValidateValues(const Matrix<Scalar>& m, const char* what) {
+  // Whether no value is NaN or Inf, by their exponent bits: an integer
+  // reduction that vectorises, unlike Eigen's allFinite with its early exit.
   using Bits = std::conditional_t<sizeof(Scalar) == 4, uint32_t, uint64_t>;
   constexpr Bits kExponent =
       static_cast<Bits>(sizeof(Scalar) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
@@ -25,15 +30,9 @@ bool AllFinite(const Matrix<Scalar>& m) {
     std::memcpy(&bits, data + i, sizeof(bits));
     bad |= (bits & kExponent) == kExponent;
   }
-  return bad == 0;
-}
-
-template <typename Scalar>
-absl::Status CheckValues(const Matrix<Scalar>& m, const char* what) {
   const Scalar bound = MaxCoordinate<Scalar>(static_cast<int>(m.rows()));
-  if (AllFinite(m) && (m.size() == 0 || m.cwiseAbs().maxCoeff() <= bound)) {
-    return absl::OkStatus();
-  }
+  if (bad == 0 && (m.size() == 0 || m.cwiseAbs().maxCoeff() <= bound)) return absl::OkStatus();
+  // The first bad value, named as point/center i, dimension l.
   for (Eigen::Index i = 0; i < m.cols(); ++i) {
     for (Eigen::Index l = 0; l < m.rows(); ++l) {
       const Scalar v = m(l, i);
@@ -52,15 +51,6 @@ absl::Status CheckValues(const Matrix<Scalar>& m, const char* what) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-template <typename Scalar>
-Scalar MaxCoordinate(int d) {
-  // A squared distance is at most d (2 bound)^2 = max / 4; the product form's
-  // terms ||a||^2 + ||b||^2 + 2 |<a, b>| are at most as large.
-  return std::sqrt(std::numeric_limits<Scalar>::max() / Scalar(16) / static_cast<Scalar>(d));
-}
-
 template <typename Scalar>
 absl::Status ValidatePoints(const Matrix<Scalar>& points) {
   if (points.rows() < 1) {
@@ -69,7 +59,7 @@ absl::Status ValidatePoints(const Matrix<Scalar>& points) {
   if (points.cols() < 1) {
     return absl::InvalidArgumentError("no points: n = 0");
   }
-  return CheckValues(points, "point");
+  return ValidateValues(points, "point");
 }
 
 absl::Status ValidateClusterCount(int64_t n, int64_t k) {
@@ -92,7 +82,7 @@ absl::Status ValidateCenters(const Matrix<Scalar>& points, const Matrix<Scalar>&
   if (absl::Status s = ValidateClusterCount(points.cols(), centers.cols()); !s.ok()) {
     return s;
   }
-  return CheckValues(centers, "center");
+  return ValidateValues(centers, "center");
 }
 
 template <typename Scalar>
@@ -104,7 +94,23 @@ absl::Status ValidateCenterValues(const Matrix<Scalar>& centers, int64_t d) {
   if (centers.cols() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("k = ", centers.cols(), ", must be at least 1"));
   }
-  return CheckValues(centers, "center");
+  return ValidateValues(centers, "center");
+}
+
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> MatrixFromRowMajor(absl::Span<const float> values, int64_t rows,
+                                                  int64_t d, const char* what, const char* count) {
+  // Compared by division, so a huge shape cannot overflow the product.
+  const bool fits =
+      rows >= 0 && d >= 0 &&
+      (d == 0 ? values.empty()
+              : static_cast<uint64_t>(rows) <= values.size() / static_cast<uint64_t>(d) &&
+                    static_cast<uint64_t>(rows * d) == values.size());
+  if (!fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, "s has ", values.size(), " values, expected ", count, "*d = ", rows, "*", d));
+  }
+  return Eigen::Map<const Matrix<float>>(values.data(), d, rows).template cast<Scalar>();
 }
 
 namespace {
@@ -118,12 +124,7 @@ absl::StatusOr<Matrix<Scalar>> FromRowMajor(absl::Span<const float> values, int6
     return absl::InvalidArgumentError(
         absl::StrCat("shape ", count, " = ", rows, ", d = ", d, ", both must be at least 1"));
   }
-  if (static_cast<uint64_t>(rows) > values.size() / static_cast<uint64_t>(d) ||
-      static_cast<uint64_t>(rows * d) != values.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, "s has ", values.size(), " values, expected ", count, "*d = ", rows, "*", d));
-  }
-  return Eigen::Map<const Matrix<float>>(values.data(), d, rows).template cast<Scalar>();
+  return MatrixFromRowMajor<Scalar>(values, rows, d, what, count);
 }
 
 }  // namespace
@@ -158,15 +159,18 @@ absl::Status ValidateWeights(const Vector<Scalar>& weights, int64_t n, bool zero
   return absl::OkStatus();
 }
 
-#define KMT_INSTANTIATE(S)                                                                    \
-  template S MaxCoordinate<S>(int);                                                           \
-  template absl::Status ValidatePoints<S>(const Matrix<S>&);                                  \
-  template absl::Status ValidateCenters<S>(const Matrix<S>&, const Matrix<S>&);               \
-  template absl::Status ValidateCenterValues<S>(const Matrix<S>&, int64_t);                   \
-  template absl::Status ValidateWeights<S>(const Vector<S>&, int64_t, bool);                  \
-  template absl::StatusOr<Matrix<S>> PointsFromRowMajor<S>(absl::Span<const float>, int64_t,  \
-                                                           int64_t);                          \
-  template absl::StatusOr<Matrix<S>> CentersFromRowMajor<S>(absl::Span<const float>, int64_t, \
+#define KMT_INSTANTIATE(S)                                                                     \
+  template S MaxCoordinate<S>(int);                                                            \
+  template absl::Status ValidatePoints<S>(const Matrix<S>&);                                   \
+  template absl::Status ValidateValues<S>(const Matrix<S>&, const char*);                      \
+  template absl::Status ValidateCenters<S>(const Matrix<S>&, const Matrix<S>&);                \
+  template absl::Status ValidateCenterValues<S>(const Matrix<S>&, int64_t);                    \
+  template absl::Status ValidateWeights<S>(const Vector<S>&, int64_t, bool);                   \
+  template absl::StatusOr<Matrix<S>> MatrixFromRowMajor<S>(absl::Span<const float>, int64_t,   \
+                                                           int64_t, const char*, const char*); \
+  template absl::StatusOr<Matrix<S>> PointsFromRowMajor<S>(absl::Span<const float>, int64_t,   \
+                                                           int64_t);                           \
+  template absl::StatusOr<Matrix<S>> CentersFromRowMajor<S>(absl::Span<const float>, int64_t,  \
                                                             int64_t);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -21,6 +21,12 @@ Scalar MaxCoordinate(int d);
 template <typename Scalar>
 absl::Status ValidatePoints(const Matrix<Scalar>& points);
 
+// Every value of m (d x count) finite and within MaxCoordinate(d): the one
+// read of a matrix's values, naming the first bad one as `what` ("point",
+// "center") i, dimension l.
+template <typename Scalar>
+absl::Status ValidateValues(const Matrix<Scalar>& m, const char* what);
+
 // 1 <= k <= n.
 absl::Status ValidateClusterCount(int64_t n, int64_t k);
 
@@ -42,11 +48,20 @@ absl::Status ValidateWeights(const Vector<Scalar>& weights, int64_t n,
                              bool zero_sum_allowed = false);
 
 // n x d row-major values (as they travel on the wire) to a d x n matrix,
-// checking the count and the shape; the values are left to ValidatePoints
-// (or Batch::Validate), so each batch is read for them once.
+// checking the shape (n, d >= 1) and the count; the values are left to
+// ValidatePoints (or Batch::Validate), so each batch is read for them once.
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values, int64_t n,
                                                   int64_t d);
+
+// rows x d row-major values to a d x rows matrix, checking only their count
+// (`what` names a row, "point", and `count` their number, "n", in the
+// error): for a reader whose shape is checked with the values, as
+// Batch::Validate does. A negative rows or d matches no count; 0 matches
+// no values.
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> MatrixFromRowMajor(absl::Span<const float> values, int64_t rows,
+                                                  int64_t d, const char* what, const char* count);
 
 // The same for k x d centers.
 template <typename Scalar>

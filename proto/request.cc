@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/validation.h"
-#include "proto/enum_names.h"
 #include "proto/init_method.h"
 #include "proto/raw_payload.h"
 
@@ -39,14 +38,15 @@ std::vector<const char*> Float64Payloads(const v1::ClusterRequest& r) {
   return set;
 }
 
-// The points, d x n, before the offset.
+// The points, d x n, before the offset; their shape and values are left to
+// Batch::Validate, as for the other payloads below.
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> RequestPoints(const v1::ClusterRequest& r) {
   if constexpr (std::is_same_v<Scalar, double>) {
     return RawMatrix<double>({"points", "n", r.n(), "d", r.d()}, 0, r.points_f64());
   } else {
     return r.points_f32().empty()
-               ? PointsFromRowMajor<float>(r.points(), r.n(), r.d())
+               ? MatrixFromRowMajor<float>(r.points(), r.n(), r.d(), "point", "n")
                : RawMatrix({"points", "n", r.n(), "d", r.d()}, r.points_size(), r.points_f32());
   }
 }
@@ -85,7 +85,7 @@ absl::StatusOr<Matrix<Scalar>> RequestCenters(const v1::ClusterRequest& r) {
     return RawMatrix<double>({"centers", "k", r.k(), "d", r.d()}, 0, r.centers_f64());
   } else {
     return r.centers_f32().empty()
-               ? CentersFromRowMajor<float>(r.centers(), r.k(), r.d())
+               ? MatrixFromRowMajor<float>(r.centers(), r.k(), r.d(), "center", "k")
                : RawMatrix({"centers", "k", r.k(), "d", r.d()}, r.centers_size(), r.centers_f32());
   }
 }
@@ -110,6 +110,8 @@ void AddFloats(absl::Span<const Scalar> values, google::protobuf::RepeatedField<
 }
 
 }  // namespace
+
+bool HasFloat64Payloads(const v1::ClusterRequest& r) { return !Float64Payloads(r).empty(); }
 
 absl::StatusOr<PayloadType> RequestPayloadType(const v1::ClusterRequest& r) {
   const std::vector<const char*> f32 = Float32Payloads(r);
@@ -168,13 +170,19 @@ absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r) {
     return absl::InvalidArgumentError(
         absl::StrCat("n_init = ", r.n_init(), ", must be at least 1 (0: one run)"));
   }
-  absl::StatusOr<EmptyClusterPolicy> empty_clusters =
-      ParseEmptyClusterPolicy(EngineName<v1::EmptyClusters>(r.empty_clusters()));
-  if (!empty_clusters.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("empty_clusters = ", r.empty_clusters(), " is not a policy"));
+  switch (r.empty_clusters()) {
+    case v1::EMPTY_CLUSTERS_KEEP:
+      break;
+    case v1::EMPTY_CLUSTERS_RELOCATE_FARTHEST:
+      spec.empty_clusters = EmptyClusterPolicy::kRelocateFarthest;
+      break;
+    case v1::EMPTY_CLUSTERS_SPLIT_LARGEST:
+      spec.empty_clusters = EmptyClusterPolicy::kSplitLargest;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("empty_clusters = ", r.empty_clusters(), " is not a policy"));
   }
-  spec.empty_clusters = *empty_clusters;
   switch (r.return_distances()) {
     case v1::DISTANCES_NONE:
       break;
@@ -189,7 +197,6 @@ absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r) {
           absl::StrCat("return_distances = ", r.return_distances(), " is not a choice"));
   }
   if (r.init() == v1::INIT_GIVEN) {
-    if (absl::Status s = ValidateClusterCount(r.n(), r.k()); !s.ok()) return s;
     absl::StatusOr<Matrix<Scalar>> centers = RequestCenters<Scalar>(r);
     if (!centers.ok()) return centers.status();
     spec.given_centers = *std::move(centers);

@@ -17,13 +17,16 @@ namespace kmt {
 // naming one of each.
 enum class PayloadType { kFloat32, kFloat64 };
 absl::StatusOr<PayloadType> RequestPayloadType(const v1::ClusterRequest& request);
+// Whether the request sets a float64 payload: the precision to read it in,
+// for a caller that leaves the check of its payloads to BatchFromRequest.
+bool HasFloat64Payloads(const v1::ClusterRequest& request);
 
 // The request's points, k, initialisation and options, validated once
-// (Batch::Validate). Scalar float reads a float32 request: points and centers
-// from their repeated fields or their raw float32 bytes (proto/raw_payload.h);
-// double reads a float64 request's _f64 bytes. A request of the other payload
-// type, or of mixed ones, is INVALID_ARGUMENT. The shape fields n, d and k
-// are checked against the values carried.
+// (Batch::Validate; reading checks only the payloads' types and counts). Scalar float reads a
+// float32 request: points and centers from their repeated fields or their raw float32 bytes
+// (proto/raw_payload.h); double reads a float64 request's _f64 bytes. A request of the other
+// payload type, or of mixed ones, is INVALID_ARGUMENT. The shape fields n, d and k are checked
+// against the values carried.
 template <typename Scalar = float>
 absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& request);
 

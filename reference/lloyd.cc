@@ -85,13 +85,36 @@ std::vector<LloydIteration<Scalar>> ReferenceLloyd(const Matrix<Scalar>& points,
   return history;
 }
 
+template <typename Scalar>
+ClusterSums ReferenceRoundedSums(const Matrix<Scalar>& points, const Labels& labels, int k,
+                                 const Vector<Scalar>* weights) {
+  const Eigen::Index d = points.rows();
+  std::vector<__float128> sums(static_cast<size_t>(d) * k, 0), weight_sums(k, 0);
+  ClusterSums out(static_cast<int>(d), k);
+  for (Eigen::Index i = 0; i < points.cols(); ++i) {
+    const int j = labels[i];
+    const __float128 w = weights != nullptr ? static_cast<__float128>((*weights)[i]) : 1;
+    for (Eigen::Index l = 0; l < d; ++l)
+      sums[j * d + l] += w * static_cast<__float128>(points(l, i));
+    weight_sums[j] += w;
+    ++out.counts[j];
+  }
+  for (int j = 0; j < k; ++j) {
+    for (Eigen::Index l = 0; l < d; ++l) out.sums(l, j) = static_cast<double>(sums[j * d + l]);
+    out.weights[j] = static_cast<double>(weight_sums[j]);
+  }
+  return out;
+}
+
 #define KMT_INSTANTIATE(S)                                                                      \
   template std::vector<LloydIteration<S>> ReferenceLloyd<S>(const Matrix<S>&, const Matrix<S>&, \
                                                             int);                               \
   template double ReferenceObjective<S>(const Matrix<S>&, const Matrix<S>&);                    \
   template Labels ReferenceLabels<S>(const Matrix<S>&, const Matrix<S>&);                       \
   template S ReferenceSquaredDistance<S>(const Matrix<S>&, Eigen::Index, const Matrix<S>&,      \
-                                         Eigen::Index);
+                                         Eigen::Index);                                         \
+  template ClusterSums ReferenceRoundedSums<S>(const Matrix<S>&, const Labels&, int,            \
+                                               const Vector<S>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

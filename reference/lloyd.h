@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "core/cluster_sums.h"
 #include "core/types.h"
 
 namespace kmt {
@@ -37,6 +38,17 @@ Labels ReferenceLabels(const Matrix<Scalar>& points, const Matrix<Scalar>& cente
 template <typename Scalar>
 Scalar ReferenceSquaredDistance(const Matrix<Scalar>& a, Eigen::Index i, const Matrix<Scalar>& b,
                                 Eigen::Index j);
+
+// The cluster sums of the points (d x n) under their labels, each point's
+// coordinates times its weight (`weights`: n, or null for 1 each): every sum
+// added in binary128 (a 113-bit significand) one term at a time, in point
+// order, and rounded to double once. That is the exact sum rounded to
+// nearest wherever a sum's terms and their count span at most 113 bits
+// (a float weight times a float coordinate takes 48; the tests' data spreads
+// over a few dozen more).
+template <typename Scalar>
+ClusterSums ReferenceRoundedSums(const Matrix<Scalar>& points, const Labels& labels, int k,
+                                 const Vector<Scalar>* weights = nullptr);
 
 }  // namespace kmt
 

@@ -36,7 +36,8 @@ absl::Status CheckLimits(const v1::ClusterRequest& r, const Limits& limits) {
     return absl::InvalidArgumentError(
         absl::StrCat("k = ", r.k(), " exceeds this server's limit of ", limits.max_k));
   }
-  if (r.iterations() < 0 || r.iterations() > limits.max_iterations) {
+  // Negative iterations are the batch's own error (Batch::Validate).
+  if (r.iterations() > limits.max_iterations) {
     return absl::InvalidArgumentError(absl::StrCat(
         "iterations = ", r.iterations(), ", must be between 0 and ", limits.max_iterations));
   }
@@ -73,10 +74,9 @@ absl::Status Run(const ModelRegistry& registry, const Limits& limits, const v1::
       registry.Resolve(r.model(), r.model_version());
   if (!served.ok()) return served.status();
   if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
-  absl::StatusOr<PayloadType> type = RequestPayloadType(r);
-  if (!type.ok()) return type.status();
-  return *type == PayloadType::kFloat64 ? RunAs<double>(**served, limits, r, check, out)
-                                        : RunAs<float>(**served, limits, r, check, out);
+  // The payloads' precision is the batch's; BatchFromRequest checks them.
+  return HasFloat64Payloads(r) ? RunAs<double>(**served, limits, r, check, out)
+                               : RunAs<float>(**served, limits, r, check, out);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 #include "server/resident_shard.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "core/assign.h"
@@ -12,11 +14,49 @@
 #include "proto/raw_payload.h"
 
 namespace kmt {
+
+template <typename Scalar>
+struct ResidentShard::State {
+  Matrix<Scalar> points;   // d x n
+  Vector<Scalar> weights;  // n, or empty: 1 each
+  // Hamerly's bounds across the assign steps (BoundedAssignment's labels
+  // and lower bounds), for the steps' k.
+  std::unique_ptr<BoundedAssignment<Scalar>> assignment;
+  int assignment_k = 0;
+  std::unique_ptr<SeedingShard<Scalar>> seeding;  // holds weights by reference
+
+  const Vector<Scalar>* weights_or_null() const { return weights.size() > 0 ? &weights : nullptr; }
+  // The seeding steps' state, made at the first of them.
+  SeedingShard<Scalar>& Seeding() {
+    if (seeding == nullptr) {
+      seeding = std::make_unique<SeedingShard<Scalar>>(&points, weights_or_null());
+    }
+    return *seeding;
+  }
+};
+
 namespace {
 
 // What the assign steps' bounds hold per point: a label and a lower bound
-// (BoundedAssignment<float>).
+// (BoundedAssignment's).
 constexpr int64_t kBoundsBytesPerPoint = sizeof(int) + sizeof(double);
+
+// A step's payload `what` in the shard's precision: a float64 shard takes
+// the _f64 field alone, a float32 shard any field but it.
+absl::Status SamePrecision(bool float64, const char* what, bool float32_set, bool float64_set) {
+  if (float64 && float32_set) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " comes as float32 (", what, " or ", what,
+                     "_f32) for a float64 shard (its points came as points_f64): send ", what,
+                     "_f64; one job's shards and steps are all float32 or all float64"));
+  }
+  if (!float64 && float64_set) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, "_f64 is set for a float32 shard (its points came as float32): send ", what, " or ",
+        what, "_f32; one job's shards and steps are all float32 or all float64"));
+  }
+  return absl::OkStatus();
+}
 
 // k*d or m*d row-major values as a d x m matrix of centers; m from the count.
 absl::StatusOr<Matrix<float>> Centers(const google::protobuf::RepeatedField<float>& values,
@@ -45,29 +85,82 @@ absl::StatusOr<Matrix<float>> Centers(const google::protobuf::RepeatedField<floa
   return centers;
 }
 
+// The same from float64 bytes.
+absl::StatusOr<Matrix<double>> Centers64(const std::string& bytes, int64_t d, const char* what) {
+  if (bytes.size() % (8 * d) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "_f64 has ", bytes.size(), " bytes, not a multiple of 8 * d = ", 8 * d));
+  }
+  Matrix<double> centers(d, static_cast<Eigen::Index>(bytes.size() / (8 * d)));
+  DecodeFloat64(bytes, centers.data());
+  return centers;
+}
+
+// A step's centers (m from the count) in the shard's precision: a float32
+// shard's from `values` or `f32` (null where the step has no float32
+// bytes), a float64 shard's from `f64`.
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> StepCenters(const google::protobuf::RepeatedField<float>& values,
+                                           const std::string* f32, const std::string& f64,
+                                           int64_t d, const char* what) {
+  constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
+  if (absl::Status s =
+          SamePrecision(kIsFloat64, what, !values.empty() || (f32 && !f32->empty()), !f64.empty());
+      !s.ok()) {
+    return s;
+  }
+  if constexpr (kIsFloat64) {
+    return Centers64(f64, d, what);
+  } else {
+    return f32 == nullptr ? Centers(values, d, what) : Centers(values, *f32, d, what);
+  }
+}
+
+// Points (d x m) as the response's float32 field or float64 bytes.
+void PutPoints(const Matrix<float>& points, google::protobuf::RepeatedField<float>* values,
+               std::string*) {
+  values->Add(points.data(), points.data() + points.size());
+}
+void PutPoints(const Matrix<double>& points, google::protobuf::RepeatedField<float>*,
+               std::string* f64) {
+  EncodeFloat64(absl::MakeConstSpan(points.data(), points.size()), f64);
+}
+
+void Decode(const std::string& bytes, float* out) { DecodeFloat32(bytes, out); }
+void Decode(const std::string& bytes, double* out) { DecodeFloat64(bytes, out); }
+
 }  // namespace
+
+ResidentShard::ResidentShard(ResidentMemory* memory, const Limits& limits)
+    : memory_(memory), limits_(limits) {}
 
 ResidentShard::~ResidentShard() {
   if (reserved_ > 0) memory_->Release(reserved_);
 }
 
-int64_t ResidentShard::Bytes(int64_t n, int64_t d, bool weighted, bool count_label_changes) {
-  const int64_t per_point = 4 * d + 2 * 4 + kBoundsBytesPerPoint +
-                            SeedingShard<float>::kBytesPerPoint + (weighted ? 4 : 0) +
-                            (count_label_changes ? 4 : 0);
+int64_t ResidentShard::Bytes(int64_t n, int64_t d, bool weighted, bool count_label_changes,
+                             bool float64) {
+  const int64_t value = float64 ? 8 : 4;
+  const int64_t seeding =
+      float64 ? SeedingShard<double>::kBytesPerPoint : SeedingShard<float>::kBytesPerPoint;
+  // An assign step's label and distance, the bounds, k-means++'s state.
+  const int64_t per_point = value * d + 4 + value + kBoundsBytesPerPoint + seeding +
+                            (weighted ? value : 0) + (count_label_changes ? 4 : 0);
   if (n > std::numeric_limits<int64_t>::max() / per_point) return 0;
   return n * per_point;
 }
 
 absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* out) {
   const int64_t n = chunk.n(), d = chunk.d();
-  const bool has_weights = chunk.weights_size() > 0 || !chunk.weights_f32().empty();
+  const bool has_weights =
+      chunk.weights_size() > 0 || !chunk.weights_f32().empty() || !chunk.weights_f64().empty();
+  const bool float64_chunk = !chunk.points_f64().empty() || !chunk.weights_f64().empty();
   if (reserved_ == 0) {
     if (n < 1 || d < 1 || d > limits_.max_d) {
       return absl::InvalidArgumentError(absl::StrCat(
           "shard of n = ", n, ", d = ", d, ": needs n >= 1 and 1 <= d <= ", limits_.max_d));
     }
-    const int64_t bytes = Bytes(n, d, has_weights, chunk.count_label_changes());
+    const int64_t bytes = Bytes(n, d, has_weights, chunk.count_label_changes(), float64_chunk);
     if (bytes == 0) {
       return absl::ResourceExhaustedError(
           absl::StrCat("shard of n = ", n, " points in d = ", d, " overflows a byte count"));
@@ -77,93 +170,137 @@ absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* o
           absl::StrCat("shard of n = ", n, " points in d = ", d, ": ", s.message()));
     }
     reserved_ = bytes;
-    points_.resize(d, n);
-    if (has_weights) weights_.resize(n);
+    n_ = n;
+    d_ = d;
+    weighted_ = has_weights;
     count_label_changes_ = chunk.count_label_changes();
-  } else if (n != points_.cols() || d != points_.rows()) {
-    return absl::InvalidArgumentError(absl::StrCat("a chunk says n = ", n, ", d = ", d,
-                                                   ", the shard's first said n = ", points_.cols(),
-                                                   ", d = ", points_.rows()));
+    if (float64_chunk) {
+      f64_ = std::make_unique<State<double>>();
+      f64_->points.resize(d, n);
+      if (has_weights) f64_->weights.resize(n);
+    } else {
+      f32_ = std::make_unique<State<float>>();
+      f32_->points.resize(d, n);
+      if (has_weights) f32_->weights.resize(n);
+    }
+  } else if (n != n_ || d != d_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a chunk says n = ", n, ", d = ", d, ", the shard's first said n = ", n_, ", d = ", d_));
   } else if (chunk.count_label_changes() != count_label_changes_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a chunk says count_label_changes = ", chunk.count_label_changes() ? "true" : "false",
         ", the shard's first said ", count_label_changes_ ? "true" : "false"));
   }
-  const bool raw = !chunk.points_f32().empty();
+  if (has_weights && !weighted_) {
+    return absl::InvalidArgumentError(
+        "a chunk carries weights, but the shard's first chunk had none: weights come in every "
+        "chunk or in none");
+  }
+  const absl::Status loaded = f64_ ? LoadInto(*f64_, chunk) : LoadInto(*f32_, chunk);
+  if (!loaded.ok()) return loaded;
+  out->set_points_loaded(received_);
+  return absl::OkStatus();
+}
+
+template <typename Scalar>
+absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk& chunk) {
+  constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
+  constexpr int64_t kWidth = sizeof(Scalar);
+  const char* const suffix = kIsFloat64 ? "_f64" : "_f32";
+  const char* const type = kIsFloat64 ? "float64" : "float32";
+  const int64_t d = d_;
+  if (absl::Status s = SamePrecision(kIsFloat64, "points",
+                                     chunk.points_size() > 0 || !chunk.points_f32().empty(),
+                                     !chunk.points_f64().empty());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = SamePrecision(kIsFloat64, "weights",
+                                     chunk.weights_size() > 0 || !chunk.weights_f32().empty(),
+                                     !chunk.weights_f64().empty());
+      !s.ok()) {
+    return s;
+  }
+  const std::string& points_bytes = kIsFloat64 ? chunk.points_f64() : chunk.points_f32();
+  const std::string& weights_bytes = kIsFloat64 ? chunk.weights_f64() : chunk.weights_f32();
+  const bool raw = !points_bytes.empty();
   if (raw && chunk.points_size() > 0) {
     return absl::InvalidArgumentError("points and points_f32 are both set; send one of them");
   }
-  if (raw && chunk.points_f32().size() % 4 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("points_f32 has ", chunk.points_f32().size(),
-                                                   " bytes, not a whole number of float32 values"));
+  if (raw && points_bytes.size() % kWidth != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("points", suffix, " has ", points_bytes.size(),
+                                                   " bytes, not a whole number of ", type,
+                                                   " values"));
   }
-  const int64_t values = raw ? chunk.points_f32().size() / 4 : chunk.points_size();
-  if (values % d != 0 || values / d > n - received_) {
+  const int64_t values =
+      raw ? static_cast<int64_t>(points_bytes.size()) / kWidth : chunk.points_size();
+  if (values % d != 0 || values / d > n_ - received_) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a chunk of ", values, " values after ", received_, " of n = ", n,
+        absl::StrCat("a chunk of ", values, " values after ", received_, " of n = ", n_,
                      " points: needs a multiple of d = ", d, " and at most the points left"));
   }
   const int64_t count = values / d;
   // A weighted shard (its first chunk carried weights) takes a weight with
   // every point, an unweighted one none.
-  const bool weighted = weights_.size() > 0;
-  const bool raw_weights = !chunk.weights_f32().empty();
-  if (has_weights && !weighted) {
-    return absl::InvalidArgumentError(
-        "a chunk carries weights, but the shard's first chunk had none: weights come in every "
-        "chunk or in none");
-  }
-  if (weighted) {
+  const bool raw_weights = !weights_bytes.empty();
+  if (weighted_) {
     if (raw_weights && chunk.weights_size() > 0) {
       return absl::InvalidArgumentError("weights and weights_f32 are both set; send one of them");
     }
-    if (chunk.weights_f32().size() % 4 != 0) {
+    if (weights_bytes.size() % kWidth != 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("weights_f32 has ", chunk.weights_f32().size(),
-                       " bytes, not a whole number of float32 values"));
+          absl::StrCat("weights", suffix, " has ", weights_bytes.size(),
+                       " bytes, not a whole number of ", type, " values"));
     }
-    const int64_t weights = raw_weights ? chunk.weights_f32().size() / 4 : chunk.weights_size();
+    const int64_t weights =
+        raw_weights ? static_cast<int64_t>(weights_bytes.size()) / kWidth : chunk.weights_size();
     if (weights != count) {
       return absl::InvalidArgumentError(
           absl::StrCat("a chunk of ", count, " points has ", weights,
                        " weights; a weighted shard takes one with every point"));
     }
   }
-  float* const at = points_.data() + received_ * d;
+  Scalar* const at = state.points.data() + received_ * d;
   if (raw) {
-    DecodeFloat32(chunk.points_f32(), at);
+    Decode(points_bytes, at);
   } else if (values > 0) {
-    std::memcpy(at, chunk.points().data(), values * sizeof(float));
+    std::copy_n(chunk.points().data(), values, at);
   }
-  if (weighted && raw_weights) {
-    DecodeFloat32(chunk.weights_f32(), weights_.data() + received_);
-  } else if (weighted && count > 0) {
-    std::memcpy(weights_.data() + received_, chunk.weights().data(), count * sizeof(float));
+  if (weighted_ && raw_weights) {
+    Decode(weights_bytes, state.weights.data() + received_);
+  } else if (weighted_ && count > 0) {
+    std::copy_n(chunk.weights().data(), count, state.weights.data() + received_);
   }
   received_ += count;
   // Checked once, when complete: a NaN in the shard ends the job. One shard
   // may weigh 0 in all; the job's coordinator checks the dataset's sum.
   if (complete()) {
-    if (absl::Status s = ValidatePoints(points_); !s.ok()) return s;
-    if (weighted) {
-      if (absl::Status s = ValidateWeights(weights_, n, /*zero_sum_allowed=*/true); !s.ok()) {
+    if (absl::Status s = ValidatePoints(state.points); !s.ok()) return s;
+    if (weighted_) {
+      if (absl::Status s = ValidateWeights(state.weights, n_, /*zero_sum_allowed=*/true); !s.ok()) {
         return s;
       }
     }
   }
-  out->set_points_loaded(received_);
   return absl::OkStatus();
 }
 
 absl::Status ResidentShard::CheckComplete() const {
   if (complete()) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the shard has ", received_, " of its ", points_.cols(), " points; steps need all of them"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("the shard has ", received_, " of its ", n_, " points; steps need all of them"));
 }
 
 absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  const int d = static_cast<int>(points_.rows());
+  return f64_ ? AssignIn(*f64_, step, out) : AssignIn(*f32_, step, out);
+}
+
+template <typename Scalar>
+absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep& step,
+                                     v1::JobResponse* out) {
+  constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
+  const int d = static_cast<int>(d_);
   if (step.k() < 1 || step.k() > limits_.max_k) {
     return absl::InvalidArgumentError(
         absl::StrCat("k = ", step.k(), ", must be between 1 and ", limits_.max_k));
@@ -173,27 +310,39 @@ absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* 
         absl::StrCat("farthest = ", step.farthest(), ", must be between 0 and k = ", step.k(),
                      " (relocation takes at most one point per empty cluster)"));
   }
-  absl::StatusOr<Matrix<float>> centers =
-      step.centers_f32().empty()
-          ? CentersFromRowMajor<float>(step.centers(), step.k(), d)
-          : RawMatrix({"centers", "k", step.k(), "d", d}, step.centers_size(), step.centers_f32());
+  if (absl::Status s = SamePrecision(kIsFloat64, "centers",
+                                     step.centers_size() > 0 || !step.centers_f32().empty(),
+                                     !step.centers_f64().empty());
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<Matrix<Scalar>> centers;
+  if constexpr (kIsFloat64) {
+    centers = RawMatrix<double>({"centers", "k", step.k(), "d", d}, 0, step.centers_f64());
+  } else {
+    centers = step.centers_f32().empty() ? CentersFromRowMajor<float>(step.centers(), step.k(), d)
+                                         : RawMatrix({"centers", "k", step.k(), "d", d},
+                                                     step.centers_size(), step.centers_f32());
+  }
   if (!centers.ok()) return centers.status();
   if (absl::Status s = ValidateCenterValues(*centers, d); !s.ok()) return s;
   Labels labels;
   ClusterSums sums(d, step.k());
-  const Vector<float>* weights = weights_.size() > 0 ? &weights_ : nullptr;
+  const Vector<Scalar>* weights = state.weights_or_null();
   // The steps of a job assign the same points to centers that move a little
   // each time: the bounds keep most points' labels without their distances
-  // to the other centers, with the labels, objective and sums of
-  // AssignNearest to the last bit. A step of another k starts them afresh.
-  if (assignment_ == nullptr || assignment_k_ != step.k()) {
-    assignment_ =
-        std::make_unique<BoundedAssignment<float>>(points_, weights, AssignmentPath::kAuto);
-    assignment_k_ = step.k();
+  // to the other centers, with the labels and objective of AssignNearest to
+  // the last bit; where the bounds may pay, the sums are exact and follow
+  // the points that changed cluster alone (core/exact_sums.h), as a
+  // request's run keeps them. A step of another k starts them afresh.
+  if (state.assignment == nullptr || state.assignment_k != step.k()) {
+    state.assignment = std::make_unique<BoundedAssignment<Scalar>>(
+        state.points, weights, AssignmentPath::kAuto, BoundsMayPay(state.points.cols(), step.k()));
+    state.assignment_k = step.k();
   }
-  out->set_objective(assignment_->Assign(*centers, &labels, &sums));
-  if (assignment_->stats().back().bounded) {
-    out->set_points_settled_by_bounds(assignment_->stats().back().settled);
+  out->set_objective(state.assignment->Assign(*centers, &labels, &sums));
+  if (state.assignment->stats().back().bounded) {
+    out->set_points_settled_by_bounds(state.assignment->stats().back().settled);
   }
   out->mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
   out->mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
@@ -207,49 +356,52 @@ absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* 
     out->set_labels_compared(true);
   }
   if (step.farthest() > 0) {
-    std::vector<float> distances;
+    std::vector<Scalar> distances;
     const std::vector<int64_t> far =
-        FarthestPoints(points_, weights, labels, *centers, step.farthest(), &distances);
-    std::vector<float> rows;
+        FarthestPoints(state.points, weights, labels, *centers, step.farthest(), &distances);
+    std::vector<Scalar> rows;
     rows.reserve(far.size() * d);
     for (const int64_t i : far) {
       out->add_far_indices(i);
       out->add_far_labels(labels[i]);
       out->add_far_weights(weights != nullptr ? (*weights)[i] : 1.0);
-      rows.insert(rows.end(), points_.col(i).data(), points_.col(i).data() + d);
+      rows.insert(rows.end(), state.points.col(i).data(), state.points.col(i).data() + d);
     }
     out->mutable_far_distances()->Add(distances.begin(), distances.end());
-    EncodeFloat32(rows, out->mutable_far_points_f32());
+    if constexpr (kIsFloat64) {
+      EncodeFloat64(rows, out->mutable_far_points_f64());
+    } else {
+      EncodeFloat32(rows, out->mutable_far_points_f32());
+    }
   }
   if (step.return_labels()) out->mutable_labels()->Add(labels.begin(), labels.end());
   if (count_label_changes_) last_labels_ = std::move(labels);
   return absl::OkStatus();
 }
 
-SeedingShard<float>& ResidentShard::Seeding() {
-  if (seeding_ == nullptr) {
-    seeding_ =
-        std::make_unique<SeedingShard<float>>(&points_, weights_.size() > 0 ? &weights_ : nullptr);
-  }
-  return *seeding_;
-}
-
 absl::Status ResidentShard::Seed(const v1::SeedStep& step, v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  const int64_t d = points_.rows();
-  SeedRequest<float> request;
-  absl::StatusOr<Matrix<float>> add = Centers(step.add_centers(), d, "add_centers");
+  return f64_ ? SeedIn(*f64_, step, out) : SeedIn(*f32_, step, out);
+}
+
+template <typename Scalar>
+absl::Status ResidentShard::SeedIn(State<Scalar>& state, const v1::SeedStep& step,
+                                   v1::JobResponse* out) {
+  SeedRequest<Scalar> request;
+  absl::StatusOr<Matrix<Scalar>> add =
+      StepCenters<Scalar>(step.add_centers(), nullptr, step.add_centers_f64(), d_, "add_centers");
   if (!add.ok()) return add.status();
-  absl::StatusOr<Matrix<float>> candidates = Centers(step.candidates(), d, "candidates");
+  absl::StatusOr<Matrix<Scalar>> candidates =
+      StepCenters<Scalar>(step.candidates(), nullptr, step.candidates_f64(), d_, "candidates");
   if (!candidates.ok()) return candidates.status();
   request.add = *std::move(add);
   request.candidates = *std::move(candidates);
   request.indices.assign(step.point_indices().begin(), step.point_indices().end());
   request.targets.assign(step.draw_targets().begin(), step.draw_targets().end());
-  absl::StatusOr<SeedAnswer<float>> answer = Seeding().Step(request);
+  absl::StatusOr<SeedAnswer<Scalar>> answer = state.Seeding().Step(request);
   if (!answer.ok()) return answer.status();
   out->set_potential(answer->potential);
-  out->mutable_points()->Add(answer->points.data(), answer->points.data() + answer->points.size());
+  PutPoints(answer->points, out->mutable_points(), out->mutable_points_f64());
   out->mutable_candidate_potentials()->Add(answer->candidate_potentials.begin(),
                                            answer->candidate_potentials.end());
   return absl::OkStatus();
@@ -258,9 +410,17 @@ absl::Status ResidentShard::Seed(const v1::SeedStep& step, v1::JobResponse* out)
 absl::Status ResidentShard::KMeansParallel(const v1::KMeansParallelStep& step,
                                            v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  absl::StatusOr<Matrix<float>> add =
-      Centers(step.add_centers(), step.add_centers_f32(), points_.rows(), "add_centers");
+  return f64_ ? KMeansParallelIn(*f64_, step, out) : KMeansParallelIn(*f32_, step, out);
+}
+
+template <typename Scalar>
+absl::Status ResidentShard::KMeansParallelIn(State<Scalar>& state,
+                                             const v1::KMeansParallelStep& step,
+                                             v1::JobResponse* out) {
+  absl::StatusOr<Matrix<Scalar>> add = StepCenters<Scalar>(
+      step.add_centers(), &step.add_centers_f32(), step.add_centers_f64(), d_, "add_centers");
   if (!add.ok()) return add.status();
+  SeedingShard<Scalar>& seeding = state.Seeding();
   // Checked before the distances change, so that a refused step leaves them.
   if (step.oversampling() != 0) {
     if (!std::isfinite(step.oversampling()) || step.oversampling() < 0 ||
@@ -271,36 +431,41 @@ absl::Status ResidentShard::KMeansParallel(const v1::KMeansParallelStep& step,
                        ", round ", step.round(), ", first_point ", step.first_point(),
                        ": oversampling and potential must be finite, none may be negative"));
     }
-    if (add->cols() == 0 && !Seeding().seeded()) {
+    if (add->cols() == 0 && !seeding.seeded()) {
       return absl::FailedPreconditionError(
           "sampling needs a center taken into the distances first (add_centers)");
     }
   }
-  absl::StatusOr<double> potential = Seeding().AddCenters(*add);
+  absl::StatusOr<double> potential = seeding.AddCenters(*add);
   if (!potential.ok()) return potential.status();
   out->set_potential(*potential);
   if (step.return_weights()) {
-    const std::vector<double> weights = Seeding().TakenCenterWeights();
+    const std::vector<double> weights = seeding.TakenCenterWeights();
     out->mutable_candidate_weights()->Add(weights.begin(), weights.end());
   }
   if (step.oversampling() == 0) return absl::OkStatus();
-  absl::StatusOr<std::vector<int64_t>> taken = Seeding().Oversample(
+  absl::StatusOr<std::vector<int64_t>> taken = seeding.Oversample(
       step.oversampling(), step.potential(), step.seed(), step.round(), step.first_point());
   if (!taken.ok()) return taken.status();
-  const int64_t d = points_.rows();
+  Matrix<Scalar> sampled(d_, static_cast<Eigen::Index>(taken->size()));
+  for (size_t t = 0; t < taken->size(); ++t) sampled.col(t) = state.points.col((*taken)[t]);
   out->mutable_sampled_indices()->Add(taken->begin(), taken->end());
-  out->mutable_sampled_points()->Reserve(static_cast<int>(taken->size() * d));
-  for (int64_t i : *taken) {
-    out->mutable_sampled_points()->Add(points_.col(i).data(), points_.col(i).data() + d);
-  }
+  PutPoints(sampled, out->mutable_sampled_points(), out->mutable_sampled_points_f64());
   return absl::OkStatus();
 }
 
 absl::Status ResidentShard::CandidateWeights(const v1::CandidateWeightsStep& step,
                                              v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  absl::StatusOr<Matrix<float>> candidates =
-      Centers(step.candidates(), step.candidates_f32(), points_.rows(), "candidates");
+  return f64_ ? CandidateWeightsIn(*f64_, step, out) : CandidateWeightsIn(*f32_, step, out);
+}
+
+template <typename Scalar>
+absl::Status ResidentShard::CandidateWeightsIn(State<Scalar>& state,
+                                               const v1::CandidateWeightsStep& step,
+                                               v1::JobResponse* out) {
+  absl::StatusOr<Matrix<Scalar>> candidates = StepCenters<Scalar>(
+      step.candidates(), &step.candidates_f32(), step.candidates_f64(), d_, "candidates");
   if (!candidates.ok()) return candidates.status();
   const int64_t most = int64_t{kCandidatesPerCluster} * limits_.max_k;
   if (candidates->cols() < 1 || candidates->cols() > most) {
@@ -308,9 +473,9 @@ absl::Status ResidentShard::CandidateWeights(const v1::CandidateWeightsStep& ste
                                                    " candidates, must be between 1 and ", most,
                                                    " (", kCandidatesPerCluster, " times max_k)"));
   }
-  if (absl::Status s = ValidateCenterValues(*candidates, points_.rows()); !s.ok()) return s;
+  if (absl::Status s = ValidateCenterValues(*candidates, d_); !s.ok()) return s;
   const std::vector<double> weights =
-      NearestCandidateWeights(points_, weights_.size() > 0 ? &weights_ : nullptr, *candidates);
+      NearestCandidateWeights(state.points, state.weights_or_null(), *candidates);
   out->mutable_candidate_weights()->Add(weights.begin(), weights.end());
   return absl::OkStatus();
 }

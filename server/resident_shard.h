@@ -3,6 +3,9 @@
 // the first chunk until the shard is destroyed with its stream, and the
 // steps computed on it by the core's fast path (core/assign.h), sharded
 // k-means++ and k-means‖ (core/seeding.h), weighted when the points are.
+// A shard whose first chunk carries float64 points is held and computed in
+// double, the core's same functions at Scalar = double; its steps take and
+// give their points as float64 only.
 #ifndef KMT_SERVER_RESIDENT_SHARD_H_
 #define KMT_SERVER_RESIDENT_SHARD_H_
 
@@ -21,7 +24,7 @@ namespace kmt {
 
 class ResidentShard {
  public:
-  ResidentShard(ResidentMemory* memory, const Limits& limits) : memory_(memory), limits_(limits) {}
+  ResidentShard(ResidentMemory* memory, const Limits& limits);
   ~ResidentShard();
   ResidentShard(const ResidentShard&) = delete;
   ResidentShard& operator=(const ResidentShard&) = delete;
@@ -29,13 +32,15 @@ class ResidentShard {
   // The bytes a shard of n points in d dimensions holds: the points and,
   // per point, the state of a step (label, distance, k-means++'s running
   // sums), the weight if `weighted`, and the last assign step's label if
-  // it counts label changes. 0 if that overflows.
+  // it counts label changes; coordinates, distances and weights in 8 bytes
+  // if `float64`, else 4. 0 if that overflows.
   static int64_t Bytes(int64_t n, int64_t d, bool weighted = false,
-                       bool count_label_changes = false);
+                       bool count_label_changes = false, bool float64 = false);
 
   // Takes a chunk of the shard. The first one decides whether the shard is
-  // weighted and counts label changes, and reserves its Bytes or fails with
-  // RESOURCE_EXHAUSTED before any point is kept. An error here ends the job.
+  // float64 (its points come as points_f64), weighted and counts label
+  // changes, and reserves its Bytes or fails with RESOURCE_EXHAUSTED before
+  // any point is kept. An error here ends the job.
   absl::Status Load(const v1::ShardChunk& chunk, v1::JobResponse* out);
   // Steps on the complete shard; an error is the step's own (the shard stays).
   absl::Status Assign(const v1::AssignStep& step, v1::JobResponse* out);
@@ -47,26 +52,41 @@ class ResidentShard {
   // the server allows (max_k): k-means‖'s 1 + rounds * oversampling * k.
   static constexpr int kCandidatesPerCluster = 16;
 
-  bool complete() const { return reserved_ > 0 && received_ == points_.cols(); }
+  bool complete() const { return reserved_ > 0 && received_ == n_; }
+  // Whether the shard holds float64 points (decided by its first chunk).
+  bool float64() const { return f64_ != nullptr; }
 
  private:
+  // The points, weights and steps' state in one precision.
+  template <typename Scalar>
+  struct State;
+
   absl::Status CheckComplete() const;
-  // The seeding steps' state, made at the first of them.
-  SeedingShard<float>& Seeding();
+  template <typename Scalar>
+  absl::Status LoadInto(State<Scalar>& state, const v1::ShardChunk& chunk);
+  template <typename Scalar>
+  absl::Status AssignIn(State<Scalar>& state, const v1::AssignStep& step, v1::JobResponse* out);
+  template <typename Scalar>
+  absl::Status SeedIn(State<Scalar>& state, const v1::SeedStep& step, v1::JobResponse* out);
+  template <typename Scalar>
+  absl::Status KMeansParallelIn(State<Scalar>& state, const v1::KMeansParallelStep& step,
+                                v1::JobResponse* out);
+  template <typename Scalar>
+  absl::Status CandidateWeightsIn(State<Scalar>& state, const v1::CandidateWeightsStep& step,
+                                  v1::JobResponse* out);
 
   ResidentMemory* const memory_;
   const Limits limits_;
   int64_t reserved_ = 0;
   int64_t received_ = 0;
-  Matrix<float> points_;   // d x n
-  Vector<float> weights_;  // n, or empty: 1 each
+  int64_t n_ = 0;
+  int64_t d_ = 0;
+  bool weighted_ = false;
   bool count_label_changes_ = false;
   Labels last_labels_;  // the last assign step's, if counting label changes
-  // Hamerly's bounds across the assign steps (BoundedAssignment's labels
-  // and lower bounds: 12 bytes a point), for the steps' k.
-  std::unique_ptr<BoundedAssignment<float>> assignment_;
-  int assignment_k_ = 0;
-  std::unique_ptr<SeedingShard<float>> seeding_;  // holds weights_ by reference
+  // One of them, from the first chunk on.
+  std::unique_ptr<State<float>> f32_;
+  std::unique_ptr<State<double>> f64_;
 };
 
 }  // namespace kmt

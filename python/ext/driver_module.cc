@@ -5,6 +5,8 @@
 // runs the job over shards a Python object holds (kmt.dask's workers),
 // whose steps cross as serialized JobRequest and JobResponse messages.
 // Both release the GIL while the job runs; Python callbacks take it back.
+// A float64 job (float64=True) takes its points, weights and starts as
+// float64, loads float64 shards and answers float64 centers.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -76,16 +78,48 @@ ResidentSeeding SeedingNamed(const std::string& name) {
                         "': expected kmeans++, plain-kmeans++, kmeans|| or random");
 }
 
+template <typename Scalar>
+using Array = py::array_t<Scalar, py::array::c_style | py::array::forcecast>;
+
+// Given starts, shape (r, k, d), as d x k matrices of Scalar.
+template <typename Scalar>
+std::vector<Matrix<Scalar>> StartsOf(const py::array& given, int d, int k) {
+  const Array<Scalar> starts = Array<Scalar>::ensure(given);
+  if (!starts || starts.ndim() != 3 || starts.shape(1) != k || starts.shape(2) != d) {
+    throw py::value_error("starts must have shape (r, k, d) = (r, " + std::to_string(k) + ", " +
+                          std::to_string(d) + ")");
+  }
+  std::vector<Matrix<Scalar>> out;
+  for (py::ssize_t r = 0; r < starts.shape(0); ++r) {
+    // Row-major (k, d) is column-major d x k.
+    out.push_back(Eigen::Map<const Matrix<Scalar>>(starts.data(r, 0, 0), d, k));
+  }
+  return out;
+}
+
+// Weights, shape (n,), as a vector of Scalar.
+template <typename Scalar>
+std::vector<Scalar> WeightsOf(const py::array& given, int64_t n) {
+  const Array<Scalar> weights = Array<Scalar>::ensure(given);
+  if (!weights || weights.ndim() != 1 || (n >= 0 && weights.shape(0) != n)) {
+    throw py::value_error(n >= 0 ? "weights must have shape (n,) = (" + std::to_string(n) + ",)"
+                                 : std::string("weights must have shape (n,)"));
+  }
+  return std::vector<Scalar>(weights.data(), weights.data() + weights.size());
+}
+
 // The job's options from the keyword arguments both entry points share.
-ResidentJobOptions JobOptions(
-    int d, int k, int iterations, double center_tol, uint64_t seed, const std::string& init,
-    int kmeans_parallel_rounds, double kmeans_parallel_oversampling,
-    const std::string& empty_clusters, int n_init,
-    const std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>>& starts,
-    bool labels, PythonFailure* failure, const py::object& log, const py::object& on_iteration) {
+ResidentJobOptions JobOptions(int d, int k, int iterations, double center_tol, uint64_t seed,
+                              const std::string& init, int kmeans_parallel_rounds,
+                              double kmeans_parallel_oversampling,
+                              const std::string& empty_clusters, int n_init,
+                              const std::optional<py::array>& starts, bool labels, bool float64,
+                              PythonFailure* failure, const py::object& log,
+                              const py::object& on_iteration) {
   ResidentJobOptions options{.k = k,
                              .iterations = iterations,
                              .center_tol = center_tol,
+                             .float64 = float64,
                              .seed = seed,
                              .seeding = SeedingNamed(init),
                              .kmeans_parallel_rounds = kmeans_parallel_rounds,
@@ -95,15 +129,10 @@ ResidentJobOptions JobOptions(
   absl::StatusOr<EmptyClusterPolicy> policy = ParseEmptyClusterPolicy(empty_clusters);
   if (!policy.ok()) throw py::value_error(std::string(policy.status().message()));
   options.empty_clusters = *policy;
-  if (starts) {
-    if (starts->ndim() != 3 || starts->shape(1) != k || starts->shape(2) != d) {
-      throw py::value_error("starts must have shape (r, k, d) = (r, " + std::to_string(k) + ", " +
-                            std::to_string(d) + ")");
-    }
-    for (py::ssize_t r = 0; r < starts->shape(0); ++r) {
-      // Row-major (k, d) is column-major d x k.
-      options.starts.push_back(Eigen::Map<const Matrix<float>>(starts->data(r, 0, 0), d, k));
-    }
+  if (starts && float64) {
+    options.starts_f64 = StartsOf<double>(*starts, d, k);
+  } else if (starts) {
+    options.starts = StartsOf<float>(*starts, d, k);
   }
   // Ctrl-C (or another signal Python handles) ends the job between steps
   // with the handler's exception, as it would a loop in Python.
@@ -141,12 +170,22 @@ ResidentJobOptions JobOptions(
   return options;
 }
 
+// A d x k matrix as a (k, d) array.
+template <typename Scalar>
+py::array_t<Scalar> RowsOf(const Matrix<Scalar>& m) {
+  py::array_t<Scalar> out({m.cols(), m.rows()});
+  std::memcpy(out.mutable_data(), m.data(), sizeof(Scalar) * m.size());
+  return out;
+}
+
 py::dict ResultDict(ResidentJobResult&& result) {
-  const py::ssize_t d = result.centers.rows(), k = result.centers.cols();
-  py::array_t<float> centers({k, d});
-  std::memcpy(centers.mutable_data(), result.centers.data(), sizeof(float) * d * k);
   py::dict out;
-  out["centers"] = centers;
+  // A float64 job's centers in double.
+  if (result.centers_f64.size() > 0) {
+    out["centers"] = RowsOf(result.centers_f64);
+  } else {
+    out["centers"] = RowsOf(result.centers);
+  }
   if (!result.labels.empty()) {
     py::array_t<int32_t> labels(static_cast<py::ssize_t>(result.labels.size()));
     std::memcpy(labels.mutable_data(), result.labels.data(),
@@ -247,23 +286,45 @@ class PythonShards : public ShardSet {
   bool labels_stay_ = false;
 };
 
-using Starts = std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>>;
+using Starts = std::optional<py::array>;
+
+// rows(first, end): the points [first, end) as a C-ordered Scalar array of
+// shape (end - first, d), read under the GIL by the loading threads.
+template <typename Scalar>
+std::function<absl::Status(int64_t, int64_t, std::vector<Scalar>*)> RowSource(
+    const py::object& rows, PythonFailure& failure, int d) {
+  return [&rows, &failure, d](int64_t first, int64_t count,
+                              std::vector<Scalar>* values) -> absl::Status {
+    py::gil_scoped_acquire gil;
+    try {
+      const auto block = Array<Scalar>::ensure(rows(first, first + count));
+      if (!block || block.size() != count * d) {
+        return absl::InvalidArgumentError(
+            "rows(" + std::to_string(first) + ", " + std::to_string(first + count) +
+            ") did not give that many rows of d = " + std::to_string(d) + " values");
+      }
+      values->insert(values->end(), block.data(), block.data() + block.size());
+      return absl::OkStatus();
+    } catch (py::error_already_set& e) {
+      return failure.Keep(std::move(e));
+    }
+  };
+}
 
 py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, int64_t n, int d,
-             int k,
-             std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>> weights,
-             int iterations, double tol, double center_tol, uint64_t seed, const std::string& init,
-             int kmeans_parallel_rounds, double kmeans_parallel_oversampling,
-             const std::string& empty_clusters, int n_init, const Starts& starts, bool labels,
-             int streams_per_server, int64_t chunk_bytes, int max_moves,
-             std::optional<double> timeout, bool tls, const std::string& ca,
-             const std::string& cert, const std::string& key, const std::string& server_name,
-             const py::object& log, const py::object& on_iteration) {
+             int k, const std::optional<py::array>& weights, int iterations, double tol,
+             double center_tol, uint64_t seed, const std::string& init, int kmeans_parallel_rounds,
+             double kmeans_parallel_oversampling, const std::string& empty_clusters, int n_init,
+             const Starts& starts, bool labels, bool float64, int streams_per_server,
+             int64_t chunk_bytes, int max_moves, std::optional<double> timeout, bool tls,
+             const std::string& ca, const std::string& cert, const std::string& key,
+             const std::string& server_name, const py::object& log,
+             const py::object& on_iteration) {
   PythonFailure failure;
   ResidentJobOptions options =
       JobOptions(d, k, iterations, center_tol, seed, init, kmeans_parallel_rounds,
-                 kmeans_parallel_oversampling, empty_clusters, n_init, starts, labels, &failure,
-                 log, on_iteration);
+                 kmeans_parallel_oversampling, empty_clusters, n_init, starts, labels, float64,
+                 &failure, log, on_iteration);
   absl::StatusOr<ChannelSecurity> security = ClientSecurity({.enabled = tls,
                                                              .ca_file = ca,
                                                              .cert_file = cert,
@@ -278,55 +339,41 @@ py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, in
       .stream_timeout = timeout ? absl::Seconds(*timeout) : absl::InfiniteDuration(),
       .security = *std::move(security),
       .log = options.log};
-  if (weights) {
-    if (weights->ndim() != 1 || weights->shape(0) != n) {
-      throw py::value_error("weights must have shape (n,) = (" + std::to_string(n) + ",)");
-    }
-    replicas.weights.assign(weights->data(), weights->data() + n);
+  if (weights && float64) {
+    replicas.weights_f64 = WeightsOf<double>(*weights, n);
+  } else if (weights) {
+    replicas.weights = WeightsOf<float>(*weights, n);
   }
-  // rows(first, end): the points [first, end) as a C-ordered float32 array
-  // of shape (end - first, d), read under the GIL by the loading threads.
-  const PointSource source = [&rows, &failure, d](int64_t first, int64_t count,
-                                                  std::vector<float>* values) -> absl::Status {
-    py::gil_scoped_acquire gil;
-    try {
-      const auto block = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(
-          rows(first, first + count));
-      if (!block || block.size() != count * d) {
-        return absl::InvalidArgumentError(
-            "rows(" + std::to_string(first) + ", " + std::to_string(first + count) +
-            ") did not give that many rows of d = " + std::to_string(d) + " values");
-      }
-      values->insert(values->end(), block.data(), block.data() + block.size());
-      return absl::OkStatus();
-    } catch (py::error_already_set& e) {
-      return failure.Keep(std::move(e));
-    }
-  };
   absl::StatusOr<ResidentJobResult> result;
   {
     py::gil_scoped_release released;
-    result = RunResidentJobOnReplicas(std::move(replicas), std::move(options), tol, n, d, source);
+    result = float64 ? RunResidentJobOnReplicas(std::move(replicas), std::move(options), tol, n, d,
+                                                RowSource<double>(rows, failure, d))
+                     : RunResidentJobOnReplicas(std::move(replicas), std::move(options), tol, n, d,
+                                                RowSource<float>(rows, failure, d));
   }
   failure.RaiseIfAny();
   if (!result.ok()) Raise(result.status());
   return ResultDict(*std::move(result));
 }
 
-py::dict Drive(const py::object& shards, int d, int k,
-               std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>> weights,
+py::dict Drive(const py::object& shards, int d, int k, const std::optional<py::array>& weights,
                bool weighted, int iterations, double center_tol, uint64_t seed,
                const std::string& init, int kmeans_parallel_rounds,
                double kmeans_parallel_oversampling, const std::string& empty_clusters, int n_init,
-               const Starts& starts, bool labels, const py::object& log,
+               const Starts& starts, bool labels, bool float64, const py::object& log,
                const py::object& on_iteration) {
   PythonFailure failure;
   ResidentJobOptions options =
       JobOptions(d, k, iterations, center_tol, seed, init, kmeans_parallel_rounds,
-                 kmeans_parallel_oversampling, empty_clusters, n_init, starts, labels, &failure,
-                 log, on_iteration);
+                 kmeans_parallel_oversampling, empty_clusters, n_init, starts, labels, float64,
+                 &failure, log, on_iteration);
   options.weighted = weighted;
-  if (weights) options.weights.assign(weights->data(), weights->data() + weights->size());
+  if (weights && float64) {
+    options.weights_f64 = WeightsOf<double>(*weights, -1);
+  } else if (weights) {
+    options.weights = WeightsOf<float>(*weights, -1);
+  }
   PythonShards held(shards, &failure);
   absl::StatusOr<ResidentJobResult> result;
   {
@@ -350,16 +397,17 @@ PYBIND11_MODULE(_driver, m) {
         py::arg("tol"), py::arg("center_tol"), py::arg("seed"), py::arg("init"),
         py::arg("kmeans_parallel_rounds"), py::arg("kmeans_parallel_oversampling"),
         py::arg("empty_clusters"), py::arg("n_init"), py::arg("starts") = py::none(),
-        py::arg("labels"), py::arg("streams_per_server"), py::arg("chunk_bytes"),
-        py::arg("max_moves"), py::arg("timeout") = py::none(), py::arg("tls") = false,
-        py::arg("ca") = "", py::arg("cert") = "", py::arg("key") = "", py::arg("server_name") = "",
-        py::arg("log") = py::none(), py::arg("on_iteration") = py::none());
+        py::arg("labels"), py::arg("float64") = false, py::arg("streams_per_server"),
+        py::arg("chunk_bytes"), py::arg("max_moves"), py::arg("timeout") = py::none(),
+        py::arg("tls") = false, py::arg("ca") = "", py::arg("cert") = "", py::arg("key") = "",
+        py::arg("server_name") = "", py::arg("log") = py::none(),
+        py::arg("on_iteration") = py::none());
   m.def("drive", &kmt::Drive, py::arg("shards"), py::arg("d"), py::arg("k"), py::kw_only(),
         py::arg("weights") = py::none(), py::arg("weighted"), py::arg("iterations"),
         py::arg("center_tol"), py::arg("seed"), py::arg("init"), py::arg("kmeans_parallel_rounds"),
         py::arg("kmeans_parallel_oversampling"), py::arg("empty_clusters"), py::arg("n_init"),
-        py::arg("starts") = py::none(), py::arg("labels"), py::arg("log") = py::none(),
-        py::arg("on_iteration") = py::none());
+        py::arg("starts") = py::none(), py::arg("labels"), py::arg("float64") = false,
+        py::arg("log") = py::none(), py::arg("on_iteration") = py::none());
   m.def(
       "replica_addresses",
       [](const std::string& target) {

@@ -7,9 +7,10 @@ distances on the server, in double for float64 X. Larger X runs as a
 resident job over every replica `server` names (kmt.fit_resident): each
 shard loaded once, only centers per iteration, k-means++ over all points,
 the tolerance and the relocation of empty clusters done by the client as
-scikit-learn does them, the shards' steps in float32. As in scikit-learn the
-points are sent minus their mean, which keeps float32's distances precise
-far from the origin.
+scikit-learn does them, the shards' steps in X's precision (float64 X in
+double, as scikit-learn computes it; float32 X in float32). As in
+scikit-learn the points are sent minus their mean, which keeps float32's
+distances precise far from the origin.
 """
 import dataclasses
 import warnings

@@ -13,6 +13,10 @@ scikit-learn's rules are options: per-point weights, its tolerance (the
 total squared center shift against tol times the mean variance), its
 relocation of empty clusters to the points farthest from their centers, and
 n_init starts.
+
+Float64 points run as a float64 job: shards held and computed in double on
+the replicas, centers carried in double, as one float64 Cluster request
+computes them; float32 points (and integers) as a float32 one.
 """
 import dataclasses
 
@@ -23,7 +27,7 @@ from .client import ServiceError, init_name, server_target, status_code
 
 @dataclasses.dataclass
 class ResidentResult:
-    centers: np.ndarray        # (k, d) final centers: float32, or the offset's dtype
+    centers: np.ndarray        # (k, d) final centers: the job's dtype, or the offset's
     labels: np.ndarray         # (n,) int32 nearest final center, if asked; else None
     objective: float           # of the final centers, over all points
     initial_objective: float   # of the initial centers
@@ -88,10 +92,17 @@ def result_of(answer, offset=None):
         counts=answer["counts"])
 
 
-def job_options(k, d, init, starts, offset, iterations, seed, empty_clusters, n_init):
+def job_dtype(dtype):
+    """The dtype a job of points of `dtype` runs in: float64 for float64,
+    float32 for anything else."""
+    return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
+
+
+def job_options(k, d, init, starts, offset, iterations, seed, empty_clusters, n_init,
+                dtype=np.float32):
     """The options of the driver both entry points share, checked: `init` by
     its names and aliases, `starts` (k, d) or (r, k, d) in the points' own
-    coordinates, moved by `offset`."""
+    coordinates, moved by `offset`; the job runs in `dtype` (job_dtype)."""
     if iterations < 0 or n_init < 1:
         raise ValueError(f"iterations {iterations}, n_init {n_init}: iterations may not be "
                          "negative, n_init must be at least 1")
@@ -103,8 +114,9 @@ def job_options(k, d, init, starts, offset, iterations, seed, empty_clusters, n_
         starts = np.asarray(starts).reshape(-1, k, d)
         if offset is not None:
             starts = starts - offset
-        starts = np.ascontiguousarray(starts, dtype=np.float32)
+        starts = np.ascontiguousarray(starts, dtype=dtype)
     return dict(iterations=int(iterations), seed=int(seed) & (2 ** 64 - 1), init=init,
+                float64=np.dtype(dtype) == np.float64,
                 kmeans_parallel_rounds=driver().KMEANS_PARALLEL_ROUNDS,
                 kmeans_parallel_oversampling=driver().KMEANS_PARALLEL_OVERSAMPLING,
                 empty_clusters=empty_clusters, n_init=int(n_init), starts=starts)
@@ -142,7 +154,9 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
     `kmt cluster --tol`), or at most `center_tol` if that is given instead.
     `centers` of shape (r, k, d) are r starts, each run in turn.
 
-    `weights` (n,) weigh the points (scikit-learn's sample_weight).
+    Float64 points (and offset) run as a float64 job, in double on the
+    replicas; others as a float32 one. `weights` (n,) weigh the points
+    (scikit-learn's sample_weight).
     `empty_clusters`: "keep" (a center without points stays) or
     "relocate-farthest" (scikit-learn's rule). `offset` (d,) is subtracted
     from every point before it is sent (the mean, for float32's precision);
@@ -166,11 +180,12 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
                          "tolerances")
     if k < 1 or n < k:
         raise ValueError(f"k = {k} needs 1 <= k <= n = {n} points")
+    dtype = job_dtype(points.dtype)
     options = job_options(k, d, init or ("plain-kmeans++" if plain_seeding else "kmeans++"),
                           centers, None if offset is None else np.asarray(offset), iterations,
-                          seed, empty_clusters, n_init)
+                          seed, empty_clusters, n_init, dtype)
     if weights is not None:
-        weights = np.ascontiguousarray(np.asarray(weights, dtype=np.float32).reshape(-1))
+        weights = np.ascontiguousarray(np.asarray(weights, dtype=dtype).reshape(-1))
         if len(weights) != n:
             raise ValueError(f"weights has {len(weights)} values for {n} points")
     if offset is not None:

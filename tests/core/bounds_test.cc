@@ -143,7 +143,8 @@ std::vector<Problem<Scalar>> Problems() {
 }
 
 template <typename Scalar>
-RunResult<Scalar> Run(const Problem<Scalar>& p, AssignmentPath assignment) {
+RunResult<Scalar> Run(const Problem<Scalar>& p, AssignmentPath assignment,
+                      SumsPath sums = SumsPath::kAuto) {
   const InputMap<Scalar> identity(InputScaling::kNone, p.points);
   const ParameterValues parameters;
   absl::StatusOr<RunResult<Scalar>> run =
@@ -156,7 +157,8 @@ RunResult<Scalar> Run(const Problem<Scalar>& p, AssignmentPath assignment) {
                         .record_trajectory = true,
                         .cluster_sums = true,
                         .empty_clusters = p.empty_clusters,
-                        .assignment = assignment});
+                        .assignment = assignment,
+                        .sums = sums});
   EXPECT_TRUE(run.ok()) << run.status();
   return *std::move(run);
 }
@@ -311,6 +313,57 @@ TYPED_TEST(BoundsTest, LabelsEqualReferenceLloydAtEveryLayer) {
       }
     }
   });
+}
+
+// Exact sums, updated by the points that moved: the products, the bounds
+// and the automatic choice give the same bits at every layer, on every
+// problem (relocation and splitting included), and the final sums are the
+// exact sums rounded once (binary128 sums in the reference). Weighted double
+// points have no exact sums (their products are not doubles): those runs
+// keep double sums, alike on every path.
+TYPED_TEST(BoundsTest, ExactSumsGiveTheSameBitsOnEveryPathAndAreTheExactSumsRounded) {
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    int64_t from_moves = 0;
+    for (const Problem<S>& p : Problems<S>()) {
+      SCOPED_TRACE(p.name);
+      const RunResult<S> products = Run(p, AssignmentPath::kProducts, SumsPath::kExact);
+      const RunResult<S> bounds = Run(p, AssignmentPath::kBounds, SumsPath::kExact);
+      ExpectIdentical(bounds, products);
+      ExpectIdentical(Run(p, AssignmentPath::kAuto, SumsPath::kExact), products);
+      const Vector<S>* weights = p.weights.size() > 0 ? &p.weights : nullptr;
+      if (std::is_same_v<S, double> && weights != nullptr) continue;
+      const ClusterSums want = ReferenceRoundedSums(p.points, products.labels,
+                                                    static_cast<int>(p.centers.cols()), weights);
+      EXPECT_EQ(products.cluster_sums->sums, want.sums);
+      EXPECT_EQ(products.cluster_sums->counts, want.counts);
+      EXPECT_EQ(products.cluster_sums->weights, want.weights);
+      for (const RunResult<S>* run : {&products, &bounds}) {
+        for (const AssignmentStats& a : run->assignments) from_moves += a.sums_from_moves;
+      }
+    }
+    // The sums followed the moved points, not only sums from scratch.
+    EXPECT_GT(from_moves, 0);
+  });
+}
+
+// Where the bounds may pay, the sums are exact by default, on each path
+// alike, and once the centers settle they follow the few points that move.
+TYPED_TEST(BoundsTest, LargeRunsKeepExactSumsUpdatedByTheMovedPoints) {
+  using S = TypeParam;
+  Problem<S> blobs{.name = "blobs", .points = Blobs<S>(20000, 8, 40, 16)};
+  blobs.centers = blobs.points.leftCols(40);
+  blobs.layers = 15;
+  blobs.empty_clusters = EmptyClusterPolicy::kRelocateFarthest;
+  const RunResult<S> run = Run(blobs, AssignmentPath::kAuto);
+  ExpectIdentical(run, Run(blobs, AssignmentPath::kProducts));
+  ExpectIdentical(run, Run(blobs, AssignmentPath::kBounds, SumsPath::kExact));
+  const ClusterSums want = ReferenceRoundedSums(blobs.points, run.labels, 40);
+  EXPECT_EQ(run.cluster_sums->sums, want.sums);
+  ASSERT_EQ(run.assignments.size(), 16u);
+  EXPECT_FALSE(run.assignments[0].sums_from_moves);
+  EXPECT_TRUE(run.assignments.back().sums_from_moves);
+  EXPECT_LT(run.assignments.back().moved, 20000 / 100);
 }
 
 // The automatic choice takes the products where the bounds settle few

@@ -28,6 +28,7 @@
 #include "core/transformer.h"
 #include "learn/task_generator.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
+#include "proto/raw_payload.h"
 #include "server/resident_shard.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/service_fixture.h"
@@ -339,6 +340,154 @@ TEST_F(ResidentJobTest, RelocationRestartsAndRandomStartsEqualOneRequestOnAllPoi
       EXPECT_GE(got->relocations, 1);
     }
   }
+}
+
+// GridPoints far from the origin, in double, with a part in 1/128s that
+// float32 cannot hold at 1e6 (its spacing there is 1/16): every sum of
+// their coordinates is still exact in double.
+Matrix<double> FarGridPoints(int64_t n) {
+  Rng rng(9);
+  Matrix<double> points = GridPoints(n).cast<double>().array() + 1e6;
+  for (Eigen::Index i = 0; i < points.size(); ++i) points(i) += rng.Below(8) / 128.0;
+  return points;
+}
+
+PointSource64 SourceOf64(const Matrix<double>& points) {
+  return [&points](int64_t first, int64_t count, std::vector<double>* values) {
+    values->insert(values->end(), points.col(first).data(),
+                   points.col(first).data() + count * points.rows());
+    return absl::OkStatus();
+  };
+}
+
+// The float64 twin of RelocationRestartsAndRandomStartsEqualOneRequestOnAllPoints:
+// a job on float64 shards equals one float64 Cluster request on the same
+// points to the bit, so its seeding, steps, relocation and centers are all
+// in double.
+TEST_F(ResidentJobTest, Float64JobsEqualOneFloat64RequestOnAllPoints) {
+  const Matrix<double> points = FarGridPoints(6000);
+  const int64_t n = points.cols();
+  Matrix<double> twice = points.leftCols(kK);
+  twice.col(1) = twice.col(0);
+  struct Case {
+    const char* name;
+    v1::Init init;
+    int n_init;
+    std::optional<Matrix<double>> start;
+  };
+  for (const Case& c : {Case{"random, 3 starts", v1::INIT_RANDOM, 3, std::nullopt},
+                        Case{"k-means++, 2 starts", v1::INIT_KMEANS_PLUS_PLUS, 2, std::nullopt},
+                        Case{"a center twice", v1::INIT_GIVEN, 1, twice}}) {
+    SCOPED_TRACE(c.name);
+    ResidentJobOptions job{.k = kK, .iterations = 40, .seed = 4};
+    job.n_init = c.n_init;
+    job.empty_clusters = EmptyClusterPolicy::kRelocateFarthest;
+    job.seeding = c.init == v1::INIT_RANDOM ? ResidentSeeding::kRandom
+                                            : ResidentSeeding::kGreedyKMeansPlusPlus;
+    if (c.start) job.starts_f64.push_back(*c.start);
+    const absl::StatusOr<ResidentJobResult> got =
+        RunResidentJobOnReplicas({.servers = {a_->address(), b_->address()},
+                                  .streams_per_server = 2,
+                                  .chunk_bytes = 64 << 10},
+                                 job, 0, n, kD, SourceOf64(points));
+    ASSERT_TRUE(got.ok()) << got.status();
+
+    v1::ClusterRequest request;
+    request.set_model("lloyd-onehot");
+    request.set_n(n);
+    request.set_d(kD);
+    EncodeFloat64(absl::MakeConstSpan(points.data(), points.size()), request.mutable_points_f64());
+    request.set_k(kK);
+    request.set_iterations(40);
+    request.set_seed(4);
+    request.set_init(c.init);
+    if (c.start) {
+      EncodeFloat64(absl::MakeConstSpan(c.start->data(), c.start->size()),
+                    request.mutable_centers_f64());
+    }
+    request.set_n_init(c.n_init);
+    request.set_empty_clusters(v1::EMPTY_CLUSTERS_RELOCATE_FARTHEST);
+    request.set_tol(0);
+    request.set_raw_response(true);
+    const v1::ClusterResponse want = ClusterOnce(a_->address(), request);
+    ASSERT_FALSE(want.has_error()) << want.error().message();
+    Matrix<double> centers(kD, kK);
+    ASSERT_EQ(want.centers_f64().size(), sizeof(double) * centers.size());
+    DecodeFloat64(want.centers_f64(), centers.data());
+    Labels labels(n);
+    ASSERT_EQ(want.labels_i32().size(), sizeof(int32_t) * n);
+    std::memcpy(labels.data(), want.labels_i32().data(), want.labels_i32().size());
+    EXPECT_EQ(got->labels, labels);
+    EXPECT_EQ(got->centers_f64, centers);
+    EXPECT_EQ(got->centers, centers.cast<float>());
+    // The sums are exact, the distances (far from the origin, to centers
+    // that are not on the grid) are not: the objective adds them over the
+    // shards in another order than one request does.
+    EXPECT_NEAR(got->objective, want.objective(), 1e-12 * want.objective());
+    EXPECT_EQ(got->iterations_run, want.iterations_run());
+    EXPECT_EQ(got->best_restart, want.best_restart());
+    ASSERT_EQ(got->restart_objectives.size(), static_cast<size_t>(want.restart_objectives_size()));
+    for (int r = 0; r < want.restart_objectives_size(); ++r) {
+      EXPECT_NEAR(got->restart_objectives[r], want.restart_objectives(r),
+                  1e-12 * want.restart_objectives(r));
+    }
+    if (c.start) {
+      EXPECT_GE(got->relocations, 1);
+    }
+  }
+}
+
+// One job is float32 or float64 throughout: a float64 shard refuses float32
+// steps, and the stream of a shard whose chunks mix the two ends with
+// INVALID_ARGUMENT naming the fields.
+TEST_F(ResidentJobTest, MixedPrecisionInOneJobIsRefused) {
+  auto channel = grpc::CreateChannel(a_->address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::KMeansTransformer::NewStub(channel);
+  const std::vector<double> points64 = {1, 2, 3, 4};
+  {
+    grpc::ClientContext context;
+    auto stream = stub->Job(&context);
+    v1::JobRequest request;
+    request.mutable_shard()->set_n(2);
+    request.mutable_shard()->set_d(2);
+    EncodeFloat64(points64, request.mutable_shard()->mutable_points_f64());
+    ASSERT_TRUE(stream->Write(request));
+    v1::JobResponse response;
+    ASSERT_TRUE(stream->Read(&response));
+    EXPECT_EQ(response.points_loaded(), 2);
+    v1::JobRequest step;
+    step.mutable_assign()->set_k(1);
+    EncodeFloat32(std::vector<float>{1, 2}, step.mutable_assign()->mutable_centers_f32());
+    ASSERT_TRUE(stream->Write(step));
+    ASSERT_TRUE(stream->Read(&response));
+    EXPECT_EQ(response.error().code(), 3);
+    EXPECT_EQ(response.error().message(),
+              "centers comes as float32 (centers or centers_f32) for a float64 shard (its points "
+              "came as points_f64): send centers_f64; one job's shards and steps are all float32 "
+              "or all float64");
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  grpc::ClientContext context;
+  auto stream = stub->Job(&context);
+  v1::JobRequest request;
+  request.mutable_shard()->set_n(4);
+  request.mutable_shard()->set_d(2);
+  EncodeFloat64(points64, request.mutable_shard()->mutable_points_f64());
+  ASSERT_TRUE(stream->Write(request));
+  request.mutable_shard()->clear_points_f64();
+  EncodeFloat32(std::vector<float>{1, 2, 3, 4}, request.mutable_shard()->mutable_points_f32());
+  ASSERT_TRUE(stream->Write(request));
+  stream->WritesDone();
+  v1::JobResponse response;
+  while (stream->Read(&response)) {
+  }
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "points comes as float32 (points or points_f32) for a float64 shard (its points came "
+            "as points_f64): send points_f64; one job's shards and steps are all float32 or all "
+            "float64");
 }
 
 TEST_F(ResidentJobTest, CliWholeModeRestartsAndRelocatesAsOneRequest) {
@@ -771,6 +920,41 @@ TEST_F(ResidentJobFaults, AReplicaKilledDuringKMeansParallelChangesNothing) {
   EXPECT_EQ(got->initial_objective, clean->initial_objective);
   EXPECT_EQ(got->centers, clean->centers);
   EXPECT_EQ(got->labels, clean->labels);
+}
+
+// A float64 job on replicas a and b, b killed when `when` starts a line of
+// its log: the result equals a clean run's to the bit, its shards given
+// back their float64 seeding centers.
+void ExpectFloat64JobSurvives(ServerProcess* a, ServerProcess* b, ResidentSeeding seeding,
+                              const std::string& when) {
+  const Matrix<double> points = FarGridPoints(20000);
+  ResidentJobOptions job{.k = kK, .iterations = 3, .seed = 4};
+  job.seeding = seeding;
+  const ReplicaShardOptions replicas{
+      .servers = {a->address(), b->address()}, .streams_per_server = 2, .chunk_bytes = 64 << 10};
+  const absl::StatusOr<ResidentJobResult> clean =
+      RunResidentJobOnReplicas(replicas, job, 0, points.cols(), kD, SourceOf64(points));
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  job.log = [&](const std::string& line) {
+    if (line.rfind(when, 0) == 0) b->Signal(SIGKILL);
+  };
+  const absl::StatusOr<ResidentJobResult> got =
+      RunResidentJobOnReplicas(replicas, job, 0, points.cols(), kD, SourceOf64(points));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->shard_moves, 2);
+  EXPECT_EQ(got->initial_objective, clean->initial_objective);
+  EXPECT_EQ(got->centers_f64, clean->centers_f64);
+  EXPECT_EQ(got->labels, clean->labels);
+}
+
+TEST_F(ResidentJobFaults, AReplicaKilledDuringAFloat64KMeansPlusPlusChangesNothing) {
+  ExpectFloat64JobSurvives(a_.get(), b_.get(), ResidentSeeding::kGreedyKMeansPlusPlus,
+                           "k-means++: 4 of");
+}
+
+TEST_F(ResidentJobFaults, AReplicaKilledDuringAFloat64KMeansParallelChangesNothing) {
+  ExpectFloat64JobSurvives(a_.get(), b_.get(), ResidentSeeding::kKMeansParallel,
+                           "k-means||: round 2 ");
 }
 
 TEST(ResidentJobCap, AShardThatDoesNotFitIsRefusedWithTheNumbersAndTheCliFallsBack) {

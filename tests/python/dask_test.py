@@ -122,6 +122,28 @@ class DaskTest(unittest.TestCase):
                 self.assertEqual(jobs_by_code(server), {
                     **counted, "OK": counted["OK"] + jobs_ended(server) - sum(counted.values())})
 
+    def test_float64_blocks_are_float64_shards_as_scikit_learns_to_1e_7(self):
+        # Near 1e6, below float32's spacing there: float32 shards would lose
+        # the digits scikit-learn keeps; float32 blocks stay float32.
+        points = mixture(4000, 4, K, seed=23, offset=1e6)
+        weights = np.random.default_rng(4).uniform(0.5, 2.0, size=len(points))
+        for weighted in (False, True):
+            with self.subTest(weighted=weighted):
+                w = weights if weighted else None
+                got = self.fit(blocks_of(points, 700), init=rows(points, K), tol=0.0,
+                               sample_weight=None if w is None else da.from_array(w, chunks=700))
+                want = sklearn.cluster.KMeans(K, init=rows(points, K), n_init=1, tol=0.0).fit(
+                    points, sample_weight=w)
+                self.assertEqual(got.cluster_centers_.dtype, np.float64)
+                np.testing.assert_array_equal(got.labels_.compute(), want.labels_)
+                self.assertEqual(got.n_iter_, want.n_iter_)
+                np.testing.assert_allclose(got.cluster_centers_ - 1e6,
+                                           want.cluster_centers_ - 1e6, rtol=1e-7)
+                np.testing.assert_allclose(got.inertia_, want.inertia_, rtol=1e-7)
+        small = points.astype(np.float32) - np.float32(1e6)
+        got = self.fit(da.from_array(small, chunks=700), init=rows(small, K), max_iter=2)
+        self.assertEqual(got.cluster_centers_.dtype, np.float32)
+
     def test_every_tolerance_and_max_iter_stop_as_scikit_learns(self):
         points = mixture(3000, 4, K, seed=5)
         for options in (dict(tol=0.0), dict(tol=1e-2), dict(max_iter=3)):

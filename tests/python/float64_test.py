@@ -1,7 +1,8 @@
 """Float64 data end to end through a real kmt-server: the client sends float64
 arrays as float64 payloads and reads float64 answers, kmt.KMeans fits float64
 X that fits one request in double (equal to scikit-learn's KMeans to the
-tolerances of scikit-learn's own tests), float32 X as before; then checks of
+tolerances of scikit-learn's own tests) and larger float64 X as a resident
+job of float64 shards to the same tolerances, float32 X as before; then checks of
 scikit-learn's sklearn/cluster/tests/test_k_means.py (test_dense_sparse,
 test_transform, test_fit_transform, test_weighted_vs_repeated,
 test_k_means_1_iteration) run on kmt.KMeans as they are written there."""
@@ -16,7 +17,7 @@ from sklearn.base import clone
 from sklearn.datasets import make_blobs
 from sklearn.metrics import pairwise_distances, pairwise_distances_argmin
 
-from estimator_support import ServedTest, kmt, mixture, rows
+from estimator_support import Server, ServedTest, kmt, mixture, rows
 
 K = 6
 # scikit-learn's own tests' seed (SKLEARN_TESTS_GLOBAL_RANDOM_SEED's default)
@@ -138,6 +139,71 @@ class SameAsScikitLearnTest(ServedTest):
         plan = got._plan(points, None, distances=False)
         self.assertEqual(wire_fields(got._requests(plan, cl)[0]), ["centers_f32", "points_f32"])
         cl.close()
+
+
+class ResidentFloat64Test(ServedTest):
+    """Float64 X beyond one request: kmt.KMeans's resident job (batch_size
+    below n) on two replicas, float64 shards computed in double."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.other = Server("--model_dir=")
+        cls.both = f"ipv4:{cls.server.address},{cls.other.address}"
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        assert cls.other.stop() == 0
+
+    def fit_both(self, points, init, weights=None, **options):
+        got = kmt.KMeans(K, init=init, n_init=1, server=self.both, batch_size=len(points) // 3,
+                         **options).fit(points, sample_weight=weights)
+        want = sklearn.cluster.KMeans(K, init=init, n_init=1, algorithm="lloyd",
+                                      **options).fit(points, sample_weight=weights)
+        return got, want
+
+    def test_float64_resident_fit_equals_scikit_learn_to_1e_7_far_from_the_origin(self):
+        # Points near 1e6 with details below float32's spacing there (1/16):
+        # float32 shards would lose them.
+        base = 1e6
+        points = mixture(6000, 5, K, seed=21, offset=base)
+        self.assertTrue(np.any(points != points.astype(np.float32)))
+        weights = np.random.default_rng(3).uniform(0.5, 2.0, size=len(points))
+        init = rows(points, K)
+        empty = init.copy()
+        empty[2] = base + 60.0  # no point is nearest: relocated after the first step
+        for start, weighted, tol in ((init, False, 0.0), (init, True, 0.0), (init, False, 1e-4),
+                                     (empty, False, 0.0)):
+            with self.subTest(empty=start is empty, weighted=weighted, tol=tol):
+                got, want = self.fit_both(points, start, weights if weighted else None, tol=tol)
+                self.assertGreater(want.n_iter_, 5)
+                assert_array_equal(got.labels_, want.labels_)
+                self.assertEqual(got.n_iter_, want.n_iter_)
+                self.assertEqual(got.cluster_centers_.dtype, np.float64)
+                assert_allclose(got.cluster_centers_, want.cluster_centers_, rtol=1e-7)
+                # And where the clusters are: relative to the base, too.
+                assert_allclose(got.cluster_centers_ - base, want.cluster_centers_ - base,
+                                rtol=1e-7)
+                assert_allclose(got.inertia_, want.inertia_, rtol=1e-7)
+
+    def test_fit_resident_keeps_the_points_dtype(self):
+        points = mixture(3000, 3, K, seed=5, offset=1e6)
+        start = rows(points, K)
+        got = kmt.fit_resident(self.both, points, K, centers=start, iterations=5)
+        self.assertEqual(got.centers.dtype, np.float64)
+        # Lloyd's in double over all points, written plainly.
+        centers = start.copy()
+        for _ in range(got.iterations_run):
+            labels = pairwise_distances_argmin(points, centers)
+            centers = np.stack([points[labels == j].mean(axis=0) for j in range(K)])
+        assert_allclose(got.centers, centers, rtol=1e-13)
+        self.assertTrue(np.any(got.centers != got.centers.astype(np.float32)))
+        assert_array_equal(got.labels, pairwise_distances_argmin(points, centers))
+        # Float32 points run a float32 job, as before.
+        small = mixture(3000, 3, K, seed=5, dtype=np.float32)
+        self.assertEqual(kmt.fit_resident(self.both, small, K, centers=rows(small, K),
+                                          iterations=2).centers.dtype, np.float32)
 
 
 # scikit-learn's test data (sklearn/cluster/tests/test_k_means.py).

@@ -13,6 +13,7 @@
 #include "core/init.h"
 #include "core/random.h"
 #include "proto/raw_payload.h"
+#include "reference/lloyd.h"
 
 namespace kmt {
 namespace {
@@ -104,6 +105,43 @@ TEST(ResidentShard, AssignStepsAcrossAJobAreTheCoresToTheBit) {
     }
   }
   // The bounds did keep labels: the steps above went through them.
+  EXPECT_GT(settled, points.cols());
+}
+
+// Where the bounds may pay (16,384 points or more, 32 centers or more) the
+// shard keeps exact sums between the steps of a job, updated by the points
+// that moved: every step's sums are the exact sums of its labels rounded
+// once (binary128 sums in the reference), its labels and objective the
+// core's.
+TEST(ResidentShard, LargeShardsAnswerTheExactSumsOfEveryStep) {
+  const int d = 4, k = 32;
+  Matrix<float> points = Points(d, 20000);
+  for (Eigen::Index i = 0; i < points.cols(); ++i) points(i % d, i) += 6.0f * (i % 8);
+  ResidentMemory memory(1 << 26);
+  ResidentShard shard(&memory, Limits{});
+  v1::JobResponse response;
+  ASSERT_TRUE(shard.Load(Chunk(points, 0, points.cols()), &response).ok());
+  Matrix<float> centers = points.leftCols(k);
+  int64_t settled = 0;
+  for (int step_index = 0; step_index < 10; ++step_index) {
+    SCOPED_TRACE(step_index);
+    v1::AssignStep step;
+    step.set_k(k);
+    step.mutable_centers()->Add(centers.data(), centers.data() + centers.size());
+    step.set_return_labels(true);
+    v1::JobResponse got;
+    ASSERT_TRUE(shard.Assign(step, &got).ok());
+    Labels labels;
+    const double objective = AssignNearest(points, centers, &labels);
+    ASSERT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
+    ASSERT_EQ(got.objective(), objective);
+    const ClusterSums sums = ReferenceRoundedSums(points, labels, k);
+    ASSERT_EQ(std::vector<int64_t>(got.center_counts().begin(), got.center_counts().end()),
+              sums.counts);
+    ASSERT_EQ(Eigen::Map<const Matrix<double>>(got.center_sums().data(), d, k), sums.sums);
+    settled += got.points_settled_by_bounds();
+    ApplyMeans(sums, &centers);
+  }
   EXPECT_GT(settled, points.cols());
 }
 
@@ -608,6 +646,179 @@ TEST(ResidentShard, BadKMeansParallelStepsAreRefusedAndTheShardStays) {
   ASSERT_TRUE(shard.KMeansParallel(bad, &response).ok());
   SeedingShard<float> local(&points);
   EXPECT_EQ(response.potential(), *local.AddCenters(points.col(0)));
+}
+
+// Points far from the origin with parts float32 cannot hold (its spacing
+// at 1e6 is 1/16), as float64.
+Matrix<double> FarPoints(int d, int64_t n) {
+  Matrix<double> points = Points(d, n).cast<double>().array() * 10 + 1e6;
+  for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] += (i % 7) / 1024.0;
+  return points;
+}
+
+v1::ShardChunk Chunk64(const Matrix<double>& points, const Vector<double>* weights, int64_t first,
+                       int64_t count) {
+  v1::ShardChunk chunk;
+  chunk.set_n(points.cols());
+  chunk.set_d(static_cast<int>(points.rows()));
+  EncodeFloat64(absl::MakeConstSpan(points.col(first).data(), count * points.rows()),
+                chunk.mutable_points_f64());
+  if (weights != nullptr) {
+    EncodeFloat64(absl::MakeConstSpan(weights->data() + first, count), chunk.mutable_weights_f64());
+  }
+  return chunk;
+}
+
+Matrix<double> Decoded(const std::string& bytes, int d) {
+  Matrix<double> m(d, static_cast<Eigen::Index>(bytes.size() / (sizeof(double) * d)));
+  DecodeFloat64(bytes, m.data());
+  return m;
+}
+
+// A shard loaded from points_f64 is held in double: its assign, seed,
+// k-means‖ and candidate-weights steps are the core's at Scalar = double,
+// and its points come back as float64 bytes.
+TEST(ResidentShard, AFloat64ShardComputesInDoubleAsTheCore) {
+  const int d = 3;
+  const Matrix<double> points = FarPoints(d, 1000);
+  const Vector<double> weights = Weights(1000).cast<double>();
+  ResidentMemory memory(1 << 20);
+  ResidentShard shard(&memory, Limits{});
+  v1::JobResponse response;
+  ASSERT_TRUE(shard.Load(Chunk64(points, &weights, 0, 400), &response).ok());
+  EXPECT_TRUE(shard.float64());
+  EXPECT_EQ(memory.held(), ResidentShard::Bytes(1000, d, /*weighted=*/true, false, true));
+  EXPECT_EQ(ResidentShard::Bytes(1000, d, false, false, /*float64=*/true), 1000 * (8 * d + 48));
+  ASSERT_TRUE(shard.Load(Chunk64(points, &weights, 400, 600), &response).ok());
+  ASSERT_TRUE(shard.complete());
+
+  Matrix<double> centers = points.leftCols(5);
+  centers.col(4) = centers.col(3);  // an empty cluster, for farthest
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE(step);
+    v1::AssignStep assign;
+    assign.set_k(5);
+    EncodeFloat64(absl::MakeConstSpan(centers.data(), centers.size()),
+                  assign.mutable_centers_f64());
+    assign.set_return_labels(true);
+    assign.set_farthest(2);
+    v1::JobResponse got;
+    ASSERT_TRUE(shard.Assign(assign, &got).ok());
+    Labels labels;
+    ClusterSums sums(d, 5);
+    const double objective = AssignNearest(points, centers, &labels, nullptr, &sums, &weights);
+    EXPECT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
+    EXPECT_EQ(Eigen::Map<const Matrix<double>>(got.center_sums().data(), d, 5), sums.sums);
+    EXPECT_EQ(got.objective(), objective);
+    std::vector<double> distances;
+    const std::vector<int64_t> far =
+        FarthestPoints(points, &weights, labels, centers, 2, &distances);
+    EXPECT_EQ(std::vector<int64_t>(got.far_indices().begin(), got.far_indices().end()), far);
+    EXPECT_EQ(std::vector<double>(got.far_distances().begin(), got.far_distances().end()),
+              distances);
+    EXPECT_TRUE(got.far_points_f32().empty());
+    const Matrix<double> far_points = Decoded(got.far_points_f64(), d);
+    ASSERT_EQ(far_points.cols(), 2);
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(far_points.col(r), points.col(far[r]));
+    ApplyMeans(sums, &centers);
+  }
+
+  SeedingShard<double> local(&points, &weights);
+  const SeedAnswer<double> want =
+      *local.Step({.add = points.col(3), .indices = {17}, .candidates = points.col(9)});
+  v1::SeedStep seed;
+  EncodeFloat64(absl::MakeConstSpan(points.col(3).data(), d), seed.mutable_add_centers_f64());
+  seed.add_point_indices(17);
+  EncodeFloat64(absl::MakeConstSpan(points.col(9).data(), d), seed.mutable_candidates_f64());
+  v1::JobResponse got;
+  ASSERT_TRUE(shard.Seed(seed, &got).ok());
+  EXPECT_EQ(got.potential(), want.potential);
+  EXPECT_EQ(got.points_size(), 0);
+  EXPECT_EQ(Decoded(got.points_f64(), d), want.points);
+  EXPECT_EQ(got.candidate_potentials(0), want.candidate_potentials[0]);
+
+  const Matrix<double> group = points.middleCols(20, 2);
+  const double potential = *local.AddCenters(group);
+  const std::vector<int64_t> sampled = *local.Oversample(6, potential, 5, 1, 100);
+  ASSERT_GT(sampled.size(), 0u);
+  v1::KMeansParallelStep take;
+  EncodeFloat64(absl::MakeConstSpan(group.data(), group.size()), take.mutable_add_centers_f64());
+  take.set_oversampling(6);
+  take.set_potential(potential);
+  take.set_seed(5);
+  take.set_round(1);
+  take.set_first_point(100);
+  got.Clear();
+  ASSERT_TRUE(shard.KMeansParallel(take, &got).ok());
+  EXPECT_EQ(got.potential(), potential);
+  EXPECT_EQ(std::vector<int64_t>(got.sampled_indices().begin(), got.sampled_indices().end()),
+            sampled);
+  EXPECT_EQ(got.sampled_points_size(), 0);
+  const Matrix<double> sampled_points = Decoded(got.sampled_points_f64(), d);
+  ASSERT_EQ(sampled_points.cols(), static_cast<Eigen::Index>(sampled.size()));
+  for (size_t j = 0; j < sampled.size(); ++j) {
+    EXPECT_EQ(sampled_points.col(j), points.col(sampled[j]));
+  }
+
+  v1::CandidateWeightsStep weigh;
+  EncodeFloat64(absl::MakeConstSpan(group.data(), group.size()), weigh.mutable_candidates_f64());
+  got.Clear();
+  ASSERT_TRUE(shard.CandidateWeights(weigh, &got).ok());
+  EXPECT_EQ(std::vector<double>(got.candidate_weights().begin(), got.candidate_weights().end()),
+            NearestCandidateWeights<double>(points, &weights, group));
+}
+
+// A job is float32 or float64 as its shard's first chunk says: payloads of
+// the other precision are refused, naming what to send instead.
+TEST(ResidentShard, MixedPrecisionsAreRefusedWithWhatToSend) {
+  const Matrix<float> points = Points(2, 10);
+  const Matrix<double> points64 = points.cast<double>();
+  ResidentMemory memory(1 << 20);
+  v1::JobResponse response;
+  {
+    ResidentShard shard(&memory, Limits{});
+    ASSERT_TRUE(shard.Load(Chunk64(points64, nullptr, 0, 4), &response).ok());
+    EXPECT_EQ(shard.Load(RawChunk(points, 4, 6), &response).message(),
+              "points comes as float32 (points or points_f32) for a float64 shard (its points "
+              "came as points_f64): send points_f64; one job's shards and steps are all float32 "
+              "or all float64");
+  }
+  {
+    ResidentShard shard(&memory, Limits{});
+    ASSERT_TRUE(shard.Load(RawChunk(points, 0, 4), &response).ok());
+    EXPECT_EQ(shard.Load(Chunk64(points64, nullptr, 4, 6), &response).message(),
+              "points_f64 is set for a float32 shard (its points came as float32): send points "
+              "or points_f32; one job's shards and steps are all float32 or all float64");
+  }
+  ResidentShard f32(&memory, Limits{}), f64(&memory, Limits{});
+  ASSERT_TRUE(f32.Load(RawChunk(points, 0, 10), &response).ok());
+  ASSERT_TRUE(f64.Load(Chunk64(points64, nullptr, 0, 10), &response).ok());
+  v1::AssignStep assign64;
+  assign64.set_k(1);
+  EncodeFloat64(std::vector<double>{0, 0}, assign64.mutable_centers_f64());
+  EXPECT_EQ(f32.Assign(assign64, &response).message(),
+            "centers_f64 is set for a float32 shard (its points came as float32): send centers "
+            "or centers_f32; one job's shards and steps are all float32 or all float64");
+  EXPECT_TRUE(f64.Assign(assign64, &response).ok());
+  const v1::AssignStep assign32 = Step(points.leftCols(1), false);
+  EXPECT_EQ(f64.Assign(assign32, &response).code(), absl::StatusCode::kInvalidArgument);
+  v1::SeedStep seed;
+  seed.add_add_centers(0);
+  seed.add_add_centers(0);
+  EXPECT_EQ(f64.Seed(seed, &response).message(),
+            "add_centers comes as float32 (add_centers or add_centers_f32) for a float64 shard "
+            "(its points came as points_f64): send add_centers_f64; one job's shards and steps "
+            "are all float32 or all float64");
+  v1::KMeansParallelStep parallel;
+  EncodeFloat64(std::vector<double>{0, 0}, parallel.mutable_add_centers_f64());
+  EXPECT_EQ(f32.KMeansParallel(parallel, &response).code(), absl::StatusCode::kInvalidArgument);
+  v1::CandidateWeightsStep candidates;
+  EncodeFloat32(std::vector<float>{0, 0}, candidates.mutable_candidates_f32());
+  EXPECT_EQ(f64.CandidateWeights(candidates, &response).code(), absl::StatusCode::kInvalidArgument);
+  // A float64 step whose bytes do not fit d says so.
+  assign64.set_centers_f64(std::string(12, '\0'));
+  EXPECT_EQ(f64.Assign(assign64, &response).message(),
+            "centers_f64 has 12 bytes, expected k*d*8 = 1*2*8");
 }
 
 }  // namespace

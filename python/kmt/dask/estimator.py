@@ -24,7 +24,7 @@ from ..served import (check_model_parameters, invalid_input_as_value_error, keep
                       model_info, server_of, tls_options)
 from .job import DaskJob
 
-# Bytes of the float32 points in one chunk of a shard on the wire.
+# Bytes of the points (float32 or float64) in one chunk of a shard on the wire.
 CHUNK_BYTES = 4 << 20
 
 
@@ -251,7 +251,8 @@ class KMeans(_kmeans.KMeans):
         random = starts is None and self.init == "random"
         options = resident.job_options(self.n_clusters, job.spec.d, self.init if starts is None
                                        else "kmeans++", starts, offset, self.max_iter, seed,
-                                       self.empty_clusters, self._n_init)
+                                       self.empty_clusters, self._n_init,
+                                       resident.job_dtype(job.dtype))
         answer = resident.driver_errors(
             resident.driver().drive, job, job.spec.d, self.n_clusters,
             weights=job.all_weights() if random and job.weighted else None,

@@ -28,8 +28,10 @@ class _Shard:
     def __init__(self, block, first, count, replica, worker):
         self.block, self.first, self.count = block, first, count
         self.replica, self.worker = replica, worker
-        self.seeded = []  # k-means++ centers taken into its distances, to replay
-        self.groups = []  # k-means‖'s groups of centers taken in (float32 bytes), to replay
+        # k-means++ centers taken into its distances, to replay: floats, or
+        # a float64 fit's float64 bytes
+        self.seeded = []
+        self.groups = []  # k-means‖'s groups of centers taken in (raw bytes), to replay
 
 
 class DaskJob:
@@ -45,7 +47,7 @@ class DaskJob:
         self.weighted = weights is not None
         self.dtype = X.dtype
         self.spec = worker.FitSpec(uuid.uuid4().hex, X.shape[1], offset, chunk_bytes, timeout,
-                                   tuple(sorted(tls.items())))
+                                   tuple(sorted(tls.items())), X.dtype == np.float64)
         self.alive = [True] * len(servers)
         self.shards = []
         self.moves = 0          # shards loaded again after their worker or replica failed
@@ -237,5 +239,6 @@ class DaskJob:
         """The weights of every point, on the client (for the weighted
         'random' init)."""
         return np.concatenate(self.client.gather(self.client.compute(
-            [delayed(np.asarray)(self.weight_blocks[s.block], dtype=np.float32)
+            [delayed(np.asarray)(self.weight_blocks[s.block],
+                                 dtype=np.float64 if self.spec.float64 else np.float32)
              for s in self.shards])))

@@ -16,7 +16,7 @@ import numpy as np
 from distributed import get_worker
 
 from .. import resident
-from ..client import ServiceError, channel, float32_bytes, pb, rpc, status_code
+from ..client import FLOAT64, ServiceError, channel, float32_bytes, pb, rpc, status_code
 
 # Stream failures after which the block goes to another replica: the
 # replica is gone, restarting or shutting down (client/replica_shards.cc's
@@ -40,6 +40,12 @@ class FitSpec:
     chunk_bytes: int    # of a shard's chunks on the wire
     timeout: float      # each Job stream's deadline in seconds, or None
     tls: tuple          # kmt.channel's TLS options as (name, value) pairs
+    float64: bool = False  # float64 shards (float64 X), held and computed in double
+
+
+def float64_bytes(values):
+    """An array's values as the wire's raw float64 bytes."""
+    return np.ascontiguousarray(values, dtype=FLOAT64).tobytes()
 
 
 # How long closing a stream waits for the replica's final status before it
@@ -134,22 +140,26 @@ def _step_error(response):
     return ServiceError(status_code(response.error.code), response.error.message)
 
 
-def load_shard(stream, rows, weights, count, d, chunk_bytes, seeded=(), groups=()):
+def load_shard(stream, rows, weights, count, d, chunk_bytes, seeded=(), groups=(),
+               float64=False):
     """Sends a shard of `count` points on a fresh Job stream in raw chunks of
     about `chunk_bytes`, reading the acknowledgements a few chunks behind:
     rows(first, end) are its points [first, end) as the replica is to hold
-    them, `weights` (count,) theirs or None. Then the shard takes `seeded`
-    (the k-means++ centers chosen before it moved there) into its
-    distances, and k-means‖'s `groups` (float32 bytes each) in the same
+    them, `weights` (count,) theirs or None; a float64 shard's as float64.
+    Then the shard takes `seeded` (the k-means++ centers chosen before it
+    moved there: floats, or a float64 shard's bytes) into its distances,
+    and k-means‖'s `groups` (float32 or float64 bytes each) in the same
     groups, so that its distances are those it had to the bit."""
-    chunk = max(1, chunk_bytes // (4 * d))
+    width, encode = (8, float64_bytes) if float64 else (4, float32_bytes)
+    suffix = "f64" if float64 else "f32"
+    chunk = max(1, chunk_bytes // (width * d))
     loaded, unacknowledged = 0, 0
     for start in range(0, count, chunk):
         end = min(count, start + chunk)
-        message = pb.ShardChunk(n=count, d=d, points_f32=float32_bytes(rows(start, end)),
-                                count_label_changes=True)
+        message = pb.ShardChunk(n=count, d=d, count_label_changes=True,
+                                **{f"points_{suffix}": encode(rows(start, end))})
         if weights is not None:
-            message.weights_f32 = float32_bytes(weights[start:end])
+            setattr(message, f"weights_{suffix}", encode(weights[start:end]))
         stream.send(pb.JobRequest(shard=message))
         unacknowledged += 1
         # At most a few chunks in flight: the points are not copied whole.
@@ -161,9 +171,11 @@ def load_shard(stream, rows, weights, count, d, chunk_bytes, seeded=(), groups=(
     if loaded != count:
         raise ServiceError(grpc.StatusCode.INTERNAL,
                            f"the replica holds {loaded} of {count} points")
-    replays = [pb.JobRequest(seed=pb.SeedStep(add_centers=seeded))] if seeded else []
-    replays += [pb.JobRequest(kmeans_parallel=pb.KMeansParallelStep(add_centers_f32=group))
-                for group in groups]
+    seed = (pb.SeedStep(add_centers_f64=b"".join(seeded)) if float64
+            else pb.SeedStep(add_centers=seeded))
+    replays = [pb.JobRequest(seed=seed)] if seeded else []
+    replays += [pb.JobRequest(kmeans_parallel=pb.KMeansParallelStep(
+                    **{f"add_centers_{suffix}": group})) for group in groups]
     for replay in replays:
         stream.send(replay)
         r = stream.receive()
@@ -175,9 +187,15 @@ def note_replays(shard, request):
     """Keeps what a shard's answered `request` took into its seeding
     distances, for a reload to replay (load_shard)."""
     if request.HasField("seed"):
-        shard.seeded.extend(request.seed.add_centers)
-    if request.HasField("kmeans_parallel") and request.kmeans_parallel.add_centers_f32:
-        shard.groups.append(request.kmeans_parallel.add_centers_f32)
+        if request.seed.add_centers_f64:
+            shard.seeded.append(request.seed.add_centers_f64)
+        else:
+            shard.seeded.extend(request.seed.add_centers)
+    if request.HasField("kmeans_parallel"):
+        group = (request.kmeans_parallel.add_centers_f64
+                 or request.kmeans_parallel.add_centers_f32)
+        if group:
+            shard.groups.append(group)
 
 
 def step_labels(answer):
@@ -228,7 +246,8 @@ def load(spec, block, index, weights, replica, seeded, groups):
     ValueError, as scikit-learn's checks do."""
     n = block.shape[0]
     if weights is not None:
-        weights = np.asarray(weights, dtype=np.float32).reshape(-1)
+        weights = np.asarray(weights, dtype=np.float64 if spec.float64 else np.float32)
+        weights = weights.reshape(-1)
         if len(weights) != n:
             raise ValueError(f"sample_weight has {len(weights)} values for the {n} samples of "
                              f"block {index}.")
@@ -243,7 +262,7 @@ def load(spec, block, index, weights, replica, seeded, groups):
     stream = JobStream(_stub(replica, spec.tls), spec.timeout)
     try:
         load_shard(stream, _checked_rows(block, spec.offset, index), weights, n, spec.d,
-                            spec.chunk_bytes, seeded, groups)
+                   spec.chunk_bytes, seeded, groups, spec.float64)
     except ServiceError as e:
         stream.close()
         if e.code in REPLICA_FAILED:

@@ -1,0 +1,96 @@
+// Cluster sums held exactly, so that they can follow the points that change
+// cluster. Floating-point addition is not associative: the sums of a
+// cluster's points added in one order and the same sums updated by removing
+// and adding the points that moved round differently. Here every term (a
+// coordinate times the point's weight) is an integer multiple of a power of
+// two, 2^e times an integer mantissa m, exactly: a float coordinate's 24-bit
+// mantissa, a float weight times a float coordinate's 48-bit product, a
+// double coordinate's 53 bits. Per coordinate the terms are held in one
+// fixed point whose unit is the smallest such power over the points, in a
+// 128-bit integer: additions are exact and associative, so removing a point
+// from one cluster and adding it to another gives the same integers as
+// summing every cluster again, in any order and on any number of threads.
+// The sums are read out rounded to double, once, from those integers.
+//
+// It holds where each coordinate's terms span at most 126 bits with the
+// points' count: the largest term's top bit to the smallest term's lowest,
+// plus log2(n). Real data spans far less (float data near the origin: the
+// mantissa's 24 bits and the exponents' spread, about 50 bits with a
+// million points). Where it does not (values 10^-30 and 10^30 in one
+// coordinate, weighted double points, whose products are not doubles),
+// Fits is false and the caller keeps double sums recomputed in a fixed
+// order.
+#ifndef KMT_CORE_EXACT_SUMS_H_
+#define KMT_CORE_EXACT_SUMS_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/cluster_sums.h"
+#include "core/types.h"
+
+namespace kmt {
+
+template <typename Scalar>
+class ExactClusterSums {
+ public:
+  // The fixed point of these points' terms, or null where they do not fit
+  // (see above). points: d x n, weights: n or null (1 each); both must
+  // outlive the sums, which start with every point in no cluster.
+  static std::unique_ptr<ExactClusterSums> Make(const Matrix<Scalar>& points,
+                                                const Vector<Scalar>* weights, int k);
+
+  // A point that changed cluster.
+  struct Move {
+    Eigen::Index point;
+    int from, to;
+  };
+
+  // The sums of every point under `labels`, from scratch.
+  void Recompute(const Labels& labels);
+  // Each point out of its `from` cluster and into its `to` one.
+  void Apply(const std::vector<Move>& moves);
+  // Adds the counts, weights and sums, each rounded to double, to `into`
+  // (d x k, as AssignNearest adds its own).
+  void AddTo(ClusterSums* into) const;
+
+  // Whether the terms are added in int64s first (each of at most 49 bits),
+  // else shifted into the 128-bit sums one by one; the sums are the same.
+  bool narrow() const { return !scale_.empty(); }
+
+ private:
+  using Fixed = unsigned __int128;  // two's complement, wrapping: exact while the sum fits
+
+  ExactClusterSums(const Matrix<Scalar>& points, const Vector<Scalar>* weights, int k,
+                   std::vector<int> unit);
+  // Adds point i to cluster j (sign +1) or takes it out (-1), in `sums`
+  // (k rows of d + 1 values: the coordinates, then the weight) and `counts`.
+  void Add(Eigen::Index i, int j, int sign, Fixed* sums, int64_t* counts) const;
+  // The same where the terms are narrow (scale_ set): into int64 sums.
+  void AddNarrow(Eigen::Index i, int j, int sign, int64_t* sums) const;
+  // Calls visit(m, add) for m in [0, items), in parallel parts, where
+  // add(i, j, sign) adds point i to cluster j or takes it out.
+  template <typename Visit>
+  void AddAll(Eigen::Index items, const Visit& visit);
+  // Runs `body(first, last, sums, counts)` on parts of [0, items) in
+  // parallel, each into its own zeroed sums, and adds those to these.
+  template <typename Body>
+  void Parallel(Eigen::Index items, const Body& body);
+
+  const Matrix<Scalar>& points_;
+  const Vector<Scalar>* weights_;
+  Eigen::Index rows_;      // d + 1 values a cluster: the coordinates, then the weight
+  std::vector<int> unit_;  // per row, the fixed point's unit: 2^unit_
+  // Where every row's terms take at most 49 bits: 2^-unit_ per row, and
+  // how many terms an int64 takes before it goes into the 128-bit sums.
+  // Empty: every term is shifted into the 128-bit sums directly.
+  std::vector<double> scale_;
+  Eigen::Index block_ = 0;
+  std::vector<Fixed> sums_;
+  std::vector<int64_t> counts_;
+};
+
+}  // namespace kmt
+
+#endif  // KMT_CORE_EXACT_SUMS_H_
