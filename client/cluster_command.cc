@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@
 #include "client/cluster_client.h"
 #include "client/commands.h"
 #include "client/resident_job.h"
+#include "client/shard_set.h"
 #include "core/cluster_sums.h"
 #include "core/empty_clusters.h"
 #include "core/point_moments.h"
@@ -44,6 +46,7 @@
 #include "io/point_reader.h"
 #include "proto/batch_error.h"
 #include "proto/enum_names.h"
+#include "proto/raw_payload.h"
 
 ABSL_FLAG(std::string, input, "",
           "points: CSV (one point per line), NumPy .npy (float32 or float64, shape (n, d)) or raw "
@@ -386,14 +389,107 @@ absl::StatusOr<std::vector<float>> Sample(PointReader& reader, int64_t size, int
   return sample;
 }
 
-// Whole mode, one pass over the file per Lloyd's iteration: every batch is
-// assigned and summed by the server (weighted, with `weights`), the client
-// adds the sums. Scikit-learn's rule stops it: the variance comes from the
-// first pass, and an unchanged assignment shows as a shift of 0.
+// The dataset as one shard that holds nothing (client/shard_set.h), for
+// replicas without room for resident shards: an assign step is one pass
+// over the file, every batch assigned to the step's centers and summed by
+// the server (a Cluster request without iterations, weighted with
+// `weights`), the answers added up in file order. The resident-job driver
+// (client/resident_job.h) runs its Lloyd's iterations and stopping rules
+// on it as on resident shards. Seeding steps are not passes (the initial
+// centers come from a sample instead), nor is relocation, which needs the
+// shards' farthest points.
+class PassShards : public ShardSet {
+ public:
+  PassShards(Client& client, PointReader& reader, const v1::ClusterRequest& base,
+             const std::vector<float>* weights, int64_t n)
+      : client_(client), reader_(reader), base_(base), weights_(weights), n_(n) {
+    base_.set_init(v1::INIT_GIVEN);
+    base_.set_iterations(0);
+    base_.set_return_cluster_sums(true);
+  }
+
+  std::vector<int64_t> Sizes() const override { return {n_}; }
+
+  absl::StatusOr<std::vector<v1::JobResponse>> Round(
+      const std::vector<std::optional<v1::JobRequest>>& requests) override {
+    if (requests.size() != 1 || !requests[0] || !requests[0]->has_assign() ||
+        requests[0]->assign().farthest() > 0) {
+      return absl::UnimplementedError(
+          "a job by passes over the file takes Lloyd's steps only: its initial centers come from "
+          "a sample, and relocating empty clusters needs resident shards (--resident)");
+    }
+    const v1::AssignStep& step = requests[0]->assign();
+    const int d = reader_.d(), k = step.k();
+    v1::ClusterRequest request = base_;
+    request.set_k(k);
+    std::vector<float> centers(static_cast<size_t>(k) * d);
+    DecodeFloat32(step.centers_f32(), centers.data());
+    request.mutable_centers()->Assign(centers.begin(), centers.end());
+    request.set_omit_labels(!step.return_labels());
+    ClusterSums sums(d, k);
+    v1::JobResponse answer;
+    absl::Status failure;
+    const absl::Status status = Pass(
+        client_, reader_, request,
+        step.return_labels() ? "labels" : absl::StrCat("pass ", ++passes_),
+        [&, batch = int64_t{0}](v1::ClusterResponse&& r, const Rows& rows) mutable {
+          if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
+            if (failure.ok()) {
+              failure =
+                  absl::Status(error.code(), RowError(std::string(error.message()), rows, batch));
+            }
+            ++batch;
+            return;
+          }
+          ++batch;
+          answer.set_objective(answer.objective() + r.objective());
+          answer.mutable_labels()->Add(r.labels().begin(), r.labels().end());
+          for (int j = 0; j < r.center_counts_size(); ++j) {
+            sums.counts[j] += r.center_counts(j);
+            if (r.center_weights_size() > 0) sums.weights[j] += r.center_weights(j);
+            for (int l = 0; l < d; ++l) sums.sums(l, j) += r.center_sums(j * d + l);
+          }
+        },
+        weights_);
+    if (!status.ok()) return status;
+    if (!failure.ok()) return failure;
+    answer.mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
+    answer.mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
+    if (weights_ != nullptr) {
+      answer.mutable_center_weights()->Add(sums.weights.begin(), sums.weights.end());
+    }
+    return std::vector<v1::JobResponse>{std::move(answer)};
+  }
+
+  absl::Status Restart() override { return absl::OkStatus(); }
+  int moves() const override { return 0; }
+
+ private:
+  Client& client_;
+  PointReader& reader_;
+  v1::ClusterRequest base_;
+  const std::vector<float>* weights_;
+  int64_t n_;
+  int passes_ = 0;
+};
+
+// Whole mode, one pass over the file per Lloyd's iteration: the driver's
+// job on PassShards, from the given centers or the server's initialisation
+// on a sample, stopped by scikit-learn's rule (the points' variance read
+// in one pass first).
 absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::ClusterRequest base,
                                   const std::vector<float>& weights) {
   const int d = reader.d(), k = base.k();
   const std::vector<float>* weighed = weights.empty() ? nullptr : &weights;
+  absl::StatusOr<EmptyClusterPolicy> empty_clusters =
+      ParseEmptyClusterPolicy(EngineName<v1::EmptyClusters>(base.empty_clusters()));
+  if (!empty_clusters.ok()) return empty_clusters.status();
+  if (*empty_clusters != EmptyClusterPolicy::kKeep) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--empty_clusters=", EmptyClusterPolicyName(*empty_clusters),
+                     " needs resident shards: one pass over the file per iteration keeps an "
+                     "empty cluster's center (--empty_clusters=keep)"));
+  }
   // Initial centers: given, or the server's initialisation on a sample.
   std::vector<float> centers(base.centers().begin(), base.centers().end());
   if (base.init() != v1::INIT_GIVEN) {
@@ -437,68 +533,41 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
       return named.empty() ? failure : absl::Status(failure.code(), named);
     }
   }
-  // Lloyd's over all batches: each pass assigns every point to the current
-  // centers and sums per center; the new centers are the summed means.
-  base.set_init(v1::INIT_GIVEN);
-  base.set_iterations(0);
-  const int iterations = WholeIterations();
-  const double tol = absl::GetFlag(FLAGS_tol);
-  Labels all_labels;
+  // The points' count and mean variance (scikit-learn's tol is relative to
+  // it), in one read of the file.
   PointMoments moments;
-  int run = 0;
-  bool converged = false;
-  for (int t = 0; t <= iterations; ++t) {
-    const bool last = t == iterations;
-    base.mutable_centers()->Assign(centers.begin(), centers.end());
-    base.set_return_cluster_sums(!last);
-    base.set_omit_labels(!last);
-    ClusterSums sums(d, k);
-    double objective = 0;
-    absl::Status failure;
-    const absl::Status status = Pass(
-        client, reader, base, last ? "labels" : absl::StrCat("pass ", t + 1),
-        [&, batch = int64_t{0}](v1::ClusterResponse&& r, const Rows& rows) mutable {
-          if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
-            if (failure.ok()) {
-              failure =
-                  absl::Status(error.code(), RowError(std::string(error.message()), rows, batch));
-            }
-            ++batch;
-            return;
-          }
-          ++batch;
-          objective += r.objective();
-          all_labels.insert(all_labels.end(), r.labels().begin(), r.labels().end());
-          for (int j = 0; j < r.center_counts_size(); ++j) {
-            sums.counts[j] += r.center_counts(j);
-            sums.weights[j] += r.center_weights_size() > 0
-                                   ? r.center_weights(j)
-                                   : static_cast<double>(r.center_counts(j));
-            for (int l = 0; l < d; ++l) sums.sums(l, j) += r.center_sums(j * d + l);
-          }
-        },
-        weighed, t == 0 && tol > 0 ? &moments : nullptr);
-    if (!status.ok()) return status;
-    if (!failure.ok()) return failure;
-    if (last) {
-      std::printf("final objective %.10g after %d iterations%s\n", objective, run,
-                  converged ? " (converged: center shift within tol)"
-                            : " (not converged: --iterations reached)");
-      break;
-    }
-    std::fprintf(stderr, "pass %d objective %.10g\n", t + 1, objective);
-    const Matrix<float> current = Eigen::Map<const Matrix<float>>(centers.data(), d, k);
-    Matrix<float> next = current;
-    ApplyMeans(sums, &next);
-    converged = (next - current).cast<double>().squaredNorm() <= tol * moments.MeanVariance();
-    centers.assign(next.data(), next.data() + next.size());
-    run = t + 1;
-    if (converged) t = iterations - 1;  // only the labels pass remains
+  int64_t n = 0;
+  if (absl::Status s = reader.Rewind(); !s.ok()) return s;
+  for (std::vector<float> batch;; batch.clear()) {
+    absl::StatusOr<int64_t> got =
+        reader.Read(std::max<int64_t>(1, absl::GetFlag(FLAGS_batch_size)), &batch);
+    if (!got.ok()) return got.status();
+    if (*got == 0) break;
+    moments.Add(batch.data(), *got, d);
+    n += *got;
   }
-  return WriteResults(all_labels, Eigen::Map<const Matrix<float>>(centers.data(), d, k));
+  ResidentJobOptions options{
+      .k = k,
+      .iterations = WholeIterations(),
+      .center_tol = absl::GetFlag(FLAGS_tol) * moments.MeanVariance(),
+      .weighted = weighed != nullptr,
+      .empty_clusters = *empty_clusters,
+      .starts = {Eigen::Map<const Matrix<float>>(centers.data(), d, k)},
+      .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
+      .log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }};
+  PassShards shards(client, reader, base, weighed, n);
+  absl::StatusOr<ResidentJobResult> result = RunResidentJob(options, d, shards);
+  if (!result.ok()) return result.status();
+  const char* why = result->convergence == Convergence::kTolerance
+                        ? " (converged: center shift within tol)"
+                    : result->convergence == Convergence::kLabelsUnchanged
+                        ? " (converged: no label changed)"
+                        : " (not converged: --iterations reached)";
+  std::printf("initial objective %.10g\nfinal objective %.10g after %d iterations%s\n",
+              result->initial_objective, result->objective, result->iterations_run, why);
+  return WriteResults(result->labels, result->centers);
 }
 
-// --weights_in's weights (none without it), checked as a request's are.
 absl::StatusOr<std::vector<float>> ReadWeights() {
   const std::string path = absl::GetFlag(FLAGS_weights_in);
   if (path.empty()) return std::vector<float>();

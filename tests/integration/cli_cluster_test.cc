@@ -138,6 +138,14 @@ TEST_F(CliClusterTest, LabelsKeepOneLinePerRowWhenABatchFails) {
     EXPECT_NE(whole.err.find("row 5000 of " + input), std::string::npos) << whole.err;
     EXPECT_FALSE(std::ifstream(dir_ + "/whole.txt").good());
   }
+  // By passes, no shard holds points to relocate into an empty cluster:
+  // refused before any pass, saying what to do.
+  const Run relocate = Cluster({"--mode=whole", "--resident=false", "--input=" + input, "--k=6",
+                                "--empty_clusters=relocate-farthest"});
+  EXPECT_EQ(relocate.code, 1);
+  EXPECT_NE(relocate.err.find("--empty_clusters=relocate-farthest needs resident shards"),
+            std::string::npos)
+      << relocate.err;
 }
 
 TEST_F(CliClusterTest, TextIsReadWhateverItsLineEndingsAndName) {
