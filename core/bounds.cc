@@ -463,6 +463,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
                           static_cast<double>(n - last.settled - last.grouped) <=
                               kTightOpenShare * static_cast<double>(n)));
   const bool tight = tight_;
+  const double drift_max = groups > 0 ? *std::max_element(drift_.begin(), drift_.end()) : 0;
   PartTotals totals(parts, d, k, sums != nullptr);
   if (moves != nullptr) moves->assign(parts, {});
 
@@ -496,17 +497,28 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
           const int label = labels_[i];
           const Scalar* x = points_.col(i).data();
           sq[r] = AssignedSquaredDistance(x, centers.col(label).data(), d);
+          // First the bound alone, on the least stored bound less the
+          // largest drift: below every group's bound now, so a point it
+          // settles the full test below settles too, for a fraction of its
+          // work (no square root for Hamerly's separation, one bound).
+          Scalar* bound = tight ? &bound_[static_cast<size_t>(i) * groups] : nullptr;
+          const double quick =
+              tight ? Drifted(*std::min_element(bound, bound + groups), drift_max)
+                    : Drifted(single_[i], drift_all_);
+          if (Below(quick * quick) > margin.Threshold(sq[r])) {
+            ++settled;
+            continue;
+          }
           const OwnTest test = TestOf(margin, sq[r], half[label]);
           if (!tight) {
             // The global filter on the one bound; the scan for the rest.
-            if (test.Excludes(Drifted(single_[i], drift_all_))) {
+            if (test.Excludes(quick)) {
               ++settled;
             } else {
               open.push_back(i);
             }
             continue;
           }
-          Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
           double lower = inf;
           for (int g = 0; g < groups; ++g) {
             drifted[g] = Drifted(bound[g], drift_[g]);
