@@ -502,9 +502,8 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
           // settles the full test below settles too, for a fraction of its
           // work (no square root for Hamerly's separation, one bound).
           Scalar* bound = tight ? &bound_[static_cast<size_t>(i) * groups] : nullptr;
-          const double quick =
-              tight ? Drifted(*std::min_element(bound, bound + groups), drift_max)
-                    : Drifted(single_[i], drift_all_);
+          const double quick = tight ? Drifted(*std::min_element(bound, bound + groups), drift_max)
+                                     : Drifted(single_[i], drift_all_);
           if (Below(quick * quick) > margin.Threshold(sq[r])) {
             ++settled;
             continue;
