@@ -389,6 +389,17 @@ absl::StatusOr<std::vector<float>> Sample(PointReader& reader, int64_t size, int
   return sample;
 }
 
+// A whole-mode job's objectives on stdout, and why its iterations stopped.
+void PrintObjectives(const ResidentJobResult& result) {
+  const char* why = result.convergence == Convergence::kTolerance
+                        ? " (converged: center shift within tol)"
+                    : result.convergence == Convergence::kLabelsUnchanged
+                        ? " (converged: no label changed)"
+                        : " (not converged: --iterations reached)";
+  std::printf("initial objective %.10g\nfinal objective %.10g after %d iterations%s\n",
+              result.initial_objective, result.objective, result.iterations_run, why);
+}
+
 // The dataset as one shard that holds nothing (client/shard_set.h), for
 // replicas without room for resident shards: an assign step is one pass
 // over the file, every batch assigned to the step's centers and summed by
@@ -558,13 +569,7 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
   PassShards shards(client, reader, base, weighed, n);
   absl::StatusOr<ResidentJobResult> result = RunResidentJob(options, d, shards);
   if (!result.ok()) return result.status();
-  const char* why = result->convergence == Convergence::kTolerance
-                        ? " (converged: center shift within tol)"
-                    : result->convergence == Convergence::kLabelsUnchanged
-                        ? " (converged: no label changed)"
-                        : " (not converged: --iterations reached)";
-  std::printf("initial objective %.10g\nfinal objective %.10g after %d iterations%s\n",
-              result->initial_objective, result->objective, result->iterations_run, why);
+  PrintObjectives(*result);
   return WriteResults(result->labels, result->centers);
 }
 
@@ -666,13 +671,7 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
   double iterating = 0;
   for (double t : result->iteration_seconds) iterating += t;
   const int run = result->iterations_run;
-  const char* why = result->convergence == Convergence::kTolerance
-                        ? " (converged: center shift within tol)"
-                    : result->convergence == Convergence::kLabelsUnchanged
-                        ? " (converged: no label changed)"
-                        : " (not converged: --iterations reached)";
-  std::printf("initial objective %.10g\nfinal objective %.10g after %d iterations%s\n",
-              result->initial_objective, result->objective, run, why);
+  PrintObjectives(*result);
   std::printf(
       "resident: %d shards on %zu replicas, %d moved; seconds: load %.3f, init %.3f, "
       "iterations %.3f (%.4f each), labels %.3f, write %.3f, total %.3f\n",
