@@ -259,10 +259,14 @@ template <typename Scalar>
 void BoundedAssignment<Scalar>::UpdateExact(const Moves& moves, bool from_moves,
                                             AssignmentStats* stats) {
   std::vector<typename ExactClusterSums<Scalar>::Move> all;
-  for (const auto& part : moves) all.insert(all.end(), part.begin(), part.end());
-  stats->moved = static_cast<int64_t>(all.size());
-  // A moved point costs two additions, a point summed again one.
-  stats->sums_from_moves = from_moves && 2 * stats->moved <= points_.cols();
+  bool listed = from_moves;
+  stats->moved = 0;
+  for (size_t p = 0; p < moves.parts.size(); ++p) {
+    all.insert(all.end(), moves.parts[p].begin(), moves.parts[p].end());
+    stats->moved += moves.counts[p];
+    listed &= moves.counts[p] == static_cast<int64_t>(moves.parts[p].size());
+  }
+  stats->sums_from_moves = listed;
   if (stats->sums_from_moves) {
     exact_->Apply(all);
   } else {
@@ -377,7 +381,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
   const int groups = groups_;
   const bool tight = tight_;
   PartTotals totals(parts, d, k, sums != nullptr);
-  if (moves != nullptr) moves->assign(parts, {});
+  if (moves != nullptr) moves->Reset(parts, part_size);
 
 #pragma omp parallel if (n * k * d > (1 << 18))
   {
@@ -409,9 +413,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
             }
             if (TestOf(margin, sq[r], half[label[r]]).Excludes(lower)) ++settled;
           }
-          if (moves != nullptr && label[r] != labels_[i]) {
-            (*moves)[p].push_back({i, labels_[i], label[r]});
-          }
+          if (moves != nullptr && label[r] != labels_[i]) moves->Add(p, i, labels_[i], label[r]);
           labels_[i] = label[r];
           if (keep) {
             const double lower = LowerFromScan(margin, sq[r], gap[r]);
@@ -465,7 +467,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
   const bool tight = tight_;
   const double drift_max = groups > 0 ? *std::max_element(drift_.begin(), drift_.end()) : 0;
   PartTotals totals(parts, d, k, sums != nullptr);
-  if (moves != nullptr) moves->assign(parts, {});
+  if (moves != nullptr) moves->Reset(parts, part_size);
 
 #pragma omp parallel if (n * d > (1 << 16))
   {
@@ -576,7 +578,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
             const double old = Below(std::sqrt(margin.LowerSq(sq[r])));
             bound[old_group] = Stored<Scalar>(std::min(drifted[old_group], old), drift_[old_group]);
           }
-          if (moves != nullptr && best != label) (*moves)[p].push_back({i, label, best});
+          if (moves != nullptr && best != label) moves->Add(p, i, label, best);
           labels_[i] = best;
           sq[r] = best_sq;
           for (int g = 0; g < groups; ++g) {
@@ -607,9 +609,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
             const Eigen::Index i = open[o + r];
             const int label = open_label[r];
             const Scalar* x = points_.col(i).data();
-            if (moves != nullptr && label != labels_[i]) {
-              (*moves)[p].push_back({i, labels_[i], label});
-            }
+            if (moves != nullptr && label != labels_[i]) moves->Add(p, i, labels_[i], label);
             labels_[i] = label;
             // On the point's own memory, as the products path computes it.
             sq[i - first] = AssignedSquaredDistance(x, centers.col(label).data(), d);

@@ -71,7 +71,7 @@ struct AssignmentStats {
   int64_t grouped = 0;
   /// With exact sums, after the first call: the points whose label changed,
   /// and whether the sums were updated by them alone (else, when more than
-  /// half the points moved, summed again).
+  /// an eighth of a part's points moved, summed again).
   int64_t moved = 0;
   bool sums_from_moves = false;
 };
@@ -113,14 +113,32 @@ class BoundedAssignment {
   bool Usable() const;
   // Whether the next call uses the bounds.
   bool UseBounds() const;
+  // The points whose label a call changes, part by part. A part lists at
+  // most an eighth of its points and only counts the others: past that the
+  // sums are taken again from scratch (two additions a moved point against
+  // one a point, and the list's memory stays at 2 bytes a point).
+  struct Moves {
+    std::vector<std::vector<typename ExactClusterSums<Scalar>::Move>> parts;
+    std::vector<int64_t> counts;  // per part, listed or not
+    size_t cap = 0;
+    void Reset(Eigen::Index n_parts, Eigen::Index part_size) {
+      parts.assign(n_parts, {});
+      counts.assign(n_parts, 0);
+      cap = static_cast<size_t>(part_size / 8);
+    }
+    void Add(Eigen::Index part, Eigen::Index point, int from, int to) {
+      ++counts[part];
+      if (parts[part].size() < cap) parts[part].push_back({point, from, to});
+    }
+  };
   // With `moves`, each point whose label changes is added to its part's
   // list (and the sums are not added).
-  using Moves = std::vector<std::vector<typename ExactClusterSums<Scalar>::Move>>;
   double AssignAll(const Matrix<Scalar>& centers, ClusterSums* sums, AssignmentStats* stats,
                    Moves* moves);
   double AssignBounded(const Matrix<Scalar>& centers, ClusterSums* sums, AssignmentStats* stats,
                        Moves* moves);
-  // The exact sums of the labels now, from the moves or from scratch.
+  // The exact sums of the labels now, from the moves where every one was
+  // listed, else from scratch.
   void UpdateExact(const Moves& moves, bool from_moves, AssignmentStats* stats);
 
   // Splits the centers of the first call into groups.
