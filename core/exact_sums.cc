@@ -106,9 +106,11 @@ std::unique_ptr<ExactClusterSums<Scalar>> ExactClusterSums<Scalar>::Make(
     }
   }
   std::unique_ptr<ExactClusterSums> sums(new ExactClusterSums(points, weights, k, std::move(low)));
-  // Terms of at most kNarrowBits bits (float data spread over less than
-  // eight binary decades of exponents, weighted or not) add up in int64s,
-  // block_ terms at a time, before each block goes into the 128-bit sums.
+  // Terms of at most kNarrowBits bits from the unit (unweighted float data
+  // whose exponents spread over at most 25 binades: data far from the
+  // origin, or on a grid) add up in int64s, block_ terms at a time, before
+  // each block goes into the 128-bit sums: block_ terms of fewer than
+  // 2^widest units sum to less than 2^60.
   constexpr int kNarrowBits = 49;
   const bool units_in_range = std::all_of(sums->unit_.begin(), sums->unit_.end(),
                                           [](int unit) { return unit > -1000 && unit < 1000; });
