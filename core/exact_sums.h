@@ -14,11 +14,11 @@
 //
 // It holds where each coordinate's terms span at most 126 bits with the
 // points' count: the largest term's top bit to the smallest term's lowest,
-// plus log2(n). Real data spans far less (float data near the origin: the
-// mantissa's 24 bits and the exponents' spread, about 50 bits with a
-// million points). Where it does not (values 10^-30 and 10^30 in one
+// plus log2(n). Real data spans far less (Gaussian float data near the
+// origin, values from 10^-7 to 10 and a million points: about 70 bits,
+// the count included). Where it does not (values 10^-30 and 10^30 in one
 // coordinate, weighted double points, whose products are not doubles),
-// Fits is false and the caller keeps double sums recomputed in a fixed
+// Make returns null and the caller keeps double sums recomputed in a fixed
 // order.
 #ifndef KMT_CORE_EXACT_SUMS_H_
 #define KMT_CORE_EXACT_SUMS_H_
