@@ -31,16 +31,9 @@ std::vector<int64_t> Firsts(const std::vector<int64_t>& sizes) {
   return firsts;
 }
 
-// How a job's centers and points travel: a float32 job's as the repeated
-// float fields or float32 bytes (as they always have), a float64 job's as
-// the _f64 bytes.
-void PutMatrix(const Matrix<float>& m, google::protobuf::RepeatedField<float>* values,
-               std::string*) {
-  values->Assign(m.data(), m.data() + m.size());
-}
-void PutMatrix(const Matrix<double>& m, google::protobuf::RepeatedField<float>*, std::string* f64) {
-  EncodeFloat64(absl::MakeConstSpan(m.data(), m.size()), f64);
-}
+// A job's centers as bytes in its precision: a float32 job's as the _f32
+// bytes, a float64 job's as the _f64 ones (PutMatrix, proto/raw_payload.h,
+// where they travel as the repeated float field or the _f64 bytes).
 void PutBytes(const Matrix<float>& m, std::string* f32, std::string*) {
   EncodeFloat32(absl::MakeConstSpan(m.data(), m.size()), f32);
 }

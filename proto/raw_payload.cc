@@ -95,6 +95,15 @@ void EncodeInt32(absl::Span<const int> values, std::string* out) {
   CopyLittleEndian(values.data(), out->data(), values.size(), 4);
 }
 
+void PutMatrix(const Matrix<float>& m, google::protobuf::RepeatedField<float>* values,
+               std::string*) {
+  values->Add(m.data(), m.data() + m.size());
+}
+
+void PutMatrix(const Matrix<double>& m, google::protobuf::RepeatedField<float>*, std::string* f64) {
+  EncodeFloat64(absl::MakeConstSpan(m.data(), m.size()), f64);
+}
+
 #define KMT_INSTANTIATE(S)                                                                   \
   template absl::Status CheckRaw<S>(const RawShape&, int, const std::string&);               \
   template absl::StatusOr<Matrix<S>> RawMatrix<S>(const RawShape&, int, const std::string&); \

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/types.h"
+#include "google/protobuf/repeated_field.h"
 
 namespace kmt {
 
@@ -59,6 +60,14 @@ void DecodeFloat64(const std::string& bytes, double* out);
 void EncodeFloat32(absl::Span<const float> values, std::string* out);
 void EncodeFloat64(absl::Span<const double> values, std::string* out);
 void EncodeInt32(absl::Span<const int> values, std::string* out);
+
+// A matrix's values in a resident job's precision (a float32 job's in its
+// repeated float field, appended; a float64 job's as its _f64 bytes,
+// replacing them): the other of the two is left alone.
+void PutMatrix(const Matrix<float>& m, google::protobuf::RepeatedField<float>* values,
+               std::string* f64);
+void PutMatrix(const Matrix<double>& m, google::protobuf::RepeatedField<float>* values,
+               std::string* f64);
 
 }  // namespace kmt
 

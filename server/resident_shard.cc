@@ -116,16 +116,6 @@ absl::StatusOr<Matrix<Scalar>> StepCenters(const google::protobuf::RepeatedField
   }
 }
 
-// Points (d x m) as the response's float32 field or float64 bytes.
-void PutPoints(const Matrix<float>& points, google::protobuf::RepeatedField<float>* values,
-               std::string*) {
-  values->Add(points.data(), points.data() + points.size());
-}
-void PutPoints(const Matrix<double>& points, google::protobuf::RepeatedField<float>*,
-               std::string* f64) {
-  EncodeFloat64(absl::MakeConstSpan(points.data(), points.size()), f64);
-}
-
 void Decode(const std::string& bytes, float* out) { DecodeFloat32(bytes, out); }
 void Decode(const std::string& bytes, double* out) { DecodeFloat64(bytes, out); }
 
@@ -401,7 +391,7 @@ absl::Status ResidentShard::SeedIn(State<Scalar>& state, const v1::SeedStep& ste
   absl::StatusOr<SeedAnswer<Scalar>> answer = state.Seeding().Step(request);
   if (!answer.ok()) return answer.status();
   out->set_potential(answer->potential);
-  PutPoints(answer->points, out->mutable_points(), out->mutable_points_f64());
+  PutMatrix(answer->points, out->mutable_points(), out->mutable_points_f64());
   out->mutable_candidate_potentials()->Add(answer->candidate_potentials.begin(),
                                            answer->candidate_potentials.end());
   return absl::OkStatus();
@@ -450,7 +440,7 @@ absl::Status ResidentShard::KMeansParallelIn(State<Scalar>& state,
   Matrix<Scalar> sampled(d_, static_cast<Eigen::Index>(taken->size()));
   for (size_t t = 0; t < taken->size(); ++t) sampled.col(t) = state.points.col((*taken)[t]);
   out->mutable_sampled_indices()->Add(taken->begin(), taken->end());
-  PutPoints(sampled, out->mutable_sampled_points(), out->mutable_sampled_points_f64());
+  PutMatrix(sampled, out->mutable_sampled_points(), out->mutable_sampled_points_f64());
   return absl::OkStatus();
 }
 
