@@ -45,17 +45,19 @@ Term Decompose(double x) {
   return {(bits >> 63) != 0 ? -m : m, e};
 }
 
+// A weight times a coordinate, exactly: for float, the product of two
+// 24-bit mantissas, exact in an int64 (Make refuses weighted double points).
+Term Product(Term w, Term x) { return {w.m * x.m, w.e + x.e}; }
+
 // Point i's term in row l: coordinate l times the weight, or (l = d) the
-// weight. A float weight times a float coordinate is the product of two
-// 24-bit mantissas, exact in an int64.
+// weight.
 template <typename Scalar>
 Term TermOf(const Matrix<Scalar>& points, const Vector<Scalar>* weights, Eigen::Index i,
             Eigen::Index l) {
   if (weights == nullptr) return Decompose(points(l, i));
   const Term w = Decompose((*weights)[i]);
   if (l == points.rows()) return w;
-  const Term x = Decompose(points(l, i));
-  return {w.m * x.m, w.e + x.e};
+  return Product(w, Decompose(points(l, i)));
 }
 
 int BitLength(int64_t m) {
@@ -156,13 +158,9 @@ void ExactClusterSums<Scalar>::Add(Eigen::Index i, int j, int sign, Fixed* sums,
   if (weights_ == nullptr) {
     for (Eigen::Index l = 0; l < d; ++l) put(l, Decompose(x[l]));
   } else {
-    // A float weight times a float coordinate: the product of two 24-bit
-    // mantissas, exact in an int64.
+    // TermOf's terms, the weight decomposed once.
     const Term w = Decompose((*weights_)[i]);
-    for (Eigen::Index l = 0; l < d; ++l) {
-      const Term c = Decompose(x[l]);
-      put(l, {w.m * c.m, w.e + c.e});
-    }
+    for (Eigen::Index l = 0; l < d; ++l) put(l, Product(w, Decompose(x[l])));
     put(d, w);
   }
   counts[j] += sign;
