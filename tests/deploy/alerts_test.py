@@ -82,7 +82,9 @@ class KubernetesScrapeTest(unittest.TestCase):
     def test_relabeling_scrapes_the_annotated_port_on_ipv4_and_ipv6(self):
         """The job's relabeling on static targets carrying the labels pod
         discovery sets: pod discovery's __address__ is the pod IP and a
-        container port (the gRPC one here)."""
+        container port (the gRPC one here). The pod addresses are labels
+        only: promtool's service-discovery check relabels them and contacts
+        none (the test runs on loopback alone)."""
         job = self.config["scrape_configs"][0]
         pods = [("ipv4", "10.1.2.3", "10.1.2.3:50051", "true"),
                 ("ipv6", "fd00:10:244::5", "[fd00:10:244::5]:50051", "true"),
