@@ -34,6 +34,15 @@ v1::ShardChunk Chunk(const Matrix<float>& points, int64_t first, int64_t count) 
   return chunk;
 }
 
+// An assign step to `centers` (k from them), asking for labels or not.
+v1::AssignStep Step(const Matrix<float>& centers, bool labels) {
+  v1::AssignStep step;
+  step.set_k(static_cast<int>(centers.cols()));
+  step.mutable_centers()->Add(centers.data(), centers.data() + centers.size());
+  step.set_return_labels(labels);
+  return step;
+}
+
 TEST(ResidentShard, LoadsInChunksAndAssignsAsTheCore) {
   const Matrix<float> points = Points(3, 1000);
   const Matrix<float> centers = points.leftCols(5);
@@ -82,12 +91,8 @@ TEST(ResidentShard, AssignStepsAcrossAJobAreTheCoresToTheBit) {
     if (step_index == 8) centers.col(2).array() += 30.0f;  // a center that jumps
     if (step_index == 10) centers = points.leftCols(6);    // another k
     const int k = static_cast<int>(centers.cols());
-    v1::AssignStep step;
-    step.set_k(k);
-    step.mutable_centers()->Add(centers.data(), centers.data() + centers.size());
-    step.set_return_labels(true);
     v1::JobResponse got;
-    ASSERT_TRUE(shard.Assign(step, &got).ok());
+    ASSERT_TRUE(shard.Assign(Step(centers, true), &got).ok());
     Labels labels;
     ClusterSums sums(d, k);
     const double objective = AssignNearest(points, centers, &labels, nullptr, &sums);
@@ -125,12 +130,8 @@ TEST(ResidentShard, LargeShardsAnswerTheExactSumsOfEveryStep) {
   int64_t settled = 0;
   for (int step_index = 0; step_index < 10; ++step_index) {
     SCOPED_TRACE(step_index);
-    v1::AssignStep step;
-    step.set_k(k);
-    step.mutable_centers()->Add(centers.data(), centers.data() + centers.size());
-    step.set_return_labels(true);
     v1::JobResponse got;
-    ASSERT_TRUE(shard.Assign(step, &got).ok());
+    ASSERT_TRUE(shard.Assign(Step(centers, true), &got).ok());
     Labels labels;
     const double objective = AssignNearest(points, centers, &labels);
     ASSERT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
@@ -223,14 +224,6 @@ v1::ShardChunk WeightedChunk(const Matrix<float>& points, const Vector<float>& w
     chunk.mutable_weights()->Add(values.begin(), values.end());
   }
   return chunk;
-}
-
-v1::AssignStep Step(const Matrix<float>& centers, bool labels) {
-  v1::AssignStep step;
-  step.set_k(static_cast<int>(centers.cols()));
-  step.mutable_centers()->Add(centers.data(), centers.data() + centers.size());
-  step.set_return_labels(labels);
-  return step;
 }
 
 // The shard's answer to `step` is `want`, the core's.
