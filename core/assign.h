@@ -168,29 +168,37 @@ Scalar AssignedSquaredDistance(const Scalar* x, const Scalar* c, Eigen::Index d)
   return ((sum[0] + sum[4]) + (sum[2] + sum[6])) + ((sum[1] + sum[5]) + (sum[3] + sum[7]));
 }
 
+// Adds point x, of weight w (null: 1), to the sums of its center `label`
+// in a part: AddAssigned's second half, out of line so that the objective's
+// addition inlines into the assignments' loops.
+template <typename Scalar, typename Column>
+__attribute__((noinline)) void AddToSums(const Column& x, int label, const Scalar* w,
+                                         ClusterSums* part) {
+  if (w == nullptr) {
+    part->sums.col(label) += x.template cast<double>();
+    ++part->counts[label];
+    part->weights[label] += 1;
+  } else {
+    const double weight = *w;
+    part->sums.col(label) += weight * x.template cast<double>();
+    ++part->counts[label];
+    part->weights[label] += weight;
+  }
+}
+
 // Adds point x, of squared distance sq to its center `label` and weight w
 // (null: 1), to a part's objective and, if given, sums: the one place these
 // additions are written, so that every assignment makes them alike to the
 // last bit.
 template <typename Scalar, typename Column>
-void AddAssigned(const Column& x, int label, Scalar sq, const Scalar* w, double* objective,
-                 ClusterSums* part) {
+inline void AddAssigned(const Column& x, int label, Scalar sq, const Scalar* w, double* objective,
+                        ClusterSums* part) {
   if (w == nullptr) {
     *objective += sq;
-    if (part != nullptr) {
-      part->sums.col(label) += x.template cast<double>();
-      ++part->counts[label];
-      part->weights[label] += 1;
-    }
   } else {
-    const double weight = *w;
-    *objective += weight * sq;
-    if (part != nullptr) {
-      part->sums.col(label) += weight * x.template cast<double>();
-      ++part->counts[label];
-      part->weights[label] += weight;
-    }
+    *objective += static_cast<double>(*w) * sq;
   }
+  if (part != nullptr) AddToSums(x, label, w, part);
 }
 
 }  // namespace kmt

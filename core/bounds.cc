@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "core/assign.h"
 #include "core/distances.h"
@@ -133,26 +136,57 @@ std::vector<double> HalfSeparations(const Matrix<Scalar>& centers) {
   return half;
 }
 
-// What a point's bounds are tested against, with sq its computed squared
-// distance to its label's center and `half` that center's half separation:
-// the threshold every other center's exact squared distance must exceed
-// (Margin::Threshold), and Hamerly's lower bound 2 s - u on its distance to
-// every other center, u the distance to its own.
-struct OwnTest {
-  double threshold, by_separation;
-  // Whether a lower bound on the distance to some centers proves none of
-  // them is chosen.
-  bool Excludes(double lower) const {
-    lower = std::max(lower, by_separation);
-    return Below(lower * lower) > threshold;
-  }
-};
-
+// Hamerly's separation test: with u the distance to the label's center and
+// s that center's half separation, every other center lies at least 2 s - u
+// away, which settles the point when its square exceeds the threshold
+// (Margin::Threshold), u taken above the computed squared distance sq.
 template <typename Scalar>
-OwnTest TestOf(const Margin<Scalar>& margin, Scalar sq, double half) {
+bool SeparationSettles(const Margin<Scalar>& margin, Scalar sq, double half) {
   const double own = Above(std::sqrt(margin.UpperSq(sq)));
-  return {margin.Threshold(sq), Below(2 * half - own)};
+  const double lower = Below(2 * half - own);
+  return lower > 0 && Below(lower * lower) > margin.Threshold(sq);
 }
+
+// Per center, the largest sq for which SeparationSettles holds (-1 where
+// none does). Every operation of the test is monotone in sq (rounding to
+// nearest keeps order), so it holds exactly for the sq up to this limit,
+// which a bisection over the non-negative Scalars' bit patterns (ordered as
+// their values) finds once a call: a point then compares its sq alone, with
+// no square root.
+template <typename Scalar>
+std::vector<Scalar> SeparationLimits(const Margin<Scalar>& margin,
+                                     const std::vector<double>& half) {
+  using Bits = std::conditional_t<sizeof(Scalar) == sizeof(uint32_t), uint32_t, uint64_t>;
+  static_assert(sizeof(Bits) == sizeof(Scalar));
+  const auto value = [](Bits bits) {
+    Scalar v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  };
+  const Scalar largest = std::numeric_limits<Scalar>::max();
+  Bits top;
+  std::memcpy(&top, &largest, sizeof top);
+  std::vector<Scalar> limit(half.size(), -1);
+  for (size_t a = 0; a < half.size(); ++a) {
+    if (!SeparationSettles(margin, Scalar(0), half[a])) continue;
+    if (SeparationSettles(margin, largest, half[a])) {
+      limit[a] = largest;
+      continue;
+    }
+    Bits pass = 0, fail = top;
+    while (fail - pass > 1) {
+      const Bits mid = pass + (fail - pass) / 2;
+      (SeparationSettles(margin, value(mid), half[a]) ? pass : fail) = mid;
+    }
+    limit[a] = value(pass);
+  }
+  return limit;
+}
+
+// Whether a lower bound on the distance to some centers, other than the
+// label's of computed squared distance sq, proves none of them is chosen:
+// its square exceeds the threshold.
+bool Excludes(double lower, double threshold) { return Below(lower * lower) > threshold; }
 
 // The lower bound a scan leaves: every other center farther by `gap` in
 // squared distance than the label's, of computed squared distance sq.
@@ -371,8 +405,8 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
   const bool estimate = again && path_ == AssignmentPath::kAuto && margin.usable();
   if (keep && !again) Group(centers);
   if (keep && again) Drift(centers);
-  std::vector<double> half;
-  if (estimate) half = HalfSeparations(centers);
+  std::vector<Scalar> separation;
+  if (estimate) separation = SeparationLimits(margin, HalfSeparations(centers));
   labels_.resize(n);
   const NearestCenterScan<Scalar> scan(centers);
   const Eigen::Index block = scan.block();
@@ -411,7 +445,9 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
             } else {
               lower = Drifted(single_[i], drift_all_);
             }
-            if (TestOf(margin, sq[r], half[label[r]]).Excludes(lower)) ++settled;
+            if (sq[r] <= separation[label[r]] || Excludes(lower, margin.Threshold(sq[r]))) {
+              ++settled;
+            }
           }
           if (moves != nullptr && label[r] != labels_[i]) moves->Add(p, i, labels_[i], label[r]);
           labels_[i] = label[r];
@@ -442,7 +478,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
   const Eigen::Index d = points_.rows(), n = points_.cols(), k = centers.cols();
   const Margin<Scalar> margin(d);
   Drift(centers);
-  const std::vector<double> half = HalfSeparations(centers);
+  const std::vector<Scalar> separation = SeparationLimits(margin, HalfSeparations(centers));
   const NearestCenterScan<Scalar> scan(centers);
   const Eigen::Index block = scan.block();
   const Eigen::Index part_size = AssignmentPartSize<Scalar>(n, d, k);
@@ -465,7 +501,6 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
                           static_cast<double>(n - last.settled - last.grouped) <=
                               kTightOpenShare * static_cast<double>(n)));
   const bool tight = tight_;
-  const double drift_max = groups > 0 ? *std::max_element(drift_.begin(), drift_.end()) : 0;
   PartTotals totals(parts, d, k, sums != nullptr);
   if (moves != nullptr) moves->Reset(parts, part_size);
 
@@ -499,34 +534,30 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
           const int label = labels_[i];
           const Scalar* x = points_.col(i).data();
           sq[r] = AssignedSquaredDistance(x, centers.col(label).data(), d);
-          // First the bound alone, on the least stored bound less the
-          // largest drift: below every group's bound now, so a point it
-          // settles the full test below settles too, for a fraction of its
-          // work (no square root for Hamerly's separation, one bound).
-          Scalar* bound = tight ? &bound_[static_cast<size_t>(i) * groups] : nullptr;
-          const double quick = tight ? Drifted(*std::min_element(bound, bound + groups), drift_max)
-                                     : Drifted(single_[i], drift_all_);
-          if (Below(quick * quick) > margin.Threshold(sq[r])) {
+          // The global filter: Hamerly's separation, then the bounds. Past
+          // the separation, a bound excludes its centers exactly when its
+          // square exceeds the threshold.
+          if (sq[r] <= separation[label]) {
             ++settled;
             continue;
           }
-          const OwnTest test = TestOf(margin, sq[r], half[label]);
+          const double threshold = margin.Threshold(sq[r]);
           if (!tight) {
-            // The global filter on the one bound; the scan for the rest.
-            if (test.Excludes(quick)) {
+            // The one bound; the scan for the rest.
+            if (Excludes(Drifted(single_[i], drift_all_), threshold)) {
               ++settled;
             } else {
               open.push_back(i);
             }
             continue;
           }
+          Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
           double lower = inf;
           for (int g = 0; g < groups; ++g) {
             drifted[g] = Drifted(bound[g], drift_[g]);
             lower = std::min(lower, drifted[g]);
           }
-          // The global filter.
-          if (test.Excludes(lower)) {
+          if (Excludes(lower, threshold)) {
             ++settled;
             continue;
           }
@@ -535,7 +566,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
           // the assignment chooses their nearest, as the bounds above do.
           int open_members = 0;
           for (int g = 0; g < groups; ++g) {
-            open_group[g] = !test.Excludes(drifted[g]);
+            open_group[g] = !Excludes(drifted[g], threshold);
             if (open_group[g]) open_members += group_start_[g + 1] - group_start_[g];
           }
           if (open_members * kDirectShare > k) {
@@ -556,12 +587,12 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
               }
             }
           }
-          const double threshold = margin.Threshold(best_sq);
-          bool proved = best == label || margin.LowerSq(sq[r]) > threshold;
+          const double best_threshold = margin.Threshold(best_sq);
+          bool proved = best == label || margin.LowerSq(sq[r]) > best_threshold;
           for (int g = 0; g < groups && proved; ++g) {
             if (!open_group[g]) continue;
             for (int m = group_start_[g]; m < group_start_[g + 1]; ++m) {
-              if (members_[m] != best && !(margin.LowerSq(distance[m]) > threshold)) {
+              if (members_[m] != best && !(margin.LowerSq(distance[m]) > best_threshold)) {
                 proved = false;
                 break;
               }
