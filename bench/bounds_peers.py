@@ -5,7 +5,8 @@ convergence (an iteration that changes no label) or to a cap, in one script.
 
 build/bench/bounds_bench runs ours (products; bounds with the double sums
 added again at every layer; bounds with exact sums updated by the moved
-points) and FAISS (a fixed
+points, with every layer's objective and with the last one alone, as a
+request without a trajectory runs) and FAISS (a fixed
 number of iterations: it has no convergence test) and writes the problem's
 points and initial centers as .npy; scikit-learn then runs on those files
 (tol=0 is its strict convergence: it stops when no label changes). Times are
@@ -43,6 +44,8 @@ def run_ours(binary, n, d, k, data, cap, dump):
             label = {0: "fast path, products", 1: "fast path, bounds (auto)",
                      2: "fast path, bounds (forced)"}[path]
             label += ", exact sums" if sums == 1 else ", double sums"
+            objectives = int(name.split("/objectives:")[1].split("/")[0])
+            label += ", every layer's objective" if objectives == 1 else ", the last objective"
         seconds = b["real_time"] / 1e3  # milliseconds
         rows.append((label, int(b["layers"]), seconds, b.get("settled"), b.get("gemm_s")))
     return rows

@@ -41,7 +41,10 @@ struct BatchSpec {
   /// default (ServedModel::parameters gives names, defaults and ranges).
   ParameterValues parameters;
   bool record_trajectory = false;  ///< keep every layer's labels, registers and centers
-  bool cluster_sums = false;       ///< per center, count, weight and coordinate sum of its points
+  /// Every layer's objective (RunResult::layer_objectives); false: the
+  /// last layer's alone, the others NaN (RunOptions::layer_objectives).
+  bool layer_objectives = true;
+  bool cluster_sums = false;  ///< per center, count, weight and coordinate sum of its points
   /// n per-point weights (scikit-learn's sample_weight): finite, >= 0, not
   /// all 0; empty: every point weighs 1.
   Vector<Scalar> weights;

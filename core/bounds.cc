@@ -19,6 +19,11 @@ namespace {
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 double Below(double x) { return x * (1 - 2 * kEps); }
 double Above(double x) { return x * (1 + 2 * kEps); }
+// a + b (of any signs) moved above the exact sum.
+double SumAbove(double a, double b) {
+  const double sum = a + b;
+  return sum + std::abs(sum) * 2 * kEps + std::numeric_limits<double>::denorm_min();
+}
 
 // The margin. A squared distance of d coordinates computed in Scalar (d
 // differences, d squares, d - 1 additions of non-negative terms, in any
@@ -38,6 +43,9 @@ struct Margin {
   // Bounds on the exact squared distance from the computed one, sq.
   double UpperSq(double sq) const { return Above(Above(sq + mu) * (1 + 2 * rho)); }
   double LowerSq(double sq) const { return std::max(0.0, Below(Below(sq - mu) * (1 - 2 * rho))); }
+  // A bound on the computed squared distance from an upper bound e on the
+  // exact distance.
+  double ComputedAbove(double e) const { return Above(Above(Above(e * e) * (1 + rho)) + mu); }
   // What every other center's exact squared distance must exceed for the
   // assignment to keep the label whose computed squared distance is sq.
   // The assignment keeps it if the direct distances order it first (on a
@@ -195,6 +203,14 @@ double LowerFromScan(const Margin<Scalar>& margin, Scalar sq, double gap) {
   return Below(std::sqrt(Below(margin.LowerSq(sq) + gap)));
 }
 
+// An upper bound on the distance to the label's center, of computed squared
+// distance sq, as stored: less the center's summed moves so far (`moved`),
+// which give it again at a later call.
+template <typename Scalar>
+double StoredUpper(const Margin<Scalar>& margin, Scalar sq, double moved) {
+  return SumAbove(Above(std::sqrt(margin.UpperSq(sq))), -moved);
+}
+
 // Points whose coordinates take at most this many bytes are handled as one
 // chunk: tested, the open ones scanned, then all added, while they are in
 // the core's cache.
@@ -211,11 +227,11 @@ double MinSettled(Eigen::Index k) { return std::clamp(8.0 / static_cast<double>(
 // order as AssignNearest merges its own.
 struct PartTotals {
   std::vector<double> objective;
-  std::vector<int64_t> settled, grouped;
+  std::vector<int64_t> settled, grouped, unread;
   std::vector<ClusterSums> sums;  // empty when no sums are asked for
 
   PartTotals(Eigen::Index parts, Eigen::Index d, Eigen::Index k, bool with_sums)
-      : objective(parts, 0), settled(parts, 0), grouped(parts, 0) {
+      : objective(parts, 0), settled(parts, 0), grouped(parts, 0), unread(parts, 0) {
     if (with_sums) sums.assign(parts, ClusterSums(static_cast<int>(d), static_cast<int>(k)));
   }
   ClusterSums* Sums(Eigen::Index p) { return sums.empty() ? nullptr : &sums[p]; }
@@ -227,6 +243,7 @@ struct PartTotals {
       total += objective[p];
       stats->settled += settled[p];
       stats->grouped += grouped[p];
+      stats->unread += unread[p];
       if (into != nullptr) into->Add(sums[p]);
     }
     return total;
@@ -252,11 +269,11 @@ bool BoundedAssignment<Scalar>::UseBounds() const {
 
 template <typename Scalar>
 double BoundedAssignment<Scalar>::Assign(const Matrix<Scalar>& centers, Labels* labels,
-                                         ClusterSums* sums) {
+                                         ClusterSums* sums, bool objective) {
   const Eigen::Index n = points_.cols();
   const int k = static_cast<int>(centers.cols());
   AssignmentStats stats;
-  double objective;
+  double total;
   // Other centers than the last call's start the bounds again.
   if (centers.rows() != centers_.rows() || centers.cols() != centers_.cols()) centers_.resize(0, 0);
   // The exact sums, made once for each k (null where the points do not fit).
@@ -269,14 +286,20 @@ double BoundedAssignment<Scalar>::Assign(const Matrix<Scalar>& centers, Labels* 
   Moves moves;
   Moves* record = exact && exact_ != nullptr && exact_current_ ? &moves : nullptr;
   ClusterSums* added = exact && exact_ != nullptr ? nullptr : sums;
+  // Without the objective, and where no double sums need every point, the
+  // upper bounds may spare reading the points.
+  const bool lazy = !objective && path_ != AssignmentPath::kProducts && Usable() &&
+                    added == nullptr && n > 0 && k > 0;
   if (n == 0 || centers.cols() == 0) {
-    objective = AssignNearest(points_, centers, &labels_, nullptr, sums, weights_);
+    total = AssignNearest(points_, centers, &labels_, nullptr, sums, weights_);
     centers_.resize(0, 0);
   } else if (UseBounds()) {
-    objective = AssignBounded(centers, added, &stats, record);
+    total = AssignBounded(centers, added, &stats, record, lazy);
   } else {
-    objective = AssignAll(centers, added, &stats, record);
+    total = AssignAll(centers, added, &stats, record, lazy);
   }
+  // The upper bounds follow the labels only through calls that keep them.
+  upper_current_ = lazy;
   if (exact && exact_ != nullptr) {
     UpdateExact(moves, record != nullptr, &stats);
     exact_->AddTo(sums);
@@ -286,7 +309,7 @@ double BoundedAssignment<Scalar>::Assign(const Matrix<Scalar>& centers, Labels* 
   stats_.push_back(stats);
   if (path_ != AssignmentPath::kProducts && n > 0 && centers.cols() > 0) centers_ = centers;
   *labels = labels_;
-  return objective;
+  return objective ? total : std::numeric_limits<double>::quiet_NaN();
 }
 
 template <typename Scalar>
@@ -355,6 +378,8 @@ void BoundedAssignment<Scalar>::Group(const Matrix<Scalar>& centers) {
   for (Eigen::Index j = 0; j < k; ++j) members_[next[group_of_[j]]++] = static_cast<int>(j);
   drift_.assign(groups_, 0);
   drift_all_ = 0;
+  moved_.assign(k, 0);
+  upper_current_ = false;
   tight_ = false;
   single_.resize(n);
 }
@@ -366,6 +391,7 @@ void BoundedAssignment<Scalar>::Drift(const Matrix<Scalar>& centers) {
     const double move =
         DistanceAbove(centers_.col(j).data(), centers.col(j).data(), centers.rows());
     largest[group_of_[j]] = std::max(largest[group_of_[j]], move);
+    moved_[j] = SumAbove(moved_[j], move);
   }
   for (int g = 0; g < groups_; ++g) drift_[g] = Above(drift_[g] + largest[g]);
   drift_all_ = Above(drift_all_ + *std::max_element(largest.begin(), largest.end()));
@@ -397,7 +423,7 @@ void BoundedAssignment<Scalar>::SetTight(bool tight) {
 // have settled.
 template <typename Scalar>
 double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, ClusterSums* sums,
-                                            AssignmentStats* stats, Moves* moves) {
+                                            AssignmentStats* stats, Moves* moves, bool lazy) {
   const Eigen::Index d = points_.rows(), n = points_.cols(), k = centers.cols();
   const Margin<Scalar> margin(d);
   const bool keep = path_ != AssignmentPath::kProducts;
@@ -408,6 +434,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
   std::vector<Scalar> separation;
   if (estimate) separation = SeparationLimits(margin, HalfSeparations(centers));
   labels_.resize(n);
+  if (lazy) upper_.resize(n);
   const NearestCenterScan<Scalar> scan(centers);
   const Eigen::Index block = scan.block();
   const Eigen::Index part_size = AssignmentPartSize<Scalar>(n, d, k);
@@ -451,6 +478,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
           }
           if (moves != nullptr && label[r] != labels_[i]) moves->Add(p, i, labels_[i], label[r]);
           labels_[i] = label[r];
+          if (lazy) upper_[i] = StoredUpper(margin, sq[r], moved_[label[r]]);
           if (keep) {
             const double lower = LowerFromScan(margin, sq[r], gap[r]);
             if (tight) {
@@ -474,7 +502,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
 // into blocks; the objective and sums in AssignNearest's parts and order.
 template <typename Scalar>
 double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, ClusterSums* sums,
-                                                AssignmentStats* stats, Moves* moves) {
+                                                AssignmentStats* stats, Moves* moves, bool lazy) {
   const Eigen::Index d = points_.rows(), n = points_.cols(), k = centers.cols();
   const Margin<Scalar> margin(d);
   Drift(centers);
@@ -501,6 +529,9 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
                           static_cast<double>(n - last.settled - last.grouped) <=
                               kTightOpenShare * static_cast<double>(n)));
   const bool tight = tight_;
+  // A point that the upper bound of the calls before settles is not read.
+  const bool unread_ok = lazy && upper_current_;
+  if (lazy) upper_.resize(n);
   PartTotals totals(parts, d, k, sums != nullptr);
   if (moves != nullptr) moves->Reset(parts, part_size);
 
@@ -508,6 +539,9 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
   {
     typename NearestCenterScan<Scalar>::Scratch scratch;
     Vector<Scalar> sq(chunk), open_sq(block);
+    std::vector<double> lower(chunk);
+    // Per point of the chunk: settled without being read, settled.
+    std::vector<char> skip(chunk), settle(chunk);
     std::vector<Eigen::Index> open;
     open.reserve(chunk);
     Matrix<Scalar> gathered(d, block);
@@ -523,44 +557,70 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
 #pragma omp for schedule(dynamic)
     for (Eigen::Index p = 0; p < parts; ++p) {
       double objective = 0;
-      int64_t settled = 0, grouped = 0;
+      int64_t settled = 0, grouped = 0, unread = 0;
       ClusterSums* part = totals.Sums(p);
       const Eigen::Index end = std::min(n, (p + 1) * part_size);
       for (Eigen::Index first = p * part_size; first < end; first += chunk) {
         const Eigen::Index rows = std::min(chunk, end - first);
         open.clear();
+        const int* label_of = &labels_[first];
+        // The global filter over the chunk first, point by point without a
+        // branch. Each point's least lower bound on its distances to the
+        // other centers, its groups' less their drifts:
         for (Eigen::Index r = 0; r < rows; ++r) {
+          lower[r] = tight ? inf : Drifted(single_[first + r], drift_all_);
+        }
+        if (tight) {
+          for (int g = 0; g < groups; ++g) {
+            const Scalar* stored = &bound_[static_cast<size_t>(first) * groups + g];
+            const double drift = drift_[g];
+            for (Eigen::Index r = 0; r < rows; ++r) {
+              lower[r] = std::min(lower[r], Drifted(stored[r * groups], drift));
+            }
+          }
+        }
+        // Without the objective, the tests on the upper bound first: the
+        // computed squared distance is at most `above`, and the tests are
+        // monotone in it, so they pass on `above` only where they pass on
+        // the distance itself. Such a point is not read.
+        std::fill(skip.begin(), skip.begin() + rows, 0);
+        if (unread_ok) {
+          for (Eigen::Index r = 0; r < rows; ++r) {
+            const int label = label_of[r];
+            const double above = margin.ComputedAbove(SumAbove(upper_[first + r], moved_[label]));
+            skip[r] = (above <= static_cast<double>(separation[label])) |
+                      Excludes(lower[r], margin.Threshold(above));
+          }
+        }
+        for (Eigen::Index r = 0; r < rows; ++r) {
+          sq[r] = skip[r] ? 0
+                          : AssignedSquaredDistance(points_.col(first + r).data(),
+                                                    centers.col(label_of[r]).data(), d);
+        }
+        // Hamerly's separation, then the bounds. Past the separation, a
+        // bound excludes its centers exactly when its square exceeds the
+        // threshold.
+        for (Eigen::Index r = 0; r < rows; ++r) {
+          settle[r] = skip[r] | (sq[r] <= separation[label_of[r]]) |
+                      Excludes(lower[r], margin.Threshold(sq[r]));
+        }
+        for (Eigen::Index r = 0; r < rows; ++r) {
+          settled += settle[r];
+          unread += skip[r];
+        }
+        for (Eigen::Index r = 0; r < rows; ++r) {
+          if (settle[r]) continue;
           const Eigen::Index i = first + r;
-          const int label = labels_[i];
+          const int label = label_of[r];
           const Scalar* x = points_.col(i).data();
-          sq[r] = AssignedSquaredDistance(x, centers.col(label).data(), d);
-          // The global filter: Hamerly's separation, then the bounds. Past
-          // the separation, a bound excludes its centers exactly when its
-          // square exceeds the threshold.
-          if (sq[r] <= separation[label]) {
-            ++settled;
+          if (!tight) {
+            // The scan for the rest.
+            open.push_back(i);
             continue;
           }
           const double threshold = margin.Threshold(sq[r]);
-          if (!tight) {
-            // The one bound; the scan for the rest.
-            if (Excludes(Drifted(single_[i], drift_all_), threshold)) {
-              ++settled;
-            } else {
-              open.push_back(i);
-            }
-            continue;
-          }
           Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
-          double lower = inf;
-          for (int g = 0; g < groups; ++g) {
-            drifted[g] = Drifted(bound[g], drift_[g]);
-            lower = std::min(lower, drifted[g]);
-          }
-          if (Excludes(lower, threshold)) {
-            ++settled;
-            continue;
-          }
+          for (int g = 0; g < groups; ++g) drifted[g] = Drifted(bound[g], drift_[g]);
           // The group filter: the direct distances to the centers of the
           // groups not excluded; they decide the label if they prove that
           // the assignment chooses their nearest, as the bounds above do.
@@ -695,6 +755,11 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
         }
         for (Eigen::Index r = 0; r < rows; ++r) {
           const Eigen::Index i = first + r;
+          if (lazy) {
+            // No objective: the points read renew their upper bound.
+            if (!skip[r]) upper_[i] = StoredUpper(margin, sq[r], moved_[labels_[i]]);
+            continue;
+          }
           const Scalar* w = weights_ != nullptr ? &(*weights_)[i] : nullptr;
           AddAssigned(points_.col(i), labels_[i], sq[r], w, &objective, part);
         }
@@ -702,6 +767,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
       totals.objective[p] = objective;
       totals.settled[p] = settled;
       totals.grouped[p] = grouped;
+      totals.unread[p] = unread;
     }
   }
   stats->bounded = true;

@@ -6,7 +6,10 @@
 // of about ten nearby centers; each point keeps, per group, a lower bound
 // on its distance to the group's centers other than its own, which drops by
 // the most any center of the group moved. The distance to the own center is
-// computed every time (the objective needs it). A point below every group's
+// computed every time the objective is asked for; a call that does not ask
+// keeps Hamerly's upper bound on it instead (grown by the center's moves)
+// and does not read a point whose upper bound the tests below pass. A
+// point below every group's
 // bound, or below half the distance from its center to the nearest other
 // one, keeps its label without other distances (the global filter); one
 // below most groups' bounds gets its direct distances to the centers of the
@@ -69,6 +72,9 @@ struct AssignmentStats {
   /// Points decided by their distances to the centers of the groups their
   /// bounds left open alone (the group filter).
   int64_t grouped = 0;
+  /// Of the settled points, those the upper bound settled without reading
+  /// them (calls without the objective).
+  int64_t unread = 0;
   /// With exact sums, after the first call: the points whose label changed,
   /// and whether the sums were updated by them alone (else, when more than
   /// an eighth of a part's points moved, summed again).
@@ -99,8 +105,11 @@ class BoundedAssignment {
       : points_(points), weights_(weights), path_(path), exact_wanted_(exact_sums) {}
 
   // As AssignNearest(points, centers, labels, nullptr, sums, weights), the
-  // sums exact if asked for.
-  double Assign(const Matrix<Scalar>& centers, Labels* labels, ClusterSums* sums);
+  // sums exact if asked for. Without `objective` it returns NaN, and the
+  // points the upper bounds settle are not read (where the sums are exact
+  // or not asked for).
+  double Assign(const Matrix<Scalar>& centers, Labels* labels, ClusterSums* sums,
+                bool objective = true);
 
   // Whether the sums are the exact ones (asked for, and the points fit).
   bool exact_sums() const { return exact_ != nullptr; }
@@ -132,11 +141,12 @@ class BoundedAssignment {
     }
   };
   // With `moves`, each point whose label changes is added to its part's
-  // list (and the sums are not added).
+  // list (and the sums are not added). `lazy`: no objective, and the upper
+  // bounds kept.
   double AssignAll(const Matrix<Scalar>& centers, ClusterSums* sums, AssignmentStats* stats,
-                   Moves* moves);
+                   Moves* moves, bool lazy);
   double AssignBounded(const Matrix<Scalar>& centers, ClusterSums* sums, AssignmentStats* stats,
-                       Moves* moves);
+                       Moves* moves, bool lazy);
   // The exact sums of the labels now, from the moves where every one was
   // listed, else from scratch.
   void UpdateExact(const Moves& moves, bool from_moves, AssignmentStats* stats);
@@ -170,6 +180,12 @@ class BoundedAssignment {
   bool tight_ = false;
   std::vector<Scalar> single_;
   double drift_all_ = 0;
+  // Per center, an upper bound on the sum of its moves at each call; per
+  // point, an upper bound on the distance to its label's center less that
+  // center's sum when it was stored (current: kept by the last call).
+  std::vector<double> moved_;
+  std::vector<double> upper_;
+  bool upper_current_ = false;
   std::vector<AssignmentStats> stats_;
   // The exact sums, for exact_k_ centers; current: they are labels_'s.
   bool exact_wanted_;

@@ -275,6 +275,7 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ClusterPlan<Scalar>& plan, const
     const RunOptions options{
         .layers = spec.layers,
         .record_trajectory = spec.record_trajectory,
+        .layer_objectives = spec.layer_objectives,
         .seed = seed,
         .cluster_sums = spec.cluster_sums,
         .before_layer = [&check](int) { return check ? check() : absl::OkStatus(); },

@@ -32,8 +32,9 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
 
 template <typename Scalar>
 double BoundedAssignment<Scalar>::Assign(const Matrix<Scalar>& centers, Labels* labels,
-                                         ClusterSums* sums) {
-  return (this->*ActiveKernelsOf<Scalar>().assignment.bounded_assign)(centers, labels, sums);
+                                         ClusterSums* sums, bool objective) {
+  return (this->*ActiveKernelsOf<Scalar>().assignment.bounded_assign)(centers, labels, sums,
+                                                                      objective);
 }
 
 template <typename Scalar>
@@ -111,7 +112,7 @@ Matrix<Scalar> Attend(const AttentionBlock<Scalar>& block, const Matrix<Scalar>&
   template void NearestCenterScan<S>::Init();                                                      \
   template void NearestCenterScan<S>::Scan(const Eigen::Ref<const Matrix<S>>&, Scratch*, int*, S*, \
                                            double*, const S*) const;                               \
-  template double BoundedAssignment<S>::Assign(const Matrix<S>&, Labels*, ClusterSums*);           \
+  template double BoundedAssignment<S>::Assign(const Matrix<S>&, Labels*, ClusterSums*, bool);     \
   template absl::StatusOr<SeedAnswer<S>> SeedingShard<S>::Step(const SeedRequest<S>&);             \
   template absl::StatusOr<double> SeedingShard<S>::AddCenters(const Matrix<S>&);                   \
   template std::vector<double> SeedingShard<S>::TakenCenterWeights() const;                        \

@@ -50,7 +50,7 @@ struct SimdKernels {
     void (NearestCenterScan<S>::*scan)(const Eigen::Ref<const Matrix<S>>&,
                                        typename NearestCenterScan<S>::Scratch*, int*, S*, double*,
                                        const S*) const;
-    double (BoundedAssignment<S>::*bounded_assign)(const Matrix<S>&, Labels*, ClusterSums*);
+    double (BoundedAssignment<S>::*bounded_assign)(const Matrix<S>&, Labels*, ClusterSums*, bool);
     absl::StatusOr<SeedAnswer<S>> (SeedingShard<S>::*shard_step)(const SeedRequest<S>&);
     absl::StatusOr<double> (SeedingShard<S>::*shard_add_centers)(const Matrix<S>&);
     std::vector<double> (SeedingShard<S>::*shard_taken_weights)() const;

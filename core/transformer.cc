@@ -42,21 +42,24 @@ bool WeighsEveryKey(Normalizer normalizer) {
 }
 
 // Centers (model units) into the result in the caller's units, with the
-// labels and objective they give the caller's points.
-// With `bounded`, the assignment goes through its bounds.
+// labels and objective they give the caller's points. With `bounded`, the
+// assignment goes through its bounds, and without `objective` the objective
+// is NaN: the bounds then need not read the points they settle.
 template <typename Scalar>
 void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
-            RunResult<Scalar>* result, BoundedAssignment<Scalar>* bounded = nullptr) {
+            RunResult<Scalar>* result, BoundedAssignment<Scalar>* bounded = nullptr,
+            bool objective = true) {
   result->centers = frame.map.ToCaller(model_centers);
   ClusterSums* sums = nullptr;
   if (frame.cluster_sums) {
     sums = &result->cluster_sums.emplace(static_cast<int>(frame.points.rows()),
                                          static_cast<int>(result->centers.cols()));
   }
-  result->objective = bounded != nullptr ? bounded->Assign(result->centers, &result->labels, sums)
-                                         : frame.kernels.assign_nearest(
-                                               frame.points, result->centers, &result->labels,
-                                               nullptr, sums, frame.weights, frame.lanes);
+  result->objective =
+      bounded != nullptr
+          ? bounded->Assign(result->centers, &result->labels, sums, objective)
+          : frame.kernels.assign_nearest(frame.points, result->centers, &result->labels, nullptr,
+                                         sums, frame.weights, frame.lanes);
 }
 
 // Dense runs of fewer points than this use the calling thread alone: their
@@ -321,8 +324,11 @@ absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& fr
       record.empty_clusters = empty;
       result->trajectory.push_back(std::move(record));
     }
-    // The next layer's theta1 is this layer's objective pass.
-    Report(frame, centers, result, bounded);
+    // The next layer's theta1 is this layer's objective pass; its
+    // objective, where every layer's is kept or this layer is the last.
+    const bool last = t == options.layers - 1 || result->convergence != Convergence::kNone;
+    Report(frame, centers, result, bounded,
+           options.layer_objectives || options.record_trajectory || last);
     if (!frame.map.identity()) AssignNearest(points, centers, &model_labels);
     result->layer_objectives.push_back(result->objective);
     if (options.record_trajectory) {
@@ -404,7 +410,10 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
                             evaluator.point_weights,
                             lanes ? &*lanes : nullptr,
                             kernels};
-  Report(frame, initial_centers, &result, bounded ? &*bounded : nullptr);
+  // The initial centers' objective: a dense run's first guard compares
+  // with it, and with no layer it is the run's.
+  Report(frame, initial_centers, &result, bounded ? &*bounded : nullptr,
+         !fast || options.layers == 0 || options.layer_objectives || options.record_trajectory);
   absl::Status s;
   if (fast) {
     s = RunFast(evaluator, frame, initial_centers, options, 0, bounded ? &*bounded : nullptr,

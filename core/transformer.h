@@ -38,8 +38,13 @@ struct RunOptions {
   int layers = 10;                 ///< T, the number of layers (iterations)
   Path path = Path::kAuto;         ///< which evaluator
   bool record_trajectory = false;  ///< keep labels, registers and centers of every layer
-  uint64_t seed = 0;               ///< keys the draws of sampling (Gumbel) blocks, with the layer
-  bool cluster_sums = false;       ///< keep the final labels' counts and sums (RunResult)
+  /// Fast path: the objective of every layer (layer_objectives); false: of
+  /// the last layer alone (the others NaN), so that the bound-based
+  /// assignment need not read the points it settles (bounds.h). A recorded
+  /// trajectory has every layer's.
+  bool layer_objectives = true;
+  uint64_t seed = 0;          ///< keys the draws of sampling (Gumbel) blocks, with the layer
+  bool cluster_sums = false;  ///< keep the final labels' counts and sums (RunResult)
   /// Called before each layer with its index; a non-OK status stops the run
   /// and is returned (deadlines, cancellation).
   std::function<absl::Status(int layer)> before_layer;

@@ -156,6 +156,7 @@ absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r) {
                          .layers = r.iterations(),
                          .seed = r.seed(),
                          .parameters = {r.parameters().begin(), r.parameters().end()},
+                         .layer_objectives = r.return_trajectory(),
                          .cluster_sums = r.return_cluster_sums(),
                          .tol = r.has_tol() ? std::optional<double>(r.tol()) : std::nullopt,
                          .n_init = std::max(1, r.n_init()),

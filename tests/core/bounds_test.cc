@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -161,6 +163,51 @@ RunResult<Scalar> Run(const Problem<Scalar>& p, AssignmentPath assignment,
                         .sums = sums});
   EXPECT_TRUE(run.ok()) << run.status();
   return *std::move(run);
+}
+
+// A run that asks for the last layer's objective alone, with exact sums:
+// the bound path need not read the points its upper bounds settle.
+template <typename Scalar>
+RunResult<Scalar> RunForTheAnswer(const Problem<Scalar>& p, AssignmentPath assignment,
+                                  std::optional<double> shift_tolerance = std::nullopt) {
+  const InputMap<Scalar> identity(InputScaling::kNone, p.points);
+  const ParameterValues parameters;
+  absl::StatusOr<RunResult<Scalar>> run =
+      Evaluate<Scalar>({.k = static_cast<int>(p.centers.cols()),
+                        .algorithm = p.algorithm,
+                        .parameters = &parameters,
+                        .point_weights = p.weights.size() > 0 ? &p.weights : nullptr},
+                       p.points, p.points, identity, p.centers,
+                       {.layers = p.layers,
+                        .layer_objectives = false,
+                        .cluster_sums = true,
+                        .shift_tolerance = shift_tolerance,
+                        .empty_clusters = p.empty_clusters,
+                        .assignment = assignment,
+                        .sums = SumsPath::kExact});
+  EXPECT_TRUE(run.ok()) << run.status();
+  return *std::move(run);
+}
+
+// The answer alike: labels, centers, objective, sums, layers and empty
+// clusters; of the layers' objectives only the last, the others NaN.
+template <typename Scalar>
+void ExpectSameAnswer(const RunResult<Scalar>& got, const RunResult<Scalar>& want) {
+  EXPECT_EQ(got.labels, want.labels);
+  EXPECT_EQ(got.centers, want.centers);
+  EXPECT_EQ(got.objective, want.objective);
+  EXPECT_EQ(got.layers_run, want.layers_run);
+  EXPECT_EQ(got.convergence, want.convergence);
+  EXPECT_EQ(got.empty_cluster_events, want.empty_cluster_events);
+  ASSERT_TRUE(got.cluster_sums.has_value() && want.cluster_sums.has_value());
+  EXPECT_EQ(got.cluster_sums->sums, want.cluster_sums->sums);
+  EXPECT_EQ(got.cluster_sums->counts, want.cluster_sums->counts);
+  ASSERT_EQ(got.layer_objectives.size(), want.layer_objectives.size());
+  ASSERT_FALSE(got.layer_objectives.empty());
+  for (size_t t = 0; t + 1 < got.layer_objectives.size(); ++t) {
+    EXPECT_TRUE(std::isnan(got.layer_objectives[t])) << "layer " << t;
+  }
+  EXPECT_EQ(got.layer_objectives.back(), want.layer_objectives.back());
 }
 
 // Bit for bit, every layer.
@@ -364,6 +411,38 @@ TYPED_TEST(BoundsTest, LargeRunsKeepExactSumsUpdatedByTheMovedPoints) {
   EXPECT_FALSE(run.assignments[0].sums_from_moves);
   EXPECT_TRUE(run.assignments.back().sums_from_moves);
   EXPECT_LT(run.assignments.back().moved, 20000 / 100);
+}
+
+// Without the layers' objectives, the bound path keeps Hamerly's upper
+// bound on each point's distance to its own center and does not read a
+// point that bound settles: the answer is the products' all the same, on
+// every problem, forced bounds and automatic, and to convergence on blobs
+// large enough for the automatic choice.
+TYPED_TEST(BoundsTest, RunsWithoutLayerObjectivesSkipSettledPointsAndAnswerAlike) {
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    int64_t unread = 0;
+    for (const Problem<S>& p : Problems<S>()) {
+      SCOPED_TRACE(p.name);
+      const RunResult<S> want = Run(p, AssignmentPath::kProducts, SumsPath::kExact);
+      for (const AssignmentPath path : {AssignmentPath::kBounds, AssignmentPath::kAuto}) {
+        const RunResult<S> got = RunForTheAnswer(p, path);
+        ExpectSameAnswer(got, want);
+        for (const AssignmentStats& a : got.assignments) unread += a.unread;
+      }
+    }
+    EXPECT_GT(unread, 0);
+    Problem<S> blobs{.name = "blobs", .points = Blobs<S>(20000, 8, 40, 17)};
+    blobs.centers = blobs.points.leftCols(40);
+    blobs.layers = 100;
+    const RunResult<S> want = RunForTheAnswer(blobs, AssignmentPath::kProducts, 0.0);
+    const RunResult<S> got = RunForTheAnswer(blobs, AssignmentPath::kAuto, 0.0);
+    EXPECT_NE(want.convergence, Convergence::kNone);
+    ExpectSameAnswer(got, want);
+    int64_t blob_unread = 0;
+    for (const AssignmentStats& a : got.assignments) blob_unread += a.unread;
+    EXPECT_GT(blob_unread, 0);
+  });
 }
 
 // The automatic choice takes the products where the bounds settle few
