@@ -69,6 +69,10 @@ ABSL_FLAG(double, tol, 1e-4,
           "whole mode: stop after the iteration whose total squared center shift is at most tol "
           "times the points' mean per-dimension variance, or that changed no label "
           "(scikit-learn's rule and default); 0: only at a fixed point");
+ABSL_FLAG(bool, step_objectives, false,
+          "whole mode: log every iteration's objective; without, only the initial and final "
+          "centers' (the shards' bounds then need not read the points they keep in their "
+          "clusters)");
 ABSL_FLAG(std::string, weights_in, "",
           "whole mode: per-point weights (scikit-learn's sample_weight), one per line or a "
           "float32 or float64 .npy of shape (n,); finite, >= 0, not all 0");
@@ -565,6 +569,7 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
       .empty_clusters = *empty_clusters,
       .starts = {Eigen::Map<const Matrix<float>>(centers.data(), d, k)},
       .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
+      .iteration_objectives = absl::GetFlag(FLAGS_step_objectives),
       .log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }};
   PassShards shards(client, reader, base, weighed, n);
   absl::StatusOr<ResidentJobResult> result = RunResidentJob(options, d, shards);
@@ -635,6 +640,7 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
       .empty_clusters = *empty_clusters,
       .n_init = std::max(1, base.n_init()),
       .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
+      .iteration_objectives = absl::GetFlag(FLAGS_step_objectives),
       .log = log};
   if (base.init() == v1::INIT_GIVEN) {
     options.starts.push_back(Eigen::Map<const Matrix<float>>(base.centers().data(), d, base.k()));

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -369,7 +370,8 @@ absl::StatusOr<Matrix<Scalar>> RandomStart(ShardSet& job, int d, int k, uint64_t
 }
 
 template <typename Scalar>
-v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool labels, int64_t farthest) {
+v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool labels, int64_t farthest,
+                             bool objective = true) {
   v1::JobRequest request;
   v1::AssignStep* step = request.mutable_assign();
   step->set_k(static_cast<int>(centers.cols()));
@@ -377,6 +379,7 @@ v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool labels, int64_t
   step->set_return_labels(labels);
   step->set_raw_labels(labels);
   step->set_farthest(farthest);
+  step->set_omit_objective(!objective);
   return request;
 }
 
@@ -451,7 +454,9 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scal
   for (int t = 0;; ++t) {
     const bool last = t == options.iterations;
     const auto start = Clock::now();
-    const v1::JobRequest request = AssignRequest(centers, last && options.labels, 0);
+    const bool with_objective = t == 0 || last || options.iteration_objectives;
+    const v1::JobRequest request =
+        AssignRequest(centers, last && options.labels, 0, with_objective);
     absl::StatusOr<std::vector<v1::JobResponse>> answers =
         AskEach(job, [&](size_t) -> std::optional<v1::JobRequest> { return request; });
     if (!answers.ok()) return answers.status();
@@ -468,6 +473,8 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scal
       compared &= a.labels_compared();
       changed += a.labels_changed();
     }
+    // Whatever a shard set answers where it was not asked.
+    if (!with_objective) objective = std::numeric_limits<double>::quiet_NaN();
     if (t == 0) result->initial_objective = objective;
     if (t > 0) {
       result->objectives.push_back(objective);
@@ -476,7 +483,8 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scal
     if (options.log) {
       // The labels step is numbered for the iterations before it.
       options.log(absl::StrCat(
-          "step ", last ? result->iterations_run : t, " objective ", objective,
+          "step ", last ? result->iterations_run : t,
+          with_objective ? absl::StrCat(" objective ", objective) : std::string(),
           t > 0 && compared ? absl::StrCat(", labels changed ", changed) : std::string()));
     }
     if (last) {

@@ -84,6 +84,11 @@ struct ResidentJobOptions {
   std::vector<Matrix<float>> starts;
   std::vector<Matrix<double>> starts_f64;
   bool labels = true;  ///< gather every point's label (unless the shards keep them)
+  /// The objective of every iteration (objectives, the log, on_iteration);
+  /// false: of the initial and final centers alone, the others NaN, so that
+  /// the shards' bounds need not read the points they keep in their
+  /// clusters (core/bounds.h).
+  bool iteration_objectives = true;
   /// Called with a line of progress, if set.
   std::function<void(const std::string&)> log;
   /// Called after each iteration's update, if set: the objective under the

@@ -330,7 +330,7 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
         state.points, weights, AssignmentPath::kAuto, BoundsMayPay(state.points.cols(), step.k()));
     state.assignment_k = step.k();
   }
-  out->set_objective(state.assignment->Assign(*centers, &labels, &sums));
+  out->set_objective(state.assignment->Assign(*centers, &labels, &sums, !step.omit_objective()));
   if (state.assignment->stats().back().bounded) {
     out->set_points_settled_by_bounds(state.assignment->stats().back().settled);
   }

@@ -114,8 +114,8 @@ ResidentJobOptions JobOptions(int d, int k, int iterations, double center_tol, u
                               double kmeans_parallel_oversampling,
                               const std::string& empty_clusters, int n_init,
                               const std::optional<py::array>& starts, bool labels, bool float64,
-                              PythonFailure* failure, const py::object& log,
-                              const py::object& on_iteration) {
+                              bool iteration_objectives, PythonFailure* failure,
+                              const py::object& log, const py::object& on_iteration) {
   ResidentJobOptions options{.k = k,
                              .iterations = iterations,
                              .center_tol = center_tol,
@@ -125,7 +125,8 @@ ResidentJobOptions JobOptions(int d, int k, int iterations, double center_tol, u
                              .kmeans_parallel_rounds = kmeans_parallel_rounds,
                              .kmeans_parallel_oversampling = kmeans_parallel_oversampling,
                              .n_init = n_init,
-                             .labels = labels};
+                             .labels = labels,
+                             .iteration_objectives = iteration_objectives};
   absl::StatusOr<EmptyClusterPolicy> policy = ParseEmptyClusterPolicy(empty_clusters);
   if (!policy.ok()) throw py::value_error(std::string(policy.status().message()));
   options.empty_clusters = *policy;
@@ -318,13 +319,13 @@ py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, in
              const Starts& starts, bool labels, bool float64, int streams_per_server,
              int64_t chunk_bytes, int max_moves, std::optional<double> timeout, bool tls,
              const std::string& ca, const std::string& cert, const std::string& key,
-             const std::string& server_name, const py::object& log,
+             const std::string& server_name, bool iteration_objectives, const py::object& log,
              const py::object& on_iteration) {
   PythonFailure failure;
   ResidentJobOptions options =
       JobOptions(d, k, iterations, center_tol, seed, init, kmeans_parallel_rounds,
                  kmeans_parallel_oversampling, empty_clusters, n_init, starts, labels, float64,
-                 &failure, log, on_iteration);
+                 iteration_objectives, &failure, log, on_iteration);
   absl::StatusOr<ChannelSecurity> security = ClientSecurity({.enabled = tls,
                                                              .ca_file = ca,
                                                              .cert_file = cert,
@@ -361,13 +362,13 @@ py::dict Drive(const py::object& shards, int d, int k, const std::optional<py::a
                bool weighted, int iterations, double center_tol, uint64_t seed,
                const std::string& init, int kmeans_parallel_rounds,
                double kmeans_parallel_oversampling, const std::string& empty_clusters, int n_init,
-               const Starts& starts, bool labels, bool float64, const py::object& log,
-               const py::object& on_iteration) {
+               const Starts& starts, bool labels, bool float64, bool iteration_objectives,
+               const py::object& log, const py::object& on_iteration) {
   PythonFailure failure;
   ResidentJobOptions options =
       JobOptions(d, k, iterations, center_tol, seed, init, kmeans_parallel_rounds,
                  kmeans_parallel_oversampling, empty_clusters, n_init, starts, labels, float64,
-                 &failure, log, on_iteration);
+                 iteration_objectives, &failure, log, on_iteration);
   options.weighted = weighted;
   if (weights && float64) {
     options.weights_f64 = WeightsOf<double>(*weights, -1);
@@ -400,14 +401,15 @@ PYBIND11_MODULE(_driver, m) {
         py::arg("labels"), py::arg("float64") = false, py::arg("streams_per_server"),
         py::arg("chunk_bytes"), py::arg("max_moves"), py::arg("timeout") = py::none(),
         py::arg("tls") = false, py::arg("ca") = "", py::arg("cert") = "", py::arg("key") = "",
-        py::arg("server_name") = "", py::arg("log") = py::none(),
-        py::arg("on_iteration") = py::none());
+        py::arg("server_name") = "", py::arg("iteration_objectives") = true,
+        py::arg("log") = py::none(), py::arg("on_iteration") = py::none());
   m.def("drive", &kmt::Drive, py::arg("shards"), py::arg("d"), py::arg("k"), py::kw_only(),
         py::arg("weights") = py::none(), py::arg("weighted"), py::arg("iterations"),
         py::arg("center_tol"), py::arg("seed"), py::arg("init"), py::arg("kmeans_parallel_rounds"),
         py::arg("kmeans_parallel_oversampling"), py::arg("empty_clusters"), py::arg("n_init"),
         py::arg("starts") = py::none(), py::arg("labels"), py::arg("float64") = false,
-        py::arg("log") = py::none(), py::arg("on_iteration") = py::none());
+        py::arg("iteration_objectives") = true, py::arg("log") = py::none(),
+        py::arg("on_iteration") = py::none());
   m.def(
       "replica_addresses",
       [](const std::string& target) {

@@ -310,7 +310,8 @@ class ServedLloyd(ServedKMeans):
                 weights=plan.weights, center_tol=absolute_tol,
                 empty_clusters=self._empty_clusters(), offset=plan.offset,
                 init=None if plan.starts is not None else self.init, n_init=self._n_init,
-                on_iteration=progress if self.verbose else None, **tls_options(self))
+                on_iteration=progress if self.verbose else None,
+                iteration_objectives=bool(self.verbose), **tls_options(self))
         return (result.centers.astype(plan.X.dtype), result.labels, float(result.objective),
                 int(result.iterations_run), None)
 

@@ -141,7 +141,7 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
                  plain_seeding=False, labels=True, streams_per_server=1, chunk_bytes=4 << 20,
                  max_moves=3, timeout=None, log=None, *, weights=None, center_tol=None,
                  empty_clusters="keep", offset=None, init=None, n_init=1, on_iteration=None,
-                 **tls):
+                 iteration_objectives=True, **tls):
     """Clusters the (n, d) `points` (an array, a memmap or a sparse matrix,
     densified a chunk at a time) on the replicas `target` names (as
     replica_addresses reads it), from `centers` (k, d) if given, else from
@@ -166,7 +166,10 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
     loads the shards again. `on_iteration(t, objective, shift, convergence)`
     is called after each update: the objective under the centers the
     iteration started from, the total squared shift it made, and a
-    pb.ConvergenceReason if the iterations stop there (else 0). `timeout`
+    pb.ConvergenceReason if the iterations stop there (else 0). Without
+    `iteration_objectives` only the initial and final objectives are
+    computed (the others, in `objectives` and to `on_iteration`, are NaN),
+    which lets the replicas skip the points their bounds keep. `timeout`
     is each stream's deadline, `log` a function of a line of progress, `tls`
     as kmt.channel() takes it."""
     if not hasattr(points, "toarray"):
@@ -198,6 +201,7 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
         chunk_bytes=int(chunk_bytes), max_moves=int(max_moves), timeout=timeout,
         tls=bool(tls.get("tls") or tls.get("ca") or tls.get("cert") or tls.get("key")),
         ca=tls.get("ca") or "", cert=tls.get("cert") or "", key=tls.get("key") or "",
-        server_name=tls.get("server_name") or "", log=log, on_iteration=on_iteration,
+        server_name=tls.get("server_name") or "",
+        iteration_objectives=bool(iteration_objectives), log=log, on_iteration=on_iteration,
         **options)
     return result_of(answer, offset)

@@ -14,10 +14,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -68,6 +71,7 @@ struct JobOptions {
   std::function<void(const std::string&)> log;
   int n_init = 1;
   EmptyClusterPolicy empty_clusters = EmptyClusterPolicy::kKeep;
+  bool iteration_objectives = true;
 };
 
 absl::StatusOr<ResidentJobResult> RunJob(const JobOptions& o, int64_t n, int d,
@@ -81,6 +85,7 @@ absl::StatusOr<ResidentJobResult> RunJob(const JobOptions& o, int64_t n, int d,
                          .log = o.log};
   job.n_init = o.n_init;
   job.empty_clusters = o.empty_clusters;
+  job.iteration_objectives = o.iteration_objectives;
   if (initial) job.starts.push_back(*initial);
   return RunResidentJobOnReplicas({.servers = o.servers,
                                    .streams_per_server = o.streams_per_server,
@@ -579,6 +584,46 @@ TEST_F(ResidentJobTest, EachIterationsLabelChangesAreCountedOverAllShards) {
   EXPECT_EQ(uncounted->iterations_run, counted->iterations_run);
   EXPECT_EQ(uncounted->centers, counted->centers);
   EXPECT_EQ(uncounted->labels, counted->labels);
+}
+
+// A job that asks for the initial and final objectives alone (the CLI's
+// default, kmt.KMeans without verbose) lets the shards' bounds skip the
+// points they keep: the same answer as a job that asks for every
+// iteration's, on one shard large enough for them (and exact sums), with
+// the iterations' objectives NaN and logged without one.
+TEST_F(ResidentJobTest, AJobWithoutIterationObjectivesGivesTheSameAnswer) {
+  constexpr int k = 32;
+  const Matrix<float> init = *InitialCenters(Points(), k, InitMethod::kKMeansPlusPlus, 3);
+  JobOptions options = Options({a_->address()}, 1);
+  options.k = k;
+  options.iterations = 40;
+  const absl::StatusOr<ResidentJobResult> every =
+      RunJob(options, Points().cols(), kD, SourceOf(Points()), init);
+  options.iteration_objectives = false;
+  std::vector<std::string> lines;
+  options.log = [&lines](const std::string& line) { lines.push_back(line); };
+  const absl::StatusOr<ResidentJobResult> ends =
+      RunJob(options, Points().cols(), kD, SourceOf(Points()), init);
+  ASSERT_TRUE(every.ok()) << every.status();
+  ASSERT_TRUE(ends.ok()) << ends.status();
+  EXPECT_GT(every->iterations_run, 5);
+  EXPECT_EQ(ends->iterations_run, every->iterations_run);
+  EXPECT_EQ(ends->convergence, every->convergence);
+  EXPECT_EQ(ends->centers, every->centers);
+  EXPECT_EQ(ends->labels, every->labels);
+  EXPECT_EQ(ends->labels_changed, every->labels_changed);
+  EXPECT_EQ(ends->objective, every->objective);
+  EXPECT_EQ(ends->initial_objective, every->initial_objective);
+  ASSERT_EQ(ends->objectives.size(), every->objectives.size());
+  // The last is the labels step's, the final objective.
+  for (size_t t = 0; t + 1 < every->objectives.size(); ++t) {
+    EXPECT_TRUE(std::isfinite(every->objectives[t]));
+    EXPECT_TRUE(std::isnan(ends->objectives[t])) << t;
+  }
+  EXPECT_EQ(ends->objectives.back(), every->objective);
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "step 1, labels changed " + std::to_string(ends->labels_changed[0])),
+            lines.end());
 }
 
 // --weights_in, resident and by passes: the library's weighted job, and

@@ -95,6 +95,14 @@ class ResidentTest(unittest.TestCase):
                                streams_per_server=4, timeout=120)
         np.testing.assert_array_equal(one.centers, got.centers)
         self.assertEqual(one.objectives, got.objectives)
+        # Without the iterations' objectives, the same answer; those are NaN.
+        ends = kmt.fit_resident(self.both, POINTS, K, centers=start, iterations=7,
+                                streams_per_server=2, timeout=120, iteration_objectives=False)
+        np.testing.assert_array_equal(ends.centers, got.centers)
+        np.testing.assert_array_equal(ends.labels, got.labels)
+        self.assertEqual(ends.objective, got.objective)
+        self.assertTrue(all(np.isnan(o) for o in ends.objectives[:-1]))
+        self.assertEqual(ends.objectives[-1], got.objective)
 
     def test_ctrl_c_or_a_raising_callback_ends_the_job_within_a_step(self):
         seen = []
