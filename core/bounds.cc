@@ -211,6 +211,37 @@ double StoredUpper(const Margin<Scalar>& margin, Scalar sq, double moved) {
   return SumAbove(Above(std::sqrt(margin.UpperSq(sq))), -moved);
 }
 
+// The global filter on a chunk of points, each with its label, the least
+// lower bound on its distances to the other centers (`lower`) and its
+// computed squared distance `sq` (or, without it, an upper bound on it):
+// Hamerly's separation (sq within its center's limit), else the bound. Into
+// `settled`, one flag a point, or'ed with what is there. No branch a point,
+// and every array restrict, so that the loop is vectorized.
+template <typename Scalar, typename Sq>
+void GlobalFilter(const Margin<Scalar>& margin, Eigen::Index rows, const int* __restrict label,
+                  const Sq* __restrict sq, const Scalar* __restrict separation,
+                  const double* __restrict lower, char* __restrict settled) {
+  const Margin<Scalar> m = margin;
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    const double s = static_cast<double>(sq[r]);
+    settled[r] |= static_cast<char>((s <= static_cast<double>(separation[label[r]])) |
+                                    Excludes(lower[r], m.Threshold(s)));
+  }
+}
+
+// Per point of a chunk, an upper bound on its computed squared distance to
+// its label's center, from its stored upper bound on the distance and the
+// center's moves since (Margin::ComputedAbove).
+template <typename Scalar>
+void ComputedAboveOf(const Margin<Scalar>& margin, Eigen::Index rows, const int* __restrict label,
+                     const double* __restrict upper, const double* __restrict moved,
+                     double* __restrict above) {
+  const Margin<Scalar> m = margin;
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    above[r] = m.ComputedAbove(SumAbove(upper[r], moved[label[r]]));
+  }
+}
+
 // The share of the points the last call settled from which a call without
 // the objective keeps the upper bounds: below it, the points it would spare
 // reading are too few to pay for renewing the bounds of the others (on
@@ -548,7 +579,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
   {
     typename NearestCenterScan<Scalar>::Scratch scratch;
     Vector<Scalar> sq(chunk), open_sq(block);
-    std::vector<double> lower(chunk);
+    std::vector<double> lower(chunk), above(chunk);
     // Per point of the chunk: settled without being read, settled.
     std::vector<char> skip(chunk), settle(chunk);
     // The chunk's points to read, and those the global filter left open.
@@ -578,8 +609,9 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
         // The global filter over the chunk first, point by point without a
         // branch. Each point's least lower bound on its distances to the
         // other centers, its groups' less their drifts:
+        const double drift_all = drift_all_;
         for (Eigen::Index r = 0; r < rows; ++r) {
-          lower[r] = tight ? inf : Drifted(single_[first + r], drift_all_);
+          lower[r] = tight ? inf : Drifted(single_[first + r], drift_all);
         }
         if (tight) {
           for (int g = 0; g < groups; ++g) {
@@ -596,12 +628,9 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
         // the distance itself. Such a point is not read.
         std::fill(skip.begin(), skip.begin() + rows, 0);
         if (unread_ok) {
-          for (Eigen::Index r = 0; r < rows; ++r) {
-            const int label = label_of[r];
-            const double above = margin.ComputedAbove(SumAbove(upper_[first + r], moved_[label]));
-            skip[r] = (above <= static_cast<double>(separation[label])) |
-                      Excludes(lower[r], margin.Threshold(above));
-          }
+          ComputedAboveOf(margin, rows, label_of, &upper_[first], moved_.data(), above.data());
+          GlobalFilter(margin, rows, label_of, above.data(), separation.data(), lower.data(),
+                       skip.data());
         }
         // The points to read, listed without a branch (whether a point
         // is read would be a guess per point for the branch predictor).
@@ -619,10 +648,9 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
         // Hamerly's separation, then the bounds. Past the separation, a
         // bound excludes its centers exactly when its square exceeds the
         // threshold.
-        for (Eigen::Index r = 0; r < rows; ++r) {
-          settle[r] = skip[r] | (sq[r] <= separation[label_of[r]]) |
-                      Excludes(lower[r], margin.Threshold(sq[r]));
-        }
+        std::copy(skip.begin(), skip.begin() + rows, settle.begin());
+        GlobalFilter(margin, rows, label_of, sq.data(), separation.data(), lower.data(),
+                     settle.data());
         Eigen::Index n_open = 0;
         for (Eigen::Index r = 0; r < rows; ++r) {
           settled += settle[r];
