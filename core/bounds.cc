@@ -265,11 +265,15 @@ double MinSettled(Eigen::Index k) { return std::clamp(8.0 / static_cast<double>(
 // order as AssignNearest merges its own.
 struct PartTotals {
   std::vector<double> objective;
-  std::vector<int64_t> settled, grouped, unread;
+  std::vector<int64_t> settled, grouped, unread, changed;
   std::vector<ClusterSums> sums;  // empty when no sums are asked for
 
   PartTotals(Eigen::Index parts, Eigen::Index d, Eigen::Index k, bool with_sums)
-      : objective(parts, 0), settled(parts, 0), grouped(parts, 0), unread(parts, 0) {
+      : objective(parts, 0),
+        settled(parts, 0),
+        grouped(parts, 0),
+        unread(parts, 0),
+        changed(parts, 0) {
     if (with_sums) sums.assign(parts, ClusterSums(static_cast<int>(d), static_cast<int>(k)));
   }
   ClusterSums* Sums(Eigen::Index p) { return sums.empty() ? nullptr : &sums[p]; }
@@ -282,6 +286,7 @@ struct PartTotals {
       stats->settled += settled[p];
       stats->grouped += grouped[p];
       stats->unread += unread[p];
+      stats->changed += changed[p];
       if (into != nullptr) into->Add(sums[p]);
     }
     return total;
@@ -330,6 +335,7 @@ double BoundedAssignment<Scalar>::Assign(const Matrix<Scalar>& centers, Labels* 
       !objective && path_ != AssignmentPath::kProducts && Usable() && added == nullptr && n > 0 &&
       k > 0 && !stats_.empty() &&
       static_cast<double>(stats_.back().settled) >= kLazySettled * static_cast<double>(n);
+  const bool first_call = static_cast<Eigen::Index>(labels_.size()) != n;
   if (n == 0 || centers.cols() == 0) {
     total = AssignNearest(points_, centers, &labels_, nullptr, sums, weights_);
     centers_.resize(0, 0);
@@ -338,6 +344,7 @@ double BoundedAssignment<Scalar>::Assign(const Matrix<Scalar>& centers, Labels* 
   } else {
     total = AssignAll(centers, added, &stats, record, lazy);
   }
+  if (first_call) stats.changed = n;
   // The upper bounds follow the labels only through calls that keep them.
   upper_current_ = lazy;
   if (exact && exact_ != nullptr) {
@@ -493,7 +500,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
 #pragma omp for schedule(dynamic)
     for (Eigen::Index p = 0; p < parts; ++p) {
       double objective = 0;
-      int64_t settled = 0;
+      int64_t settled = 0, changed = 0;
       ClusterSums* part = totals.Sums(p);
       for (Eigen::Index first = p * part_size; first < std::min(n, (p + 1) * part_size);
            first += block) {
@@ -516,6 +523,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
               ++settled;
             }
           }
+          changed += label[r] != labels_[i];
           if (moves != nullptr && label[r] != labels_[i]) moves->Add(p, i, labels_[i], label[r]);
           labels_[i] = label[r];
           if (lazy) upper_[i] = StoredUpper(margin, sq[r], moved_[label[r]]);
@@ -533,6 +541,7 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
       }
       totals.objective[p] = objective;
       totals.settled[p] = settled;
+      totals.changed[p] = changed;
     }
   }
   return totals.Merge(sums, stats);
@@ -599,7 +608,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
 #pragma omp for schedule(dynamic)
     for (Eigen::Index p = 0; p < parts; ++p) {
       double objective = 0;
-      int64_t settled = 0, grouped = 0, unread = 0;
+      int64_t settled = 0, grouped = 0, unread = 0, changed = 0;
       ClusterSums* part = totals.Sums(p);
       const Eigen::Index end = std::min(n, (p + 1) * part_size);
       for (Eigen::Index first = p * part_size; first < end; first += chunk) {
@@ -719,6 +728,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
             const double old = Below(std::sqrt(margin.LowerSq(sq[r])));
             bound[old_group] = Stored<Scalar>(std::min(drifted[old_group], old), drift_[old_group]);
           }
+          changed += best != label;
           if (moves != nullptr && best != label) moves->Add(p, i, label, best);
           labels_[i] = best;
           sq[r] = best_sq;
@@ -750,6 +760,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
             const Eigen::Index i = open[o + r];
             const int label = open_label[r];
             const Scalar* x = points_.col(i).data();
+            changed += label != labels_[i];
             if (moves != nullptr && label != labels_[i]) moves->Add(p, i, labels_[i], label);
             labels_[i] = label;
             // On the point's own memory, as the products path computes it.
@@ -821,6 +832,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
       totals.settled[p] = settled;
       totals.grouped[p] = grouped;
       totals.unread[p] = unread;
+      totals.changed[p] = changed;
     }
   }
   stats->bounded = true;

@@ -75,6 +75,9 @@ struct AssignmentStats {
   /// Of the settled points, those the upper bound settled without reading
   /// them (calls without the objective).
   int64_t unread = 0;
+  /// Points whose label differs from the call before's (the first call:
+  /// every point).
+  int64_t changed = 0;
   /// With exact sums, after the first call: the points whose label changed,
   /// and whether the sums were updated by them alone (else, when more than
   /// an eighth of a part's points moved, summed again).

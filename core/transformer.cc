@@ -303,12 +303,15 @@ absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& fr
     result->empty_cluster_events += empty;
     result->layers_run = t + 1;
     if (converging) {
-      if (t > first && *labels == previous) {
+      // The bounds count the labels their last call changed, which spares
+      // keeping and comparing a copy.
+      if (t > first &&
+          (bounded != nullptr ? bounded->stats().back().changed == 0 : *labels == previous)) {
         result->convergence = Convergence::kLabelsUnchanged;
       } else if ((centers - before).template cast<double>().squaredNorm() <=
                  *options.shift_tolerance) {
         result->convergence = Convergence::kTolerance;
-      } else {
+      } else if (bounded == nullptr) {
         previous = *labels;
       }
     }

@@ -253,6 +253,16 @@ TYPED_TEST(BoundsTest, BoundsGiveTheProductsResultsToTheLastBit) {
       for (size_t a = 1; a < bounds.assignments.size(); ++a) {
         EXPECT_TRUE(bounds.assignments[a].bounded);
       }
+      // Each assignment counted the labels it changed (the first: all).
+      EXPECT_EQ(bounds.assignments[0].changed, p.points.cols());
+      for (size_t a = 1; a < bounds.assignments.size(); ++a) {
+        const Labels& before = bounds.trajectory[a - 1].labels;
+        const Labels& after =
+            a < bounds.trajectory.size() ? bounds.trajectory[a].labels : bounds.labels;
+        int64_t changed = 0;
+        for (size_t i = 0; i < after.size(); ++i) changed += before[i] != after[i];
+        EXPECT_EQ(bounds.assignments[a].changed, changed) << "assignment " << a;
+      }
     }
   });
 }
