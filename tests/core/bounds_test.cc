@@ -144,9 +144,13 @@ std::vector<Problem<Scalar>> Problems() {
   return problems;
 }
 
+// Every layer recorded, with its objective; without `every_layer`, the last
+// layer's objective alone (the bound path need not read the points its
+// upper bounds settle), run to `shift_tolerance` if given.
 template <typename Scalar>
 RunResult<Scalar> Run(const Problem<Scalar>& p, AssignmentPath assignment,
-                      SumsPath sums = SumsPath::kAuto) {
+                      SumsPath sums = SumsPath::kAuto, bool every_layer = true,
+                      std::optional<double> shift_tolerance = std::nullopt) {
   const InputMap<Scalar> identity(InputScaling::kNone, p.points);
   const ParameterValues parameters;
   absl::StatusOr<RunResult<Scalar>> run =
@@ -156,8 +160,10 @@ RunResult<Scalar> Run(const Problem<Scalar>& p, AssignmentPath assignment,
                         .point_weights = p.weights.size() > 0 ? &p.weights : nullptr},
                        p.points, p.points, identity, p.centers,
                        {.layers = p.layers,
-                        .record_trajectory = true,
+                        .record_trajectory = every_layer,
+                        .layer_objectives = every_layer,
                         .cluster_sums = true,
+                        .shift_tolerance = shift_tolerance,
                         .empty_clusters = p.empty_clusters,
                         .assignment = assignment,
                         .sums = sums});
@@ -165,34 +171,17 @@ RunResult<Scalar> Run(const Problem<Scalar>& p, AssignmentPath assignment,
   return *std::move(run);
 }
 
-// A run that asks for the last layer's objective alone, with exact sums:
-// the bound path need not read the points its upper bounds settle.
+// The last layer's objective alone, with exact sums.
 template <typename Scalar>
 RunResult<Scalar> RunForTheAnswer(const Problem<Scalar>& p, AssignmentPath assignment,
                                   std::optional<double> shift_tolerance = std::nullopt) {
-  const InputMap<Scalar> identity(InputScaling::kNone, p.points);
-  const ParameterValues parameters;
-  absl::StatusOr<RunResult<Scalar>> run =
-      Evaluate<Scalar>({.k = static_cast<int>(p.centers.cols()),
-                        .algorithm = p.algorithm,
-                        .parameters = &parameters,
-                        .point_weights = p.weights.size() > 0 ? &p.weights : nullptr},
-                       p.points, p.points, identity, p.centers,
-                       {.layers = p.layers,
-                        .layer_objectives = false,
-                        .cluster_sums = true,
-                        .shift_tolerance = shift_tolerance,
-                        .empty_clusters = p.empty_clusters,
-                        .assignment = assignment,
-                        .sums = SumsPath::kExact});
-  EXPECT_TRUE(run.ok()) << run.status();
-  return *std::move(run);
+  return Run(p, assignment, SumsPath::kExact, false, shift_tolerance);
 }
 
-// The answer alike: labels, centers, objective, sums, layers and empty
-// clusters; of the layers' objectives only the last, the others NaN.
+// The run's end alike: labels, centers, objective, layers, why it stopped,
+// empty clusters and sums.
 template <typename Scalar>
-void ExpectSameAnswer(const RunResult<Scalar>& got, const RunResult<Scalar>& want) {
+void ExpectSameEnd(const RunResult<Scalar>& got, const RunResult<Scalar>& want) {
   EXPECT_EQ(got.labels, want.labels);
   EXPECT_EQ(got.centers, want.centers);
   EXPECT_EQ(got.objective, want.objective);
@@ -202,6 +191,13 @@ void ExpectSameAnswer(const RunResult<Scalar>& got, const RunResult<Scalar>& wan
   ASSERT_TRUE(got.cluster_sums.has_value() && want.cluster_sums.has_value());
   EXPECT_EQ(got.cluster_sums->sums, want.cluster_sums->sums);
   EXPECT_EQ(got.cluster_sums->counts, want.cluster_sums->counts);
+  EXPECT_EQ(got.cluster_sums->weights, want.cluster_sums->weights);
+}
+
+// The end alike; of the layers' objectives only the last, the others NaN.
+template <typename Scalar>
+void ExpectSameAnswer(const RunResult<Scalar>& got, const RunResult<Scalar>& want) {
+  ExpectSameEnd(got, want);
   ASSERT_EQ(got.layer_objectives.size(), want.layer_objectives.size());
   ASSERT_FALSE(got.layer_objectives.empty());
   for (size_t t = 0; t + 1 < got.layer_objectives.size(); ++t) {
@@ -221,15 +217,8 @@ void ExpectIdentical(const RunResult<Scalar>& got, const RunResult<Scalar>& want
     EXPECT_EQ(got.trajectory[t].objective, want.trajectory[t].objective);
     EXPECT_EQ(got.trajectory[t].empty_clusters, want.trajectory[t].empty_clusters);
   }
-  EXPECT_EQ(got.labels, want.labels);
-  EXPECT_EQ(got.centers, want.centers);
-  EXPECT_EQ(got.objective, want.objective);
   EXPECT_EQ(got.layer_objectives, want.layer_objectives);
-  EXPECT_EQ(got.empty_cluster_events, want.empty_cluster_events);
-  ASSERT_TRUE(got.cluster_sums.has_value() && want.cluster_sums.has_value());
-  EXPECT_EQ(got.cluster_sums->sums, want.cluster_sums->sums);
-  EXPECT_EQ(got.cluster_sums->counts, want.cluster_sums->counts);
-  EXPECT_EQ(got.cluster_sums->weights, want.cluster_sums->weights);
+  ExpectSameEnd(got, want);
 }
 
 template <typename Scalar>
