@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <vector>
 
 #include "core/distances.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace kmt {
 namespace {
@@ -21,34 +26,10 @@ constexpr int kPacketsPerScan = 4;
 template <typename Scalar>
 constexpr Eigen::Index kLanes = kPacketsPerScan* kPacketSize<Scalar>;
 
-// Points per matrix-product block, a multiple of kLanes at every SIMD level
-// (64: four AVX-512 packets of floats): the block's products (points x k)
-// stay within about 256 KiB so they are scanned while still in the core's
-// cache. The blocks, and so the parts the sums are added in, are the same
-// at every level.
-constexpr Eigen::Index kBlockMultiple = 64;
-static_assert(kBlockMultiple % kLanes<float> == 0 && kBlockMultiple % kLanes<double> == 0);
-
-template <typename Scalar>
-Eigen::Index BlockSize(Eigen::Index k) {
-  const Eigen::Index budget = (256 * 1024) / static_cast<Eigen::Index>(sizeof(Scalar));
-  return std::clamp<Eigen::Index>(budget / std::max<Eigen::Index>(k, 1), 64, 4096) &
-         ~(kBlockMultiple - 1);
-}
-
-// The points are split into at most this many parts of whole blocks, each
-// run by one thread with its own objective and sums, merged in part order.
-// The split depends only on n, d and k, so neither does the thread count.
-constexpr Eigen::Index kMaxParts = 64;
-// Bytes of per-part cluster sums allowed before parts are merged into fewer.
-constexpr double kPartSumsBytes = 64.0 * 1024 * 1024;
-
-Eigen::Index Parts(Eigen::Index blocks, Eigen::Index d, Eigen::Index k) {
-  const double by_memory = kPartSumsBytes / (sizeof(double) * static_cast<double>(d * k));
-  return std::clamp<Eigen::Index>(
-      std::min<Eigen::Index>(blocks, static_cast<Eigen::Index>(std::min(by_memory, 1e9))), 1,
-      kMaxParts);
-}
+// The blocks' sizes (AssignmentBlockSize) are whole groups of lanes at every
+// level.
+static_assert(kAssignmentBlockMultiple % kLanes<float> == 0 &&
+              kAssignmentBlockMultiple % kLanes<double> == 0);
 
 // For kLanes points (rows of a block's scores `score`, leading dimension ld),
 // the largest and second largest score over the centers and the lowest index
@@ -145,6 +126,54 @@ void KernelLanes(const Scalar* lanes, Eigen::Index d, const Matrix<Scalar>& tran
   simd::pstoreu(arg_out, arg);
 }
 
+// A packet's lanes looked up by a packet of labels (Scalars holding small
+// integers): lane p of Lookup(table, labels) is lane labels[p] of table,
+// one in-register permutation. Where the level has none (below AVX2, and
+// doubles with AVX2), kAvailable is false.
+template <typename Scalar>
+struct LaneTable {
+  static constexpr bool kAvailable = false;
+};
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+template <>
+struct LaneTable<float> {
+  static constexpr bool kAvailable = true;
+  static __m512 Lookup(__m512 table, __m512 labels) {
+    return _mm512_permutexvar_ps(_mm512_cvttps_epi32(labels), table);
+  }
+  // The labels as ints, and a bit per lane where a <= b.
+  static void StoreLabels(int* out, __m512 labels) {
+    _mm512_storeu_si512(out, _mm512_cvttps_epi32(labels));
+  }
+  static unsigned LessOrEqual(__m512 a, __m512 b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
+};
+template <>
+struct LaneTable<double> {
+  static constexpr bool kAvailable = true;
+  static __m512d Lookup(__m512d table, __m512d labels) {
+    return _mm512_permutexvar_pd(_mm512_cvttpd_epi64(labels), table);
+  }
+  static void StoreLabels(int* out, __m512d labels) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvttpd_epi32(labels));
+  }
+  static unsigned LessOrEqual(__m512d a, __m512d b) { return _mm512_cmp_pd_mask(a, b, _CMP_LE_OQ); }
+};
+#elif defined(__AVX2__)
+template <>
+struct LaneTable<float> {
+  static constexpr bool kAvailable = true;
+  static __m256 Lookup(__m256 table, __m256 labels) {
+    return _mm256_permutevar8x32_ps(table, _mm256_cvttps_epi32(labels));
+  }
+  static void StoreLabels(int* out, __m256 labels) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_cvttps_epi32(labels));
+  }
+  static unsigned LessOrEqual(__m256 a, __m256 b) {
+    return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LE_OQ)));
+  }
+};
+#endif
+
 // The points [first, first + count) of x (count at most one packet) into
 // `lanes`, coordinate-major, the missing lanes zero.
 template <typename Scalar>
@@ -189,7 +218,7 @@ double Above(double x) { return x * (1 + 2 * std::numeric_limits<double>::epsilo
 template <typename Scalar>
 void NearestCenterScan<Scalar>::Init() {
   const Matrix<Scalar>& centers = centers_;
-  block_ = BlockSize<Scalar>(centers.cols());
+  block_ = AssignmentBlockSize<Scalar>(centers.cols());
   const Eigen::Index d = centers.rows(), k = centers.cols();
   const Vector<Scalar> center_sq = SquaredNorms<Scalar>(centers);
   const Scalar center_sq_max = k > 0 ? center_sq.maxCoeff() : Scalar(0);
@@ -210,6 +239,53 @@ void NearestCenterScan<Scalar>::Init() {
     transposed_.topRows(k) = centers.transpose();
     padded_offset_ = Vector<Scalar>::Constant(padded, -std::numeric_limits<Scalar>::infinity());
     padded_offset_.head(k) = offset_.transpose();
+    constexpr Eigen::Index kSize = kPacketSize<Scalar>;
+    if (LaneTable<Scalar>::kAvailable && k <= kSize) {
+      center_lanes_ = Vector<Scalar>::Zero(d * kSize);
+      for (Eigen::Index l = 0; l < d; ++l) {
+        for (Eigen::Index j = 0; j < k; ++j) center_lanes_[l * kSize + j] = centers(l, j);
+      }
+      slack_lanes_ = Vector<Scalar>::Zero(kSize);
+      slack_lanes_.head(k) = slack_of_;
+    }
+  }
+}
+
+template <typename Scalar>
+void NearestCenterScan<Scalar>::FinishPoint(const Scalar* xi, const Matrix<Scalar>& score,
+                                            Eigen::Index i, Scalar best, Scalar second, int label,
+                                            Scalar sq, int* label_out, Scalar* sq_out,
+                                            double* gap) const {
+  const Eigen::Index d = centers_.rows(), k = centers_.cols();
+  const Scalar slack = Slack(label, sq);
+  const bool near_tie = best - second <= slack;
+  if (near_tie) {
+    // A near tie: decided again on directly computed distances.
+    Scalar exact = std::numeric_limits<Scalar>::infinity();
+    for (Eigen::Index j = 0; j < k; ++j) {
+      if (score(i, j) < best - slack) continue;
+      const Scalar s = DirectSquaredDistance(xi, centers_.col(j).data(), d);
+      if (s < exact) {
+        exact = s;
+        label = static_cast<int>(j);
+      }
+    }
+    sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
+  }
+  *label_out = label;
+  *sq_out = sq;
+  if (gap != nullptr) {
+    // Not a near tie: every other score lies at most `second` + slack / 2
+    // and the label's at least best - slack / 2 (each within half the
+    // slack of its exact value), and scores are half the squared distances
+    // with their sign turned, so the others are farther by at least
+    // 2 (best - second - slack). Each double operation is rounded down.
+    double lower = 0;
+    if (!near_tie) {
+      const double spread = Below(static_cast<double>(best) - second);
+      lower = std::max(0.0, Below(spread - Above(static_cast<double>(slack))));
+    }
+    *gap = 2 * lower;
   }
 }
 
@@ -218,40 +294,77 @@ void NearestCenterScan<Scalar>::Finish(const Eigen::Ref<const Matrix<Scalar>>& x
                                        const Matrix<Scalar>& score, const Scalar* best,
                                        const Scalar* second, const Scalar* arg, int* labels,
                                        Scalar* sq_out, double* gap) const {
-  const Eigen::Index d = centers_.rows(), k = centers_.cols(), rows = x.cols();
+  const Eigen::Index d = centers_.rows(), rows = x.cols();
   for (Eigen::Index i = 0; i < rows; ++i) {
     const Scalar* xi = x.col(i).data();
-    int label = static_cast<int>(arg[i]);
-    Scalar sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
-    const Scalar slack = Slack(label, sq);
-    const bool near_tie = best[i] - second[i] <= slack;
-    if (near_tie) {
-      // A near tie: decided again on directly computed distances.
-      Scalar exact = std::numeric_limits<Scalar>::infinity();
-      for (Eigen::Index j = 0; j < k; ++j) {
-        if (score(i, j) < best[i] - slack) continue;
-        const Scalar s = DirectSquaredDistance(xi, centers_.col(j).data(), d);
-        if (s < exact) {
-          exact = s;
-          label = static_cast<int>(j);
-        }
-      }
-      sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
+    const int label = static_cast<int>(arg[i]);
+    FinishPoint(xi, score, i, best[i], second[i], label,
+                AssignedSquaredDistance(xi, centers_.col(label).data(), d), labels + i, sq_out + i,
+                gap != nullptr ? gap + i : nullptr);
+  }
+}
+
+template <typename Scalar>
+void NearestCenterScan<Scalar>::FinishLanes(const Eigen::Ref<const Matrix<Scalar>>& x,
+                                            Eigen::Index first, Eigen::Index count,
+                                            const Scalar* lanes, const Matrix<Scalar>& score,
+                                            const Scalar* best, const Scalar* second,
+                                            const Scalar* arg, int* labels, Scalar* sq_out,
+                                            double* gap) const {
+  if constexpr (LaneTable<Scalar>::kAvailable) {
+    namespace simd = Eigen::internal;
+    using P = Packet<Scalar>;
+    constexpr int kSize = kPacketSize<Scalar>;
+    // AssignedSquaredDistance's operations, lane by lane: coordinate l in
+    // running sum l mod 8, the sums added pairwise at the end.
+    constexpr int kSums = 8;
+    const Eigen::Index d = centers_.rows();
+    const P label = simd::ploadu<P>(arg + first);
+    const Scalar* table = center_lanes_.data();
+    P sum[kSums];
+    for (P& s : sum) s = simd::pset1<P>(0);
+    auto add = [&](Eigen::Index l, int j) {
+      const P c = LaneTable<Scalar>::Lookup(simd::ploadu<P>(table + l * kSize), label);
+      const P diff = simd::psub(simd::ploadu<P>(lanes + l * kSize), c);
+      sum[j] = simd::padd(sum[j], simd::pmul(diff, diff));
+    };
+    Eigen::Index l = 0;
+    for (; l + kSums <= d; l += kSums) {
+      for (int j = 0; j < kSums; ++j) add(l + j, j);
     }
-    labels[i] = label;
-    sq_out[i] = sq;
-    if (gap != nullptr) {
-      // Not a near tie: every other score lies at most `second` + slack / 2
-      // and the label's at least best - slack / 2 (each within half the
-      // slack of its exact value), and scores are half the squared distances
-      // with their sign turned, so the others are farther by at least
-      // 2 (best - second - slack). Each double operation is rounded down.
-      double lower = 0;
-      if (!near_tie) {
-        const double spread = Below(static_cast<double>(best[i]) - second[i]);
-        lower = std::max(0.0, Below(spread - Above(static_cast<double>(slack))));
+    for (int j = 0; l < d; ++l, ++j) add(l, j);
+    const P sq = simd::padd(simd::padd(simd::padd(sum[0], sum[4]), simd::padd(sum[2], sum[6])),
+                            simd::padd(simd::padd(sum[1], sum[5]), simd::padd(sum[3], sum[7])));
+    const P slack =
+        simd::padd(simd::pmul(simd::pset1<P>(slack_per_sq_), sq),
+                   LaneTable<Scalar>::Lookup(simd::ploadu<P>(slack_lanes_.data()), label));
+    if (gap == nullptr && count == kSize) {
+      // A whole packet: every label and distance stored, then the near ties
+      // (rare) decided again one by one.
+      LaneTable<Scalar>::StoreLabels(labels + first, label);
+      simd::pstoreu(sq_out + first, sq);
+      const P spread = simd::psub(simd::ploadu<P>(best + first), simd::ploadu<P>(second + first));
+      for (unsigned near = LaneTable<Scalar>::LessOrEqual(spread, slack); near != 0;
+           near &= near - 1) {
+        const Eigen::Index i = first + __builtin_ctz(near);
+        FinishPoint(x.col(i).data(), score, i, best[i], second[i], labels[i], sq_out[i], labels + i,
+                    sq_out + i, nullptr);
       }
-      gap[i] = 2 * lower;
+      return;
+    }
+    alignas(sizeof(P)) Scalar sq_of[kSize], slack_of[kSize];
+    simd::pstore(sq_of, sq);
+    simd::pstore(slack_of, slack);
+    for (Eigen::Index p = 0; p < count; ++p) {
+      const Eigen::Index i = first + p;
+      const int j = static_cast<int>(arg[i]);
+      if (gap == nullptr && !(best[i] - second[i] <= slack_of[p])) {
+        labels[i] = j;
+        sq_out[i] = sq_of[p];
+      } else {
+        FinishPoint(x.col(i).data(), score, i, best[i], second[i], j, sq_of[p], labels + i,
+                    sq_out + i, gap != nullptr ? gap + i : nullptr);
+      }
     }
   }
 }
@@ -299,7 +412,12 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
       }
       KernelLanes(packet, d, transposed_, padded_offset_.data(), k, score.data() + i, block_,
                   best + i, second + i, arg + i);
+      if (center_lanes_.size() > 0) {
+        FinishLanes(x, i, std::min(kSize, rows - i), packet, score, best, second, arg, labels,
+                    sq_out, gap);
+      }
     }
+    if (center_lanes_.size() > 0) return;
   } else {
     // A last partial group of lanes scans the offsets alone past the block.
     const Eigen::Index scanned = (rows + L - 1) / L * L;
@@ -312,13 +430,128 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
   Finish(x, score, best, second, arg, labels, sq_out, gap);
 }
 
+namespace {
+
+// A block's points grouped by label, for AddBlockToSums: the points of
+// cluster j are order[start[j]], ..., order[start[j + 1] - 1], in index
+// order.
+struct LabelGroups {
+  std::vector<int> order, start;
+
+  void Group(const int* labels, int rows, int k) {
+    start.assign(k + 1, 0);
+    order.resize(rows);
+    for (int i = 0; i < rows; ++i) ++start[labels[i] + 1];
+    for (int j = 0; j < k; ++j) start[j + 1] += start[j];
+    std::vector<int>& next = scratch;
+    next.assign(start.begin(), start.end() - 1);
+    for (int i = 0; i < rows; ++i) order[next[labels[i]]++] = i;
+  }
+
+ private:
+  std::vector<int> scratch;
+};
+
+// A packet of doubles loaded from Scalars (floats widened, exactly), where
+// the level loads and widens in one or two instructions; kAvailable is
+// false elsewhere (below AVX2).
 template <typename Scalar>
-Eigen::Index AssignmentPartSize(Eigen::Index n, Eigen::Index d, Eigen::Index k) {
-  const Eigen::Index block = BlockSize<Scalar>(k);
-  const Eigen::Index blocks = std::max<Eigen::Index>((n + block - 1) / block, 1);
-  const Eigen::Index parts = Parts(blocks, d, k);
-  return (blocks + parts - 1) / parts * block;
+struct Widened {
+  static constexpr bool kAvailable = false;
+};
+#if defined(__AVX512F__)
+template <>
+struct Widened<float> {
+  static constexpr bool kAvailable = true;
+  using P = __m512d;
+  static P Load(const float* x) { return _mm512_cvtps_pd(_mm256_loadu_ps(x)); }
+};
+template <>
+struct Widened<double> {
+  static constexpr bool kAvailable = true;
+  using P = __m512d;
+  static P Load(const double* x) { return _mm512_loadu_pd(x); }
+};
+#elif defined(__AVX2__)
+template <>
+struct Widened<float> {
+  static constexpr bool kAvailable = true;
+  using P = __m256d;
+  static P Load(const float* x) { return _mm256_cvtps_pd(_mm_loadu_ps(x)); }
+};
+template <>
+struct Widened<double> {
+  static constexpr bool kAvailable = true;
+  using P = __m256d;
+  static P Load(const double* x) { return _mm256_loadu_pd(x); }
+};
+#endif
+
+// Adds the `rows` points of a block (columns of x) of labels `labels` and
+// weights w (null: 1) to a part's sums with AddToSums's additions in
+// AddToSums's order for each cluster (its points in index order), so to
+// the same bits, but a cluster at a time: each cluster's running sums of
+// kChunk coordinates stay in vector registers over its points, where one
+// point at a time would load and store them for every point. Taken where
+// the level widens in registers (Widened) and the block has at least a few
+// points per cluster, which pays for grouping them.
+template <typename Scalar>
+void AddBlockToSums(const Eigen::Ref<const Matrix<Scalar>>& x, const int* labels, const Scalar* w,
+                    LabelGroups* groups, ClusterSums* part) {
+  if constexpr (Widened<Scalar>::kAvailable) {
+    namespace simd = Eigen::internal;
+    using P = typename Widened<Scalar>::P;
+    constexpr int kSize = sizeof(P) / sizeof(double), kChunk = 32, kVectors = kChunk / kSize;
+    const Eigen::Index d = x.rows();
+    const int rows = static_cast<int>(x.cols()), k = static_cast<int>(part->counts.size());
+    groups->Group(labels, rows, k);
+    for (int j = 0; j < k; ++j) {
+      const int* member = groups->order.data() + groups->start[j];
+      const int m = groups->start[j + 1] - groups->start[j];
+      if (m == 0) continue;
+      part->counts[j] += m;
+      double* sum = part->sums.col(j).data();
+      Eigen::Index c = 0;
+      for (; c + kChunk <= d; c += kChunk) {
+        P acc[kVectors];
+        for (int v = 0; v < kVectors; ++v) acc[v] = simd::ploadu<P>(sum + c + v * kSize);
+        if (w == nullptr) {
+          for (int t = 0; t < m; ++t) {
+            const Scalar* values = x.col(member[t]).data() + c;
+            for (int v = 0; v < kVectors; ++v) {
+              acc[v] = simd::padd(acc[v], Widened<Scalar>::Load(values + v * kSize));
+            }
+          }
+        } else {
+          for (int t = 0; t < m; ++t) {
+            const Scalar* values = x.col(member[t]).data() + c;
+            const P weight = simd::pset1<P>(static_cast<double>(w[member[t]]));
+            for (int v = 0; v < kVectors; ++v) {
+              acc[v] =
+                  simd::padd(acc[v], simd::pmul(weight, Widened<Scalar>::Load(values + v * kSize)));
+            }
+          }
+        }
+        for (int v = 0; v < kVectors; ++v) simd::pstoreu(sum + c + v * kSize, acc[v]);
+      }
+      for (int t = 0; c < d && t < m; ++t) {
+        const Scalar* values = x.col(member[t]).data();
+        const double weight = w != nullptr ? static_cast<double>(w[member[t]]) : 1;
+        for (Eigen::Index l = c; l < d; ++l) {
+          sum[l] += w != nullptr ? weight * static_cast<double>(values[l])
+                                 : static_cast<double>(values[l]);
+        }
+      }
+      if (w == nullptr) {
+        part->weights[j] += m;  // m additions of 1, exact
+      } else {
+        for (int t = 0; t < m; ++t) part->weights[j] += w[member[t]];
+      }
+    }
+  }
 }
+
+}  // namespace
 
 template <typename Scalar>
 double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
@@ -349,6 +582,7 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
   {
     typename NearestCenterScan<Scalar>::Scratch scratch;
     Vector<Scalar> sq(block);
+    LabelGroups groups;
 #pragma omp for schedule(dynamic)
     for (Eigen::Index p = 0; p < parts; ++p) {
       double objective = 0;
@@ -358,11 +592,22 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
         const Eigen::Index rows = std::min(block, n - first);
         scan.Scan(points.middleCols(first, rows), &scratch, out + first, sq.data(), nullptr,
                   use_lanes ? lanes->from(first) : nullptr);
+        const Scalar* w = weights != nullptr ? weights->data() + first : nullptr;
+        // AddAssigned's additions, the objective's and the sums' apart.
+        double block_objective = objective;
         for (Eigen::Index i = 0; i < rows; ++i) {
-          const Scalar* w = weights != nullptr ? &(*weights)[first + i] : nullptr;
-          AddAssigned(points.col(first + i), out[first + i], sq[i], w, &objective, part);
-          if (sq_dist != nullptr) (*sq_dist)[first + i] = sq[i];
+          block_objective = WithObjective(block_objective, sq[i], w != nullptr ? w + i : nullptr);
         }
+        objective = block_objective;
+        if (part != nullptr && Widened<Scalar>::kAvailable && rows >= 4 * k) {
+          // Grouping the block by label pays from a few points per cluster.
+          AddBlockToSums<Scalar>(points.middleCols(first, rows), out + first, w, &groups, part);
+        } else if (part != nullptr) {
+          for (Eigen::Index i = 0; i < rows; ++i) {
+            AddToSums(points.col(first + i), out[first + i], w != nullptr ? w + i : nullptr, part);
+          }
+        }
+        if (sq_dist != nullptr) sq_dist->segment(first, rows) = sq.head(rows);
       }
       part_objective[p] = objective;
     }
@@ -382,8 +627,7 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
   template void NearestCenterScan<S>::Init();                                                 \
   template void NearestCenterScan<S>::Scan(const Eigen::Ref<const Matrix<S>>&,                \
                                            typename NearestCenterScan<S>::Scratch*, int*, S*, \
-                                           double*, const S*) const;                          \
-  template Eigen::Index AssignmentPartSize<S>(Eigen::Index, Eigen::Index, Eigen::Index);
+                                           double*, const S*) const;
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -9,6 +9,8 @@
 #ifndef KMT_CORE_ASSIGN_H_
 #define KMT_CORE_ASSIGN_H_
 
+#include <algorithm>
+
 #include "core/cluster_sums.h"
 #include "core/types.h"
 
@@ -124,6 +126,21 @@ class NearestCenterScan {
                                         const Matrix<Scalar>& score, const Scalar* best,
                                         const Scalar* second, const Scalar* arg, int* labels,
                                         Scalar* sq_out, double* gap) const;
+  // Finish's work for the `count` points of one packet from row `first`,
+  // their coordinates in the kernel's lanes: the squared distances to their
+  // centers computed across the packet (center_lanes_), the near-tie test
+  // point by point.
+  __attribute__((noinline)) void FinishLanes(const Eigen::Ref<const Matrix<Scalar>>& x,
+                                             Eigen::Index first, Eigen::Index count,
+                                             const Scalar* lanes, const Matrix<Scalar>& score,
+                                             const Scalar* best, const Scalar* second,
+                                             const Scalar* arg, int* labels, Scalar* sq_out,
+                                             double* gap) const;
+  // Finish for point i of the block (column xi): a near tie decided again
+  // on direct distances, the label, squared distance and gap written.
+  void FinishPoint(const Scalar* xi, const Matrix<Scalar>& score, Eigen::Index i, Scalar best,
+                   Scalar second, int label, Scalar sq, int* label_out, Scalar* sq_out,
+                   double* gap) const;
 
   const Matrix<Scalar>& centers_;
   Eigen::Index block_ = 0;
@@ -134,14 +151,46 @@ class NearestCenterScan {
   // where the blocked matrix product computes the scores.
   Matrix<Scalar> transposed_;
   Vector<Scalar> padded_offset_;
+  // Where k fits one packet and the level permutes a packet's lanes: the
+  // centers coordinate-major, coordinate l of center j at
+  // center_lanes_[l * packet + j], and slack_of_ padded to a packet; empty
+  // otherwise (FinishLanes is then not used).
+  Vector<Scalar> center_lanes_, slack_lanes_;
   Scalar slack_per_sq_;
   Vector<Scalar> slack_of_;
 };
 
-// The parts AssignNearest adds its objective and sums in: part p holds the
-// points [p * size, (p + 1) * size), a whole number of Scan blocks.
+// Points per matrix-product block (Scan's most), a multiple of
+// kAssignmentBlockMultiple (64: four AVX-512 packets of floats): the block's
+// products (points x k) stay within about 256 KiB so they are scanned while
+// still in the core's cache. The blocks, and so the parts the sums are added
+// in, are the same at every SIMD level.
+inline constexpr Eigen::Index kAssignmentBlockMultiple = 64;
 template <typename Scalar>
-Eigen::Index AssignmentPartSize(Eigen::Index n, Eigen::Index d, Eigen::Index k);
+Eigen::Index AssignmentBlockSize(Eigen::Index k) {
+  const Eigen::Index budget = (256 * 1024) / static_cast<Eigen::Index>(sizeof(Scalar));
+  return std::clamp<Eigen::Index>(budget / std::max<Eigen::Index>(k, 1), 64, 4096) &
+         ~(kAssignmentBlockMultiple - 1);
+}
+
+// The parts AssignNearest adds its objective and sums in: part p holds the
+// points [p * size, (p + 1) * size), a whole number of Scan blocks. There
+// are at most 64 parts, fewer where their cluster sums would take more than
+// 64 MiB; each is run by one thread with its own objective and sums, merged
+// in part order. The split depends only on n, d and k, so neither does the
+// thread count.
+template <typename Scalar>
+Eigen::Index AssignmentPartSize(Eigen::Index n, Eigen::Index d, Eigen::Index k) {
+  constexpr Eigen::Index kMaxParts = 64;
+  constexpr double kPartSumsBytes = 64.0 * 1024 * 1024;
+  const Eigen::Index block = AssignmentBlockSize<Scalar>(k);
+  const Eigen::Index blocks = std::max<Eigen::Index>((n + block - 1) / block, 1);
+  const double by_memory = kPartSumsBytes / (sizeof(double) * static_cast<double>(d * k));
+  const Eigen::Index parts = std::clamp<Eigen::Index>(
+      std::min<Eigen::Index>(blocks, static_cast<Eigen::Index>(std::min(by_memory, 1e9))), 1,
+      kMaxParts);
+  return (blocks + parts - 1) / parts * block;
+}
 
 // The squared distance of a point to a center (d coordinates each) as every
 // assignment reports it: one function on the columns' own memory, so that
@@ -174,16 +223,25 @@ Scalar AssignedSquaredDistance(const Scalar* x, const Scalar* c, Eigen::Index d)
 template <typename Scalar, typename Column>
 __attribute__((noinline)) void AddToSums(const Column& x, int label, const Scalar* w,
                                          ClusterSums* part) {
+  const Scalar* __restrict__ values = x.data();
+  double* __restrict__ sum = part->sums.col(label).data();
+  const Eigen::Index d = x.size();
+  ++part->counts[label];
   if (w == nullptr) {
-    part->sums.col(label) += x.template cast<double>();
-    ++part->counts[label];
+    for (Eigen::Index l = 0; l < d; ++l) sum[l] += static_cast<double>(values[l]);
     part->weights[label] += 1;
   } else {
     const double weight = *w;
-    part->sums.col(label) += weight * x.template cast<double>();
-    ++part->counts[label];
+    for (Eigen::Index l = 0; l < d; ++l) sum[l] += weight * static_cast<double>(values[l]);
     part->weights[label] += weight;
   }
+}
+
+// The objective with a point of squared distance sq and weight w (null: 1)
+// added: AddAssigned's first half.
+template <typename Scalar>
+inline double WithObjective(double objective, Scalar sq, const Scalar* w) {
+  return w == nullptr ? objective + sq : objective + static_cast<double>(*w) * sq;
 }
 
 // Adds point x, of squared distance sq to its center `label` and weight w
@@ -193,11 +251,7 @@ __attribute__((noinline)) void AddToSums(const Column& x, int label, const Scala
 template <typename Scalar, typename Column>
 inline void AddAssigned(const Column& x, int label, Scalar sq, const Scalar* w, double* objective,
                         ClusterSums* part) {
-  if (w == nullptr) {
-    *objective += sq;
-  } else {
-    *objective += static_cast<double>(*w) * sq;
-  }
+  *objective = WithObjective(*objective, sq, w);
   if (part != nullptr) AddToSums(x, label, w, part);
 }
 

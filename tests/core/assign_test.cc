@@ -72,7 +72,9 @@ TYPED_TEST(AssignTest, EqualsPlainArgminWithExactAndNearTies) {
 // Both ways of computing the scores, on each side of the register kernel's
 // limits (fewer coordinates than a packet, more center bytes than it takes),
 // with center counts that leave part of its last group of centers empty and
-// point counts that leave part of its last packet empty.
+// point counts that leave part of its last packet empty; k = 1, 8, 13 and
+// 16 are within one packet of centers at AVX2 or AVX-512, whose distances
+// are then computed across the packet's points.
 TYPED_TEST(AssignTest, BothScoreKernelsEqualPlainArgmin) {
   AtEachSimdLevel([&] {
     using S = TypeParam;
@@ -81,7 +83,7 @@ TYPED_TEST(AssignTest, BothScoreKernelsEqualPlainArgmin) {
     for (const auto& [n, d, k] :
          {std::tuple{1001, 8, 16}, std::tuple{4099, 32, 13}, std::tuple{515, 16, 1},
           std::tuple{3000, 3, 16}, std::tuple{2051, 32, 64}, std::tuple{700, 64, 130},
-          std::tuple{9000, 12, 33}}) {
+          std::tuple{9000, 12, 33}, std::tuple{4099, 35, 16}, std::tuple{3001, 16, 8}}) {
       SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
       Matrix<S> points(d, n), centers(d, k);
       for (Eigen::Index i = 0; i < points.size(); ++i) {
@@ -108,8 +110,10 @@ TYPED_TEST(AssignTest, BothScoreKernelsEqualPlainArgmin) {
 
 // Points transposed once into lanes give the same labels, distances,
 // objective and sums, to the bit, as the points transposed by each
-// assignment; lanes are made only where the kernel takes d and k, and are
-// ignored for points of another shape.
+// assignment, and the distances are AssignedSquaredDistance's to the bit
+// (computed across a packet of points where k fits one packet); lanes are
+// made only where the kernel takes d and k, and are ignored for points of
+// another shape.
 TYPED_TEST(AssignTest, PointLanesGiveTheSameAssignment) {
   AtEachSimdLevel([&] {
     using S = TypeParam;
@@ -142,6 +146,10 @@ TYPED_TEST(AssignTest, PointLanesGiveTheSameAssignment) {
         EXPECT_EQ(got_sums.counts, want_sums.counts);
         EXPECT_EQ(got_sums.weights, want_sums.weights);
         EXPECT_EQ(got_labels, PlainArgmin(points, centers));
+        for (Eigen::Index i = 0; i < n; ++i) {
+          ASSERT_EQ(got_sq[i], AssignedSquaredDistance(points.col(i).data(),
+                                                       centers.col(got_labels[i]).data(), d));
+        }
       }
     }
     // Too many centers for the kernel, or too few coordinates: no lanes.
@@ -204,6 +212,54 @@ TYPED_TEST(AssignTest, SumsInThePassEqualSumsUnderTheLabels) {
       EXPECT_EQ(one.counts, fused.counts);
       EXPECT_EQ(one.sums, fused.sums);
       EXPECT_EQ(one_objective, objective);
+    }
+  });
+}
+
+// The sums are each part's points added under their labels one by one in
+// index order, the parts merged in order: whether a block's points are
+// added one at a time or a cluster at a time (blocks with a few points per
+// cluster), weighted or not, with d a whole number of the grouped
+// additions' chunks of coordinates or not, to the bit.
+TYPED_TEST(AssignTest, SumsAreEachPartsPointsAddedInIndexOrder) {
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    Rng rng(17);
+    for (const auto& [n, d, k] :
+         {std::tuple{20000, 32, 16}, std::tuple{9000, 40, 7}, std::tuple{5000, 5, 3},
+          std::tuple{3000, 64, 700}, std::tuple{70000, 16, 64}}) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
+      Matrix<S> points(d, n), centers(d, k);
+      // Far from the origin, where the order of double additions shows.
+      for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = 1e3 + rng.Normal();
+      for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = 1e3 + rng.Normal();
+      Vector<S> weights(n);
+      for (Eigen::Index i = 0; i < n; ++i) weights[i] = static_cast<S>(rng.Uniform());
+      const Vector<S>* const choices[] = {nullptr, &weights};
+      for (const Vector<S>* w : choices) {
+        Labels labels;
+        ClusterSums got(d, k);
+        AssignNearest(points, centers, &labels, nullptr, &got, w);
+        const Eigen::Index part_size = AssignmentPartSize<S>(n, d, k);
+        ClusterSums want(d, k);
+        for (Eigen::Index first = 0; first < n; first += part_size) {
+          ClusterSums part(d, k);
+          for (Eigen::Index i = first; i < std::min<Eigen::Index>(n, first + part_size); ++i) {
+            const int j = labels[i];
+            const double weight = w != nullptr ? static_cast<double>((*w)[i]) : 1.0;
+            for (int l = 0; l < d; ++l) {
+              part.sums(l, j) += w != nullptr ? weight * static_cast<double>(points(l, i))
+                                              : static_cast<double>(points(l, i));
+            }
+            ++part.counts[j];
+            part.weights[j] += weight;
+          }
+          want.Add(part);
+        }
+        ASSERT_EQ(got.counts, want.counts);
+        ASSERT_EQ(got.weights, want.weights);
+        ASSERT_EQ(got.sums, want.sums);
+      }
     }
   });
 }
