@@ -34,6 +34,38 @@ TEST(PointMoments, IsThePopulationVarianceAveragedOverDimensions) {
   EXPECT_EQ(moments.count(), 2);
 }
 
+// One part's moments are each coordinate's two passes in point order (the
+// sum, the mean, the squared deviations from it), to the bit, with d a whole
+// number of the passes' groups of coordinates or not.
+template <typename Scalar>
+void ExpectTwoPassesInPointOrder(int d, int64_t n) {
+  SCOPED_TRACE(testing::Message() << "d=" << d << " n=" << n << " bytes=" << sizeof(Scalar));
+  Rng rng(d);
+  std::vector<Scalar> values(n * d);
+  for (Scalar& v : values) v = static_cast<Scalar>(1e4 + rng.Normal() * 3);
+  double m2_total = 0;
+  for (int l = 0; l < d; ++l) {
+    double sum = 0, m2 = 0;
+    for (int64_t i = 0; i < n; ++i) sum += values[i * d + l];
+    const double mean = sum / static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double deviation = values[i * d + l] - mean;
+      m2 += deviation * deviation;
+    }
+    m2_total += m2;
+  }
+  PointMoments moments;
+  moments.Add(values.data(), n, d);
+  EXPECT_EQ(moments.MeanVariance(), m2_total / (static_cast<double>(n) * d));
+}
+
+TEST(PointMoments, OnePartIsEachCoordinatesTwoPassesInPointOrder) {
+  for (const int d : {1, 5, 8, 32, 37}) {
+    ExpectTwoPassesInPointOrder<float>(d, 4099);
+    ExpectTwoPassesInPointOrder<double>(d, 777);
+  }
+}
+
 TEST(PointMoments, NoPointsHaveNoVariance) {
   PointMoments moments;
   EXPECT_EQ(moments.MeanVariance(), 0);
