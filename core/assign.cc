@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/distances.h"
@@ -127,9 +128,10 @@ void KernelLanes(const Scalar* lanes, Eigen::Index d, const Matrix<Scalar>& tran
 }
 
 // A packet's lanes looked up by a packet of labels (Scalars holding small
-// integers): lane p of Lookup(table, labels) is lane labels[p] of table,
-// one in-register permutation. Where the level has none (below AVX2, and
-// doubles with AVX2), kAvailable is false.
+// integers): lane p of Lookup<kTables>(row, IndexOf(labels)) is entry
+// labels[p] of the kTables packets from `row` (one or two), by in-register
+// permutation. Where the level has none (below AVX2, and doubles with
+// AVX2), kAvailable is false.
 template <typename Scalar>
 struct LaneTable {
   static constexpr bool kAvailable = false;
@@ -138,23 +140,29 @@ struct LaneTable {
 template <>
 struct LaneTable<float> {
   static constexpr bool kAvailable = true;
-  static __m512 Lookup(__m512 table, __m512 labels) {
-    return _mm512_permutexvar_ps(_mm512_cvttps_epi32(labels), table);
+  using Index = __m512i;
+  static Index IndexOf(__m512 labels) { return _mm512_cvttps_epi32(labels); }
+  template <int kTables>
+  static __m512 Lookup(const float* row, Index index) {
+    if constexpr (kTables == 1) return _mm512_permutexvar_ps(index, _mm512_loadu_ps(row));
+    return _mm512_permutex2var_ps(_mm512_loadu_ps(row), index, _mm512_loadu_ps(row + 16));
   }
   // The labels as ints, and a bit per lane where a <= b.
-  static void StoreLabels(int* out, __m512 labels) {
-    _mm512_storeu_si512(out, _mm512_cvttps_epi32(labels));
-  }
+  static void StoreLabels(int* out, Index index) { _mm512_storeu_si512(out, index); }
   static unsigned LessOrEqual(__m512 a, __m512 b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
 };
 template <>
 struct LaneTable<double> {
   static constexpr bool kAvailable = true;
-  static __m512d Lookup(__m512d table, __m512d labels) {
-    return _mm512_permutexvar_pd(_mm512_cvttpd_epi64(labels), table);
+  using Index = __m512i;
+  static Index IndexOf(__m512d labels) { return _mm512_cvttpd_epi64(labels); }
+  template <int kTables>
+  static __m512d Lookup(const double* row, Index index) {
+    if constexpr (kTables == 1) return _mm512_permutexvar_pd(index, _mm512_loadu_pd(row));
+    return _mm512_permutex2var_pd(_mm512_loadu_pd(row), index, _mm512_loadu_pd(row + 8));
   }
-  static void StoreLabels(int* out, __m512d labels) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvttpd_epi32(labels));
+  static void StoreLabels(int* out, Index index) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi64_epi32(index));
   }
   static unsigned LessOrEqual(__m512d a, __m512d b) { return _mm512_cmp_pd_mask(a, b, _CMP_LE_OQ); }
 };
@@ -162,11 +170,20 @@ struct LaneTable<double> {
 template <>
 struct LaneTable<float> {
   static constexpr bool kAvailable = true;
-  static __m256 Lookup(__m256 table, __m256 labels) {
-    return _mm256_permutevar8x32_ps(table, _mm256_cvttps_epi32(labels));
+  using Index = __m256i;
+  static Index IndexOf(__m256 labels) { return _mm256_cvttps_epi32(labels); }
+  template <int kTables>
+  static __m256 Lookup(const float* row, Index index) {
+    // The permutation reads an index's low three bits: with two packets,
+    // both are permuted and the one an index of 8 or more names is taken.
+    const __m256 low = _mm256_permutevar8x32_ps(_mm256_loadu_ps(row), index);
+    if constexpr (kTables == 1) return low;
+    const __m256 high = _mm256_permutevar8x32_ps(_mm256_loadu_ps(row + 8), index);
+    const __m256i upper = _mm256_cmpgt_epi32(index, _mm256_set1_epi32(7));
+    return _mm256_blendv_ps(low, high, _mm256_castsi256_ps(upper));
   }
-  static void StoreLabels(int* out, __m256 labels) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_cvttps_epi32(labels));
+  static void StoreLabels(int* out, Index index) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), index);
   }
   static unsigned LessOrEqual(__m256 a, __m256 b) {
     return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LE_OQ)));
@@ -240,12 +257,14 @@ void NearestCenterScan<Scalar>::Init() {
     padded_offset_ = Vector<Scalar>::Constant(padded, -std::numeric_limits<Scalar>::infinity());
     padded_offset_.head(k) = offset_.transpose();
     constexpr Eigen::Index kSize = kPacketSize<Scalar>;
-    if (LaneTable<Scalar>::kAvailable && k <= kSize) {
-      center_lanes_ = Vector<Scalar>::Zero(d * kSize);
+    if (LaneTable<Scalar>::kAvailable && k <= 2 * kSize) {
+      lane_tables_ = k <= kSize ? 1 : 2;
+      const Eigen::Index width = lane_tables_ * kSize;
+      center_lanes_ = Vector<Scalar>::Zero(d * width);
       for (Eigen::Index l = 0; l < d; ++l) {
-        for (Eigen::Index j = 0; j < k; ++j) center_lanes_[l * kSize + j] = centers(l, j);
+        for (Eigen::Index j = 0; j < k; ++j) center_lanes_[l * width + j] = centers(l, j);
       }
-      slack_lanes_ = Vector<Scalar>::Zero(kSize);
+      slack_lanes_ = Vector<Scalar>::Zero(width);
       slack_lanes_.head(k) = slack_of_;
     }
   }
@@ -318,30 +337,41 @@ void NearestCenterScan<Scalar>::FinishLanes(const Eigen::Ref<const Matrix<Scalar
     // AssignedSquaredDistance's operations, lane by lane: coordinate l in
     // running sum l mod 8, the sums added pairwise at the end.
     constexpr int kSums = 8;
+    using Table = LaneTable<Scalar>;
     const Eigen::Index d = centers_.rows();
-    const P label = simd::ploadu<P>(arg + first);
-    const Scalar* table = center_lanes_.data();
-    P sum[kSums];
-    for (P& s : sum) s = simd::pset1<P>(0);
-    auto add = [&](Eigen::Index l, int j) {
-      const P c = LaneTable<Scalar>::Lookup(simd::ploadu<P>(table + l * kSize), label);
-      const P diff = simd::psub(simd::ploadu<P>(lanes + l * kSize), c);
-      sum[j] = simd::padd(sum[j], simd::pmul(diff, diff));
+    const typename Table::Index label = Table::IndexOf(simd::ploadu<P>(arg + first));
+    // The squared distances and the slacks, with the centers' coordinates
+    // in one packet or two.
+    P sq, slack;
+    auto compute = [&](auto tables) {
+      constexpr int kTables = decltype(tables)::value;
+      const Scalar* table = center_lanes_.data();
+      P sum[kSums];
+      for (P& s : sum) s = simd::pset1<P>(0);
+      auto add = [&](Eigen::Index l, int j) {
+        const P c = Table::template Lookup<kTables>(table + l * kTables * kSize, label);
+        const P diff = simd::psub(simd::ploadu<P>(lanes + l * kSize), c);
+        sum[j] = simd::padd(sum[j], simd::pmul(diff, diff));
+      };
+      Eigen::Index l = 0;
+      for (; l + kSums <= d; l += kSums) {
+        for (int j = 0; j < kSums; ++j) add(l + j, j);
+      }
+      for (int j = 0; l < d; ++l, ++j) add(l, j);
+      sq = simd::padd(simd::padd(simd::padd(sum[0], sum[4]), simd::padd(sum[2], sum[6])),
+                      simd::padd(simd::padd(sum[1], sum[5]), simd::padd(sum[3], sum[7])));
+      slack = simd::padd(simd::pmul(simd::pset1<P>(slack_per_sq_), sq),
+                         Table::template Lookup<kTables>(slack_lanes_.data(), label));
     };
-    Eigen::Index l = 0;
-    for (; l + kSums <= d; l += kSums) {
-      for (int j = 0; j < kSums; ++j) add(l + j, j);
+    if (lane_tables_ == 1) {
+      compute(std::integral_constant<int, 1>());
+    } else {
+      compute(std::integral_constant<int, 2>());
     }
-    for (int j = 0; l < d; ++l, ++j) add(l, j);
-    const P sq = simd::padd(simd::padd(simd::padd(sum[0], sum[4]), simd::padd(sum[2], sum[6])),
-                            simd::padd(simd::padd(sum[1], sum[5]), simd::padd(sum[3], sum[7])));
-    const P slack =
-        simd::padd(simd::pmul(simd::pset1<P>(slack_per_sq_), sq),
-                   LaneTable<Scalar>::Lookup(simd::ploadu<P>(slack_lanes_.data()), label));
     if (gap == nullptr && count == kSize) {
       // A whole packet: every label and distance stored, then the near ties
       // (rare) decided again one by one.
-      LaneTable<Scalar>::StoreLabels(labels + first, label);
+      Table::StoreLabels(labels + first, label);
       simd::pstoreu(sq_out + first, sq);
       const P spread = simd::psub(simd::ploadu<P>(best + first), simd::ploadu<P>(second + first));
       for (unsigned near = LaneTable<Scalar>::LessOrEqual(spread, slack); near != 0;

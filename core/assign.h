@@ -151,11 +151,12 @@ class NearestCenterScan {
   // where the blocked matrix product computes the scores.
   Matrix<Scalar> transposed_;
   Vector<Scalar> padded_offset_;
-  // Where k fits one packet and the level permutes a packet's lanes: the
-  // centers coordinate-major, coordinate l of center j at
-  // center_lanes_[l * packet + j], and slack_of_ padded to a packet; empty
-  // otherwise (FinishLanes is then not used).
+  // Where k fits one or two packets (lane_tables_) and the level permutes
+  // a packet's lanes: the centers coordinate-major, coordinate l of center j
+  // at center_lanes_[l * lane_tables_ * packet + j], and slack_of_ padded to
+  // lane_tables_ packets; empty otherwise (FinishLanes is then not used).
   Vector<Scalar> center_lanes_, slack_lanes_;
+  int lane_tables_ = 0;
   Scalar slack_per_sq_;
   Vector<Scalar> slack_of_;
 };
@@ -223,16 +224,14 @@ Scalar AssignedSquaredDistance(const Scalar* x, const Scalar* c, Eigen::Index d)
 template <typename Scalar, typename Column>
 __attribute__((noinline)) void AddToSums(const Column& x, int label, const Scalar* w,
                                          ClusterSums* part) {
-  const Scalar* __restrict__ values = x.data();
-  double* __restrict__ sum = part->sums.col(label).data();
-  const Eigen::Index d = x.size();
-  ++part->counts[label];
   if (w == nullptr) {
-    for (Eigen::Index l = 0; l < d; ++l) sum[l] += static_cast<double>(values[l]);
+    part->sums.col(label) += x.template cast<double>();
+    ++part->counts[label];
     part->weights[label] += 1;
   } else {
     const double weight = *w;
-    for (Eigen::Index l = 0; l < d; ++l) sum[l] += weight * static_cast<double>(values[l]);
+    part->sums.col(label) += weight * x.template cast<double>();
+    ++part->counts[label];
     part->weights[label] += weight;
   }
 }

@@ -72,9 +72,9 @@ TYPED_TEST(AssignTest, EqualsPlainArgminWithExactAndNearTies) {
 // Both ways of computing the scores, on each side of the register kernel's
 // limits (fewer coordinates than a packet, more center bytes than it takes),
 // with center counts that leave part of its last group of centers empty and
-// point counts that leave part of its last packet empty; k = 1, 8, 13 and
-// 16 are within one packet of centers at AVX2 or AVX-512, whose distances
-// are then computed across the packet's points.
+// point counts that leave part of its last packet empty; k = 1, 8, 13, 16
+// and 29 are within two packets of centers at AVX2 or AVX-512, whose
+// distances are then computed across the packet's points.
 TYPED_TEST(AssignTest, BothScoreKernelsEqualPlainArgmin) {
   AtEachSimdLevel([&] {
     using S = TypeParam;
@@ -83,7 +83,8 @@ TYPED_TEST(AssignTest, BothScoreKernelsEqualPlainArgmin) {
     for (const auto& [n, d, k] :
          {std::tuple{1001, 8, 16}, std::tuple{4099, 32, 13}, std::tuple{515, 16, 1},
           std::tuple{3000, 3, 16}, std::tuple{2051, 32, 64}, std::tuple{700, 64, 130},
-          std::tuple{9000, 12, 33}, std::tuple{4099, 35, 16}, std::tuple{3001, 16, 8}}) {
+          std::tuple{9000, 12, 33}, std::tuple{4099, 35, 16}, std::tuple{3001, 16, 8},
+          std::tuple{2050, 32, 29}}) {
       SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
       Matrix<S> points(d, n), centers(d, k);
       for (Eigen::Index i = 0; i < points.size(); ++i) {
@@ -118,8 +119,9 @@ TYPED_TEST(AssignTest, PointLanesGiveTheSameAssignment) {
   AtEachSimdLevel([&] {
     using S = TypeParam;
     Rng rng(13);
-    for (const auto& [n, d, k] : {std::tuple{4099, 32, 16}, std::tuple{1001, 8, 13},
-                                  std::tuple{70000, 12, 5}, std::tuple{33, 16, 1}}) {
+    for (const auto& [n, d, k] :
+         {std::tuple{4099, 32, 16}, std::tuple{1001, 8, 13}, std::tuple{70000, 12, 5},
+          std::tuple{33, 16, 1}, std::tuple{5000, 32, 27}, std::tuple{3000, 24, 12}}) {
       SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
       Matrix<S> points(d, n), centers(d, k);
       for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Normal();
