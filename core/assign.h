@@ -128,8 +128,8 @@ class NearestCenterScan {
                                         Scalar* sq_out, double* gap) const;
   // Finish's work for the `count` points of one packet from row `first`,
   // their coordinates in the kernel's lanes: the squared distances to their
-  // centers computed across the packet (center_lanes_), the near-tie test
-  // point by point.
+  // centers and the near-tie test computed across the packet
+  // (center_lanes_), near ties then decided one by one (FinishPoint).
   __attribute__((noinline)) void FinishLanes(const Eigen::Ref<const Matrix<Scalar>>& x,
                                              Eigen::Index first, Eigen::Index count,
                                              const Scalar* lanes, const Matrix<Scalar>& score,
@@ -199,7 +199,9 @@ Eigen::Index AssignmentPartSize(Eigen::Index n, Eigen::Index d, Eigen::Index k) 
 // fixed, eight running sums (coordinate l in sum l mod 8) added pairwise at
 // the end, which every SIMD level vectorizes as it is (no contraction into
 // fused multiply-adds: -ffp-contract=off), so the distances and the
-// objective are the same at every level too.
+// objective are the same at every level too. (NearestCenterScan's
+// FinishLanes makes the same operations in the same order across a packet
+// of points, lane by lane.)
 template <typename Scalar>
 Scalar AssignedSquaredDistance(const Scalar* x, const Scalar* c, Eigen::Index d) {
   constexpr int kSums = 8;
@@ -244,9 +246,10 @@ inline double WithObjective(double objective, Scalar sq, const Scalar* w) {
 }
 
 // Adds point x, of squared distance sq to its center `label` and weight w
-// (null: 1), to a part's objective and, if given, sums: the one place these
-// additions are written, so that every assignment makes them alike to the
-// last bit.
+// (null: 1), to a part's objective and, if given, sums: the additions every
+// assignment makes alike to the last bit (AssignNearest makes them a block
+// at a time, WithObjective's and, for a cluster at a time, AddToSums's in
+// the same order per cluster).
 template <typename Scalar, typename Column>
 inline void AddAssigned(const Column& x, int label, Scalar sq, const Scalar* w, double* objective,
                         ClusterSums* part) {
