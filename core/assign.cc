@@ -623,20 +623,23 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
         scan.Scan(points.middleCols(first, rows), &scratch, out + first, sq.data(), nullptr,
                   use_lanes ? lanes->from(first) : nullptr);
         const Scalar* w = weights != nullptr ? weights->data() + first : nullptr;
-        // AddAssigned's additions, the objective's and the sums' apart.
+        // The running objective in a register (not behind a pointer that
+        // escapes the loop).
         double block_objective = objective;
-        for (Eigen::Index i = 0; i < rows; ++i) {
-          block_objective = WithObjective(block_objective, sq[i], w != nullptr ? w + i : nullptr);
-        }
-        objective = block_objective;
         if (part != nullptr && Widened<Scalar>::kAvailable && rows >= 4 * k) {
-          // Grouping the block by label pays from a few points per cluster.
-          AddBlockToSums<Scalar>(points.middleCols(first, rows), out + first, w, &groups, part);
-        } else if (part != nullptr) {
+          // AddAssigned's additions, the objective's and the sums' apart:
+          // grouping the block by label pays from a few points per cluster.
           for (Eigen::Index i = 0; i < rows; ++i) {
-            AddToSums(points.col(first + i), out[first + i], w != nullptr ? w + i : nullptr, part);
+            block_objective = WithObjective(block_objective, sq[i], w != nullptr ? w + i : nullptr);
+          }
+          AddBlockToSums<Scalar>(points.middleCols(first, rows), out + first, w, &groups, part);
+        } else {
+          for (Eigen::Index i = 0; i < rows; ++i) {
+            AddAssigned(points.col(first + i), out[first + i], sq[i],
+                        w != nullptr ? w + i : nullptr, &block_objective, part);
           }
         }
+        objective = block_objective;
         if (sq_dist != nullptr) sq_dist->segment(first, rows) = sq.head(rows);
       }
       part_objective[p] = objective;
