@@ -382,19 +382,14 @@ void NearestCenterScan<Scalar>::FinishLanes(const Eigen::Ref<const Matrix<Scalar
       }
       return;
     }
-    alignas(sizeof(P)) Scalar sq_of[kSize], slack_of[kSize];
+    // A last partial packet, or gaps asked for: each point's test and gap
+    // from its distance computed above.
+    alignas(sizeof(P)) Scalar sq_of[kSize];
     simd::pstore(sq_of, sq);
-    simd::pstore(slack_of, slack);
     for (Eigen::Index p = 0; p < count; ++p) {
       const Eigen::Index i = first + p;
-      const int j = static_cast<int>(arg[i]);
-      if (gap == nullptr && !(best[i] - second[i] <= slack_of[p])) {
-        labels[i] = j;
-        sq_out[i] = sq_of[p];
-      } else {
-        FinishPoint(x.col(i).data(), score, i, best[i], second[i], j, sq_of[p], labels + i,
-                    sq_out + i, gap != nullptr ? gap + i : nullptr);
-      }
+      FinishPoint(x.col(i).data(), score, i, best[i], second[i], static_cast<int>(arg[i]), sq_of[p],
+                  labels + i, sq_out + i, gap != nullptr ? gap + i : nullptr);
     }
   }
 }
@@ -473,13 +468,12 @@ struct LabelGroups {
     order.resize(rows);
     for (int i = 0; i < rows; ++i) ++start[labels[i] + 1];
     for (int j = 0; j < k; ++j) start[j + 1] += start[j];
-    std::vector<int>& next = scratch;
-    next.assign(start.begin(), start.end() - 1);
-    for (int i = 0; i < rows; ++i) order[next[labels[i]]++] = i;
+    next_.assign(start.begin(), start.end() - 1);
+    for (int i = 0; i < rows; ++i) order[next_[labels[i]]++] = i;
   }
 
  private:
-  std::vector<int> scratch;
+  std::vector<int> next_;  // each cluster's next place in `order`
 };
 
 // A packet of doubles loaded from Scalars (floats widened, exactly), where
@@ -566,11 +560,9 @@ void AddBlockToSums(const Eigen::Ref<const Matrix<Scalar>>& x, const int* labels
       }
       for (int t = 0; c < d && t < m; ++t) {
         const Scalar* values = x.col(member[t]).data();
+        // A weight of 1 multiplies exactly: the unweighted additions' bits.
         const double weight = w != nullptr ? static_cast<double>(w[member[t]]) : 1;
-        for (Eigen::Index l = c; l < d; ++l) {
-          sum[l] += w != nullptr ? weight * static_cast<double>(values[l])
-                                 : static_cast<double>(values[l]);
-        }
+        for (Eigen::Index l = c; l < d; ++l) sum[l] += weight * static_cast<double>(values[l]);
       }
       if (w == nullptr) {
         part->weights[j] += m;  // m additions of 1, exact
