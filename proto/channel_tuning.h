@@ -14,7 +14,8 @@ namespace kmt {
 // tests check): a batch of a million float32 points in 16 dimensions.
 inline constexpr int kMaxMessageBytes = 64 << 20;
 
-// Adds the tuning to a client channel's arguments.
+// Adds the tuning to a client channel's arguments, and turns off gRPC's own
+// retries (the client resends by itself).
 void ApplyChannelTuning(grpc::ChannelArguments* args);
 
 // Adds the tuning to every channel a server accepts.

@@ -39,7 +39,15 @@ class ClusterReactor final
 
   void OnReadDone(bool ok) override {
     ReactorOrder::Reaction reaction(&order_, ReactorOrder::kRead);
+    const auto received = std::chrono::steady_clock::now();
+    std::shared_ptr<v1::ClusterRequest> batch;
+    int64_t number;
+    bool read_more;
     {
+      // Whether the call is still on, the batch's number and the next read
+      // are decided under one lock: a cancellation in between would find
+      // every batch answered and finish the call, and the batch's task
+      // would then answer on a reactor gRPC has deleted.
       std::unique_lock<std::mutex> lock(mu_);
       if (!ok || cancelled_) {
         // A batch read after the cancellation is dropped: nobody waits for it.
@@ -48,14 +56,10 @@ class ClusterReactor final
         Advance(lock);
         return;
       }
-    }
-    const auto received = std::chrono::steady_clock::now();
-    auto batch = std::make_shared<v1::ClusterRequest>(std::move(request_));
-    request_.Clear();
-    int64_t number;
-    bool read_more;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
+      // Taken before reading_ may turn false and an answer start the next
+      // read into request_.
+      batch = std::make_shared<v1::ClusterRequest>(std::move(request_));
+      request_.Clear();
       number = read_++;
       read_more = read_ - written_ < static_cast<int64_t>(service_->max_in_flight_);
       reading_ = read_more;
