@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/allocator.h"
+#include "client/cluster_client.h"
 #include "client/replica_shards.h"
 #include "client/resident_job.h"
 #include "proto/transport_security.h"
@@ -386,6 +388,133 @@ py::dict Drive(const py::object& shards, int d, int k, const std::optional<py::a
   return ResultDict(*std::move(result));
 }
 
+// The GIL on one of gRPC's threads. The thread's Python state is made once
+// and kept: pybind11 would otherwise make and delete one at every call,
+// and Python maps and unmaps memory for each.
+class GilOnGrpcThread {
+ public:
+  GilOnGrpcThread() {
+    thread_local bool kept = false;
+    if (!kept) {
+      gil_.inc_ref();
+      kept = true;
+    }
+  }
+
+ private:
+  py::gil_scoped_acquire gil_;
+};
+
+// The C++ client (client/cluster_client.h) under kmt.Client.cluster_each:
+// its Cluster streams run without the GIL, so that the Python process spends
+// its time on the requests and results, not on gRPC's Python threads.
+class CompiledClient {
+ public:
+  CompiledClient(const std::string& target, int max_message_bytes, int max_attempts, int window,
+                 int batches_per_stream, std::optional<double> timeout, bool tls,
+                 const std::string& ca, const std::string& cert, const std::string& key,
+                 const std::string& server_name) {
+    absl::StatusOr<ChannelSecurity> security = ClientSecurity({.enabled = tls,
+                                                               .ca_file = ca,
+                                                               .cert_file = cert,
+                                                               .key_file = key,
+                                                               .server_name = server_name});
+    if (!security.ok()) Raise(security.status());
+    // As in the server and the CLI (base/allocator.h): without it, each
+    // batch's buffers in gRPC's threads fault in fresh pages.
+    KeepBatchMemory();
+    client_.emplace(ClientOptions{
+        .target = target,
+        .max_message_bytes = max_message_bytes,
+        .max_attempts = max_attempts,
+        .window = window,
+        .batches_per_stream = batches_per_stream,
+        .stream_timeout = timeout ? absl::Seconds(*timeout) : absl::InfiniteDuration(),
+        .security = *std::move(security)});
+  }
+
+  // Streams the requests `next_request()` returns and hands each response,
+  // serialized, to `on_response`, in request order. A request is (message,
+  // arrays): a serialized ClusterRequest and [(field number, bytes-like)]
+  // to set its bytes fields to, copied once; None once there are no more.
+  // Both are called on gRPC's threads, one at a time, with the GIL. The
+  // first exception either raises stops the requests and is raised here
+  // once the stream has ended; the batches sent before a failed request are
+  // still handed over, none after a failed response.
+  void Cluster(const py::object& next_request, const py::object& on_response) {
+    PythonFailure failure;
+    // Set and read under the client's lock, as the callbacks run: a failed
+    // request stops the requests, a failed response the responses as well.
+    bool requests_failed = false;
+    bool responses_failed = false;
+    const auto source = [&](v1::ClusterRequest* request) {
+      if (requests_failed || responses_failed) return false;
+      GilOnGrpcThread gil;
+      try {
+        const py::object next = next_request();
+        if (next.is_none()) return false;
+        Fill(next.cast<py::tuple>(), request);
+        return true;
+      } catch (py::error_already_set& e) {
+        (void)failure.Keep(std::move(e));
+      } catch (const py::builtin_exception& e) {
+        e.set_error();
+        (void)failure.Keep(py::error_already_set());
+      }
+      requests_failed = true;
+      return false;
+    };
+    const auto sink = [&](v1::ClusterResponse&& response) {
+      if (responses_failed) return;
+      const std::string serialized = response.SerializeAsString();
+      GilOnGrpcThread gil;
+      try {
+        on_response(py::bytes(serialized));
+      } catch (py::error_already_set& e) {
+        (void)failure.Keep(std::move(e));
+        responses_failed = true;
+      }
+    };
+    absl::Status status;
+    {
+      py::gil_scoped_release released;
+      status = client_->Cluster(source, sink);
+    }
+    failure.RaiseIfAny();
+    if (!status.ok()) Raise(status);
+  }
+
+  int64_t resent() const { return client_->resent(); }
+
+ private:
+  static void Fill(const py::tuple& next, v1::ClusterRequest* request) {
+    if (next.size() != 2) throw py::value_error("a request is (message bytes, arrays)");
+    const auto message = next[0].cast<std::string_view>();
+    if (!request->ParseFromArray(message.data(), static_cast<int>(message.size()))) {
+      throw py::value_error("a request's message bytes are not a ClusterRequest");
+    }
+    const google::protobuf::Reflection* reflection = request->GetReflection();
+    for (const py::handle array : next[1].cast<py::list>()) {
+      const auto [number, values] = array.cast<std::pair<int, py::buffer>>();
+      const google::protobuf::FieldDescriptor* field =
+          request->GetDescriptor()->FindFieldByNumber(number);
+      if (field == nullptr || field->type() != google::protobuf::FieldDescriptor::TYPE_BYTES ||
+          field->is_repeated()) {
+        throw py::value_error("ClusterRequest has no bytes field " + std::to_string(number));
+      }
+      const py::buffer_info info = values.request();
+      if (info.ndim != 1 || info.strides[0] != info.itemsize) {
+        throw py::value_error("field " + std::to_string(number) + ": a contiguous buffer");
+      }
+      reflection->SetString(request, field,
+                            std::string(static_cast<const char*>(info.ptr),
+                                        static_cast<size_t>(info.size * info.itemsize)));
+    }
+  }
+
+  std::optional<Client> client_;
+};
+
 }  // namespace
 }  // namespace kmt
 
@@ -410,6 +539,17 @@ PYBIND11_MODULE(_driver, m) {
         py::arg("starts") = py::none(), py::arg("labels"), py::arg("float64") = false,
         py::arg("iteration_objectives") = true, py::arg("log") = py::none(),
         py::arg("on_iteration") = py::none());
+  py::class_<kmt::CompiledClient>(m, "Client")
+      .def(py::init<const std::string&, int, int, int, int, std::optional<double>, bool,
+                    const std::string&, const std::string&, const std::string&,
+                    const std::string&>(),
+           py::arg("target"), py::kw_only(), py::arg("max_message_bytes"), py::arg("max_attempts"),
+           py::arg("window"), py::arg("batches_per_stream"), py::arg("timeout") = py::none(),
+           py::arg("tls") = false, py::arg("ca") = "", py::arg("cert") = "", py::arg("key") = "",
+           py::arg("server_name") = "")
+      .def("cluster", &kmt::CompiledClient::Cluster, py::arg("next_request"),
+           py::arg("on_response"))
+      .def_property_readonly("resent", &kmt::CompiledClient::resent);
   m.def(
       "replica_addresses",
       [](const std::string& target) {

@@ -481,6 +481,10 @@ class Client:
         self.batches_per_stream = batches_per_stream
         self.raw = raw
         self.resent = 0  # batches sent again after UNAVAILABLE, over this client's life
+        self.security = dict(tls=bool(tls or ca or cert or key), ca=ca or "", cert=cert or "",
+                             key=key or "", server_name=server_name or "")
+        self._compiled = None  # kmt._driver.Client, made by the first cluster_each
+        self._compiled_lock = threading.Lock()
         self.channel = channel(self.target, options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
@@ -582,6 +586,65 @@ class Client:
             if r.HasField("error"):
                 raise ClusterError(r.request_id, status_code(r.error.code), r.error.message)
             yield r
+
+    def cluster_each(self, requests, on_response):
+        """Sends ClusterRequests or WireRequests (any iterable, read as the
+        stream needs them) and calls `on_response(response)` for each, in
+        request order; raises as stream() does, and what `on_response` or
+        the requests raise. Runs the stream in kmt's compiled client
+        (kmt._driver) where the package has it: the requests and responses
+        are then all the Python the stream costs."""
+        compiled, compiled_error = self._compiled_client()
+        if compiled is None:
+            for response in self.stream(requests):
+                on_response(response)
+            return
+        source, sent = iter(requests), collections.deque()
+
+        def next_request():
+            request = next(source, None)
+            if request is None:
+                return None
+            sent.append(request)
+            if isinstance(request, WireRequest):
+                return (request.message.SerializeToString(),
+                        [(_RAW_FIELDS[field], memoryview(values).cast("B"))
+                         for field, values in request.arrays])
+            return request.SerializeToString(), []
+
+        def deliver(data):
+            request, response = sent.popleft(), pb.ClusterResponse.FromString(data)
+            if response.HasField("error"):
+                raise ClusterError(response.request_id, status_code(response.error.code),
+                                   response.error.message)
+            _check_offset(request, response)
+            on_response(response)
+        resent = compiled.resent
+        try:
+            compiled.cluster(next_request, deliver)
+        except compiled_error as e:
+            code, details = status_code(e.args[0]), e.args[1]
+            if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+                details = _too_large(details, self.max_message_bytes)
+            raise ServiceError(code, f"kmt-server at {self.target}: {details}") from None
+        finally:
+            self.resent += compiled.resent - resent
+
+    def _compiled_client(self):
+        """kmt._driver.Client for this client's settings and the errors it
+        raises, (None, None) where the package lacks the compiled extension."""
+        with self._compiled_lock:
+            if self._compiled is None:
+                try:
+                    from . import _driver
+                except ImportError:
+                    return None, None
+                self._compiled = _driver.Client(
+                    self.target, max_message_bytes=self.max_message_bytes,
+                    max_attempts=self.max_attempts, window=self.window,
+                    batches_per_stream=self.batches_per_stream, timeout=self.timeout,
+                    **self.security), _driver.Error
+            return self._compiled
 
     @staticmethod
     def result(r, d, k, all_distances=False):

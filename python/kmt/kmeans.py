@@ -107,14 +107,17 @@ def fit_each(estimator, blocks, inits=None):
             plans.append((fit, plan, len(made)))
             yield from made
     fitted, answered = [], []
+
+    def on_response(response):
+        nonlocal answered
+        fit, plan, count = plans[len(fitted)]
+        answered.append(cl.result(response, plan.X.shape[1], fit.n_clusters))
+        if len(answered) == count:
+            fit._keep_fit(fit._best(plan, answered))
+            fitted.append(fit)
+            answered = []
     with invalid_input_as_value_error():
-        for response in cl.stream(requests()):
-            fit, plan, count = plans[len(fitted)]
-            answered.append(cl.result(response, plan.X.shape[1], fit.n_clusters))
-            if len(answered) == count:
-                fit._keep_fit(fit._best(plan, answered))
-                fitted.append(fit)
-                answered = []
+        cl.cluster_each(requests(), on_response)
     return fitted
 
 

@@ -6,6 +6,7 @@ directory without a trace, scikit-learn's init names, errors that say what to
 do (a URL for a server, a request larger than a message), KMT_SERVER, and
 the docs' example. (install_test.py installs the package.)"""
 import inspect
+import itertools
 import os
 import re
 import subprocess
@@ -256,6 +257,103 @@ class ClientTest(unittest.TestCase):
                        PYTHONPATH=package)
         self.assertIn("'http://127.0.0.1:1' (from KMT_SERVER): expected host:port, no scheme",
                       str(caught.exception))
+
+    def python_only(self, **options):
+        """A client whose cluster_each streams through gRPC's Python API, as
+        where the package lacks the compiled extension."""
+        client = kmt.Client(self.server.address, **options)
+        client._compiled_client = lambda: (None, None)
+        return client
+
+    def each_request(self):
+        """Requests of every kind cluster_each takes: WireRequests with raw
+        float32 and float64 arrays, a points offset and weights, and a plain
+        ClusterRequest with repeated fields."""
+        points = blobs(3000, 5, 4, spread=1.0)
+        start = points[:4]
+        return [
+            self.client.wire_request(points, 4, iterations=6, centers=start, request_id="a"),
+            self.client.wire_request(points.astype(np.float64) + 500.0, 4, iterations=6,
+                                     centers=start.astype(np.float64),
+                                     points_offset=np.full(5, 500.0), request_id="b"),
+            self.client.wire_request(points, 4, iterations=6, init="k-means++", seed=7,
+                                     weights=np.linspace(0.5, 2.0, len(points)),
+                                     request_id="c"),
+            kmt.Client(self.server.address, raw=False).request(points[:500], 3, iterations=4,
+                                                               request_id="d"),
+        ]
+
+    def test_cluster_each_answers_what_stream_answers_compiled_or_not(self):
+        def answers(responses):  # every field but the server's timing
+            for r in responses:
+                r.ClearField("timing")
+            return [r.SerializeToString() for r in responses]
+        want = answers(list(self.client.stream(self.each_request())))
+        self.assertEqual([kmt.pb.ClusterResponse.FromString(w).request_id for w in want],
+                         ["a", "b", "c", "d"])
+        with self.python_only() as plain:
+            for name, client in (("compiled", self.client), ("python", plain)):
+                with self.subTest(client=name):
+                    got = []
+                    client.cluster_each(self.each_request(), got.append)
+                    self.assertEqual(answers(got), want)
+        if os.environ.get("KMT_EXTENSION_DIR"):
+            # The build has the extension: the stream above ran in it.
+            self.assertIsNotNone(self.client._compiled)
+
+    def test_cluster_each_stops_at_a_failed_batch(self):
+        drawn = []
+
+        def requests():  # endless: the stream must stop asking
+            for i in itertools.count():
+                drawn.append(i)
+                yield (self.client.wire_request(blobs(10, 2, 2), k=20, request_id="bad")
+                       if i == 3 else
+                       self.client.wire_request(blobs(200, 2, 2), k=2, request_id=f"{i}"))
+        for name, client in (("compiled", self.client), ("python", self.python_only())):
+            with self.subTest(client=name):
+                drawn.clear()
+                got = []
+                with self.assertRaises(kmt.ClusterError) as caught:
+                    client.cluster_each(requests(), got.append)
+                self.assertEqual(caught.exception.request_id, "bad")
+                self.assertEqual(caught.exception.code.name, "INVALID_ARGUMENT")
+                self.assertEqual([r.request_id for r in got], ["0", "1", "2"])
+                self.assertLessEqual(len(drawn), 4 + client.window)
+
+    def test_cluster_each_raises_what_the_requests_and_the_callback_raise(self):
+        def requests():
+            yield self.client.wire_request(blobs(200, 2, 2), k=2, request_id="first")
+            raise KeyError("the caller's own")
+
+        def refuse(response):
+            raise ArithmeticError(f"refused {response.request_id}")
+        for name, client in (("compiled", self.client), ("python", self.python_only())):
+            with self.subTest(client=name):
+                got = []
+                with self.assertRaises(KeyError):
+                    client.cluster_each(requests(), got.append)
+                self.assertEqual([r.request_id for r in got], ["first"])
+                with self.assertRaisesRegex(ArithmeticError, "refused a"):
+                    client.cluster_each(self.each_request(), refuse)
+                # The client streams on afterwards.
+                got = []
+                client.cluster_each(self.each_request()[:1], got.append)
+                self.assertEqual(len(got), 1)
+
+    def test_cluster_each_keeps_the_clients_deadline_and_message_limit(self):
+        points = blobs(60000, 32, 16, spread=2.0)
+        slow = [self.client.wire_request(points, 16, iterations=200)] * 4
+        with kmt.Client(self.server.address, timeout=0.05) as hasty:
+            with self.assertRaises(kmt.ServiceError) as caught:
+                hasty.cluster_each(slow, lambda response: None)
+            self.assertEqual(caught.exception.code.name, "DEADLINE_EXCEEDED")
+        with kmt.Client(self.server.address, max_message_bytes=1 << 20, timeout=60) as small:
+            with self.assertRaises(kmt.ServiceError) as caught:
+                small.cluster_each([small.wire_request(blobs(20000, 16, 4), 4)],
+                                   lambda response: None)
+        self.assertEqual(caught.exception.code.name, "RESOURCE_EXHAUSTED")
+        self.assertIn("max_message_bytes = 1 MiB", caught.exception.message)
 
     def test_batches_cover_the_rows_in_order(self):
         points = np.arange(23 * 2, dtype=np.float32).reshape(23, 2)

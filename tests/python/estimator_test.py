@@ -61,6 +61,40 @@ class SameAsScikitLearnTest(ServedTest):
                         self.assertGreater(want.n_iter_, 5)  # a real run, not one step
                         assert_same_fit(self, got, want, rtol)
 
+    def test_fit_each_is_each_blocks_own_fit(self):
+        for dtype, rtol in ((np.float64, 1e-5), (np.float32, 2e-5)):
+            blocks = [mixture(1500, 4, K, seed=seed, dtype=dtype) for seed in range(5)]
+            inits = [rows(block, K) for block in blocks]
+            with self.subTest(dtype=dtype.__name__):
+                fitted = kmt.fit_each(kmt.KMeans(K, n_init=1, server=self.server.address),
+                                      iter(blocks), inits=inits)
+                self.assertEqual(len(fitted), len(blocks))
+                for block, init, got in zip(blocks, inits, fitted):
+                    want = sklearn.cluster.KMeans(K, init=init, n_init=1).fit(block)
+                    assert_same_fit(self, got, want, rtol)
+        # Restarts from the server's k-means++: each block's best of three,
+        # as its own fit with the same random_state.
+        options = dict(n_init=3, random_state=5, server=self.server.address)
+        fitted = kmt.fit_each(kmt.KMeans(K, **options), blocks[:2])
+        for block, got in zip(blocks, fitted):
+            alone = kmt.KMeans(K, **options).fit(block)
+            np.testing.assert_array_equal(got.labels_, alone.labels_)
+            np.testing.assert_array_equal(got.cluster_centers_, alone.cluster_centers_)
+            self.assertEqual(got.inertia_, alone.inertia_)
+
+    def test_fit_each_refuses_a_bad_block_as_scikit_learn_would(self):
+        good = mixture(300, 3, K)
+        estimator = kmt.KMeans(K, n_init=1, server=self.server.address)
+        bad = good.copy()
+        bad[7, 1] = np.nan
+        with self.assertRaisesRegex(ValueError, "Input X contains NaN"):
+            kmt.fit_each(estimator, [good, bad, good])
+        with self.assertRaisesRegex(ValueError, "n_samples=3 should be >= n_clusters=6"):
+            kmt.fit_each(estimator, [good, good[:3]])
+        with self.assertRaisesRegex(ValueError, "block 1 has 20 samples, more than one request"):
+            kmt.fit_each(kmt.KMeans(2, n_init=1, batch_size=10, server=self.server.address),
+                         [good[:10], good[:20]])
+
     def test_same_iterations_for_every_tolerance(self):
         points = mixture(3000, 4, K, seed=5)
         for tol in (0.0, 1e-6, 1e-4, 1e-2):
