@@ -220,9 +220,10 @@ class ServedLloyd(ServedKMeans):
         if not plan.one_request:
             return self._keep_fit(self._fit_resident(plan))
         cl = client_for(self)
+        results = []
         with invalid_input_as_value_error():
-            results = [cl.result(r, plan.X.shape[1], self.n_clusters, distances)
-                       for r in cl.stream(self._requests(plan, cl))]
+            cl.cluster_each(self._requests(plan, cl), lambda r: results.append(
+                cl.result(r, plan.X.shape[1], self.n_clusters, distances)))
         return self._keep_fit(self._best(plan, results))
 
     def _keep_fit(self, fitted, distinct=None):

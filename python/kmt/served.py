@@ -317,14 +317,17 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
                                       centers=wire_centers, request_id=f"assign-{i}",
                                       return_distances=distances, omit_labels=not labels,
                                       **shift)
-        found_labels, found_distances = [], []
+        found_labels, found_distances, answered = [], [], iter(spans)
+
+        def found(response):
+            first, end = next(answered)
+            result = cl.result(response, d, k, all_distances)
+            if labels:
+                found_labels.append(result.labels[:end - first])
+            if distances != _client.pb.DISTANCES_NONE:
+                found_distances.append(result.distances[:end - first])
         with invalid_input_as_value_error():
-            for (first, end), response in zip(spans, cl.stream(requests())):
-                result = cl.result(response, d, k, all_distances)
-                if labels:
-                    found_labels.append(result.labels[:end - first])
-                if distances != _client.pb.DISTANCES_NONE:
-                    found_distances.append(result.distances[:end - first])
+            cl.cluster_each(requests(), found)
         return (np.concatenate(found_labels).astype(np.int32) if labels else None,
                 np.concatenate(found_distances) if found_distances else None)
 
