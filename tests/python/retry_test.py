@@ -21,28 +21,38 @@ from harness import Server  # noqa: E402
 POINTS = np.random.default_rng(5).normal(size=(120 * 1024, 8)).astype(np.float32)
 
 
-def run(target, stop=None):
-    """Every batch of POINTS clustered through `target`; `stop()` is called
-    once 20 answers are in. (labels, centers, batches resent)."""
+def run(target, stop=None, each=False):
+    """Every batch of POINTS clustered through `target` by cluster_batches
+    (gRPC's Python API), or by cluster_each (the compiled client) if
+    `each`; `stop()` is called once 20 answers are in. (labels, centers,
+    batches resent)."""
     labels, centers = [], []
+
+    def keep(r):
+        if len(labels) == 20 and stop:
+            stop()
+        labels.append(r.labels)
+        centers.append(r.centers)
     # One stream for every batch, unless a failure ends it.
     with kmt.Client(target, timeout=120, batches_per_stream=1000) as client:
-        for i, r in enumerate(client.cluster_batches(kmt.batches(POINTS, 1024), k=6,
-                                                     iterations=60, seed=3)):
-            if i == 20 and stop:
-                stop()
-            labels.append(r.labels)
-            centers.append(r.centers)
+        if each:
+            requests = (client.wire_request(block, 6, iterations=60, seed=3)
+                        for block in kmt.batches(POINTS, 1024))
+            client.cluster_each(requests, lambda r: keep(client.result(r, 8, 6)))
+        else:
+            for r in client.cluster_batches(kmt.batches(POINTS, 1024), k=6, iterations=60,
+                                            seed=3):
+                keep(r)
         return np.concatenate(labels), np.concatenate(centers), client.resent
 
 
 class RetryTest(unittest.TestCase):
-    def check(self, signal_number):
+    def check(self, signal_number, each=False):
         a = Server("--model_dir=", "--workers=1")
         b = Server("--model_dir=", "--workers=1")
         try:
             both = f"ipv4:{a.address},{b.address}"
-            calm_labels, calm_centers, calm_resent = run(both)
+            calm_labels, calm_centers, calm_resent = run(both, each=each)
             before = {server: server.batches() for server in (a, b)}
             victim = []
 
@@ -50,7 +60,7 @@ class RetryTest(unittest.TestCase):
                 # The replica the stream is on: its count has grown.
                 victim.append(next(s for s in (a, b) if s.batches() > before[s]))
                 victim[0].proc.send_signal(signal_number)
-            labels, centers, resent = run(both, stop)
+            labels, centers, resent = run(both, stop, each)
             self.assertEqual(calm_resent, 0)
             self.assertGreater(resent, 0)  # the victim held batches when it went
             self.assertEqual(len(labels), len(POINTS))
@@ -63,6 +73,10 @@ class RetryTest(unittest.TestCase):
 
     def test_a_replica_killed_mid_stream_loses_nothing(self):
         self.check(signal.SIGKILL)
+
+    @unittest.skipUnless(os.environ.get("KMT_EXTENSION_DIR"), "a build without kmt._driver")
+    def test_a_replica_killed_mid_compiled_stream_loses_nothing(self):
+        self.check(signal.SIGKILL, each=True)
 
     def test_a_replica_drained_mid_stream_loses_nothing(self):
         # SIGTERM: the replica answers what it accepted and refuses the rest
@@ -94,6 +108,15 @@ class RetryTest(unittest.TestCase):
         message = caught.exception.message
         self.assertTrue("unanswered after 3 attempts" in message
                         or "3 streams in a row failed" in message, message)
+        # The compiled client's stream gives up as well, as a ConnectionError.
+        start = time.monotonic()
+        with kmt.Client(target, timeout=30, max_attempts=3) as client:
+            with self.assertRaises(ConnectionError) as caught:
+                client.cluster_each([client.wire_request(POINTS[:100], 3)] * 3,
+                                    lambda r: None)
+            self.assertLess(time.monotonic() - start, 10)
+            self.assertEqual(caught.exception.code.name, "UNAVAILABLE")
+            self.assertIn(f"kmt-server at {target}", caught.exception.message)
 
 
 if __name__ == "__main__":
