@@ -87,6 +87,36 @@ def report(name, ours, theirs, n_iter, inertia):
     return ratio
 
 
+def compare_streams(fit_each, server, repeats):
+    """`fit_each()` with its client's stream in the C++ client
+    (Client.cluster_each) and through gRPC's Python API (the same client
+    with the compiled one turned off), in alternation: the medians of the
+    wall time and of this process's CPU time, and the fits equal."""
+    from kmt import served
+    client = served.client_for(kmt.KMeans(server=server))
+    compiled = type(client)._compiled_client
+    ways = {"the C++ client": compiled, "gRPC's Python API": lambda self: (None, None)}
+    wall, cpu, fits = ({way: [] for way in ways} for _ in range(3))
+    for r in range(repeats):
+        for way in (list(ways) if r % 2 == 0 else list(ways)[::-1]):
+            client._compiled_client = ways[way].__get__(client)
+            start, start_cpu = time.perf_counter(), time.process_time()
+            fits[way] = fit_each()
+            wall[way].append(time.perf_counter() - start)
+            cpu[way].append(time.process_time() - start_cpu)
+    del client._compiled_client
+    a, b = fits.values()
+    same = all(np.array_equal(x.labels_, y.labels_) and
+               np.array_equal(x.cluster_centers_, y.cluster_centers_) and x.inertia_ == y.inertia_
+               for x, y in zip(a, b))
+    for way in ways:
+        print(f"  kmt.fit_each through {way}: {statistics.median(wall[way]):.4f} s, "
+              f"the client's CPU {statistics.median(cpu[way]):.4f} s")
+    print(f"  the same fits both ways: {same}")
+    if not same:
+        raise SystemExit("kmt.fit_each's fits differ between the two streams")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", default="", help="the server or replicas to fit on")
@@ -108,6 +138,9 @@ def main():
                         help="the whole fit's points (the batches stay float32)")
     parser.add_argument("--float64_reference", action="store_true",
                         help="also fit scikit-learn on the whole dataset as float64 (untimed)")
+    parser.add_argument("--streams", action="store_true",
+                        help="also time the batches' kmt.fit_each through the C++ client "
+                             "against gRPC's Python API, in alternation")
     args = parser.parse_args()
 
     import sklearn.cluster
@@ -157,6 +190,8 @@ def main():
         def kmt_batches():
             return kmt.fit_each(kmt.KMeans(args.batch_k, server=server, **options), blocks,
                                 inits=inits)
+        if args.streams:
+            compare_streams(kmt_batches, server, args.repeats)
         ours, theirs = timed(kmt_batches, sklearn_batches, args.repeats)
         report(f"{args.batches} batches of {args.batch_n} x {args.d}, k = {args.batch_k}, "
                f"max_iter = {args.batch_iterations}", ours, theirs,

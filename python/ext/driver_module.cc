@@ -1,12 +1,15 @@
-// kmt._driver: the resident-job driver (client/resident_job.h) under the
-// Python package, so that kmt.KMeans, kmt.fit_resident and kmt.dask run the
-// algorithm the CLI runs. Two entry points: `fit` loads points this
-// process holds onto replicas (ReplicaShards) and runs the job; `drive`
-// runs the job over shards a Python object holds (kmt.dask's workers),
-// whose steps cross as serialized JobRequest and JobResponse messages.
-// Both release the GIL while the job runs; Python callbacks take it back.
-// A float64 job (float64=True) takes its points, weights and starts as
-// float64, loads float64 shards and answers float64 centers.
+// kmt._driver: the resident-job driver (client/resident_job.h) and the C++
+// client's Cluster streams (client/cluster_client.h) under the Python
+// package, so that kmt.KMeans, kmt.fit_resident and kmt.dask run the
+// algorithm the CLI runs, and the estimators' batches travel as the CLI's
+// do. Three entry points: `fit` loads points this process holds onto
+// replicas (ReplicaShards) and runs the job; `drive` runs the job over
+// shards a Python object holds (kmt.dask's workers), whose steps cross as
+// serialized JobRequest and JobResponse messages; `Client.cluster` streams
+// ClusterRequests (kmt.Client.cluster_each). Each releases the GIL while it
+// runs; Python callbacks take it back. A float64 job (float64=True) takes
+// its points, weights and starts as float64, loads float64 shards and
+// answers float64 centers.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
