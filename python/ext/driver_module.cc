@@ -317,6 +317,18 @@ std::function<absl::Status(int64_t, int64_t, std::vector<Scalar>*)> RowSource(
   };
 }
 
+// A client's TLS settings as kmt.Client's arguments give them.
+ChannelSecurity SecurityOf(bool tls, const std::string& ca, const std::string& cert,
+                           const std::string& key, const std::string& server_name) {
+  absl::StatusOr<ChannelSecurity> security = ClientSecurity({.enabled = tls,
+                                                             .ca_file = ca,
+                                                             .cert_file = cert,
+                                                             .key_file = key,
+                                                             .server_name = server_name});
+  if (!security.ok()) Raise(security.status());
+  return *std::move(security);
+}
+
 py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, int64_t n, int d,
              int k, const std::optional<py::array>& weights, int iterations, double tol,
              double center_tol, uint64_t seed, const std::string& init, int kmeans_parallel_rounds,
@@ -331,19 +343,14 @@ py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, in
       JobOptions(d, k, iterations, center_tol, seed, init, kmeans_parallel_rounds,
                  kmeans_parallel_oversampling, empty_clusters, n_init, starts, labels, float64,
                  iteration_objectives, &failure, log, on_iteration);
-  absl::StatusOr<ChannelSecurity> security = ClientSecurity({.enabled = tls,
-                                                             .ca_file = ca,
-                                                             .cert_file = cert,
-                                                             .key_file = key,
-                                                             .server_name = server_name});
-  if (!security.ok()) Raise(security.status());
+  ChannelSecurity security = SecurityOf(tls, ca, cert, key, server_name);
   ReplicaShardOptions replicas{
       .servers = servers,
       .streams_per_server = streams_per_server,
       .chunk_bytes = chunk_bytes,
       .max_moves = max_moves,
       .stream_timeout = timeout ? absl::Seconds(*timeout) : absl::InfiniteDuration(),
-      .security = *std::move(security),
+      .security = std::move(security),
       .log = options.log};
   if (weights && float64) {
     replicas.weights_f64 = WeightsOf<double>(*weights, n);
@@ -417,12 +424,7 @@ class CompiledClient {
                  int batches_per_stream, std::optional<double> timeout, bool tls,
                  const std::string& ca, const std::string& cert, const std::string& key,
                  const std::string& server_name) {
-    absl::StatusOr<ChannelSecurity> security = ClientSecurity({.enabled = tls,
-                                                               .ca_file = ca,
-                                                               .cert_file = cert,
-                                                               .key_file = key,
-                                                               .server_name = server_name});
-    if (!security.ok()) Raise(security.status());
+    ChannelSecurity security = SecurityOf(tls, ca, cert, key, server_name);
     // As in the server and the CLI (base/allocator.h): without it, each
     // batch's buffers in gRPC's threads fault in fresh pages.
     KeepBatchMemory();
@@ -433,7 +435,7 @@ class CompiledClient {
         .window = window,
         .batches_per_stream = batches_per_stream,
         .stream_timeout = timeout ? absl::Seconds(*timeout) : absl::InfiniteDuration(),
-        .security = *std::move(security)});
+        .security = std::move(security)});
   }
 
   // Streams the requests `next_request()` returns and hands each response,
