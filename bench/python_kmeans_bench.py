@@ -9,7 +9,11 @@ attributes:
            job, since the data is larger than one message);
   batches: 64 batches of 4,096 x 32 (the dataset's first rows), k = 16,
            max_iter = 10 each (kmt: kmt.fit_each, every batch on one stream;
-           scikit-learn: KMeans(...).fit on each batch in turn).
+           scikit-learn: KMeans(...).fit on each batch in turn);
+  minibatch: MiniBatchKMeans on the dataset's first 100,000 rows, k = 16,
+           batch_size = 1,024, 3 epochs, from 16 of its rows as initial
+           centers (kmt: a request per step; scikit-learn takes the same
+           steps).
 
 Each figure is the median of --repeats runs (the range beside it), the
 two sides run in alternation;
@@ -77,21 +81,28 @@ def started_server(binary):
     return proc, f"127.0.0.1:{int(open(port_file).read())}"
 
 
-def report(name, ours, theirs, n_iter, inertia):
+def report(name, ours, theirs, n_iter, inertia, counted="n_iter_"):
     ratio = ours[0] / theirs[0]
     print(f"{name}: kmt {ours[0]:.3f} s ({ours[1]:.3f}-{ours[2]:.3f}), scikit-learn "
           f"{theirs[0]:.3f} s ({theirs[1]:.3f}-{theirs[2]:.3f}): {ratio:.2f}x")
-    print(f"  n_iter_ kmt {n_iter[0]}, scikit-learn {n_iter[1]}; inertia kmt {inertia[0]:.6g}, "
+    print(f"  {counted} kmt {n_iter[0]}, scikit-learn {n_iter[1]}; inertia kmt {inertia[0]:.6g}, "
           f"scikit-learn {inertia[1]:.6g} (relative difference "
           f"{abs(inertia[0] - inertia[1]) / inertia[1]:.1e})")
     return ratio
 
 
-def compare_streams(fit_each, server, repeats):
-    """`fit_each()` with its client's stream in the C++ client
-    (Client.cluster_each) and through gRPC's Python API (the same client
-    with the compiled one turned off), in alternation: the medians of the
-    wall time and of this process's CPU time, and the fits equal."""
+def same_fits(a, b):
+    """Two lists of fitted estimators are equal to the bit."""
+    return all(np.array_equal(x.labels_, y.labels_) and
+               np.array_equal(x.cluster_centers_, y.cluster_centers_) and x.inertia_ == y.inertia_
+               for x, y in zip(a, b))
+
+
+def compare_streams(name, fit, server, repeats):
+    """`fit()` (a list of fitted estimators) with its client's stream in the
+    C++ client (Client.cluster_each) and through gRPC's Python API (the same
+    client with the compiled one turned off), in alternation: the medians of
+    the wall time and of this process's CPU time, and the fits equal."""
     from kmt import served
     client = served.client_for(kmt.KMeans(server=server))
     compiled = type(client)._compiled_client
@@ -101,20 +112,17 @@ def compare_streams(fit_each, server, repeats):
         for way in (list(ways) if r % 2 == 0 else list(ways)[::-1]):
             client._compiled_client = ways[way].__get__(client)
             start, start_cpu = time.perf_counter(), time.process_time()
-            fits[way] = fit_each()
+            fits[way] = fit()
             wall[way].append(time.perf_counter() - start)
             cpu[way].append(time.process_time() - start_cpu)
     del client._compiled_client
-    a, b = fits.values()
-    same = all(np.array_equal(x.labels_, y.labels_) and
-               np.array_equal(x.cluster_centers_, y.cluster_centers_) and x.inertia_ == y.inertia_
-               for x, y in zip(a, b))
+    same = same_fits(*fits.values())
     for way in ways:
-        print(f"  kmt.fit_each through {way}: {statistics.median(wall[way]):.4f} s, "
+        print(f"  {name} through {way}: {statistics.median(wall[way]):.4f} s, "
               f"the client's CPU {statistics.median(cpu[way]):.4f} s")
     print(f"  the same fits both ways: {same}")
     if not same:
-        raise SystemExit("kmt.fit_each's fits differ between the two streams")
+        raise SystemExit(f"{name}'s fits differ between the two streams")
 
 
 def main():
@@ -125,7 +133,7 @@ def main():
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--d", type=int, default=32)
     parser.add_argument("--k", type=int, default=64)
-    parser.add_argument("--batches", type=int, default=64)
+    parser.add_argument("--batches", type=int, default=64, help="0: skip the batches")
     parser.add_argument("--batch_n", type=int, default=4096)
     parser.add_argument("--batch_k", type=int, default=16)
     parser.add_argument("--batch_iterations", type=int, default=10)
@@ -138,6 +146,10 @@ def main():
                         help="the whole fit's points (the batches stay float32)")
     parser.add_argument("--float64_reference", action="store_true",
                         help="also fit scikit-learn on the whole dataset as float64 (untimed)")
+    parser.add_argument("--minibatch_n", type=int, default=100_000,
+                        help="MiniBatchKMeans on the dataset's first rows (0: skip it)")
+    parser.add_argument("--minibatch_size", type=int, default=1024)
+    parser.add_argument("--minibatch_epochs", type=int, default=3)
     parser.add_argument("--streams", action="store_true",
                         help="also time the batches' kmt.fit_each through the C++ client "
                              "against gRPC's Python API, in alternation")
@@ -178,25 +190,46 @@ def main():
                           f"inertia {exact.inertia_:.6g}; {name}'s labels equal to its: "
                           f"{100 * float((fit.labels_ == exact.labels_).mean()):.3f}%")
 
-        blocks = [points[i * args.batch_n:(i + 1) * args.batch_n] for i in range(args.batches)]
-        rng = np.random.default_rng(args.seed + 2)
-        inits = [b[rng.choice(len(b), size=args.batch_k, replace=False)] for b in blocks]
-        options = dict(n_init=1, max_iter=args.batch_iterations)
+        if args.batches:
+            blocks = [points[i * args.batch_n:(i + 1) * args.batch_n] for i in range(args.batches)]
+            rng = np.random.default_rng(args.seed + 2)
+            inits = [b[rng.choice(len(b), size=args.batch_k, replace=False)] for b in blocks]
+            options = dict(n_init=1, max_iter=args.batch_iterations)
 
-        def sklearn_batches():
-            return [sklearn.cluster.KMeans(args.batch_k, init=init, **options).fit(b)
-                    for b, init in zip(blocks, inits)]
+            def sklearn_batches():
+                return [sklearn.cluster.KMeans(args.batch_k, init=init, **options).fit(b)
+                        for b, init in zip(blocks, inits)]
 
-        def kmt_batches():
-            return kmt.fit_each(kmt.KMeans(args.batch_k, server=server, **options), blocks,
-                                inits=inits)
-        if args.streams:
-            compare_streams(kmt_batches, server, args.repeats)
-        ours, theirs = timed(kmt_batches, sklearn_batches, args.repeats)
-        report(f"{args.batches} batches of {args.batch_n} x {args.d}, k = {args.batch_k}, "
-               f"max_iter = {args.batch_iterations}", ours, theirs,
-               (sum(f.n_iter_ for f in ours[3]), sum(f.n_iter_ for f in theirs[3])),
-               (sum(f.inertia_ for f in ours[3]), sum(f.inertia_ for f in theirs[3])))
+            def kmt_batches():
+                return kmt.fit_each(kmt.KMeans(args.batch_k, server=server, **options), blocks,
+                                    inits=inits)
+            if args.streams:
+                compare_streams("kmt.fit_each", kmt_batches, server, args.repeats)
+            ours, theirs = timed(kmt_batches, sklearn_batches, args.repeats)
+            report(f"{args.batches} batches of {args.batch_n} x {args.d}, k = {args.batch_k}, "
+                   f"max_iter = {args.batch_iterations}", ours, theirs,
+                   (sum(f.n_iter_ for f in ours[3]), sum(f.n_iter_ for f in theirs[3])),
+                   (sum(f.inertia_ for f in ours[3]), sum(f.inertia_ for f in theirs[3])))
+
+        if args.minibatch_n:
+            X = points[:args.minibatch_n]
+            init = X[np.random.default_rng(args.seed + 3).choice(len(X), size=args.batch_k,
+                                                                 replace=False)]
+            options = dict(batch_size=args.minibatch_size, n_init=1, max_iter=args.minibatch_epochs,
+                           init=init, random_state=args.seed)
+
+            def kmt_minibatch():
+                return [kmt.MiniBatchKMeans(args.batch_k, server=server, **options).fit(X)]
+
+            def sklearn_minibatch():
+                return [sklearn.cluster.MiniBatchKMeans(args.batch_k, **options).fit(X)]
+            if args.streams:
+                compare_streams("kmt.MiniBatchKMeans", kmt_minibatch, server, args.repeats)
+            ours, theirs = timed(kmt_minibatch, sklearn_minibatch, args.repeats)
+            report(f"MiniBatchKMeans, {args.minibatch_n} x {args.d}, k = {args.batch_k}, "
+                   f"batch_size = {args.minibatch_size}, max_iter = {args.minibatch_epochs}",
+                   ours, theirs, (ours[3][0].n_steps_, theirs[3][0].n_steps_),
+                   (ours[3][0].inertia_, theirs[3][0].inertia_), counted="n_steps_")
     finally:
         if proc:
             proc.terminate()

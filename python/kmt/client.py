@@ -671,9 +671,11 @@ class Client:
 
     def cluster(self, points, k, **options):
         """Clusters one batch; options as in request()."""
-        # Read to the end, so that the stream ends rather than being cancelled.
-        (result,) = self.cluster_batches([points], k, **options)
-        return result
+        request = self.wire_request(points, k, request_id="batch-0", **options)
+        answers = []
+        self.cluster_each([request], answers.append)
+        return self.result(answers[0], request.message.d, k,
+                           options.get("return_distances") == pb.DISTANCES_ALL)
 
     def cluster_batches(self, blocks, k, **options):
         """Clusters every array of `blocks` (any iterable, e.g. batches())

@@ -107,10 +107,13 @@ class MiniBatchKMeans(ServedKMeans):
             weights = np.ones(X.shape[0], dtype=np.float32)  # the padding weighs 0
         block, weights = padded(dense_rows(X)(0, X.shape[0]), weights, centers)
         cl = client_for(self)
+        answers = []
         with invalid_input_as_value_error():
-            (r,) = cl.stream([cl.wire_request(block, k, model=ASSIGN_MODEL, iterations=0,
-                                              centers=centers, weights=weights,
-                                              return_cluster_sums=True, omit_labels=True)])
+            cl.cluster_each([cl.wire_request(block, k, model=ASSIGN_MODEL, iterations=0,
+                                             centers=centers, weights=weights,
+                                             return_cluster_sums=True, omit_labels=True)],
+                            answers.append)
+        (r,) = answers
         mass = np.asarray(r.center_weights if weights is not None else r.center_counts,
                           dtype=np.float64)
         return r.objective, mass, np.asarray(r.center_sums, dtype=np.float64).reshape(k, d)
