@@ -183,6 +183,37 @@ def batches(points, batch_size, min_size=1):
         yield points[start:end]
 
 
+# gRPC's C++ API, which the compiled extension kmt._driver runs (the C++
+# client under cluster_each, the resident-job driver), keeps threads inside
+# gRPC that gRPC's fork handlers cannot stop: in a process forked after it
+# was used, gRPC works no more, from C++ or from Python (calls fail with "Bad
+# file descriptor", hang or crash). Such a child is told so instead.
+_extension = {"used": False, "forked": False}
+
+
+def extension_used():
+    """Notes that this process runs gRPC through kmt._driver."""
+    _extension["used"] = True
+
+
+def _after_fork_in_child():
+    _extension["forked"] = _extension["forked"] or _extension["used"]
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def check_not_forked():
+    """A RuntimeError in a process forked after its parent used kmt._driver."""
+    if _extension["forked"]:
+        raise RuntimeError(
+            "kmt: this process was forked from one that had used kmt's compiled extension "
+            "(kmt._driver), and gRPC does not work in such a child; start worker processes with "
+            "multiprocessing's 'spawn' or 'forkserver' method, or set KMT_COMPILED_STREAMS=0 in "
+            "the parent so that its streams run on gRPC's Python API, which survives fork "
+            "(resident fits run kmt._driver whatever the setting)")
+
+
 def status_code(code):
     """The grpc.StatusCode of a numeric code."""
     return next((c for c in grpc.StatusCode if c.value[0] == code), grpc.StatusCode.UNKNOWN)
@@ -470,6 +501,7 @@ class Client:
     def __init__(self, target=None, max_message_bytes=MAX_MESSAGE_BYTES, timeout=None, *,
                  tls=False, ca=None, cert=None, key=None, server_name=None, max_attempts=3,
                  window=8, batches_per_stream=64, raw=True):
+        check_not_forked()
         if max_attempts < 1 or window < 1 or batches_per_stream < 1:
             raise ValueError(f"max_attempts {max_attempts}, window {window}, batches_per_stream "
                              f"{batches_per_stream}: each must be at least 1")
@@ -507,6 +539,7 @@ class Client:
 
     def models(self):
         """The served models (kmt.v1.ModelInfo messages)."""
+        check_not_forked()
         try:
             return list(self.stub.ListModels(pb.ListModelsRequest(), timeout=self.timeout).models)
         except grpc.RpcError as e:
@@ -582,6 +615,7 @@ class Client:
         stream needs them) and yields the responses in order, UNAVAILABLE retried; raises
         ClusterError for a failed batch and ServiceError for a call that
         retries could not cure (DEADLINE_EXCEEDED after `timeout`, ...)."""
+        check_not_forked()
         for r in _Call(self, requests).responses():
             if r.HasField("error"):
                 raise ClusterError(r.request_id, status_code(r.error.code), r.error.message)
@@ -594,6 +628,7 @@ class Client:
         the requests raise. Runs the stream in kmt's compiled client
         (kmt._driver) where the package has it: the requests and responses
         are then all the Python the stream costs."""
+        check_not_forked()
         compiled, compiled_error = self._compiled_client()
         if compiled is None:
             for response in self.stream(requests):
@@ -632,13 +667,17 @@ class Client:
 
     def _compiled_client(self):
         """kmt._driver.Client for this client's settings and the errors it
-        raises, (None, None) where the package lacks the compiled extension."""
+        raises; (None, None) where the package lacks the compiled extension,
+        or where KMT_COMPILED_STREAMS is 0."""
+        if os.environ.get("KMT_COMPILED_STREAMS") == "0":
+            return None, None
         with self._compiled_lock:
             if self._compiled is None:
                 try:
                     from . import _driver
                 except ImportError:
                     return None, None
+                extension_used()
                 self._compiled = _driver.Client(
                     self.target, max_message_bytes=self.max_message_bytes,
                     max_attempts=self.max_attempts, window=self.window,

@@ -22,7 +22,8 @@ import dataclasses
 
 import numpy as np
 
-from .client import ServiceError, init_name, server_target, status_code
+from .client import (ServiceError, check_not_forked, extension_used, init_name, server_target,
+                     status_code)
 
 
 @dataclasses.dataclass
@@ -45,6 +46,7 @@ class ResidentResult:
 def driver():
     """The compiled driver, kmt._driver; an ImportError that says how to get
     it where this installation lacks it."""
+    check_not_forked()
     try:
         from . import _driver
     except ImportError as e:
@@ -52,6 +54,7 @@ def driver():
             "resident jobs (kmt.fit_resident, kmt.KMeans beyond one request, kmt.dask) run "
             "kmt's compiled driver, kmt._driver, which this installation of kmt lacks: install "
             "kmt with scripts/install-python-client.sh, which builds it with the project") from e
+    extension_used()
     return _driver
 
 

@@ -9,6 +9,7 @@ import inspect
 import itertools
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -354,6 +355,55 @@ class ClientTest(unittest.TestCase):
                                    lambda response: None)
         self.assertEqual(caught.exception.code.name, "RESOURCE_EXHAUSTED")
         self.assertIn("max_message_bytes = 1 MiB", caught.exception.message)
+
+    def forked_call(self):
+        """What kmt.Client(...).models() does in a child forked from this
+        process: "worked", or the RuntimeError's message."""
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child runs nothing of the tests but this call
+            os.close(read)
+            signal.alarm(60)  # a hang ends the child, and shows as no outcome
+            try:
+                kmt.Client(self.server.address, timeout=30).models()
+                outcome = "worked"
+            except RuntimeError as e:
+                outcome = str(e)
+            except BaseException as e:  # noqa: B902 (reported, not raised, in the child)
+                outcome = f"failed otherwise: {e!r}"
+            os.write(write, outcome.encode())
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            outcome = pipe.read().decode()
+        os.waitpid(pid, 0)
+        return outcome
+
+    def test_a_child_forked_after_the_compiled_client_is_told_why(self):
+        self.client.cluster(blobs(100, 2, 2), k=2)
+        if self.client._compiled is None:  # a build without kmt._driver
+            self.assertEqual(self.forked_call(), "worked")
+            return
+        outcome = self.forked_call()
+        for says in ("forked from one that had used kmt's compiled extension", "'spawn'",
+                     "KMT_COMPILED_STREAMS=0"):
+            self.assertIn(says, outcome)
+
+    def test_compiled_streams_off_a_forked_child_clusters(self):
+        code = f"""
+import os, numpy as np, kmt
+points = np.random.default_rng(1).normal(size=(500, 3))
+fitted = kmt.KMeans(3, n_init=1, random_state=0, server="{self.server.address}").fit(points)
+fitted.predict(points)
+assert kmt.Client("{self.server.address}")._compiled_client() == (None, None)
+pid = os.fork()
+if pid == 0:
+    again = kmt.KMeans(3, n_init=1, random_state=0, server="{self.server.address}").fit(points)
+    os._exit(0 if np.array_equal(again.labels_, fitted.labels_) else 3)
+print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+        self.assertEqual(run_python(code, "/", KMT_COMPILED_STREAMS="0",
+                                    PYTHONPATH=os.path.join(SOURCE_DIR, "python")).strip(), "0")
 
     def test_batches_cover_the_rows_in_order(self):
         points = np.arange(23 * 2, dtype=np.float32).reshape(23, 2)
