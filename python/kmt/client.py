@@ -515,7 +515,8 @@ class Client:
         self.resent = 0  # batches sent again after UNAVAILABLE, over this client's life
         self.security = dict(tls=bool(tls or ca or cert or key), ca=ca or "", cert=cert or "",
                              key=key or "", server_name=server_name or "")
-        self._compiled = None  # kmt._driver.Client, made by the first cluster_each
+        # (kmt._driver.Client, its error type), made by the first cluster_each
+        self._compiled = None
         self._compiled_lock = threading.Lock()
         self.channel = channel(self.target, options=[
             ("grpc.max_receive_message_length", max_message_bytes),
