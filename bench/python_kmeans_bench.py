@@ -55,16 +55,18 @@ def dataset(n, d, k, seed):
 def timed(ours, theirs, repeats):
     """Both runs `repeats` times in alternation (which goes first flips each
     round, so the machine's drift falls on both alike): for each, (median
-    seconds, min, max, the last run's result)."""
-    times, results = ([], []), [None, None]
+    seconds, min, max, the last run's result, median seconds of this
+    process's CPU)."""
+    times, cpu, results = ([], []), ([], []), [None, None]
     for r in range(repeats):
         order = (0, 1) if r % 2 == 0 else (1, 0)
         for i in order:
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             results[i] = (ours, theirs)[i]()
             times[i].append(time.perf_counter() - start)
-    return tuple((statistics.median(t), min(t), max(t), result)
-                 for t, result in zip(times, results))
+            cpu[i].append(time.process_time() - start_cpu)
+    return tuple((statistics.median(t), min(t), max(t), result, statistics.median(c))
+                 for t, c, result in zip(times, cpu, results))
 
 
 def started_server(binary):
@@ -98,28 +100,25 @@ def same_fits(a, b):
                for x, y in zip(a, b))
 
 
-def compare_streams(name, fit, server, repeats):
+def compare_streams(name, fit, repeats):
     """`fit()` (a list of fitted estimators) with its client's stream in the
-    C++ client (Client.cluster_each) and through gRPC's Python API (the same
-    client with the compiled one turned off), in alternation: the medians of
-    the wall time and of this process's CPU time, and the fits equal."""
-    from kmt import served
-    client = served.client_for(kmt.KMeans(server=server))
-    compiled = type(client)._compiled_client
-    ways = {"the C++ client": compiled, "gRPC's Python API": lambda self: (None, None)}
-    wall, cpu, fits = ({way: [] for way in ways} for _ in range(3))
-    for r in range(repeats):
-        for way in (list(ways) if r % 2 == 0 else list(ways)[::-1]):
-            client._compiled_client = ways[way].__get__(client)
-            start, start_cpu = time.perf_counter(), time.process_time()
-            fits[way] = fit()
-            wall[way].append(time.perf_counter() - start)
-            cpu[way].append(time.process_time() - start_cpu)
-    del client._compiled_client
-    same = same_fits(*fits.values())
-    for way in ways:
-        print(f"  {name} through {way}: {statistics.median(wall[way]):.4f} s, "
-              f"the client's CPU {statistics.median(cpu[way]):.4f} s")
+    C++ client (Client.cluster_each) and through gRPC's Python API
+    (KMT_COMPILED_STREAMS=0), in alternation: the medians of the wall time
+    and of this process's CPU time, and the fits equal."""
+    def python_api():
+        before = os.environ.get("KMT_COMPILED_STREAMS")
+        os.environ["KMT_COMPILED_STREAMS"] = "0"
+        try:
+            return fit()
+        finally:
+            if before is None:
+                del os.environ["KMT_COMPILED_STREAMS"]
+            else:
+                os.environ["KMT_COMPILED_STREAMS"] = before
+    ways = dict(zip(("the C++ client", "gRPC's Python API"), timed(fit, python_api, repeats)))
+    same = same_fits(*(way[3] for way in ways.values()))
+    for way, (wall, _, _, _, cpu) in ways.items():
+        print(f"  {name} through {way}: {wall:.4f} s, the client's CPU {cpu:.4f} s")
     print(f"  the same fits both ways: {same}")
     if not same:
         raise SystemExit(f"{name}'s fits differ between the two streams")
@@ -151,8 +150,8 @@ def main():
     parser.add_argument("--minibatch_size", type=int, default=1024)
     parser.add_argument("--minibatch_epochs", type=int, default=3)
     parser.add_argument("--streams", action="store_true",
-                        help="also time the batches' kmt.fit_each through the C++ client "
-                             "against gRPC's Python API, in alternation")
+                        help="also time kmt.fit_each and kmt.MiniBatchKMeans through the C++ "
+                             "client against gRPC's Python API, in alternation")
     args = parser.parse_args()
 
     import sklearn.cluster
@@ -204,7 +203,7 @@ def main():
                 return kmt.fit_each(kmt.KMeans(args.batch_k, server=server, **options), blocks,
                                     inits=inits)
             if args.streams:
-                compare_streams("kmt.fit_each", kmt_batches, server, args.repeats)
+                compare_streams("kmt.fit_each", kmt_batches, args.repeats)
             ours, theirs = timed(kmt_batches, sklearn_batches, args.repeats)
             report(f"{args.batches} batches of {args.batch_n} x {args.d}, k = {args.batch_k}, "
                    f"max_iter = {args.batch_iterations}", ours, theirs,
@@ -224,7 +223,7 @@ def main():
             def sklearn_minibatch():
                 return [sklearn.cluster.MiniBatchKMeans(args.batch_k, **options).fit(X)]
             if args.streams:
-                compare_streams("kmt.MiniBatchKMeans", kmt_minibatch, server, args.repeats)
+                compare_streams("kmt.MiniBatchKMeans", kmt_minibatch, args.repeats)
             ours, theirs = timed(kmt_minibatch, sklearn_minibatch, args.repeats)
             report(f"MiniBatchKMeans, {args.minibatch_n} x {args.d}, k = {args.batch_k}, "
                    f"batch_size = {args.minibatch_size}, max_iter = {args.minibatch_epochs}",

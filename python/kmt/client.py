@@ -295,6 +295,13 @@ def _check_offset(request, response):
                            "points_offset (it predates the field); upgrade the server")
 
 
+def _raise_if_failed(response):
+    """A batch the server answered with an error raises ClusterError."""
+    if response.HasField("error"):
+        raise ClusterError(response.request_id, status_code(response.error.code),
+                           response.error.message)
+
+
 def _floats(raw, raw64, repeated):
     """A response's values, from its raw float64 field (a float64 request's),
     its raw float32 one, or its repeated one."""
@@ -618,8 +625,7 @@ class Client:
         retries could not cure (DEADLINE_EXCEEDED after `timeout`, ...)."""
         check_not_forked()
         for r in _Call(self, requests).responses():
-            if r.HasField("error"):
-                raise ClusterError(r.request_id, status_code(r.error.code), r.error.message)
+            _raise_if_failed(r)
             yield r
 
     def cluster_each(self, requests, on_response):
@@ -650,9 +656,7 @@ class Client:
 
         def deliver(data):
             request, response = sent.popleft(), pb.ClusterResponse.FromString(data)
-            if response.HasField("error"):
-                raise ClusterError(response.request_id, status_code(response.error.code),
-                                   response.error.message)
+            _raise_if_failed(response)
             _check_offset(request, response)
             on_response(response)
         resent = compiled.resent
