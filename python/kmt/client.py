@@ -187,7 +187,8 @@ def batches(points, batch_size, min_size=1):
 # client under cluster_each, the resident-job driver), keeps threads inside
 # gRPC that gRPC's fork handlers cannot stop: in a process forked after it
 # was used, gRPC works no more, from C++ or from Python (calls fail with "Bad
-# file descriptor", hang or crash). Such a child is told so instead.
+# file descriptor" or hang; with GRPC_ENABLE_FORK_SUPPORT=true the child
+# crashes at the fork). Such a child is told so instead.
 _extension = {"used": False, "forked": False}
 
 
@@ -209,9 +210,10 @@ def check_not_forked():
         raise RuntimeError(
             "kmt: this process was forked from one that had used kmt's compiled extension "
             "(kmt._driver), and gRPC does not work in such a child; start worker processes with "
-            "multiprocessing's 'spawn' or 'forkserver' method, or set KMT_COMPILED_STREAMS=0 in "
-            "the parent so that its streams run on gRPC's Python API, which survives fork "
-            "(resident fits run kmt._driver whatever the setting)")
+            "multiprocessing's 'spawn' or 'forkserver' method, or start the parent with "
+            "KMT_COMPILED_STREAMS=0 and GRPC_ENABLE_FORK_SUPPORT=true, so that its streams run "
+            "on gRPC's Python API with gRPC's fork support, which is off by default (resident "
+            "fits run kmt._driver whatever the setting)")
 
 
 def status_code(code):

@@ -386,10 +386,12 @@ class ClientTest(unittest.TestCase):
             return
         outcome = self.forked_call()
         for says in ("forked from one that had used kmt's compiled extension", "'spawn'",
-                     "KMT_COMPILED_STREAMS=0"):
+                     "KMT_COMPILED_STREAMS=0 and GRPC_ENABLE_FORK_SUPPORT=true"):
             self.assertIn(says, outcome)
 
-    def test_compiled_streams_off_a_forked_child_clusters(self):
+    def test_compiled_streams_and_grpcs_fork_support_a_forked_child_clusters(self):
+        # gRPC's Python API survives fork only with gRPC's fork support,
+        # which is off by default: without it the child's calls fail.
         code = f"""
 import os, numpy as np, kmt
 points = np.random.default_rng(1).normal(size=(500, 3))
@@ -403,6 +405,7 @@ if pid == 0:
 print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 """
         self.assertEqual(run_python(code, "/", KMT_COMPILED_STREAMS="0",
+                                    GRPC_ENABLE_FORK_SUPPORT="true",
                                     PYTHONPATH=os.path.join(SOURCE_DIR, "python")).strip(), "0")
 
     def test_batches_cover_the_rows_in_order(self):
