@@ -110,9 +110,12 @@ class BoundedAssignment {
   // As AssignNearest(points, centers, labels, nullptr, sums, weights), the
   // sums exact if asked for. Without `objective` it returns NaN, and the
   // points the upper bounds settle are not read (where the sums are exact
-  // or not asked for).
+  // or not asked for). `labels` may be null: labels() holds them.
   double Assign(const Matrix<Scalar>& centers, Labels* labels, ClusterSums* sums,
                 bool objective = true);
+
+  // The last call's labels.
+  const Labels& labels() const { return labels_; }
 
   // Whether the sums are the exact ones (asked for, and the points fit).
   bool exact_sums() const { return exact_ != nullptr; }

@@ -43,8 +43,9 @@ bool WeighsEveryKey(Normalizer normalizer) {
 
 // Centers (model units) into the result in the caller's units, with the
 // labels and objective they give the caller's points. With `bounded`, the
-// assignment goes through its bounds, and without `objective` the objective
-// is NaN: the bounds then need not read the points they settle.
+// assignment goes through its bounds, whose labels() are the report's (a
+// run copies them out once, at its end), and without `objective` the
+// objective is NaN: the bounds then need not read the points they settle.
 template <typename Scalar>
 void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
             RunResult<Scalar>* result, BoundedAssignment<Scalar>* bounded = nullptr,
@@ -57,7 +58,7 @@ void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
   }
   result->objective =
       bounded != nullptr
-          ? bounded->Assign(result->centers, &result->labels, sums, objective)
+          ? bounded->Assign(result->centers, nullptr, sums, objective)
           : frame.kernels.assign_nearest(frame.points, result->centers, &result->labels, nullptr,
                                          sums, frame.weights, frame.lanes);
 }
@@ -263,9 +264,10 @@ absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& fr
   const int k = evaluator.k;
   const Matrix<Scalar>& points = frame.model_points;
   Matrix<Scalar> centers = initial_centers;
-  // The labels the layers see: the reported ones unless the points are mapped.
+  // The labels the layers see: the reported ones (the bounds' own, where
+  // they report) unless the points are mapped.
   Labels model_labels;
-  const Labels* labels = &result->labels;
+  const Labels* labels = bounded != nullptr ? &bounded->labels() : &result->labels;
   if (!frame.map.identity()) {
     AssignNearest(points, centers, &model_labels);
     labels = &model_labels;
@@ -432,7 +434,10 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
     }
   }
   if (!s.ok()) return s;
-  if (bounded) result.assignments = bounded->stats();
+  if (bounded) {
+    result.labels = bounded->labels();
+    result.assignments = bounded->stats();
+  }
   if (!options.cluster_sums) result.cluster_sums.reset();
   return result;
 }
