@@ -36,6 +36,7 @@
 
 #include "core/cluster_sums.h"
 #include "core/exact_sums.h"
+#include "core/huge_pages.h"
 #include "core/types.h"
 
 namespace kmt {
@@ -179,18 +180,18 @@ class BoundedAssignment {
   // Per point and group (groups_ a point), its lower bound on the distance
   // to the group's centers but its own plus the group's drift when it was
   // stored, rounded down: the bound now is that less the drift now.
-  std::vector<Scalar> bound_;
+  HugePageVector<Scalar> bound_;
   // The bounds in one form at a time: per group (tight, the group filter's)
   // or one a point (single_, with drift_all_ the sum of the largest move of
   // any center at each call), which costs less where the groups do not pay.
   bool tight_ = false;
-  std::vector<Scalar> single_;
+  HugePageVector<Scalar> single_;
   double drift_all_ = 0;
   // Per center, an upper bound on the sum of its moves at each call; per
   // point, an upper bound on the distance to its label's center less that
   // center's sum when it was stored (current: kept by the last call).
   std::vector<double> moved_;
-  std::vector<double> upper_;
+  HugePageVector<double> upper_;
   bool upper_current_ = false;
   std::vector<AssignmentStats> stats_;
   // The exact sums, for exact_k_ centers; current: they are labels_'s.
