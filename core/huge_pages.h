@@ -3,8 +3,9 @@
 // the kernel as transparent huge pages, so that touching them the first
 // time faults in a few 2 MiB pages instead of thousands of 4 KiB ones. On a
 // virtual machine each fault is dear: turning 10^6 points' bounds into six
-// groups' took about 105 ms with small pages and 40 ms with huge ones. Where
-// the kernel's transparent huge pages are off, the advice does nothing.
+// groups' took 119 ms with small pages and 65 ms with huge ones
+// (docs/notes/2026-12-tight-switch.md). Where the kernel's transparent huge
+// pages are off, the advice does nothing.
 #ifndef KMT_CORE_HUGE_PAGES_H_
 #define KMT_CORE_HUGE_PAGES_H_
 
