@@ -2,46 +2,9 @@
 
 #include <cstddef>
 
+#include "core/point_passes.h"
+
 namespace kmt {
-
-namespace {
-
-// Coordinates [c, c + W) of `count` points of d values each: their sums
-// over the points, in point order (`mean` null), or the sums of their
-// squared deviations from `mean`, each coordinate's W running sums held in
-// registers rather than stored at every point.
-template <int W, typename Scalar>
-void SumColumns(const Scalar* values, int64_t count, int d, int c, const double* mean,
-                double* out) {
-  double sum[W], center[W];
-  for (int l = 0; l < W; ++l) {
-    sum[l] = 0;
-    center[l] = mean != nullptr ? mean[c + l] : 0;
-  }
-  for (int64_t i = 0; i < count; ++i) {
-    const Scalar* x = values + i * d + c;
-    if (mean == nullptr) {
-      for (int l = 0; l < W; ++l) sum[l] += x[l];
-    } else {
-      for (int l = 0; l < W; ++l) {
-        const double deviation = x[l] - center[l];
-        sum[l] += deviation * deviation;
-      }
-    }
-  }
-  for (int l = 0; l < W; ++l) out[c + l] = sum[l];
-}
-
-// SumColumns over all d coordinates, eight at a time.
-template <typename Scalar>
-void SumAllColumns(const Scalar* values, int64_t count, int d, const double* mean, double* out) {
-  constexpr int kChunk = 8;
-  int c = 0;
-  for (; c + kChunk <= d; c += kChunk) SumColumns<kChunk>(values, count, d, c, mean, out);
-  for (; c < d; ++c) SumColumns<1>(values, count, d, c, mean, out);
-}
-
-}  // namespace
 
 template <typename Scalar>
 void PointMoments::Add(const Scalar* values, int64_t count, int d) {
@@ -52,9 +15,9 @@ void PointMoments::Add(const Scalar* values, int64_t count, int d) {
   part.n_ = count;
   part.mean_.assign(d, 0);
   part.m2_.assign(d, 0);
-  SumAllColumns(values, count, d, nullptr, part.mean_.data());
+  CoordinateSums(values, count, d, nullptr, part.mean_.data());
   for (double& m : part.mean_) m /= static_cast<double>(count);
-  SumAllColumns(values, count, d, part.mean_.data(), part.m2_.data());
+  CoordinateSums(values, count, d, part.mean_.data(), part.m2_.data());
   Add(part);
 }
 

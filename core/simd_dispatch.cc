@@ -94,6 +94,16 @@ int ApplyMeans(const ClusterSums& sums, Matrix<Scalar>* centers) {
 }
 
 template <typename Scalar>
+ScalarBits<Scalar> LargestMagnitudeBits(const Scalar* values, int64_t count) {
+  return ActiveKernelsOf<Scalar>().sums.largest_magnitude_bits(values, count);
+}
+
+template <typename Scalar>
+void CoordinateSums(const Scalar* values, int64_t count, int d, const double* center, double* out) {
+  ActiveKernelsOf<Scalar>().sums.coordinate_sums(values, count, d, center, out);
+}
+
+template <typename Scalar>
 Matrix<Scalar> AttentionWeights(const AttentionBlock<Scalar>& block, const Matrix<Scalar>& queries,
                                 const Matrix<Scalar>& keys, Sampling sampling) {
   return ActiveKernelsOf<Scalar>().attention.weights(block, queries, keys, sampling);
@@ -125,6 +135,8 @@ Matrix<Scalar> Attend(const AttentionBlock<Scalar>& block, const Matrix<Scalar>&
       bool);                                                                                       \
   template void AccumulateClusterSums<S>(const Matrix<S>&, const Labels&, ClusterSums*,            \
                                          const Vector<S>*);                                        \
+  template ScalarBits<S> LargestMagnitudeBits<S>(const S*, int64_t);                               \
+  template void CoordinateSums<S>(const S*, int64_t, int, const double*, double*);                 \
   template int ApplyMeans<S>(const ClusterSums&, Matrix<S>*);                                      \
   template Matrix<S> AttentionWeights<S>(const AttentionBlock<S>&, const Matrix<S>&,               \
                                          const Matrix<S>&, Sampling);                              \

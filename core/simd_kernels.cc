@@ -22,7 +22,10 @@ SimdKernels<Scalar> SimdKernels<Scalar>::Level() {
                      .shard_oversample = &SeedingShard<Scalar>::Oversample,
                      .nearest_candidate_weights = &NearestCandidateWeights<Scalar>,
                      .kmeans_plus_plus = &ShardedKMeansPlusPlus<Scalar>},
-      .sums = {.accumulate = &AccumulateClusterSums<Scalar>, .apply_means = &ApplyMeans<Scalar>},
+      .sums = {.accumulate = &AccumulateClusterSums<Scalar>,
+               .apply_means = &ApplyMeans<Scalar>,
+               .largest_magnitude_bits = &LargestMagnitudeBits<Scalar>,
+               .coordinate_sums = &CoordinateSums<Scalar>},
       .attention = {.weights = &AttentionWeights<Scalar>, .attend = &Attend<Scalar>},
   };
 }

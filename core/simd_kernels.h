@@ -1,7 +1,7 @@
 // How the kernels are compiled per SIMD level (core/simd.h) and called.
 //
-// The kernel sources (assign.cc, bounds.cc, cluster_sums.cc, seeding.cc,
-// attention.cc) are compiled once per level, with that level's -march, each
+// The kernel sources (assign.cc, bounds.cc, cluster_sums.cc, point_passes.cc,
+// seeding.cc, attention.cc) are compiled once per level, with that level's -march, each
 // level with simd_kernels.cc into one relocatable object whose only global
 // symbol is its entry, kmt_simd_kernels_<level> (core/CMakeLists.txt): every
 // other symbol it defines, the kernels' own and the Eigen and standard
@@ -31,6 +31,7 @@
 #include "core/attention.h"
 #include "core/bounds.h"
 #include "core/cluster_sums.h"
+#include "core/point_passes.h"
 #include "core/seeding.h"
 #include "core/simd.h"
 
@@ -65,6 +66,8 @@ struct SimdKernels {
   struct Sums {
     void (*accumulate)(const Matrix<S>&, const Labels&, ClusterSums*, const Vector<S>*);
     int (*apply_means)(const ClusterSums&, Matrix<S>*);
+    ScalarBits<S> (*largest_magnitude_bits)(const S*, int64_t);
+    void (*coordinate_sums)(const S*, int64_t, int, const double*, double*);
   };
   struct Attention {
     Matrix<S> (*weights)(const AttentionBlock<S>&, const Matrix<S>&, const Matrix<S>&, Sampling);

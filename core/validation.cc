@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "core/point_passes.h"
 
 namespace kmt {
 
@@ -18,20 +19,11 @@ Scalar MaxCoordinate(int d) {
 
 template <typename Scalar>
 absl::Status ValidateValues(const Matrix<Scalar>& m, const char* what) {
-  // Whether no value is NaN or Inf, by their exponent bits: an integer
-  // reduction that vectorises, unlike Eigen's allFinite with its early exit.
-  using Bits = std::conditional_t<sizeof(Scalar) == 4, uint32_t, uint64_t>;
-  constexpr Bits kExponent =
-      static_cast<Bits>(sizeof(Scalar) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
-  const Scalar* data = m.data();
-  Bits bad = 0;
-  for (Eigen::Index i = 0; i < m.size(); ++i) {
-    Bits bits;
-    std::memcpy(&bits, data + i, sizeof(bits));
-    bad |= (bits & kExponent) == kExponent;
-  }
+  // Every value finite and within the bound, in one pass (point_passes.h).
   const Scalar bound = MaxCoordinate<Scalar>(static_cast<int>(m.rows()));
-  if (bad == 0 && (m.size() == 0 || m.cwiseAbs().maxCoeff() <= bound)) return absl::OkStatus();
+  ScalarBits<Scalar> bound_bits;
+  std::memcpy(&bound_bits, &bound, sizeof(bound_bits));
+  if (LargestMagnitudeBits(m.data(), m.size()) <= bound_bits) return absl::OkStatus();
   // The first bad value, named as point/center i, dimension l.
   for (Eigen::Index i = 0; i < m.cols(); ++i) {
     for (Eigen::Index l = 0; l < m.rows(); ++l) {
