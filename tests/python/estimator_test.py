@@ -442,6 +442,35 @@ class ResidentFailoverTest(unittest.TestCase):
             b.stop()
 
 
+class ColumnMeansTest(unittest.TestCase):
+    """kmt.served.column_means is numpy's X.mean(axis=0) to the bit, by the
+    compiled extension where it applies and numpy elsewhere."""
+
+    def assert_numpy_means(self, X):
+        from kmt.served import column_means
+        self.assertEqual(column_means(X).tobytes(), X.mean(axis=0).tobytes(),
+                         f"{X.dtype} {X.shape}")
+
+    @unittest.skipUnless(os.environ.get("KMT_EXTENSION_DIR"), "a build without kmt._driver")
+    def test_the_compiled_means_are_numpys(self):
+        from kmt import _driver
+        rng = np.random.default_rng(5)
+        for dtype in (np.float32, np.float64):
+            for shape in ((1, 1), (1, 7), (4099, 32), (4096, 33), (20000, 5), (3, 70)):
+                X = (rng.normal(size=shape) * 10 + 1e4).astype(dtype)
+                self.assertEqual(_driver.column_means(X).tobytes(), X.mean(axis=0).tobytes())
+                self.assert_numpy_means(X)
+            # A column of -0 has the mean +0; NaN and infinities carry through.
+            X = np.full((5, 3), -0.0, dtype)
+            X[2, 1], X[3, 2] = np.nan, np.inf
+            self.assertEqual(_driver.column_means(X).tobytes(), X.mean(axis=0).tobytes())
+
+    def test_other_layouts_are_numpys(self):
+        X = np.random.default_rng(6).normal(size=(300, 8))
+        for Y in (np.asfortranarray(X), X[::2], X.astype(np.float16)):
+            self.assert_numpy_means(Y)
+
+
 class PipelineTest(ServedTest):
     def test_grid_search_over_a_pipeline_picks_the_number_of_clusters(self):
         # Four classes, each a blob: a linear model on the distances to the
