@@ -245,6 +245,11 @@ void NearestCenterScan<Scalar>::Init() {
   // its center j, with its norm bounded by SquaredNormBound: both bounds are
   // linear, so it is slack_per_sq * sq + slack_of[j].
   slack_per_sq_ = 2 * ScoreRoundOff<Scalar>(d, SquaredNormBound<Scalar>(d, 1, 0), 0);
+  // With a bound b on the point's squared norm instead, every score's
+  // round-off is within ScoreRoundOff(d, b, center_sq_max) / 2 whatever the
+  // label.
+  slack_per_norm_ = 2 * ScoreRoundOff<Scalar>(d, 1, 0);
+  slack_base_ = 2 * ScoreRoundOff<Scalar>(d, 0, center_sq_max);
   slack_of_.resize(k);
   for (Eigen::Index j = 0; j < k; ++j) {
     slack_of_[j] =
@@ -329,15 +334,44 @@ void NearestCenterScan<Scalar>::FinishLanes(const Eigen::Ref<const Matrix<Scalar
                                             const Scalar* lanes, const Matrix<Scalar>& score,
                                             const Scalar* best, const Scalar* second,
                                             const Scalar* arg, int* labels, Scalar* sq_out,
-                                            double* gap) const {
+                                            double* gap, const Scalar* norms) const {
   if constexpr (LaneTable<Scalar>::kAvailable) {
     namespace simd = Eigen::internal;
     using P = Packet<Scalar>;
     constexpr int kSize = kPacketSize<Scalar>;
+    using Table = LaneTable<Scalar>;
+    if (norms != nullptr) {
+      // The labels alone: every label stored, then the points whose best two
+      // scores lie within the slack of their norm's bound decided again one
+      // by one (FinishPoint, from their distance to the label's center; its
+      // own test, from that distance, bounds the round-off as well).
+      const P slack =
+          simd::padd(simd::pmul(simd::pset1<P>(slack_per_norm_), simd::ploadu<P>(norms)),
+                     simd::pset1<P>(slack_base_));
+      const P spread = simd::psub(simd::ploadu<P>(best + first), simd::ploadu<P>(second + first));
+      unsigned near = Table::LessOrEqual(spread, slack);
+      if (count == kSize) {
+        Table::StoreLabels(labels + first, Table::IndexOf(simd::ploadu<P>(arg + first)));
+      } else {
+        near &= (1u << count) - 1;
+        for (Eigen::Index p = 0; p < count; ++p) {
+          labels[first + p] = static_cast<int>(arg[first + p]);
+        }
+      }
+      const Eigen::Index d = centers_.rows();
+      for (; near != 0; near &= near - 1) {
+        const Eigen::Index i = first + __builtin_ctz(near);
+        const Scalar* xi = x.col(i).data();
+        Scalar sq;
+        FinishPoint(xi, score, i, best[i], second[i], labels[i],
+                    AssignedSquaredDistance(xi, centers_.col(labels[i]).data(), d), labels + i, &sq,
+                    nullptr);
+      }
+      return;
+    }
     // AssignedSquaredDistance's operations, lane by lane: coordinate l in
     // running sum l mod 8, the sums added pairwise at the end.
     constexpr int kSums = 8;
-    using Table = LaneTable<Scalar>;
     const Eigen::Index d = centers_.rows();
     const typename Table::Index label = Table::IndexOf(simd::ploadu<P>(arg + first));
     // The squared distances and the slacks, with the centers' coordinates
@@ -407,14 +441,25 @@ void PointLanes<Scalar>::Build(const Matrix<Scalar>& points, Eigen::Index k) {
   for (Eigen::Index i = 0; i < n_; i += kSize) {
     LoadLanes<Scalar>(points, i, std::min(kSize, n_ - i), lanes_.data() + i * d_);
   }
+  // Each computed squared norm is within (d + 1) eps of the exact one; the
+  // factor leaves room for that and for its own rounding.
+  const Scalar above = 1 + 4 * static_cast<Scalar>(d_ + 2) * std::numeric_limits<Scalar>::epsilon();
+  norms_ = Vector<Scalar>::Zero(padded);
+  for (Eigen::Index i = 0; i < n_; ++i) norms_[i] = points.col(i).squaredNorm() * above;
 }
 
 template <typename Scalar>
 void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch,
-                                     int* labels, Scalar* sq_out, double* gap,
-                                     const Scalar* lanes) const {
+                                     int* labels, Scalar* sq_out, double* gap, const Scalar* lanes,
+                                     const Scalar* norms) const {
   constexpr Eigen::Index L = kLanes<Scalar>;
   const Eigen::Index d = centers_.rows(), k = centers_.cols(), rows = x.cols();
+  if (sq_out != nullptr || gap != nullptr || center_lanes_.size() == 0) norms = nullptr;
+  if (sq_out == nullptr && norms == nullptr) {
+    // The distances are computed whatever the caller asks for.
+    scratch->sq.resize(block_);
+    sq_out = scratch->sq.data();
+  }
   Matrix<Scalar>& score = scratch->score;
   if (score.rows() != block_ || score.cols() != k) {
     score.resize(block_, k);
@@ -439,7 +484,7 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
                   best + i, second + i, arg + i);
       if (center_lanes_.size() > 0) {
         FinishLanes(x, i, std::min(kSize, rows - i), packet, score, best, second, arg, labels,
-                    sq_out, gap);
+                    sq_out, gap, norms != nullptr ? norms + i : nullptr);
       }
     }
     if (center_lanes_.size() > 0) return;
@@ -578,12 +623,13 @@ void AddBlockToSums(const Eigen::Ref<const Matrix<Scalar>>& x, const int* labels
 template <typename Scalar>
 double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
                      NonDeduced<Vector<Scalar>>* sq_dist, ClusterSums* sums,
-                     const NonDeduced<Vector<Scalar>>* weights, const PointLanes<Scalar>* lanes) {
+                     const NonDeduced<Vector<Scalar>>* weights, const PointLanes<Scalar>* lanes,
+                     bool objective) {
   const Eigen::Index d = points.rows(), n = points.cols(), k = centers.cols();
   if (sq_dist != nullptr) sq_dist->resize(n);
   if (n == 0 || k == 0) {
     labels->assign(n, 0);
-    return 0;
+    return objective ? 0 : std::numeric_limits<double>::quiet_NaN();
   }
   labels->resize(n);  // every label is written below
 
@@ -592,6 +638,9 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
   // Blocks start at whole packets, so their lanes are a pointer away.
   const bool use_lanes = lanes != nullptr && lanes->fits(points) &&
                          lanes->packet() == kPacketSize<Scalar> && scan.register_kernel();
+  // Without the objective or the distances, the scan need not compute the
+  // distances where the lanes bound the points' norms.
+  const bool distances = objective || sq_dist != nullptr || !use_lanes;
   const Eigen::Index part_size = AssignmentPartSize<Scalar>(n, d, k);
   const Eigen::Index parts = (n + part_size - 1) / part_size;
   std::vector<double> part_objective(parts, 0);
@@ -607,52 +656,58 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
     LabelGroups groups;
 #pragma omp for schedule(dynamic)
     for (Eigen::Index p = 0; p < parts; ++p) {
-      double objective = 0;
+      double part_total = 0;
       ClusterSums* part = sums != nullptr ? &part_sums[p] : nullptr;
       for (Eigen::Index first = p * part_size; first < std::min(n, (p + 1) * part_size);
            first += block) {
         const Eigen::Index rows = std::min(block, n - first);
-        scan.Scan(points.middleCols(first, rows), &scratch, out + first, sq.data(), nullptr,
-                  use_lanes ? lanes->from(first) : nullptr);
+        scan.Scan(points.middleCols(first, rows), &scratch, out + first,
+                  distances ? sq.data() : nullptr, nullptr,
+                  use_lanes ? lanes->from(first) : nullptr,
+                  distances ? nullptr : lanes->norms_from(first));
         const Scalar* w = weights != nullptr ? weights->data() + first : nullptr;
         // The running objective in a register (not behind a pointer that
         // escapes the loop).
-        double block_objective = objective;
+        double block_objective = part_total;
         if (part != nullptr && Widened<Scalar>::kAvailable && rows >= 4 * k) {
           // AddAssigned's additions, the objective's and the sums' apart:
           // grouping the block by label pays from a few points per cluster.
-          for (Eigen::Index i = 0; i < rows; ++i) {
+          for (Eigen::Index i = 0; objective && i < rows; ++i) {
             block_objective = WithObjective(block_objective, sq[i], w != nullptr ? w + i : nullptr);
           }
           AddBlockToSums<Scalar>(points.middleCols(first, rows), out + first, w, &groups, part);
+        } else if (!objective) {
+          for (Eigen::Index i = 0; part != nullptr && i < rows; ++i) {
+            AddToSums(points.col(first + i), out[first + i], w != nullptr ? w + i : nullptr, part);
+          }
         } else {
           for (Eigen::Index i = 0; i < rows; ++i) {
             AddAssigned(points.col(first + i), out[first + i], sq[i],
                         w != nullptr ? w + i : nullptr, &block_objective, part);
           }
         }
-        objective = block_objective;
+        part_total = block_objective;
         if (sq_dist != nullptr) sq_dist->segment(first, rows) = sq.head(rows);
       }
-      part_objective[p] = objective;
+      part_objective[p] = part_total;
     }
   }
-  double objective = 0;
+  double total = 0;
   for (Eigen::Index p = 0; p < parts; ++p) {
-    objective += part_objective[p];
+    total += part_objective[p];
     if (sums != nullptr) sums->Add(part_sums[p]);
   }
-  return objective;
+  return objective ? total : std::numeric_limits<double>::quiet_NaN();
 }
 
-#define KMT_INSTANTIATE(S)                                                                    \
-  template double AssignNearest<S>(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*,   \
-                                   ClusterSums*, const Vector<S>*, const PointLanes<S>*);     \
-  template void PointLanes<S>::Build(const Matrix<S>&, Eigen::Index);                         \
-  template void NearestCenterScan<S>::Init();                                                 \
-  template void NearestCenterScan<S>::Scan(const Eigen::Ref<const Matrix<S>>&,                \
-                                           typename NearestCenterScan<S>::Scratch*, int*, S*, \
-                                           double*, const S*) const;
+#define KMT_INSTANTIATE(S)                                                                      \
+  template double AssignNearest<S>(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*,     \
+                                   ClusterSums*, const Vector<S>*, const PointLanes<S>*, bool); \
+  template void PointLanes<S>::Build(const Matrix<S>&, Eigen::Index);                           \
+  template void NearestCenterScan<S>::Init();                                                   \
+  template void NearestCenterScan<S>::Scan(const Eigen::Ref<const Matrix<S>>&,                  \
+                                           typename NearestCenterScan<S>::Scratch*, int*, S*,   \
+                                           double*, const S*, const S*) const;
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -45,6 +45,11 @@ class PointLanes {
   // The lanes of the packet that starts at point `first` (a whole number
   // of packets from the first point).
   const Scalar* from(Eigen::Index first) const { return lanes_.data() + first * d_; }
+  // Upper bounds on the exact squared norms of the points from `first` on,
+  // one a point (0 past the last): the near-tie test of an assignment that
+  // does not ask for the squared distances is taken from them
+  // (NearestCenterScan::Scan).
+  const Scalar* norms_from(Eigen::Index first) const { return norms_.data() + first; }
 
  private:
   friend struct SimdKernels<Scalar>;
@@ -53,14 +58,16 @@ class PointLanes {
 
   Eigen::Index d_, n_;
   int packet_ = 0;
-  Vector<Scalar> lanes_;
+  Vector<Scalar> lanes_, norms_;
 };
 
 // points: d x n, centers: d x k. Fills labels (n), if given the squared
 // distance of each point to its center (n), and if given adds the counts,
 // weights and weighted coordinate sums of the points under their labels to
 // `sums`. `weights` (n, or null for 1 each) weigh the points. Returns the
-// objective sum_i w_i min_j ||x_i - c_j||^2, accumulated in double.
+// objective sum_i w_i min_j ||x_i - c_j||^2, accumulated in double, or
+// NaN without `objective` (and then sq_dist must be null): with lanes, the
+// squared distances to the centers are then not computed at all.
 // Objective and sums are added in fixed parts of the points merged in order,
 // so they do not depend on the thread count. `lanes`, if given, are these
 // points' (for these k); the results are the same, to the bit.
@@ -68,7 +75,7 @@ template <typename Scalar>
 double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
                      NonDeduced<Vector<Scalar>>* sq_dist = nullptr, ClusterSums* sums = nullptr,
                      const NonDeduced<Vector<Scalar>>* weights = nullptr,
-                     const PointLanes<Scalar>* lanes = nullptr);
+                     const PointLanes<Scalar>* lanes = nullptr, bool objective = true);
 
 // sum_i min_j ||x_i - c_j||^2, accumulated in double.
 template <typename Scalar>
@@ -98,6 +105,7 @@ class NearestCenterScan {
     Matrix<Scalar> score;
     Vector<Scalar> best, second, arg;
     Vector<Scalar> lanes;  // the register kernel's points, coordinate-major
+    Vector<Scalar> sq;     // the squared distances a caller does not ask for
   };
 
   // For the columns of x (d x rows, rows <= block()): labels[i], sq[i] the
@@ -106,9 +114,13 @@ class NearestCenterScan {
   // min_{j != label} ||x_i - c_j||^2 - ||x_i - c_label||^2 in exact
   // arithmetic (0 where a near tie was decided on direct distances).
   // `lanes`, if not null, are x's in the register kernel's layout
-  // (PointLanes::from), used where the kernel computes the scores.
+  // (PointLanes::from), used where the kernel computes the scores. `sq` may
+  // be null where `gap` is: with `norms` (PointLanes::norms_from) and the
+  // centers in lanes, the near-tie test then takes its bound on each
+  // point's norm from them, and only near ties compute a distance.
   void Scan(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch, int* labels, Scalar* sq,
-            double* gap = nullptr, const Scalar* lanes = nullptr) const;
+            double* gap = nullptr, const Scalar* lanes = nullptr,
+            const Scalar* norms = nullptr) const;
 
   // Twice the bound on the round-off of every score Scan computes for a
   // point at squared distance sq from center `label`: its near-tie test.
@@ -130,12 +142,14 @@ class NearestCenterScan {
   // their coordinates in the kernel's lanes: the squared distances to their
   // centers and the near-tie test computed across the packet
   // (center_lanes_), near ties then decided one by one (FinishPoint).
+  // With `norms` (and neither sq_out nor gap), the labels alone: the
+  // near-tie test bounds each point's norm by its norms entry instead.
   __attribute__((noinline)) void FinishLanes(const Eigen::Ref<const Matrix<Scalar>>& x,
                                              Eigen::Index first, Eigen::Index count,
                                              const Scalar* lanes, const Matrix<Scalar>& score,
                                              const Scalar* best, const Scalar* second,
                                              const Scalar* arg, int* labels, Scalar* sq_out,
-                                             double* gap) const;
+                                             double* gap, const Scalar* norms) const;
   // Finish for point i of the block (column xi): a near tie decided again
   // on direct distances, the label, squared distance and gap written.
   // Inlined into Finish's loop over the points (a call per point cost 8%
@@ -163,6 +177,9 @@ class NearestCenterScan {
   int lane_tables_ = 0;
   Scalar slack_per_sq_;
   Vector<Scalar> slack_of_;
+  // The near-tie test from a bound b on the point's squared norm:
+  // slack_per_norm_ * b + slack_base_ (whatever the label).
+  Scalar slack_per_norm_, slack_base_;
 };
 
 // Points per matrix-product block (Scan's most), a multiple of

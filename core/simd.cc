@@ -167,10 +167,12 @@ SimdChoice TimedChoice() {
   };
   choice.assignment = pick(TimingsOfTwo(
       [&](const LevelKernels& l) {
-        l.f.assignment.assign_nearest(points, centers, &labels, nullptr, nullptr, nullptr, nullptr);
+        l.f.assignment.assign_nearest(points, centers, &labels, nullptr, nullptr, nullptr, nullptr,
+                                      true);
       },
       v3, v4));
-  v4.f.assignment.assign_nearest(points, centers, &labels, nullptr, nullptr, nullptr, nullptr);
+  v4.f.assignment.assign_nearest(points, centers, &labels, nullptr, nullptr, nullptr, nullptr,
+                                 true);
   choice.sums = pick(TimingsOfTwo(
       [&](const LevelKernels& l) {
         ClusterSums sums(d, k);

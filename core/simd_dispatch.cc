@@ -8,9 +8,10 @@ namespace kmt {
 template <typename Scalar>
 double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, Labels* labels,
                      NonDeduced<Vector<Scalar>>* sq_dist, ClusterSums* sums,
-                     const NonDeduced<Vector<Scalar>>* weights, const PointLanes<Scalar>* lanes) {
+                     const NonDeduced<Vector<Scalar>>* weights, const PointLanes<Scalar>* lanes,
+                     bool objective) {
   return ActiveKernelsOf<Scalar>().assignment.assign_nearest(points, centers, labels, sq_dist, sums,
-                                                             weights, lanes);
+                                                             weights, lanes, objective);
 }
 
 template <typename Scalar>
@@ -25,9 +26,9 @@ void NearestCenterScan<Scalar>::Init() {
 
 template <typename Scalar>
 void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch,
-                                     int* labels, Scalar* sq, double* gap,
-                                     const Scalar* lanes) const {
-  (this->*ActiveKernelsOf<Scalar>().assignment.scan)(x, scratch, labels, sq, gap, lanes);
+                                     int* labels, Scalar* sq, double* gap, const Scalar* lanes,
+                                     const Scalar* norms) const {
+  (this->*ActiveKernelsOf<Scalar>().assignment.scan)(x, scratch, labels, sq, gap, lanes, norms);
 }
 
 template <typename Scalar>
@@ -117,11 +118,11 @@ Matrix<Scalar> Attend(const AttentionBlock<Scalar>& block, const Matrix<Scalar>&
 
 #define KMT_INSTANTIATE(S)                                                                         \
   template double AssignNearest<S>(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*,        \
-                                   ClusterSums*, const Vector<S>*, const PointLanes<S>*);          \
+                                   ClusterSums*, const Vector<S>*, const PointLanes<S>*, bool);    \
   template void PointLanes<S>::Build(const Matrix<S>&, Eigen::Index);                              \
   template void NearestCenterScan<S>::Init();                                                      \
   template void NearestCenterScan<S>::Scan(const Eigen::Ref<const Matrix<S>>&, Scratch*, int*, S*, \
-                                           double*, const S*) const;                               \
+                                           double*, const S*, const S*) const;                     \
   template double BoundedAssignment<S>::Assign(const Matrix<S>&, Labels*, ClusterSums*, bool);     \
   template absl::StatusOr<SeedAnswer<S>> SeedingShard<S>::Step(const SeedRequest<S>&);             \
   template absl::StatusOr<double> SeedingShard<S>::AddCenters(const Matrix<S>&);                   \

@@ -45,12 +45,12 @@ struct SimdKernels {
   using S = Scalar;
   struct Assignment {
     double (*assign_nearest)(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*, ClusterSums*,
-                             const Vector<S>*, const PointLanes<S>*);
+                             const Vector<S>*, const PointLanes<S>*, bool);
     PointLanes<S> (*lanes)(const Matrix<S>&, Eigen::Index);  ///< made at this level
     void (NearestCenterScan<S>::*scan_init)();
     void (NearestCenterScan<S>::*scan)(const Eigen::Ref<const Matrix<S>>&,
                                        typename NearestCenterScan<S>::Scratch*, int*, S*, double*,
-                                       const S*) const;
+                                       const S*, const S*) const;
     double (BoundedAssignment<S>::*bounded_assign)(const Matrix<S>&, Labels*, ClusterSums*, bool);
     absl::StatusOr<SeedAnswer<S>> (SeedingShard<S>::*shard_step)(const SeedRequest<S>&);
     absl::StatusOr<double> (SeedingShard<S>::*shard_add_centers)(const Matrix<S>&);

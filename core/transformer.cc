@@ -45,7 +45,8 @@ bool WeighsEveryKey(Normalizer normalizer) {
 // labels and objective they give the caller's points. With `bounded`, the
 // assignment goes through its bounds, whose labels() are the report's (a
 // run copies them out once, at its end), and without `objective` the
-// objective is NaN: the bounds then need not read the points they settle.
+// objective is NaN: the bounds then need not read the points they settle,
+// nor the products compute the points' distances.
 template <typename Scalar>
 void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
             RunResult<Scalar>* result, BoundedAssignment<Scalar>* bounded = nullptr,
@@ -60,7 +61,7 @@ void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
       bounded != nullptr
           ? bounded->Assign(result->centers, nullptr, sums, objective)
           : frame.kernels.assign_nearest(frame.points, result->centers, &result->labels, nullptr,
-                                         sums, frame.weights, frame.lanes);
+                                         sums, frame.weights, frame.lanes, objective);
 }
 
 // Dense runs of fewer points than this use the calling thread alone: their

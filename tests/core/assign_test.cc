@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <cmath>
 #include <tuple>
 
 #include "core/cluster_sums.h"
@@ -164,6 +165,54 @@ TYPED_TEST(AssignTest, PointLanesGiveTheSameAssignment) {
     const PointLanes<S> of_wide(wide, 4);
     EXPECT_FALSE(of_wide.fits(Matrix<S>(Matrix<S>::Ones(32, 101))));
     EXPECT_FALSE(of_wide.fits(Matrix<S>(Matrix<S>::Ones(16, 200))));
+  });
+}
+
+// An assignment that asks for neither the objective nor the distances
+// (PointLanes' norms bound the points' norms in its near-tie test) gives
+// the labels and sums of one that asks, to the bit, and a plain argmin's
+// labels, on points far from the origin with exact and near ties, at every
+// lane count around a packet's and one or two packets of centers.
+TYPED_TEST(AssignTest, LabelsAloneEqualTheFullAssignment) {
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    Rng rng(17);
+    for (const auto& [n, d, k] :
+         {std::tuple{4099, 32, 16}, std::tuple{1001, 16, 13}, std::tuple{3001, 35, 5},
+          std::tuple{33, 16, 1}, std::tuple{5000, 32, 29}, std::tuple{2000, 24, 40}}) {
+      for (const bool jitter : {false, true}) {
+        SCOPED_TRACE(testing::Message()
+                     << "n=" << n << " d=" << d << " k=" << k << " jitter=" << jitter);
+        Matrix<S> points(d, n), centers(d, k);
+        for (Eigen::Index i = 0; i < points.size(); ++i) {
+          points.data()[i] =
+              static_cast<S>(100 + rng.Below(3) + (jitter ? 1e-3 * rng.Uniform() : 0));
+        }
+        for (Eigen::Index i = 0; i < centers.size(); ++i) {
+          centers.data()[i] = static_cast<S>(100 + rng.Below(3));
+        }
+        const PointLanes<S> lanes(points, k);
+        Vector<S> weights(n);
+        for (Eigen::Index i = 0; i < n; ++i) weights[i] = static_cast<S>(rng.Uniform());
+        const Vector<S>* const choices[] = {nullptr, &weights};
+        for (const Vector<S>* w : choices) {
+          Labels want_labels, got_labels;
+          ClusterSums want_sums(d, k), got_sums(d, k);
+          AssignNearest(points, centers, &want_labels, nullptr, &want_sums, w, &lanes);
+          EXPECT_TRUE(std::isnan(AssignNearest(points, centers, &got_labels, nullptr, &got_sums, w,
+                                               &lanes, /*objective=*/false)));
+          ASSERT_EQ(got_labels, PlainArgmin(points, centers));
+          EXPECT_EQ(got_labels, want_labels);
+          EXPECT_EQ(got_sums.sums, want_sums.sums);
+          EXPECT_EQ(got_sums.counts, want_sums.counts);
+          EXPECT_EQ(got_sums.weights, want_sums.weights);
+          // Without lanes or sums, the same labels.
+          Labels plain;
+          AssignNearest<S>(points, centers, &plain, nullptr, nullptr, w, nullptr, false);
+          EXPECT_EQ(plain, want_labels);
+        }
+      }
+    }
   });
 }
 
