@@ -46,14 +46,18 @@ bool WeighsEveryKey(Normalizer normalizer) {
 // assignment goes through its bounds, whose labels() are the report's (a
 // run copies them out once, at its end), and without `objective` the
 // objective is NaN: the bounds then need not read the points they settle,
-// nor the products compute the points' distances.
+// nor the products compute the points' distances. Without `sums` the frame's
+// cluster sums are not added (a run's last report, where the run does not
+// return them).
 template <typename Scalar>
 void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
             RunResult<Scalar>* result, BoundedAssignment<Scalar>* bounded = nullptr,
-            bool objective = true) {
+            bool objective = true, bool want_sums = true) {
   result->centers = frame.map.ToCaller(model_centers);
   ClusterSums* sums = nullptr;
-  if (frame.cluster_sums) {
+  if (!want_sums) {
+    result->cluster_sums.reset();
+  } else if (frame.cluster_sums) {
     sums = &result->cluster_sums.emplace(static_cast<int>(frame.points.rows()),
                                          static_cast<int>(result->centers.cols()));
   }
@@ -334,7 +338,8 @@ absl::Status RunFast(const Evaluator<Scalar>& evaluator, const Frame<Scalar>& fr
     // objective, where every layer's is kept or this layer is the last.
     const bool last = t == options.layers - 1 || result->convergence != Convergence::kNone;
     Report(frame, centers, result, bounded,
-           options.layer_objectives || options.record_trajectory || last);
+           options.layer_objectives || options.record_trajectory || last,
+           !last || options.cluster_sums || bounded != nullptr);
     if (!frame.map.identity()) AssignNearest(points, centers, &model_labels);
     result->layer_objectives.push_back(result->objective);
     if (options.record_trajectory) {
