@@ -444,6 +444,35 @@ TYPED_TEST(BoundsTest, RunsWithoutLayerObjectivesSkipSettledPointsAndAnswerAlike
   });
 }
 
+// Without every layer's objective, the products path assigns the layers
+// before the last for their labels alone (AssignNearest without the
+// objective, the near-tie test from the points' norms): the same end, to
+// the bit, as a run that reports every layer, on every problem and on
+// problems whose d and k take the register kernel's lanes, far from the
+// origin with exact and near ties.
+TYPED_TEST(BoundsTest, ProductsWithoutLayerObjectivesAnswerAlike) {
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    std::vector<Problem<S>> problems = Problems<S>();
+    Rng rng(23);
+    for (const auto& [d, k] : {std::pair{32, 16}, std::pair{35, 29}, std::pair{16, 5}}) {
+      Matrix<S> points(d, 3001);
+      for (Eigen::Index i = 0; i < points.size(); ++i) {
+        points.data()[i] = static_cast<S>(100 + rng.Below(3) + 1e-3 * rng.Uniform());
+      }
+      Problem<S> p{.name = "lanes-" + std::to_string(d) + "-" + std::to_string(k),
+                   .points = points};
+      p.centers = p.points.leftCols(k);
+      problems.push_back(std::move(p));
+    }
+    for (const Problem<S>& p : problems) {
+      SCOPED_TRACE(p.name);
+      ExpectSameAnswer(Run(p, AssignmentPath::kProducts, SumsPath::kDouble, false),
+                       Run(p, AssignmentPath::kProducts, SumsPath::kDouble, true));
+    }
+  });
+}
+
 // The automatic choice takes the products where the bounds settle few
 // points (uniform data, many centers, the first layers) or few centers or
 // few points make the products cheap, and the bounds where they settle many.
