@@ -52,15 +52,23 @@ def dataset(n, d, k, seed):
     return points
 
 
+# Before each timed run: threads the run before left spinning (OpenBLAS's
+# and libgomp's wait for more work for a while after scikit-learn returns)
+# would take the cores from the next run. On 2 cores they added about a
+# fifth to a 64-batch run of kmt's that followed scikit-learn's.
+SETTLE_SECONDS = 0.2
+
+
 def timed(ours, theirs, repeats):
     """Both runs `repeats` times in alternation (which goes first flips each
-    round, so the machine's drift falls on both alike): for each, (median
-    seconds, min, max, the last run's result, median seconds of this
-    process's CPU)."""
+    round, so the machine's drift falls on both alike), each after
+    SETTLE_SECONDS idle: for each, (median seconds, min, max, the last run's
+    result, median seconds of this process's CPU)."""
     times, cpu, results = ([], []), ([], []), [None, None]
     for r in range(repeats):
         order = (0, 1) if r % 2 == 0 else (1, 0)
         for i in order:
+            time.sleep(SETTLE_SECONDS)
             start, start_cpu = time.perf_counter(), time.process_time()
             results[i] = (ours, theirs)[i]()
             times[i].append(time.perf_counter() - start)
