@@ -46,9 +46,9 @@ bool WeighsEveryKey(Normalizer normalizer) {
 // assignment goes through its bounds, whose labels() are the report's (a
 // run copies them out once, at its end), and without `objective` the
 // objective is NaN: the bounds then need not read the points they settle,
-// nor the products compute the points' distances. Without `sums` the frame's
-// cluster sums are not added (a run's last report, where the run does not
-// return them).
+// nor the products compute the points' distances. Without `want_sums` the
+// frame's cluster sums are not added (a run's last report, where the run
+// does not return them).
 template <typename Scalar>
 void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
             RunResult<Scalar>* result, BoundedAssignment<Scalar>* bounded = nullptr,
