@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
@@ -40,7 +41,15 @@ TEST(ReadProcessStats, CountsAThreadWhileItRuns) {
   }
   cv.notify_one();
   thread.join();
-  EXPECT_EQ(Read().threads, before.threads);
+  // join returns once the thread's id is cleared, which the kernel does
+  // before it takes the thread off the process's count: the count may
+  // lag for a moment (a loaded machine showed 2 right after the join).
+  int64_t threads = Read().threads;
+  for (int i = 0; i < 200 && threads != before.threads; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    threads = Read().threads;
+  }
+  EXPECT_EQ(threads, before.threads);
 }
 
 TEST(ReadProcessStats, CountsOpenFileDescriptors) {
