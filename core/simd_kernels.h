@@ -1,12 +1,13 @@
 // How the kernels are compiled per SIMD level (core/simd.h) and called.
 //
 // The kernel sources (assign.cc, bounds.cc, cluster_sums.cc, point_passes.cc,
-// seeding.cc, attention.cc) are compiled once per level, with that level's -march, each
-// level with simd_kernels.cc into one relocatable object whose only global
-// symbol is its entry, kmt_simd_kernels_<level> (core/CMakeLists.txt): every
-// other symbol it defines, the kernels' own and the Eigen and standard
-// library code inlined or instantiated at that level, is local to it, so
-// no level's code can stand in for another's at link time. The entry returns
+// seeding.cc, attention.cc) are compiled once per level, with that level's
+// -march, each level with simd_kernels.cc into one relocatable object whose
+// only global symbol is its entry, kmt_simd_kernels_<level>
+// (core/CMakeLists.txt): every other symbol it defines, the kernels' own
+// and the Eigen and standard library code inlined or instantiated at that
+// level, is local to it, so no level's code can stand in for another's at
+// link time. The entry returns
 // a table of the level's kernels, by the same names the headers declare.
 // A hot caller takes the table in use once (ActiveKernelsOf) and calls its
 // members: one lookup, then the level's own code (the evaluator does, once

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "core/point_passes.h"
