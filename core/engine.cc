@@ -117,17 +117,15 @@ absl::StatusOr<ClusterPlan<Scalar>> ServedModel<Scalar>::Plan(const Batch<Scalar
     return absl::InvalidArgumentError(
         absl::StrCat("guard applies to the learned models; ", name_, " is exact"));
   }
-  if (absl::Status s =
-          CheckParameters(name_, algorithm_->parameters(), given, algorithm_->unread_hint());
-      !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<ParameterValues> resolved =
+      ResolveParameters(name_, algorithm_->parameters(), given, algorithm_->unread_hint());
+  if (!resolved.ok()) return resolved.status();
   if (spec.weights.size() > 0 && !algorithm_->weighted()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model ", name_, " takes no weights: ", algorithm_->name(),
         " has no standard weighted form (ListModels says which models accept weights)"));
   }
-  plan.parameters = ResolveParameters(parameters(), given);
+  plan.parameters = *std::move(resolved);
   plan.dense = algorithm_->RunsDense(plan.parameters);
   // What the fast path alone does: convergence and the empty-cluster
   // policies need the centers of every layer from their clusters' sums.

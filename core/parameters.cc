@@ -14,8 +14,10 @@ const ParameterSpec* Find(const std::vector<ParameterSpec>& specs, absl::string_
 
 }  // namespace
 
-absl::Status CheckParameters(absl::string_view model, const std::vector<ParameterSpec>& specs,
-                             const ParameterValues& given, absl::string_view hint) {
+absl::StatusOr<ParameterValues> ResolveParameters(absl::string_view model,
+                                                  const std::vector<ParameterSpec>& specs,
+                                                  const ParameterValues& given,
+                                                  absl::string_view hint) {
   for (const auto& [name, value] : given) {
     const ParameterSpec* spec = Find(specs, name);
     if (spec == nullptr) {
@@ -31,11 +33,6 @@ absl::Status CheckParameters(absl::string_view model, const std::vector<Paramete
           spec->min, ", ", spec->max, spec->max_exclusive ? ")" : "]"));
     }
   }
-  return absl::OkStatus();
-}
-
-ParameterValues ResolveParameters(const std::vector<ParameterSpec>& specs,
-                                  const ParameterValues& given) {
   ParameterValues resolved = given;
   for (const ParameterSpec& p : specs) resolved.emplace(p.name, p.default_value);
   return resolved;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace kmt {
@@ -30,15 +30,14 @@ struct ParameterSpec {
 // Parameter values by name.
 using ParameterValues = std::map<std::string, double, std::less<>>;
 
-// Checks `given` against the table of `model`: every name declared, every
-// value a number within its range. `hint`, if not empty, follows the error
-// for a name the model does not read.
-absl::Status CheckParameters(absl::string_view model, const std::vector<ParameterSpec>& specs,
-                             const ParameterValues& given, absl::string_view hint = "");
-
-// `given` (checked) with the default of every declared name it leaves out.
-ParameterValues ResolveParameters(const std::vector<ParameterSpec>& specs,
-                                  const ParameterValues& given);
+// `given` checked against the table of `model` (every name declared, every
+// value a number within its range) and completed with the default of every
+// declared name it leaves out. `hint`, if not empty, follows the error for a
+// name the model does not read.
+absl::StatusOr<ParameterValues> ResolveParameters(absl::string_view model,
+                                                  const std::vector<ParameterSpec>& specs,
+                                                  const ParameterValues& given,
+                                                  absl::string_view hint = "");
 
 }  // namespace kmt
 

@@ -44,11 +44,18 @@ absl::Status CheckLimits(const v1::ClusterRequest& r, const Limits& limits) {
   return absl::OkStatus();
 }
 
-// The batch in Scalar, on the entry's model of that precision.
+// The batch, its payloads read as Scalar: the model's version, the server's
+// limits, the batch, its plan, the run, each checked once.
 template <typename Scalar>
-absl::Status RunAs(const RegistryEntry& served, const Limits& limits, const v1::ClusterRequest& r,
+absl::Status RunAs(const ModelRegistry& registry, const Limits& limits, const v1::ClusterRequest& r,
                    const StopCheck& check, v1::ClusterResponse* out) {
-  const ServedModel<Scalar>& model = served.served<Scalar>();
+  // The version resolved now is the one this batch runs to its end, whatever
+  // a reload publishes meanwhile.
+  absl::StatusOr<std::shared_ptr<const RegistryEntry>> served =
+      registry.Resolve(r.model(), r.model_version());
+  if (!served.ok()) return served.status();
+  if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
+  const ServedModel<Scalar>& model = (*served)->served<Scalar>();
   absl::StatusOr<Batch<Scalar>> batch = BatchFromRequest<Scalar>(r);
   if (!batch.ok()) return batch.status();
   absl::StatusOr<ClusterPlan<Scalar>> plan = model.Plan(*batch);
@@ -62,21 +69,8 @@ absl::Status RunAs(const RegistryEntry& served, const Limits& limits, const v1::
   absl::StatusOr<RunResult<Scalar>> run = Cluster(*plan, check);
   if (!run.ok()) return run.status();
   FillResponse(r, *run, out);
-  out->set_model_version(served.version);
+  out->set_model_version((*served)->version);
   return absl::OkStatus();
-}
-
-absl::Status Run(const ModelRegistry& registry, const Limits& limits, const v1::ClusterRequest& r,
-                 const StopCheck& check, v1::ClusterResponse* out) {
-  // The version resolved now is the one this batch runs to its end, whatever
-  // a reload publishes meanwhile.
-  absl::StatusOr<std::shared_ptr<const RegistryEntry>> served =
-      registry.Resolve(r.model(), r.model_version());
-  if (!served.ok()) return served.status();
-  if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
-  // The payloads' precision is the batch's; BatchFromRequest checks them.
-  return HasFloat64Payloads(r) ? RunAs<double>(**served, limits, r, check, out)
-                               : RunAs<float>(**served, limits, r, check, out);
 }
 
 }  // namespace
@@ -94,7 +88,12 @@ v1::ClusterResponse RunBatch(const ModelRegistry& registry, const Limits& limits
   const auto start = std::chrono::steady_clock::now();
   v1::ClusterResponse response;
   absl::Status status = check ? check() : absl::OkStatus();
-  if (status.ok()) status = Run(registry, limits, request, check, &response);
+  // The payloads' precision is the batch's; BatchFromRequest checks them.
+  if (status.ok()) {
+    status = HasFloat64Payloads(request)
+                 ? RunAs<double>(registry, limits, request, check, &response)
+                 : RunAs<float>(registry, limits, request, check, &response);
+  }
   if (!status.ok()) response = ErrorResponse(request, status);
   response.set_request_id(request.request_id());
   response.set_model(request.model());

@@ -23,7 +23,7 @@ TEST(Algorithm, EveryHomeIsNamedOnceAndFoundByName) {
       EXPECT_FALSE(p.description.empty());
       // The default is a value the table itself accepts.
       EXPECT_TRUE(
-          CheckParameters(algorithm->name(), algorithm->parameters(), {{p.name, p.default_value}})
+          ResolveParameters(algorithm->name(), algorithm->parameters(), {{p.name, p.default_value}})
               .ok());
     }
   }
@@ -59,7 +59,8 @@ TEST(Algorithm, TraitsAgreeWithWhatEachHomeDoes) {
     if (algorithm->lloyd_at_defaults()) {
       EXPECT_TRUE(algorithm->translation_invariant());
       EXPECT_TRUE(algorithm->UpdatesFromSums());
-      EXPECT_FALSE(algorithm->RunsDense(ResolveParameters(algorithm->parameters(), {})));
+      EXPECT_FALSE(
+          algorithm->RunsDense(*ResolveParameters(algorithm->name(), algorithm->parameters(), {})));
     }
   }
   EXPECT_TRUE(LloydAlgorithm().lloyd_at_defaults());
@@ -69,7 +70,8 @@ TEST(Algorithm, TraitsAgreeWithWhatEachHomeDoes) {
 TEST(Algorithm, OnlyTheSoftmaxCircuitWithAFiniteBetaRunsDense) {
   for (const Algorithm* algorithm : Algorithms()) {
     SCOPED_TRACE(algorithm->name());
-    const ParameterValues defaults = ResolveParameters(algorithm->parameters(), {});
+    const ParameterValues defaults =
+        *ResolveParameters(algorithm->name(), algorithm->parameters(), {});
     EXPECT_FALSE(algorithm->RunsDense(defaults));
   }
   const Algorithm& softmax = *FindAlgorithm("softmax-lloyd");
@@ -107,7 +109,8 @@ TEST(Algorithm, UpdatesFromSumsEqualTheUpdateFromLabels) {
     if (!algorithm->UpdatesFromSums()) continue;
     SCOPED_TRACE(algorithm->name());
     Matrix<double> from_labels = points.leftCols(2), from_sums = from_labels;
-    const ParameterValues parameters = ResolveParameters(algorithm->parameters(), {});
+    const ParameterValues parameters =
+        *ResolveParameters(algorithm->name(), algorithm->parameters(), {});
     algorithm->UpdateCenters({.parameters = parameters}, points, nullptr, labels, &from_labels);
     ClusterSums sums(2, 2);
     AccumulateClusterSums(points, labels, &sums);

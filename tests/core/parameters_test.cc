@@ -19,32 +19,34 @@ const std::vector<ParameterSpec>& Specs() {
 }
 
 TEST(Parameters, ValuesWithinTheirRangesAreAccepted) {
-  EXPECT_TRUE(CheckParameters("m", Specs(), {}).ok());
-  EXPECT_TRUE(CheckParameters("m", Specs(), {{"beta", kInf}, {"tau", 0}}).ok());
-  EXPECT_TRUE(CheckParameters("m", Specs(), {{"beta", 1e-300}}).ok());
+  EXPECT_TRUE(ResolveParameters("m", Specs(), {}).ok());
+  EXPECT_TRUE(ResolveParameters("m", Specs(), {{"beta", kInf}, {"tau", 0}}).ok());
+  EXPECT_TRUE(ResolveParameters("m", Specs(), {{"beta", 1e-300}}).ok());
 }
 
 TEST(Parameters, EachBoundIsNamedWithTheRange) {
-  EXPECT_EQ(CheckParameters("m", Specs(), {{"beta", 0}}).message(),
+  EXPECT_EQ(ResolveParameters("m", Specs(), {{"beta", 0}}).status().message(),
             "beta = 0 is out of range for m: (0, inf]");
-  EXPECT_EQ(CheckParameters("m", Specs(), {{"tau", -1}}).message(),
+  EXPECT_EQ(ResolveParameters("m", Specs(), {{"tau", -1}}).status().message(),
             "tau = -1 is out of range for m: [0, inf)");
-  EXPECT_EQ(CheckParameters("m", Specs(), {{"tau", kInf}}).message(),
+  EXPECT_EQ(ResolveParameters("m", Specs(), {{"tau", kInf}}).status().message(),
             "tau = inf is out of range for m: [0, inf)");
-  EXPECT_EQ(CheckParameters("m", Specs(), {{"tau", std::nan("")}}).message(),
+  EXPECT_EQ(ResolveParameters("m", Specs(), {{"tau", std::nan("")}}).status().message(),
             "tau = nan is out of range for m: [0, inf)");
 }
 
 TEST(Parameters, AnUndeclaredNameIsRefusedWithTheHint) {
-  EXPECT_EQ(CheckParameters("m", Specs(), {{"gamma", 3}}).message(),
+  EXPECT_EQ(ResolveParameters("m", Specs(), {{"gamma", 3}}).status().message(),
             "gamma = 3: model m has no parameter gamma");
-  EXPECT_EQ(CheckParameters("m", {}, {{"beta", 3}}, "try n").message(),
+  EXPECT_EQ(ResolveParameters("m", {}, {{"beta", 3}}, "try n").status().message(),
             "beta = 3: model m has no parameter beta (try n)");
 }
 
 TEST(Parameters, AbsentNamesTakeTheirDefaultsAndPresentOnesKeepTheirValue) {
-  EXPECT_EQ(ResolveParameters(Specs(), {}), (ParameterValues{{"beta", 2}, {"tau", 1}}));
-  EXPECT_EQ(ResolveParameters(Specs(), {{"tau", 0}}), (ParameterValues{{"beta", 2}, {"tau", 0}}));
+  EXPECT_EQ(ResolveParameters("m", Specs(), {}).value(),
+            (ParameterValues{{"beta", 2}, {"tau", 1}}));
+  EXPECT_EQ(ResolveParameters("m", Specs(), {{"tau", 0}}).value(),
+            (ParameterValues{{"beta", 2}, {"tau", 0}}));
 }
 
 }  // namespace
