@@ -245,6 +245,16 @@ class Client::Stream final
   bool writing_ = false, writes_done_ = false, stop_sending_ = false, answered_ = false;
 };
 
+namespace {
+
+// The pause before a batch's next send, longer after each failure.
+void BackOff(int attempts) {
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(std::min(2000, 50 << std::min(attempts, 6))));
+}
+
+}  // namespace
+
 absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& sink) {
   Shared shared{source, sink};
   std::unique_lock<std::mutex> lock(shared.mu);
@@ -264,8 +274,7 @@ absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& si
       const int attempts = std::max(shared.failed_streams,
                                     shared.retry.empty() ? 0 : shared.retry.front()->attempts);
       lock.unlock();
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(std::min(2000, 50 << std::min(attempts, 6))));
+      BackOff(attempts);
       lock.lock();
       if (!shared.Work()) continue;
     }
@@ -275,6 +284,56 @@ absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& si
     lock.lock();
   }
   return shared.failure;
+}
+
+absl::StatusOr<v1::ClusterResponse> ClusterSession::Send(const v1::ClusterRequest& request) {
+  const ClientOptions& options = client_->options_;
+  for (int attempts = 1;; ++attempts) {
+    if (stream_ == nullptr) {
+      context_ = std::make_unique<grpc::ClientContext>();
+      if (options.stream_timeout != absl::InfiniteDuration()) {
+        context_->set_deadline(absl::ToChronoTime(absl::Now() + options.stream_timeout));
+      }
+      stream_ = client_->stub_->Cluster(context_.get());
+      sent_ = 0;
+    }
+    ++sent_;
+    v1::ClusterResponse response;
+    if (stream_->Write(request) && stream_->Read(&response)) {
+      // A draining server answers UNAVAILABLE: the batch goes out again on a
+      // fresh stream. A stream with a deadline carries one request.
+      const bool unavailable = absl::IsUnavailable(FromBatchError(response.error()));
+      if (unavailable || sent_ >= options.batches_per_stream ||
+          options.stream_timeout != absl::InfiniteDuration()) {
+        (void)End();
+      }
+      if (!unavailable || attempts >= options.max_attempts) return response;
+    } else {
+      const grpc::Status status = End();
+      if (!status.ok() && status.error_code() != grpc::StatusCode::UNAVAILABLE) {
+        return FromGrpc(status);
+      }
+      if (attempts >= options.max_attempts) {
+        return absl::UnavailableError(absl::StrCat(
+            "batch '", request.request_id(), "' unanswered after ", attempts,
+            " attempts: ", status.ok() ? "stream ended early" : status.error_message()));
+      }
+    }
+    ++client_->resent_;
+    BackOff(attempts);
+  }
+}
+
+grpc::Status ClusterSession::End() {
+  if (stream_ == nullptr) return grpc::Status::OK;
+  stream_->WritesDone();
+  // A stream that failed may still hold an answer; it is dropped.
+  for (v1::ClusterResponse late; stream_->Read(&late);) {
+  }
+  const grpc::Status status = stream_->Finish();
+  stream_.reset();
+  context_.reset();
+  return status;
 }
 
 }  // namespace kmt

@@ -62,6 +62,7 @@ class Client {
   int64_t resent() const { return resent_; }
 
  private:
+  friend class ClusterSession;
   struct Shared;
   class Stream;
 
@@ -69,6 +70,38 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::KMeansTransformer::Stub> stub_;
   std::atomic<int64_t> resent_{0};
+};
+
+// One Cluster stream kept open for requests sent one at a time, each after
+// the answer to the one before: for a caller whose next request depends on
+// the last response (a mini-batch's steps), a request then costs a round trip
+// rather than a stream's set-up. As in Client::Cluster, a batch answered
+// UNAVAILABLE, or left unanswered by a stream that ended, goes out again on
+// a new stream, up to `max_attempts` sends; a new stream also follows every
+// `batches_per_stream` requests, for round-robin to balance. With a finite
+// `stream_timeout`, the deadline of each request, every request has a stream
+// of its own. One thread at a time; the stream ends with the session, which
+// must end before its client.
+class ClusterSession {
+ public:
+  explicit ClusterSession(Client* client) : client_(client) {}
+  ~ClusterSession() { (void)End(); }
+  ClusterSession(const ClusterSession&) = delete;
+  ClusterSession& operator=(const ClusterSession&) = delete;
+
+  // The response to `request`, a batch's own error inside it; the status of
+  // a stream failure that the retries could not cure.
+  absl::StatusOr<v1::ClusterResponse> Send(const v1::ClusterRequest& request);
+
+  // Ends the open stream, if any, and returns its status; the next Send
+  // opens another.
+  grpc::Status End();
+
+ private:
+  Client* const client_;
+  std::unique_ptr<grpc::ClientContext> context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::ClusterRequest, v1::ClusterResponse>> stream_;
+  int sent_ = 0;  // on the open stream
 };
 
 // A gRPC status as an absl::Status (same canonical codes).

@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -417,6 +419,34 @@ class GilOnGrpcThread {
   py::gil_scoped_acquire gil_;
 };
 
+// A request as the package hands it over, (message, arrays): a serialized
+// ClusterRequest and [(field number, bytes-like)] to set its bytes fields to,
+// copied once.
+void FillRequest(const py::tuple& next, v1::ClusterRequest* request) {
+  if (next.size() != 2) throw py::value_error("a request is (message bytes, arrays)");
+  const auto message = next[0].cast<std::string_view>();
+  if (!request->ParseFromArray(message.data(), static_cast<int>(message.size()))) {
+    throw py::value_error("a request's message bytes are not a ClusterRequest");
+  }
+  const google::protobuf::Reflection* reflection = request->GetReflection();
+  for (const py::handle array : next[1].cast<py::list>()) {
+    const auto [number, values] = array.cast<std::pair<int, py::buffer>>();
+    const google::protobuf::FieldDescriptor* field =
+        request->GetDescriptor()->FindFieldByNumber(number);
+    if (field == nullptr || field->type() != google::protobuf::FieldDescriptor::TYPE_BYTES ||
+        field->is_repeated()) {
+      throw py::value_error("ClusterRequest has no bytes field " + std::to_string(number));
+    }
+    const py::buffer_info info = values.request();
+    if (info.ndim != 1 || info.strides[0] != info.itemsize) {
+      throw py::value_error("field " + std::to_string(number) + ": a contiguous buffer");
+    }
+    reflection->SetString(request, field,
+                          std::string(static_cast<const char*>(info.ptr),
+                                      static_cast<size_t>(info.size * info.itemsize)));
+  }
+}
+
 // The C++ client (client/cluster_client.h) under kmt.Client.cluster_each:
 // its Cluster streams run without the GIL, so that the Python process spends
 // its time on the requests and results, not on gRPC's Python threads.
@@ -460,7 +490,7 @@ class CompiledClient {
       try {
         const py::object next = next_request();
         if (next.is_none()) return false;
-        Fill(next.cast<py::tuple>(), request);
+        FillRequest(next.cast<py::tuple>(), request);
         return true;
       } catch (py::error_already_set& e) {
         (void)failure.Keep(std::move(e));
@@ -494,32 +524,42 @@ class CompiledClient {
   int64_t resent() const { return client_->resent(); }
 
  private:
-  static void Fill(const py::tuple& next, v1::ClusterRequest* request) {
-    if (next.size() != 2) throw py::value_error("a request is (message bytes, arrays)");
-    const auto message = next[0].cast<std::string_view>();
-    if (!request->ParseFromArray(message.data(), static_cast<int>(message.size()))) {
-      throw py::value_error("a request's message bytes are not a ClusterRequest");
+  friend class CompiledSession;
+  std::optional<Client> client_;
+};
+
+// ClusterSession under kmt.Client.session(): requests sent one at a time on
+// one stream, without the GIL while each waits for its answer (a lock keeps
+// threads that share the session to one request at a time).
+class CompiledSession {
+ public:
+  explicit CompiledSession(CompiledClient* client) : session_(&*client->client_) {}
+
+  // The serialized response to one (message, arrays) request.
+  py::bytes Send(const py::tuple& request) {
+    v1::ClusterRequest message;
+    FillRequest(request, &message);
+    absl::StatusOr<v1::ClusterResponse> response;
+    std::string serialized;
+    {
+      py::gil_scoped_release released;
+      std::lock_guard<std::mutex> lock(mu_);
+      response = session_.Send(message);
+      if (response.ok()) serialized = response->SerializeAsString();
     }
-    const google::protobuf::Reflection* reflection = request->GetReflection();
-    for (const py::handle array : next[1].cast<py::list>()) {
-      const auto [number, values] = array.cast<std::pair<int, py::buffer>>();
-      const google::protobuf::FieldDescriptor* field =
-          request->GetDescriptor()->FindFieldByNumber(number);
-      if (field == nullptr || field->type() != google::protobuf::FieldDescriptor::TYPE_BYTES ||
-          field->is_repeated()) {
-        throw py::value_error("ClusterRequest has no bytes field " + std::to_string(number));
-      }
-      const py::buffer_info info = values.request();
-      if (info.ndim != 1 || info.strides[0] != info.itemsize) {
-        throw py::value_error("field " + std::to_string(number) + ": a contiguous buffer");
-      }
-      reflection->SetString(request, field,
-                            std::string(static_cast<const char*>(info.ptr),
-                                        static_cast<size_t>(info.size * info.itemsize)));
-    }
+    if (!response.ok()) Raise(response.status());
+    return py::bytes(serialized);
   }
 
-  std::optional<Client> client_;
+  void Close() {
+    py::gil_scoped_release released;
+    std::lock_guard<std::mutex> lock(mu_);
+    (void)session_.End();
+  }
+
+ private:
+  std::mutex mu_;
+  ClusterSession session_;
 };
 
 // X.mean(axis=0) of a C-contiguous n x d array (n >= 1), to the bit, as
@@ -582,7 +622,16 @@ PYBIND11_MODULE(_driver, m) {
            py::arg("server_name") = "")
       .def("cluster", &kmt::CompiledClient::Cluster, py::arg("next_request"),
            py::arg("on_response"))
-      .def_property_readonly("resent", &kmt::CompiledClient::resent);
+      .def_property_readonly("resent", &kmt::CompiledClient::resent)
+      .def(
+          "session",
+          [](kmt::CompiledClient* client) {
+            return std::make_unique<kmt::CompiledSession>(client);
+          },
+          py::keep_alive<0, 1>());
+  py::class_<kmt::CompiledSession>(m, "Session")
+      .def("send", &kmt::CompiledSession::Send, py::arg("request"))
+      .def("close", &kmt::CompiledSession::Close);
   m.def(
       "replica_addresses",
       [](const std::string& target) {

@@ -24,6 +24,7 @@ the server the KMT_SERVER environment variable names (host:port), else
 localhost:50051.
 """
 import collections
+import contextlib
 import dataclasses
 import os
 import re
@@ -283,6 +284,16 @@ def _serialize_request(request):
     return request.SerializeToString()
 
 
+def _compiled_request(request):
+    """A ClusterRequest or WireRequest as kmt._driver takes it: (message
+    bytes, [(field number, bytes-like)]), the arrays not copied."""
+    if isinstance(request, WireRequest):
+        return (request.message.SerializeToString(),
+                [(_RAW_FIELDS[field], memoryview(values).cast("B"))
+                 for field, values in request.arrays])
+    return request.SerializeToString(), []
+
+
 def _check_offset(request, response):
     """A server that predates points_offset ignores it (unknown fields are
     skipped) and clusters the points unshifted: refused, not taken as the
@@ -485,6 +496,43 @@ class _Call:
         self.retry = sorted(self.retry + requeue, key=lambda e: e.index)
 
 
+class _Session:
+    """Client.session(): one compiled stream for calls made one at a time."""
+
+    def __init__(self, client):
+        self._client = client
+        self._compiled = None  # kmt._driver.Session, opened by the first call
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
+
+    def close(self):
+        if self._compiled is not None:
+            self._compiled.close()
+            self._compiled = None
+
+    def call(self, request):
+        """The response to one request, as Client.stream() would yield it."""
+        check_not_forked()
+        client = self._client
+        compiled, compiled_error = client._compiled_client()
+        if compiled is None:
+            answers = []
+            client.cluster_each([request], answers.append)
+            return answers[0]
+        if self._compiled is None:
+            self._compiled = compiled.session()
+        with client._compiled_call(compiled, compiled_error):
+            data = self._compiled.send(_compiled_request(request))
+        response = pb.ClusterResponse.FromString(data)
+        _raise_if_failed(response)
+        _check_offset(request, response)
+        return response
+
+
 def _too_large(details, max_message_bytes):
     """gRPC's "message larger than max" with what to do instead."""
     return (f"{details}: one request carries at most max_message_bytes = "
@@ -650,20 +698,33 @@ class Client:
             if request is None:
                 return None
             sent.append(request)
-            if isinstance(request, WireRequest):
-                return (request.message.SerializeToString(),
-                        [(_RAW_FIELDS[field], memoryview(values).cast("B"))
-                         for field, values in request.arrays])
-            return request.SerializeToString(), []
+            return _compiled_request(request)
 
         def deliver(data):
             request, response = sent.popleft(), pb.ClusterResponse.FromString(data)
             _raise_if_failed(response)
             _check_offset(request, response)
             on_response(response)
+        with self._compiled_call(compiled, compiled_error):
+            compiled.cluster(next_request, deliver)
+
+    def session(self):
+        """A context for requests sent one at a time, each after the answer
+        to the one before (a mini-batch's steps): its `call(request)` sends a
+        ClusterRequest or WireRequest and returns the response, raising as
+        stream() does. With kmt's compiled client the calls share one stream,
+        opened by the first and ended with the context (or close()), so each
+        costs a round trip rather than a stream of its own; UNAVAILABLE is
+        retried on a fresh stream. Without it, each call is a stream."""
+        return _Session(self)
+
+    @contextlib.contextmanager
+    def _compiled_call(self, compiled, compiled_error):
+        """Counts the compiled client's resends into this client's and
+        raises its errors as ServiceError."""
         resent = compiled.resent
         try:
-            compiled.cluster(next_request, deliver)
+            yield
         except compiled_error as e:
             code, details = status_code(e.args[0]), e.args[1]
             if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:

@@ -10,7 +10,8 @@ weight center j has taken in so far, S_j and w_j the batch's sum and weight.
 Reassignment of centers that took in little, early stopping on the smoothed
 batch inertia, and the tolerance on the centers' shift are scikit-learn's
 rules. partial_fit is one such step per call, for data that arrives as a
-stream of batches.
+stream of batches. A fit's steps share one stream (Client.session()), so a
+step costs a round trip to the server rather than a stream of its own.
 """
 import warnings
 from numbers import Integral, Real
@@ -99,30 +100,28 @@ class MiniBatchKMeans(ServedKMeans):
         self._validate_center_shape(X, centers)
         return centers
 
-    def _sums(self, X, weights, centers):
+    def _sums(self, X, weights, centers, session):
         """The batch under `centers`: (objective, per-center weights, per-
-        center weighted coordinate sums)."""
+        center weighted coordinate sums), asked on `session`
+        (Client.session())."""
         k, d = centers.shape
         if weights is None and X.shape[0] < k:
             weights = np.ones(X.shape[0], dtype=np.float32)  # the padding weighs 0
         block, weights = padded(dense_rows(X)(0, X.shape[0]), weights, centers)
         cl = client_for(self)
-        answers = []
         with invalid_input_as_value_error():
-            cl.cluster_each([cl.wire_request(block, k, model=ASSIGN_MODEL, iterations=0,
+            r = session.call(cl.wire_request(block, k, model=ASSIGN_MODEL, iterations=0,
                                              centers=centers, weights=weights,
-                                             return_cluster_sums=True, omit_labels=True)],
-                            answers.append)
-        (r,) = answers
+                                             return_cluster_sums=True, omit_labels=True))
         mass = np.asarray(r.center_weights if weights is not None else r.center_counts,
                           dtype=np.float64)
         return r.objective, mass, np.asarray(r.center_sums, dtype=np.float64).reshape(k, d)
 
-    def _step(self, X, weights, random_state, reassign):
+    def _step(self, X, weights, random_state, reassign, session):
         """One mini-batch step on the estimator's centers and counts;
         returns the batch's inertia under the centers it started from."""
         centers, counts = self.cluster_centers_, self._counts
-        inertia, mass, sums = self._sums(X, weights, centers)
+        inertia, mass, sums = self._sums(X, weights, centers, session)
         moved = mass > 0
         total = counts[moved].astype(np.float64) + mass[moved]
         updated = centers.copy()
@@ -201,32 +200,34 @@ class MiniBatchKMeans(ServedKMeans):
         self._unit_norm, self._offset_used = False, True
         n = X.shape[0]
         valid = random_state.randint(0, n, self._init_size)
-        best = None
-        for i in range(self._n_init):
-            if self.verbose:
-                print(f"Init {i + 1}/{self._n_init} with method {self.init}")
-            self.cluster_centers_ = self._start(X, random_state)
-            inertia = self._sums(X[valid], sample_weight[valid] if weighted else None,
-                                 self.cluster_centers_)[0]
-            if self.verbose:
-                print(f"Inertia for init {i + 1}/{self._n_init}: {inertia}")
-            if best is None or inertia < best[0]:
-                best = inertia, self.cluster_centers_
-        self.cluster_centers_ = best[1]
-        self._counts = np.zeros(self.n_clusters, dtype=X.dtype)
-        self._ewa_inertia = self._ewa_inertia_min = None
-        self._no_improvement = 0
-        self._n_since_last_reassign = 0
-        n_steps = (self.max_iter * n) // self._batch_size
-        for i in range(n_steps):
-            rows = random_state.randint(0, n, self._batch_size)
-            before = self.cluster_centers_
-            inertia = self._step(X[rows], sample_weight[rows] if weighted else None,
-                                 random_state, self._random_reassign())
-            shift = (float(((self.cluster_centers_ - before) ** 2).sum()) if self._tol > 0
-                     else 0.0)
-            if self._converged(i, n_steps, n, shift, inertia):
-                break
+        # The steps, each after the answer to the one before, share a stream.
+        with client_for(self).session() as session:
+            best = None
+            for i in range(self._n_init):
+                if self.verbose:
+                    print(f"Init {i + 1}/{self._n_init} with method {self.init}")
+                self.cluster_centers_ = self._start(X, random_state)
+                inertia = self._sums(X[valid], sample_weight[valid] if weighted else None,
+                                     self.cluster_centers_, session)[0]
+                if self.verbose:
+                    print(f"Inertia for init {i + 1}/{self._n_init}: {inertia}")
+                if best is None or inertia < best[0]:
+                    best = inertia, self.cluster_centers_
+            self.cluster_centers_ = best[1]
+            self._counts = np.zeros(self.n_clusters, dtype=X.dtype)
+            self._ewa_inertia = self._ewa_inertia_min = None
+            self._no_improvement = 0
+            self._n_since_last_reassign = 0
+            n_steps = (self.max_iter * n) // self._batch_size
+            for i in range(n_steps):
+                rows = random_state.randint(0, n, self._batch_size)
+                before = self.cluster_centers_
+                inertia = self._step(X[rows], sample_weight[rows] if weighted else None,
+                                     random_state, self._random_reassign(), session)
+                shift = (float(((self.cluster_centers_ - before) ** 2).sum()) if self._tol > 0
+                         else 0.0)
+                if self._converged(i, n_steps, n, shift, inertia):
+                    break
         self._n_features_out = self.n_clusters
         self.n_steps_ = i + 1
         self.n_iter_ = int(np.ceil((i + 1) * self._batch_size / n))
@@ -255,8 +256,9 @@ class MiniBatchKMeans(ServedKMeans):
             self._counts = np.zeros(self.n_clusters, dtype=X.dtype)
             self._n_since_last_reassign = 0
         weighted = not np.all(sample_weight == 1)
-        self._step(X, sample_weight if weighted else None, self._random_state,
-                   self._random_reassign())
+        with client_for(self).session() as session:
+            self._step(X, sample_weight if weighted else None, self._random_state,
+                       self._random_reassign(), session)
         if self.compute_labels:
             self.labels_, self.inertia_ = self._labels_inertia(X, sample_weight)
         self.n_steps_ += 1

@@ -284,11 +284,15 @@ class ClientTest(unittest.TestCase):
                                                                request_id="d"),
         ]
 
+    @staticmethod
+    def answers(responses):
+        """Responses' bytes, every field but the server's timing."""
+        for r in responses:
+            r.ClearField("timing")
+        return [r.SerializeToString() for r in responses]
+
     def test_cluster_each_answers_what_stream_answers_compiled_or_not(self):
-        def answers(responses):  # every field but the server's timing
-            for r in responses:
-                r.ClearField("timing")
-            return [r.SerializeToString() for r in responses]
+        answers = self.answers
         want = answers(list(self.client.stream(self.each_request())))
         self.assertEqual([kmt.pb.ClusterResponse.FromString(w).request_id for w in want],
                          ["a", "b", "c", "d"])
@@ -301,6 +305,25 @@ class ClientTest(unittest.TestCase):
         if os.environ.get("KMT_EXTENSION_DIR"):
             # The build has the extension: the stream above ran in it.
             self.assertIsNotNone(self.client._compiled)
+
+    def test_a_session_answers_what_stream_answers_compiled_or_not(self):
+        answers = self.answers
+        want = answers(list(self.client.stream(self.each_request())))
+        # No timeout: with one, each request would have a stream of its own.
+        with kmt.Client(self.server.address) as compiled, self.python_only() as plain:
+            for name, client in (("compiled", compiled), ("python", plain)):
+                with self.subTest(client=name), client.session() as session:
+                    self.assertEqual(answers([session.call(r) for r in self.each_request()]),
+                                     want)
+                    # A failed batch raises, and the session goes on.
+                    with self.assertRaises(kmt.ClusterError) as caught:
+                        session.call(client.wire_request(blobs(10, 2, 2), k=20, request_id="bad"))
+                    self.assertEqual(caught.exception.request_id, "bad")
+                    self.assertEqual(caught.exception.code.name, "INVALID_ARGUMENT")
+                    self.assertEqual(answers([session.call(self.each_request()[0])]), want[:1])
+            if os.environ.get("KMT_EXTENSION_DIR"):
+                # The build has the extension: the calls above ran in it.
+                self.assertIsNotNone(compiled._compiled)
 
     def test_cluster_each_stops_at_a_failed_batch(self):
         drawn = []
