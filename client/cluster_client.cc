@@ -22,6 +22,29 @@ struct Entry {
   v1::ClusterRequest request;
 };
 
+// Whether a stream that ended so leaves its unanswered batches to be sent
+// again: it ended early (OK) or lost its server (UNAVAILABLE).
+bool Resendable(const grpc::Status& status) {
+  return status.ok() || status.error_code() == grpc::StatusCode::UNAVAILABLE;
+}
+
+// The failure of a batch that a stream ending in `status` left unanswered
+// after its last attempt.
+absl::Status Unanswered(const v1::ClusterRequest& request, int attempts,
+                        const grpc::Status& status) {
+  return absl::Status(
+      status.ok() ? absl::StatusCode::kUnavailable
+                  : static_cast<absl::StatusCode>(status.error_code()),
+      absl::StrCat("batch '", request.request_id(), "' unanswered after ", attempts,
+                   " attempts: ", status.ok() ? "stream ended early" : status.error_message()));
+}
+
+// The pause before a batch's next send, longer after each failure.
+void BackOff(int attempts) {
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(std::min(2000, 50 << std::min(attempts, 6))));
+}
+
 }  // namespace
 
 absl::Status FromGrpc(const grpc::Status& status) {
@@ -171,16 +194,11 @@ class Client::Stream final
     std::unique_lock<std::mutex> lock(shared_->mu);
     Shared& shared = *shared_;
     const ClientOptions& options = client_->options_;
-    const bool retriable = status.ok() || status.error_code() == grpc::StatusCode::UNAVAILABLE;
+    const bool retriable = Resendable(status);
     for (std::unique_ptr<Entry>& entry : sent_) {
       --shared.in_flight;
       if ((!retriable || entry->attempts >= options.max_attempts) && shared.failure.ok()) {
-        shared.failure = absl::Status(
-            status.ok() ? absl::StatusCode::kUnavailable
-                        : static_cast<absl::StatusCode>(status.error_code()),
-            absl::StrCat(
-                "batch '", entry->request.request_id(), "' unanswered after ", entry->attempts,
-                " attempts: ", status.ok() ? "stream ended early" : status.error_message()));
+        shared.failure = Unanswered(entry->request, entry->attempts, status);
       }
       ++client_->resent_;
       requeue_.push_back(std::move(entry));
@@ -245,16 +263,6 @@ class Client::Stream final
   bool writing_ = false, writes_done_ = false, stop_sending_ = false, answered_ = false;
 };
 
-namespace {
-
-// The pause before a batch's next send, longer after each failure.
-void BackOff(int attempts) {
-  std::this_thread::sleep_for(
-      std::chrono::milliseconds(std::min(2000, 50 << std::min(attempts, 6))));
-}
-
-}  // namespace
-
 absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& sink) {
   Shared shared{source, sink};
   std::unique_lock<std::mutex> lock(shared.mu);
@@ -310,14 +318,8 @@ absl::StatusOr<v1::ClusterResponse> ClusterSession::Send(const v1::ClusterReques
       if (!unavailable || attempts >= options.max_attempts) return response;
     } else {
       const grpc::Status status = End();
-      if (!status.ok() && status.error_code() != grpc::StatusCode::UNAVAILABLE) {
-        return FromGrpc(status);
-      }
-      if (attempts >= options.max_attempts) {
-        return absl::UnavailableError(absl::StrCat(
-            "batch '", request.request_id(), "' unanswered after ", attempts,
-            " attempts: ", status.ok() ? "stream ended early" : status.error_message()));
-      }
+      if (!Resendable(status)) return FromGrpc(status);
+      if (attempts >= options.max_attempts) return Unanswered(request, attempts, status);
     }
     ++client_->resent_;
     BackOff(attempts);
