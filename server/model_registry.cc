@@ -529,7 +529,8 @@ bool ModelRegistry::Known(absl::string_view name) const {
 
 std::vector<std::shared_ptr<const RegistryEntry>> ModelRegistry::models() const {
   std::vector<std::shared_ptr<const RegistryEntry>> out;
-  for (const RegistrySnapshot::Model& m : snapshot()->models) {
+  const std::shared_ptr<const RegistrySnapshot> s = snapshot();
+  for (const RegistrySnapshot::Model& m : s->models) {
     if (std::shared_ptr<const RegistryEntry> entry = m.Default()) out.push_back(std::move(entry));
   }
   return out;
@@ -561,7 +562,8 @@ v1::ModelInfo Described(const RegistrySnapshot::Model& m) {
 
 v1::ListModelsResponse ModelRegistry::List() const {
   v1::ListModelsResponse response;
-  for (const RegistrySnapshot::Model& m : snapshot()->models) {
+  const std::shared_ptr<const RegistrySnapshot> s = snapshot();
+  for (const RegistrySnapshot::Model& m : s->models) {
     *(m.Default() != nullptr ? response.add_models() : response.add_unavailable()) = Described(m);
   }
   return response;
@@ -576,7 +578,8 @@ absl::StatusOr<v1::ModelInfo> ModelRegistry::Describe(absl::string_view name) co
 
 std::map<v1::ModelVersionState, int> ModelRegistry::VersionCounts() const {
   std::map<v1::ModelVersionState, int> counts;
-  for (const RegistrySnapshot::Model& m : snapshot()->models) {
+  const std::shared_ptr<const RegistrySnapshot> s = snapshot();
+  for (const RegistrySnapshot::Model& m : s->models) {
     if (m.kind == "exact") continue;
     for (const auto& [number, v] : m.versions) ++counts[v.state];
   }

@@ -123,6 +123,10 @@ class ModelRegistry {
   absl::Status LoadModel(const std::string& name, int64_t version, ScanReport* report);
 
  private:
+  // The snapshot published last. A reader holds it in a local for as long
+  // as it reads from it: a scan may publish the next one at any moment, and
+  // the last owner's release frees the models (`for (m : snapshot()->models)`
+  // reads freed memory; tests/lifetime_lint.py refuses the pattern).
   std::shared_ptr<const RegistrySnapshot> snapshot() const;
   ScanReport ScanLocked();
 
