@@ -322,7 +322,7 @@ const std::vector<Variant>& Variants() {
 }
 
 void BM_VariantFastPathLayer(benchmark::State& state) {
-  const Variant& v = Variants()[state.range(0)];
+  const Variant& v = Variants()[state.range(0)];  // lifetime: a static table
   const int n = state.range(1);
   const Data& data = Problem(n, 32, 64);
   state.SetLabel(v.model);
@@ -345,7 +345,7 @@ void BM_VariantFastPathLayer(benchmark::State& state) {
 }
 
 void BM_VariantReferenceIteration(benchmark::State& state) {
-  const Variant& v = Variants()[state.range(0)];
+  const Variant& v = Variants()[state.range(0)];  // lifetime: a static table
   const int n = state.range(1);
   const Data& data = Problem(n, 32, 64);
   state.SetLabel(v.model);

@@ -74,7 +74,7 @@ TEST(Algorithm, OnlyTheSoftmaxCircuitWithAFiniteBetaRunsDense) {
         *ResolveParameters(algorithm->name(), algorithm->parameters(), {});
     EXPECT_FALSE(algorithm->RunsDense(defaults));
   }
-  const Algorithm& softmax = *FindAlgorithm("softmax-lloyd");
+  const Algorithm& softmax = *FindAlgorithm("softmax-lloyd");  // lifetime: the static table
   EXPECT_TRUE(softmax.RunsDense({{"beta", 10}}));
   Model<double> circuit;
   ASSERT_TRUE(
@@ -87,7 +87,7 @@ TEST(Algorithm, OnlyTheSoftmaxCircuitWithAFiniteBetaRunsDense) {
 }
 
 TEST(Algorithm, SphericalPreparationRefusesAPointWithoutDirection) {
-  const Algorithm& spherical = *FindAlgorithm("spherical-kmeans");
+  const Algorithm& spherical = *FindAlgorithm("spherical-kmeans");  // lifetime: the static table
   EXPECT_TRUE(spherical.Prepares());
   Matrix<double> points(2, 3);
   points << 3, 0, 1, 4, 0, 0;

@@ -44,6 +44,7 @@ void ExpectOneToOne(std::initializer_list<Engine> values, Name name, Parse parse
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(*back, value);
   }
+  // lifetime: descriptors live as long as the process.
   const google::protobuf::EnumDescriptor& e = *google::protobuf::GetEnumDescriptor<ProtoEnum>();
   EXPECT_EQ(e.value_count(), static_cast<int>(values.size())) << e.name();
 }
@@ -63,7 +64,7 @@ TEST(EnumNames, TheTranslatedEnumsCorrespondOneToOne) {
 }
 
 TEST(EnumNames, EveryInitButGivenIsAnEngineMethod) {
-  const google::protobuf::EnumDescriptor& e = *v1::Init_descriptor();
+  const google::protobuf::EnumDescriptor& e = *v1::Init_descriptor();  // lifetime: static
   for (int i = 0; i < e.value_count(); ++i) {
     const int number = e.value(i)->number();
     SCOPED_TRACE(e.value(i)->name());

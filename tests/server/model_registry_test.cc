@@ -143,7 +143,9 @@ TEST_F(ModelRegistryTest, ALearnedModelListsTheSizesItAccepts) {
   std::vector<std::string> refused;
   const ModelRegistry registry = ModelRegistry::Load(dir_.string(), &refused);
   EXPECT_TRUE(refused.empty());
-  const v1::ModelInfo& info = registry.Find("padded")->info;
+  const std::shared_ptr<const RegistryEntry> padded = registry.Find("padded");
+  ASSERT_NE(padded, nullptr);
+  const v1::ModelInfo& info = padded->info;
   ASSERT_EQ(info.accepted_sizes_size(), 3);
   const std::vector<std::pair<int, int>> expected = {{4, 3}, {2, 3}, {4, 2}};
   for (int i = 0; i < 3; ++i) {
