@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/internal/parse.h"
+#include "absl/flags/internal/usage.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
@@ -84,7 +87,18 @@ std::vector<char*> ParseCommandLine(const char* usage, int argc, char** argv) {
                                    program, " ", KMT_VERSION, "\n",
                                    simd.ok() ? DescribeSimd() : std::string(simd.message()), "\n");
                              }});
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  // absl's own handling of --help ends the program with status 1; a user
+  // (and a script that checks a tool is there) expects 0 from a question
+  // answered, so the usage flags are handled here. Unknown flags still end
+  // the program with a message and status 1.
+  std::vector<char*> args = absl::flags_internal::ParseCommandLineImpl(
+      argc, argv, absl::flags_internal::ArgvListAction::kRemoveParsedArgs,
+      absl::flags_internal::UsageFlagsAction::kIgnoreUsage,
+      absl::flags_internal::OnUndefinedFlag::kAbortIfUndefined);
+  if (absl::flags_internal::HandleUsageFlags(std::cout, usage) >= 0) {
+    std::cout.flush();
+    std::exit(0);
+  }
   if (const absl::Status simd = UseSimdLevel(SimdSetting()); !simd.ok()) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), std::string(simd.message()).c_str());
     std::exit(2);

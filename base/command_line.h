@@ -19,10 +19,12 @@ bool IsProjectFlagFile(absl::string_view file);
 // Sets `usage` as the program's usage message and parses argv. --help (and
 // --helpshort) print the usage and the program's own flags with their
 // defaults, --helpfull every flag linked in, --version the version and the
-// SIMD level; each then exits. Every program takes --simd (or KMT_SIMD):
-// the SIMD level of the engine's kernels (core/simd.h), applied here; a level
-// the CPU or the binary lacks ends the program with status 2 and a message.
-// Returns the arguments that are not flags, the program's name first.
+// SIMD level, on standard output; each then exits with status 0. An unknown
+// flag ends the program with a message and status 1. Every program takes
+// --simd (or KMT_SIMD): the SIMD level of the engine's kernels
+// (core/simd.h), applied here; a level the CPU or the binary lacks ends the
+// program with status 2 and a message. Returns the arguments that are not
+// flags, the program's name first.
 std::vector<char*> ParseCommandLine(const char* usage, int argc, char** argv);
 
 // Whether the command line ParseCommandLine parsed names the flag (as

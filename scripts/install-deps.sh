@@ -18,13 +18,14 @@ build_packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev civetweb libcivetweb-dev zlib1g-dev libcurl4-openssl-dev
 )
-# Tests, benchmarks, formatting, fuzzing (clang), certificates for the TLS
+# Tests, benchmarks, formatting, fuzzing (clang, with LLVM's OpenMP runtime
+# and headers: the engine's OpenMP under clang), certificates for the TLS
 # tests (openssl), and the Python client's dependencies, with what builds and
 # installs it as a package (setuptools, wheel, pip; Python's headers and
 # pybind11 for its compiled driver, kmt._driver), scikit-learn, and Dask
 # for kmt.dask (pandas for its DataFrames).
 test_packages=(
-  git ca-certificates clang-format openssl clang libclang-rt-14-dev
+  git ca-certificates clang-format openssl clang libclang-rt-14-dev libomp-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus libfaiss-dev libopenblas0-openmp
   python3 python3-dev pybind11-dev python3-grpcio python3-protobuf python3-numpy python3-yaml

@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
@@ -73,6 +74,29 @@ TEST(ParseCommandLine, HelpListsEachProgramsOwnFlagsWithDefaults) {
       EXPECT_TRUE(absl::StrContains(listed.entry, "; default: ")) << listed.entry;
     }
     EXPECT_EQ(shown, own) << help;
+  }
+}
+
+// A question answered is a success: --help, --helpfull and --version print
+// on standard output and exit 0, also after a command (`kmt cluster
+// --help`); a flag the program does not know is still an error.
+TEST(ParseCommandLine, HelpAndVersionExitZeroOnStandardOutput) {
+  const std::vector<std::vector<std::string>> asked = {
+      {KMT_SERVER_BINARY, "--help"},  {KMT_SERVER_BINARY, "--version"},
+      {KMT_CLI_BINARY, "--help"},     {KMT_CLI_BINARY, "cluster", "--help"},
+      {KMT_CLI_BINARY, "--helpfull"}, {KMT_TRAIN_BINARY, "--help"},
+      {KMT_EVAL_BINARY, "--help"},    {KMT_DEMO_BINARY, "--help"}};
+  for (const std::vector<std::string>& argv : asked) {
+    SCOPED_TRACE(absl::StrJoin(argv, " "));
+    std::string out, err;
+    EXPECT_EQ(RunProgram(argv, &out, &err), 0) << err;
+    EXPECT_FALSE(out.empty());
+  }
+  for (const std::string program : {KMT_SERVER_BINARY, KMT_CLI_BINARY}) {
+    SCOPED_TRACE(program);
+    std::string out, err;
+    EXPECT_NE(RunProgram({program, "--no_such_flag=1"}, &out, &err), 0);
+    EXPECT_TRUE(absl::StrContains(err, "no_such_flag")) << err;
   }
 }
 
