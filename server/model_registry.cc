@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -72,7 +73,7 @@ struct RegistryScanState {
   std::map<std::string, FileLook> looks;               // by path
   std::set<std::pair<std::string, int64_t>> unloaded;  // (name, version), 0: every version
   std::set<std::string> known;
-  std::set<std::string> conflicts;  // paths refused for their name at the last scan
+  std::set<std::string> conflicts;  // paths refused for their name or path at the last scan
   bool scanned = false;             // the first scan is done
 };
 
@@ -248,6 +249,43 @@ std::string VersionName(absl::string_view name, int64_t version) {
   return absl::StrCat(name, " version ", version);
 }
 
+// Whether `s` is UTF-8, as protobuf requires of a string field: a client
+// refuses a whole response that holds other bytes (gRPC's C++ client then
+// answers the call UNIMPLEMENTED, "No message returned for unary request"),
+// so a name, path or reason that is not UTF-8 must never reach ListModels.
+// Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+bool IsUtf8(absl::string_view s) {
+  static constexpr uint32_t kLeast[] = {0, 0x80, 0x800, 0x10000};
+  for (size_t i = 0; i < s.size();) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    const int extra = lead < 0x80                   ? 0
+                      : lead >= 0xC2 && lead < 0xE0 ? 1
+                      : lead >= 0xE0 && lead < 0xF0 ? 2
+                      : lead >= 0xF0 && lead < 0xF5 ? 3
+                                                    : -1;
+    if (extra < 0 || s.size() - i <= static_cast<size_t>(extra)) return false;
+    uint32_t point = extra == 0 ? lead : lead & (0x3F >> extra);
+    for (int j = 1; j <= extra; ++j) {
+      const auto next = static_cast<unsigned char>(s[i + j]);
+      if ((next & 0xC0) != 0x80) return false;
+      point = point << 6 | (next & 0x3F);
+    }
+    if (point < kLeast[extra] || (point >= 0xD800 && point <= 0xDFFF) || point > 0x10FFFF) {
+      return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
+// At most `bytes` bytes of a UTF-8 string, cut before a character rather
+// than inside one.
+absl::string_view Utf8Prefix(absl::string_view s, size_t bytes) {
+  if (s.size() <= bytes) return s;
+  while (bytes > 0 && (static_cast<unsigned char>(s[bytes]) & 0xC0) == 0x80) --bytes;
+  return s.substr(0, bytes);
+}
+
 }  // namespace
 
 absl::string_view VersionStateName(v1::ModelVersionState state) {
@@ -359,19 +397,25 @@ ScanReport ModelRegistry::ScanLocked() {
                                              ": ", look->status.message()),
                                 look->reason);
   };
-  // A file whose model name is taken is refused for as long as it is; the
-  // look stays the file's own, so it serves once the name is free.
+  // A file whose model name is taken, or whose path is not UTF-8, is
+  // refused for as long as it is; the look stays the file's own, so it
+  // serves once the name is free.
   std::set<std::string> conflicts;
-  auto conflict = [&](const Candidate& c, const std::string& why) {
+  auto conflict = [&](const Candidate& c, const std::string& why, const char* reason = "conflict") {
     conflicts.insert(c.path);
     if (state.conflicts.count(c.path)) return;
+    const std::string path = (std::filesystem::path(dir_) / c.relative).string();
     report.refused.emplace_back(
-        absl::StrCat((std::filesystem::path(dir_) / c.relative).string(), ": ", why), "conflict");
+        absl::StrCat(IsUtf8(path) ? path : absl::CHexEscape(path), ": ", why), reason);
   };
   // Version directories first: a directory claims its name.
   for (const bool flat : {false, true}) {
     for (const Candidate& c : *candidates) {
       if (c.model.empty() != flat) continue;
+      if (!IsUtf8(c.relative)) {
+        conflict(c, "its path is not UTF-8, which ListModels cannot carry: rename it", "invalid");
+        continue;
+      }
       auto last_look = state.looks.find(c.path);
       FileLook& look = looks[c.path] =
           Look(c, last_look == state.looks.end() ? nullptr : &last_look->second, state.scanned);
@@ -511,7 +555,7 @@ absl::StatusOr<std::shared_ptr<const RegistryEntry>> ModelRegistry::Resolve(absl
       available.push_back(absl::StrCat(number));
     } else if (version == 0 || number == version) {
       others.push_back(
-          absl::StrCat(number, " ", VersionStateName(v.state), ": ", v.reason.substr(0, 200)));
+          absl::StrCat(number, " ", VersionStateName(v.state), ": ", Utf8Prefix(v.reason, 200)));
     }
   }
   std::string message =

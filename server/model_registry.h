@@ -57,7 +57,8 @@ absl::Status CheckModelDirectory(const std::string& dir);
 inline constexpr const char* kLoadFailureReasons[] = {
     "unreadable",  // the file cannot be opened or read
     "corrupt",     // not a ModelFile: truncated or not protobuf
-    "invalid",     // a ModelFile whose weights or sizes are wrong (NaN, shapes)
+    "invalid",     // a ModelFile whose weights or sizes are wrong (NaN, shapes), or a
+                   // path that is not UTF-8 (ListModels cannot name it)
     "refused",     // a valid model the engine does not serve
     "conflict",    // its name is taken (an exact model, another file)
 };

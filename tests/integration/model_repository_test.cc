@@ -21,78 +21,30 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "core/engine.h"
 #include "core/simd.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/model_file.h"
 #include "proto/request.h"
 #include "tests/integration/grpc_probe.h"
+#include "tests/integration/model_files.h"
 #include "tests/integration/server_process.h"
-#include "tests/support/random_weights.h"
 
 namespace kmt {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kD = 2, kK = 3;
-
-// The weights a seed names: a learned model's shape, so each seed's answers
-// differ.
-v1::ModelFile ModelFor(uint64_t seed, const std::string& name) {
-  Model<float> m = RandomSoftmaxModel<float>(kD, kK, InputScaling::kNone, seed);
-  m.name = name;
-  v1::ModelFile file = ModelToProto(m);
-  file.set_description(absl::StrCat("seed ", seed));
-  return file;
-}
-
-// Publishes a file the safe way: written beside it, then renamed.
-void Publish(const fs::path& path, uint64_t seed, const std::string& name) {
-  fs::create_directories(path.parent_path());
-  ASSERT_TRUE(WriteModelFile(ModelFor(seed, name), path.string()).ok());
-}
-
-// Publishes version `version` of `name`: the version directory filled
-// aside, then renamed into place.
-void PublishVersion(const fs::path& dir, const std::string& name, int version, uint64_t seed) {
-  const fs::path staging = dir / absl::StrCat(".staging-", name, "-", version);
-  Publish(staging / "model.kmt", seed, name);
-  fs::create_directories(dir / name);
-  fs::rename(staging, dir / name / std::to_string(version));
-}
-
-std::string Bytes(uint64_t seed, const std::string& name) {
-  std::string bytes;
-  EXPECT_TRUE(ModelFor(seed, name).SerializeToString(&bytes));
-  return bytes;
-}
-
-// A batch the models of ModelFor take.
-v1::ClusterRequest Batch(const std::string& model, int64_t version = 0) {
-  v1::ClusterRequest r;
-  r.set_model(model);
-  r.set_model_version(version);
-  r.set_n(24);
-  r.set_d(kD);
-  r.set_k(kK);
-  r.set_iterations(3);
-  r.set_seed(9);
-  for (int i = 0; i < 24 * kD; ++i) r.add_points(static_cast<float>((i * 37) % 11) - 5.0f);
-  return r;
-}
-
-// What the weights of `seed` answer to Batch, computed here.
+// What the weights of `seed` answer to ModelBatch, computed here.
 std::vector<float> Expected(uint64_t seed) {
   absl::StatusOr<Model<float>> weights = ModelFromProto<float>(ModelFor(seed, "x"));
   EXPECT_TRUE(weights.ok()) << weights.status();
   absl::StatusOr<ServedModel<float>> model = ServedModel<float>::FromWeights(*weights, "");
   EXPECT_TRUE(model.ok()) << model.status();
-  absl::StatusOr<RunResult<float>> run = Cluster(*model, *BatchFromRequest(Batch("x")));
+  absl::StatusOr<RunResult<float>> run = Cluster(*model, *BatchFromRequest(ModelBatch("x")));
   EXPECT_TRUE(run.ok()) << run.status();
   v1::ClusterResponse response;
-  FillResponse(Batch("x"), *run, &response);
+  FillResponse(ModelBatch("x"), *run, &response);
   return {response.centers().begin(), response.centers().end()};
 }
 
@@ -191,7 +143,7 @@ class BusyStream {
  public:
   BusyStream(v1::KMeansTransformer::Stub* stub, const std::string& model)
       : stream_(stub->Cluster(&context_)), thread_([this, model] {
-          const v1::ClusterRequest request = Batch(model);
+          const v1::ClusterRequest request = ModelBatch(model);
           while (!stop_) {
             v1::ClusterResponse response;
             if (!stream_->Write(request) || !stream_->Read(&response)) break;
@@ -267,7 +219,7 @@ TEST_F(ModelRepository, ACorruptFileBesideAGoodOneIsRefusedAndTheGoodOneServes) 
   Publish(dir_ / "good.kmt", 1, "good");
   std::ofstream(dir_ / "bad.kmt") << "not a model";
   Start();
-  EXPECT_FALSE(Run(Batch("good")).has_error());
+  EXPECT_FALSE(Run(ModelBatch("good")).has_error());
   const v1::ModelInfo bad = Listed("bad");
   ASSERT_EQ(bad.versions_size(), 1);
   EXPECT_EQ(bad.versions(0).state(), v1::MODEL_VERSION_FAILED);
@@ -276,7 +228,7 @@ TEST_F(ModelRepository, ACorruptFileBesideAGoodOneIsRefusedAndTheGoodOneServes) 
   EXPECT_EQ(Metric("kmt_model_versions{state=\"failed\"}"), 1);
   EXPECT_EQ(HealthStatus(server_->address(), "good").value_or(0), 1);
   EXPECT_EQ(HealthStatus(server_->address(), "bad").value_or(0), 2);  // NOT_SERVING
-  const v1::ClusterResponse refused = Run(Batch("bad"));
+  const v1::ClusterResponse refused = Run(ModelBatch("bad"));
   EXPECT_EQ(refused.error().code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_NE(refused.error().message().find("has no version available"), std::string::npos);
 
@@ -290,7 +242,7 @@ TEST_F(ModelRepository, ACorruptFileBesideAGoodOneIsRefusedAndTheGoodOneServes) 
   EXPECT_EQ(VersionOf("good", 1).state(), v1::MODEL_VERSION_AVAILABLE);
   EXPECT_NE(VersionOf("good", 1).reason().find("the version loaded before serves"),
             std::string::npos);
-  const v1::ClusterResponse still = Run(Batch("good"));
+  const v1::ClusterResponse still = Run(ModelBatch("good"));
   ASSERT_FALSE(still.has_error()) << still.error().message();
   EXPECT_EQ(std::vector<float>(still.centers().begin(), still.centers().end()), Expected(1));
   EXPECT_NE(server_->Log().find("ERROR refused " + (dir_ / "bad.kmt").string()), std::string::npos);
@@ -305,11 +257,11 @@ TEST_F(ModelRepository, APartialWriteIsServedOnceCompleted) {
   std::ofstream(dir_ / "p" / "2" / "model.kmt", std::ios::binary) << bytes.substr(0, 40);
   ASSERT_TRUE(Eventually([&] { return VersionOf("p", 2).version() == 2; }));
   EXPECT_NE(VersionOf("p", 2).state(), v1::MODEL_VERSION_AVAILABLE);
-  EXPECT_EQ(Run(Batch("p")).model_version(), 1);
+  EXPECT_EQ(Run(ModelBatch("p")).model_version(), 1);
   std::ofstream(dir_ / "p" / "2" / "model.kmt", std::ios::binary | std::ios::app)
       << bytes.substr(40);
   ASSERT_TRUE(Eventually([&] { return DefaultVersion("p") == 2; })) << server_->Log();
-  const v1::ClusterResponse r = Run(Batch("p"));
+  const v1::ClusterResponse r = Run(ModelBatch("p"));
   EXPECT_EQ(r.model_version(), 2);
   EXPECT_EQ(std::vector<float>(r.centers().begin(), r.centers().end()), Expected(2));
 }
@@ -321,13 +273,13 @@ TEST_F(ModelRepository, AConfigMapSymlinkSwapServesTheNewFile) {
   fs::create_directory_symlink("..v1", dir_ / "..data");
   fs::create_symlink("..data/s.kmt", dir_ / "s.kmt");
   Start();
-  const v1::ClusterResponse before = Run(Batch("s"));
+  const v1::ClusterResponse before = Run(ModelBatch("s"));
   EXPECT_EQ(std::vector<float>(before.centers().begin(), before.centers().end()), Expected(1));
   Publish(dir_ / "..v2" / "s.kmt", 2, "s");
   fs::create_directory_symlink("..v2", dir_ / "..data_tmp");
   fs::rename(dir_ / "..data_tmp", dir_ / "..data");
   ASSERT_TRUE(Eventually([&] { return Listed("s").description() == "seed 2"; }));
-  const v1::ClusterResponse r = Run(Batch("s"));
+  const v1::ClusterResponse r = Run(ModelBatch("s"));
   EXPECT_EQ(std::vector<float>(r.centers().begin(), r.centers().end()), Expected(2));
   EXPECT_EQ(Metric("kmt_model_loads_total"), 2);
 }
@@ -337,16 +289,16 @@ TEST_F(ModelRepository, ARequestGetsTheLatestVersionOrTheOneItNames) {
   PublishVersion(dir_, "v", 3, 3);
   Start();
   EXPECT_EQ(DefaultVersion("v"), 3);
-  v1::ClusterResponse latest = Run(Batch("v"));
+  v1::ClusterResponse latest = Run(ModelBatch("v"));
   EXPECT_EQ(latest.model_version(), 3);
   EXPECT_EQ(std::vector<float>(latest.centers().begin(), latest.centers().end()), Expected(3));
-  v1::ClusterResponse first = Run(Batch("v", 1));
+  v1::ClusterResponse first = Run(ModelBatch("v", 1));
   EXPECT_EQ(first.model_version(), 1);
   EXPECT_EQ(std::vector<float>(first.centers().begin(), first.centers().end()), Expected(1));
-  const v1::ClusterResponse missing = Run(Batch("v", 2));
+  const v1::ClusterResponse missing = Run(ModelBatch("v", 2));
   EXPECT_EQ(missing.error().code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(missing.error().message(), "model 'v' has no version 2 available; available: 1, 3");
-  EXPECT_EQ(Run(Batch("lloyd-onehot")).model_version(), 1);
+  EXPECT_EQ(Run(ModelBatch("lloyd-onehot")).model_version(), 1);
   EXPECT_EQ(Metric("kmt_model_default_version{model=\"v\"}"), 3);
 }
 
@@ -376,7 +328,7 @@ TEST_F(ModelRepository, ControlRpcsUnloadAndLoadWhenAllowed) {
   }
   EXPECT_EQ(response.model().versions(1).state(), v1::MODEL_VERSION_RETIRED);
   EXPECT_EQ(HealthStatus(server_->address(), "c").value_or(0), 2);
-  EXPECT_EQ(Run(Batch("c")).error().code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Run(ModelBatch("c")).error().code(), grpc::StatusCode::NOT_FOUND);
 
   // With polling off, LoadModel is what reads the directory.
   PublishVersion(dir_, "c", 3, 3);
@@ -388,7 +340,7 @@ TEST_F(ModelRepository, ControlRpcsUnloadAndLoadWhenAllowed) {
   }
   EXPECT_EQ(response.model().default_version(), 3);
   EXPECT_EQ(HealthStatus(server_->address(), "c").value_or(0), 1);
-  EXPECT_EQ(Run(Batch("c")).model_version(), 3);
+  EXPECT_EQ(Run(ModelBatch("c")).model_version(), 3);
   {
     grpc::ClientContext context;
     unload.set_name("lloyd-onehot");

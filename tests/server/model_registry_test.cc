@@ -383,6 +383,32 @@ TEST_F(ModelRegistryTest, AFlatFileCannotTakeAVersionDirectorysName) {
   EXPECT_EQ(registry.Find("v")->info.input_scaling(), "min-max");
 }
 
+// Names are bytes on Linux, but ListModels' strings must be UTF-8: a client
+// refuses a response holding other bytes, so one such file would fail
+// ListModels for everyone.
+TEST_F(ModelRegistryTest, APathThatIsNotUtf8IsRefusedOnceAndNeverListed) {
+  const std::string latin1 = "caf\xe9";  // "cafe" with an accent, in Latin-1
+  std::filesystem::create_directories(dir_ / latin1 / "1");
+  Write(latin1 + "/1/model.kmt", "a", InputScaling::kNone);
+  Write(latin1 + ".kmt", "b", InputScaling::kNone);
+  Write("caf\xc3\xa9.kmt", "utf8", InputScaling::kNone);  // the same name in UTF-8 serves
+  std::vector<std::string> refused;
+  ModelRegistry registry = ModelRegistry::Load(dir_.string(), &refused);
+  const std::string escaped = dir_.string() + "/caf\\xe9";
+  const std::string why = ": its path is not UTF-8, which ListModels cannot carry: rename it";
+  EXPECT_EQ(refused,
+            (std::vector<std::string>{escaped + "/1/model.kmt" + why, escaped + ".kmt" + why}));
+  const v1::ListModelsResponse listed = registry.List();
+  std::string bytes;
+  ASSERT_TRUE(listed.SerializeToString(&bytes));
+  v1::ListModelsResponse parsed;
+  EXPECT_TRUE(parsed.ParseFromString(bytes));  // as a client parses it
+  EXPECT_EQ(parsed.models_size(), 10);
+  EXPECT_EQ(parsed.models(9).name(), "utf8");
+  EXPECT_EQ(parsed.unavailable_size(), 0);
+  EXPECT_TRUE(registry.Scan().refused.empty());  // refused once, not at every scan
+}
+
 TEST_F(ModelRegistryTest, AMissingDirectoryIsReported) {
   std::vector<std::string> refused;
   const ModelRegistry registry = ModelRegistry::Load((dir_ / "missing").string(), &refused);
