@@ -1,6 +1,11 @@
 #include "proto/batch_error.h"
 
 #include <regex>
+#include <string>
+#include <utility>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 
 namespace kmt {
 
@@ -16,12 +21,29 @@ v1::BatchError ToBatchError(const absl::Status& status) {
   if (status.ok()) return error;
   error.set_code(static_cast<int>(status.code()));
   error.set_message(CapStatusMessage(status.message()));
+  if (const std::optional<int64_t> ms = RetryPushbackMs(status)) error.set_retry_pushback_ms(*ms);
   return error;
 }
 
 absl::Status FromBatchError(const v1::BatchError& error) {
   if (error.code() == 0) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(error.code()), error.message());
+  absl::Status status(static_cast<absl::StatusCode>(error.code()), error.message());
+  if (error.has_retry_pushback_ms()) {
+    return WithRetryPushback(std::move(status), error.retry_pushback_ms());
+  }
+  return status;
+}
+
+absl::Status WithRetryPushback(absl::Status status, int64_t ms) {
+  status.SetPayload(kRetryPushbackPayload, absl::Cord(std::to_string(ms)));
+  return status;
+}
+
+std::optional<int64_t> RetryPushbackMs(const absl::Status& status) {
+  const auto payload = status.GetPayload(kRetryPushbackPayload);
+  int64_t ms;
+  if (!payload || !absl::SimpleAtoi(std::string(*payload), &ms)) return std::nullopt;
+  return ms;
 }
 
 std::string RenamePoint(absl::string_view message,

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -20,10 +21,21 @@ namespace kmt {
 inline constexpr size_t kMaxStatusMessageBytes = 1024;
 inline constexpr char kTruncationMark[] = " [truncated]";
 
+// A refusal's retry pushback rides on its status as a payload under this
+// type URL, so that it survives the trips to and from a BatchError.
+inline constexpr char kRetryPushbackPayload[] = "type.kmt.dev/kmt.v1.BatchError.retry_pushback_ms";
+
+// `status` with a retry pushback of `ms` milliseconds (BatchError's
+// retry_pushback_ms: negative means never send again).
+absl::Status WithRetryPushback(absl::Status status, int64_t ms);
+// The pushback `status` carries, if any.
+std::optional<int64_t> RetryPushbackMs(const absl::Status& status);
+
 // `message`, cut to kMaxStatusMessageBytes with kTruncationMark if longer.
 std::string CapStatusMessage(absl::string_view message);
 
-// The status's canonical code and its message, capped. OK gives an empty
+// The status's canonical code, its message, capped, and its retry pushback.
+// OK gives an empty
 // BatchError (code 0), which is what an unset error reads as.
 v1::BatchError ToBatchError(const absl::Status& status);
 

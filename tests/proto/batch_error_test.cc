@@ -50,6 +50,20 @@ TEST(BatchError, LongMessagesAreCutAndSaySo) {
   EXPECT_EQ(cut.code(), static_cast<int>(absl::StatusCode::kNotFound));
 }
 
+TEST(BatchError, ARetryPushbackGoesThereAndBackAndIsUnsetWithoutOne) {
+  for (const int64_t ms : {int64_t{0}, int64_t{250}, int64_t{-1}}) {
+    SCOPED_TRACE(ms);
+    const absl::Status status = WithRetryPushback(absl::ResourceExhaustedError("full"), ms);
+    const v1::BatchError error = ToBatchError(status);
+    ASSERT_TRUE(error.has_retry_pushback_ms());
+    EXPECT_EQ(error.retry_pushback_ms(), ms);
+    EXPECT_EQ(RetryPushbackMs(FromBatchError(error)), ms);
+  }
+  const v1::BatchError none = ToBatchError(absl::ResourceExhaustedError("full"));
+  EXPECT_FALSE(none.has_retry_pushback_ms());
+  EXPECT_EQ(RetryPushbackMs(FromBatchError(none)), std::nullopt);
+}
+
 TEST(BatchError, APointIsNamedAnewByWhereItComesFrom) {
   const auto row = [](int64_t i) { return "row " + std::to_string(4096 + i); };
   EXPECT_EQ(RenamePoint("point 904 has NaN in dimension 2", row),
