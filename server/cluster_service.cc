@@ -2,6 +2,7 @@
 
 #include <grpcpp/alarm.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "proto/batch_error.h"
 #include "proto/reactor_order.h"
 #include "server/batch_runner.h"
 #include "server/grpc_status.h"
@@ -20,7 +22,8 @@
 
 namespace kmt {
 
-// One Cluster stream. Batches are numbered as read; a finished batch waits
+// One Cluster stream, one flow of the worker pool's fair queue (a batch
+// costs its bytes). Batches are numbered as read; a finished batch waits
 // in `ready_` until every earlier one has been written. Reading pauses while
 // `max_in_flight` batches are unanswered. The stream finishes once reading
 // has ended (or the call is cancelled) and every batch read has been
@@ -66,17 +69,35 @@ class ClusterReactor final
     }
     if (read_more) Read();
     if (service_->draining_) {
+      service_->metrics_->RecordRefused("draining");
       Answer(number, *batch, received,
              ErrorResponse(*batch, absl::UnavailableError(
                                        "server is shutting down; send this batch to another "
                                        "replica")));
       return;
     }
-    service_->pool_->Submit([this, number, batch, received] {
+    // Charged before it queues and refused at once if it does not fit:
+    // holding it would let the queue grow with the clients' offer, where
+    // the pushback makes them wait on their side.
+    const int64_t bytes = static_cast<int64_t>(batch->ByteSizeLong());
+    if (absl::Status admitted = service_->held_.Admit(bytes, held_); !admitted.ok()) {
+      service_->metrics_->RecordRefused(
+          RetryPushbackMs(admitted).value_or(0) < 0 ? "larger_than_budget" : "held_bytes");
+      Answer(number, *batch, received, ErrorResponse(*batch, admitted));
+      return;
+    }
+    held_ += bytes;
+    service_->HeldChanged();
+    service_->pool_->Submit(flow_, bytes, [this, number, batch, received, bytes] {
       const double queued = Seconds(received);
       v1::ClusterResponse response = RunBatch(*service_->registry_, service_->limits_, *batch,
                                               [this] { return CallStatus(context_, arrived_); });
       response.mutable_timing()->set_queue_seconds(queued);
+      // The request's bytes go with this task; the response is the
+      // batch's labels and centers, a small part of them.
+      held_ -= bytes;
+      service_->held_.Release(bytes);
+      service_->HeldChanged();
       Answer(number, *batch, received, std::move(response));
     });
   }
@@ -188,6 +209,8 @@ class ClusterReactor final
 
   ClusterService* const service_;
   grpc::CallbackServerContext* const context_;
+  const uint64_t flow_ = service_->pool_->NewFlow();  // the stream's share of the workers
+  std::atomic<int64_t> held_{0};  // bytes of this stream's batches admitted, not yet answered
   const std::chrono::system_clock::time_point arrived_ = std::chrono::system_clock::now();
   v1::ClusterRequest request_;    // the read in progress
   v1::ClusterResponse response_;  // the write in progress
@@ -215,6 +238,7 @@ ClusterService::ClusterService(ModelRegistry* registry, Limits limits, WorkerPoo
       metrics_(metrics),
       max_in_flight_(static_cast<size_t>(max_in_flight)),
       drain_linger_(drain_linger),
+      held_(limits.max_held_bytes),
       resident_(limits.max_resident_bytes),
       job_environment_{.limits = limits,
                        .pool = pool,
@@ -225,7 +249,10 @@ ClusterService::ClusterService(ModelRegistry* registry, Limits limits, WorkerPoo
       control_(std::move(control)),
       reloader_(reloader) {
   metrics_->SetResidentBytes(0, resident_.cap());
+  HeldChanged();
 }
+
+void ClusterService::HeldChanged() { metrics_->SetHeldBytes(held_.held(), held_.budget()); }
 
 grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse>* ClusterService::Cluster(
     grpc::CallbackServerContext* context) {

@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
+#include "server/admission.h"
 #include "server/job_reactor.h"
 #include "server/limits.h"
 #include "server/metrics.h"
@@ -38,10 +39,13 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
  public:
   // `max_in_flight` bounds the batches a stream has read and not yet
   // answered; past it the stream stops reading, and gRPC flow control holds
-  // the client back. limits.max_resident_bytes is the resident cap, resolved
-  // (ResidentCap). While draining, a stream whose batches are all answered
-  // ends `drain_linger` later (ClusterReactor::Advance).
-  // After a LoadModel or UnloadModel, `reloader` publishes what changed.
+  // the client back. limits.max_held_bytes bounds the bytes of the batches
+  // of all streams read and not yet answered; a batch past it is answered
+  // RESOURCE_EXHAUSTED with a retry pushback at once (HeldRequests), and
+  // the stream goes on. Both are resolved (HeldBudget, ResidentCap), as is
+  // limits.max_resident_bytes, the resident cap. While draining, a stream whose batches are all
+  // answered ends `drain_linger` later (ClusterReactor::Advance). After a LoadModel or UnloadModel,
+  // `reloader` publishes what changed.
   ClusterService(ModelRegistry* registry, Limits limits, WorkerPool* pool, Metrics* metrics,
                  int max_in_flight, absl::Duration drain_linger, ModelControl control = {},
                  ModelReloader* reloader = nullptr);
@@ -69,6 +73,8 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
  private:
   friend class ClusterReactor;
 
+  // Publishes the bytes held against the budget.
+  void HeldChanged();
   // OK when this call's client may control models, else PERMISSION_DENIED
   // saying why.
   absl::Status MayControl(const grpc::CallbackServerContext* context) const;
@@ -87,6 +93,7 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
   const absl::Duration drain_linger_;
   std::atomic<bool> draining_{false};
   std::atomic<int> open_streams_{0};  // Cluster and Job streams not yet done
+  HeldRequests held_;
   ResidentMemory resident_;
   const JobEnvironment job_environment_;
   const ModelControl control_;

@@ -16,6 +16,11 @@ struct Limits {
   /// Bytes all resident jobs' shards may hold at once; 0 derives it from
   /// the memory the process may use (ResidentCap).
   int64_t max_resident_bytes = 0;
+  /// Bytes the Cluster batches received and not yet answered may hold at
+  /// once; a batch past it is refused with a retry pushback. 0 derives it
+  /// from the memory the process may use, beside the resident cap
+  /// (HeldBudget, server/admission.h).
+  int64_t max_held_bytes = 0;
 };
 
 }  // namespace kmt

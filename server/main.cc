@@ -57,6 +57,11 @@ ABSL_FLAG(int64_t, max_dense_points, kmt::Limits{}.max_dense_points,
 ABSL_FLAG(int64_t, max_resident_bytes, kmt::Limits{}.max_resident_bytes,
           "most bytes the shards of resident jobs (Job streams) may hold at once; 0: a share of "
           "the memory this process may use (its cgroup's limit, else the machine's)");
+ABSL_FLAG(int64_t, max_held_bytes, kmt::Limits{}.max_held_bytes,
+          "most bytes the Cluster batches received and not yet answered may hold; a batch "
+          "past it is refused RESOURCE_EXHAUSTED with a retry pushback; 0: a quarter of the "
+          "memory this process may use (its cgroup's limit, else the machine's), at most what "
+          "--max_resident_bytes leaves of it");
 ABSL_FLAG(int, max_message_bytes, kmt::ServerOptions{}.max_message_bytes,
           "largest request message accepted");
 ABSL_FLAG(int, workers, kmt::ServerOptions{}.workers,
@@ -102,7 +107,8 @@ ServerOptions OptionsFromFlags() {
                      .max_k = absl::GetFlag(FLAGS_max_k),
                      .max_iterations = absl::GetFlag(FLAGS_max_iterations),
                      .max_dense_points = absl::GetFlag(FLAGS_max_dense_points),
-                     .max_resident_bytes = absl::GetFlag(FLAGS_max_resident_bytes)},
+                     .max_resident_bytes = absl::GetFlag(FLAGS_max_resident_bytes),
+                     .max_held_bytes = absl::GetFlag(FLAGS_max_held_bytes)},
           .max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes),
           .workers = absl::GetFlag(FLAGS_workers),
           .threads_per_batch = absl::GetFlag(FLAGS_threads_per_batch),

@@ -92,7 +92,9 @@ Metrics::Metrics(const ModelRegistry& registry, const std::string& listen)
                   .Register(*registry_);
   queue_ = &prometheus::BuildHistogram()
                 .Name("kmt_queue_seconds")
-                .Help("Time a successful batch waited for a worker after it was received.")
+                .Help(
+                    "Time a successful batch waited for a worker after it was received, by "
+                    "model and size class (small < 1 MiB <= medium < 16 MiB <= large).")
                 .Register(*registry_);
   compute_ = &prometheus::BuildHistogram()
                   .Name("kmt_compute_seconds")
@@ -151,6 +153,24 @@ Metrics::Metrics(const ModelRegistry& registry, const std::string& listen)
                .Help("Resident jobs (Job streams) open now.")
                .Register(*registry_)
                .Add({});
+  held_bytes_ = &prometheus::BuildGauge()
+                     .Name("kmt_held_bytes")
+                     .Help("Bytes of Cluster batches received and not yet answered.")
+                     .Register(*registry_)
+                     .Add({});
+  held_budget_ = &prometheus::BuildGauge()
+                      .Name("kmt_held_limit_bytes")
+                      .Help("The budget on kmt_held_bytes (--max_held_bytes, resolved).")
+                      .Register(*registry_)
+                      .Add({});
+  refused_ = &prometheus::BuildCounter()
+                  .Name("kmt_refused_total")
+                  .Help(
+                      "Batches refused before reaching a worker, by reason: held_bytes (the "
+                      "budget was full; the client was told when to send again), "
+                      "larger_than_budget, draining.")
+                  .Register(*registry_);
+  for (const char* reason : kRefusalReasons) refused_->Add({{"reason", reason}});
   resident_bytes_ = &prometheus::BuildGauge()
                          .Name("kmt_resident_bytes")
                          .Help("Bytes the shards of resident jobs hold now.")
@@ -244,7 +264,10 @@ void Metrics::RecordBatch(const v1::ClusterRequest& request, const v1::ClusterRe
     errors_->Add({{"code", code}}).Increment();
     return;
   }
-  queue_->Add({{"model", model}}, kLatencyBuckets).Observe(response.timing().queue_seconds());
+  queue_
+      ->Add({{"model", model}, {"size", SizeClass(static_cast<int64_t>(request.ByteSizeLong()))}},
+            kLatencyBuckets)
+      .Observe(response.timing().queue_seconds());
   compute_->Add({{"model", model}}, kLatencyBuckets).Observe(response.timing().compute_seconds());
   points_->Add({{"model", model}}).Increment(static_cast<double>(request.n()));
   objective_->Add({{"model", model}}, kObjectiveBuckets)
@@ -295,6 +318,16 @@ void Metrics::SetModels(const ModelRegistry& registry) {
 
 void Metrics::RecordLoadFailure(const std::string& reason) {
   load_failures_->Add({{"reason", reason}}).Increment();
+}
+
+void Metrics::RecordRefused(const std::string& reason) {
+  refused_->Add({{"reason", reason}}).Increment();
+}
+
+const char* SizeClass(int64_t bytes) {
+  if (bytes < (int64_t{1} << 20)) return "small";
+  if (bytes < (int64_t{16} << 20)) return "medium";
+  return "large";
 }
 
 void Metrics::RecordJobEnd(int code) { job_ends_->Add({{"code", CodeName(code)}}).Increment(); }

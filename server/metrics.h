@@ -24,6 +24,16 @@
 
 namespace kmt {
 
+// Why a batch was refused before it reached a worker: the budget of
+// requests held was full (the client is told when to send it again), the
+// batch alone is larger than that budget, or the server is draining.
+inline constexpr const char* kRefusalReasons[] = {"held_bytes", "larger_than_budget", "draining"};
+
+// The size class of a request of `bytes`, the `size` label of
+// kmt_queue_seconds: "small" under 1 MiB (a few thousand points of low
+// dimension), "medium" under 16 MiB, "large" up to the message limit.
+const char* SizeClass(int64_t bytes);
+
 class Metrics {
  public:
   // Starts the /metrics endpoint on `listen` ("host:port", port 0 picks one).
@@ -57,6 +67,14 @@ class Metrics {
   // A model file refused, by reason (kLoadFailureReasons); a version loaded.
   void RecordLoadFailure(const std::string& reason);
   void RecordModelLoaded() { model_loads_->Increment(); }
+  // Admission (server/admission.h): the bytes requests not yet answered
+  // hold out of the budget, and a batch refused, by reason
+  // (kRefusalReasons).
+  void SetHeldBytes(int64_t held, int64_t budget) {
+    held_bytes_->Set(static_cast<double>(held));
+    held_budget_->Set(static_cast<double>(budget));
+  }
+  void RecordRefused(const std::string& reason);
   void SetResidentBytes(int64_t held, int64_t cap) {
     resident_bytes_->Set(static_cast<double>(held));
     resident_cap_->Set(static_cast<double>(cap));
@@ -84,6 +102,9 @@ class Metrics {
   prometheus::Gauge* streams_;
   prometheus::Gauge* jobs_;
   prometheus::Family<prometheus::Counter>* job_ends_;
+  prometheus::Gauge* held_bytes_;
+  prometheus::Gauge* held_budget_;
+  prometheus::Family<prometheus::Counter>* refused_;
   prometheus::Gauge* resident_bytes_;
   prometheus::Gauge* resident_cap_;
   prometheus::Family<prometheus::Gauge>* models_loaded_;

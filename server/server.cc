@@ -25,6 +25,7 @@
 #include "base/memory.h"
 #include "core/simd.h"
 #include "proto/channel_tuning.h"
+#include "server/admission.h"
 #include "server/cluster_service.h"
 #include "server/listen_address.h"
 #include "server/log.h"
@@ -159,7 +160,12 @@ absl::Status RunServer(const ServerOptions& options, const std::string& version)
   }
 
   Limits limits = options.limits;
-  limits.max_resident_bytes = ResidentCap(limits.max_resident_bytes, UsableMemoryBytes());
+  const int64_t usable = UsableMemoryBytes();
+  limits.max_resident_bytes = ResidentCap(limits.max_resident_bytes, usable);
+  const absl::StatusOr<int64_t> held =
+      HeldBudget(limits.max_held_bytes, limits.max_resident_bytes, usable);
+  if (!held.ok()) return held.status();
+  limits.max_held_bytes = *held;
   const int workers = std::max(1, options.workers);
   // The workers first: they keep the process's scheduling policy; the
   // threads started after them may not (NetworkThreadsWaitForWorkers).
@@ -208,7 +214,8 @@ absl::Status RunServer(const ServerOptions& options, const std::string& version)
   Log("INFO", absl::StrCat("serving ", registry.models().size(), " models on port ", port,
                            ", metrics on port ", (*metrics)->port(), ", with ", workers,
                            " workers; resident jobs may hold ", limits.max_resident_bytes,
-                           " bytes; ", DescribeSimd()));
+                           " bytes, requests not yet answered ", limits.max_held_bytes, " bytes; ",
+                           DescribeSimd()));
 
   // Signals are taken here, in order: the first starts the drain, a second
   // ends the process whatever is left.

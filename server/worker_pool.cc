@@ -3,6 +3,8 @@
 #include <omp.h>
 #include <pthread.h>
 
+#include <algorithm>
+
 namespace kmt {
 
 WorkerPool::WorkerPool(int workers, int threads_per_task) {
@@ -20,10 +22,22 @@ WorkerPool::~WorkerPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void WorkerPool::Submit(std::function<void()> task) {
+uint64_t WorkerPool::NewFlow() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_flow_++;
+}
+
+void WorkerPool::Submit(uint64_t flow, int64_t cost, std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    tasks_.push_back(std::move(task));
+    int64_t tag = virtual_time_;
+    if (flow != 0) {
+      Flow& f = flows_[flow];
+      tag = std::max(tag, f.last_tag) + std::max<int64_t>(cost, 0);
+      f.last_tag = tag;
+      ++f.queued;
+    }
+    tasks_.emplace(std::make_pair(tag, submitted_++), Task{flow, std::move(task)});
   }
   ready_.notify_one();
 }
@@ -37,8 +51,14 @@ void WorkerPool::Work(int threads_per_task) {
       std::unique_lock<std::mutex> lock(mu_);
       ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
       if (tasks_.empty()) return;
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
+      auto first = tasks_.begin();
+      virtual_time_ = first->first.first;
+      if (const uint64_t flow = first->second.flow; flow != 0) {
+        auto f = flows_.find(flow);
+        if (--f->second.queued == 0) flows_.erase(f);
+      }
+      task = std::move(first->second.run);
+      tasks_.erase(first);
     }
     task();
   }

@@ -101,11 +101,11 @@ TEST_F(MetricsTest, ABatchMovesItsCountersAndHistograms) {
   EXPECT_EQ(series.at("kmt_points_total{" + m + "}"), 100);
   EXPECT_EQ(series.at("kmt_objective_per_point_sum{" + m + "}"), 2.0);
   EXPECT_EQ(series.at("kmt_layers_sum{" + m + "}"), 5);
-  EXPECT_DOUBLE_EQ(series.at("kmt_queue_seconds_sum{" + m + "}"), 0.001);
+  EXPECT_DOUBLE_EQ(series.at("kmt_queue_seconds_sum{" + m + ",size=\"small\"}"), 0.001);
   EXPECT_DOUBLE_EQ(series.at("kmt_compute_seconds_sum{" + m + "}"), 0.02);
   EXPECT_DOUBLE_EQ(series.at("kmt_request_duration_seconds_sum{code=\"OK\"," + m + "}"), 0.03);
   // Queue and compute time are those of successful batches only.
-  EXPECT_EQ(series.count("kmt_queue_seconds_count{model=\"unknown\"}"), 0u);
+  EXPECT_EQ(series.count("kmt_queue_seconds_count{model=\"unknown\",size=\"small\"}"), 0u);
   EXPECT_EQ(series.at("kmt_request_duration_seconds_count{code=\"INVALID_ARGUMENT\",model="
                       "\"unknown\"}"),
             1);

@@ -2,8 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
 namespace kmt {
 namespace {
@@ -42,6 +49,99 @@ TEST(WorkerPool, TasksRunOnTheNamedWorkersAtOnce) {
   }
   EXPECT_EQ(threads.size(), 2u);
   EXPECT_EQ(names, (std::vector<std::string>{"kmt-worker", "kmt-worker"}));
+}
+
+// The order in which one worker takes tasks: the worker is held by a first
+// task until every task under test is queued, so the queue alone decides.
+class QueueOrder {
+ public:
+  QueueOrder() {
+    pool_.emplace(1, 1);
+    pool_->Submit([this] {
+      std::unique_lock<std::mutex> lock(mu_);
+      released_.wait(lock, [this] { return open_; });
+    });
+  }
+  // A task that records `name` when it runs.
+  std::function<void()> Record(std::string name) {
+    return [this, name] {
+      std::lock_guard<std::mutex> lock(mu_);
+      order_.push_back(name);
+    };
+  }
+  WorkerPool& pool() { return *pool_; }
+  // Lets the worker go, waits for every task and returns their order.
+  std::vector<std::string> Run() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    released_.notify_all();
+    pool_.reset();
+    return order_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable released_;
+  bool open_ = false;
+  std::vector<std::string> order_;
+  std::optional<WorkerPool> pool_;  // last: its tasks use the members above
+};
+
+TEST(WorkerPool, ASmallTaskOfAnIdleFlowGoesBeforeAQueueOfLargeOnes) {
+  QueueOrder queue;
+  const uint64_t large = queue.pool().NewFlow(), small = queue.pool().NewFlow();
+  for (int i = 0; i < 4; ++i) {
+    queue.pool().Submit(large, 64 << 20, queue.Record("large" + std::to_string(i)));
+  }
+  queue.pool().Submit(small, 64 << 10, queue.Record("small"));
+  EXPECT_EQ(queue.Run(),
+            (std::vector<std::string>{"small", "large0", "large1", "large2", "large3"}));
+}
+
+TEST(WorkerPool, BackloggedFlowsShareTheWorkersByCost) {
+  QueueOrder queue;
+  const uint64_t a = queue.pool().NewFlow(), b = queue.pool().NewFlow();
+  for (int i = 0; i < 6; ++i) queue.pool().Submit(a, 100, queue.Record("a"));
+  for (int i = 0; i < 3; ++i) queue.pool().Submit(b, 200, queue.Record("b"));
+  // Tags a: 100..600, b: 200, 400, 600; a tie goes to the task queued first.
+  EXPECT_EQ(queue.Run(), (std::vector<std::string>{"a", "a", "b", "a", "a", "b", "a", "a", "b"}));
+}
+
+TEST(WorkerPool, TasksWithoutAFlowGoFirstInTheOrderSubmitted) {
+  QueueOrder queue;
+  const uint64_t flow = queue.pool().NewFlow();
+  queue.pool().Submit(flow, 1, queue.Record("batch0"));
+  queue.pool().Submit(flow, 1, queue.Record("batch1"));
+  queue.pool().Submit(queue.Record("step0"));
+  queue.pool().Submit(queue.Record("step1"));
+  EXPECT_EQ(queue.Run(), (std::vector<std::string>{"step0", "step1", "batch0", "batch1"}));
+}
+
+TEST(WorkerPool, ALargeTaskIsNotStarvedByEverNewFlowsOfSmallOnes) {
+  // Each small task, when it runs, queues the next on a flow of its own, as
+  // clients that open a stream per batch would; the large task must run
+  // once small tasks of its own cost have run before it.
+  constexpr int kSmall = 100, kLarge = 1000, kTasks = 50;
+  std::vector<std::string> order;  // written by the one worker only
+  std::function<void(int)> small;
+  std::mutex gate;
+  {
+    WorkerPool pool(1, 1);
+    gate.lock();
+    pool.Submit([&gate] { std::lock_guard<std::mutex> hold(gate); });
+    small = [&](int i) {
+      order.push_back("small");
+      if (i + 1 < kTasks) pool.Submit(pool.NewFlow(), kSmall, [&small, i] { small(i + 1); });
+    };
+    pool.Submit(pool.NewFlow(), kLarge, [&order] { order.push_back("large"); });
+    pool.Submit(pool.NewFlow(), kSmall, [&small] { small(0); });
+    gate.unlock();
+  }
+  ASSERT_EQ(order.size(), static_cast<size_t>(kTasks + 1));
+  const auto large = std::find(order.begin(), order.end(), "large");
+  EXPECT_LE(large - order.begin(), kLarge / kSmall);
 }
 
 }  // namespace
