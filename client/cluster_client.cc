@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -19,8 +20,22 @@ namespace {
 struct Entry {
   int64_t index = 0;  // position in the caller's request order
   int attempts = 0;   // sends so far
+  int pushbacks = 0;  // sends the server pushed back so far
   v1::ClusterRequest request;
 };
+
+// The pause a batch's refusal asks for before it is sent again, if it asks
+// for one (RESOURCE_EXHAUSTED with a retry pushback of 0 or more) and the
+// batch has pushbacks left.
+std::optional<absl::Duration> Pushback(const v1::ClusterResponse& response, int pushbacks,
+                                       const ClientOptions& options) {
+  const absl::Status status = FromBatchError(response.error());
+  const std::optional<int64_t> ms = RetryPushbackMs(status);
+  if (!absl::IsResourceExhausted(status) || !ms || *ms < 0 || pushbacks >= options.max_pushbacks) {
+    return std::nullopt;
+  }
+  return absl::Milliseconds(*ms);
+}
 
 // Whether a stream that ended so leaves its unanswered batches to be sent
 // again: it ended early (OK) or lost its server (UNAVAILABLE).
@@ -89,6 +104,8 @@ struct Client::Shared {
   // that cannot connect fails each stream before a batch is written, so the
   // batches' own attempts would never count up.
   int failed_streams = 0;
+  // When the batches the server pushed back may go out again.
+  std::optional<absl::Time> resume_at;
   absl::Status failure;
 
   // All sent, all answered, or failed: nothing left for any stream.
@@ -176,6 +193,16 @@ class Client::Stream final
       // once this one has ended.
       stop_sending_ = true;
       ++client_->resent_;
+      requeue_.push_back(std::move(entry));
+    } else if (const std::optional<absl::Duration> pause =
+                   Pushback(response_, entry->pushbacks, client_->options_)) {
+      // The server's budget is full: this batch, and the ones after it,
+      // go out on a fresh stream once the pause has passed.
+      stop_sending_ = true;
+      ++entry->pushbacks;
+      ++client_->resent_;
+      const absl::Time resume = absl::Now() + *pause;
+      shared_->resume_at = std::max(shared_->resume_at.value_or(resume), resume);
       requeue_.push_back(std::move(entry));
     } else {
       shared_->Deliver(entry->index, std::move(response_));
@@ -278,11 +305,18 @@ absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& si
     if (shared.Over() && shared.active_streams == 0) break;
     if (!shared.Work() || shared.active_streams >= options_.streams) continue;
     if (!first && (!shared.retry.empty() || shared.failed_streams > 0)) {
-      // Back off before a stream that re-sends, more after each failure.
+      // Back off before a stream that re-sends, more after each failure; or
+      // as long as the server asked, the pushback replacing the backoff.
       const int attempts = std::max(shared.failed_streams,
                                     shared.retry.empty() ? 0 : shared.retry.front()->attempts);
+      const std::optional<absl::Time> resume = shared.resume_at;
+      shared.resume_at.reset();
       lock.unlock();
-      BackOff(attempts);
+      if (resume) {
+        absl::SleepFor(*resume - absl::Now());
+      } else {
+        BackOff(attempts);
+      }
       lock.lock();
       if (!shared.Work()) continue;
     }
@@ -296,7 +330,7 @@ absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& si
 
 absl::StatusOr<v1::ClusterResponse> ClusterSession::Send(const v1::ClusterRequest& request) {
   const ClientOptions& options = client_->options_;
-  for (int attempts = 1;; ++attempts) {
+  for (int attempts = 1, pushbacks = 0;; ++attempts) {
     if (stream_ == nullptr) {
       context_ = std::make_unique<grpc::ClientContext>();
       if (options.stream_timeout != absl::InfiniteDuration()) {
@@ -308,6 +342,15 @@ absl::StatusOr<v1::ClusterResponse> ClusterSession::Send(const v1::ClusterReques
     ++sent_;
     v1::ClusterResponse response;
     if (stream_->Write(request) && stream_->Read(&response)) {
+      // The server's budget is full: the same stream carries the batch
+      // again after the pause the server asked for.
+      if (const std::optional<absl::Duration> pause = Pushback(response, pushbacks, options)) {
+        ++pushbacks;
+        --attempts;
+        ++client_->resent_;
+        absl::SleepFor(*pause);
+        continue;
+      }
       // A draining server answers UNAVAILABLE: the batch goes out again on a
       // fresh stream. A stream with a deadline carries one request.
       const bool unavailable = absl::IsUnavailable(FromBatchError(response.error()));

@@ -3,7 +3,10 @@
 // batches with responses delivered in request order. The server is
 // stateless, so a batch answered UNAVAILABLE, or left unanswered by a stream
 // that broke with UNAVAILABLE, is sent again on a new stream (which
-// round-robin may place on another replica).
+// round-robin may place on another replica). A batch the server refused
+// with a retry pushback (its budget of requests held was full) is sent again
+// after the pause the pushback asks for, in place of the client's own
+// backoff, as gRPC's retries honour grpc-retry-pushback-ms.
 #ifndef KMT_CLIENT_CLUSTER_CLIENT_H_
 #define KMT_CLIENT_CLUSTER_CLIENT_H_
 
@@ -28,8 +31,13 @@ struct ClientOptions {
   std::string load_balancing = "round_robin";  ///< gRPC policy: round_robin or pick_first
   int max_message_bytes = kMaxMessageBytes;    ///< largest message sent or received
   int max_attempts = 3;  ///< sends of one batch on UNAVAILABLE, the first included
-  int window = 8;        ///< batches in flight on one stream
-  int streams = 1;       ///< streams at once; round-robin spreads them over replicas
+  /// Times one batch is sent again after the server pushed back (a batch
+  /// refused RESOURCE_EXHAUSTED with a retry pushback: its budget of
+  /// requests held was full), each after the pause the server asked for;
+  /// past them, the refusal is the batch's answer.
+  int max_pushbacks = 8;
+  int window = 8;   ///< batches in flight on one stream
+  int streams = 1;  ///< streams at once; round-robin spreads them over replicas
   /// Batches one stream carries before it ends and a new one is balanced
   /// anew: streams spread over replicas that became ready (or were added)
   /// after the first ones were opened.
@@ -58,7 +66,8 @@ class Client {
   // gRPC's threads under a lock, one call at a time, and must not block long.
   absl::Status Cluster(const RequestSource& source, const ResponseSink& sink);
 
-  // Batches sent again after UNAVAILABLE, over this client's life.
+  // Batches sent again after UNAVAILABLE or a pushback, over this client's
+  // life.
   int64_t resent() const { return resent_; }
 
  private:
@@ -77,7 +86,9 @@ class Client {
 // the last response (a mini-batch's steps), a request then costs a round trip
 // rather than a stream's set-up. As in Client::Cluster, a batch answered
 // UNAVAILABLE, or left unanswered by a stream that ended, goes out again on
-// a new stream, up to `max_attempts` sends; a new stream also follows every
+// a new stream, up to `max_attempts` sends, and one the server pushed back
+// goes out again on the same stream after the pause it asked for, up to
+// `max_pushbacks` times; a new stream also follows every
 // `batches_per_stream` requests, for round-robin to balance. With a finite
 // `stream_timeout`, the deadline of each request, every request has a stream
 // of its own. One thread at a time; the stream ends with the session, which
