@@ -51,7 +51,7 @@ class AlertsTest(unittest.TestCase):
     def test_the_alerts_operators_page_on(self):
         self.assertEqual(set(alert_rules()), {
             "KmtServerErrors", "KmtLatencyP99High", "KmtTargetDown", "KmtLearnedModelsMissing",
-            "KmtNoTraffic", "KmtObjectiveDrift", "KmtModelLoadFailed"})
+            "KmtNoTraffic", "KmtObjectiveDrift", "KmtModelLoadFailed", "KmtOverloaded"})
 
     def test_expected_learned_models_are_the_shipped_files(self):
         shipped = len(glob.glob(os.path.join(SOURCE_DIR, "models/*.kmt")))
@@ -64,7 +64,7 @@ class AlertsTest(unittest.TestCase):
         self.assertEqual(config["rule_files"], ["alerts.yml"])
         result = promtool("check", "config", os.path.join(deploy, "prometheus/prometheus.yml"))
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-        self.assertIn("SUCCESS: 11 rules found", result.stdout)
+        self.assertIn("SUCCESS: 13 rules found", result.stdout)
         compose = load(os.path.join(deploy, "compose.yaml"))["services"]["prometheus"]
         self.assertIn("./prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro",
                       compose["volumes"])
