@@ -9,6 +9,15 @@
 #   scripts/sanitize.sh thread     [CTEST_ARGS...]  ThreadSanitizer, build-tsan/, the tests
 #                                                   labelled `concurrent` unless CTEST_ARGS
 #                                                   select
+#   scripts/sanitize.sh stress-ci                   the tests labelled `stress`, KMT_STRESS_SECONDS
+#                                                   (default 10) each, under AddressSanitizer +
+#                                                   UBSan (build-fuzz/, as address-ci) and then
+#                                                   ThreadSanitizer (build-tsan/), building only
+#                                                   kmt-server and the stress test programs
+#   scripts/sanitize.sh stress                      the same, 120 s each unless KMT_STRESS_SECONDS
+#                                                   says otherwise
+# (address-stress and thread-stress are stress-ci's two halves, one
+# sanitizer each.)
 # Every instrumented process (the tests, and the kmt-server and kmt programs
 # they start) writes its reports to DIR/reports/: a report fails the test it
 # happens in, and any report file fails the script, so that a report in a
@@ -16,19 +25,41 @@
 # are for third-party code only, each with its reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-kind=${1:?usage: scripts/sanitize.sh address|address-ci|thread [ctest args]}
+kind=${1:?usage: scripts/sanitize.sh address|address-ci|thread|stress|stress-ci [ctest args]}
 shift
 here=$(pwd)
 targets=(all)
-if [[ $kind == address-ci && $# -gt 0 ]]; then
-  echo "sanitize: address-ci runs its own programs and takes no ctest arguments" >&2
+if [[ $kind =~ ^(address-ci|stress|stress-ci)$ && $# -gt 0 ]]; then
+  echo "sanitize: $kind runs its own programs and takes no ctest arguments" >&2
   exit 2
 fi
+if [[ $kind == stress || $kind == stress-ci ]]; then
+  # The tests labelled `stress` (tests/CMakeLists.txt): the model directory
+  # read every few milliseconds while its files change and every user of the
+  # registry races it. Each sanitizer runs them in its own build: a failure
+  # under the first does not hide what the second reports.
+  default_seconds=10
+  [[ $kind == stress ]] && default_seconds=120
+  export KMT_STRESS_SECONDS=${KMT_STRESS_SECONDS:-$default_seconds}
+  status=0
+  "$0" address-stress || status=$?
+  "$0" thread-stress || status=$?
+  exit "$status"
+fi
 case "$kind" in
-  address | address-ci)
+  address | address-ci | address-stress)
     dir=build-asan
     configure=(-DKMT_SANITIZE=address,undefined)
     default_tests=()
+    if [[ $kind == address-stress ]]; then
+      # On the fuzz targets' libraries, as address-ci: the server and the
+      # stress tests are all that is compiled beyond them.
+      dir=build-fuzz
+      export CXX=clang++
+      configure=(-DKMT_FUZZ=ON)
+      targets=(kmt-server tests-stress)
+      default_tests=(-L stress)
+    fi
     if [[ $kind == address-ci ]]; then
       # The tests labelled `input` (tests/CMakeLists.txt): what turns outside
       # bytes into values, and the code that checks and runs them. The
@@ -48,7 +79,7 @@ case "$kind" in
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan
     export LSAN_OPTIONS=suppressions=$here/scripts/lsan.supp:print_suppressions=0
     ;;
-  thread)
+  thread | thread-stress)
     dir=build-tsan
     configure=(-DKMT_SANITIZE=thread)
     reports=$here/$dir/reports
@@ -72,9 +103,13 @@ case "$kind" in
     # client and two replicas against the server; not the tests whose bounds
     # ThreadSanitizer itself breaks.
     default_tests=(-L concurrent)
+    if [[ $kind == thread-stress ]]; then
+      targets=(kmt-server tests-stress)
+      default_tests=(-L stress)
+    fi
     ;;
   *)
-    echo "sanitize: unknown kind '$kind' (address, address-ci or thread)" >&2
+    echo "sanitize: unknown kind '$kind' (address, address-ci, thread, stress or stress-ci)" >&2
     exit 2
     ;;
 esac
