@@ -24,8 +24,11 @@
 namespace kmt {
 namespace {
 
-// Failures after which the shard goes to another replica: the replica is
-// gone, restarting or shutting down. Other codes are the job's own errors.
+// Stream failures after which the shard goes to another replica: the
+// replica is gone, restarting or draining (a drained replica ends its job
+// streams UNAVAILABLE). Other codes are the job's own errors, and so is
+// RESOURCE_EXHAUSTED: a replica without room for a shard, or one asking its
+// clients to back off, is up and says so.
 bool ReplicaFailed(absl::StatusCode code) {
   return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kCancelled ||
          code == absl::StatusCode::kAborted || code == absl::StatusCode::kUnknown ||
@@ -80,6 +83,9 @@ class JobStream {
     ++unanswered_;
     return absl::OkStatus();
   }
+
+  // The stream broke (as opposed to a step answering an error inside it).
+  bool broken() const { return !failure_.ok(); }
 
   // The next step's response, its labels gathered from the responses that
   // follow it; a step's error arrives inside it, a broken stream as the
@@ -195,7 +201,7 @@ class ReplicaShards::Impl {
     for (std::thread& t : threads) t.join();
     for (size_t s = 0; s < shards_.size(); ++s) {
       if (results[s].ok()) continue;
-      if (!ReplicaFailed(results[s].code())) return Named(s, results[s]);
+      if (!ReplicaGone(shards_[s], results[s])) return Named(s, results[s]);
       if (absl::Status moved = Move(s, results[s]); !moved.ok()) return moved;
     }
     return absl::OkStatus();
@@ -242,7 +248,7 @@ class ReplicaShards::Impl {
       std::vector<size_t> again;
       for (size_t s : pending) {
         if (failed[s].ok()) continue;
-        if (!ReplicaFailed(failed[s].code())) return Named(s, failed[s]);
+        if (!ReplicaGone(shards_[s], failed[s])) return Named(s, failed[s]);
         if (absl::Status moved = Move(s, failed[s]); !moved.ok()) return moved;
         again.push_back(s);
       }
@@ -362,9 +368,20 @@ class ReplicaShards::Impl {
     return absl::OkStatus();
   }
 
+  // Whether `status`, a failure of the shard's load or step, says its
+  // replica is gone: its stream broke with one of ReplicaFailed's codes. A
+  // failure to read the points (the source's) or an error the replica
+  // answered is the job's.
+  static bool ReplicaGone(const Shard& shard, const absl::Status& status) {
+    return shard.stream != nullptr && shard.stream->broken() && ReplicaFailed(status.code());
+  }
+
   // After `why`, the shard's replica is taken as gone and the shard goes to
-  // the live replica with the fewest shards.
-  absl::Status Move(size_t s, const absl::Status& why) {
+  // the live replica with the fewest shards. A replica that fails the load
+  // in turn is taken as gone for its own failure, which becomes `why`: the
+  // job's error, if no replica is left, names the last replica tried and
+  // what it did.
+  absl::Status Move(size_t s, absl::Status why) {
     Shard& shard = shards_[s];
     for (;;) {
       alive_[shard.server] = false;
@@ -386,9 +403,10 @@ class ReplicaShards::Impl {
                                   " and repeating the step"));
       }
       shard.server = best;
-      const absl::Status loaded = Load(&shard);
+      absl::Status loaded = Load(&shard);
       if (loaded.ok()) return loaded;
-      if (!ReplicaFailed(loaded.code())) return Named(s, loaded);
+      if (!ReplicaGone(shard, loaded)) return Named(s, loaded);
+      why = std::move(loaded);
     }
   }
 

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -48,6 +49,41 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out, const 
 }
 
 int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+// Waits up to `timeout` for the child `*pid` to exit; its exit code (-1 on
+// timeout or death by a signal), *pid then -1.
+int WaitFor(pid_t* pid, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (*pid > 0 && absl::Now() < deadline) {
+    int status;
+    if (waitpid(*pid, &status, WNOHANG) == *pid) {
+      *pid = -1;
+      return ExitCode(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+void KillAndReap(pid_t pid) {
+  if (pid > 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+}
+
+// Whether a TCP connection to the loopback port is refused.
+bool Refused(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool refused = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 &&
+                       errno == ECONNREFUSED;
+  close(fd);
+  return refused;
+}
 
 }  // namespace
 
@@ -102,38 +138,52 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::strin
   return nullptr;
 }
 
-ServerProcess::~ServerProcess() {
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-}
+ServerProcess::~ServerProcess() { KillAndReap(pid_); }
 
 void ServerProcess::Signal(int signal) {
   if (pid_ > 0) kill(pid_, signal);
 }
 
-int ServerProcess::Wait(absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (pid_ > 0 && absl::Now() < deadline) {
-    int status;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return ExitCode(status);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return -1;
-}
+int ServerProcess::Wait(absl::Duration timeout) { return WaitFor(&pid_, timeout); }
 
 int ServerProcess::Terminate(absl::Duration timeout) {
   Signal(SIGTERM);
   return Wait(timeout);
 }
 
+bool ServerProcess::Drain(absl::Duration timeout) {
+  Signal(SIGTERM);
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!Refused(port_)) {
+    if (absl::Now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 std::string ServerProcess::Log() const { return ReadFile(dir_ + "/stderr"); }
 
 std::string ServerBinary() { return KMT_SERVER_BINARY; }
+
+std::unique_ptr<ProgramProcess> ProgramProcess::Start(const std::vector<std::string>& argv) {
+  static int started = 0;
+  auto program = std::unique_ptr<ProgramProcess>(new ProgramProcess);
+  program->dir_ = TempDir("program" + std::to_string(started++));
+  program->pid_ = Spawn(argv, program->dir_ + "/stdout", program->dir_ + "/stderr");
+  if (program->pid_ < 0) return nullptr;
+  return program;
+}
+
+ProgramProcess::~ProgramProcess() { KillAndReap(pid_); }
+
+void ProgramProcess::Signal(int signal) {
+  if (pid_ > 0) kill(pid_, signal);
+}
+
+int ProgramProcess::Wait(absl::Duration timeout) { return WaitFor(&pid_, timeout); }
+
+std::string ProgramProcess::Out() const { return ReadFile(dir_ + "/stdout"); }
+std::string ProgramProcess::Err() const { return ReadFile(dir_ + "/stderr"); }
 
 int RunProgram(const std::vector<std::string>& argv, std::string* out, std::string* err) {
   static int runs = 0;

@@ -27,6 +27,10 @@ class ServerProcess {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   // Sends SIGTERM and waits up to `timeout`; the exit code, or -1.
   int Terminate(absl::Duration timeout);
+  // Sends SIGTERM and returns once the port refuses connections: the drain
+  // has begun (at once with --not_serving_delay=0s), and every stream's next
+  // request is answered UNAVAILABLE. False if that takes over `timeout`.
+  bool Drain(absl::Duration timeout);
   void Signal(int signal);
   // Waits for exit; the exit code, or -1 on timeout or death by a signal.
   int Wait(absl::Duration timeout);
@@ -37,6 +41,25 @@ class ServerProcess {
   pid_t pid_ = -1;
   int port_ = 0;
   int metrics_port_ = 0;
+  std::string dir_;
+};
+
+// A program running in the background, its standard output and error
+// going to files; killed with SIGKILL if it still runs when destroyed.
+class ProgramProcess {
+ public:
+  static std::unique_ptr<ProgramProcess> Start(const std::vector<std::string>& argv);
+  ~ProgramProcess();
+
+  void Signal(int signal);
+  // Waits for exit; the exit code, or -1 on timeout or death by a signal.
+  int Wait(absl::Duration timeout);
+  // What it wrote to its standard output and error so far.
+  std::string Out() const;
+  std::string Err() const;
+
+ private:
+  pid_t pid_ = -1;
   std::string dir_;
 };
 
