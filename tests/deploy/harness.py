@@ -91,6 +91,17 @@ class Server:
                 total += float(line.rsplit(" ", 1)[1])
         return total
 
+    def drain(self):
+        """SIGTERM, and returns once the port refuses connections: the drain
+        has begun (at once with --not_serving_delay=0s), and every stream's
+        next request is answered UNAVAILABLE."""
+        self.proc.send_signal(signal.SIGTERM)
+
+        def refused():
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", self.port)) != 0
+        wait_for(refused, what="the server to drain")
+
     def kill(self):
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()

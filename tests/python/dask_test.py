@@ -4,7 +4,8 @@ same initial centers (with and without sample_weight, with an empty cluster
 relocated, from a dask DataFrame), the same initial centers as kmt.KMeans's
 for the same seed (k-means‖, k-means++, random), the blocks mapped through
 the service by predict, transform and score, a worker and a replica killed
-mid-fit without changing the result, and bad input refused."""
+and a replica drained (SIGTERM) mid-fit without changing the result, and bad
+input refused."""
 import os
 import signal
 import unittest
@@ -315,6 +316,22 @@ class DaskFaultTest(unittest.TestCase):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ResourceWarning)
             self.run_killed(kill)
+
+    def test_a_replica_drained_mid_fit_changes_nothing(self):
+        # As a rolling update drains a pod: b ends its streams UNAVAILABLE
+        # at their next step, and their blocks go to a.
+        failed = []
+        taken_as_gone = kmt.dask.job.DaskJob._failed
+
+        def noted(job, shard, status):
+            failed.append(status)
+            return taken_as_gone(job, shard, status)
+        with mock.patch.object(kmt.dask.job.DaskJob, "_failed", noted):
+            self.run_killed(self.b.drain)
+        self.assertTrue(failed)
+        for _, code, message in failed:
+            self.assertEqual(code.name, "UNAVAILABLE")
+            self.assertIn("server is shutting down", message)
 
 
 if __name__ == "__main__":

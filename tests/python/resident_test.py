@@ -3,14 +3,16 @@ k-means++ over the shards chooses the server's centers for the seed,
 k-means‖ the C++ coordinator's (`kmt cluster --init='kmeans||'`), Lloyd's
 over the shards equals Lloyd's on all points at once, and a replica killed
 during the iterations, during k-means++ or during k-means‖ changes
-nothing. A job that ends as its client meant it to is counted OK on the
-replica, not CANCELLED."""
+nothing, nor does one drained (SIGTERM) in the middle of a kmt.KMeans fit.
+A job that ends as its client meant it to is counted OK on the replica,
+not CANCELLED."""
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 import numpy as np
 
@@ -220,6 +222,44 @@ class ResidentFaultTest(unittest.TestCase):
         # takes the groups of centers of the rounds before into their
         # distances, to the bit.
         self.check_same(*self.run_killed("k-means||: round 2 ", init="kmeans||"))
+
+
+class ResidentDrainTest(unittest.TestCase):
+    def test_a_replica_drained_mid_fit_changes_nothing(self):
+        """kmt.KMeans as a resident job (batch_size below n) on two replicas,
+        b drained after the second iteration, as a rolling update drains a
+        pod: its streams end UNAVAILABLE at their next step, the driver
+        (kmt._driver) moves b's shards to a and the fit equals a fit without
+        the drain, to the bit."""
+        a = Server("--model_dir=", "--workers=1")
+        b = Server("--model_dir=", "--workers=1")
+        try:
+            options = dict(n_clusters=K, n_init=1, max_iter=6, tol=0.0, random_state=4,
+                           server=f"ipv4:{a.address},{b.address}",
+                           batch_size=len(POINTS) // 3, streams_per_server=2)
+            clean = kmt.KMeans(**options).fit(POINTS)
+            self.assertEqual(clean.n_iter_, 6)
+            news = []
+            fit_resident = kmt.resident.fit_resident
+
+            def drained_at_step_2(*args, **kwargs):
+                def log(line):
+                    news.append(line)
+                    if line.startswith(("step 2 ", "step 2,")):
+                        b.drain()
+                return fit_resident(*args, log=log, **kwargs)
+            with mock.patch.object(kmt.resident, "fit_resident", drained_at_step_2):
+                drained = kmt.KMeans(**options).fit(POINTS)
+            moved = [line for line in news
+                     if f"{b.address} failed (UNAVAILABLE: server is shutting down" in line]
+            self.assertEqual(len(moved), 2, news)  # b held two of the four shards
+            np.testing.assert_array_equal(drained.cluster_centers_, clean.cluster_centers_)
+            np.testing.assert_array_equal(drained.labels_, clean.labels_)
+            self.assertEqual(drained.inertia_, clean.inertia_)
+            self.assertEqual(drained.n_iter_, clean.n_iter_)
+        finally:
+            a.stop()
+            b.stop()
 
 
 if __name__ == "__main__":

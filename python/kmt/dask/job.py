@@ -7,9 +7,14 @@ Dask runs its load task on (where the block is), on replica i mod R at first.
 A round is one task per worker holding shards; the answers come back in block
 order, so sums added in that order give the same bits wherever the shards
 are. A shard whose worker died (Dask runs the task on another worker, which
-answers `missing`) or whose replica failed (`failed`; that replica is not
-used again) is loaded again, its block recomputed by Dask if it was lost,
-and asked the same step again: the result does not change."""
+answers `missing`) or whose replica failed (`failed`: it died, or it was
+drained and ended the stream UNAVAILABLE; that replica is not used again)
+is loaded again, its block recomputed by Dask if it was lost, and asked the
+same step again: the result does not change. A replica that fails the load
+in turn is given up for its own failure, which the fit's error names when
+no replica is left. Other codes (RESOURCE_EXHAUSTED among them: the replica
+is up and says why) are the fit's errors, as client/replica_shards.cc has
+it."""
 import collections
 import uuid
 
@@ -224,6 +229,9 @@ class DaskJob:
                                                        workers=[w], allow_other_workers=True,
                                                        pure=False)
                     continue
+                if status[0] == "error":
+                    raise ServiceError(status[1], f"block {block} on "
+                                                  f"{self.servers[shard.replica]}: {status[2]}")
                 if status[0] == "missing":
                     if self.log:
                         self.log(f"block {block}: its worker {shard.worker} is gone; loading it "

@@ -265,7 +265,9 @@ def load(spec, block, index, weights, replica, seeded, groups):
                    spec.chunk_bytes, seeded, groups, spec.float64)
     except ServiceError as e:
         stream.close()
-        if e.code in REPLICA_FAILED:
+        # Only a broken stream is the replica's failure; an answer it gave
+        # (a shard it cannot hold, one that arrived short) is the fit's.
+        if stream.failure is not None and e.code in REPLICA_FAILED:
             return ("failed", e.code, e.message), address, n, total
         raise
     except BaseException:
@@ -283,9 +285,11 @@ def load(spec, block, index, weights, replica, seeded, groups):
 def step(spec, requests, asked, keep_labels):
     """One step on this worker's shards: `asked` lists (block, index into
     `requests`, serialized JobRequests). Returns ({block: ("ok", serialized
-    JobResponse) | ("missing",) | ("failed", code, message)}, {block: labels}),
-    the labels taken out of the responses when `keep_labels`, so that they
-    stay on the worker."""
+    JobResponse) | ("missing",) | ("failed", code, message) | ("error", code,
+    message)}, {block: labels}): "failed" when the replica is gone (its
+    stream broke with a REPLICA_FAILED code: it died or was drained), "error"
+    when the stream ended for the fit's own reason; the labels taken out of
+    the responses when `keep_labels`, so that they stay on the worker."""
     shards = _shards(spec)
     parsed = [pb.JobRequest.FromString(r) for r in requests]
     answers, labels, sent = {}, {}, []
@@ -300,7 +304,8 @@ def step(spec, requests, asked, keep_labels):
         try:
             response = shards[block].receive()
         except ServiceError as e:
-            answers[block] = ("failed", e.code, e.message)
+            answers[block] = ("failed" if e.code in REPLICA_FAILED else "error", e.code,
+                              e.message)
             continue
         if keep_labels and not response.HasField("error"):
             labels[block] = step_labels(response).copy()
