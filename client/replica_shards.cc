@@ -135,6 +135,7 @@ struct Shard {
   std::string seeded_f64;               // the same as float64 bytes, on a float64 shard
   std::vector<std::string> groups;      // k-means‖'s groups of centers taken in, to replay
   std::optional<PointMoments> moments;  // of its points, read at its first load
+  int moves = 0;                        // times it was moved after a failure
 };
 
 }  // namespace
@@ -385,10 +386,12 @@ class ReplicaShards::Impl {
     Shard& shard = shards_[s];
     for (;;) {
       alive_[shard.server] = false;
-      if (++moves_ > options_.max_moves) {
-        return Named(s, absl::Status(why.code(), absl::StrCat("gave up after ", moves_ - 1,
-                                                              " shard moves: ", why.message())));
+      if (++shard.moves > options_.max_moves) {
+        return Named(
+            s, absl::Status(why.code(), absl::StrCat("gave up after ", shard.moves - 1,
+                                                     " moves of this shard: ", why.message())));
       }
+      ++moves_;
       std::vector<int> load(stubs_.size(), 0);
       for (const Shard& other : shards_) ++load[other.server];
       int best = -1;

@@ -3,10 +3,12 @@
 // loaded on one replica's Job stream (several per replica with
 // `streams_per_server`) and kept there for the job. A step's requests are
 // written to every shard's stream before any answer is read, so the
-// replicas compute at once. When a stream fails (its replica died or
-// restarted) the shard is loaded on the live replica with the fewest
-// shards, given back the seeding centers it had taken in, and asked the
-// step again with the same centers, so the result does not change. Points
+// replicas compute at once. When a stream breaks (its replica died,
+// restarted, or was drained: a draining replica ends each stream
+// UNAVAILABLE at its next request) the shard is loaded on the live replica
+// with the fewest shards, given back the seeding centers it had taken in,
+// and asked the step again with the same centers, so the result does not
+// change. Points
 // read as float64 (PointSource64) are loaded as float64 shards.
 #ifndef KMT_CLIENT_REPLICA_SHARDS_H_
 #define KMT_CLIENT_REPLICA_SHARDS_H_
@@ -38,7 +40,10 @@ struct ReplicaShardOptions {
   /// Read each shard's moments at its first load, for MeanVariance.
   bool moments = false;
   int64_t chunk_bytes = 4 << 20;  ///< points per shard message, in bytes
-  int max_moves = 3;              ///< shard moves after failures before the job fails
+  /// Moves of any one shard after failures before the job fails; a replica
+  /// that fails (or is drained) moves each of its shards once, however many
+  /// it holds.
+  int max_moves = 3;
   absl::Duration stream_timeout = absl::InfiniteDuration();  ///< deadline of each stream
   ChannelSecurity security;  ///< TLS settings (proto/transport_security.h); plaintext by default
   /// Called with a line of news (a shard moved), if set.

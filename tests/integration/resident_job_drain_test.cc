@@ -7,9 +7,10 @@
 // the result equals a run without the fault, to the bit. Each moment is
 // taken from the driver's own log, and the fault is complete (the port
 // refuses connections, or the process is gone) before the driver's next
-// step. A job that runs out of replicas names the last one's own failure,
-// and a failure to read the points during a move is the job's, not the
-// replica's.
+// step. A replica holding more shards than a shard may make moves is
+// drained without failing the job; a job that runs out of replicas names
+// the last one's own failure, and a failure to read the points during a
+// move is the job's, not the replica's.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -75,16 +76,16 @@ std::vector<std::unique_ptr<ServerProcess>> StartReplicas(int count) {
   return servers;
 }
 
-// A job of Points() on `servers`, two shards per replica, `log` taking
-// both the driver's and the shards' lines.
+// A job of Points() on `servers`, `streams` shards per replica, `log`
+// taking both the driver's and the shards' lines.
 absl::StatusOr<ResidentJobResult> RunJob(const std::vector<std::string>& servers,
                                          ResidentSeeding seeding,
                                          std::function<void(const std::string&)> log,
-                                         PointSource source = CopyPoints) {
+                                         PointSource source = CopyPoints, int streams = 2) {
   ResidentJobOptions job{.k = kK, .iterations = kIterations, .seed = 4, .seeding = seeding};
   job.log = log;
   return RunResidentJobOnReplicas(
-      {.servers = servers, .streams_per_server = 2, .chunk_bytes = 64 << 10, .log = log},
+      {.servers = servers, .streams_per_server = streams, .chunk_bytes = 64 << 10, .log = log},
       std::move(job), 0, Points().cols(), kD, std::move(source));
 }
 
@@ -173,6 +174,27 @@ TEST_P(ResidentJobDrain, TheShardsMoveAndTheResultDoesNotChange) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Moments, ResidentJobDrain, ::testing::ValuesIn(AllCases()), CaseName);
+
+TEST(ResidentJobDrainMoves, AReplicaHoldingMoreShardsThanMaxMovesIsDrainedWithoutFailingTheJob) {
+  std::vector<std::unique_ptr<ServerProcess>> servers = StartReplicas(2);
+  ASSERT_FALSE(HasFailure());
+  const std::vector<std::string> addresses = Addresses(servers);
+  constexpr int kStreams = 5;  // more than the 3 moves a shard may make
+  const absl::StatusOr<ResidentJobResult> clean =
+      RunJob(addresses, ResidentSeeding::kGreedyKMeansPlusPlus, nullptr, CopyPoints, kStreams);
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  const absl::StatusOr<ResidentJobResult> got = RunJob(
+      addresses, ResidentSeeding::kGreedyKMeansPlusPlus,
+      [&](const std::string& line) {
+        if (absl::StartsWith(line, "step 1 ")) Stop(servers[1].get(), SIGTERM);
+      },
+      CopyPoints, kStreams);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->shard_moves, kStreams);
+  EXPECT_EQ(got->centers, clean->centers);
+  EXPECT_EQ(got->labels, clean->labels);
+  EXPECT_EQ(got->objectives, clean->objectives);
+}
 
 TEST(ResidentJobDrainFailure, AJobWithoutReplicasLeftNamesTheLastReplicasOwnFailure) {
   std::vector<std::unique_ptr<ServerProcess>> servers = StartReplicas(2);
