@@ -146,25 +146,36 @@ bool VersionNumber(const std::string& name, int64_t* version) {
 absl::StatusOr<std::vector<Candidate>> ListDirectory(const std::string& dir) {
   namespace fs = std::filesystem;
   std::vector<Candidate> out;
+  // Iterated with increment(error), not a range-for, whose ++ throws when
+  // reading a directory fails midway (a volume going away): a scan must not
+  // throw, since the poll thread would end the server, and gRPC answers a
+  // LoadModel whose handler throws UNIMPLEMENTED with an empty message.
   std::error_code error;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
-    const std::string name = entry.path().filename().string();
+  const fs::directory_iterator end;
+  for (fs::directory_iterator entry(dir, error); !error && entry != end; entry.increment(error)) {
+    const std::string name = entry->path().filename().string();
     if (name.empty() || name[0] == '.') continue;
     std::error_code ignored;
-    if (fs::is_directory(entry.path(), ignored)) {
+    if (fs::is_directory(entry->path(), ignored)) {
+      // A model directory that cannot be opened offers no version; one
+      // whose reading fails midway fails the whole listing, so that the
+      // versions not reached are not retired.
       std::error_code inner;
-      for (const fs::directory_entry& version : fs::directory_iterator(entry.path(), inner)) {
+      fs::directory_iterator version(entry->path(), inner);
+      const bool opened = !inner;
+      for (; !inner && version != end; version.increment(inner)) {
         int64_t number = 0;
-        if (!VersionNumber(version.path().filename().string(), &number)) continue;
-        const fs::path file = version.path() / kVersionFile;
+        if (!VersionNumber(version->path().filename().string(), &number)) continue;
+        const fs::path file = version->path() / kVersionFile;
         if (!fs::exists(file, ignored)) continue;  // a version directory not yet filled
         out.push_back({.path = file.string(),
                        .relative = file.lexically_relative(dir).string(),
                        .model = name,
                        .version = number});
       }
-    } else if (entry.path().extension() == ".kmt") {
-      out.push_back({.path = entry.path().string(), .relative = name, .model = "", .version = 1});
+      if (opened && inner) error = inner;
+    } else if (entry->path().extension() == ".kmt") {
+      out.push_back({.path = entry->path().string(), .relative = name, .model = "", .version = 1});
     }
   }
   if (error) {
