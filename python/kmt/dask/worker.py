@@ -304,8 +304,8 @@ def step(spec, requests, asked, keep_labels):
         try:
             response = shards[block].receive()
         except ServiceError as e:
-            answers[block] = ("failed" if e.code in REPLICA_FAILED else "error", e.code,
-                              e.message)
+            gone = shards[block].failure is not None and e.code in REPLICA_FAILED
+            answers[block] = ("failed" if gone else "error", e.code, e.message)
             continue
         if keep_labels and not response.HasField("error"):
             labels[block] = step_labels(response).copy()
