@@ -25,7 +25,8 @@ namespace kmt {
 // One Cluster stream, one flow of the worker pool's fair queue (a batch
 // costs its bytes). Batches are numbered as read; a finished batch waits
 // in `ready_` until every earlier one has been written. Reading pauses while
-// `max_in_flight` batches are unanswered. The stream finishes once reading
+// `max_in_flight` batches are unanswered, and while a batch refused for the
+// budget is not yet written. The stream finishes once reading
 // has ended (or the call is cancelled) and every batch read has been
 // answered (written, or dropped when the call is gone), so no pool task
 // outlives the reactor.
@@ -45,12 +46,12 @@ class ClusterReactor final
     const auto received = std::chrono::steady_clock::now();
     std::shared_ptr<v1::ClusterRequest> batch;
     int64_t number;
-    bool read_more;
     {
-      // Whether the call is still on, the batch's number and the next read
-      // are decided under one lock: a cancellation in between would find
-      // every batch answered and finish the call, and the batch's task
-      // would then answer on a reactor gRPC has deleted.
+      // Whether the call is still on and the batch's number are decided
+      // under one lock: a cancellation in between would find every batch
+      // answered and finish the call, and the batch's task would then answer
+      // on a reactor gRPC has deleted. reading_ stays true until the next
+      // read is decided below, so that no answer starts one meanwhile.
       std::unique_lock<std::mutex> lock(mu_);
       if (!ok || cancelled_) {
         // A batch read after the cancellation is dropped: nobody waits for it.
@@ -59,47 +60,26 @@ class ClusterReactor final
         Advance(lock);
         return;
       }
-      // Taken before reading_ may turn false and an answer start the next
-      // read into request_.
       batch = std::make_shared<v1::ClusterRequest>(std::move(request_));
       request_.Clear();
       number = read_++;
-      read_more = read_ - written_ < static_cast<int64_t>(service_->max_in_flight_);
-      reading_ = read_more;
     }
-    if (read_more) Read();
     if (service_->draining_) {
       service_->metrics_->RecordRefused("draining");
       Answer(number, *batch, received,
              ErrorResponse(*batch, absl::UnavailableError(
                                        "server is shutting down; send this batch to another "
                                        "replica")));
-      return;
+    } else if (!Admit(number, batch, received)) {
+      // Reading waits until the refusal is written (Advance): a client that
+      // keeps many batches in flight sees the pushback before the server
+      // reads, and refuses, the rest of them one by one.
+      std::lock_guard<std::mutex> lock(mu_);
+      refused_through_ = number;
     }
-    // Charged before it queues and refused at once if it does not fit:
-    // holding it would let the queue grow with the clients' offer, where
-    // the pushback makes them wait on their side.
-    const int64_t bytes = static_cast<int64_t>(batch->ByteSizeLong());
-    if (absl::Status admitted = service_->held_.Admit(bytes, held_); !admitted.ok()) {
-      service_->metrics_->RecordRefused(
-          RetryPushbackMs(admitted).value_or(0) < 0 ? "larger_than_budget" : "held_bytes");
-      Answer(number, *batch, received, ErrorResponse(*batch, admitted));
-      return;
-    }
-    held_ += bytes;
-    service_->HeldChanged();
-    service_->pool_->Submit(flow_, bytes, [this, number, batch, received, bytes] {
-      const double queued = Seconds(received);
-      v1::ClusterResponse response = RunBatch(*service_->registry_, service_->limits_, *batch,
-                                              [this] { return CallStatus(context_, arrived_); });
-      response.mutable_timing()->set_queue_seconds(queued);
-      // The request's bytes go with this task; the response is the
-      // batch's labels and centers, a small part of them.
-      held_ -= bytes;
-      service_->held_.Release(bytes);
-      service_->HeldChanged();
-      Answer(number, *batch, received, std::move(response));
-    });
+    std::unique_lock<std::mutex> lock(mu_);
+    reading_ = false;
+    Advance(lock);
   }
 
   void OnWriteDone(bool ok) override {
@@ -135,6 +115,41 @@ class ClusterReactor final
     StartRead(&request_);
   }
 
+  // Charges the batch against the budget and queues it, or answers it
+  // refused (false). Refused at once rather than queued: holding it would
+  // let the queue grow with the clients' offer, where the pushback makes
+  // them wait on their side.
+  bool Admit(int64_t number, const std::shared_ptr<v1::ClusterRequest>& batch,
+             std::chrono::steady_clock::time_point received) {
+    const int64_t bytes = static_cast<int64_t>(batch->ByteSizeLong());
+    if (absl::Status admitted = service_->held_.Admit(bytes, held_); !admitted.ok()) {
+      service_->metrics_->RecordRefused(
+          RetryPushbackMs(admitted).value_or(0) < 0 ? "larger_than_budget" : "held_bytes");
+      Answer(number, *batch, received, ErrorResponse(*batch, admitted));
+      return false;
+    }
+    held_ += bytes;
+    service_->HeldChanged();
+    service_->pool_->Submit(flow_, bytes, [this, number, batch, received, bytes] {
+      const double queued = Seconds(received);
+      // Between its layers a batch lets much smaller ones queued behind it
+      // run first (WorkerPool::RunCheaper).
+      v1::ClusterResponse response =
+          RunBatch(*service_->registry_, service_->limits_, *batch, [this, bytes] {
+            service_->pool_->RunCheaper(bytes);
+            return CallStatus(context_, arrived_);
+          });
+      response.mutable_timing()->set_queue_seconds(queued);
+      // The request's bytes go with this task; the response is the
+      // batch's labels and centers, a small part of them.
+      held_ -= bytes;
+      service_->held_.Release(bytes);
+      service_->HeldChanged();
+      Answer(number, *batch, received, std::move(response));
+    });
+    return true;
+  }
+
   static double Seconds(std::chrono::steady_clock::time_point since) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
   }
@@ -164,7 +179,7 @@ class ClusterReactor final
         ready_.erase(next);
       }
     }
-    if (!reads_done_ && !cancelled_ && !reading_ &&
+    if (!reads_done_ && !cancelled_ && !reading_ && written_ > refused_through_ &&
         read_ - written_ < static_cast<int64_t>(service_->max_in_flight_)) {
       reading_ = read = true;
     }
@@ -218,8 +233,9 @@ class ClusterReactor final
   grpc::Alarm linger_;  // ends the stream while draining (Advance)
 
   std::mutex mu_;
-  int64_t read_ = 0;     // batches read
-  int64_t written_ = 0;  // batches answered (written or dropped)
+  int64_t read_ = 0;              // batches read
+  int64_t written_ = 0;           // batches answered (written or dropped)
+  int64_t refused_through_ = -1;  // the last batch refused for the budget
   std::map<int64_t, v1::ClusterResponse> ready_;
   bool reading_ = true;
   bool reads_done_ = false;

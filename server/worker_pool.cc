@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <iterator>
 
 namespace kmt {
 
@@ -37,9 +38,54 @@ void WorkerPool::Submit(uint64_t flow, int64_t cost, std::function<void()> task)
       f.last_tag = tag;
       ++f.queued;
     }
-    tasks_.emplace(std::make_pair(tag, submitted_++), Task{flow, std::move(task)});
+    const uint64_t number = submitted_++;
+    cost = std::max<int64_t>(cost, 0);
+    if (flow != 0) by_cost_.emplace(cost, tag, number);
+    tasks_.emplace(std::make_pair(tag, number), Task{flow, cost, std::move(task)});
   }
   ready_.notify_one();
+}
+
+WorkerPool::Queue::iterator WorkerPool::Next() {
+  // The band is scanned up to kBandScan tasks: past that many tasks at
+  // nearly the smallest tag, the cheapest among them is near enough.
+  constexpr int kBandScan = 256;
+  auto best = tasks_.begin();
+  const int64_t band = best->first.first + best->second.cost;
+  int scanned = 0;
+  for (auto it = std::next(best); it != tasks_.end() && it->first.first <= band; ++it) {
+    if (++scanned > kBandScan) break;
+    if (it->second.cost < best->second.cost) best = it;
+  }
+  return best;
+}
+
+std::function<void()> WorkerPool::Take(Queue::iterator it, bool advance) {
+  if (advance) virtual_time_ = std::max(virtual_time_, it->first.first);
+  const Task& taken = it->second;
+  if (taken.flow != 0) {
+    by_cost_.erase({taken.cost, it->first.first, it->first.second});
+    auto f = flows_.find(taken.flow);
+    if (--f->second.queued == 0) flows_.erase(f);
+  }
+  std::function<void()> task = std::move(it->second.run);
+  tasks_.erase(it);
+  return task;
+}
+
+void WorkerPool::RunCheaper(int64_t cost) {
+  for (int64_t left = cost / kYieldRatio;;) {
+    std::function<void()> task;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (by_cost_.empty()) return;
+      const auto& [cheapest, tag, number] = *by_cost_.begin();
+      if (cheapest > left) return;
+      left -= cheapest;
+      task = Take(tasks_.find({tag, number}), /*advance=*/false);
+    }
+    task();
+  }
 }
 
 void WorkerPool::Work(int threads_per_task) {
@@ -51,14 +97,7 @@ void WorkerPool::Work(int threads_per_task) {
       std::unique_lock<std::mutex> lock(mu_);
       ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
       if (tasks_.empty()) return;
-      auto first = tasks_.begin();
-      virtual_time_ = first->first.first;
-      if (const uint64_t flow = first->second.flow; flow != 0) {
-        auto f = flows_.find(flow);
-        if (--f->second.queued == 0) flows_.erase(f);
-      }
-      task = std::move(first->second.run);
-      tasks_.erase(first);
+      task = Take(Next(), /*advance=*/true);
     }
     task();
   }

@@ -4,21 +4,28 @@
 // scheduling policy of the thread that creates the pool.
 //
 // Tasks are taken by self-clocked fair queuing (Golestani, 1994) over flows,
-// weighted by each task's cost: a Cluster stream is a flow and a batch costs
-// its bytes. A task's finish tag is max(V, its flow's last tag) + its cost,
-// where V is the tag of the task a worker took last, and workers take the
-// smallest tag (the earliest submitted on a tie). So streams that keep the
-// queue full share the workers by bytes; a batch on a stream with nothing
-// queued is tagged V + its bytes, ahead of every queued batch larger than
-// it (behind at most one batch of each other stream whose tag lies within
-// its bytes of V), so a small batch does not wait behind a queue of large
-// ones; and a large batch is never starved: every task taken raises V, by
-// at least what it cost when it came from a stream that was idle, so
-// within its own bytes of other work it is the smallest tag. First come,
-// first served instead let one client that queues large batches hold every
-// other client's batch for the whole queue's time. A task without a flow
-// (a resident job's step, which its job waits for, one at a time) costs
-// nothing and runs before the queued batches, first come first served.
+// weighted by each task's cost, with the cheapest first within a band: a
+// Cluster stream is a flow and a batch costs its bytes. A task's tag is
+// max(V, its flow's last tag) + its cost, where V is the largest tag of the
+// tasks taken so far. Workers take, among the queued tasks whose tag is at
+// most the smallest tag plus that task's cost, the cheapest (then the
+// smallest tag, then the earliest submitted).
+//
+// Why: first come, first served let one client that queues large batches
+// hold every other client's batch for the whole queue's time. Fair queuing
+// alone shares the workers by bytes between streams that keep the queue
+// full, and tags a batch of a stream with nothing queued V + its bytes,
+// ahead of the queued large ones; but streams that started together carry
+// equal tags, and each would go first (a small batch waited for one large
+// batch of every such stream). The band lets the cheaper task go first
+// while costing the task at the smallest tag at most its own cost of
+// cheaper work, so a large batch is never starved: every task taken raises
+// V, by at least its cost when its stream had nothing queued, and once the
+// tags of the cheaper tasks pass the band the large one is taken. Streams
+// that keep the queue full still share it by bytes over any stretch longer
+// than their batches. A task without a flow (a resident job's step, which
+// its job waits for, one at a time) costs nothing and is taken before the
+// queued batches, first come first served.
 #ifndef KMT_SERVER_WORKER_POOL_H_
 #define KMT_SERVER_WORKER_POOL_H_
 
@@ -27,7 +34,9 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -47,9 +56,23 @@ class WorkerPool {
   // A task of no flow: it runs before the tasks of flows already queued.
   void Submit(std::function<void()> task) { Submit(0, 0, std::move(task)); }
 
+  // For a running task of `cost` between its steps (a batch between its
+  // layers): runs here queued tasks of flows that each cost at most
+  // cost / kYieldRatio, the cheapest first (then by tag), up to that much
+  // in all, so that a small batch waits for one layer of a large one
+  // rather than for all of them, whatever its turn in the queue. The
+  // running task is slowed by at most 1 / kYieldRatio of its cost per step,
+  // and the queued large tasks wait for it no more than that. Tasks run so
+  // leave V where it is: they took no worker from the queue's turns. Tasks
+  // without a flow are left to the workers: their cost says nothing of
+  // their length.
+  void RunCheaper(int64_t cost);
+  static constexpr int64_t kYieldRatio = 16;
+
  private:
   struct Task {
     uint64_t flow;
+    int64_t cost;
     std::function<void()> run;
   };
   // A flow's finish tag and tasks queued; dropped once none is queued, as
@@ -60,13 +83,21 @@ class WorkerPool {
   };
 
   void Work(int threads_per_task);
+  using Queue = std::map<std::pair<int64_t, uint64_t>, Task>;
+  // The task to take next (the rule above); tasks_ is not empty.
+  Queue::iterator Next();
+  // Removes a queued task, its flow updated and V raised to its tag if
+  // `advance`, and returns it to run.
+  std::function<void()> Take(Queue::iterator it, bool advance);
 
   std::mutex mu_;
   std::condition_variable ready_;
-  // By (finish tag, submission number).
-  std::map<std::pair<int64_t, uint64_t>, Task> tasks_;
+  // By (tag, submission number).
+  Queue tasks_;
+  // The tasks of flows, by (cost, tag, submission number), for RunCheaper.
+  std::set<std::tuple<int64_t, int64_t, uint64_t>> by_cost_;
   std::unordered_map<uint64_t, Flow> flows_;
-  int64_t virtual_time_ = 0;  // the tag of the task taken last
+  int64_t virtual_time_ = 0;  // V: the largest tag of the tasks taken so far
   uint64_t submitted_ = 0;
   uint64_t next_flow_ = 1;
   bool stopping_ = false;

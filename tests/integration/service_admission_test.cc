@@ -188,38 +188,71 @@ TEST(Admission, TheClientGivesUpAfterItsPushbacksWithTheRefusal) {
   EXPECT_EQ(ScrapeMetrics(server->metrics_port())["kmt_refused_total{reason=\"held_bytes\"}"], 3);
 }
 
-TEST(Admission, ASmallBatchGoesBeforeTheLargeOnesQueuedAheadOfIt) {
+TEST(Admission, ASmallBatchIsAnsweredWhileLargeOnesRunAndQueue) {
   auto server = ServerProcess::Start({"--workers=1", "--model_dir="});
   ASSERT_NE(server, nullptr);
   Blocker blocker(server->address());
   ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch())));
   const std::vector<v1::ClusterRequest> large(3, RawBatch("large", 100000, 16, 64, 30));
-  std::atomic<int> large_received{0}, small_received{0};
-  grpc::ClientContext large_context, small_context;
-  Exchange large_exchange, small_exchange;
+  std::atomic<int> large_received{0};
+  grpc::ClientContext large_context;
+  Exchange large_exchange;
   std::thread large_client(
       [&] { large_exchange = Stream(server->address(), large, &large_context, &large_received); });
-  ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch()) + 3 * Bytes(large[0])));
-  const v1::ClusterRequest small = RawBatch("small", 512, 32, 10, 20);
-  std::thread small_client([&] {
-    small_exchange = Stream(server->address(), {small}, &small_context, &small_received);
-  });
-  ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch()) + 3 * Bytes(large[0]) + Bytes(small)));
-  blocker.Release();
-  while (small_received == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  // With one worker, the large batches run after the small one: the first
-  // of them is answered a whole large batch's compute after it.
+  const int64_t held = Bytes(blocker.batch()) + 3 * Bytes(large[0]);
+  ASSERT_TRUE(HoldsBytes(*server, held));
+  // The one worker runs the blocker, which lets the small batch run between
+  // two of its layers, ahead of the large batches queued before it.
+  grpc::ClientContext small_context;
+  small_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  const Exchange small =
+      Stream(server->address(), {RawBatch("small", 512, 32, 10, 20)}, &small_context);
+  ASSERT_TRUE(small.status.ok()) << small.status.error_message();
+  ASSERT_EQ(small.responses.size(), 1u);
+  EXPECT_FALSE(small.responses[0].has_error()) << small.responses[0].error().message();
   EXPECT_EQ(large_received, 0);
-  small_client.join();
+  EXPECT_EQ(ScrapeMetrics(server->metrics_port())["kmt_held_bytes"], held);
+  blocker.Release();
   large_client.join();
-  ASSERT_TRUE(small_exchange.status.ok()) << small_exchange.status.error_message();
   ASSERT_TRUE(large_exchange.status.ok()) << large_exchange.status.error_message();
-  EXPECT_FALSE(small_exchange.responses.at(0).has_error());
   ASSERT_EQ(large_exchange.responses.size(), 3u);
   for (const v1::ClusterResponse& r : large_exchange.responses) EXPECT_FALSE(r.has_error());
   std::map<std::string, double> metrics = ScrapeMetrics(server->metrics_port());
   EXPECT_EQ(metrics["kmt_queue_seconds_count{model=\"lloyd-onehot\",size=\"small\"}"], 1);
   EXPECT_EQ(metrics["kmt_queue_seconds_count{model=\"lloyd-onehot\",size=\"medium\"}"], 3);
+}
+
+TEST(Admission, SmallBatchesGoBeforeTheLargeOnesQueuedAheadOfThem) {
+  // Between batches, not only between layers: large batches queued behind
+  // a running one, and small ones queued after them, too large to run
+  // inside it (a sixteenth of its bytes at most).
+  auto server = ServerProcess::Start({"--workers=1", "--model_dir="});
+  ASSERT_NE(server, nullptr);
+  Blocker blocker(server->address());
+  ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch())));
+  const std::vector<v1::ClusterRequest> large(3, RawBatch("large", 100000, 16, 64, 30));
+  std::atomic<int> large_received{0}, medium_received{0};
+  grpc::ClientContext large_context, medium_context;
+  Exchange large_exchange, medium_exchange;
+  std::thread large_client(
+      [&] { large_exchange = Stream(server->address(), large, &large_context, &large_received); });
+  ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch()) + 3 * Bytes(large[0])));
+  const v1::ClusterRequest medium = RawBatch("medium", 20000, 16, 8, 5);
+  ASSERT_GT(Bytes(medium), Bytes(blocker.batch()) / 16);
+  std::thread medium_client([&] {
+    medium_exchange = Stream(server->address(), {medium}, &medium_context, &medium_received);
+  });
+  ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch()) + 3 * Bytes(large[0]) + Bytes(medium)));
+  blocker.Release();
+  medium_client.join();
+  // With one worker, the large batches run after it: the first of them is
+  // answered a whole large batch's compute after it.
+  EXPECT_EQ(large_received, 0);
+  large_client.join();
+  ASSERT_TRUE(medium_exchange.status.ok()) << medium_exchange.status.error_message();
+  EXPECT_FALSE(medium_exchange.responses.at(0).has_error());
+  ASSERT_TRUE(large_exchange.status.ok()) << large_exchange.status.error_message();
+  ASSERT_EQ(large_exchange.responses.size(), 3u);
 }
 
 }  // namespace
