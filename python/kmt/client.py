@@ -357,10 +357,23 @@ def channel(target, options=(), tls=False, ca=None, cert=None, key=None, server_
 class _Entry:
     """A batch of one Cluster call: its place in the caller's order and its
     sends so far."""
-    __slots__ = ("index", "attempts", "request")
+    __slots__ = ("index", "attempts", "pushbacks", "request")
 
     def __init__(self, index, request):
-        self.index, self.attempts, self.request = index, 0, request
+        self.index, self.attempts, self.pushbacks, self.request = index, 0, 0, request
+
+
+def _pushback(response, entry, client):
+    """The pause in seconds a batch's refusal asks for before it is sent
+    again, as gRPC's grpc-retry-pushback-ms: RESOURCE_EXHAUSTED with a
+    retry pushback of 0 or more, while the batch has pushbacks left; else
+    None."""
+    error = response.error
+    if (error.code != grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
+            or not error.HasField("retry_pushback_ms") or error.retry_pushback_ms < 0
+            or entry.pushbacks >= client.max_pushbacks):
+        return None
+    return error.retry_pushback_ms / 1000
 
 
 class _Call:
@@ -378,6 +391,7 @@ class _Call:
         self.done = {}       # index -> response, answered and not yet yielded
         self.next_delivery = 0
         self.failed_streams = 0  # in a row, without an answer
+        self.resume_at = None  # time.monotonic() when pushed-back batches may go out again
 
     def _next(self):
         if self.retry:
@@ -397,9 +411,14 @@ class _Call:
         first = True
         while self.retry or not self.exhausted:
             if not first and (self.retry or self.failed_streams):
-                # Back off before a stream that re-sends, more after each failure.
+                # Back off before a stream that re-sends, more after each failure;
+                # or as long as the server asked, the pushback replacing the backoff.
                 attempts = max(self.failed_streams, self.retry[0].attempts if self.retry else 0)
-                time.sleep(min(2.0, 0.05 * (1 << min(attempts, 6))))
+                if self.resume_at is not None:
+                    time.sleep(max(0.0, self.resume_at - time.monotonic()))
+                    self.resume_at = None
+                else:
+                    time.sleep(min(2.0, 0.05 * (1 << min(attempts, 6))))
             first = False
             yield from self._stream()
         while self.next_delivery in self.done:
@@ -458,6 +477,20 @@ class _Call:
                         state["stop"] = True
                         lock.notify_all()
                     client.resent += 1
+                    requeue.append(entry)
+                    continue
+                pause = _pushback(response, entry, client)
+                if pause is not None:
+                    # The server's budget is full: this batch, and the ones
+                    # after it, go out on a fresh stream once the pause has passed.
+                    with lock:
+                        state["stop"] = True
+                        lock.notify_all()
+                    entry.pushbacks += 1
+                    client.resent += 1
+                    resume = time.monotonic() + pause
+                    self.resume_at = resume if self.resume_at is None else max(self.resume_at,
+                                                                               resume)
                     requeue.append(entry)
                     continue
                 _check_offset(entry.request, response)
@@ -550,15 +583,21 @@ class Client:
     `timeout` is the deadline in seconds of each call (each stream of
     cluster_batches, each models()); None: none. `tls`, `ca`, `cert`, `key`
     and `server_name` are as in channel(). `max_attempts` sends of one batch
-    on UNAVAILABLE, the first included; `window` batches in flight on one
-    stream; `batches_per_stream` before a stream ends and the next is
-    balanced anew. `raw=False` sends and reads repeated fields instead of raw
-    bytes (for servers that predate them)."""
+    on UNAVAILABLE, the first included; `max_pushbacks` times one batch is
+    sent again after the server refused it RESOURCE_EXHAUSTED with a retry
+    pushback (its budget of requests held was full), each after the pause
+    the server asked for, before the refusal is the answer (stream() and
+    cluster_batches(); the compiled client's calls keep its default of 8);
+    `window` batches in flight on one stream; `batches_per_stream` before a
+    stream ends and the next is balanced anew. `raw=False` sends and reads
+    repeated fields instead of raw bytes (for servers that predate them)."""
 
     def __init__(self, target=None, max_message_bytes=MAX_MESSAGE_BYTES, timeout=None, *,
                  tls=False, ca=None, cert=None, key=None, server_name=None, max_attempts=3,
-                 window=8, batches_per_stream=64, raw=True):
+                 window=8, batches_per_stream=64, raw=True, max_pushbacks=8):
         check_not_forked()
+        if max_pushbacks < 0:
+            raise ValueError(f"max_pushbacks {max_pushbacks} is negative")
         if max_attempts < 1 or window < 1 or batches_per_stream < 1:
             raise ValueError(f"max_attempts {max_attempts}, window {window}, batches_per_stream "
                              f"{batches_per_stream}: each must be at least 1")
@@ -566,10 +605,11 @@ class Client:
         self.max_message_bytes = max_message_bytes
         self.timeout = timeout
         self.max_attempts = max_attempts
+        self.max_pushbacks = max_pushbacks
         self.window = window
         self.batches_per_stream = batches_per_stream
         self.raw = raw
-        self.resent = 0  # batches sent again after UNAVAILABLE, over this client's life
+        self.resent = 0  # batches sent again after UNAVAILABLE or a pushback, over this client's life
         self.security = dict(tls=bool(tls or ca or cert or key), ca=ca or "", cert=cert or "",
                              key=key or "", server_name=server_name or "")
         # (kmt._driver.Client, its error type), made by the first cluster_each

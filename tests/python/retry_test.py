@@ -83,6 +83,31 @@ class RetryTest(unittest.TestCase):
         # with UNAVAILABLE, which the client sends to the other one.
         self.check(signal.SIGTERM)
 
+    def test_a_batch_refused_for_the_budget_is_sent_again_after_the_pushback(self):
+        # The first batch holds most of the budget while the one worker runs
+        # it; the second, read meanwhile, does not fit and is refused with a
+        # pushback, which the client waits out before sending it again.
+        held = POINTS[:100000]  # 3.2 MB of float32
+        over = POINTS[:50000]  # 1.6 MB: the two pass the 4 MiB budget
+        server = Server("--model_dir=", "--workers=1", f"--max_held_bytes={4 << 20}")
+        try:
+            with kmt.Client(server.address, timeout=120) as client:
+                answers = list(client.stream([client.request(held, 16, iterations=300),
+                                              client.request(over, 4, iterations=5)]))
+                self.assertEqual(client.resent, 1)
+            self.assertEqual([a.HasField("error") for a in answers], [False, False])
+            self.assertEqual([len(a.centers_f32) for a in answers], [16 * 8 * 4, 4 * 8 * 4])
+            self.assertIn('kmt_refused_total{reason="held_bytes"} 1', server.metrics())
+            # Past max_pushbacks, the refusal is the answer.
+            with kmt.Client(server.address, timeout=120, max_pushbacks=0) as client:
+                with self.assertRaises(kmt.ServiceError) as caught:
+                    list(client.stream([client.request(held, 16, iterations=300),
+                                        client.request(over, 4, iterations=5)]))
+            self.assertEqual(caught.exception.code.name, "RESOURCE_EXHAUSTED")
+            self.assertIn("would pass its budget of 4.0 MiB (--max_held_bytes)", caught.exception.message)
+        finally:
+            server.stop()
+
     def test_gives_up_on_an_address_where_nothing_listens(self):
         with socket.socket() as s:  # a port that was free a moment ago
             s.bind(("127.0.0.1", 0))
