@@ -609,7 +609,8 @@ class Client:
         self.window = window
         self.batches_per_stream = batches_per_stream
         self.raw = raw
-        self.resent = 0  # batches sent again after UNAVAILABLE or a pushback, over this client's life
+        # Batches sent again after UNAVAILABLE or a pushback, over this client's life.
+        self.resent = 0
         self.security = dict(tls=bool(tls or ca or cert or key), ca=ca or "", cert=cert or "",
                              key=key or "", server_name=server_name or "")
         # (kmt._driver.Client, its error type), made by the first cluster_each

@@ -104,7 +104,8 @@ class RetryTest(unittest.TestCase):
                     list(client.stream([client.request(held, 16, iterations=300),
                                         client.request(over, 4, iterations=5)]))
             self.assertEqual(caught.exception.code.name, "RESOURCE_EXHAUSTED")
-            self.assertIn("would pass its budget of 4.0 MiB (--max_held_bytes)", caught.exception.message)
+            self.assertIn("would pass its budget of 4.0 MiB (--max_held_bytes)",
+                          caught.exception.message)
         finally:
             server.stop()
 
