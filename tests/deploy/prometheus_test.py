@@ -137,7 +137,7 @@ class PrometheusTest(unittest.TestCase):
     def test_rules_load_and_every_rule_expression_evaluates(self):
         groups = self.prometheus.rules()
         rules = [r for g in groups for r in g["rules"]]
-        self.assertEqual(len(rules), 11)
+        self.assertEqual(len(rules), 13)
         for rule in rules:
             with self.subTest(rule=rule["name"]):
                 self.assertEqual(rule["health"], "ok", rule)
@@ -145,6 +145,7 @@ class PrometheusTest(unittest.TestCase):
                 self.assertEqual(answer["status"], "success", answer)
         # The service level indicators have values; nothing fires.
         self.assertEqual(self.prometheus.scalar("kmt:batch_error_ratio:rate5m"), 0)
+        self.assertEqual(self.prometheus.scalar("sum(kmt:refused_ratio:rate5m)"), 0)
         self.assertEqual(set(self.prometheus.vector("kmt:points:rate5m > 0", "model")),
                          {"lloyd-onehot", "lloyd-binary"})
         self.assertEqual(
