@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,28 +68,41 @@ class Blocker {
   std::thread thread_;
 };
 
-TEST(Admission, ABatchPastTheBudgetIsRefusedWithAPushbackAndTheStreamGoesOn) {
-  constexpr int64_t kBudget = 16 << 20;
-  auto server = ServerProcess::Start(
-      {"--workers=1", "--model_dir=", "--max_held_bytes=" + std::to_string(kBudget)});
-  ASSERT_NE(server, nullptr);
-  Blocker blocker(server->address());
-  ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch())));
+// A server with one worker, held by a Blocker once Start returns.
+class Admission : public ::testing::Test {
+ protected:
+  static constexpr int64_t kBudget = 16 << 20;
+
+  // `flags` beside --workers=1 and the exact models only.
+  void Start(std::vector<std::string> flags) {
+    flags.insert(flags.begin(), {"--workers=1", "--model_dir="});
+    server_ = ServerProcess::Start(flags);
+    ASSERT_NE(server_, nullptr);
+    blocker_ = std::make_unique<Blocker>(server_->address());
+    ASSERT_TRUE(HoldsBytes(*server_, Bytes(blocker_->batch())));
+  }
+
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<Blocker> blocker_;  // goes before the server
+};
+
+TEST_F(Admission, ABatchPastTheBudgetIsRefusedWithAPushbackAndTheStreamGoesOn) {
+  ASSERT_NO_FATAL_FAILURE(Start({"--max_held_bytes=" + std::to_string(kBudget)}));
   // The blocker holds 12.8 MB of the 16 MiB: 5 MB does not fit now, 17 MiB
   // never does, and the small batch does.
   const std::vector<v1::ClusterRequest> requests = {RawBatch("over", 80000, 16, 8, 5),
                                                     RawBatch("never", 280000, 16, 8, 5),
                                                     RawBatch("small", 300, 8, 3, 5)};
-  ASSERT_GT(Bytes(requests[0]), kBudget - Bytes(blocker.batch()));
+  ASSERT_GT(Bytes(requests[0]), kBudget - Bytes(blocker_->batch()));
   ASSERT_GT(Bytes(requests[1]), kBudget);
   std::atomic<int> received{0};
   grpc::ClientContext context;
   Exchange e;
-  std::thread client([&] { e = Stream(server->address(), requests, &context, &received); });
+  std::thread client([&] { e = Stream(server_->address(), requests, &context, &received); });
   // The refusals come at once, ahead of the small batch the worker has yet
   // to take.
   while (received < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  blocker.Release();
+  blocker_->Release();
   client.join();
   ASSERT_TRUE(e.status.ok()) << e.status.error_message();
   ASSERT_EQ(e.responses.size(), 3u);
@@ -105,24 +119,19 @@ TEST(Admission, ABatchPastTheBudgetIsRefusedWithAPushbackAndTheStreamGoesOn) {
   EXPECT_EQ(never.code(), absl::StatusCode::kResourceExhausted) << never;
   EXPECT_EQ(e.responses[1].error().retry_pushback_ms(), -1);
   EXPECT_FALSE(e.responses[2].has_error()) << e.responses[2].error().message();
-  std::map<std::string, double> metrics = ScrapeMetrics(server->metrics_port());
+  std::map<std::string, double> metrics = ScrapeMetrics(server_->metrics_port());
   EXPECT_EQ(metrics["kmt_refused_total{reason=\"held_bytes\"}"], 1);
   EXPECT_EQ(metrics["kmt_refused_total{reason=\"larger_than_budget\"}"], 1);
   EXPECT_EQ(metrics["kmt_held_limit_bytes"], kBudget);
-  EXPECT_TRUE(HoldsBytes(*server, 0));
+  EXPECT_TRUE(HoldsBytes(*server_, 0));
 }
 
-TEST(Admission, TheClientSendsARefusedBatchAgainAfterThePushback) {
-  constexpr int64_t kBudget = 16 << 20;
-  auto server = ServerProcess::Start(
-      {"--workers=1", "--model_dir=", "--max_held_bytes=" + std::to_string(kBudget)});
-  ASSERT_NE(server, nullptr);
-  Blocker blocker(server->address());
-  ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch())));
+TEST_F(Admission, TheClientSendsARefusedBatchAgainAfterThePushback) {
+  ASSERT_NO_FATAL_FAILURE(Start({"--max_held_bytes=" + std::to_string(kBudget)}));
   const v1::ClusterRequest over = RawBatch("over", 80000, 16, 8, 5);
   // Enough pushbacks to outlast the blocker's release, however slow the
   // machine; a pushback is at least 10 ms.
-  Client client({.target = server->address(), .max_pushbacks = 1000});
+  Client client({.target = server_->address(), .max_pushbacks = 1000});
   absl::Status status;
   std::vector<v1::ClusterResponse> responses;
   std::thread call([&] {
@@ -138,12 +147,12 @@ TEST(Admission, TheClientSendsARefusedBatchAgainAfterThePushback) {
   // Refused at least once while the blocker holds the budget, then the
   // budget frees.
   for (int scrape = 0; scrape < 600; ++scrape) {
-    if (ScrapeMetrics(server->metrics_port())["kmt_refused_total{reason=\"held_bytes\"}"] > 0) {
+    if (ScrapeMetrics(server_->metrics_port())["kmt_refused_total{reason=\"held_bytes\"}"] > 0) {
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  blocker.Release();
+  blocker_->Release();
   call.join();
   ASSERT_TRUE(status.ok()) << status;
   ASSERT_EQ(responses.size(), 1u);
@@ -151,15 +160,15 @@ TEST(Admission, TheClientSendsARefusedBatchAgainAfterThePushback) {
   EXPECT_GE(client.resent(), 1);
 
   // The same for a session's one stream.
-  Blocker again(server->address());
-  ASSERT_TRUE(HoldsBytes(*server, Bytes(again.batch())));
+  Blocker again(server_->address());
+  ASSERT_TRUE(HoldsBytes(*server_, Bytes(again.batch())));
   const double refused =
-      ScrapeMetrics(server->metrics_port())["kmt_refused_total{reason=\"held_bytes\"}"];
+      ScrapeMetrics(server_->metrics_port())["kmt_refused_total{reason=\"held_bytes\"}"];
   ClusterSession session(&client);
   absl::StatusOr<v1::ClusterResponse> answer;
   std::thread send([&] { answer = session.Send(over); });
   for (int scrape = 0; scrape < 600; ++scrape) {
-    if (ScrapeMetrics(server->metrics_port())["kmt_refused_total{reason=\"held_bytes\"}"] >
+    if (ScrapeMetrics(server_->metrics_port())["kmt_refused_total{reason=\"held_bytes\"}"] >
         refused) {
       break;
     }
@@ -171,79 +180,68 @@ TEST(Admission, TheClientSendsARefusedBatchAgainAfterThePushback) {
   EXPECT_FALSE(answer->has_error()) << answer->error().message();
 }
 
-TEST(Admission, TheClientGivesUpAfterItsPushbacksWithTheRefusal) {
-  constexpr int64_t kBudget = 16 << 20;
-  auto server = ServerProcess::Start(
-      {"--workers=1", "--model_dir=", "--max_held_bytes=" + std::to_string(kBudget)});
-  ASSERT_NE(server, nullptr);
-  Blocker blocker(server->address());
-  ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch())));
-  Client client({.target = server->address(), .max_pushbacks = 2});
+TEST_F(Admission, TheClientGivesUpAfterItsPushbacksWithTheRefusal) {
+  ASSERT_NO_FATAL_FAILURE(Start({"--max_held_bytes=" + std::to_string(kBudget)}));
+  Client client({.target = server_->address(), .max_pushbacks = 2});
   const v1::ClusterRequest over = RawBatch("over", 80000, 16, 8, 5);
   ClusterSession session(&client);
   const absl::StatusOr<v1::ClusterResponse> answer = session.Send(over);
   ASSERT_TRUE(answer.ok()) << answer.status();
   EXPECT_EQ(answer->error().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
   EXPECT_EQ(client.resent(), 2);
-  EXPECT_EQ(ScrapeMetrics(server->metrics_port())["kmt_refused_total{reason=\"held_bytes\"}"], 3);
+  EXPECT_EQ(ScrapeMetrics(server_->metrics_port())["kmt_refused_total{reason=\"held_bytes\"}"], 3);
 }
 
-TEST(Admission, ASmallBatchIsAnsweredWhileLargeOnesRunAndQueue) {
-  auto server = ServerProcess::Start({"--workers=1", "--model_dir="});
-  ASSERT_NE(server, nullptr);
-  Blocker blocker(server->address());
-  ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch())));
+TEST_F(Admission, ASmallBatchIsAnsweredWhileLargeOnesRunAndQueue) {
+  ASSERT_NO_FATAL_FAILURE(Start({}));
   const std::vector<v1::ClusterRequest> large(3, RawBatch("large", 100000, 16, 64, 30));
   std::atomic<int> large_received{0};
   grpc::ClientContext large_context;
   Exchange large_exchange;
   std::thread large_client(
-      [&] { large_exchange = Stream(server->address(), large, &large_context, &large_received); });
-  const int64_t held = Bytes(blocker.batch()) + 3 * Bytes(large[0]);
-  ASSERT_TRUE(HoldsBytes(*server, held));
+      [&] { large_exchange = Stream(server_->address(), large, &large_context, &large_received); });
+  const int64_t held = Bytes(blocker_->batch()) + 3 * Bytes(large[0]);
+  ASSERT_TRUE(HoldsBytes(*server_, held));
   // The one worker runs the blocker, which lets the small batch run between
   // two of its layers, ahead of the large batches queued before it.
   grpc::ClientContext small_context;
   small_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
   const Exchange small =
-      Stream(server->address(), {RawBatch("small", 512, 32, 10, 20)}, &small_context);
+      Stream(server_->address(), {RawBatch("small", 512, 32, 10, 20)}, &small_context);
   ASSERT_TRUE(small.status.ok()) << small.status.error_message();
   ASSERT_EQ(small.responses.size(), 1u);
   EXPECT_FALSE(small.responses[0].has_error()) << small.responses[0].error().message();
   EXPECT_EQ(large_received, 0);
-  EXPECT_EQ(ScrapeMetrics(server->metrics_port())["kmt_held_bytes"], held);
-  blocker.Release();
+  EXPECT_EQ(ScrapeMetrics(server_->metrics_port())["kmt_held_bytes"], held);
+  blocker_->Release();
   large_client.join();
   ASSERT_TRUE(large_exchange.status.ok()) << large_exchange.status.error_message();
   ASSERT_EQ(large_exchange.responses.size(), 3u);
   for (const v1::ClusterResponse& r : large_exchange.responses) EXPECT_FALSE(r.has_error());
-  std::map<std::string, double> metrics = ScrapeMetrics(server->metrics_port());
+  std::map<std::string, double> metrics = ScrapeMetrics(server_->metrics_port());
   EXPECT_EQ(metrics["kmt_queue_seconds_count{model=\"lloyd-onehot\",size=\"small\"}"], 1);
   EXPECT_EQ(metrics["kmt_queue_seconds_count{model=\"lloyd-onehot\",size=\"medium\"}"], 3);
 }
 
-TEST(Admission, SmallBatchesGoBeforeTheLargeOnesQueuedAheadOfThem) {
+TEST_F(Admission, SmallBatchesGoBeforeTheLargeOnesQueuedAheadOfThem) {
   // Between batches, not only between layers: large batches queued behind
   // a running one, and small ones queued after them, too large to run
   // inside it (a sixteenth of its bytes at most).
-  auto server = ServerProcess::Start({"--workers=1", "--model_dir="});
-  ASSERT_NE(server, nullptr);
-  Blocker blocker(server->address());
-  ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch())));
+  ASSERT_NO_FATAL_FAILURE(Start({}));
   const std::vector<v1::ClusterRequest> large(3, RawBatch("large", 100000, 16, 64, 30));
   std::atomic<int> large_received{0}, medium_received{0};
   grpc::ClientContext large_context, medium_context;
   Exchange large_exchange, medium_exchange;
   std::thread large_client(
-      [&] { large_exchange = Stream(server->address(), large, &large_context, &large_received); });
-  ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch()) + 3 * Bytes(large[0])));
+      [&] { large_exchange = Stream(server_->address(), large, &large_context, &large_received); });
+  ASSERT_TRUE(HoldsBytes(*server_, Bytes(blocker_->batch()) + 3 * Bytes(large[0])));
   const v1::ClusterRequest medium = RawBatch("medium", 20000, 16, 8, 5);
-  ASSERT_GT(Bytes(medium), Bytes(blocker.batch()) / 16);
+  ASSERT_GT(Bytes(medium), Bytes(blocker_->batch()) / 16);
   std::thread medium_client([&] {
-    medium_exchange = Stream(server->address(), {medium}, &medium_context, &medium_received);
+    medium_exchange = Stream(server_->address(), {medium}, &medium_context, &medium_received);
   });
-  ASSERT_TRUE(HoldsBytes(*server, Bytes(blocker.batch()) + 3 * Bytes(large[0]) + Bytes(medium)));
-  blocker.Release();
+  ASSERT_TRUE(HoldsBytes(*server_, Bytes(blocker_->batch()) + 3 * Bytes(large[0]) + Bytes(medium)));
+  blocker_->Release();
   medium_client.join();
   // With one worker, the large batches run after it: the first of them is
   // answered a whole large batch's compute after it.
