@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -34,12 +35,18 @@ std::string Bytes(int64_t bytes) {
 
 }  // namespace
 
+HeldRequests::HeldRequests(int64_t budget_bytes, Published published)
+    : budget_(budget_bytes), published_(std::move(published)) {
+  if (published_) published_(0, budget_);
+}
+
 absl::Status HeldRequests::Admit(int64_t bytes, int64_t stream_held) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t headroom =
       stream_held > 0 ? static_cast<int64_t>(static_cast<double>(budget_) * kHeadroomShare) : 0;
   if (bytes <= budget_ - headroom - held_) {
     held_ += bytes;
+    if (published_) published_(held_, budget_);
     return absl::OkStatus();
   }
   if (bytes > budget_) {
@@ -72,6 +79,7 @@ absl::Status HeldRequests::Admit(int64_t bytes, int64_t stream_held) {
 void HeldRequests::Release(int64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   held_ -= bytes;
+  if (published_) published_(held_, budget_);
   released_ += bytes;
   const Clock::time_point now = Clock::now();
   const double seconds = std::chrono::duration<double>(now - window_start_).count();

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <random>
 
@@ -18,7 +19,11 @@ namespace kmt {
 
 class HeldRequests {
  public:
-  explicit HeldRequests(int64_t budget_bytes) : budget_(budget_bytes) {}
+  // `published` (if set) is told the bytes held after every change, under
+  // the lock that changes them, so that what it shows is never older than
+  // what it showed before.
+  using Published = std::function<void(int64_t held, int64_t budget)>;
+  explicit HeldRequests(int64_t budget_bytes, Published published = nullptr);
 
   // Holds `bytes` for a request just read on a stream that holds
   // `stream_held` bytes already, or refuses it with RESOURCE_EXHAUSTED, a
@@ -42,6 +47,7 @@ class HeldRequests {
   using Clock = std::chrono::steady_clock;
 
   const int64_t budget_;
+  const Published published_;
   mutable std::mutex mu_;
   int64_t held_ = 0;
   // The rate at which answers free bytes, for the pushback: bytes released

@@ -129,7 +129,6 @@ class ClusterReactor final
       return false;
     }
     held_ += bytes;
-    service_->HeldChanged();
     service_->pool_->Submit(flow_, bytes, [this, number, batch, received, bytes] {
       const double queued = Seconds(received);
       // Between its layers a batch lets much smaller ones queued behind it
@@ -144,7 +143,6 @@ class ClusterReactor final
       // batch's labels and centers, a small part of them.
       held_ -= bytes;
       service_->held_.Release(bytes);
-      service_->HeldChanged();
       Answer(number, *batch, received, std::move(response));
     });
     return true;
@@ -254,7 +252,8 @@ ClusterService::ClusterService(ModelRegistry* registry, Limits limits, WorkerPoo
       metrics_(metrics),
       max_in_flight_(static_cast<size_t>(max_in_flight)),
       drain_linger_(drain_linger),
-      held_(limits.max_held_bytes),
+      held_(limits.max_held_bytes,
+            [metrics](int64_t held, int64_t budget) { metrics->SetHeldBytes(held, budget); }),
       resident_(limits.max_resident_bytes),
       job_environment_{.limits = limits,
                        .pool = pool,
@@ -265,10 +264,7 @@ ClusterService::ClusterService(ModelRegistry* registry, Limits limits, WorkerPoo
       control_(std::move(control)),
       reloader_(reloader) {
   metrics_->SetResidentBytes(0, resident_.cap());
-  HeldChanged();
 }
-
-void ClusterService::HeldChanged() { metrics_->SetHeldBytes(held_.held(), held_.budget()); }
 
 grpc::ServerBidiReactor<v1::ClusterRequest, v1::ClusterResponse>* ClusterService::Cluster(
     grpc::CallbackServerContext* context) {

@@ -73,8 +73,6 @@ class ClusterService final : public v1::KMeansTransformer::CallbackService {
  private:
   friend class ClusterReactor;
 
-  // Publishes the bytes held against the budget.
-  void HeldChanged();
   // OK when this call's client may control models, else PERMISSION_DENIED
   // saying why.
   absl::Status MayControl(const grpc::CallbackServerContext* context) const;

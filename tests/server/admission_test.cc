@@ -4,6 +4,8 @@
 
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "proto/batch_error.h"
 
@@ -45,6 +47,17 @@ TEST(HeldRequests, AStreamWithBatchesInFlightLeavesTheHeadroomToOthers) {
   // A stream with nothing in flight has the headroom.
   EXPECT_TRUE(held.Admit(headroom, 0).ok());
   EXPECT_EQ(held.held(), 8000);
+}
+
+TEST(HeldRequests, PublishesTheBytesHeldAfterEveryChange) {
+  std::vector<std::pair<int64_t, int64_t>> published;
+  HeldRequests held(1000,
+                    [&](int64_t bytes, int64_t budget) { published.emplace_back(bytes, budget); });
+  ASSERT_TRUE(held.Admit(600, 0).ok());
+  ASSERT_FALSE(held.Admit(600, 0).ok());
+  held.Release(600);
+  EXPECT_EQ(published,
+            (std::vector<std::pair<int64_t, int64_t>>{{0, 1000}, {600, 1000}, {0, 1000}}));
 }
 
 TEST(HeldRequests, ABatchLargerThanTheBudgetIsToldNeverToComeBack) {
