@@ -23,8 +23,9 @@
 # answered OK, and the server's peak memory stayed within the budget plus
 # 10%. Latencies are reported, not checked.
 #
-#   bench/overload_bench.sh                       # the reference run
-#   DURATION=4s IDLE=1s bench/overload_bench.sh   # the test suite's version
+#   bench/overload_bench.sh    # the reference run
+#   DURATION=4s IDLE=1s WARM_UP=1s LARGE_LAYERS=20 bench/overload_bench.sh
+#                              # the test suite's (bench.overload_bench_smoke)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
