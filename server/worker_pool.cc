@@ -31,17 +31,18 @@ uint64_t WorkerPool::NewFlow() {
 void WorkerPool::Submit(uint64_t flow, int64_t cost, std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    int64_t tag = virtual_time_;
-    if (flow != 0) {
+    if (flow == 0) {
+      unflowed_.push_back(std::move(task));
+    } else {
+      cost = std::max<int64_t>(cost, 0);
       Flow& f = flows_[flow];
-      tag = std::max(tag, f.last_tag) + std::max<int64_t>(cost, 0);
+      const int64_t tag = std::max(virtual_time_, f.last_tag) + cost;
       f.last_tag = tag;
       ++f.queued;
+      const uint64_t number = submitted_++;
+      by_cost_.emplace(cost, tag, number);
+      tasks_.emplace(std::make_pair(tag, number), Task{flow, cost, std::move(task)});
     }
-    const uint64_t number = submitted_++;
-    cost = std::max<int64_t>(cost, 0);
-    if (flow != 0) by_cost_.emplace(cost, tag, number);
-    tasks_.emplace(std::make_pair(tag, number), Task{flow, cost, std::move(task)});
   }
   ready_.notify_one();
 }
@@ -63,11 +64,9 @@ WorkerPool::Queue::iterator WorkerPool::Next() {
 std::function<void()> WorkerPool::Take(Queue::iterator it, bool advance) {
   if (advance) virtual_time_ = std::max(virtual_time_, it->first.first);
   const Task& taken = it->second;
-  if (taken.flow != 0) {
-    by_cost_.erase({taken.cost, it->first.first, it->first.second});
-    auto f = flows_.find(taken.flow);
-    if (--f->second.queued == 0) flows_.erase(f);
-  }
+  by_cost_.erase({taken.cost, it->first.first, it->first.second});
+  auto f = flows_.find(taken.flow);
+  if (--f->second.queued == 0) flows_.erase(f);
   std::function<void()> task = std::move(it->second.run);
   tasks_.erase(it);
   return task;
@@ -95,9 +94,15 @@ void WorkerPool::Work(int threads_per_task) {
     std::function<void()> task;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;
-      task = Take(Next(), /*advance=*/true);
+      ready_.wait(lock, [this] { return stopping_ || !tasks_.empty() || !unflowed_.empty(); });
+      if (!unflowed_.empty()) {
+        task = std::move(unflowed_.front());
+        unflowed_.pop_front();
+      } else if (!tasks_.empty()) {
+        task = Take(Next(), /*advance=*/true);
+      } else {
+        return;
+      }
     }
     task();
   }

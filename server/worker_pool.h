@@ -24,13 +24,14 @@
 // tags of the cheaper tasks pass the band the large one is taken. Streams
 // that keep the queue full still share it by bytes over any stretch longer
 // than their batches. A task without a flow (a resident job's step, which
-// its job waits for, one at a time) costs nothing and is taken before the
-// queued batches, first come first served.
+// its job waits for, one at a time) is taken before any task of a flow,
+// first come first served.
 #ifndef KMT_SERVER_WORKER_POOL_H_
 #define KMT_SERVER_WORKER_POOL_H_
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -53,7 +54,7 @@ class WorkerPool {
   uint64_t NewFlow();
   // A task of `flow` costing `cost` (a batch: its bytes), queued fairly.
   void Submit(uint64_t flow, int64_t cost, std::function<void()> task);
-  // A task of no flow: it runs before the tasks of flows already queued.
+  // A task of no flow: it is taken before any task of a flow.
   void Submit(std::function<void()> task) { Submit(0, 0, std::move(task)); }
 
   // For a running task of `cost` between its steps (a batch between its
@@ -84,7 +85,7 @@ class WorkerPool {
 
   void Work(int threads_per_task);
   using Queue = std::map<std::pair<int64_t, uint64_t>, Task>;
-  // The task to take next (the rule above); tasks_ is not empty.
+  // The task of a flow to take next (the rule above); tasks_ is not empty.
   Queue::iterator Next();
   // Removes a queued task, its flow updated and V raised to its tag if
   // `advance`, and returns it to run.
@@ -93,8 +94,9 @@ class WorkerPool {
   std::mutex mu_;
   std::condition_variable ready_;
   // By (tag, submission number).
-  Queue tasks_;
-  // The tasks of flows, by (cost, tag, submission number), for RunCheaper.
+  Queue tasks_;                                 // the tasks of flows
+  std::deque<std::function<void()>> unflowed_;  // the tasks of no flow, in order
+  // The same tasks by (cost, tag, submission number), for RunCheaper.
   std::set<std::tuple<int64_t, int64_t, uint64_t>> by_cost_;
   std::unordered_map<uint64_t, Flow> flows_;
   int64_t virtual_time_ = 0;  // V: the largest tag of the tasks taken so far
