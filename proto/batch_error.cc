@@ -6,12 +6,16 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
+#include "proto/utf8.h"
 
 namespace kmt {
 
 std::string CapStatusMessage(absl::string_view message) {
-  if (message.size() <= kMaxStatusMessageBytes) return std::string(message);
-  std::string capped(message.substr(0, kMaxStatusMessageBytes - (sizeof(kTruncationMark) - 1)));
+  // Cut whole characters of UTF-8 (AsUtf8 may lengthen the message): a
+  // string field that is not UTF-8 would make the client drop the response.
+  const std::string text = AsUtf8(message);
+  if (text.size() <= kMaxStatusMessageBytes) return text;
+  std::string capped(Utf8Prefix(text, kMaxStatusMessageBytes - (sizeof(kTruncationMark) - 1)));
   capped += kTruncationMark;
   return capped;
 }

@@ -31,12 +31,13 @@ absl::Status WithRetryPushback(absl::Status status, int64_t ms);
 // The pushback `status` carries, if any.
 std::optional<int64_t> RetryPushbackMs(const absl::Status& status);
 
-// `message`, cut to kMaxStatusMessageBytes with kTruncationMark if longer.
+// `message` as UTF-8 (AsUtf8), cut before a character to
+// kMaxStatusMessageBytes with kTruncationMark if longer.
 std::string CapStatusMessage(absl::string_view message);
 
 // The status's canonical code, its message, capped, and its retry pushback.
-// OK gives an empty
-// BatchError (code 0), which is what an unset error reads as.
+// OK gives an empty BatchError (code 0), which is what an unset error reads
+// as.
 v1::BatchError ToBatchError(const absl::Status& status);
 
 // The status a response's error carries: OK when the error is unset, a code

@@ -13,12 +13,12 @@
 #include <system_error>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/init_method.h"
 #include "proto/model_file.h"
+#include "proto/utf8.h"
 
 namespace kmt {
 
@@ -260,43 +260,6 @@ std::string VersionName(absl::string_view name, int64_t version) {
   return absl::StrCat(name, " version ", version);
 }
 
-// Whether `s` is UTF-8, as protobuf requires of a string field: a client
-// refuses a whole response that holds other bytes (gRPC's C++ client then
-// answers the call UNIMPLEMENTED, "No message returned for unary request"),
-// so a name, path or reason that is not UTF-8 must never reach ListModels.
-// Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
-bool IsUtf8(absl::string_view s) {
-  static constexpr uint32_t kLeast[] = {0, 0x80, 0x800, 0x10000};
-  for (size_t i = 0; i < s.size();) {
-    const auto lead = static_cast<unsigned char>(s[i]);
-    const int extra = lead < 0x80                   ? 0
-                      : lead >= 0xC2 && lead < 0xE0 ? 1
-                      : lead >= 0xE0 && lead < 0xF0 ? 2
-                      : lead >= 0xF0 && lead < 0xF5 ? 3
-                                                    : -1;
-    if (extra < 0 || s.size() - i <= static_cast<size_t>(extra)) return false;
-    uint32_t point = extra == 0 ? lead : lead & (0x3F >> extra);
-    for (int j = 1; j <= extra; ++j) {
-      const auto next = static_cast<unsigned char>(s[i + j]);
-      if ((next & 0xC0) != 0x80) return false;
-      point = point << 6 | (next & 0x3F);
-    }
-    if (point < kLeast[extra] || (point >= 0xD800 && point <= 0xDFFF) || point > 0x10FFFF) {
-      return false;
-    }
-    i += extra + 1;
-  }
-  return true;
-}
-
-// At most `bytes` bytes of a UTF-8 string, cut before a character rather
-// than inside one.
-absl::string_view Utf8Prefix(absl::string_view s, size_t bytes) {
-  if (s.size() <= bytes) return s;
-  while (bytes > 0 && (static_cast<unsigned char>(s[bytes]) & 0xC0) == 0x80) --bytes;
-  return s.substr(0, bytes);
-}
-
 }  // namespace
 
 absl::string_view VersionStateName(v1::ModelVersionState state) {
@@ -416,8 +379,7 @@ ScanReport ModelRegistry::ScanLocked() {
     conflicts.insert(c.path);
     if (state.conflicts.count(c.path)) return;
     const std::string path = (std::filesystem::path(dir_) / c.relative).string();
-    report.refused.emplace_back(
-        absl::StrCat(IsUtf8(path) ? path : absl::CHexEscape(path), ": ", why), reason);
+    report.refused.emplace_back(absl::StrCat(AsUtf8(path), ": ", why), reason);
   };
   // Version directories first: a directory claims its name.
   for (const bool flat : {false, true}) {

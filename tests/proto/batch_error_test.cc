@@ -6,6 +6,9 @@
 
 #include <string>
 
+#include "absl/strings/match.h"
+#include "proto/utf8.h"
+
 namespace kmt {
 namespace {
 
@@ -48,6 +51,23 @@ TEST(BatchError, LongMessagesAreCutAndSaySo) {
             std::string(kMaxStatusMessageBytes - std::string(kTruncationMark).size(), 'x') +
                 kTruncationMark);
   EXPECT_EQ(cut.code(), static_cast<int>(absl::StatusCode::kNotFound));
+}
+
+// A cut inside a character, or a message holding bytes that are not UTF-8
+// (a file name), would make the client refuse the whole response.
+TEST(BatchError, MessagesStayUtf8WhenCutOrGivenOtherBytes) {
+  // "é" is two bytes: the cut falls inside one wherever it falls.
+  std::string accents;
+  while (accents.size() < 2 * kMaxStatusMessageBytes) accents += "\xC3\xA9";
+  for (const std::string& message : {"x" + accents, accents}) {
+    const std::string cut = ToBatchError(absl::NotFoundError(message)).message();
+    EXPECT_TRUE(IsUtf8(cut));
+    EXPECT_LE(cut.size(), kMaxStatusMessageBytes);
+    EXPECT_TRUE(absl::EndsWith(cut, kTruncationMark));
+  }
+  const v1::BatchError latin1 = ToBatchError(absl::NotFoundError("caf\xE9.kmt"));
+  EXPECT_EQ(latin1.message(), "caf\\xe9.kmt");
+  EXPECT_EQ(ToBatchError(absl::NotFoundError("caf\xC3\xA9")).message(), "caf\xC3\xA9");
 }
 
 TEST(BatchError, ARetryPushbackGoesThereAndBackAndIsUnsetWithoutOne) {
