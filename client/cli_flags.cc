@@ -62,7 +62,7 @@ ABSL_FLAG(int, streams, kmt::ClientOptions{}.streams,
           "whole mode: shards (and streams) per replica");
 ABSL_FLAG(int, max_attempts, kmt::ClientOptions{}.max_attempts,
           "sends of a batch answered UNAVAILABLE, the first included; whole mode: moves of "
-          "shards whose replica failed");
+          "each shard whose replica failed or drained");
 ABSL_FLAG(absl::Duration, timeout, kmt::ClientOptions{}.stream_timeout, "deadline of each stream");
 ABSL_FLAG(bool, tls, kmt::ClientTls{}.enabled,
           "connect with TLS, trusting the system's CAs (implied by --tls_ca)");
