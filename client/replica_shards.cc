@@ -386,10 +386,15 @@ class ReplicaShards::Impl {
     Shard& shard = shards_[s];
     for (;;) {
       alive_[shard.server] = false;
+      // Out of moves or of replicas, the job fails UNAVAILABLE whatever
+      // code the last replica's stream ended with: a stream opened on a
+      // replica as its drain begins ends CANCELLED (gRPC's, with no word of
+      // its own), which would read as the caller's cancellation. That
+      // failure is kept in the message, code and all.
       if (++shard.moves > options_.max_moves) {
         return Named(
-            s, absl::Status(why.code(), absl::StrCat("gave up after ", shard.moves - 1,
-                                                     " moves of this shard: ", why.message())));
+            s, absl::UnavailableError(absl::StrCat("gave up after ", shard.moves - 1,
+                                                   " moves of this shard: ", why.ToString())));
       }
       ++moves_;
       std::vector<int> load(stubs_.size(), 0);
@@ -398,8 +403,9 @@ class ReplicaShards::Impl {
       for (size_t r = 0; r < stubs_.size(); ++r) {
         if (alive_[r] && (best < 0 || load[r] < load[best])) best = static_cast<int>(r);
       }
-      if (best < 0)
-        return Named(s, absl::Status(why.code(), absl::StrCat("no replica left: ", why.message())));
+      if (best < 0) {
+        return Named(s, absl::UnavailableError(absl::StrCat("no replica left: ", why.ToString())));
+      }
       if (options_.log) {
         options_.log(absl::StrCat("shard ", s, ": ", options_.servers[shard.server], " failed (",
                                   why.ToString(), "); loading it on ", options_.servers[best],
