@@ -36,8 +36,10 @@ fi
 if [[ $kind == stress || $kind == stress-ci ]]; then
   # The tests labelled `stress` (tests/CMakeLists.txt): the model directory
   # read every few milliseconds while its files change and every user of the
-  # registry races it. Each sanitizer runs them in its own build: a failure
-  # under the first does not hide what the second reports.
+  # registry races it; resident jobs back to back while replicas are drained
+  # and killed (tests-stress builds both programs). Each sanitizer runs them
+  # in its own build: a failure under the first does not hide what the
+  # second reports.
   default_seconds=10
   [[ $kind == stress ]] && default_seconds=120
   export KMT_STRESS_SECONDS=${KMT_STRESS_SECONDS:-$default_seconds}
