@@ -1,10 +1,10 @@
 // Resident jobs run back to back, from this process's own driver (the one
 // `kmt cluster --mode=whole` runs), over three real kmt-server replicas,
-// while another thread drains (SIGTERM) or kills (SIGKILL) one replica at a
-// time at random moments and starts it again on the same port. Only one
-// replica is ever down, so a job can always reach a live one; but the
-// driver takes a replica that failed as gone for the rest of its job, so a
-// job that sees all three fail runs out of replicas. Each job either ends
+// while another thread drains (SIGTERM) or kills (SIGKILL) a replica at
+// random moments and starts it again on the same port. Two replicas are
+// down at most, so a job can always reach a live one; but the driver takes
+// a replica that failed as gone for the rest of its job, so a job that sees
+// all three fail runs out of replicas. Each job either ends
 // with the result of a run without faults on the same points and seed, to
 // the bit, or fails UNAVAILABLE naming the replica it ran out on; any other
 // end (another code, a wrong bit, a job past its deadline, a crash or a
@@ -123,9 +123,10 @@ std::vector<std::string> ReplicaFlags(int port) {
   return flags;
 }
 
-// Three replicas on fixed ports and the thread that takes them down: one at
-// a time, after a random pause of up to twice a clean job's length, drained
-// or killed at random, then started again on its port before the next.
+// Three replicas on fixed ports and the thread that takes them down: after
+// a random pause of up to a clean job's length, one replica drained or
+// killed at random and started again on its port, or now and then each in
+// turn (Loop).
 class Chaos {
  public:
   // False (and a failure) if a replica does not start.
@@ -401,7 +402,7 @@ std::string Differs(const ResidentJobResult& got, const ResidentJobResult& want)
 }
 
 TEST(ResidentJobStress, JobsBackToBackWhileReplicasAreDrainedAndKilledAtRandom) {
-  News news;  // before the chaos thread, which reads it, and after it ends
+  News news;  // declared first: the chaos thread writes to it until it ends
   Chaos chaos;
   ASSERT_TRUE(chaos.Start());
   const std::vector<std::string> servers = chaos.Addresses();
