@@ -8,6 +8,7 @@ and a replica drained (SIGTERM) mid-fit without changing the result, and bad
 input refused."""
 import os
 import signal
+import types
 import unittest
 import warnings
 from unittest import mock
@@ -16,6 +17,7 @@ import dask
 import dask.array as da
 import dask.dataframe as dd
 import distributed
+import grpc
 import numpy as np
 import sklearn.cluster
 from sklearn.utils._param_validation import InvalidParameterError
@@ -332,6 +334,22 @@ class DaskFaultTest(unittest.TestCase):
         for _, code, message in failed:
             self.assertEqual(code.name, "UNAVAILABLE")
             self.assertIn("server is shutting down", message)
+
+
+class DaskOutOfReplicasTest(unittest.TestCase):
+    """With no live replica left a fit fails UNAVAILABLE, whatever code the
+    last stream ended with (one opened as its replica's drain began ends
+    CANCELLED), that code and message kept in the error's text."""
+
+    def test_the_last_failure_is_unavailable_and_named(self):
+        shard = types.SimpleNamespace(block=3, replica=1, worker="w")
+        job = types.SimpleNamespace(alive=[False, True], servers=["a:1", "b:2"],
+                                    shards=[shard], log=None)
+        with self.assertRaises(kmt.ServiceError) as raised:
+            kmt.dask.job.DaskJob._failed(job, shard,
+                                         ("failed", grpc.StatusCode.CANCELLED, "Cancelled"))
+        self.assertEqual(raised.exception.code, grpc.StatusCode.UNAVAILABLE)
+        self.assertIn("block 3: no replica left: CANCELLED: Cancelled", str(raised.exception))
 
 
 if __name__ == "__main__":

@@ -111,7 +111,11 @@ class DaskJob:
         self.alive[shard.replica] = False
         live = [r for r in range(len(self.servers)) if self.alive[r]]
         if not live:
-            raise ServiceError(code, f"block {shard.block}: no replica left: {message}")
+            # UNAVAILABLE whatever the last stream ended with, as the C++
+            # driver says it: a stream opened as its replica's drain begins
+            # ends CANCELLED, which would read as the caller's cancellation.
+            raise ServiceError(grpc.StatusCode.UNAVAILABLE,
+                               f"block {shard.block}: no replica left: {code.name}: {message}")
         load = collections.Counter(s.replica for s in self.shards)
         if self.log:
             self.log(f"block {shard.block}: {self.servers[shard.replica]} failed "
