@@ -279,10 +279,15 @@ grpc::ServerBidiReactor<v1::JobRequest, v1::JobResponse>* ClusterService::Job(
 grpc::ServerUnaryReactor* ClusterService::ListModels(grpc::CallbackServerContext* context,
                                                      const v1::ListModelsRequest*,
                                                      v1::ListModelsResponse* response) {
-  *response = registry_->List();
-  for (v1::ModelInfo& info : *response->mutable_models()) info.set_max_points(limits_.max_points);
+  const absl::Status status = Handled([&] {
+    *response = registry_->List();
+    for (v1::ModelInfo& info : *response->mutable_models()) {
+      info.set_max_points(limits_.max_points);
+    }
+    return absl::OkStatus();
+  });
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 
@@ -318,15 +323,18 @@ grpc::ServerUnaryReactor* ClusterService::Control(grpc::CallbackServerContext* c
                                                   absl::string_view rpc, const std::string& name,
                                                   int64_t version, RegistryChange change,
                                                   v1::ModelControlResponse* response) {
-  ScanReport report;
-  absl::Status status = MayControl(context);
-  if (status.ok()) status = (registry_->*change)(name, version, &report);
-  Log("INFO", absl::StrCat(rpc, " ", name, " version ", version, " from ", context->peer(), ": ",
-                           status.ok() ? "OK" : status.ToString()));
-  if (reloader_ != nullptr) reloader_->Published(report);
-  if (absl::StatusOr<v1::ModelInfo> info = registry_->Describe(name); info.ok()) {
-    *response->mutable_model() = *std::move(info);
-  }
+  const absl::Status status = Handled([&] {
+    ScanReport report;
+    absl::Status changed = MayControl(context);
+    if (changed.ok()) changed = (registry_->*change)(name, version, &report);
+    Log("INFO", absl::StrCat(rpc, " ", name, " version ", version, " from ", context->peer(), ": ",
+                             changed.ok() ? "OK" : changed.ToString()));
+    if (reloader_ != nullptr) reloader_->Published(report);
+    if (absl::StatusOr<v1::ModelInfo> info = registry_->Describe(name); info.ok()) {
+      *response->mutable_model() = *std::move(info);
+    }
+    return changed;
+  });
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <string>
+
+#include "absl/strings/str_cat.h"
 
 namespace kmt {
 
@@ -10,6 +13,16 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                       CapStatusMessage(status.message()));
+}
+
+absl::Status Handled(absl::FunctionRef<absl::Status()> handler) {
+  try {
+    return handler();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("the server failed: ", e.what()));
+  } catch (...) {
+    return absl::InternalError("the server failed");
+  }
 }
 
 bool DeadlineEnded(std::chrono::system_clock::time_point deadline,

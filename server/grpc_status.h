@@ -9,12 +9,19 @@
 
 #include <chrono>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "proto/batch_error.h"
 
 namespace kmt {
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// What `handler` returns, or INTERNAL naming what it threw. gRPC answers a
+// callback handler that throws UNIMPLEMENTED with no message, which tells
+// the client the server lacks a method it has; a unary handler's work runs
+// through this instead.
+absl::Status Handled(absl::FunctionRef<absl::Status()> handler);
 
 // Why the work of a call that arrived at `arrived` should stop, if it
 // should: its client's deadline passed (DEADLINE_EXCEEDED) or it was

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 
 namespace kmt {
@@ -34,6 +35,17 @@ using std::chrono::seconds;
 // The client cancels at its deadline, which reaches the server a little
 // before the server's copy of it: up to 1% of the timeout plus 50 ms before
 // is the deadline's doing.
+TEST(Handled, GivesTheHandlersStatusAndAThrowAsInternalNamingIt) {
+  EXPECT_EQ(Handled([] { return absl::NotFoundError("no model 'x'"); }),
+            absl::NotFoundError("no model 'x'"));
+  EXPECT_TRUE(Handled([] { return absl::OkStatus(); }).ok());
+  const absl::Status thrown =
+      Handled([]() -> absl::Status { throw std::runtime_error("directory vanished"); });
+  EXPECT_EQ(thrown.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(thrown.message(), "the server failed: directory vanished");
+  EXPECT_EQ(Handled([]() -> absl::Status { throw 7; }).code(), absl::StatusCode::kInternal);
+}
+
 TEST(DeadlineEnded, ACancellationJustBeforeTheDeadlineIsTheDeadlines) {
   const Clock::time_point arrived = Clock::now(), deadline = arrived + seconds(1);
   EXPECT_TRUE(DeadlineEnded(deadline, arrived, deadline + milliseconds(1)));
