@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -25,7 +24,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
@@ -37,18 +35,6 @@ namespace kmt {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Each case's length: KMT_STRESS_SECONDS, else long enough for a few
-// thousand scans and calls of each kind.
-std::chrono::steady_clock::duration StressDuration() {
-  double seconds = 10;
-  const char* env = std::getenv("KMT_STRESS_SECONDS");
-  if (env != nullptr && *env != '\0') {
-    EXPECT_TRUE(absl::SimpleAtod(env, &seconds) && seconds > 0) << "KMT_STRESS_SECONDS=" << env;
-  }
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(seconds));
-}
 
 // A bound on one call for a machine under load and a sanitizer, not a
 // measure: a call that takes longer is a hung server.
@@ -253,6 +239,9 @@ class Mutator {
 class ModelRepositoryStress : public testing::Test {
  protected:
   void Start(const std::vector<std::string>& extra) {
+    const absl::StatusOr<absl::Duration> length = StressDuration();
+    ASSERT_TRUE(length.ok()) << length.status();
+    length_ = absl::ToChronoNanoseconds(*length);
     std::vector<std::string> flags = {"--model_dir=" + dir_.string()};
     flags.insert(flags.end(), extra.begin(), extra.end());
     server_ = ServerProcess::Start(flags);
@@ -264,7 +253,7 @@ class ModelRepositoryStress : public testing::Test {
   // Runs each of `loops` on a thread of its own until the case's time is
   // up or a call fails that should not have.
   void Race(const std::vector<std::function<void()>>& loops) {
-    const auto end = std::chrono::steady_clock::now() + StressDuration();
+    const auto end = std::chrono::steady_clock::now() + length_;
     std::vector<std::thread> threads;
     for (const std::function<void()>& loop : loops) {
       threads.emplace_back([&, loop] {
@@ -297,7 +286,7 @@ class ModelRepositoryStress : public testing::Test {
     const std::map<std::string, int64_t> counts = tally_.counts();
     std::vector<std::string> lines;
     for (const auto& [kind, count] : counts) lines.push_back(absl::StrCat(kind, ": ", count));
-    std::cout << "calls and changes in " << std::chrono::duration<double>(StressDuration()).count()
+    std::cout << "calls and changes in " << std::chrono::duration<double>(length_).count()
               << " s:\n  " << absl::StrJoin(lines, "\n  ") << std::endl;
     const std::string log = server_->Log();
     EXPECT_TRUE(tally_.failures().empty())
@@ -312,6 +301,9 @@ class ModelRepositoryStress : public testing::Test {
     EXPECT_EQ(server_->Terminate(absl::Seconds(60)), 0) << server_->Log();
   }
 
+  // Each case's length (StressDuration): long enough by default for a few
+  // thousand scans and calls of each kind.
+  std::chrono::nanoseconds length_{0};
   const fs::path dir_ = TempDir("stress-models");
   std::unique_ptr<ServerProcess> server_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -355,8 +347,7 @@ TEST_F(ModelRepositoryStress, EveryCallerRacesFilesChangingUnderAFiveMillisecond
   // just listed: answered, or refused as the race allows.
   const auto cluster = [this] {
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + StressDuration() +
-                         std::chrono::minutes(5));
+    context.set_deadline(std::chrono::system_clock::now() + length_ + std::chrono::minutes(5));
     const auto stream = stub_->Cluster(&context);
     const auto run = [&](const std::string& model, int64_t version, bool exact) {
       v1::ClusterResponse response;

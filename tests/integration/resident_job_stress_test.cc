@@ -19,7 +19,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <iostream>
@@ -32,7 +31,6 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -44,17 +42,6 @@ namespace kmt {
 namespace {
 
 constexpr int kD = 8, kK = 6, kIterations = 4, kReplicas = 3;
-
-// The test's length: KMT_STRESS_SECONDS, else long enough for a few dozen
-// jobs and faults.
-absl::Duration StressDuration() {
-  double seconds = 10;
-  const char* env = std::getenv("KMT_STRESS_SECONDS");
-  if (env != nullptr && *env != '\0') {
-    EXPECT_TRUE(absl::SimpleAtod(env, &seconds) && seconds > 0) << "KMT_STRESS_SECONDS=" << env;
-  }
-  return absl::Seconds(seconds);
-}
 
 // Points around 16 centers, the same on every run.
 const Matrix<float>& Points() {
@@ -421,7 +408,10 @@ TEST(ResidentJobStress, JobsBackToBackWhileReplicasAreDrainedAndKilledAtRandom) 
   }
   clean_time /= static_cast<int64_t>(std::size(kConfigs));
 
-  const absl::Duration length = StressDuration();
+  // Long enough by default for a few dozen jobs and faults.
+  const absl::StatusOr<absl::Duration> stress = StressDuration();
+  ASSERT_TRUE(stress.ok()) << stress.status();
+  const absl::Duration length = *stress;
   chaos.Run(
       clean_time, [&news] { return news.PastLoad(); },
       [&news](const std::string& line) { news.Add(line); });

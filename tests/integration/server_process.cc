@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
@@ -103,6 +104,17 @@ std::string TempDir(const std::string& name) {
   std::filesystem::create_directories(dir);
   registry.dirs.push_back(dir);
   return dir;
+}
+
+absl::StatusOr<absl::Duration> StressDuration() {
+  const char* env = std::getenv("KMT_STRESS_SECONDS");
+  if (env == nullptr || *env == '\0') return absl::Seconds(10);
+  double seconds = 0;
+  if (!absl::SimpleAtod(env, &seconds) || !(seconds > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("KMT_STRESS_SECONDS=", env, ": not a positive number of seconds"));
+  }
+  return absl::Seconds(seconds);
 }
 
 std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::string>& flags) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 namespace kmt {
@@ -81,6 +82,11 @@ std::map<std::string, double> ScrapeMetrics(int port);
 // A fresh directory under the test's temporary directory, removed when the
 // test program exits.
 std::string TempDir(const std::string& name);
+
+// How long each case of the `stress` tier runs: KMT_STRESS_SECONDS, 10 s
+// unless it is set; INVALID_ARGUMENT naming it when it is not a positive
+// number.
+absl::StatusOr<absl::Duration> StressDuration();
 
 }  // namespace kmt
 
