@@ -23,11 +23,12 @@ build_packages=(
 # tests (openssl), and the Python client's dependencies, with what builds and
 # installs it as a package (setuptools, wheel, pip; Python's headers and
 # pybind11 for its compiled driver, kmt._driver), scikit-learn, and Dask
-# for kmt.dask (pandas for its DataFrames).
+# for kmt.dask (pandas for its DataFrames); FAISS's library and its Python
+# module, the speed peers of the C++ and Python benchmarks.
 test_packages=(
   git ca-certificates clang-format openssl clang libclang-rt-14-dev libomp-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus libfaiss-dev libopenblas0-openmp
+  prometheus libfaiss-dev python3-faiss libopenblas0-openmp
   python3 python3-dev pybind11-dev python3-grpcio python3-protobuf python3-numpy python3-yaml
   python3-sklearn python3-setuptools python3-wheel python3-pip
   python3-dask python3-distributed python3-pandas
