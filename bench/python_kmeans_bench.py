@@ -30,13 +30,10 @@ parallel loop can make two threads many times slower than one).
 """
 import argparse
 import os
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
 
 import numpy as np
+from pybench import print_thread_pools, started_server, timed
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import kmt  # noqa: E402
@@ -50,45 +47,6 @@ def dataset(n, d, k, seed):
     points = centers[rng.integers(0, k, size=n)]
     points += rng.normal(0, 0.35, size=(n, d)).astype(np.float32)
     return points
-
-
-# Before each timed run: threads the run before left spinning (OpenBLAS's
-# and libgomp's wait for more work for a while after scikit-learn returns)
-# would take the cores from the next run. On 2 cores they added about a
-# fifth to a 64-batch run of kmt's that followed scikit-learn's.
-SETTLE_SECONDS = 0.2
-
-
-def timed(ours, theirs, repeats):
-    """Both runs `repeats` times in alternation (which goes first flips each
-    round, so the machine's drift falls on both alike), each after
-    SETTLE_SECONDS idle: for each, (median seconds, min, max, the last run's
-    result, median seconds of this process's CPU)."""
-    times, cpu, results = ([], []), ([], []), [None, None]
-    for r in range(repeats):
-        order = (0, 1) if r % 2 == 0 else (1, 0)
-        for i in order:
-            time.sleep(SETTLE_SECONDS)
-            start, start_cpu = time.perf_counter(), time.process_time()
-            results[i] = (ours, theirs)[i]()
-            times[i].append(time.perf_counter() - start)
-            cpu[i].append(time.process_time() - start_cpu)
-    return tuple((statistics.median(t), min(t), max(t), result, statistics.median(c))
-                 for t, c, result in zip(times, cpu, results))
-
-
-def started_server(binary):
-    """A kmt-server on a free loopback port: (process, address)."""
-    port_file = os.path.join(tempfile.mkdtemp(prefix="kmt-bench-"), "port")
-    proc = subprocess.Popen([binary, "--listen=127.0.0.1:0", f"--port_file={port_file}",
-                             "--metrics_listen=127.0.0.1:0", "--model_dir="],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while not os.path.exists(port_file) or not open(port_file).read().strip():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"{binary} did not start")
-        time.sleep(0.05)
-    return proc, f"127.0.0.1:{int(open(port_file).read())}"
 
 
 def report(name, ours, theirs, n_iter, inertia, counted="n_iter_"):
@@ -123,7 +81,7 @@ def compare_streams(name, fit, repeats):
                 del os.environ["KMT_COMPILED_STREAMS"]
             else:
                 os.environ["KMT_COMPILED_STREAMS"] = before
-    ways = dict(zip(("the C++ client", "gRPC's Python API"), timed(fit, python_api, repeats)))
+    ways = dict(zip(("the C++ client", "gRPC's Python API"), timed((fit, python_api), repeats)))
     same = same_fits(*(way[3] for way in ways.values()))
     for way, (wall, _, _, _, cpu) in ways.items():
         print(f"  {name} through {way}: {wall:.4f} s, the client's CPU {cpu:.4f} s")
@@ -163,27 +121,21 @@ def main():
     args = parser.parse_args()
 
     import sklearn.cluster
-    from threadpoolctl import threadpool_info, threadpool_limits
 
     proc = None
     server = args.server
     if not server:
         proc, server = started_server(args.server_binary)
     try:
-        if args.sklearn_threads:
-            threadpool_limits(args.sklearn_threads)
-        for pool in threadpool_info():
-            print(f"scikit-learn's {pool['user_api']}: {pool['internal_api']} "
-                  f"{pool.get('version') or ''} {pool.get('architecture') or ''}, "
-                  f"{pool['num_threads']} threads")
+        print_thread_pools(args.sklearn_threads)
         points = dataset(max(args.n, args.batches * args.batch_n), args.d, args.k, args.seed)
         if not args.skip_whole:
             X = points[:args.n].astype(args.dtype)
             init = X[np.random.default_rng(args.seed + 1).choice(len(X), size=args.k,
                                                                  replace=False)]
-            ours, theirs = timed(
+            ours, theirs = timed((
                 lambda: kmt.KMeans(args.k, init=init, n_init=1, server=server).fit(X),
-                lambda: sklearn.cluster.KMeans(args.k, init=init, n_init=1).fit(X), args.repeats)
+                lambda: sklearn.cluster.KMeans(args.k, init=init, n_init=1).fit(X)), args.repeats)
             agree = float((ours[3].labels_ == theirs[3].labels_).mean())
             report(f"whole fit, {args.n} x {args.d} {args.dtype}, k = {args.k}", ours, theirs,
                    (ours[3].n_iter_, theirs[3].n_iter_), (ours[3].inertia_, theirs[3].inertia_))
@@ -212,7 +164,7 @@ def main():
                                     inits=inits)
             if args.streams:
                 compare_streams("kmt.fit_each", kmt_batches, args.repeats)
-            ours, theirs = timed(kmt_batches, sklearn_batches, args.repeats)
+            ours, theirs = timed((kmt_batches, sklearn_batches), args.repeats)
             report(f"{args.batches} batches of {args.batch_n} x {args.d}, k = {args.batch_k}, "
                    f"max_iter = {args.batch_iterations}", ours, theirs,
                    (sum(f.n_iter_ for f in ours[3]), sum(f.n_iter_ for f in theirs[3])),
@@ -232,7 +184,7 @@ def main():
                 return [sklearn.cluster.MiniBatchKMeans(args.batch_k, **options).fit(X)]
             if args.streams:
                 compare_streams("kmt.MiniBatchKMeans", kmt_minibatch, args.repeats)
-            ours, theirs = timed(kmt_minibatch, sklearn_minibatch, args.repeats)
+            ours, theirs = timed((kmt_minibatch, sklearn_minibatch), args.repeats)
             report(f"MiniBatchKMeans, {args.minibatch_n} x {args.d}, k = {args.batch_k}, "
                    f"batch_size = {args.minibatch_size}, max_iter = {args.minibatch_epochs}",
                    ours, theirs, (ours[3][0].n_steps_, theirs[3][0].n_steps_),
