@@ -7,8 +7,8 @@ namespace kmt {
 namespace {
 
 TEST(InitMethodProto, EveryMethodGoesThereAndBack) {
-  for (InitMethod method :
-       {InitMethod::kRandomSubset, InitMethod::kKMeansPlusPlus, InitMethod::kPlainKMeansPlusPlus}) {
+  for (InitMethod method : {InitMethod::kRandomSubset, InitMethod::kKMeansPlusPlus,
+                            InitMethod::kPlainKMeansPlusPlus, InitMethod::kTwoLevel}) {
     SCOPED_TRACE(InitMethodName(method));
     const absl::StatusOr<InitMethod> back = InitFromProto(InitToProto(method));
     ASSERT_TRUE(back.ok()) << back.status();
@@ -17,6 +17,7 @@ TEST(InitMethodProto, EveryMethodGoesThereAndBack) {
   EXPECT_EQ(InitToProto(InitMethod::kKMeansPlusPlus), v1::INIT_KMEANS_PLUS_PLUS);
   EXPECT_EQ(InitToProto(InitMethod::kRandomSubset), v1::INIT_RANDOM);
   EXPECT_EQ(InitToProto(InitMethod::kPlainKMeansPlusPlus), v1::INIT_PLAIN_KMEANS_PLUS_PLUS);
+  EXPECT_EQ(InitToProto(InitMethod::kTwoLevel), v1::INIT_TWO_LEVEL);
 }
 
 TEST(InitMethodProto, GivenAndUnknownValuesAreNoMethod) {
