@@ -1,6 +1,8 @@
 #include "proto/raw_payload.h"
 
+#include <cassert>
 #include <cstring>
+#include <type_traits>
 
 #include "absl/base/config.h"
 #include "absl/strings/str_cat.h"
@@ -26,17 +28,119 @@ void CopyLittleEndian(const void* from, void* to, size_t count, size_t width) {
 #endif
 }
 
-template <typename Scalar>
-void Decode(const std::string& bytes, Scalar* out) {
-  CopyLittleEndian(bytes.data(), out, bytes.size() / sizeof(Scalar), sizeof(Scalar));
+float FloatOfBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Narrow values, read byte by byte (so in any host order), widened by `widen`.
+template <typename Widen>
+void DecodeNarrow(const std::string& bytes, float* out, Widen widen) {
+  const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+  const size_t count = bytes.size() / 2;
+  for (size_t i = 0; i < count; ++i) {
+    out[i] = widen(static_cast<uint16_t>(b[2 * i] | b[2 * i + 1] << 8));
+  }
 }
 
 }  // namespace
 
+int RawWidth(RawType type) {
+  switch (type) {
+    case RawType::kFloat16:
+    case RawType::kBFloat16:
+      return 2;
+    case RawType::kFloat32:
+      return 4;
+    case RawType::kFloat64:
+      return 8;
+  }
+  return 0;
+}
+
+const char* RawSuffix(RawType type) {
+  switch (type) {
+    case RawType::kFloat16:
+      return "_f16";
+    case RawType::kBFloat16:
+      return "_bf16";
+    case RawType::kFloat32:
+      return "_f32";
+    case RawType::kFloat64:
+      return "_f64";
+  }
+  return "";
+}
+
+const char* RawName(RawType type) {
+  switch (type) {
+    case RawType::kFloat16:
+      return "binary16";
+    case RawType::kBFloat16:
+      return "bfloat16";
+    case RawType::kFloat32:
+      return "float32";
+    case RawType::kFloat64:
+      return "float64";
+  }
+  return "";
+}
+
+float WidenFloat16(uint16_t bits) {
+  // The exponent and mantissa moved to float32's places, the exponent
+  // rebiased (15 -> 127). Infinities and NaNs keep the all-ones exponent;
+  // subnormals (m * 2^-24) are renormalised exactly by a float32
+  // subtraction, since both operands and the result are float32 values.
+  uint32_t magnitude = static_cast<uint32_t>(bits & 0x7fff) << 13;
+  const uint32_t exponent = magnitude & 0x0f800000u;
+  magnitude += (127 - 15) << 23;
+  float value;
+  if (exponent == 0x0f800000u) {
+    value = FloatOfBits(magnitude + ((128 - 16) << 23));
+  } else if (exponent == 0) {
+    value = FloatOfBits(magnitude + (1 << 23)) - FloatOfBits(113u << 23);
+  } else {
+    value = FloatOfBits(magnitude);
+  }
+  uint32_t widened;
+  std::memcpy(&widened, &value, 4);
+  return FloatOfBits(widened | static_cast<uint32_t>(bits & 0x8000) << 16);
+}
+
+// Bfloat16 is float32's upper half.
+float WidenBFloat16(uint16_t bits) { return FloatOfBits(static_cast<uint32_t>(bits) << 16); }
+
 template <typename Scalar>
-absl::Status CheckRaw(const RawShape& shape, int repeated_count, const std::string& bytes) {
-  constexpr uint64_t kWidth = sizeof(Scalar);
-  const char* suffix = kWidth == 8 ? "_f64" : "_f32";
+void DecodeRaw(const std::string& bytes, RawType type, Scalar* out) {
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (type == RawType::kFloat16) return DecodeNarrow(bytes, out, WidenFloat16);
+    if (type == RawType::kBFloat16) return DecodeNarrow(bytes, out, WidenBFloat16);
+  }
+  assert(type == kRawTypeOf<Scalar>);
+  CopyLittleEndian(bytes.data(), out, bytes.size() / sizeof(Scalar), sizeof(Scalar));
+}
+
+absl::StatusOr<RawBytes> OneRawField(const char* field, int repeated_count,
+                                     std::initializer_list<RawBytes> raw) {
+  const RawBytes* chosen = nullptr;
+  for (const RawBytes& r : raw) {
+    if (!r.set()) continue;
+    if (repeated_count > 0 || chosen != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, chosen == nullptr ? "" : RawSuffix(chosen->type), " and ", field,
+                       RawSuffix(r.type), " are both set; send one of them"));
+    }
+    chosen = &r;
+  }
+  return chosen == nullptr ? RawBytes{} : *chosen;
+}
+
+template <typename Scalar>
+absl::Status CheckRaw(const RawShape& shape, int repeated_count, const std::string& bytes,
+                      RawType type) {
+  const uint64_t kWidth = RawWidth(type);
+  const char* suffix = RawSuffix(type);
   if (repeated_count > 0 && !bytes.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(shape.field, " and ", shape.field, suffix, " are both set; send one of them"));
@@ -60,25 +164,29 @@ absl::Status CheckRaw(const RawShape& shape, int repeated_count, const std::stri
 
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> RawMatrix(const RawShape& shape, int repeated_count,
-                                         const std::string& bytes) {
-  if (absl::Status s = CheckRaw<Scalar>(shape, repeated_count, bytes); !s.ok()) return s;
+                                         const std::string& bytes, RawType type) {
+  if (absl::Status s = CheckRaw<Scalar>(shape, repeated_count, bytes, type); !s.ok()) return s;
   Matrix<Scalar> values(shape.cols, shape.rows);
-  Decode(bytes, values.data());
+  DecodeRaw(bytes, type, values.data());
   return values;
 }
 
 template <typename Scalar>
 absl::StatusOr<std::vector<Scalar>> RawVector(const RawShape& shape, int repeated_count,
-                                              const std::string& bytes) {
-  if (absl::Status s = CheckRaw<Scalar>(shape, repeated_count, bytes); !s.ok()) return s;
-  std::vector<Scalar> values(bytes.size() / sizeof(Scalar));
-  Decode(bytes, values.data());
+                                              const std::string& bytes, RawType type) {
+  if (absl::Status s = CheckRaw<Scalar>(shape, repeated_count, bytes, type); !s.ok()) return s;
+  std::vector<Scalar> values(bytes.size() / RawWidth(type));
+  DecodeRaw(bytes, type, values.data());
   return values;
 }
 
-void DecodeFloat32(const std::string& bytes, float* out) { Decode(bytes, out); }
+void DecodeFloat32(const std::string& bytes, float* out) {
+  DecodeRaw(bytes, RawType::kFloat32, out);
+}
 
-void DecodeFloat64(const std::string& bytes, double* out) { Decode(bytes, out); }
+void DecodeFloat64(const std::string& bytes, double* out) {
+  DecodeRaw(bytes, RawType::kFloat64, out);
+}
 
 void EncodeFloat32(absl::Span<const float> values, std::string* out) {
   out->resize(values.size() * 4);
@@ -104,10 +212,13 @@ void PutMatrix(const Matrix<double>& m, google::protobuf::RepeatedField<float>*,
   EncodeFloat64(absl::MakeConstSpan(m.data(), m.size()), f64);
 }
 
-#define KMT_INSTANTIATE(S)                                                                   \
-  template absl::Status CheckRaw<S>(const RawShape&, int, const std::string&);               \
-  template absl::StatusOr<Matrix<S>> RawMatrix<S>(const RawShape&, int, const std::string&); \
-  template absl::StatusOr<std::vector<S>> RawVector<S>(const RawShape&, int, const std::string&);
+#define KMT_INSTANTIATE(S)                                                                       \
+  template absl::Status CheckRaw<S>(const RawShape&, int, const std::string&, RawType);          \
+  template absl::StatusOr<Matrix<S>> RawMatrix<S>(const RawShape&, int, const std::string&,      \
+                                                  RawType);                                      \
+  template absl::StatusOr<std::vector<S>> RawVector<S>(const RawShape&, int, const std::string&, \
+                                                       RawType);                                 \
+  template void DecodeRaw<S>(const std::string&, RawType, S*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

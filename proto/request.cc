@@ -26,6 +26,10 @@ std::vector<const char*> Float32Payloads(const v1::ClusterRequest& r) {
   if (r.weights_size() > 0) set.push_back("weights");
   if (r.weights_f32().size() > 0) set.push_back("weights_f32");
   if (r.points_offset_size() > 0) set.push_back("points_offset");
+  if (!r.points_f16().empty()) set.push_back("points_f16");
+  if (!r.points_bf16().empty()) set.push_back("points_bf16");
+  if (!r.centers_f16().empty()) set.push_back("centers_f16");
+  if (!r.centers_bf16().empty()) set.push_back("centers_bf16");
   return set;
 }
 
@@ -38,6 +42,22 @@ std::vector<const char*> Float64Payloads(const v1::ClusterRequest& r) {
   return set;
 }
 
+// A float32 request's matrix `shape.field` from whichever one of its fields
+// is set: `values` (the repeated one, read as MatrixFromRowMajor reads it,
+// `what` naming a row) or the raw float32, binary16 or bfloat16 bytes.
+absl::StatusOr<Matrix<float>> Float32Matrix(const RawShape& shape, const char* what,
+                                            const google::protobuf::RepeatedField<float>& values,
+                                            const std::string& f32, const std::string& f16,
+                                            const std::string& bf16) {
+  absl::StatusOr<RawBytes> raw = OneRawField(
+      shape.field, values.size(),
+      {{RawType::kFloat32, &f32}, {RawType::kFloat16, &f16}, {RawType::kBFloat16, &bf16}});
+  if (!raw.ok()) return raw.status();
+  if (!raw->set())
+    return MatrixFromRowMajor<float>(values, shape.rows, shape.cols, what, shape.rows_name);
+  return RawMatrix(shape, 0, *raw->bytes, raw->type);
+}
+
 // The points, d x n, before the offset; their shape and values are left to
 // Batch::Validate, as for the other payloads below.
 template <typename Scalar>
@@ -45,9 +65,8 @@ absl::StatusOr<Matrix<Scalar>> RequestPoints(const v1::ClusterRequest& r) {
   if constexpr (std::is_same_v<Scalar, double>) {
     return RawMatrix<double>({"points", "n", r.n(), "d", r.d()}, 0, r.points_f64());
   } else {
-    return r.points_f32().empty()
-               ? MatrixFromRowMajor<float>(r.points(), r.n(), r.d(), "point", "n")
-               : RawMatrix({"points", "n", r.n(), "d", r.d()}, r.points_size(), r.points_f32());
+    return Float32Matrix({"points", "n", r.n(), "d", r.d()}, "point", r.points(), r.points_f32(),
+                         r.points_f16(), r.points_bf16());
   }
 }
 
@@ -84,9 +103,8 @@ absl::StatusOr<Matrix<Scalar>> RequestCenters(const v1::ClusterRequest& r) {
   if constexpr (std::is_same_v<Scalar, double>) {
     return RawMatrix<double>({"centers", "k", r.k(), "d", r.d()}, 0, r.centers_f64());
   } else {
-    return r.centers_f32().empty()
-               ? MatrixFromRowMajor<float>(r.centers(), r.k(), r.d(), "center", "k")
-               : RawMatrix({"centers", "k", r.k(), "d", r.d()}, r.centers_size(), r.centers_f32());
+    return Float32Matrix({"centers", "k", r.k(), "d", r.d()}, "center", r.centers(),
+                         r.centers_f32(), r.centers_f16(), r.centers_bf16());
   }
 }
 
@@ -121,7 +139,8 @@ absl::StatusOr<PayloadType> RequestPayloadType(const v1::ClusterRequest& r) {
     return absl::InvalidArgumentError(absl::StrCat(
         f32.front(), " and ", f64.front(),
         " are both set: a request's payloads are all float32 (points, centers, weights, "
-        "points_offset or their _f32 bytes) or all float64 (their _f64 bytes)"));
+        "points_offset, their _f32 bytes, or points and centers as _f16 or _bf16 bytes) or all "
+        "float64 (their _f64 bytes)"));
   }
   return PayloadType::kFloat64;
 }

@@ -116,9 +116,6 @@ absl::StatusOr<Matrix<Scalar>> StepCenters(const google::protobuf::RepeatedField
   }
 }
 
-void Decode(const std::string& bytes, float* out) { DecodeFloat32(bytes, out); }
-void Decode(const std::string& bytes, double* out) { DecodeFloat64(bytes, out); }
-
 }  // namespace
 
 ResidentShard::ResidentShard(ResidentMemory* memory, const Limits& limits)
@@ -196,12 +193,12 @@ template <typename Scalar>
 absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk& chunk) {
   constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
   constexpr int64_t kWidth = sizeof(Scalar);
-  const char* const suffix = kIsFloat64 ? "_f64" : "_f32";
-  const char* const type = kIsFloat64 ? "float64" : "float32";
   const int64_t d = d_;
-  if (absl::Status s = SamePrecision(kIsFloat64, "points",
-                                     chunk.points_size() > 0 || !chunk.points_f32().empty(),
-                                     !chunk.points_f64().empty());
+  if (absl::Status s =
+          SamePrecision(kIsFloat64, "points",
+                        chunk.points_size() > 0 || !chunk.points_f32().empty() ||
+                            !chunk.points_f16().empty() || !chunk.points_bf16().empty(),
+                        !chunk.points_f64().empty());
       !s.ok()) {
     return s;
   }
@@ -211,19 +208,25 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
       !s.ok()) {
     return s;
   }
-  const std::string& points_bytes = kIsFloat64 ? chunk.points_f64() : chunk.points_f32();
+  // A float32 shard's chunk carries its points in one of four fields, the
+  // narrow ones widened to float32 here, as they arrive.
+  absl::StatusOr<RawBytes> points_raw =
+      kIsFloat64 ? RawBytes{RawType::kFloat64, &chunk.points_f64()}
+                 : OneRawField("points", chunk.points_size(),
+                               {{RawType::kFloat32, &chunk.points_f32()},
+                                {RawType::kFloat16, &chunk.points_f16()},
+                                {RawType::kBFloat16, &chunk.points_bf16()}});
+  if (!points_raw.ok()) return points_raw.status();
   const std::string& weights_bytes = kIsFloat64 ? chunk.weights_f64() : chunk.weights_f32();
-  const bool raw = !points_bytes.empty();
-  if (raw && chunk.points_size() > 0) {
-    return absl::InvalidArgumentError("points and points_f32 are both set; send one of them");
-  }
-  if (raw && points_bytes.size() % kWidth != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("points", suffix, " has ", points_bytes.size(),
-                                                   " bytes, not a whole number of ", type,
-                                                   " values"));
+  const bool raw = points_raw->set();
+  const int64_t points_width = RawWidth(points_raw->type);
+  if (raw && points_raw->bytes->size() % points_width != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("points", RawSuffix(points_raw->type), " has ", points_raw->bytes->size(),
+                     " bytes, not a whole number of ", RawName(points_raw->type), " values"));
   }
   const int64_t values =
-      raw ? static_cast<int64_t>(points_bytes.size()) / kWidth : chunk.points_size();
+      raw ? static_cast<int64_t>(points_raw->bytes->size()) / points_width : chunk.points_size();
   if (values % d != 0 || values / d > n_ - received_) {
     return absl::InvalidArgumentError(
         absl::StrCat("a chunk of ", values, " values after ", received_, " of n = ", n_,
@@ -239,8 +242,8 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
     }
     if (weights_bytes.size() % kWidth != 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("weights", suffix, " has ", weights_bytes.size(),
-                       " bytes, not a whole number of ", type, " values"));
+          absl::StrCat("weights", RawSuffix(kRawTypeOf<Scalar>), " has ", weights_bytes.size(),
+                       " bytes, not a whole number of ", RawName(kRawTypeOf<Scalar>), " values"));
     }
     const int64_t weights =
         raw_weights ? static_cast<int64_t>(weights_bytes.size()) / kWidth : chunk.weights_size();
@@ -252,12 +255,12 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
   }
   Scalar* const at = state.points.data() + received_ * d;
   if (raw) {
-    Decode(points_bytes, at);
+    DecodeRaw(*points_raw->bytes, points_raw->type, at);
   } else if (values > 0) {
     std::copy_n(chunk.points().data(), values, at);
   }
   if (weighted_ && raw_weights) {
-    Decode(weights_bytes, state.weights.data() + received_);
+    DecodeRaw(weights_bytes, kRawTypeOf<Scalar>, state.weights.data() + received_);
   } else if (weighted_ && count > 0) {
     std::copy_n(chunk.weights().data(), count, state.weights.data() + received_);
   }

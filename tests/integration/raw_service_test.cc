@@ -4,6 +4,8 @@
 // A float64 request is clustered in double, layer for layer the plain
 // reference Lloyd's in double, with its offset, weights and distances in
 // double too; one that mixes float32 and float64 payloads is refused.
+// Binary16 and bfloat16 payloads are answered as the float32 request of the
+// values they widen to, on Cluster and Job streams alike.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -386,7 +388,8 @@ TEST_F(RawServiceTest, MixedPayloadsAndBadByteCountsAreRefusedAndTheStreamGoesOn
   ASSERT_EQ(responses.size(), 6u);
   const std::string kMix =
       " are both set: a request's payloads are all float32 (points, centers, weights, "
-      "points_offset or their _f32 bytes) or all float64 (their _f64 bytes)";
+      "points_offset, their _f32 bytes, or points and centers as _f16 or _bf16 bytes) or all "
+      "float64 (their _f64 bytes)";
   const std::string messages[] = {"centers_f32 and points_f64" + kMix,
                                   "points_f32 and weights_f64" + kMix,
                                   "points_offset and points_f64" + kMix,
@@ -399,6 +402,173 @@ TEST_F(RawServiceTest, MixedPayloadsAndBadByteCountsAreRefusedAndTheStreamGoesOn
   }
   EXPECT_FALSE(responses[5].has_error()) << responses[5].error().message();
   EXPECT_EQ(responses[5].centers_f64().size(), 8u * 5 * kK);
+}
+
+// ---- Narrow payloads: binary16 and bfloat16, clustered as float32. ----
+
+// Points() cut to bfloat16 (their upper 16 bits), as bfloat16 bits and as
+// binary16 bits of the same values: a value of 8 significant bits and a
+// magnitude of 2^-14 to 2^15 is a binary16 value (smaller ones, a rare few
+// near the origin, become 0 in both).
+struct NarrowPoints {
+  std::vector<uint16_t> f16, bf16;
+  Matrix<float> widened;
+};
+
+const NarrowPoints& Narrow() {
+  static const NarrowPoints* narrow = [] {
+    auto* out = new NarrowPoints{{}, {}, Points()};
+    for (Eigen::Index i = 0; i < out->widened.size(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &out->widened.data()[i], 4);
+      bits &= 0xffff0000u;
+      const int exponent = static_cast<int>((bits >> 23) & 0xff) - 127;
+      if (exponent < -14) bits &= 0x80000000u;
+      const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+      out->bf16.push_back(static_cast<uint16_t>(bits >> 16));
+      out->f16.push_back(exponent < -14 ? sign
+                                        : static_cast<uint16_t>(sign | (exponent + 15) << 10 |
+                                                                ((bits >> 13) & 0x3ff)));
+      out->widened.data()[i] = WidenBFloat16(out->bf16.back());
+    }
+    return out;
+  }();
+  return *narrow;
+}
+
+std::string Bytes16(const uint16_t* bits, size_t count) {
+  std::string bytes;
+  for (size_t i = 0; i < count; ++i) {
+    bytes.append({static_cast<char>(bits[i] & 0xff), static_cast<char>(bits[i] >> 8)});
+  }
+  return bytes;
+}
+
+// Raw(id) with given centers (the first kK points), points and centers in
+// float32 bytes of the narrow values.
+v1::ClusterRequest Widened(const std::string& id) {
+  const Matrix<float>& points = Narrow().widened;
+  v1::ClusterRequest r = Raw(id);
+  r.clear_points_f32();
+  EncodeFloat32(absl::MakeConstSpan(points.data(), points.size()), r.mutable_points_f32());
+  r.set_init(v1::INIT_GIVEN);
+  EncodeFloat32(absl::MakeConstSpan(points.data(), kK * points.rows()), r.mutable_centers_f32());
+  return r;
+}
+
+TEST_F(RawServiceTest, NarrowRequestsAreAnsweredAsTheFloat32RequestOfTheirValues) {
+  const NarrowPoints& narrow = Narrow();
+  ASSERT_EQ(narrow.f16.size(), 3000u * 5);
+  const size_t centers = kK * 5;
+  v1::ClusterRequest f16 = Widened("f16");
+  f16.clear_points_f32();
+  f16.set_points_f16(Bytes16(narrow.f16.data(), narrow.f16.size()));
+  f16.clear_centers_f32();
+  f16.set_centers_f16(Bytes16(narrow.f16.data(), centers));
+  v1::ClusterRequest bf16 = Widened("bf16");
+  bf16.clear_points_f32();
+  bf16.set_points_bf16(Bytes16(narrow.bf16.data(), narrow.bf16.size()));
+  // Narrow points beside float32 centers.
+  v1::ClusterRequest odd = f16;
+  odd.set_request_id("odd");
+  odd.mutable_points_f16()->pop_back();
+  v1::ClusterRequest both = f16;
+  both.set_request_id("both");
+  both.set_points_bf16(bf16.points_bf16());
+  v1::ClusterRequest with_f64 = bf16;
+  with_f64.set_request_id("with-f64");
+  with_f64.clear_centers_f32();
+  with_f64.set_centers_f64(std::string(8 * centers, '\0'));
+  auto stub = Stub();
+  const auto [responses, status] =
+      Exchange(stub.get(), {Widened("f32"), f16, bf16, odd, both, with_f64, Widened("after")});
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(responses.size(), 7u);
+  const v1::ClusterResponse& want = responses[0];
+  ASSERT_FALSE(want.has_error()) << want.error().message();
+  for (int i : {1, 2, 6}) {
+    SCOPED_TRACE(responses[i].request_id());
+    v1::ClusterResponse got = responses[i];
+    ASSERT_FALSE(got.has_error()) << got.error().message();
+    EXPECT_TRUE(got.labels_i32() == want.labels_i32());
+    EXPECT_TRUE(got.centers_f32() == want.centers_f32());
+    EXPECT_EQ(got.objective(), want.objective());
+    EXPECT_EQ(got.iterations_run(), want.iterations_run());
+  }
+  const std::string messages[] = {
+      "points_f16 has 29999 bytes, expected n*d*2 = 3000*5*2",
+      "points_f16 and points_bf16 are both set; send one of them",
+      "points_bf16 and centers_f64 are both set: a request's payloads are all float32 (points, "
+      "centers, weights, points_offset, their _f32 bytes, or points and centers as _f16 or _bf16 "
+      "bytes) or all float64 (their _f64 bytes)"};
+  for (int i = 3; i < 6; ++i) {
+    SCOPED_TRACE(responses[i].request_id());
+    EXPECT_EQ(responses[i].error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+    EXPECT_EQ(responses[i].error().message(), messages[i - 3]);
+  }
+}
+
+TEST_F(RawServiceTest, AShardLoadedInNarrowChunksAnswersAsItsFloat32Values) {
+  const NarrowPoints& narrow = Narrow();
+  const Matrix<float>& widened = narrow.widened;
+  const int d = static_cast<int>(widened.rows());
+  const int64_t n = widened.cols(), half = n / 2;
+  auto stub = Stub();
+  std::vector<v1::JobResponse> answers;
+  for (int load = 0; load < 2; ++load) {
+    SCOPED_TRACE(load == 0 ? "float32" : "binary16, then bfloat16");
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    auto stream = stub->Job(&context);
+    std::vector<v1::JobRequest> chunks(2);
+    for (int c = 0; c < 2; ++c) {
+      v1::ShardChunk* chunk = chunks[c].mutable_shard();
+      chunk->set_n(n);
+      chunk->set_d(d);
+      const size_t first = c * half * d, count = (c == 0 ? half : n - half) * d;
+      if (load == 0) {
+        EncodeFloat32(absl::MakeConstSpan(widened.data() + first, count),
+                      chunk->mutable_points_f32());
+      } else if (c == 0) {
+        chunk->set_points_f16(Bytes16(narrow.f16.data() + first, count));
+      } else {
+        chunk->set_points_bf16(Bytes16(narrow.bf16.data() + first, count));
+      }
+    }
+    v1::JobResponse r;
+    if (load == 1) {
+      // A chunk of half a value ends its stream, as a bad float32 one does.
+      grpc::ClientContext odd_context;
+      auto odd_stream = stub->Job(&odd_context);
+      v1::JobRequest odd = chunks[0];
+      odd.mutable_shard()->mutable_points_f16()->pop_back();
+      ASSERT_TRUE(odd_stream->Write(odd));
+      EXPECT_FALSE(odd_stream->Read(&r));
+      const grpc::Status ended = odd_stream->Finish();
+      EXPECT_EQ(ended.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+      EXPECT_EQ(ended.error_message(),
+                "points_f16 has 14999 bytes, not a whole number of binary16 values");
+    }
+    for (const v1::JobRequest& chunk : chunks) {
+      ASSERT_TRUE(stream->Write(chunk));
+      ASSERT_TRUE(stream->Read(&r));
+      ASSERT_FALSE(r.has_error()) << r.error().message();
+    }
+    EXPECT_EQ(r.points_loaded(), n);
+    v1::JobRequest assign;
+    assign.mutable_assign()->set_k(kK);
+    assign.mutable_assign()->set_return_labels(true);
+    EncodeFloat32(absl::MakeConstSpan(widened.data(), kK * d),
+                  assign.mutable_assign()->mutable_centers_f32());
+    ASSERT_TRUE(stream->Write(assign));
+    ASSERT_TRUE(stream->Read(&r));
+    ASSERT_FALSE(r.has_error()) << r.error().message();
+    r.clear_compute_seconds();
+    answers.push_back(r);
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  EXPECT_TRUE(answers[0].SerializeAsString() == answers[1].SerializeAsString());
 }
 
 }  // namespace

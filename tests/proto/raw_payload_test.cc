@@ -1,8 +1,10 @@
-// Raw float32 / float64 / int32 payloads: checks, decoding and encoding.
+// Raw binary16 / bfloat16 / float32 / float64 / int32 payloads: checks,
+// decoding (the narrow types widened exactly) and encoding.
 #include "proto/raw_payload.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 namespace kmt {
@@ -82,6 +84,118 @@ TEST(RawPayload, EncodedValuesAreLittleEndian) {
   EXPECT_EQ(decoded, (std::vector<double>{0.1, -2.5e-300}));
   EncodeInt32({1, 258, -1}, &bytes);
   EXPECT_EQ(bytes, std::string("\x01\0\0\0\x02\x01\0\0\xff\xff\xff\xff", 12));
+}
+
+// Little-endian bytes of 16-bit values given by their bits.
+std::string LittleEndian16(const std::vector<uint16_t>& bits) {
+  std::string bytes;
+  for (uint16_t b : bits) {
+    bytes.push_back(static_cast<char>(b & 0xff));
+    bytes.push_back(static_cast<char>(b >> 8));
+  }
+  return bytes;
+}
+
+// The value of a binary float of `exponent_bits` and `mantissa_bits` from
+// its fields, by the format's definition: (-1)^s 2^(e - bias) (1 + m/2^p)
+// for a normal e, (-1)^s 2^(1 - bias) m/2^p for e = 0. In double, which
+// holds every such value exactly; NaN and infinity for the all-ones e.
+double Reference(uint16_t bits, int exponent_bits, int mantissa_bits) {
+  const int mantissa = bits & ((1 << mantissa_bits) - 1);
+  const int exponent = (bits >> mantissa_bits) & ((1 << exponent_bits) - 1);
+  const int bias = (1 << (exponent_bits - 1)) - 1;
+  const double sign = (bits >> 15) ? -1.0 : 1.0;
+  if (exponent == (1 << exponent_bits) - 1) {
+    return mantissa == 0 ? sign * INFINITY : NAN;
+  }
+  const double scale = std::ldexp(1.0, -mantissa_bits);
+  if (exponent == 0) return sign * std::ldexp(mantissa * scale, 1 - bias);
+  return sign * std::ldexp(1.0 + mantissa * scale, exponent - bias);
+}
+
+void ExpectWidenedExactly(float got, double want, uint16_t bits) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << "bits " << bits;
+    return;
+  }
+  // The float32 holds the value itself, and a zero keeps its sign.
+  EXPECT_EQ(static_cast<double>(got), want) << "bits " << bits;
+  EXPECT_EQ(std::signbit(got), std::signbit(want)) << "bits " << bits;
+}
+
+TEST(RawPayload, EveryBinary16ValueWidensToTheSameFloat32Value) {
+  for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+    const auto b = static_cast<uint16_t>(bits);
+    ExpectWidenedExactly(WidenFloat16(b), Reference(b, 5, 10), b);
+  }
+  // The smallest subnormal, the largest subnormal and the largest finite.
+  EXPECT_EQ(WidenFloat16(0x0001), std::ldexp(1.f, -24));
+  EXPECT_EQ(WidenFloat16(0x03ff), 1023 * std::ldexp(1.f, -24));
+  EXPECT_EQ(WidenFloat16(0x7bff), 65504.f);
+}
+
+TEST(RawPayload, EveryBFloat16ValueWidensToTheSameFloat32Value) {
+  for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+    const auto b = static_cast<uint16_t>(bits);
+    ExpectWidenedExactly(WidenBFloat16(b), Reference(b, 8, 7), b);
+  }
+  EXPECT_EQ(WidenBFloat16(0x0001), std::ldexp(1.f, -133));
+}
+
+TEST(RawPayload, NarrowBytesDecodeToAFloat32MatrixAndAreCheckedByTheirWidth) {
+  // 1, -2, the smallest binary16 subnormal, -0, 65504, 0.5 as binary16.
+  const std::string f16 = LittleEndian16({0x3c00, 0xc000, 0x0001, 0x8000, 0x7bff, 0x3800});
+  const absl::StatusOr<Matrix<float>> got =
+      RawMatrix({"points", "n", 3, "d", 2}, 0, f16, RawType::kFloat16);
+  ASSERT_TRUE(got.ok()) << got.status();
+  Matrix<float> want(2, 3);
+  want << 1, std::ldexp(1.f, -24), 65504, -2, -0.f, 0.5f;
+  EXPECT_EQ(*got, want);
+  // 1, -2, 3e38 as bfloat16 (0x7f62 = 1.765625 * 2^127).
+  const absl::StatusOr<Matrix<float>> bf = RawMatrix(
+      {"centers", "k", 1, "d", 3}, 0, LittleEndian16({0x3f80, 0xc000, 0x7f62}), RawType::kBFloat16);
+  ASSERT_TRUE(bf.ok()) << bf.status();
+  EXPECT_EQ((*bf)(2, 0), std::ldexp(1.765625f, 127));
+  // A NaN widens to a NaN, which the core's validation refuses as a float32
+  // one; the codec only checks counts.
+  const absl::StatusOr<Matrix<float>> nan =
+      RawMatrix({"points", "n", 1, "d", 1}, 0, LittleEndian16({0x7e00}), RawType::kFloat16);
+  ASSERT_TRUE(nan.ok()) << nan.status();
+  EXPECT_TRUE(std::isnan((*nan)(0, 0)));
+
+  EXPECT_EQ(CheckRaw({"points", "n", 3, "d", 2}, 0, f16.substr(1), RawType::kFloat16).message(),
+            "points_f16 has 11 bytes, expected n*d*2 = 3*2*2");
+  EXPECT_EQ(CheckRaw({"points", "n", 3, "d", 2}, 0, f16 + f16, RawType::kBFloat16).message(),
+            "points_bf16 has 24 bytes, expected n*d*2 = 3*2*2");
+  // Six float32 values' bytes are not six binary16 values.
+  EXPECT_EQ(
+      CheckRaw({"points", "n", 3, "d", 2}, 0, LittleEndian({1, 2, 3, 4, 5, 6}), RawType::kFloat16)
+          .message(),
+      "points_f16 has 24 bytes, expected n*d*2 = 3*2*2");
+  EXPECT_FALSE(CheckRaw({"points", "n", int64_t{1} << 62, "d", 8}, 0, "", RawType::kFloat16).ok());
+}
+
+TEST(RawPayload, AMatrixComesInOneFieldOnly) {
+  const std::string none, some = LittleEndian16({0x3c00}), more = LittleEndian({1});
+  const absl::StatusOr<RawBytes> one = OneRawField(
+      "points", 0,
+      {{RawType::kFloat32, &none}, {RawType::kFloat16, &some}, {RawType::kBFloat16, &none}});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->type, RawType::kFloat16);
+  EXPECT_EQ(one->bytes, &some);
+  // The repeated field alone, or nothing: no raw field.
+  EXPECT_FALSE(OneRawField("points", 3, {{RawType::kFloat32, &none}}).value().set());
+  EXPECT_EQ(OneRawField("points", 3, {{RawType::kFloat32, &none}, {RawType::kFloat16, &some}})
+                .status()
+                .message(),
+            "points and points_f16 are both set; send one of them");
+  EXPECT_EQ(
+      OneRawField(
+          "centers", 0,
+          {{RawType::kFloat32, &more}, {RawType::kFloat16, &none}, {RawType::kBFloat16, &some}})
+          .status()
+          .message(),
+      "centers_f32 and centers_bf16 are both set; send one of them");
 }
 
 }  // namespace

@@ -137,7 +137,8 @@ TEST(Request, Float64PayloadsBecomeADoubleBatch) {
 TEST(Request, MixedPayloadsAreRefusedNamingOneOfEach) {
   const std::string rule =
       " are both set: a request's payloads are all float32 (points, centers, weights, "
-      "points_offset or their _f32 bytes) or all float64 (their _f64 bytes)";
+      "points_offset, their _f32 bytes, or points and centers as _f16 or _bf16 bytes) or all "
+      "float64 (their _f64 bytes)";
   v1::ClusterRequest r = Request64();
   r.add_weights(1);
   EXPECT_EQ(RequestPayloadType(r).status().message(), "weights and points_f64" + rule);
@@ -245,6 +246,96 @@ TEST(Request, BadRawPayloadsAreNamed) {
   r.add_centers(1);
   EXPECT_EQ(BatchFromRequest(r).status().message(),
             "centers and centers_f32 are both set; send one of them");
+}
+
+// Little-endian bytes of 16-bit values (binary16 or bfloat16) by their bits.
+std::string Bytes16(const std::vector<uint16_t>& bits) {
+  std::string bytes;
+  for (uint16_t b : bits) bytes.append({static_cast<char>(b & 0xff), static_cast<char>(b >> 8)});
+  return bytes;
+}
+
+// Request()'s points (0, 0, 0, 1, 10, 10, 10, 11) as binary16 and bfloat16.
+const std::vector<uint16_t> kPointsF16 = {0, 0, 0, 0x3c00, 0x4900, 0x4900, 0x4900, 0x4980};
+const std::vector<uint16_t> kPointsBF16 = {0, 0, 0, 0x3f80, 0x4120, 0x4120, 0x4120, 0x4130};
+
+TEST(Request, NarrowPayloadsGiveTheFloat32BatchOfTheSameValues) {
+  v1::ClusterRequest wide = Request();
+  wide.set_init(v1::INIT_GIVEN);
+  for (float v : {0.f, 0.f, 10.f, 10.f}) wide.add_centers(v);
+  const absl::StatusOr<Batch<float>> want = BatchFromRequest(wide);
+  ASSERT_TRUE(want.ok()) << want.status();
+  v1::ClusterRequest f16 = wide;
+  f16.clear_points();
+  f16.set_points_f16(Bytes16(kPointsF16));
+  f16.clear_centers();
+  f16.set_centers_f16(Bytes16({0, 0, 0x4900, 0x4900}));
+  v1::ClusterRequest bf16 = wide;
+  bf16.clear_points();
+  bf16.set_points_bf16(Bytes16(kPointsBF16));
+  bf16.clear_centers();
+  bf16.set_centers_bf16(Bytes16({0, 0, 0x4120, 0x4120}));
+  for (const v1::ClusterRequest& r : {f16, bf16}) {
+    EXPECT_EQ(RequestPayloadType(r).value(), PayloadType::kFloat32);
+    const absl::StatusOr<Batch<float>> got = BatchFromRequest(r);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->spec().points, want->spec().points);
+    EXPECT_EQ(got->spec().given_centers, want->spec().given_centers);
+  }
+}
+
+// A NaN or an infinity widens to float32's and is refused as one there is.
+TEST(Request, NarrowNaNsAndInfinitiesAreRefusedAsFloat32Ones) {
+  v1::ClusterRequest r = Request();
+  r.clear_points();
+  std::vector<uint16_t> points = kPointsF16;
+  points[7] = 0x7e00;
+  r.set_points_f16(Bytes16(points));
+  EXPECT_EQ(BatchFromRequest(r).status().message(), "point 3 has NaN in dimension 1");
+  points[7] = 0xfc00;
+  r.set_points_f16(Bytes16(points));
+  EXPECT_EQ(BatchFromRequest(r).status().message(), "point 3 has Inf in dimension 1");
+  r.clear_points_f16();
+  points = kPointsBF16;
+  points[2] = 0x7f80;
+  r.set_points_bf16(Bytes16(points));
+  EXPECT_EQ(BatchFromRequest(r).status().message(), "point 1 has Inf in dimension 0");
+  r.set_init(v1::INIT_GIVEN);
+  r.set_points_bf16(Bytes16(kPointsBF16));
+  r.set_centers_bf16(Bytes16({0, 0, 0x7fc1, 0}));
+  EXPECT_EQ(BatchFromRequest(r).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(BatchFromRequest(r).status().message().find("NaN"), std::string::npos)
+      << BatchFromRequest(r).status();
+}
+
+TEST(Request, NarrowPayloadsBesideAnotherOfTheirMatrixOrFloat64AreRefusedByName) {
+  v1::ClusterRequest r = Request();
+  r.set_points_f16(Bytes16(kPointsF16));
+  EXPECT_EQ(BatchFromRequest(r).status().message(),
+            "points and points_f16 are both set; send one of them");
+  r.clear_points();
+  r.set_points_f32(Bytes({0, 0, 0, 1, 10, 10, 10, 11}));
+  EXPECT_EQ(BatchFromRequest(r).status().message(),
+            "points_f32 and points_f16 are both set; send one of them");
+  r.clear_points_f32();
+  r.set_points_bf16(Bytes16(kPointsBF16));
+  EXPECT_EQ(BatchFromRequest(r).status().message(),
+            "points_f16 and points_bf16 are both set; send one of them");
+  r.clear_points_f16();
+  r.set_init(v1::INIT_GIVEN);
+  r.set_centers_f64(Bytes64({0, 0, 10, 10}));
+  EXPECT_EQ(RequestPayloadType(r).status().message(),
+            "points_bf16 and centers_f64 are both set: a request's payloads are all float32 "
+            "(points, centers, weights, points_offset, their _f32 bytes, or points and centers as "
+            "_f16 or _bf16 bytes) or all float64 (their _f64 bytes)");
+  r.clear_centers_f64();
+  r.set_centers_f16(Bytes16({0, 0, 0x4900}));
+  EXPECT_EQ(BatchFromRequest(r).status().message(),
+            "centers_f16 has 6 bytes, expected k*d*2 = 2*2*2");
+  r.set_centers_f16(Bytes16({0, 0, 0x4900, 0x4900}));
+  r.mutable_points_bf16()->pop_back();
+  EXPECT_EQ(BatchFromRequest(r).status().message(),
+            "points_bf16 has 15 bytes, expected n*d*2 = 4*2*2");
 }
 
 TEST(Request, EachInitValueNamesItsMethod) {

@@ -205,6 +205,98 @@ TEST(ResidentShard, BadRawChunksAndCentersAreNamed) {
             "centers_f32 has 12 bytes, expected k*d*4 = 2*2*4");
 }
 
+// Points given by their binary16 (or bfloat16) bits, d x n as `bits` is
+// row-major, and a chunk of them in the narrow field.
+struct NarrowPoints {
+  RawType type;
+  int d;
+  std::vector<uint16_t> bits;
+  Matrix<float> widened;  // each value's float32
+
+  NarrowPoints(RawType type, int d, int64_t n, uint64_t seed)
+      : type(type), d(d), bits(d * n), widened(d, n) {
+    Rng rng(seed);
+    for (size_t i = 0; i < bits.size(); ++i) {
+      // Binary16: |x| < 64, subnormals among them; bfloat16: 2^-31 to 2^17.
+      const uint64_t magnitude =
+          type == RawType::kFloat16 ? rng.Below(0x5400) : 0x3000 + rng.Below(0x1800);
+      bits[i] = static_cast<uint16_t>(magnitude | rng.Below(2) << 15);
+      widened.data()[i] =
+          type == RawType::kFloat16 ? WidenFloat16(bits[i]) : WidenBFloat16(bits[i]);
+    }
+  }
+
+  v1::ShardChunk Chunk(int64_t first, int64_t count) const {
+    v1::ShardChunk chunk;
+    chunk.set_n(widened.cols());
+    chunk.set_d(d);
+    std::string* out =
+        type == RawType::kFloat16 ? chunk.mutable_points_f16() : chunk.mutable_points_bf16();
+    for (int64_t i = first * d; i < (first + count) * d; ++i) {
+      out->push_back(static_cast<char>(bits[i] & 0xff));
+      out->push_back(static_cast<char>(bits[i] >> 8));
+    }
+    return chunk;
+  }
+};
+
+// A shard loaded from binary16 or bfloat16 chunks, among float32 ones,
+// holds the float32 of each value: its steps answer as the float32 shard of
+// those values, to the byte.
+TEST(ResidentShard, NarrowChunksAnswerAsTheFloat32ShardOfTheirValues) {
+  for (RawType type : {RawType::kFloat16, RawType::kBFloat16}) {
+    SCOPED_TRACE(RawName(type));
+    const NarrowPoints points(type, 3, 600, 9);
+    ResidentMemory memory(1 << 21);
+    ResidentShard narrow(&memory, Limits{}), wide(&memory, Limits{});
+    v1::JobResponse response;
+    ASSERT_TRUE(narrow.Load(points.Chunk(0, 200), &response).ok());
+    ASSERT_TRUE(narrow.Load(RawChunk(points.widened, 200, 200), &response).ok());
+    ASSERT_TRUE(narrow.Load(points.Chunk(400, 200), &response).ok());
+    EXPECT_EQ(memory.held(), ResidentShard::Bytes(600, 3));
+    ASSERT_TRUE(wide.Load(Chunk(points.widened, 0, 600), &response).ok());
+    const v1::AssignStep step = Step(points.widened.leftCols(4), true);
+    v1::JobResponse want, got;
+    ASSERT_TRUE(wide.Assign(step, &want).ok());
+    ASSERT_TRUE(narrow.Assign(step, &got).ok());
+    EXPECT_EQ(got.SerializeAsString(), want.SerializeAsString());
+  }
+}
+
+TEST(ResidentShard, BadNarrowChunksAreNamed) {
+  const NarrowPoints points(RawType::kFloat16, 2, 10, 4);
+  ResidentMemory memory(1 << 20);
+  ResidentShard shard(&memory, Limits{});
+  v1::JobResponse response;
+  v1::ShardChunk odd = points.Chunk(0, 3);
+  odd.mutable_points_f16()->pop_back();
+  EXPECT_EQ(shard.Load(odd, &response).message(),
+            "points_f16 has 11 bytes, not a whole number of binary16 values");
+  v1::ShardChunk both = points.Chunk(0, 3);
+  EncodeFloat32({1, 2}, both.mutable_points_f32());
+  EXPECT_EQ(shard.Load(both, &response).message(),
+            "points_f32 and points_f16 are both set; send one of them");
+  v1::ShardChunk two_narrow = points.Chunk(0, 3);
+  two_narrow.set_points_bf16(std::string(4, '\0'));
+  EXPECT_EQ(shard.Load(two_narrow, &response).message(),
+            "points_f16 and points_bf16 are both set; send one of them");
+  // A NaN widens to float32's NaN and ends the load as one would.
+  NarrowPoints with_nan = points;
+  with_nan.bits[5] = 0x7e00;
+  ASSERT_TRUE(shard.Load(with_nan.Chunk(0, 6), &response).ok());
+  const absl::Status nan = shard.Load(with_nan.Chunk(6, 4), &response);
+  EXPECT_EQ(nan.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(nan.message(), "point 2 has NaN in dimension 1");
+  // On a float64 shard a narrow chunk is a float32 payload.
+  ResidentShard f64(&memory, Limits{});
+  v1::ShardChunk chunk64;
+  chunk64.set_n(10);
+  chunk64.set_d(2);
+  EncodeFloat64(std::vector<double>{1, 2}, chunk64.mutable_points_f64());
+  ASSERT_TRUE(f64.Load(chunk64, &response).ok());
+  EXPECT_EQ(f64.Load(points.Chunk(1, 2), &response).code(), absl::StatusCode::kInvalidArgument);
+}
+
 Vector<float> Weights(int64_t n) {
   Rng rng(5);
   Vector<float> weights(n);
