@@ -29,10 +29,12 @@ ABSL_FLAG(int, iterations, kmt::ResidentJobOptions{}.iterations,
           "layers, i.e. Lloyd's iterations for exact models; kmt cluster in whole mode: most "
           "iterations, 300 (scikit-learn's max_iter) unless given");
 ABSL_FLAG(std::string, init, "",
-          "initial centers: kmeans++ or k-means++ (greedy), plain-kmeans++, random, given "
-          "(--centers_in) or, in whole mode, kmeans|| or k-means|| (a few sampling rounds over "
-          "the shards, quoted in a shell); empty: given with --centers_in, else the model's "
-          "default (`kmt models`; greedy k-means++ for the exact models)");
+          "initial centers: kmeans++ or k-means++ (greedy), plain-kmeans++, random, two-level "
+          "(sqrt(k) coarse clusters, then fine ones in each: for large k; in whole mode on a "
+          "sample of --sample_size points), given (--centers_in) or, in whole mode, kmeans|| or "
+          "k-means|| (a few sampling rounds over the shards, quoted in a shell); empty: given "
+          "with --centers_in, else the model's default (`kmt models`; greedy k-means++ for the "
+          "exact models)");
 ABSL_FLAG(std::string, centers_in, "",
           "the k initial centers (implies --init=given): CSV, one per line, or a float32 or "
           "float64 .npy of shape (k, d); a file --centers_out wrote is read back, the centers "
@@ -112,8 +114,8 @@ absl::StatusOr<std::optional<v1::Init>> InitFlag(bool resident_job) {
   if (!method.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown --init '", init,
-                     "', expected kmeans++ (or k-means++), plain-kmeans++, random, given (with "
-                     "--centers_in) or, in whole mode, kmeans|| (or k-means||)"));
+                     "', expected kmeans++ (or k-means++), plain-kmeans++, random, two-level, "
+                     "given (with --centers_in) or, in whole mode, kmeans|| (or k-means||)"));
   }
   return InitToProto(*method);
 }

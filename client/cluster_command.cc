@@ -83,7 +83,8 @@ ABSL_FLAG(double, kmeans_parallel_oversampling,
           kmt::ResidentJobOptions{}.kmeans_parallel_oversampling,
           "whole mode, --init=kmeans||: points sampled per round, times k");
 ABSL_FLAG(int64_t, sample_size, 65536,
-          "whole mode, one pass per iteration: points sampled for the initial centers");
+          "whole mode: points sampled for the server's initial centers (one pass per "
+          "iteration; --init=two-level on resident shards)");
 ABSL_FLAG(std::string, labels_out, "",
           "where to write the labels, one per input row (-1 for the rows of a failed batch): "
           "one per line, or int32 .npy if the name ends in .npy");
@@ -488,6 +489,54 @@ class PassShards : public ShardSet {
   int passes_ = 0;
 };
 
+// The server's initialisation (base's init and seed) on a uniform sample of
+// --sample_size points of the file, which keep their weights (k-means++ on
+// it draws by w D^2): the k x d initial centers, row-major.
+absl::StatusOr<std::vector<float>> InitOnSample(Client& client, PointReader& reader,
+                                                const v1::ClusterRequest& base,
+                                                const std::vector<float>& weights) {
+  int64_t n = 0;
+  std::vector<int64_t> indices;
+  absl::StatusOr<std::vector<float>> sample =
+      Sample(reader, absl::GetFlag(FLAGS_sample_size), &n, &indices);
+  if (!sample.ok()) return sample.status();
+  v1::ClusterRequest r = base;
+  r.set_request_id("init");
+  r.set_n(n);
+  r.set_iterations(0);
+  r.set_omit_labels(true);
+  r.mutable_points()->Add(sample->begin(), sample->end());
+  for (int64_t i : indices) {
+    if (weights.empty()) break;
+    if (i >= static_cast<int64_t>(weights.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--weights_in has ", weights.size(), " weights, fewer than the points of the input"));
+    }
+    r.add_weights(weights[i]);
+  }
+  std::vector<float> centers;
+  absl::Status failure;
+  const absl::Status status = client.Cluster(
+      [&, sent = false](v1::ClusterRequest* out) mutable {
+        if (sent) return false;
+        *out = r;
+        return sent = true;
+      },
+      [&](v1::ClusterResponse&& response) {
+        failure = FromBatchError(response.error());
+        centers.assign(response.centers().begin(), response.centers().end());
+      });
+  if (!status.ok()) return status;
+  if (!failure.ok()) {
+    const std::string named = FileRowError(
+        std::string(failure.message()),
+        [&](int64_t i) { return i < static_cast<int64_t>(indices.size()) ? indices[i] : i; },
+        "the sample for the initial centers");
+    return named.empty() ? failure : absl::Status(failure.code(), named);
+  }
+  return centers;
+}
+
 // Whole mode, one pass over the file per Lloyd's iteration: the driver's
 // job on PassShards, from the given centers or the server's initialisation
 // on a sample, stopped by scikit-learn's rule (the points' variance read
@@ -508,45 +557,9 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
   // Initial centers: given, or the server's initialisation on a sample.
   std::vector<float> centers(base.centers().begin(), base.centers().end());
   if (base.init() != v1::INIT_GIVEN) {
-    int64_t n = 0;
-    std::vector<int64_t> indices;
-    absl::StatusOr<std::vector<float>> sample =
-        Sample(reader, absl::GetFlag(FLAGS_sample_size), &n, &indices);
-    if (!sample.ok()) return sample.status();
-    v1::ClusterRequest r = base;
-    r.set_request_id("init");
-    r.set_n(n);
-    r.set_iterations(0);
-    r.set_omit_labels(true);
-    r.mutable_points()->Add(sample->begin(), sample->end());
-    // The sample keeps its points' weights: k-means++ on it draws by w D^2.
-    for (int64_t i : indices) {
-      if (weighed == nullptr) break;
-      if (i >= static_cast<int64_t>(weights.size())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--weights_in has ", weights.size(), " weights, fewer than the points of the input"));
-      }
-      r.add_weights(weights[i]);
-    }
-    absl::Status failure;
-    const absl::Status status = client.Cluster(
-        [&, sent = false](v1::ClusterRequest* out) mutable {
-          if (sent) return false;
-          *out = r;
-          return sent = true;
-        },
-        [&](v1::ClusterResponse&& response) {
-          failure = FromBatchError(response.error());
-          centers.assign(response.centers().begin(), response.centers().end());
-        });
-    if (!status.ok()) return status;
-    if (!failure.ok()) {
-      const std::string named = FileRowError(
-          std::string(failure.message()),
-          [&](int64_t i) { return i < static_cast<int64_t>(indices.size()) ? indices[i] : i; },
-          "the sample for the initial centers");
-      return named.empty() ? failure : absl::Status(failure.code(), named);
-    }
+    absl::StatusOr<std::vector<float>> chosen = InitOnSample(client, reader, base, weights);
+    if (!chosen.ok()) return chosen.status();
+    centers = *std::move(chosen);
   }
   // The points' count and mean variance (scikit-learn's tol is relative to
   // it), in one read of the file.
@@ -644,6 +657,12 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
       .log = log};
   if (base.init() == v1::INIT_GIVEN) {
     options.starts.push_back(Eigen::Map<const Matrix<float>>(base.centers().data(), d, base.k()));
+  } else if (base.init() == v1::INIT_TWO_LEVEL) {
+    // The shards have no two-level step: it runs on the server on a sample,
+    // as in one pass per iteration.
+    absl::StatusOr<std::vector<float>> chosen = InitOnSample(client, reader, base, *weights);
+    if (!chosen.ok()) return chosen.status();
+    options.starts.push_back(Eigen::Map<const Matrix<float>>(chosen->data(), d, base.k()));
   }
   absl::StatusOr<ResidentJobResult> result =
       RunResidentJobOnReplicas({.servers = *servers,

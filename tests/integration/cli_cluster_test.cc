@@ -220,8 +220,8 @@ TEST_F(CliClusterTest, FlagsThatCannotApplyAndBadOutputsAreRefusedBeforeAnyWork)
        "--centers_in gives the initial centers, and --init=random would choose others"},
       {{"--input=" + input, "--k=3", "--init=given"}, "--init=given needs --centers_in"},
       {{"--input=" + input, "--k=3", "--init=forgy"},
-       "expected kmeans++ (or k-means++), plain-kmeans++, random, given (with --centers_in) or, "
-       "in whole mode, kmeans|| (or k-means||)"},
+       "expected kmeans++ (or k-means++), plain-kmeans++, random, two-level, given (with "
+       "--centers_in) or, in whole mode, kmeans|| (or k-means||)"},
       {{"--input=" + big, "--k=10", "--model=learned-onehot-d32-k10"}, "--mode=per-batch"},
       {{"--input=" + big, "--k=3", "--mode=whole", "--parameters=beta=2"},
        "--parameters applies to one batch at a time"},
@@ -252,6 +252,31 @@ TEST_F(CliClusterTest, ScikitLearnsInitNamesAreTaken) {
       Cluster({"--input=" + HundredThousand().csv, "--k=3", "--init=k-means||", "--iterations=2"});
   EXPECT_EQ(parallel.code, 0) << parallel.err;
   EXPECT_NE(parallel.out.find("k-means||: "), std::string::npos) << parallel.out;
+}
+
+TEST_F(CliClusterTest, TwoLevelIsTheCoresInOneBatchAndOnResidentShards) {
+  const Dataset& data = HundredThousand();
+  // One batch: the server's two-level, then Lloyd's.
+  const Matrix<float> few = data.points.leftCols(3000);
+  const Run batch = Cluster({"--input=" + Npy("p.npy", 3000), "--k=40", "--init=two-level",
+                             "--seed=4", "--iterations=5", "--labels_out=" + dir_ + "/a"});
+  ASSERT_EQ(batch.code, 0) << batch.err;
+  EXPECT_EQ(
+      ReadLabels(dir_ + "/a"),
+      RunLloyd<float>({}, few, *InitialCenters(few, 40, InitMethod::kTwoLevel, 4), {.layers = 5})
+          ->labels);
+  // Resident shards have no two-level step: the server's two-level on a
+  // sample (here every point, in order), then the job's Lloyd's.
+  const Run whole =
+      Cluster({"--input=" + data.csv, "--k=300", "--init=two-level", "--seed=5", "--iterations=3",
+               "--tol=0", "--sample_size=100000", "--labels_out=" + dir_ + "/b"});
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  EXPECT_NE(whole.out.find("resident: "), std::string::npos) << whole.out;
+  EXPECT_EQ(
+      ReadLabels(dir_ + "/b"),
+      RunLloyd<float>({}, data.points, *InitialCenters(data.points, 300, InitMethod::kTwoLevel, 5),
+                      {.layers = 3})
+          ->labels);
 }
 
 TEST_F(CliClusterTest, ModelsPrintParametersAsTheyAreTyped) {
