@@ -8,9 +8,12 @@
 namespace kmt {
 
 struct Limits {
-  int64_t max_points = 1000000;     ///< n per batch
-  int max_d = 4096;                 ///< dimensions
-  int max_k = 4096;                 ///< clusters
+  int64_t max_points = 1000000;  ///< n per batch
+  int max_d = 4096;              ///< dimensions
+  /// clusters: FAISS's largest IVF coarse quantizers (2^16); k <= n bounds
+  /// what a batch allocates by k, and the float32 centers of k = 65,536 at
+  /// d = 128 are a 32 MiB response, within the clients' 64 MiB
+  int max_k = 65536;
   int max_iterations = 1000;        ///< layers per batch
   int64_t max_dense_points = 4096;  ///< n for runs of the O(n^2) dense evaluator
   /// Bytes all resident jobs' shards may hold at once; 0 derives it from
