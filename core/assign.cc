@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "core/distances.h"
+#include "core/simd.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -225,6 +228,161 @@ void LoadLanes(const Eigen::Ref<const Matrix<Scalar>>& x, Eigen::Index first, Ei
   }
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__x86_64__)
+// The low-precision filter (NearestCenterScan::FilterBlock) at this level:
+// bfloat16 products on AMX tiles, configured as eight tiles of 16 rows of
+// 64 bytes. One product takes 32 points by 32 centers (two tiles each, four
+// tiles of float32 scores) a step of 32 coordinates at a time.
+#define KMT_NARROW_FILTER 1
+constexpr Eigen::Index kNarrowGroup = 32;  // points or centers of one product
+constexpr Eigen::Index kNarrowChunk = 32;  // coordinates of one step
+// The centers whose scores are scanned at once: 32 points' scores stay
+// within 128 KiB, in the second-level cache.
+constexpr Eigen::Index kNarrowTileCenters = 1024;
+// The shapes it takes: below these the float32 scan costs little more than
+// the conversion and the scan of the narrow scores.
+constexpr Eigen::Index kNarrowMinDimension = 64, kNarrowMinCenters = 32;
+
+struct alignas(64) TileConfig {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t bytes_per_row[16];
+  uint8_t rows[16];
+};
+
+__attribute__((target("amx-tile"))) void ConfigureTiles() {
+  // ldtilecfg's operand is 64 bytes, here aligned to them.
+  static const TileConfig config = [] {
+    TileConfig c{};
+    c.palette = 1;
+    for (int t = 0; t < 8; ++t) {
+      c.rows[t] = 16;
+      c.bytes_per_row[t] = 64;
+    }
+    return c;
+  }();
+  _tile_loadconfig(&config);
+}
+
+__attribute__((target("amx-tile"))) void ReleaseTiles() { _tile_release(); }
+
+// scores (32 x 32, row p point p, row stride ld floats) = the 32 points
+// from `points` (bfloat16 rows of `stride` values) by the group of 32
+// centers `centers` (NearestCenterScan::narrow_centers_'s layout), over
+// `chunks` steps of 32 coordinates, accumulated in float32.
+__attribute__((target("amx-tile,amx-bf16"))) void NarrowProduct(const uint16_t* points,
+                                                                Eigen::Index stride,
+                                                                const uint16_t* centers,
+                                                                Eigen::Index chunks, float* scores,
+                                                                Eigen::Index ld) {
+  const long a_stride = static_cast<long>(stride * sizeof(uint16_t));
+  const long c_stride = static_cast<long>(ld * sizeof(float));
+  const uint16_t* second_points = points + 16 * stride;
+  _tile_zero(4);
+  _tile_zero(5);
+  _tile_zero(6);
+  _tile_zero(7);
+  for (Eigen::Index q = 0; q < chunks; ++q) {
+    const uint16_t* group = centers + q * 2 * 512;
+    _tile_loadd(0, points + q * kNarrowChunk, a_stride);
+    _tile_loadd(1, second_points + q * kNarrowChunk, a_stride);
+    _tile_loadd(2, group, 64);
+    _tile_loadd(3, group + 512, 64);
+    _tile_dpbf16ps(4, 0, 2);
+    _tile_dpbf16ps(5, 0, 3);
+    _tile_dpbf16ps(6, 1, 2);
+    _tile_dpbf16ps(7, 1, 3);
+  }
+  _tile_stored(4, scores, c_stride);
+  _tile_stored(5, scores + 16, c_stride);
+  _tile_stored(6, scores + 16 * ld, c_stride);
+  _tile_stored(7, scores + 16 * ld + 16, c_stride);
+}
+
+// bfloat16's bits of 16 floats in the low halves of 32-bit lanes: rounded
+// to nearest, ties to even (finite values beyond bfloat16's largest round to
+// infinity).
+inline __m512i NarrowBits(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  return _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))),
+                           16);
+}
+
+uint16_t NarrowValue(float x) {
+  alignas(64) float in[16] = {x};
+  alignas(64) int32_t out[16];
+  _mm512_store_si512(out, NarrowBits(_mm512_load_ps(in)));
+  return static_cast<uint16_t>(out[0]);
+}
+
+float Widen(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+// A point's d coordinates into `out` in bfloat16 (padded with zeros to
+// `padded`), and the float32 sums of the squares of the rounded values and
+// of the rounding errors (each error exact in float32).
+void NarrowPoint(const float* x, Eigen::Index d, Eigen::Index padded, uint16_t* out,
+                 float* rounded_sq, float* residual_sq) {
+  __m512 rounded_sum = _mm512_setzero_ps(), residual_sum = _mm512_setzero_ps();
+  for (Eigen::Index l = 0; l < padded; l += 16) {
+    const __mmask16 mask = l + 16 <= d ? 0xffff
+                           : l < d     ? static_cast<__mmask16>((1u << (d - l)) - 1)
+                                       : 0;
+    const __m512 v = _mm512_maskz_loadu_ps(mask, x + l);
+    const __m512i bits = NarrowBits(v);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + l), _mm512_cvtepi32_epi16(bits));
+    const __m512 rounded = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16));
+    const __m512 residual = _mm512_sub_ps(v, rounded);
+    rounded_sum = _mm512_fmadd_ps(rounded, rounded, rounded_sum);
+    residual_sum = _mm512_fmadd_ps(residual, residual, residual_sum);
+  }
+  *rounded_sq = _mm512_reduce_add_ps(rounded_sum);
+  *residual_sq = _mm512_reduce_add_ps(residual_sum);
+}
+
+// Merges one point's scores against `count` centers (a multiple of 16)
+// from center `first` (scores plus `offset`, both from that center) into
+// its running best, second best and label, ties to the lowest index, as
+// ScanLanes takes them.
+void NarrowScanRow(const float* score, const float* offset, Eigen::Index first, Eigen::Index count,
+                   float* best_out, float* second_out, int* arg_out) {
+  const __m512 none = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 best = none, second = none;
+  __m512i arg = _mm512_setzero_si512();
+  __m512i index =
+      _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(first)),
+                       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  const __m512i step = _mm512_set1_epi32(16);
+  for (Eigen::Index j = 0; j < count; j += 16) {
+    const __m512 s = _mm512_add_ps(_mm512_loadu_ps(score + j), _mm512_loadu_ps(offset + j));
+    const __mmask16 ahead = _mm512_cmp_ps_mask(s, best, _CMP_GT_OQ);
+    second = _mm512_max_ps(second, _mm512_min_ps(best, s));
+    best = _mm512_max_ps(best, s);
+    arg = _mm512_mask_mov_epi32(arg, ahead, index);
+    index = _mm512_add_epi32(index, step);
+  }
+  // Across the lanes: the best, its lowest index, and the second best (the
+  // other lanes' best and every lane's second).
+  const float top = _mm512_reduce_max_ps(best);
+  const __mmask16 at_top = _mm512_cmp_ps_mask(best, _mm512_set1_ps(top), _CMP_EQ_OQ);
+  const int label = _mm512_mask_reduce_min_epi32(at_top, arg);
+  const __mmask16 chosen = _mm512_mask_cmpeq_epi32_mask(at_top, arg, _mm512_set1_epi32(label));
+  const float runner = std::max(_mm512_reduce_max_ps(second),
+                                _mm512_mask_reduce_max_ps(static_cast<__mmask16>(~chosen), best));
+  if (top > *best_out) {
+    *second_out = std::max(*best_out, runner);
+    *best_out = top;
+    *arg_out = label;
+  } else {
+    *second_out = std::max(*second_out, std::max(top, runner));
+  }
+}
+#endif
+
 // Where a lower bound lands after one more rounding of a positive value:
 // below the exact result (one rounding moves it by at most eps / 2 of it).
 double Below(double x) { return x * (1 - 2 * std::numeric_limits<double>::epsilon()); }
@@ -273,6 +431,64 @@ void NearestCenterScan<Scalar>::Init() {
       slack_lanes_.head(k) = slack_of_;
     }
   }
+#if KMT_NARROW_FILTER
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (transposed_.size() == 0 && d >= kNarrowMinDimension && k >= kNarrowMinCenters &&
+        ActiveLowPrecisionFilter() == LowPrecisionFilter::kAmxBf16) {
+      InitNarrow();
+    }
+  }
+#endif
+}
+
+template <typename Scalar>
+void NearestCenterScan<Scalar>::InitNarrow() {
+#if KMT_NARROW_FILTER
+  if constexpr (std::is_same_v<Scalar, float>) {
+    const Matrix<float>& centers = centers_;
+    const Eigen::Index d = centers.rows(), k = centers.cols();
+    narrow_d_ = (d + kNarrowChunk - 1) / kNarrowChunk * kNarrowChunk;
+    narrow_k_ = (k + kNarrowGroup - 1) / kNarrowGroup * kNarrowGroup;
+    const Eigen::Index chunks = narrow_d_ / kNarrowChunk;
+    narrow_centers_.assign(narrow_k_ * narrow_d_, 0);
+    double center_norm = 0, rounded_norm = 0, residual_norm = 0;
+    for (Eigen::Index j = 0; j < k; ++j) {
+      // Group j / 32, tile (j % 32) / 16: in each step's 512 values, row r
+      // holds coordinates 2r and 2r + 1 of the tile's 16 centers in turn.
+      uint16_t* group = narrow_centers_.data() + (j / kNarrowGroup) * chunks * 1024 +
+                        ((j % kNarrowGroup) / 16) * 512 + (j % 16) * 2;
+      double c2 = 0, r2 = 0, e2 = 0;
+      for (Eigen::Index l = 0; l < d; ++l) {
+        const float c = centers(l, j);
+        const uint16_t bits = NarrowValue(c);
+        const float rounded = Widen(bits);
+        group[(l / kNarrowChunk) * 1024 + ((l % kNarrowChunk) / 2) * 32 + l % 2] = bits;
+        c2 += static_cast<double>(c) * c;
+        r2 += static_cast<double>(rounded) * rounded;
+        const double e = static_cast<double>(c) - rounded;
+        e2 += e * e;
+      }
+      center_norm = std::max(center_norm, c2);
+      rounded_norm = std::max(rounded_norm, r2);
+      residual_norm = std::max(residual_norm, e2);
+    }
+    // The double sums of d squares are within d eps of the exact ones (eps
+    // = 2^-53, d far below 10^6): 1e-9 more covers them and the square
+    // roots.
+    constexpr double kAbove = 1 + 1e-9;
+    narrow_center_norm_ = std::sqrt(center_norm * kAbove) * kAbove;
+    narrow_rounded_norm_ = std::sqrt(rounded_norm * kAbove) * kAbove;
+    narrow_residual_norm_ = std::sqrt(residual_norm * kAbove) * kAbove;
+    if (!(narrow_rounded_norm_ * narrow_rounded_norm_ < 1e37) ||
+        !(narrow_center_norm_ * narrow_center_norm_ < 1e37)) {
+      // Scores that could overflow float32: no filter.
+      narrow_centers_.clear();
+      return;
+    }
+    narrow_offset_.assign(narrow_k_, -std::numeric_limits<float>::infinity());
+    for (Eigen::Index j = 0; j < k; ++j) narrow_offset_[j] = offset_[j];
+  }
+#endif
 }
 
 template <typename Scalar>
@@ -452,7 +668,6 @@ template <typename Scalar>
 void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch,
                                      int* labels, Scalar* sq_out, double* gap, const Scalar* lanes,
                                      const Scalar* norms) const {
-  constexpr Eigen::Index L = kLanes<Scalar>;
   const Eigen::Index d = centers_.rows(), k = centers_.cols(), rows = x.cols();
   if (sq_out != nullptr || gap != nullptr || center_lanes_.size() == 0) norms = nullptr;
   if (sq_out == nullptr && norms == nullptr) {
@@ -467,37 +682,165 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
     scratch->second.resize(block_);
     scratch->arg.resize(block_);
   }
+  if (transposed_.size() == 0) {
+    if (!filtered()) {
+      ScanProducts(x, scratch, labels, sq_out, gap);
+      return;
+    }
+    // The filter first, then the points it leaves open through the float32
+    // products, gathered.
+    scratch->open.clear();
+    FilterBlock(x, scratch, labels, sq_out, gap);
+    const Eigen::Index m = static_cast<Eigen::Index>(scratch->open.size());
+    if (m == 0) return;
+    scratch->open_x.resize(d, m);
+    scratch->open_labels.resize(m);
+    scratch->open_sq.resize(m);
+    scratch->open_gap.resize(gap != nullptr ? m : 0);
+    for (Eigen::Index t = 0; t < m; ++t) scratch->open_x.col(t) = x.col(scratch->open[t]);
+    ScanProducts(scratch->open_x, scratch, scratch->open_labels.data(), scratch->open_sq.data(),
+                 gap != nullptr ? scratch->open_gap.data() : nullptr);
+    for (Eigen::Index t = 0; t < m; ++t) {
+      const Eigen::Index i = scratch->open[t];
+      labels[i] = scratch->open_labels[t];
+      sq_out[i] = scratch->open_sq[t];
+      if (gap != nullptr) gap[i] = scratch->open_gap[t];
+    }
+    return;
+  }
+  // The register kernel's scores.
   Scalar* best = scratch->best.data();
   Scalar* second = scratch->second.data();
   Scalar* arg = scratch->arg.data();
-  if (transposed_.size() > 0) {
-    constexpr Eigen::Index kSize = kPacketSize<Scalar>;
-    scratch->lanes.resize(d * kSize);
-    for (Eigen::Index i = 0; i < rows; i += kSize) {
-      const Scalar* packet = scratch->lanes.data();
-      if (lanes != nullptr) {
-        packet = lanes + i * d;
-      } else {
-        LoadLanes<Scalar>(x, i, std::min(kSize, rows - i), scratch->lanes.data());
-      }
-      KernelLanes(packet, d, transposed_, padded_offset_.data(), k, score.data() + i, block_,
-                  best + i, second + i, arg + i);
-      if (center_lanes_.size() > 0) {
-        FinishLanes(x, i, std::min(kSize, rows - i), packet, score, best, second, arg, labels,
-                    sq_out, gap, norms != nullptr ? norms + i : nullptr);
-      }
+  constexpr Eigen::Index kSize = kPacketSize<Scalar>;
+  scratch->lanes.resize(d * kSize);
+  for (Eigen::Index i = 0; i < rows; i += kSize) {
+    const Scalar* packet = scratch->lanes.data();
+    if (lanes != nullptr) {
+      packet = lanes + i * d;
+    } else {
+      LoadLanes<Scalar>(x, i, std::min(kSize, rows - i), scratch->lanes.data());
     }
-    if (center_lanes_.size() > 0) return;
-  } else {
-    // A last partial group of lanes scans the offsets alone past the block.
-    const Eigen::Index scanned = (rows + L - 1) / L * L;
-    score.topRows(scanned).rowwise() = offset_;
-    score.topRows(rows).noalias() += x.transpose() * centers_;
-    for (Eigen::Index i = 0; i < scanned; i += L) {
-      ScanLanes(score.data() + i, block_, k, best + i, second + i, arg + i);
+    KernelLanes(packet, d, transposed_, padded_offset_.data(), k, score.data() + i, block_,
+                best + i, second + i, arg + i);
+    if (center_lanes_.size() > 0) {
+      FinishLanes(x, i, std::min(kSize, rows - i), packet, score, best, second, arg, labels, sq_out,
+                  gap, norms != nullptr ? norms + i : nullptr);
     }
   }
+  if (center_lanes_.size() > 0) return;
   Finish(x, score, best, second, arg, labels, sq_out, gap);
+}
+
+template <typename Scalar>
+void NearestCenterScan<Scalar>::ScanProducts(const Eigen::Ref<const Matrix<Scalar>>& x,
+                                             Scratch* scratch, int* labels, Scalar* sq_out,
+                                             double* gap) const {
+  constexpr Eigen::Index L = kLanes<Scalar>;
+  const Eigen::Index k = centers_.cols(), rows = x.cols();
+  Matrix<Scalar>& score = scratch->score;
+  Scalar* best = scratch->best.data();
+  Scalar* second = scratch->second.data();
+  Scalar* arg = scratch->arg.data();
+  // A last partial group of lanes scans the offsets alone past the block.
+  const Eigen::Index scanned = (rows + L - 1) / L * L;
+  score.topRows(scanned).rowwise() = offset_;
+  score.topRows(rows).noalias() += x.transpose() * centers_;
+  for (Eigen::Index i = 0; i < scanned; i += L) {
+    ScanLanes(score.data() + i, block_, k, best + i, second + i, arg + i);
+  }
+  Finish(x, score, best, second, arg, labels, sq_out, gap);
+}
+
+template <typename Scalar>
+void NearestCenterScan<Scalar>::FilterBlock(
+    [[maybe_unused]] const Eigen::Ref<const Matrix<Scalar>>& x, [[maybe_unused]] Scratch* scratch,
+    [[maybe_unused]] int* labels, [[maybe_unused]] Scalar* sq_out,
+    [[maybe_unused]] double* gap) const {
+#if KMT_NARROW_FILTER
+  if constexpr (std::is_same_v<Scalar, float>) {
+    const Eigen::Index d = x.rows(), rows = x.cols(), padded_d = narrow_d_;
+    const Eigen::Index padded_rows = (rows + kNarrowGroup - 1) / kNarrowGroup * kNarrowGroup;
+    const Eigen::Index chunks = padded_d / kNarrowChunk;
+    const Eigen::Index tile = std::min(narrow_k_, kNarrowTileCenters);
+    scratch->narrow.resize(padded_rows * padded_d);
+    scratch->narrow_score.resize(kNarrowGroup * tile);
+    scratch->narrow_best.assign(padded_rows, -std::numeric_limits<float>::infinity());
+    scratch->narrow_second.assign(padded_rows, -std::numeric_limits<float>::infinity());
+    scratch->narrow_arg.assign(padded_rows, 0);
+    scratch->narrow_bound.resize(2 * rows);
+    uint16_t* narrow = scratch->narrow.data();
+    // Each point in bfloat16, and the bound on its scores' error. With x~
+    // and c~ the bfloat16 forms (exact products, float32 sums of d of
+    // them), <x, c> - <x~, c~> = <x~, c - c~> + <x - x~, c>, within
+    // |x~| |c - c~| + |x - x~| |c|; the float32 sum of the products, the
+    // offset and their addition round within 2 gamma (|x~| |c~| + |c|^2),
+    // gamma = (d + 2) 2^-24 / (1 - (d + 2) 2^-24); tiles treat subnormal
+    // inputs and results as zero, within (d + 2) 2^-120 (1 + |x~|)(1 + |c~|).
+    // The sums of squares here are float32 sums of at most d / 16 + 16
+    // terms, within (d + 32) 2^-22 of their value.
+    const double sums_above = 1 + static_cast<double>(d + 32) * std::ldexp(1.0, -22);
+    const double unit = static_cast<double>(d + 2) * std::ldexp(1.0, -24);
+    const double gamma = unit / (1 - unit);
+    const double cn = narrow_center_norm_, rn = narrow_rounded_norm_, en = narrow_residual_norm_;
+    double* error = scratch->narrow_bound.data();
+    double* margin = error + rows;
+    for (Eigen::Index i = 0; i < rows; ++i) {
+      float rounded_sq, residual_sq;
+      NarrowPoint(x.col(i).data(), d, padded_d, narrow + i * padded_d, &rounded_sq, &residual_sq);
+      const double xr = std::sqrt(rounded_sq * sums_above) * (1 + 1e-15);
+      const double xe = std::sqrt(residual_sq * sums_above) * (1 + 1e-15);
+      const double e = (xr * en + xe * cn + 2 * gamma * (xr * rn + cn * cn) +
+                        static_cast<double>(d + 2) * std::ldexp(1.0, -120) * (1 + xr) * (1 + rn)) *
+                       (1 + 1e-12);
+      // The float32 scan's near-tie test for this point (from a bound on
+      // its squared norm): a point the filter decides is one that test
+      // would not find near a tie either, so both give the same label.
+      const double norm_sq = (xr + xe) * (xr + xe) * (1 + 1e-12);
+      const double slack = static_cast<double>(slack_per_norm_) * norm_sq + slack_base_;
+      error[i] = e;
+      margin[i] =
+          xr * rn < 1e37 ? Above(2 * e + Above(slack)) : std::numeric_limits<double>::infinity();
+    }
+    std::fill(narrow + rows * padded_d, narrow + padded_rows * padded_d, uint16_t{0});
+    ConfigureTiles();
+    float* score = scratch->narrow_score.data();
+    for (Eigen::Index p = 0; p < padded_rows; p += kNarrowGroup) {
+      const Eigen::Index count = std::min(kNarrowGroup, rows - p);
+      for (Eigen::Index first = 0; first < narrow_k_; first += tile) {
+        const Eigen::Index width = std::min(tile, narrow_k_ - first);
+        for (Eigen::Index g = 0; g < width; g += kNarrowGroup) {
+          NarrowProduct(narrow + p * padded_d, padded_d,
+                        narrow_centers_.data() + ((first + g) / kNarrowGroup) * chunks * 1024,
+                        chunks, score + g, tile);
+        }
+        for (Eigen::Index r = 0; r < count; ++r) {
+          NarrowScanRow(score + r * tile, narrow_offset_.data() + first, first, width,
+                        &scratch->narrow_best[p + r], &scratch->narrow_second[p + r],
+                        &scratch->narrow_arg[p + r]);
+        }
+      }
+    }
+    ReleaseTiles();
+    const Eigen::Index d_centers = centers_.rows();
+    for (Eigen::Index i = 0; i < rows; ++i) {
+      const double best = scratch->narrow_best[i], second = scratch->narrow_second[i];
+      const double spread = Below(best - second);
+      if (!(spread > margin[i]) || !std::isfinite(best)) {
+        scratch->open.push_back(i);
+        continue;
+      }
+      // Every other center's exact score is below the label's by more
+      // than the float32 scan's slack: no near tie there, the same label.
+      const int label = scratch->narrow_arg[i];
+      labels[i] = label;
+      sq_out[i] = AssignedSquaredDistance(x.col(i).data(), centers_.col(label).data(), d_centers);
+      if (gap != nullptr) gap[i] = 2 * std::max(0.0, Below(spread - Above(2 * error[i])));
+    }
+    scratch->filtered += rows;
+    scratch->reopened += static_cast<int64_t>(scratch->open.size());
+  }
+#endif
 }
 
 namespace {

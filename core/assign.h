@@ -10,6 +10,8 @@
 #define KMT_CORE_ASSIGN_H_
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "core/cluster_sums.h"
 #include "core/types.h"
@@ -106,6 +108,22 @@ class NearestCenterScan {
     Vector<Scalar> best, second, arg;
     Vector<Scalar> lanes;  // the register kernel's points, coordinate-major
     Vector<Scalar> sq;     // the squared distances a caller does not ask for
+    // The low-precision filter's (FilterBlock): the block's points in
+    // bfloat16, a tile's scores and each point's running best, second best
+    // and label; the points it leaves open, gathered for the float32 scan,
+    // and that scan's answers.
+    std::vector<uint16_t> narrow;
+    std::vector<float> narrow_score, narrow_best, narrow_second;
+    std::vector<int> narrow_arg;
+    std::vector<double> narrow_bound;  // each point's error bound, then margin
+    std::vector<Eigen::Index> open;
+    Matrix<Scalar> open_x;
+    std::vector<int> open_labels;
+    Vector<Scalar> open_sq;
+    std::vector<double> open_gap;
+    // Points the filter took, and of those the ones it left open: what it
+    // saves is about 1 - open / filtered of the float32 products.
+    int64_t filtered = 0, reopened = 0;
   };
 
   // For the columns of x (d x rows, rows <= block()): labels[i], sq[i] the
@@ -122,6 +140,10 @@ class NearestCenterScan {
             double* gap = nullptr, const Scalar* lanes = nullptr,
             const Scalar* norms = nullptr) const;
 
+  // Whether Scan takes its scores from the low-precision filter
+  // (core/simd.h) first.
+  bool filtered() const { return !narrow_centers_.empty(); }
+
   // Twice the bound on the round-off of every score Scan computes for a
   // point at squared distance sq from center `label`: its near-tie test.
   Scalar Slack(int label, Scalar sq) const { return slack_per_sq_ * sq + slack_of_[label]; }
@@ -130,6 +152,19 @@ class NearestCenterScan {
   friend struct SimdKernels<Scalar>;
   // The constructor's work, at the level in use.
   void Init();
+  // Init's making of the low-precision filter's centers.
+  void InitNarrow();
+  // The scores of every center by the blocked matrix product, their scan
+  // and Finish: Scan's float32 path for the points the register kernel
+  // does not take.
+  void ScanProducts(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch, int* labels,
+                    Scalar* sq, double* gap) const;
+  // The low-precision filter's pass over a block (filtered()): the points
+  // whose bfloat16 scores put their best center ahead of every other by
+  // more than the scores' error bound get their label, squared distance and
+  // gap; the others, listed in scratch->open, are left to ScanProducts.
+  void FilterBlock(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch, int* labels,
+                   Scalar* sq, double* gap) const;
   // Scan's last step, from the scores and their best, second best and
   // label per point: the labels, squared distances and gaps. Kept out of
   // Scan's body, where it would share the kernel's registers and spill them
@@ -180,6 +215,16 @@ class NearestCenterScan {
   // The near-tie test from a bound b on the point's squared norm:
   // slack_per_norm_ * b + slack_base_ (whatever the label).
   Scalar slack_per_norm_, slack_base_;
+  // The low-precision filter's centers, where it is used (FilterBlock):
+  // bfloat16, in groups of 32 centers by 32 coordinates (both padded with
+  // zeros), each group's coordinates in pairs as the tiles take them; empty
+  // where Scan does not filter. narrow_offset_ holds offset_ padded with
+  // -infinity; the narrow_*_norm_ bound the centers' norms, the norms of
+  // their bfloat16 forms and the norms of their rounding errors.
+  std::vector<uint16_t> narrow_centers_;
+  std::vector<float> narrow_offset_;
+  Eigen::Index narrow_k_ = 0, narrow_d_ = 0;
+  double narrow_center_norm_ = 0, narrow_rounded_norm_ = 0, narrow_residual_norm_ = 0;
 };
 
 // Points per matrix-product block (Scan's most), a multiple of

@@ -19,6 +19,10 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -81,8 +85,28 @@ SimdLevel DetectCpuLevel() {
                                                       bit_AVX512DQ | bit_AVX512VL);
   return v4 ? SimdLevel::kV4 : SimdLevel::kV3;
 }
+
+// AMX with bfloat16 products: the CPUID bits, the tile state enabled in
+// XCR0 (bits 17 and 18), and Linux's permission for this process to use
+// the tile data (arch_prctl ARCH_REQ_XCOMP_PERM, asked for once; without
+// it the first tile instruction faults).
+bool DetectAmxBf16() {
+  const CpuId one = Leaf(1), seven = Leaf(7);
+  constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24;
+  if (!All(one.c, bit_OSXSAVE) || !All(seven.d, kAmxBf16 | kAmxTile)) return false;
+  unsigned xcr0 = 0, edx = 0;
+  __asm__("xgetbv" : "=a"(xcr0), "=d"(edx) : "c"(0));
+  if (!All(xcr0, (1u << 17) | (1u << 18))) return false;
+#if defined(__linux__)
+  constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 #else
 SimdLevel DetectCpuLevel() { return SimdLevel::kBaseline; }
+bool DetectAmxBf16() { return false; }
 #endif
 
 bool Runs(SimdLevel level, SimdLevel cpu) {
@@ -249,7 +273,35 @@ std::string Names(const std::vector<SimdLevel>& levels) {
   return names.empty() ? "none" : absl::StrJoin(names, " ");
 }
 
+// Whether the filter is turned off (UseLowPrecisionFilter).
+std::atomic<bool> filter_off{false};
+
 }  // namespace
+
+std::string LowPrecisionFilterName(LowPrecisionFilter filter) {
+  return filter == LowPrecisionFilter::kAmxBf16 ? "amx-bf16" : "none";
+}
+
+LowPrecisionFilter CpuLowPrecisionFilter() {
+  // The filter's kernels are the v4 level's (or a native build's with
+  // AVX-512): the assignment in use must be at that level to run them.
+  static const bool amx = DetectAmxBf16();
+  return amx ? LowPrecisionFilter::kAmxBf16 : LowPrecisionFilter::kNone;
+}
+
+LowPrecisionFilter ActiveLowPrecisionFilter() {
+  return filter_off.load(std::memory_order_relaxed) ? LowPrecisionFilter::kNone
+                                                    : CpuLowPrecisionFilter();
+}
+
+absl::Status UseLowPrecisionFilter(absl::string_view setting) {
+  if (setting != "auto" && setting != "off") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("low-precision filter \"", setting, "\": must be \"auto\" or \"off\""));
+  }
+  filter_off.store(setting == "off", std::memory_order_relaxed);
+  return absl::OkStatus();
+}
 
 std::string SimdLevelName(SimdLevel level) {
   switch (level) {
@@ -368,7 +420,8 @@ std::string DescribeSimd() {
   }
   return absl::StrCat("simd ", SimdChoiceName(active.choice.value_or(AutoSimdChoice())), " (", how,
                       "; compiled ", Names(CompiledSimdLevels()), "; cpu ",
-                      SimdLevelName(CpuSimdLevel()), ")");
+                      SimdLevelName(CpuSimdLevel()), "; filter ",
+                      LowPrecisionFilterName(ActiveLowPrecisionFilter()), ")");
 }
 
 #if KMT_SIMD_DISPATCH

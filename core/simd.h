@@ -85,9 +85,35 @@ absl::Status UseSimdChoice(const SimdChoice& choice);
 // The levels whose kernels run now.
 SimdChoice ActiveSimdChoice();
 
+// The assignment's low-precision candidate filter (NearestCenterScan,
+// core/assign.h): its scores from bfloat16 products, decided again in float32
+// where their error bound leaves the nearest center in doubt. The labels,
+// distances, objective and sums are those of the float32 scan to the bit,
+// with or without it.
+enum class LowPrecisionFilter {
+  kNone,     ///< every score in the working precision
+  kAmxBf16,  ///< bfloat16 products on AMX tiles (AMX-TILE, AMX-BF16)
+};
+
+// "none" or "amx-bf16".
+std::string LowPrecisionFilterName(LowPrecisionFilter filter);
+
+// The filter this CPU and operating system allow: AMX where the CPU has it,
+// the operating system enables its state and grants this process its use
+// (asked for once, on Linux), and this binary has the v4 level's kernels;
+// else kNone.
+LowPrecisionFilter CpuLowPrecisionFilter();
+
+// The filter the assignment uses now: the CPU's, unless turned off.
+LowPrecisionFilter ActiveLowPrecisionFilter();
+
+// "auto" (the CPU's filter, the default) or "off". Anything else is refused
+// with INVALID_ARGUMENT. As UseSimdLevel: programs set it once, at start.
+absl::Status UseLowPrecisionFilter(absl::string_view setting);
+
 // One line for logs and --version: the levels in use, how they were chosen,
 // and the levels compiled and supported, e.g. "simd v4 (auto, timed in 3 ms;
-// compiled x86-64 v2 v3 v4; cpu v4)".
+// compiled x86-64 v2 v3 v4; cpu v4; filter amx-bf16)".
 std::string DescribeSimd();
 
 }  // namespace kmt

@@ -5,7 +5,10 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstring>
+#include <iostream>
 #include <tuple>
+#include <vector>
 
 #include "core/cluster_sums.h"
 #include "core/random.h"
@@ -313,6 +316,126 @@ TYPED_TEST(AssignTest, SumsAreEachPartsPointsAddedInIndexOrder) {
       }
     }
   });
+}
+
+// Embedding-like points: unit vectors scattered around `clusters` random
+// directions, with the spread a share of their norm.
+Matrix<float> Embeddings(Rng& rng, int n, int d, int clusters, double spread) {
+  Matrix<float> directions(d, clusters), points(d, n);
+  for (Eigen::Index i = 0; i < directions.size(); ++i) directions.data()[i] = rng.Normal();
+  for (int i = 0; i < n; ++i) {
+    Vector<float> x = directions.col(static_cast<Eigen::Index>(rng.Below(clusters)));
+    for (int l = 0; l < d; ++l) x[l] += static_cast<float>(spread * rng.Normal());
+    points.col(i) = x / x.norm();
+  }
+  return points;
+}
+
+// The float32 assignment and its low-precision filter give the same labels,
+// distances, objective and sums, to the bit, and the labels a plain argmin
+// gives: on embeddings (where the filter decides most points), on a grid
+// with exact and near ties (where it must leave them to the float32 scan),
+// on points halfway between two centers, and on shapes that leave part of
+// the filter's last group of points, centers, coordinates or tile of
+// centers empty. The filter runs where the CPU has it (AMX), at the level
+// its kernels are compiled at.
+TEST(LowPrecisionFilter, GivesTheFloat32AssignmentsBits) {
+  if (CpuLowPrecisionFilter() == LowPrecisionFilter::kNone) {
+    GTEST_SKIP() << "this CPU has no low-precision filter";
+  }
+  ASSERT_TRUE(UseSimdLevel("v4").ok());
+  Rng rng(5);
+  struct Case {
+    const char* name;
+    Matrix<float> points, centers;
+    bool mostly_decided;  // whether the filter must decide most points
+  };
+  std::vector<Case> cases;
+  {
+    Matrix<float> points = Embeddings(rng, 20000, 128, 300, 0.05);
+    Matrix<float> centers = points.leftCols(256);
+    cases.push_back({"embeddings d=128 k=256", points, centers, true});
+  }
+  {
+    Matrix<float> points = Embeddings(rng, 3001, 100, 40, 0.2);
+    Matrix<float> centers = points.rightCols(1500);
+    cases.push_back({"embeddings d=100 k=1500", points, centers, true});
+  }
+  {
+    const int d = 96, k = 70, n = 5003;
+    Matrix<float> points(d, n), centers(d, k);
+    for (Eigen::Index i = 0; i < points.size(); ++i) {
+      points.data()[i] = static_cast<float>(100 + rng.Below(3) + 1e-6 * rng.Uniform());
+    }
+    for (Eigen::Index i = 0; i < centers.size(); ++i) {
+      centers.data()[i] = static_cast<float>(100 + rng.Below(3));
+    }
+    cases.push_back({"grid ties d=96 k=70", points, centers, false});
+  }
+  {
+    const int d = 128, k = 40, n = 4000;
+    Matrix<float> centers(d, k), points(d, n);
+    for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = rng.Normal();
+    for (int i = 0; i < n; ++i) {
+      const Eigen::Index a = rng.Below(k), b = rng.Below(k);
+      points.col(i) = (centers.col(a) + centers.col(b)) / 2;
+    }
+    cases.push_back({"midpoints d=128 k=40", points, centers, false});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Eigen::Index d = c.points.rows(), k = c.centers.cols();
+    struct Answer {
+      Labels labels;
+      Vector<float> sq;
+      ClusterSums sums;
+      double objective;
+    };
+    auto assign = [&](const char* filter) {
+      EXPECT_TRUE(UseLowPrecisionFilter(filter).ok());
+      Answer a{{}, {}, ClusterSums(static_cast<int>(d), static_cast<int>(k)), 0};
+      a.objective = AssignNearest(c.points, c.centers, &a.labels, &a.sq, &a.sums);
+      return a;
+    };
+    const Answer plain = assign("off"), filtered = assign("auto");
+    EXPECT_EQ(filtered.labels, plain.labels);
+    EXPECT_EQ(filtered.labels, PlainArgmin(c.points, c.centers));
+    EXPECT_EQ(std::memcmp(filtered.sq.data(), plain.sq.data(), sizeof(float) * plain.sq.size()), 0);
+    EXPECT_EQ(filtered.objective, plain.objective);
+    EXPECT_EQ(filtered.sums.counts, plain.sums.counts);
+    EXPECT_EQ(filtered.sums.sums, plain.sums.sums);
+    // The filter took every point, and decided most of the embeddings'.
+    const NearestCenterScan<float> scan(c.centers);
+    ASSERT_TRUE(scan.filtered());
+    typename NearestCenterScan<float>::Scratch scratch;
+    Labels labels(c.points.cols());
+    Vector<float> sq(c.points.cols());
+    for (Eigen::Index first = 0; first < c.points.cols(); first += scan.block()) {
+      const Eigen::Index rows = std::min(scan.block(), c.points.cols() - first);
+      scan.Scan(c.points.middleCols(first, rows), &scratch, labels.data() + first,
+                sq.data() + first);
+    }
+    EXPECT_EQ(labels, plain.labels);
+    EXPECT_EQ(scratch.filtered, c.points.cols());
+    if (c.mostly_decided) {
+      EXPECT_LT(scratch.reopened, c.points.cols() / 2);
+    } else {
+      EXPECT_GT(scratch.reopened, 0);
+    }
+    std::cout << c.name << ": " << scratch.reopened << " of " << scratch.filtered << " open\n";
+  }
+  ASSERT_TRUE(UseLowPrecisionFilter("auto").ok());
+  ASSERT_TRUE(UseSimdLevel("auto").ok());
+}
+
+TEST(LowPrecisionFilter, SettingIsAutoOrOff) {
+  EXPECT_TRUE(UseLowPrecisionFilter("off").ok());
+  EXPECT_EQ(ActiveLowPrecisionFilter(), LowPrecisionFilter::kNone);
+  EXPECT_TRUE(UseLowPrecisionFilter("auto").ok());
+  EXPECT_EQ(ActiveLowPrecisionFilter(), CpuLowPrecisionFilter());
+  const absl::Status bad = UseLowPrecisionFilter("bf16");
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(), "low-precision filter \"bf16\": must be \"auto\" or \"off\"");
 }
 
 TEST(ClusterSums, AddUpAcrossBatches) {
