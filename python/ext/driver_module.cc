@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,7 @@
 #include "client/cluster_client.h"
 #include "client/replica_shards.h"
 #include "client/resident_job.h"
+#include "proto/raw_payload.h"
 #include "proto/transport_security.h"
 
 namespace py = pybind11;
@@ -567,21 +569,27 @@ class CompiledSession {
 // array's type, starting from 0 (so a column of -0 sums to +0), then
 // divided by n in that type. numpy's pass pays a call per row, which at
 // d = 32 costs as much as a small batch's other checks together; this one
-// runs without the GIL.
-template <typename Scalar>
-py::array_t<Scalar> ColumnMeans(const py::array_t<Scalar, py::array::c_style>& x) {
+// runs without the GIL. Stored uint16_t is a float16 array's bits, each
+// widened to float32 as the server widens points_f16: the means of the
+// float32 array of the same values, without making that array.
+template <typename Stored, typename Scalar = Stored>
+py::array_t<Scalar> ColumnMeans(const py::array_t<Stored, py::array::c_style>& x) {
   if (x.ndim() != 2 || x.shape(0) < 1) {
     throw py::value_error("column_means takes a 2-d array with at least one row");
   }
   const py::ssize_t n = x.shape(0), d = x.shape(1);
   py::array_t<Scalar> means(d);
-  const Scalar* values = x.data();
+  const Stored* values = x.data();
   Scalar* out = means.mutable_data();
   py::gil_scoped_release released;
   std::fill(out, out + d, Scalar(0));
   for (py::ssize_t i = 0; i < n; ++i) {
-    const Scalar* row = values + i * d;
-    for (py::ssize_t l = 0; l < d; ++l) out[l] += row[l];
+    const Stored* row = values + i * d;
+    if constexpr (std::is_same_v<Stored, uint16_t>) {
+      for (py::ssize_t l = 0; l < d; ++l) out[l] += WidenFloat16(row[l]);
+    } else {
+      for (py::ssize_t l = 0; l < d; ++l) out[l] += row[l];
+    }
   }
   const Scalar count = static_cast<Scalar>(n);
   for (py::ssize_t l = 0; l < d; ++l) out[l] /= count;
@@ -642,6 +650,7 @@ PYBIND11_MODULE(_driver, m) {
       py::arg("target"));
   m.def("column_means", &kmt::ColumnMeans<float>, py::arg("x"));
   m.def("column_means", &kmt::ColumnMeans<double>, py::arg("x"));
+  m.def("column_means_f16", &kmt::ColumnMeans<uint16_t, float>, py::arg("bits"));
   m.attr("KMEANS_PARALLEL_ROUNDS") = kmt::ResidentJobOptions{}.kmeans_parallel_rounds;
   m.attr("KMEANS_PARALLEL_OVERSAMPLING") = kmt::ResidentJobOptions{}.kmeans_parallel_oversampling;
 }

@@ -10,8 +10,10 @@ Arrays travel as raw little-endian float32 / int32 bytes (one copy each way,
 no per-value conversion) unless the client is made with raw=False. Float64
 points travel as float64 bytes, with their centers, weights and offset, and
 are clustered in double: the centers and distances come back as float64
-(raw=False sends and returns float32 values). The server
-is stateless, so a batch answered UNAVAILABLE, or left unanswered by a stream
+(raw=False sends and returns float32 values). Float16 points travel as
+float16 bytes (points_f16), half float32's, and are clustered in float32 as
+the float32 points of the same values. The server is stateless, so a batch
+answered UNAVAILABLE, or left unanswered by a stream
 that broke with UNAVAILABLE, is sent again on a new stream (which round-robin
 may place on another replica), as the C++ client does.
 
@@ -68,6 +70,7 @@ MAX_MESSAGE_BYTES = 64 << 20
 _GRPC_SCHEMES = ("dns", "unix", "unix-abstract", "ipv4", "ipv6", "vsock")
 
 # The wire's raw encodings.
+FLOAT16 = np.dtype("<f2")
 FLOAT32 = np.dtype("<f4")
 FLOAT64 = np.dtype("<f8")
 INT32 = np.dtype("<i4")
@@ -240,7 +243,7 @@ def _varint(value):
 # The request's raw arrays: field name -> field number.
 _RAW_FIELDS = {field: pb.ClusterRequest.DESCRIPTOR.fields_by_name[field].number
                for field in ("points_f32", "centers_f32", "weights_f32", "points_f64",
-                             "centers_f64", "weights_f64", "points_offset_f64")}
+                             "centers_f64", "weights_f64", "points_offset_f64", "points_f16")}
 _CLUSTER_METHOD = (f"/{pb.DESCRIPTOR.services_by_name['KMeansTransformer'].full_name}"
                    "/Cluster")
 
@@ -655,7 +658,8 @@ class Client:
         other request fields: return_trajectory, tol, n_init, guard (a
         learned model's guarded form), points_offset, ... Float64 points
         send every array (points_offset too) as float64, to be clustered in
-        double; other points send them as float32."""
+        double; other points send them as float32, but for float16 points,
+        which go as float16 and are clustered in float32."""
         wire = self.wire_request(points, k, model=model, iterations=iterations, init=init,
                                  seed=seed, centers=centers, weights=weights,
                                  parameters=parameters, request_id=request_id, **fields)
@@ -703,7 +707,11 @@ class Client:
         for name, values in payloads:
             if values is None:
                 continue
-            if self.raw:
+            if self.raw and name == "points" and values.dtype == np.float16:
+                # Sent as they are (2 bytes a value): the server widens each
+                # to float32 exactly and fits in float32.
+                arrays.append(("points_f16", np.ascontiguousarray(values, dtype=FLOAT16)))
+            elif self.raw:
                 arrays.append((f"{name}_{kind}", np.ascontiguousarray(values, dtype=dtype)))
             else:
                 getattr(r, name).extend(np.ascontiguousarray(values, dtype=np.float32).ravel())

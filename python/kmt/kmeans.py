@@ -26,7 +26,7 @@ from sklearn.utils.validation import _is_arraylike_not_scalar
 
 from . import client as _client
 from . import resident
-from .served import (ServedKMeans, check_model_parameters, client_for,
+from .served import (ServedKMeans, check_model_parameters, client_for, fit_dtype,
                      invalid_input_as_value_error, keep_parameters, model_info, offset_on_server,
                      rows_per_request, same_clustering, server_of, tls_options)
 
@@ -41,7 +41,9 @@ def tolerance(X, tol):
     features."""
     if tol == 0:
         return 0.0
-    variances = mean_variance_axis(X, axis=0)[1] if sp.issparse(X) else np.var(X, axis=0)
+    # Float16 X: the variances of its float32 values, in float32.
+    variances = (mean_variance_axis(X, axis=0)[1] if sp.issparse(X)
+                 else np.var(X, axis=0, dtype=fit_dtype(X.dtype)))
     return float(np.mean(variances) * tol)
 
 
@@ -149,7 +151,7 @@ class ServedLloyd(ServedKMeans):
         when the initialisation is the server's."""
         init = self.init
         if _is_arraylike_not_scalar(init):
-            centers = check_array(init, dtype=X.dtype, copy=True, order="C")
+            centers = check_array(init, dtype=fit_dtype(X.dtype), copy=True, order="C")
             self._validate_center_shape(X, centers)
             return centers[None]
         if not callable(init):
@@ -161,7 +163,7 @@ class ServedLloyd(ServedKMeans):
             centers = init(data, self.n_clusters, random_state=random_state)
             if sp.issparse(centers):
                 centers = centers.toarray()
-            centers = check_array(centers, dtype=X.dtype, copy=False, order="C")
+            centers = check_array(centers, dtype=fit_dtype(X.dtype), copy=False, order="C")
             self._validate_center_shape(X, centers)
             starts.append(centers if offset is None else centers + offset)
         return np.stack(starts)
@@ -171,7 +173,7 @@ class ServedLloyd(ServedKMeans):
         does and decides how the fit runs."""
         if not validated:
             self._validate_params()
-        X, mean = self._fit_data(X)
+        X, mean = self._fit_data(X, narrow=True)
         self._check_params_vs_input(X)
         sample_weight, weighted = ((None, False) if sample_weight is None else
                                    self._weights(sample_weight, X))
@@ -195,8 +197,10 @@ class ServedLloyd(ServedKMeans):
         # Drawn after the callable's calls, which see random_state as
         # scikit-learn leaves it; it also keys the draws of kmedoids.
         seed = int(random_state.randint(np.iinfo(np.int32).max))
-        # Float64 points travel, and come back, as float64.
-        size = X.dtype.itemsize
+        # Float64 points travel, and come back, as float64. Float16 points
+        # travel in half the bytes but are planned as the float32 points of
+        # the same values, so that both fits split alike.
+        size = fit_dtype(X.dtype).itemsize
         per_point_out = 4 + size * k * bool(distances)
         # k-means‖ runs on resident shards only, whatever the size.
         parallel = isinstance(self.init, str) and self.init == "k-means||"
@@ -249,7 +253,10 @@ class ServedLloyd(ServedKMeans):
     def _requests(self, plan, cl):
         """The fit's requests: one, or one per given start."""
         k = self.n_clusters
-        points = resident.dense_rows(plan.X)(0, plan.X.shape[0])
+        # A dense X goes as it is (float16 too: the request carries it as
+        # points_f16); a sparse one is densified.
+        points = (plan.X if isinstance(plan.X, np.ndarray)
+                  else resident.dense_rows(plan.X)(0, plan.X.shape[0]))
         offset = {}
         if offset_on_server(points.dtype, plan.offset):
             offset = dict(points_offset=plan.offset)  # saves the client a copy
@@ -284,7 +291,7 @@ class ServedLloyd(ServedKMeans):
                 best = r
         if self.verbose:
             self._print_trajectory(best)
-        centers = best.centers.astype(plan.X.dtype)
+        centers = best.centers.astype(fit_dtype(plan.X.dtype))
         if plan.offset is not None:
             centers += plan.offset
         return (centers, np.array(best.labels, dtype=np.int32), float(best.objective),
@@ -316,8 +323,8 @@ class ServedLloyd(ServedKMeans):
                 init=None if plan.starts is not None else self.init, n_init=self._n_init,
                 on_iteration=progress if self.verbose else None,
                 iteration_objectives=bool(self.verbose), **tls_options(self))
-        return (result.centers.astype(plan.X.dtype), result.labels, float(result.objective),
-                int(result.iterations_run), None)
+        return (result.centers.astype(fit_dtype(plan.X.dtype)), result.labels,
+                float(result.objective), int(result.iterations_run), None)
 
 
 class KMeans(ServedLloyd):

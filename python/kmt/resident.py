@@ -128,13 +128,13 @@ def job_options(k, d, init, starts, offset, iterations, seed, empty_clusters, n_
 def dense_rows(points, offset=None):
     """rows(first, end): points[first:end] as a dense array (a sparse matrix
     densified block by block) minus `offset` if given, in the points' dtype
-    (float32 if they are integers)."""
+    (float32 if they are integers or float16, a block at a time)."""
     def rows(first, end):
         block = points[first:end]
         if hasattr(block, "toarray"):
             block = block.toarray()
         block = np.asarray(block)
-        if block.dtype.kind not in "f":
+        if block.dtype.kind not in "f" or block.dtype == np.float16:
             block = block.astype(np.float32)
         return block if offset is None else block - offset
     return rows

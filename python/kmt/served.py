@@ -152,6 +152,13 @@ def padded(block, weights, centers):
     return block, weights
 
 
+def fit_dtype(dtype):
+    """The dtype a fit of points of `dtype` runs and answers in: float32 for
+    float16 points, which travel as float16 (points_f16) and are widened to
+    float32 by the server, else the points' own."""
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float16 else np.dtype(dtype)
+
+
 def column_means(X):
     """X.mean(axis=0) of a 2-d float array, to the bit: by kmt._driver for
     C-contiguous float32 and float64 arrays where the package has it (numpy
@@ -166,14 +173,31 @@ def column_means(X):
     return X.mean(axis=0)
 
 
+def fit_means(X):
+    """The column means a fit of dense X centers it on, in fit_dtype: for
+    float16 X those of its float32 values, column_means of X.astype(float32)
+    to the bit (by kmt._driver without that copy where the package has it);
+    for other X column_means(X)."""
+    if X.dtype != np.float16:
+        return column_means(X)
+    if X.flags.c_contiguous and X.shape[0] > 0:
+        try:
+            from . import _driver
+        except ImportError:
+            pass
+        else:
+            return _driver.column_means_f16(X.view(np.uint16))
+    return column_means(X.astype(np.float32))
+
+
 def offset_on_server(points_dtype, offset):
     """Whether the server subtracts `offset` from the points (the request's
     points_offset, or points_offset_f64) rather than the client: for float32
     points and offset, which it subtracts in float32 as numpy would, and for
     float64 ones, in double. Otherwise the client does, in the points'
     dtype."""
-    return (offset is not None and points_dtype == offset.dtype
-            and points_dtype in (np.float32, np.float64))
+    return (offset is not None and fit_dtype(points_dtype) == offset.dtype
+            and points_dtype in (np.float32, np.float64, np.float16))
 
 
 def keep_parameters(estimator, values):
@@ -275,26 +299,32 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
                                    dtype=[np.float64, np.float32], order=None,
                                    accept_large_sparse=False)
 
-    def _fit_data(self, X):
+    def _fit_data(self, X, narrow=False):
         """X checked as scikit-learn checks it, and, if dense, its column
         means (None if sparse). The means stand in for scikit-learn's
         finiteness check: a column holding NaN or an infinity has a mean that
-        is not finite, and only then is X searched for them."""
-        X = self._validate_data(X, accept_sparse="csr", dtype=[np.float64, np.float32],
+        is not finite, and only then is X searched for them. With `narrow`,
+        a dense float16 X stays float16 (fit_dtype: it is sent as it is and
+        fitted in float32); otherwise it becomes float64, as scikit-learn's
+        does."""
+        dtypes = [np.float64, np.float32]
+        if narrow and not sp.issparse(X) and getattr(X, "dtype", None) == np.float16:
+            dtypes.append(np.float16)
+        X = self._validate_data(X, accept_sparse="csr", dtype=dtypes,
                                 order=None, accept_large_sparse=False,
                                 force_all_finite=sp.issparse(X))
         if sp.issparse(X):
             return X, None
-        mean = column_means(X)
+        mean = fit_means(X)
         if not np.isfinite(mean).all():
             _assert_all_finite(X, input_name="X", estimator_name=type(self).__name__)
         return X, mean
 
     @staticmethod
     def _weights(sample_weight, X):
-        """(weights in X's dtype, whether they are other than all ones)."""
+        """(weights in the fit's dtype, whether they are other than all ones)."""
         given = sample_weight is not None
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype,
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=fit_dtype(X.dtype),
                                              only_non_negative=True)
         if given and not sample_weight.any():
             raise ValueError("sample_weight is zero everywhere: no point would count")
