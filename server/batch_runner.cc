@@ -9,6 +9,7 @@
 #include "core/engine.h"
 #include "proto/batch_error.h"
 #include "proto/request.h"
+#include "server/grpc_status.h"
 
 namespace kmt {
 namespace {
@@ -89,10 +90,14 @@ v1::ClusterResponse RunBatch(const ModelRegistry& registry, const Limits& limits
   v1::ClusterResponse response;
   absl::Status status = check ? check() : absl::OkStatus();
   // The payloads' precision is the batch's; BatchFromRequest checks them.
+  // A batch that throws (memory it could not allocate) fails alone, not
+  // the process.
   if (status.ok()) {
-    status = HasFloat64Payloads(request)
+    status = Handled([&] {
+      return HasFloat64Payloads(request)
                  ? RunAs<double>(registry, limits, request, check, &response)
                  : RunAs<float>(registry, limits, request, check, &response);
+    });
   }
   if (!status.ok()) response = ErrorResponse(request, status);
   response.set_request_id(request.request_id());

@@ -70,20 +70,21 @@ void JobReactor::OnReadDone(bool ok) {
 void JobReactor::Step() {
   const auto start = std::chrono::steady_clock::now();
   absl::Status status = CallStatus(context_, arrived_);
+  // A step that throws (memory it could not allocate) fails INTERNAL, not
+  // the process.
   if (status.ok()) {
-    switch (request_.step_case()) {
-      case v1::JobRequest::kAssign:
-        status = shard_->Assign(request_.assign(), &response_);
-        break;
-      case v1::JobRequest::kSeed:
-        status = shard_->Seed(request_.seed(), &response_);
-        break;
-      case v1::JobRequest::kKmeansParallel:
-        status = shard_->KMeansParallel(request_.kmeans_parallel(), &response_);
-        break;
-      default:
-        status = shard_->CandidateWeights(request_.candidate_weights(), &response_);
-    }
+    status = Handled([this] {
+      switch (request_.step_case()) {
+        case v1::JobRequest::kAssign:
+          return shard_->Assign(request_.assign(), &response_);
+        case v1::JobRequest::kSeed:
+          return shard_->Seed(request_.seed(), &response_);
+        case v1::JobRequest::kKmeansParallel:
+          return shard_->KMeansParallel(request_.kmeans_parallel(), &response_);
+        default:
+          return shard_->CandidateWeights(request_.candidate_weights(), &response_);
+      }
+    });
   }
   if (!status.ok()) {
     response_.Clear();
