@@ -16,6 +16,8 @@
 #include "core/constructions.h"
 #include "core/engine.h"
 #include "core/init.h"
+#include "core/random.h"
+#include "core/simd.h"
 #include "core/transformer.h"
 #include "reference/lloyd.h"
 #include "reference/variant_reference.h"
@@ -125,6 +127,72 @@ void BM_GemmBoundOfALayer(benchmark::State& state) {
       benchmark::Counter(2.0 * n * k * d * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Embedding-like points: unit vectors around `directions` random
+// directions (a tenth of their norm of noise per unit of spread), and k of
+// them as the centers.
+const Data& Embeddings(int n, int d, int k) {
+  static std::map<std::tuple<int, int, int>, Data> cache;
+  Data& data = cache[{n, d, k}];
+  if (data.points.size() == 0) {
+    Rng rng(7);
+    const int directions = 2 * k;
+    Matrix<float> axes(d, directions);
+    for (Eigen::Index i = 0; i < axes.size(); ++i) axes.data()[i] = rng.Normal();
+    data.points.resize(d, n);
+    for (int i = 0; i < n; ++i) {
+      Vector<float> x = axes.col(static_cast<Eigen::Index>(rng.Below(directions)));
+      for (int l = 0; l < d; ++l) x[l] += static_cast<float>(0.3 * rng.Normal());
+      data.points.col(i) = x / x.norm();
+    }
+    data.init = data.points.leftCols(k);
+  }
+  return data;
+}
+
+// One Lloyd's iteration's assignment with its sums on embedding-like points,
+// with the low-precision filter where the CPU has it (range(3) = 1) or
+// without (0): `open` is the share of points its scores leave in doubt
+// (decided again in float32 among their candidates), `full` the share whose
+// candidates were too many (the float32 products over every center).
+void BM_EmbeddingAssignment(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2);
+  const bool filter = state.range(3) != 0;
+  if (filter && CpuLowPrecisionFilter() == LowPrecisionFilter::kNone) {
+    state.SkipWithError("this CPU has no low-precision filter");
+    return;
+  }
+  const Data& data = Embeddings(n, d, k);
+  if (!UseLowPrecisionFilter(filter ? "auto" : "off").ok()) std::abort();
+  Labels labels;
+  for (auto _ : state) {
+    ClusterSums sums(d, k);
+    benchmark::DoNotOptimize(AssignNearest(data.points, data.init, &labels, nullptr, &sums));
+  }
+  if (filter) {
+    const NearestCenterScan<float> scan(data.init);
+    typename NearestCenterScan<float>::Scratch scratch;
+    Labels part(scan.block());
+    Vector<float> sq(scan.block());
+    for (Eigen::Index first = 0; first < n; first += scan.block()) {
+      const Eigen::Index rows = std::min<Eigen::Index>(scan.block(), n - first);
+      scan.Scan(data.points.middleCols(first, rows), &scratch, part.data(), sq.data());
+    }
+    state.counters["open"] = static_cast<double>(scratch.reopened) / n;
+    state.counters["full"] = static_cast<double>(scratch.full) / n;
+  }
+  if (!UseLowPrecisionFilter("auto").ok()) std::abort();
+  SetPerUnit(state, "s_per_layer", 1, n);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(2.0 * n * k * d * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_EmbeddingAssignment)
+    ->ArgsProduct({{100000}, {768}, {256}, {0, 1}})
+    ->ArgsProduct({{200000}, {128}, {1024}, {0, 1}})
+    ->ArgsProduct({{50000}, {1536}, {100}, {0, 1}})
+    ->ArgsProduct({{50000}, {384}, {4096}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 #ifdef KMT_HAVE_FAISS
 void BM_FaissKMeansIteration(benchmark::State& state) {
   const int n = state.range(0), d = state.range(1), k = state.range(2);
@@ -135,6 +203,10 @@ void BM_FaissKMeansIteration(benchmark::State& state) {
 BENCHMARK(BM_FaissKMeansIteration)
     ->Args({100000, 32, 64})
     ->Args({1000000, 32, 64})
+    ->Args({100000, 768, 256})
+    ->Args({200000, 128, 1024})
+    ->Args({50000, 1536, 100})
+    ->Args({50000, 384, 4096})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 #endif
@@ -261,12 +333,20 @@ BENCHMARK(BM_LloydIteration)
     ->Args({4096, 32, 16})
     ->Args({100000, 32, 64})
     ->Args({1000000, 32, 64})
+    ->Args({100000, 768, 256})
+    ->Args({200000, 128, 1024})
+    ->Args({50000, 1536, 100})
+    ->Args({50000, 384, 4096})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_GemmBoundOfALayer)
     ->Args({4096, 32, 16})
     ->Args({100000, 32, 64})
     ->Args({1000000, 32, 64})
+    ->Args({100000, 768, 256})
+    ->Args({200000, 128, 1024})
+    ->Args({50000, 1536, 100})
+    ->Args({50000, 384, 4096})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_ReferenceLloydIteration)

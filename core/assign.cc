@@ -237,8 +237,9 @@ void LoadLanes(const Eigen::Ref<const Matrix<Scalar>>& x, Eigen::Index first, Ei
 constexpr Eigen::Index kNarrowGroup = 32;  // points or centers of one product
 constexpr Eigen::Index kNarrowChunk = 32;  // coordinates of one step
 // The centers whose scores are scanned at once: 32 points' scores stay
-// within 128 KiB, in the second-level cache.
-constexpr Eigen::Index kNarrowTileCenters = 1024;
+// within 512 KiB, in the second-level cache, and up to this many centers
+// the points in doubt take their candidates from them.
+constexpr Eigen::Index kNarrowTileCenters = 4096;
 // The shapes it takes: below these the float32 scan costs little more than
 // the conversion and the scan of the narrow scores.
 constexpr Eigen::Index kNarrowMinDimension = 64, kNarrowMinCenters = 32;
@@ -322,17 +323,19 @@ float Widen(uint16_t bits) {
   return x;
 }
 
-// A point's d coordinates into `out` in bfloat16 (padded with zeros to
-// `padded`), and the float32 sums of the squares of the rounded values and
-// of the rounding errors (each error exact in float32).
-void NarrowPoint(const float* x, Eigen::Index d, Eigen::Index padded, uint16_t* out,
-                 float* rounded_sq, float* residual_sq) {
+// A point's d coordinates less `shift` (float32 differences) into `out` in
+// bfloat16, padded with zeros to `padded`, and the float32 sums of the
+// squares of the rounded values and of the rounding errors (each error
+// exact in float32).
+void NarrowPoint(const float* x, const float* shift, Eigen::Index d, Eigen::Index padded,
+                 uint16_t* out, float* rounded_sq, float* residual_sq) {
   __m512 rounded_sum = _mm512_setzero_ps(), residual_sum = _mm512_setzero_ps();
   for (Eigen::Index l = 0; l < padded; l += 16) {
     const __mmask16 mask = l + 16 <= d ? 0xffff
                            : l < d     ? static_cast<__mmask16>((1u << (d - l)) - 1)
                                        : 0;
-    const __m512 v = _mm512_maskz_loadu_ps(mask, x + l);
+    const __m512 v =
+        _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + l), _mm512_maskz_loadu_ps(mask, shift + l));
     const __m512i bits = NarrowBits(v);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + l), _mm512_cvtepi32_epi16(bits));
     const __m512 rounded = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16));
@@ -342,6 +345,22 @@ void NarrowPoint(const float* x, Eigen::Index d, Eigen::Index padded, uint16_t* 
   }
   *rounded_sq = _mm512_reduce_add_ps(rounded_sum);
   *residual_sq = _mm512_reduce_add_ps(residual_sum);
+}
+
+// The centers among a point's scores (`count` of them, a multiple of 16,
+// plus `offset`) at or above `threshold`, in increasing order, appended to
+// `out` while it holds at most `most`; false if there were more.
+bool NarrowCandidates(const float* score, const float* offset, Eigen::Index count, float threshold,
+                      size_t most, std::vector<int>* out) {
+  const __m512 bar = _mm512_set1_ps(threshold);
+  for (Eigen::Index j = 0; j < count; j += 16) {
+    const __m512 s = _mm512_add_ps(_mm512_loadu_ps(score + j), _mm512_loadu_ps(offset + j));
+    for (unsigned m = _mm512_cmp_ps_mask(s, bar, _CMP_GE_OQ); m != 0; m &= m - 1) {
+      if (out->size() == most) return false;
+      out->push_back(static_cast<int>(j) + __builtin_ctz(m));
+    }
+  }
+  return true;
 }
 
 // Merges one point's scores against `count` centers (a multiple of 16)
@@ -450,8 +469,15 @@ void NearestCenterScan<Scalar>::InitNarrow() {
     narrow_d_ = (d + kNarrowChunk - 1) / kNarrowChunk * kNarrowChunk;
     narrow_k_ = (k + kNarrowGroup - 1) / kNarrowGroup * kNarrowGroup;
     const Eigen::Index chunks = narrow_d_ / kNarrowChunk;
+    const Vector<double> mean = centers.template cast<double>().rowwise().mean();
+    narrow_shift_.assign(narrow_d_, 0);
+    for (Eigen::Index l = 0; l < d; ++l) narrow_shift_[l] = static_cast<float>(mean[l]);
     narrow_centers_.assign(narrow_k_ * narrow_d_, 0);
-    double center_norm = 0, rounded_norm = 0, residual_norm = 0;
+    narrow_offset_.assign(narrow_k_, -std::numeric_limits<float>::infinity());
+    double center_norm = 0, rounded_norm = 0, residual_norm = 0, shift_norm = 0;
+    for (Eigen::Index l = 0; l < d; ++l) {
+      shift_norm += static_cast<double>(narrow_shift_[l]) * narrow_shift_[l];
+    }
     for (Eigen::Index j = 0; j < k; ++j) {
       // Group j / 32, tile (j % 32) / 16: in each step's 512 values, row r
       // holds coordinates 2r and 2r + 1 of the tile's 16 centers in turn.
@@ -459,15 +485,16 @@ void NearestCenterScan<Scalar>::InitNarrow() {
                         ((j % kNarrowGroup) / 16) * 512 + (j % 16) * 2;
       double c2 = 0, r2 = 0, e2 = 0;
       for (Eigen::Index l = 0; l < d; ++l) {
-        const float c = centers(l, j);
-        const uint16_t bits = NarrowValue(c);
-        const float rounded = Widen(bits);
+        // The shifted coordinate, exact in double (a float less a float).
+        const double c = static_cast<double>(centers(l, j)) - narrow_shift_[l];
+        const uint16_t bits = NarrowValue(static_cast<float>(c));
+        const double rounded = Widen(bits);
         group[(l / kNarrowChunk) * 1024 + ((l % kNarrowChunk) / 2) * 32 + l % 2] = bits;
-        c2 += static_cast<double>(c) * c;
-        r2 += static_cast<double>(rounded) * rounded;
-        const double e = static_cast<double>(c) - rounded;
-        e2 += e * e;
+        c2 += c * c;
+        r2 += rounded * rounded;
+        e2 += (c - rounded) * (c - rounded);
       }
+      narrow_offset_[j] = static_cast<float>(-c2 / 2);
       center_norm = std::max(center_norm, c2);
       rounded_norm = std::max(rounded_norm, r2);
       residual_norm = std::max(residual_norm, e2);
@@ -479,14 +506,13 @@ void NearestCenterScan<Scalar>::InitNarrow() {
     narrow_center_norm_ = std::sqrt(center_norm * kAbove) * kAbove;
     narrow_rounded_norm_ = std::sqrt(rounded_norm * kAbove) * kAbove;
     narrow_residual_norm_ = std::sqrt(residual_norm * kAbove) * kAbove;
+    narrow_shift_norm_ = std::sqrt(shift_norm * kAbove) * kAbove;
+    narrow_slack_of_ = k > 0 ? static_cast<double>(slack_of_.maxCoeff()) : 0;
     if (!(narrow_rounded_norm_ * narrow_rounded_norm_ < 1e37) ||
         !(narrow_center_norm_ * narrow_center_norm_ < 1e37)) {
       // Scores that could overflow float32: no filter.
       narrow_centers_.clear();
-      return;
     }
-    narrow_offset_.assign(narrow_k_, -std::numeric_limits<float>::infinity());
-    for (Eigen::Index j = 0; j < k; ++j) narrow_offset_[j] = offset_[j];
   }
 #endif
 }
@@ -763,48 +789,72 @@ void NearestCenterScan<Scalar>::FilterBlock(
     const Eigen::Index padded_rows = (rows + kNarrowGroup - 1) / kNarrowGroup * kNarrowGroup;
     const Eigen::Index chunks = padded_d / kNarrowChunk;
     const Eigen::Index tile = std::min(narrow_k_, kNarrowTileCenters);
+    // With every center's scores in one tile, the points left in doubt take
+    // their candidates from it; at most this many, else every center.
+    const bool one_tile = tile == narrow_k_;
+    constexpr size_t kMostCandidates = 64;
     scratch->narrow.resize(padded_rows * padded_d);
     scratch->narrow_score.resize(kNarrowGroup * tile);
     scratch->narrow_best.assign(padded_rows, -std::numeric_limits<float>::infinity());
     scratch->narrow_second.assign(padded_rows, -std::numeric_limits<float>::infinity());
     scratch->narrow_arg.assign(padded_rows, 0);
-    scratch->narrow_bound.resize(2 * rows);
+    scratch->narrow_bound.resize(3 * rows);
     uint16_t* narrow = scratch->narrow.data();
-    // Each point in bfloat16, and the bound on its scores' error. With x~
-    // and c~ the bfloat16 forms (exact products, float32 sums of d of
-    // them), <x, c> - <x~, c~> = <x~, c - c~> + <x - x~, c>, within
-    // |x~| |c - c~| + |x - x~| |c|; the float32 sum of the products, the
-    // offset and their addition round within 2 gamma (|x~| |c~| + |c|^2),
-    // gamma = (d + 2) 2^-24 / (1 - (d + 2) 2^-24); tiles treat subnormal
-    // inputs and results as zero, within (d + 2) 2^-120 (1 + |x~|)(1 + |c~|).
-    // The sums of squares here are float32 sums of at most d / 16 + 16
-    // terms, within (d + 32) 2^-22 of their value.
+    // Each point less the shift in bfloat16, and the bound E on its
+    // scores' error against the exact shifted scores <x', c'> - |c'|^2 / 2,
+    // x' = x - m and c' = c - m (whose gaps are the exact scores' gaps).
+    // With x~, c~ the bfloat16 forms of the float32 x' and of c', and x'f
+    // the float32 x': <x', c'> - <x~, c~> = <x~, c' - c~> + <x' - x~, c'>,
+    // within |x~| |c' - c~| + |x' - x~| |c'|, where |x' - x~| <= |x'f - x~|
+    // + 2^-24 |x'| (one float32 subtraction); the float32 sum of the exact
+    // products, the offset and their addition round within
+    // 2 gamma (|x~| |c~| + |c'|^2), gamma = (d + 2) 2^-24 / (1 - (d + 2) 2^-24);
+    // tiles take subnormal inputs and results as zero, within
+    // (d + 2) 2^-120 (1 + |x~|)(1 + |c~|). The sums of squares here are
+    // float32 sums of at most d / 16 + 16 terms, within (d + 32) 2^-22 of
+    // their value.
     const double sums_above = 1 + static_cast<double>(d + 32) * std::ldexp(1.0, -22);
     const double unit = static_cast<double>(d + 2) * std::ldexp(1.0, -24);
     const double gamma = unit / (1 - unit);
     const double cn = narrow_center_norm_, rn = narrow_rounded_norm_, en = narrow_residual_norm_;
     double* error = scratch->narrow_bound.data();
     double* margin = error + rows;
+    double* reach = margin + rows;
     for (Eigen::Index i = 0; i < rows; ++i) {
       float rounded_sq, residual_sq;
-      NarrowPoint(x.col(i).data(), d, padded_d, narrow + i * padded_d, &rounded_sq, &residual_sq);
+      NarrowPoint(x.col(i).data(), narrow_shift_.data(), d, padded_d, narrow + i * padded_d,
+                  &rounded_sq, &residual_sq);
       const double xr = std::sqrt(rounded_sq * sums_above) * (1 + 1e-15);
-      const double xe = std::sqrt(residual_sq * sums_above) * (1 + 1e-15);
+      double xe = std::sqrt(residual_sq * sums_above) * (1 + 1e-15);
+      xe += std::ldexp(xr + xe, -23);
       const double e = (xr * en + xe * cn + 2 * gamma * (xr * rn + cn * cn) +
                         static_cast<double>(d + 2) * std::ldexp(1.0, -120) * (1 + xr) * (1 + rn)) *
                        (1 + 1e-12);
-      // The float32 scan's near-tie test for this point (from a bound on
-      // its squared norm): a point the filter decides is one that test
-      // would not find near a tie either, so both give the same label.
-      const double norm_sq = (xr + xe) * (xr + xe) * (1 + 1e-12);
-      const double slack = static_cast<double>(slack_per_norm_) * norm_sq + slack_base_;
+      // The float32 scan's slack S for this point (twice its scores' error
+      // bound, from a bound on |x|^2), and the most its near-tie test can
+      // take (Slack, with |x - c| <= |x'| + |c'|).
+      const double norm = xr + xe + narrow_shift_norm_;
+      const double slack =
+          static_cast<double>(slack_per_norm_) * norm * norm * (1 + 1e-12) + slack_base_;
+      const double far = (xr + xe + cn) * (xr + xe + cn) * (1 + 1e-12);
+      const double most_slack = static_cast<double>(slack_per_sq_) * far + narrow_slack_of_;
       error[i] = e;
-      margin[i] =
-          xr * rn < 1e37 ? Above(2 * e + Above(slack)) : std::numeric_limits<double>::infinity();
+      const bool finite = xr * rn < 1e37;
+      // A point is decided here where its best narrow score is ahead of
+      // every other by more than 2 E + S: every other center's exact score
+      // is then below the best's by more than S, so the float32 scan finds
+      // no near tie there either and takes the same label.
+      margin[i] = finite ? Above(2 * e + Above(slack)) : std::numeric_limits<double>::infinity();
+      // Its candidates otherwise: every center within 2 E + 2 (S + the
+      // most slack) of the best narrow score, which holds every center the
+      // float32 scan could label it with or weigh in a near tie.
+      reach[i] = finite ? Above(2 * e + 2 * Above(slack + most_slack))
+                        : std::numeric_limits<double>::infinity();
     }
     std::fill(narrow + rows * padded_d, narrow + padded_rows * padded_d, uint16_t{0});
     ConfigureTiles();
     float* score = scratch->narrow_score.data();
+    const Eigen::Index d_centers = centers_.rows();
     for (Eigen::Index p = 0; p < padded_rows; p += kNarrowGroup) {
       const Eigen::Index count = std::min(kNarrowGroup, rows - p);
       for (Eigen::Index first = 0; first < narrow_k_; first += tile) {
@@ -820,27 +870,96 @@ void NearestCenterScan<Scalar>::FilterBlock(
                         &scratch->narrow_arg[p + r]);
         }
       }
+      for (Eigen::Index r = 0; r < count; ++r) {
+        const Eigen::Index i = p + r;
+        const double best = scratch->narrow_best[i], second = scratch->narrow_second[i];
+        const double spread = Below(best - second);
+        const float* xi = x.col(i).data();
+        if (spread > margin[i] && std::isfinite(best)) {
+          const int label = scratch->narrow_arg[i];
+          labels[i] = label;
+          sq_out[i] = AssignedSquaredDistance(xi, centers_.col(label).data(), d_centers);
+          if (gap != nullptr) gap[i] = 2 * std::max(0.0, Below(spread - Above(2 * error[i])));
+          continue;
+        }
+        ++scratch->reopened;
+        scratch->candidates.clear();
+        // The threshold in float32, rounded down.
+        const double bar = Below(best - reach[i]);
+        const float bar_down = std::nextafter(static_cast<float>(bar), -INFINITY);
+        if (one_tile && std::isfinite(best) && std::isfinite(bar) &&
+            NarrowCandidates(score + r * tile, narrow_offset_.data(), narrow_k_, bar_down,
+                             kMostCandidates, &scratch->candidates)) {
+          FinishCandidates(xi, scratch->candidates, &scratch->candidate_score, labels + i,
+                           sq_out + i, gap != nullptr ? gap + i : nullptr);
+          if (gap != nullptr) {
+            // A center left out has an exact shifted score below bar + E,
+            // the label's is above its narrow score less E.
+            const double own =
+                static_cast<double>(score[r * tile + labels[i]]) + narrow_offset_[labels[i]];
+            gap[i] =
+                std::min(gap[i], 2 * std::max(0.0, Below(Below(own - bar) - Above(2 * error[i]))));
+          }
+          continue;
+        }
+        ++scratch->full;
+        scratch->open.push_back(i);
+      }
     }
     ReleaseTiles();
-    const Eigen::Index d_centers = centers_.rows();
-    for (Eigen::Index i = 0; i < rows; ++i) {
-      const double best = scratch->narrow_best[i], second = scratch->narrow_second[i];
-      const double spread = Below(best - second);
-      if (!(spread > margin[i]) || !std::isfinite(best)) {
-        scratch->open.push_back(i);
-        continue;
-      }
-      // Every other center's exact score is below the label's by more
-      // than the float32 scan's slack: no near tie there, the same label.
-      const int label = scratch->narrow_arg[i];
-      labels[i] = label;
-      sq_out[i] = AssignedSquaredDistance(x.col(i).data(), centers_.col(label).data(), d_centers);
-      if (gap != nullptr) gap[i] = 2 * std::max(0.0, Below(spread - Above(2 * error[i])));
-    }
     scratch->filtered += rows;
-    scratch->reopened += static_cast<int64_t>(scratch->open.size());
   }
 #endif
+}
+
+template <typename Scalar>
+void NearestCenterScan<Scalar>::FinishCandidates(const Scalar* xi,
+                                                 const std::vector<int>& candidates,
+                                                 std::vector<Scalar>* score, int* label_out,
+                                                 Scalar* sq_out, double* gap) const {
+  const Eigen::Index d = centers_.rows();
+  const Eigen::Map<const Vector<Scalar>> x(xi, d);
+  score->resize(candidates.size());
+  Scalar best = -std::numeric_limits<Scalar>::infinity(), second = best;
+  int label = candidates.front();
+  for (size_t t = 0; t < candidates.size(); ++t) {
+    const int j = candidates[t];
+    const Scalar s = offset_[j] + x.dot(centers_.col(j));
+    (*score)[t] = s;
+    if (s > best) {
+      second = best;
+      best = s;
+      label = j;
+    } else if (s > second) {
+      second = s;
+    }
+  }
+  // FinishPoint's rule, on the candidates' scores.
+  Scalar sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
+  const Scalar slack = Slack(label, sq);
+  const bool near_tie = best - second <= slack;
+  if (near_tie) {
+    Scalar exact = std::numeric_limits<Scalar>::infinity();
+    for (size_t t = 0; t < candidates.size(); ++t) {
+      if ((*score)[t] < best - slack) continue;
+      const Scalar s = DirectSquaredDistance(xi, centers_.col(candidates[t]).data(), d);
+      if (s < exact) {
+        exact = s;
+        label = candidates[t];
+      }
+    }
+    sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
+  }
+  *label_out = label;
+  *sq_out = sq;
+  if (gap != nullptr) {
+    double lower = 0;
+    if (!near_tie) {
+      const double spread = Below(static_cast<double>(best) - second);
+      lower = std::max(0.0, Below(spread - Above(static_cast<double>(slack))));
+    }
+    *gap = 2 * lower;
+  }
 }
 
 namespace {

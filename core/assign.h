@@ -109,21 +109,24 @@ class NearestCenterScan {
     Vector<Scalar> lanes;  // the register kernel's points, coordinate-major
     Vector<Scalar> sq;     // the squared distances a caller does not ask for
     // The low-precision filter's (FilterBlock): the block's points in
-    // bfloat16, a tile's scores and each point's running best, second best
-    // and label; the points it leaves open, gathered for the float32 scan,
-    // and that scan's answers.
+    // bfloat16, a group's scores and each point's running best, second best
+    // and label, bounds and candidates; the points it leaves to the float32
+    // products, gathered, and their answers.
     std::vector<uint16_t> narrow;
     std::vector<float> narrow_score, narrow_best, narrow_second;
-    std::vector<int> narrow_arg;
-    std::vector<double> narrow_bound;  // each point's error bound, then margin
+    std::vector<int> narrow_arg, candidates;
+    std::vector<double> narrow_bound;
+    std::vector<Scalar> candidate_score;
     std::vector<Eigen::Index> open;
     Matrix<Scalar> open_x;
     std::vector<int> open_labels;
     Vector<Scalar> open_sq;
     std::vector<double> open_gap;
-    // Points the filter took, and of those the ones it left open: what it
-    // saves is about 1 - open / filtered of the float32 products.
-    int64_t filtered = 0, reopened = 0;
+    // Points the filter took; of those, the ones its scores left in doubt
+    // (decided again in float32, among their candidates), and of these the
+    // ones with too many candidates (the float32 products over every
+    // center).
+    int64_t filtered = 0, reopened = 0, full = 0;
   };
 
   // For the columns of x (d x rows, rows <= block()): labels[i], sq[i] the
@@ -162,9 +165,18 @@ class NearestCenterScan {
   // The low-precision filter's pass over a block (filtered()): the points
   // whose bfloat16 scores put their best center ahead of every other by
   // more than the scores' error bound get their label, squared distance and
-  // gap; the others, listed in scratch->open, are left to ScanProducts.
+  // gap; the others are decided among the centers those scores leave in
+  // doubt (FinishCandidates), or, with too many of them, listed in
+  // scratch->open for ScanProducts.
   void FilterBlock(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch, int* labels,
                    Scalar* sq, double* gap) const;
+  // Finish for point xi from float32 scores of its candidates alone (in
+  // increasing order, every center the float32 scan could take or weigh in
+  // a near tie among them): the same rule, the same label and distance;
+  // the gap among the candidates alone.
+  void FinishCandidates(const Scalar* xi, const std::vector<int>& candidates,
+                        std::vector<Scalar>* score, int* label_out, Scalar* sq_out,
+                        double* gap) const;
   // Scan's last step, from the scores and their best, second best and
   // label per point: the labels, squared distances and gaps. Kept out of
   // Scan's body, where it would share the kernel's registers and spill them
@@ -216,15 +228,21 @@ class NearestCenterScan {
   // slack_per_norm_ * b + slack_base_ (whatever the label).
   Scalar slack_per_norm_, slack_base_;
   // The low-precision filter's centers, where it is used (FilterBlock):
-  // bfloat16, in groups of 32 centers by 32 coordinates (both padded with
-  // zeros), each group's coordinates in pairs as the tiles take them; empty
-  // where Scan does not filter. narrow_offset_ holds offset_ padded with
-  // -infinity; the narrow_*_norm_ bound the centers' norms, the norms of
-  // their bfloat16 forms and the norms of their rounding errors.
+  // less narrow_shift_ (the centers' mean: scores shifted by one value per
+  // point keep their order and gaps, and centered values round to bfloat16
+  // with errors relative to their smaller norms), in bfloat16, in groups of
+  // 32 centers by 32 coordinates (both padded with zeros), each group's
+  // coordinates in pairs as the tiles take them; empty where Scan does not
+  // filter. narrow_offset_ holds their offsets, padded with -infinity; the
+  // narrow_*_norm_ bound the shifted centers' norms, the norms of their
+  // bfloat16 forms and the norms of their rounding errors, and
+  // narrow_shift_norm_ the shift's norm; narrow_slack_of_ is the most of
+  // slack_of_.
   std::vector<uint16_t> narrow_centers_;
-  std::vector<float> narrow_offset_;
+  std::vector<float> narrow_offset_, narrow_shift_;
   Eigen::Index narrow_k_ = 0, narrow_d_ = 0;
   double narrow_center_norm_ = 0, narrow_rounded_norm_ = 0, narrow_residual_norm_ = 0;
+  double narrow_shift_norm_ = 0, narrow_slack_of_ = 0;
 };
 
 // Points per matrix-product block (Scan's most), a multiple of

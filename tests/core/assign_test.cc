@@ -422,7 +422,8 @@ TEST(LowPrecisionFilter, GivesTheFloat32AssignmentsBits) {
     } else {
       EXPECT_GT(scratch.reopened, 0);
     }
-    std::cout << c.name << ": " << scratch.reopened << " of " << scratch.filtered << " open\n";
+    std::cout << c.name << ": " << scratch.reopened << " of " << scratch.filtered << " open, "
+              << scratch.full << " through every center\n";
   }
   ASSERT_TRUE(UseLowPrecisionFilter("auto").ok());
   ASSERT_TRUE(UseSimdLevel("auto").ok());
