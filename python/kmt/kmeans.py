@@ -214,8 +214,31 @@ class ServedLloyd(ServedKMeans):
             raise ValueError(f"X has {n} samples, more than one request carries (batch_size="
                              f"{self.batch_size}); only Lloyd's runs as a resident job, not the "
                              f"server's model '{info.name}'.")
-        return _Plan(X, sample_weight if weighted else None, offset, starts, seed, info,
+        plan = _Plan(X, sample_weight if weighted else None, offset, starts, seed, info,
                      parameters, distances, one_request)
+        if not one_request and isinstance(self.init, str) and self.init == "two-level":
+            plan.starts = self._sampled_start(plan, rows)
+        return plan
+
+    def _sampled_start(self, plan, rows):
+        """init='two-level' for an X larger than one request (resident shards
+        have no two-level step): the server's two-level on a uniform sample of
+        `rows` of its rows drawn from the plan's seed, as `kmt cluster` in
+        whole mode runs it; the (1, k, d) start."""
+        chosen = np.sort(np.random.RandomState(plan.seed).choice(plan.X.shape[0], rows,
+                                                                 replace=False))
+        sample = dataclasses.replace(
+            plan, X=plan.X[chosen], weights=None if plan.weights is None else plan.weights[chosen],
+            distances=False, one_request=True)
+        cl = client_for(self)
+        results = []
+        with invalid_input_as_value_error():
+            cl.cluster_each(self._requests(sample, cl, iterations=0), lambda r: results.append(
+                cl.result(r, plan.X.shape[1], self.n_clusters, False)))
+        centers = results[0].centers.astype(fit_dtype(plan.X.dtype))
+        if plan.offset is not None:
+            centers += plan.offset
+        return centers[None]
 
     def _fit(self, X, sample_weight, distances):
         """Fits; returns the (n, k) squared distances to the final centers if
@@ -250,8 +273,9 @@ class ServedLloyd(ServedKMeans):
         self.n_iter_ = n_iter
         return squared
 
-    def _requests(self, plan, cl):
-        """The fit's requests: one, or one per given start."""
+    def _requests(self, plan, cl, iterations=None):
+        """The fit's requests: one, or one per given start; `iterations`
+        (None: max_iter) each."""
         k = self.n_clusters
         # A dense X goes as it is (float16 too: the request carries it as
         # points_f16); a sparse one is densified.
@@ -262,7 +286,8 @@ class ServedLloyd(ServedKMeans):
             offset = dict(points_offset=plan.offset)  # saves the client a copy
         elif plan.offset is not None:
             points = points - plan.offset
-        fields = dict(model=plan.info.name, iterations=self.max_iter, **offset,
+        fields = dict(model=plan.info.name,
+                      iterations=self.max_iter if iterations is None else iterations, **offset,
                       parameters=plan.parameters, weights=plan.weights, seed=plan.seed,
                       return_trajectory=bool(self.verbose),
                       return_distances=pb.DISTANCES_ALL if plan.distances else pb.DISTANCES_NONE)
@@ -334,7 +359,11 @@ class KMeans(ServedLloyd):
     n_clusters, init ('k-means++': the server's greedy k-means++ seeded from
     random_state, whose draws are not scikit-learn's; 'k-means||': k-means‖
     over resident shards, as `kmt cluster --init='kmeans||'`, whatever the
-    size of X; 'random'; an array; a callable), n_init ('warn' as
+    size of X; 'random'; 'two-level': the server's two-level initialisation
+    for large n_clusters, floor(sqrt(k)) coarse clusters and then fine ones
+    in each in proportion to its size, on a uniform sample of as many rows as
+    one request carries when X is larger; an array; a callable), n_init
+    ('warn' as
     scikit-learn 1.2: 10 with a FutureWarning; 'auto'; an int), max_iter,
     tol, verbose, random_state, copy_x (X is never modified, so it changes
     nothing) and algorithm ('lloyd'; 'elkan' gives the same result, as in
@@ -358,7 +387,8 @@ class KMeans(ServedLloyd):
     _parameter_constraints = {
         **ServedKMeans._kmeans_constraints,
         **ServedKMeans._connection_constraints,
-        "init": [StrOptions({"k-means++", "k-means||", "random"}), callable, "array-like"],
+        "init": [StrOptions({"k-means++", "k-means||", "random", "two-level"}), callable,
+                 "array-like"],
         "copy_x": ["boolean"],
         "algorithm": [StrOptions({"lloyd", "elkan", "auto", "full"},
                                  deprecated={"auto", "full"})],

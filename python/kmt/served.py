@@ -257,7 +257,8 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
                 FutureWarning)
             self._n_init = self._default_n_init
         if self._n_init == "auto":
-            seeded = isinstance(self.init, str) and self.init in ("k-means++", "k-means||")
+            seeded = isinstance(self.init, str) and self.init in ("k-means++", "k-means||",
+                                                                  "two-level")
             self._n_init = 1 if seeded else self._default_n_init
         if _is_arraylike_not_scalar(self.init) and self._n_init != 1:
             warnings.warn(

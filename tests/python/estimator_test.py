@@ -238,6 +238,24 @@ class KMeansPlusPlusTest(ServedTest):
                                                rtol=1e-5)
                     self.assertEqual(one.n_iter_, job.n_iter_)
 
+    def test_two_level_in_one_request_and_on_a_sample_beyond_it(self):
+        # One request: the server's two-level from the seed, then Lloyd's.
+        # Beyond one request: two-level on a sample of one request's rows,
+        # then the resident job; n_init='auto' is one initialisation.
+        for batch_size in (None, 1000):
+            with self.subTest(batch_size=batch_size):
+                fits = [kmt.KMeans(K, init="two-level", n_init="auto", random_state=8,
+                                   batch_size=batch_size, server=self.server.address)
+                        .fit(self.points) for _ in range(2)]
+                np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+                np.testing.assert_array_equal(fits[0].cluster_centers_, fits[1].cluster_centers_)
+                self.assertEqual(fits[0]._n_init, 1)
+                self.assertEqual(len(np.unique(fits[0].labels_)), K)
+                want = sklearn.cluster.KMeans(K, n_init=3, random_state=0).fit(self.points)
+                self.assertLess(fits[0].inertia_, 1.001 * want.inertia_)
+        with self.assertRaisesRegex(ValueError, "two-level"):
+            kmt.KMeans(K, init="two-levels", server=self.server.address).fit(self.points)
+
     def test_the_fit_is_as_good_as_scikit_learns(self):
         got = kmt.KMeans(K, n_init=3, random_state=0, server=self.server.address).fit(
             self.points)
