@@ -564,6 +564,17 @@ class CompiledSession {
   ClusterSession session_;
 };
 
+// A stored value as Scalar: float16 bits (uint16_t) widened to float32 as
+// the server widens points_f16, any other as it is.
+template <typename Scalar, typename Stored>
+Scalar Value(Stored v) {
+  if constexpr (std::is_same_v<Stored, uint16_t>) {
+    return WidenFloat16(v);
+  } else {
+    return v;
+  }
+}
+
 // X.mean(axis=0) of a C-contiguous n x d array (n >= 1), to the bit, as
 // numpy computes it: each column's values added in row order in the
 // array's type, starting from 0 (so a column of -0 sums to +0), then
@@ -585,15 +596,38 @@ py::array_t<Scalar> ColumnMeans(const py::array_t<Stored, py::array::c_style>& x
   std::fill(out, out + d, Scalar(0));
   for (py::ssize_t i = 0; i < n; ++i) {
     const Stored* row = values + i * d;
-    if constexpr (std::is_same_v<Stored, uint16_t>) {
-      for (py::ssize_t l = 0; l < d; ++l) out[l] += WidenFloat16(row[l]);
-    } else {
-      for (py::ssize_t l = 0; l < d; ++l) out[l] += row[l];
-    }
+    for (py::ssize_t l = 0; l < d; ++l) out[l] += Value<Scalar>(row[l]);
   }
   const Scalar count = static_cast<Scalar>(n);
   for (py::ssize_t l = 0; l < d; ++l) out[l] /= count;
   return means;
+}
+
+// np.var(X, axis=0) the same way, to the bit, for the estimators'
+// tolerance: ColumnMeans, then each value's deviation from its column's
+// mean squared and added in row order in the array's type (float32 for
+// float16 bits), divided by n. numpy's pass makes an n x d array of the
+// deviations; this one reads X twice and allocates only d values.
+template <typename Stored, typename Scalar = Stored>
+py::array_t<Scalar> ColumnVariances(const py::array_t<Stored, py::array::c_style>& x) {
+  const py::array_t<Scalar> means = ColumnMeans<Stored, Scalar>(x);
+  const py::ssize_t n = x.shape(0), d = x.shape(1);
+  py::array_t<Scalar> variances(d);
+  const Stored* values = x.data();
+  const Scalar* mean = means.data();
+  Scalar* out = variances.mutable_data();
+  py::gil_scoped_release released;
+  std::fill(out, out + d, Scalar(0));
+  for (py::ssize_t i = 0; i < n; ++i) {
+    const Stored* row = values + i * d;
+    for (py::ssize_t l = 0; l < d; ++l) {
+      const Scalar deviation = Value<Scalar>(row[l]) - mean[l];
+      out[l] += deviation * deviation;
+    }
+  }
+  const Scalar count = static_cast<Scalar>(n);
+  for (py::ssize_t l = 0; l < d; ++l) out[l] /= count;
+  return variances;
 }
 
 }  // namespace
@@ -651,6 +685,9 @@ PYBIND11_MODULE(_driver, m) {
   m.def("column_means", &kmt::ColumnMeans<float>, py::arg("x"));
   m.def("column_means", &kmt::ColumnMeans<double>, py::arg("x"));
   m.def("column_means_f16", &kmt::ColumnMeans<uint16_t, float>, py::arg("bits"));
+  m.def("column_variances", &kmt::ColumnVariances<float>, py::arg("x"));
+  m.def("column_variances", &kmt::ColumnVariances<double>, py::arg("x"));
+  m.def("column_variances_f16", &kmt::ColumnVariances<uint16_t, float>, py::arg("bits"));
   m.attr("KMEANS_PARALLEL_ROUNDS") = kmt::ResidentJobOptions{}.kmeans_parallel_rounds;
   m.attr("KMEANS_PARALLEL_OVERSAMPLING") = kmt::ResidentJobOptions{}.kmeans_parallel_oversampling;
 }

@@ -13,6 +13,7 @@ scikit-learn the points are sent minus their mean, which keeps float32's
 distances precise far from the origin.
 """
 import dataclasses
+import sys
 import warnings
 from numbers import Integral
 
@@ -26,7 +27,7 @@ from sklearn.utils.validation import _is_arraylike_not_scalar
 
 from . import client as _client
 from . import resident
-from .served import (ServedKMeans, check_model_parameters, client_for, fit_dtype,
+from .served import (ServedKMeans, check_model_parameters, client_for, fit_dtype, fit_variances,
                      invalid_input_as_value_error, keep_parameters, model_info, offset_on_server,
                      rows_per_request, same_clustering, server_of, tls_options)
 
@@ -41,10 +42,14 @@ def tolerance(X, tol):
     features."""
     if tol == 0:
         return 0.0
-    # Float16 X: the variances of its float32 values, in float32.
-    variances = (mean_variance_axis(X, axis=0)[1] if sp.issparse(X)
-                 else np.var(X, axis=0, dtype=fit_dtype(X.dtype)))
+    variances = mean_variance_axis(X, axis=0)[1] if sp.issparse(X) else fit_variances(X)
     return float(np.mean(variances) * tol)
+
+
+def stderr_log(line):
+    """A resident job's progress line (its seeding, steps, shard moves) on
+    stderr, where a long fit at `verbose` reports how far it is."""
+    print(f"kmt: {line}", file=sys.stderr, flush=True)
 
 
 def resident_progress(absolute_tol):
@@ -347,7 +352,8 @@ class ServedLloyd(ServedKMeans):
                 empty_clusters=self._empty_clusters(), offset=plan.offset,
                 init=None if plan.starts is not None else self.init, n_init=self._n_init,
                 on_iteration=progress if self.verbose else None,
-                iteration_objectives=bool(self.verbose), **tls_options(self))
+                iteration_objectives=bool(self.verbose),
+                **(dict(log=stderr_log) if self.verbose else {}), **tls_options(self))
         return (result.centers.astype(fit_dtype(plan.X.dtype)), result.labels,
                 float(result.objective), int(result.iterations_run), None)
 

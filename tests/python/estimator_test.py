@@ -428,6 +428,18 @@ class BehaviourTest(ServedTest):
                 self.assertEqual(len(iterations), fitted.n_iter_)
                 self.assertRegex(lines[-1], f"^Converged at iteration {fitted.n_iter_ - 1}: ")
 
+    def test_verbose_reports_a_resident_fits_steps_on_stderr(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            fitted = self.kmeans(init=self.points[:4], verbose=1, batch_size=200).fit(self.points)
+        steps = [line for line in err.getvalue().splitlines() if line.startswith("kmt: step ")]
+        # The initial centers' step, one per iteration and the labels' step.
+        self.assertEqual(len(steps), fitted.n_iter_ + 1, err.getvalue())
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.kmeans(init=self.points[:4], batch_size=200).fit(self.points)
+        self.assertEqual(err.getvalue(), "")
+
 
 class ResidentFailoverTest(unittest.TestCase):
     def test_a_replica_killed_during_a_resident_fit_changes_nothing(self):
@@ -487,6 +499,26 @@ class ColumnMeansTest(unittest.TestCase):
         X = np.random.default_rng(6).normal(size=(300, 8))
         for Y in (np.asfortranarray(X), X[::2], X.astype(np.float16)):
             self.assert_numpy_means(Y)
+
+
+class FitVariancesTest(unittest.TestCase):
+    """kmt.served.fit_variances, the tolerance's variances, is numpy's
+    np.var(X, axis=0) to the bit (a float16 X's of its float32 values), by
+    the compiled extension without numpy's n x d array of deviations where
+    it applies."""
+
+    def test_the_variances_are_numpys(self):
+        from kmt.served import fit_variances
+        rng = np.random.default_rng(5)
+        for dtype in (np.float32, np.float64, np.float16):
+            for shape in ((1, 1), (1, 7), (4099, 32), (4096, 33), (20000, 5), (3, 70), (2000, 1)):
+                X = (rng.normal(size=shape) * 10 + (100 if dtype == np.float16 else 1e4))
+                X = X.astype(dtype)
+                want = np.var(X.astype(np.float32) if dtype == np.float16 else X, axis=0)
+                self.assertEqual(fit_variances(X).tobytes(), want.tobytes(), f"{dtype} {shape}")
+                Y = np.asfortranarray(X)
+                want = np.var(Y.astype(np.float32) if dtype == np.float16 else Y, axis=0)
+                self.assertEqual(fit_variances(Y).tobytes(), want.tobytes(), f"F {dtype} {shape}")
 
 
 class PipelineTest(ServedTest):
