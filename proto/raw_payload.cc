@@ -44,48 +44,22 @@ void DecodeNarrow(const std::string& bytes, float* out, Widen widen) {
   }
 }
 
+// Each RawType's width, field suffix and name, in the enum's order.
+struct RawTypeInfo {
+  int width;
+  const char* suffix;
+  const char* name;
+};
+constexpr RawTypeInfo kRawTypes[] = {{2, "_f16", "binary16"},
+                                     {2, "_bf16", "bfloat16"},
+                                     {4, "_f32", "float32"},
+                                     {8, "_f64", "float64"}};
+
 }  // namespace
 
-int RawWidth(RawType type) {
-  switch (type) {
-    case RawType::kFloat16:
-    case RawType::kBFloat16:
-      return 2;
-    case RawType::kFloat32:
-      return 4;
-    case RawType::kFloat64:
-      return 8;
-  }
-  return 0;
-}
-
-const char* RawSuffix(RawType type) {
-  switch (type) {
-    case RawType::kFloat16:
-      return "_f16";
-    case RawType::kBFloat16:
-      return "_bf16";
-    case RawType::kFloat32:
-      return "_f32";
-    case RawType::kFloat64:
-      return "_f64";
-  }
-  return "";
-}
-
-const char* RawName(RawType type) {
-  switch (type) {
-    case RawType::kFloat16:
-      return "binary16";
-    case RawType::kBFloat16:
-      return "bfloat16";
-    case RawType::kFloat32:
-      return "float32";
-    case RawType::kFloat64:
-      return "float64";
-  }
-  return "";
-}
+int RawWidth(RawType type) { return kRawTypes[static_cast<int>(type)].width; }
+const char* RawSuffix(RawType type) { return kRawTypes[static_cast<int>(type)].suffix; }
+const char* RawName(RawType type) { return kRawTypes[static_cast<int>(type)].name; }
 
 float WidenFloat16(uint16_t bits) {
   // The exponent and mantissa moved to float32's places, the exponent
