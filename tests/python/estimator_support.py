@@ -27,6 +27,22 @@ class ServedTest(unittest.TestCase):
         assert cls.server.stop() == 0
 
 
+class TwoReplicasTest(ServedTest):
+    """ServedTest with a second server: `both` names the two replicas, for
+    resident fits whose shards spread over them."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.other = Server(*cls.SERVER_FLAGS)
+        cls.both = f"ipv4:{cls.server.address},{cls.other.address}"
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        assert cls.other.stop() == 0
+
+
 def jobs_by_code(server):
     """kmt_jobs_total of a server by its code label, from /metrics."""
     jobs = {}

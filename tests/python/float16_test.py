@@ -8,7 +8,7 @@ import unittest
 import numpy as np
 from numpy.testing import assert_array_equal
 
-from estimator_support import Server, ServedTest, kmt, mixture, rows
+from estimator_support import ServedTest, TwoReplicasTest, kmt, mixture, rows
 
 K = 6
 
@@ -100,19 +100,8 @@ class KMeansTest(ServedTest):
         cl.close()
 
 
-class ResidentTest(ServedTest):
+class ResidentTest(TwoReplicasTest):
     """Float16 X beyond one request: a resident job on two replicas."""
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.other = Server("--model_dir=")
-        cls.both = f"ipv4:{cls.server.address},{cls.other.address}"
-
-    @classmethod
-    def tearDownClass(cls):
-        super().tearDownClass()
-        assert cls.other.stop() == 0
 
     def test_a_resident_float16_fit_is_the_float32_fit_of_the_same_values(self):
         X = mixture(6000, 5, K, seed=21, offset=50.0, dtype=np.float16)

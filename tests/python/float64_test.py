@@ -17,7 +17,7 @@ from sklearn.base import clone
 from sklearn.datasets import make_blobs
 from sklearn.metrics import pairwise_distances, pairwise_distances_argmin
 
-from estimator_support import Server, ServedTest, kmt, mixture, rows
+from estimator_support import ServedTest, TwoReplicasTest, kmt, mixture, rows
 
 K = 6
 # scikit-learn's own tests' seed (SKLEARN_TESTS_GLOBAL_RANDOM_SEED's default)
@@ -141,20 +141,9 @@ class SameAsScikitLearnTest(ServedTest):
         cl.close()
 
 
-class ResidentFloat64Test(ServedTest):
+class ResidentFloat64Test(TwoReplicasTest):
     """Float64 X beyond one request: kmt.KMeans's resident job (batch_size
     below n) on two replicas, float64 shards computed in double."""
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.other = Server("--model_dir=")
-        cls.both = f"ipv4:{cls.server.address},{cls.other.address}"
-
-    @classmethod
-    def tearDownClass(cls):
-        super().tearDownClass()
-        assert cls.other.stop() == 0
 
     def fit_both(self, points, init, weights=None, **options):
         got = kmt.KMeans(K, init=init, n_init=1, server=self.both, batch_size=len(points) // 3,
