@@ -315,9 +315,21 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         return block / np.where(norms > 0, norms, 1)
 
     def _check_test_data(self, X):
+        """X checked as scikit-learn checks it; a dense float16 X stays
+        float16 and is assigned as its float32 values (fit_dtype), as a fit
+        of it runs."""
         return self._validate_data(X, accept_sparse="csr", reset=False,
-                                   dtype=[np.float64, np.float32], order=None,
+                                   dtype=self._input_dtypes(X, narrow=True), order=None,
                                    accept_large_sparse=False)
+
+    @staticmethod
+    def _input_dtypes(X, narrow):
+        """The dtypes X is taken in: float64 and float32, and float16 if
+        `narrow` and X is a dense float16 array; any other becomes
+        float64."""
+        if narrow and not sp.issparse(X) and getattr(X, "dtype", None) == np.float16:
+            return [np.float64, np.float32, np.float16]
+        return [np.float64, np.float32]
 
     def _fit_data(self, X, narrow=False):
         """X checked as scikit-learn checks it, and, if dense, its column
@@ -327,10 +339,7 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         a dense float16 X stays float16 (fit_dtype: it is sent as it is and
         fitted in float32); otherwise it becomes float64, as scikit-learn's
         does."""
-        dtypes = [np.float64, np.float32]
-        if narrow and not sp.issparse(X) and getattr(X, "dtype", None) == np.float16:
-            dtypes.append(np.float16)
-        X = self._validate_data(X, accept_sparse="csr", dtype=dtypes,
+        X = self._validate_data(X, accept_sparse="csr", dtype=self._input_dtypes(X, narrow),
                                 order=None, accept_large_sparse=False,
                                 force_all_finite=sp.issparse(X))
         if sp.issparse(X):
@@ -367,7 +376,7 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         all_distances = distances == _client.pb.DISTANCES_ALL
         step = self._request_rows()
         if step is None:
-            size = X.dtype.itemsize  # float32 or float64, as checked
+            size = fit_dtype(X.dtype).itemsize  # float32 or float64: float16 goes widened
             step = rows_per_request(None, d, model_info(self, ASSIGN_MODEL).max_points,
                                     4 * labels + size * (k if all_distances else 1),
                                     itemsize=size)
@@ -404,7 +413,7 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         accepted as scikit-learn accepts it and changes nothing)."""
         check_is_fitted(self)
         X = self._check_test_data(X)
-        _check_sample_weight(sample_weight, X, dtype=X.dtype)
+        _check_sample_weight(sample_weight, X, dtype=fit_dtype(X.dtype))
         return self._assign(X, _client.pb.DISTANCES_NONE)[0]
 
     def transform(self, X):
@@ -415,7 +424,7 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
     def _transform(self, X):
         squared = self._assign(X, _client.pb.DISTANCES_ALL, labels=False)[1]
-        return np.sqrt(squared).astype(X.dtype)
+        return np.sqrt(squared).astype(fit_dtype(X.dtype))
 
     def fit_transform(self, X, y=None, sample_weight=None):
         """Fits, then returns the distances of X to the centers (those of the
@@ -435,7 +444,7 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         centers."""
         check_is_fitted(self)
         X = self._check_test_data(X)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=fit_dtype(X.dtype))
         squared = self._assign(X, _client.pb.DISTANCES_NEAREST, labels=False)[1]
         return -float(np.dot(sample_weight.astype(np.float64), squared.astype(np.float64)))
 

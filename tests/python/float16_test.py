@@ -2,7 +2,7 @@
 as float16 bytes (points_f16, no float32 copy), and kmt.KMeans's fit of
 float16 X equals, to the bit, its fit of the float32 array of the same
 values: labels, centers, inertia and iterations, in one request or as a
-resident job."""
+resident job; predict, transform and score likewise."""
 import unittest
 
 import numpy as np
@@ -89,6 +89,13 @@ class KMeansTest(ServedTest):
                     X32, sample_weight=sample_weight)
                 self.assertGreater(want.n_iter_, 3)
                 assert_same_fit(self, got, want)
+        # predict, transform and score of float16 X are those of its float32
+        # values, and predict gives the fit's labels.
+        assert_array_equal(got.predict(X), got.labels_)
+        assert_array_equal(got.predict(X), want.predict(X32))
+        self.assertEqual(got.transform(X).dtype, np.float32)
+        assert_array_equal(got.transform(X), want.transform(X32))
+        self.assertEqual(got.score(X), want.score(X32))
         # What the fit sent: the float16 array itself, no float32 copy.
         estimator = kmt.KMeans(K, n_init=1, init=rows(X32, K), server=self.server.address)
         cl = kmt.Client(self.server.address)
