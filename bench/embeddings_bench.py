@@ -220,7 +220,8 @@ def main():
                         help="kmt.KMeans's batch_size: a smaller X than a message holds runs "
                              "as a resident job, as the full shapes do")
     parser.add_argument("--float64_reference", action="store_true",
-                        help="also fit scikit-learn on the points as float64 (untimed)")
+                        help="also fit scikit-learn on the points as float64 (untimed; it "
+                             "holds four times X's bytes more)")
     parser.add_argument("--server_binary", default="build/server/kmt-server")
     parser.add_argument("--server_flag", action="append", default=[],
                         help="a kmt-server flag, like --server_flag=--max_k=16384 (repeatable)")
