@@ -323,10 +323,9 @@ float Widen(uint16_t bits) {
   return x;
 }
 
-// A point's d coordinates less `shift` (float32 differences) into `out` in
-// bfloat16, padded with zeros to `padded`, and the float32 sums of the
-// squares of the rounded values and of the rounding errors (each error
-// exact in float32).
+// A point's d coordinates less `shift` (float32 differences, x') into
+// `out` in bfloat16 (x~), padded with zeros to `padded`, and the float32
+// sums of the squares of x~ and of x' - x~ (exact in float32).
 void NarrowPoint(const float* x, const float* shift, Eigen::Index d, Eigen::Index padded,
                  uint16_t* out, float* rounded_sq, float* residual_sq) {
   __m512 rounded_sum = _mm512_setzero_ps(), residual_sum = _mm512_setzero_ps();
@@ -474,39 +473,37 @@ void NearestCenterScan<Scalar>::InitNarrow() {
     for (Eigen::Index l = 0; l < d; ++l) narrow_shift_[l] = static_cast<float>(mean[l]);
     narrow_centers_.assign(narrow_k_ * narrow_d_, 0);
     narrow_offset_.assign(narrow_k_, -std::numeric_limits<float>::infinity());
-    double center_norm = 0, rounded_norm = 0, residual_norm = 0, shift_norm = 0;
-    for (Eigen::Index l = 0; l < d; ++l) {
-      shift_norm += static_cast<double>(narrow_shift_[l]) * narrow_shift_[l];
-    }
+    double most[3] = {};  // |c'|^2, |c~|^2, |c' - c~|^2
     for (Eigen::Index j = 0; j < k; ++j) {
       // Group j / 32, tile (j % 32) / 16: in each step's 512 values, row r
       // holds coordinates 2r and 2r + 1 of the tile's 16 centers in turn.
       uint16_t* group = narrow_centers_.data() + (j / kNarrowGroup) * chunks * 1024 +
                         ((j % kNarrowGroup) / 16) * 512 + (j % 16) * 2;
-      double c2 = 0, r2 = 0, e2 = 0;
+      double sums[3] = {};
       for (Eigen::Index l = 0; l < d; ++l) {
-        // The shifted coordinate, exact in double (a float less a float).
+        // The shifted coordinate and its rounding's error, exact in double.
         const double c = static_cast<double>(centers(l, j)) - narrow_shift_[l];
         const uint16_t bits = NarrowValue(static_cast<float>(c));
-        const double rounded = Widen(bits);
+        const double rounded = Widen(bits), residual = c - rounded;
         group[(l / kNarrowChunk) * 1024 + ((l % kNarrowChunk) / 2) * 32 + l % 2] = bits;
-        c2 += c * c;
-        r2 += rounded * rounded;
-        e2 += (c - rounded) * (c - rounded);
+        sums[0] += c * c;
+        sums[1] += rounded * rounded;
+        sums[2] += residual * residual;
       }
-      narrow_offset_[j] = static_cast<float>(-c2 / 2);
-      center_norm = std::max(center_norm, c2);
-      rounded_norm = std::max(rounded_norm, r2);
-      residual_norm = std::max(residual_norm, e2);
+      narrow_offset_[j] = static_cast<float>(-sums[0] / 2);
+      for (int t = 0; t < 3; ++t) most[t] = std::max(most[t], sums[t]);
     }
     // The double sums of d squares are within d eps of the exact ones (eps
     // = 2^-53, d far below 10^6): 1e-9 more covers them and the square
     // roots.
     constexpr double kAbove = 1 + 1e-9;
-    narrow_center_norm_ = std::sqrt(center_norm * kAbove) * kAbove;
-    narrow_rounded_norm_ = std::sqrt(rounded_norm * kAbove) * kAbove;
-    narrow_residual_norm_ = std::sqrt(residual_norm * kAbove) * kAbove;
-    narrow_shift_norm_ = std::sqrt(shift_norm * kAbove) * kAbove;
+    auto norm = [&](double sq) { return std::sqrt(sq * kAbove) * kAbove; };
+    narrow_center_norm_ = norm(most[0]);
+    narrow_rounded_norm_ = norm(most[1]);
+    narrow_residual_norm_ = norm(most[2]);
+    double shift_sq = 0;
+    for (float m : narrow_shift_) shift_sq += static_cast<double>(m) * m;
+    narrow_shift_norm_ = norm(shift_sq);
     narrow_slack_of_ = k > 0 ? static_cast<double>(slack_of_.maxCoeff()) : 0;
     if (!(narrow_rounded_norm_ * narrow_rounded_norm_ < 1e37) ||
         !(narrow_center_norm_ * narrow_center_norm_ < 1e37)) {
@@ -803,20 +800,20 @@ void NearestCenterScan<Scalar>::FilterBlock(
     // Each point less the shift in bfloat16, and the bound E on its
     // scores' error against the exact shifted scores <x', c'> - |c'|^2 / 2,
     // x' = x - m and c' = c - m (whose gaps are the exact scores' gaps).
-    // With x~, c~ the bfloat16 forms of the float32 x' and of c', and x'f
-    // the float32 x': <x', c'> - <x~, c~> = <x~, c' - c~> + <x' - x~, c'>,
-    // within |x~| |c' - c~| + |x' - x~| |c'|, where |x' - x~| <= |x'f - x~|
-    // + 2^-24 |x'| (one float32 subtraction); the float32 sum of the exact
-    // products, the offset and their addition round within
+    // With x'f the float32 x' and x~, c~ the bfloat16 forms of x'f and c':
+    // <x', c'> - <x~, c~> = <x~, c' - c~> + <x' - x~, c'>, within
+    // |x~| |c' - c~| + |x' - x~| |c'|, and |x' - x~| <= |x'f - x~| +
+    // 2^-24 |x'| (one float32 subtraction). The float32 sum of the products
+    // (exact each), the offset and their addition round within
     // 2 gamma (|x~| |c~| + |c'|^2), gamma = (d + 2) 2^-24 / (1 - (d + 2) 2^-24);
     // tiles take subnormal inputs and results as zero, within
     // (d + 2) 2^-120 (1 + |x~|)(1 + |c~|). The sums of squares here are
     // float32 sums of at most d / 16 + 16 terms, within (d + 32) 2^-22 of
     // their value.
-    const double sums_above = 1 + static_cast<double>(d + 32) * std::ldexp(1.0, -22);
-    const double unit = static_cast<double>(d + 2) * std::ldexp(1.0, -24);
+    const double sums_above = 1 + static_cast<double>(padded_d + 32) * std::ldexp(1.0, -22);
+    const double unit = static_cast<double>(padded_d + 2) * std::ldexp(1.0, -24);
     const double gamma = unit / (1 - unit);
-    const double cn = narrow_center_norm_, rn = narrow_rounded_norm_, en = narrow_residual_norm_;
+    const double cn = narrow_center_norm_, rn = narrow_rounded_norm_;
     double* error = scratch->narrow_bound.data();
     double* margin = error + rows;
     double* reach = margin + rows;
@@ -827,19 +824,20 @@ void NearestCenterScan<Scalar>::FilterBlock(
       const double xr = std::sqrt(rounded_sq * sums_above) * (1 + 1e-15);
       double xe = std::sqrt(residual_sq * sums_above) * (1 + 1e-15);
       xe += std::ldexp(xr + xe, -23);
-      const double e = (xr * en + xe * cn + 2 * gamma * (xr * rn + cn * cn) +
-                        static_cast<double>(d + 2) * std::ldexp(1.0, -120) * (1 + xr) * (1 + rn)) *
-                       (1 + 1e-12);
+      const double e =
+          (xr * narrow_residual_norm_ + xe * cn + 2 * gamma * (xr * rn + cn * cn) +
+           static_cast<double>(padded_d + 2) * std::ldexp(1.0, -120) * (1 + xr) * (1 + rn)) *
+          (1 + 1e-12);
       // The float32 scan's slack S for this point (twice its scores' error
       // bound, from a bound on |x|^2), and the most its near-tie test can
       // take (Slack, with |x - c| <= |x'| + |c'|).
-      const double norm = xr + xe + narrow_shift_norm_;
+      const double norm_x = xr + xe + narrow_shift_norm_;
       const double slack =
-          static_cast<double>(slack_per_norm_) * norm * norm * (1 + 1e-12) + slack_base_;
+          static_cast<double>(slack_per_norm_) * norm_x * norm_x * (1 + 1e-12) + slack_base_;
       const double far = (xr + xe + cn) * (xr + xe + cn) * (1 + 1e-12);
       const double most_slack = static_cast<double>(slack_per_sq_) * far + narrow_slack_of_;
-      error[i] = e;
       const bool finite = xr * rn < 1e37;
+      error[i] = e;
       // A point is decided here where its best narrow score is ahead of
       // every other by more than 2 E + S: every other center's exact score
       // is then below the best's by more than S, so the float32 scan finds
@@ -858,14 +856,14 @@ void NearestCenterScan<Scalar>::FilterBlock(
     for (Eigen::Index p = 0; p < padded_rows; p += kNarrowGroup) {
       const Eigen::Index count = std::min(kNarrowGroup, rows - p);
       for (Eigen::Index first = 0; first < narrow_k_; first += tile) {
-        const Eigen::Index width = std::min(tile, narrow_k_ - first);
-        for (Eigen::Index g = 0; g < width; g += kNarrowGroup) {
+        const Eigen::Index span = std::min(tile, narrow_k_ - first);
+        for (Eigen::Index g = 0; g < span; g += kNarrowGroup) {
           NarrowProduct(narrow + p * padded_d, padded_d,
                         narrow_centers_.data() + ((first + g) / kNarrowGroup) * chunks * 1024,
                         chunks, score + g, tile);
         }
         for (Eigen::Index r = 0; r < count; ++r) {
-          NarrowScanRow(score + r * tile, narrow_offset_.data() + first, first, width,
+          NarrowScanRow(score + r * tile, narrow_offset_.data() + first, first, span,
                         &scratch->narrow_best[p + r], &scratch->narrow_second[p + r],
                         &scratch->narrow_arg[p + r]);
         }

@@ -234,15 +234,15 @@ class NearestCenterScan {
   // 32 centers by 32 coordinates (both padded with zeros), each group's
   // coordinates in pairs as the tiles take them; empty where Scan does not
   // filter. narrow_offset_ holds their offsets, padded with -infinity; the
-  // narrow_*_norm_ bound the shifted centers' norms, the norms of their
-  // bfloat16 forms and the norms of their rounding errors, and
-  // narrow_shift_norm_ the shift's norm; narrow_slack_of_ is the most of
-  // slack_of_.
+  // norms bound, over the centers, the shifted centers' norms |c'|, the
+  // norms of their bfloat16 forms |c~| and of their rounding errors
+  // |c' - c~|; narrow_shift_norm_ is the shift's norm and narrow_slack_of_
+  // the most of slack_of_.
   std::vector<uint16_t> narrow_centers_;
   std::vector<float> narrow_offset_, narrow_shift_;
   Eigen::Index narrow_k_ = 0, narrow_d_ = 0;
-  double narrow_center_norm_ = 0, narrow_rounded_norm_ = 0, narrow_residual_norm_ = 0;
-  double narrow_shift_norm_ = 0, narrow_slack_of_ = 0;
+  double narrow_center_norm_ = 0, narrow_rounded_norm_ = 0, narrow_residual_norm_ = 0,
+         narrow_shift_norm_ = 0, narrow_slack_of_ = 0;
 };
 
 // Points per matrix-product block (Scan's most), a multiple of
