@@ -49,11 +49,12 @@
 #include "proto/raw_payload.h"
 
 ABSL_FLAG(std::string, input, "",
-          "points: CSV (one point per line), NumPy .npy (float32 or float64, shape (n, d)) or raw "
-          "float32 row-major");
+          "points: CSV (one point per line), NumPy .npy (float16, float32 or float64, shape (n, "
+          "d)) or raw float32, binary16 or bfloat16 row-major (--format)");
 ABSL_FLAG(std::string, format, "",
-          "csv, npy or f32; by default the name's extension says (.csv, .txt, .tsv: CSV; .npy; "
-          ".f32, .bin, .raw: float32), else the file's first bytes (text is CSV)");
+          "csv, npy, f32, f16 or bf16; by default the name's extension says (.csv, .txt, .tsv: "
+          "CSV; .npy, float16, float32 or float64; .f32, .bin, .raw: float32; .f16: binary16; "
+          ".bf16: bfloat16, both read as float32), else the file's first bytes (text is CSV)");
 ABSL_FLAG(int64_t, batch_size, 4096,
           "points per batch (a last batch of fewer than k points joins the one before)");
 ABSL_FLAG(std::string, mode, "auto",

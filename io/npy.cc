@@ -70,13 +70,16 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(const std::string& bytes) {
   }
   absl::StatusOr<std::string> descr = Field(dict, "descr");
   if (!descr.ok()) return descr.status();
-  if (*descr == "'<f4'") {
+  if (*descr == "'<f2'") {
+    header.item_bytes = 2;
+  } else if (*descr == "'<f4'") {
     header.item_bytes = 4;
   } else if (*descr == "'<f8'") {
     header.item_bytes = 8;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        ".npy dtype ", *descr, " is not supported; expected '<f4' (float32) or '<f8' (float64)"));
+    return absl::InvalidArgumentError(absl::StrCat(".npy dtype ", *descr,
+                                                   " is not supported; expected '<f2' (float16), "
+                                                   "'<f4' (float32) or '<f8' (float64)"));
   }
   absl::StatusOr<std::string> fortran = Field(dict, "fortran_order");
   if (!fortran.ok()) return fortran.status();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/narrow_float.h"
 #include "io/npy.h"
 
 namespace kmt {
@@ -32,6 +34,7 @@ std::string FormatOfName(const std::string& path) {
   if (ext == "csv" || ext == "txt" || ext == "tsv") return "csv";
   if (ext == "npy") return "npy";
   if (ext == "f32" || ext == "bin" || ext == "raw") return "f32";
+  if (ext == "f16" || ext == "bf16") return ext;
   return "";
 }
 
@@ -74,7 +77,8 @@ absl::StatusOr<std::unique_ptr<PointReader>> PointReader::Open(const std::string
     if (chosen.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "cannot tell the format of ", path,
-          " from its name or its first bytes; say --format=csv, npy or f32 (with --d)"));
+          " from its name or its first bytes; say --format=csv, npy or f32, f16 or bf16 (with "
+          "--d)"));
     }
   }
   Format f;
@@ -84,9 +88,13 @@ absl::StatusOr<std::unique_ptr<PointReader>> PointReader::Open(const std::string
     f = Format::kNpy;
   } else if (chosen == "f32") {
     f = Format::kFloat32;
+  } else if (chosen == "f16") {
+    f = Format::kFloat16;
+  } else if (chosen == "bf16") {
+    f = Format::kBFloat16;
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown format '", format, "', expected csv, f32 or npy"));
+        absl::StrCat("unknown format '", format, "', expected csv, f32, f16, bf16 or npy"));
   }
   std::unique_ptr<PointReader> reader(new PointReader(path, f));
   if (f != Format::kCsv) {
@@ -125,14 +133,22 @@ absl::Status PointReader::OpenBinary(int d) {
   if (fd_ < 0) return absl::NotFoundError(absl::StrCat("cannot open ", path_));
   const off_t size = lseek(fd_, 0, SEEK_END);
   if (size < 0) return absl::InternalError(absl::StrCat("cannot read the size of ", path_));
-  if (format_ == Format::kFloat32) {
-    if (d < 1) return absl::InvalidArgumentError("a float32 file needs --d");
-    if (size % (4 * int64_t{d}) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path_, " has ", size, " bytes, not a multiple of 4*d = ", 4 * d));
+  if (format_ != Format::kNpy) {
+    const char* type = format_ == Format::kFloat32   ? "float32"
+                       : format_ == Format::kFloat16 ? "binary16"
+                                                     : "bfloat16";
+    if (format_ != Format::kFloat32) {
+      item_bytes_ = 2;
+      widen_ = format_ == Format::kFloat16 ? WidenFloat16 : WidenBFloat16;
+    }
+    if (d < 1) return absl::InvalidArgumentError(absl::StrCat("a ", type, " file needs --d"));
+    const int64_t point_bytes = item_bytes_ * int64_t{d};
+    if (size % point_bytes != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, " has ", size, " bytes, not a multiple of ", item_bytes_, "*d = ", point_bytes));
     }
     d_ = d;
-    n_ = size / (4 * int64_t{d});
+    n_ = size / point_bytes;
     return absl::OkStatus();
   }
   // A .npy header fits in its first 64 KiB in practice; version 2 allows
@@ -165,6 +181,7 @@ absl::Status PointReader::OpenBinary(int d) {
   rank_ = static_cast<int>(header->shape.size());
   data_offset_ = header->data_offset;
   item_bytes_ = header->item_bytes;
+  if (item_bytes_ == 2) widen_ = WidenFloat16;
   return absl::OkStatus();
 }
 
@@ -177,9 +194,13 @@ absl::Status PointReader::ReadAt(int64_t first, int64_t count, std::vector<float
   const size_t start = values->size();
   const int64_t items = count * d_;
   values->resize(start + items);
+  // Float64 and 2-byte values are read beside and converted; float32 ones
+  // in place.
   std::vector<double> wide(item_bytes_ == 8 ? items : 0);
-  char* out = item_bytes_ == 8 ? reinterpret_cast<char*>(wide.data())
-                               : reinterpret_cast<char*>(values->data() + start);
+  std::vector<uint16_t> narrow(item_bytes_ == 2 ? items : 0);
+  char* out = item_bytes_ == 8   ? reinterpret_cast<char*>(wide.data())
+              : item_bytes_ == 2 ? reinterpret_cast<char*>(narrow.data())
+                                 : reinterpret_cast<char*>(values->data() + start);
   int64_t want = items * item_bytes_, offset = data_offset_ + first * d_ * item_bytes_;
   while (want > 0) {
     const ssize_t got = pread(fd_, out, want, offset);
@@ -192,6 +213,8 @@ absl::Status PointReader::ReadAt(int64_t first, int64_t count, std::vector<float
     offset += got;
   }
   if (item_bytes_ == 8) std::copy(wide.begin(), wide.end(), values->begin() + start);
+  if (item_bytes_ == 2)
+    std::transform(narrow.begin(), narrow.end(), values->begin() + start, widen_);
   return absl::OkStatus();
 }
 

@@ -1,10 +1,11 @@
 // Reads points from a CSV file (one point per line, values separated by
 // commas, semicolons or whitespace, LF or CRLF line endings, an optional
-// header line), a raw little-endian
-// float32 file (n*d values, row-major) or a NumPy .npy file (float32 or
-// float64, C order, shape (n, d)), a batch at a time, and can start over for
-// another pass. Binary files can also be read at any point, from several
-// threads at once.
+// header line), a raw little-endian float32, binary16 or bfloat16 file (n*d
+// values, row-major) or a NumPy .npy file (float16, float32 or float64, C
+// order, shape (n, d)), a batch at a time, and can start over for another
+// pass. Values are read as float32: binary16 and bfloat16 ones widen to it
+// exactly (core/narrow_float.h), float64 ones are rounded. Binary files can
+// also be read at any point, from several threads at once.
 #ifndef KMT_IO_POINT_READER_H_
 #define KMT_IO_POINT_READER_H_
 
@@ -20,11 +21,12 @@ namespace kmt {
 
 class PointReader {
  public:
-  // format: "csv", "f32" or "npy"; "" picks by the name's extension, any
-  // case (.csv, .txt, .tsv: CSV; .npy; .f32, .bin, .raw: float32), else by
-  // the first bytes (NumPy's magic, text as CSV, other bytes float32 where d
-  // is given) and refuses a file it cannot tell, naming --format. d is
-  // required for f32 and, if given, checked for CSV and .npy.
+  // format: "csv", "f32", "f16", "bf16" or "npy"; "" picks by the name's
+  // extension, any case (.csv, .txt, .tsv: CSV; .npy; .f32, .bin, .raw:
+  // float32; .f16: binary16; .bf16: bfloat16), else by the first bytes
+  // (NumPy's magic, text as CSV, other bytes float32 where d is given) and
+  // refuses a file it cannot tell, naming --format. d is required for the
+  // raw formats and, if given, checked for CSV and .npy.
   static absl::StatusOr<std::unique_ptr<PointReader>> Open(const std::string& path,
                                                            const std::string& format, int d);
   ~PointReader();
@@ -47,7 +49,7 @@ class PointReader {
   double progress();
 
  private:
-  enum class Format { kCsv, kFloat32, kNpy };
+  enum class Format { kCsv, kFloat32, kFloat16, kBFloat16, kNpy };
   PointReader(std::string path, Format format) : path_(std::move(path)), format_(format) {}
   absl::Status OpenBinary(int d);
   absl::Status ParseLine(const std::string& line, std::vector<float>* values);
@@ -61,6 +63,8 @@ class PointReader {
   int fd_ = -1;
   int64_t data_offset_ = 0;
   int item_bytes_ = 4;
+  // 2-byte values (binary16 or bfloat16) as float32.
+  float (*widen_)(uint16_t) = nullptr;
   int64_t next_ = 0;  // the next point Read returns
   // CSV:
   std::ifstream in_;

@@ -28,12 +28,6 @@ void CopyLittleEndian(const void* from, void* to, size_t count, size_t width) {
 #endif
 }
 
-float FloatOfBits(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 // Narrow values, read byte by byte (so in any host order), widened by `widen`.
 template <typename Widen>
 void DecodeNarrow(const std::string& bytes, float* out, Widen widen) {
@@ -60,30 +54,6 @@ constexpr RawTypeInfo kRawTypes[] = {{2, "_f16", "binary16"},
 int RawWidth(RawType type) { return kRawTypes[static_cast<int>(type)].width; }
 const char* RawSuffix(RawType type) { return kRawTypes[static_cast<int>(type)].suffix; }
 const char* RawName(RawType type) { return kRawTypes[static_cast<int>(type)].name; }
-
-float WidenFloat16(uint16_t bits) {
-  // The exponent and mantissa moved to float32's places, the exponent
-  // rebiased (15 -> 127). Infinities and NaNs keep the all-ones exponent;
-  // subnormals (m * 2^-24) are renormalised exactly by a float32
-  // subtraction, since both operands and the result are float32 values.
-  uint32_t magnitude = static_cast<uint32_t>(bits & 0x7fff) << 13;
-  const uint32_t exponent = magnitude & 0x0f800000u;
-  magnitude += (127 - 15) << 23;
-  float value;
-  if (exponent == 0x0f800000u) {
-    value = FloatOfBits(magnitude + ((128 - 16) << 23));
-  } else if (exponent == 0) {
-    value = FloatOfBits(magnitude + (1 << 23)) - FloatOfBits(113u << 23);
-  } else {
-    value = FloatOfBits(magnitude);
-  }
-  uint32_t widened;
-  std::memcpy(&widened, &value, 4);
-  return FloatOfBits(widened | static_cast<uint32_t>(bits & 0x8000) << 16);
-}
-
-// Bfloat16 is float32's upper half.
-float WidenBFloat16(uint16_t bits) { return FloatOfBits(static_cast<uint32_t>(bits) << 16); }
 
 template <typename Scalar>
 void DecodeRaw(const std::string& bytes, RawType type, Scalar* out) {

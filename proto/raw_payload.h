@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/narrow_float.h"
 #include "core/types.h"
 #include "google/protobuf/repeated_field.h"
 
@@ -95,11 +96,6 @@ template <typename Scalar>
 void DecodeRaw(const std::string& bytes, RawType type, Scalar* out);
 void DecodeFloat32(const std::string& bytes, float* out);
 void DecodeFloat64(const std::string& bytes, double* out);
-
-// One binary16 or bfloat16 value (its bits) as the float32 of the same
-// value; a NaN stays a NaN, its payload kept.
-float WidenFloat16(uint16_t bits);
-float WidenBFloat16(uint16_t bits);
 
 // Values as little-endian bytes, replacing `out`'s contents.
 void EncodeFloat32(absl::Span<const float> values, std::string* out);

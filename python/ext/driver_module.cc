@@ -30,7 +30,7 @@
 #include "client/cluster_client.h"
 #include "client/replica_shards.h"
 #include "client/resident_job.h"
-#include "proto/raw_payload.h"
+#include "core/narrow_float.h"
 #include "proto/transport_security.h"
 
 namespace py = pybind11;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "core/init.h"
+#include "core/narrow_float.h"
 #include "core/transformer.h"
 #include "io/npy.h"
 #include "tests/integration/server_process.h"
@@ -300,6 +302,51 @@ TEST_F(CliClusterTest, VersionIsTheProjects) {
     const std::string name = program.substr(program.rfind('/') + 1);
     EXPECT_EQ(out.rfind(name + " " KMT_VERSION "\nsimd ", 0), 0u) << out;
     EXPECT_EQ(out.find("Debug build"), std::string::npos) << out;
+  }
+}
+
+// A raw bfloat16 file and a float16 .npy are read as their float32 values:
+// the run on each is the run on the float32 .npy of those values.
+TEST_F(CliClusterTest, NarrowFilesClusterAsTheFloat32FileOfTheirValues) {
+  const Matrix<float> points = HundredThousand().points.leftCols(3000);
+  const int64_t n = points.cols(), d = points.rows();
+  std::vector<uint16_t> bf16(points.size()), f16(points.size());
+  Matrix<float> bf16_values(d, n), f16_values(d, n);
+  for (Eigen::Index i = 0; i < points.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &points.data()[i], 4);
+    bf16[i] = static_cast<uint16_t>(bits >> 16);  // the float cut to bfloat16
+    bf16_values.data()[i] = WidenBFloat16(bf16[i]);
+    // Binary16 values of 2^-4 to 2^8, of either sign, spread by i.
+    f16[i] = static_cast<uint16_t>((0x2c00 + (i * 7919) % 0x3000) | (i % 3 == 0 ? 0x8000 : 0));
+    f16_values.data()[i] = WidenFloat16(f16[i]);
+  }
+  std::ofstream(dir_ + "/p.bf16", std::ios::binary)
+      .write(reinterpret_cast<const char*>(bf16.data()), 2 * bf16.size());
+  ASSERT_TRUE(WriteNpy(dir_ + "/h.npy", "<f2", {n, d}, f16.data(), 2 * f16.size()).ok());
+  struct Pair {
+    std::string narrow, wide;
+    const Matrix<float>& values;
+  } pairs[] = {{dir_ + "/p.bf16", dir_ + "/bw.npy", bf16_values},
+               {dir_ + "/h.npy", dir_ + "/hw.npy", f16_values}};
+  for (const Pair& pair : pairs) {
+    SCOPED_TRACE(pair.narrow);
+    ASSERT_TRUE(
+        WriteNpy(pair.wide, "<f4", {n, d}, pair.values.data(), pair.values.size() * sizeof(float))
+            .ok());
+    std::vector<std::vector<float>> centers;
+    std::vector<Labels> labels;
+    for (const std::string& input : {pair.narrow, pair.wide}) {
+      const Run run =
+          Cluster({"--mode=per-batch", "--input=" + input, "--d=8", "--k=4", "--seed=3",
+                   "--labels_out=" + dir_ + "/l.txt", "--centers_out=" + dir_ + "/c.npy"});
+      ASSERT_EQ(run.code, 0) << run.err;
+      labels.push_back(ReadLabels(dir_ + "/l.txt"));
+      centers.push_back(ReadNpy<float>(dir_ + "/c.npy"));
+    }
+    EXPECT_EQ(labels[0].size(), static_cast<size_t>(n));
+    EXPECT_EQ(labels[0], labels[1]);
+    EXPECT_EQ(centers[0], centers[1]);
   }
 }
 

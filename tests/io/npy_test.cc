@@ -47,9 +47,11 @@ TEST(Npy, MalformedHeadersSayWhatIsWrong) {
       {Header("{'fortran_order': False, 'shape': (2, 2)}"),
        ".npy header has no 'descr': {'fortran_order': False, 'shape': (2, 2)}"},
       {Header("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2)}"),
-       ".npy dtype '>f4' is not supported; expected '<f4' (float32) or '<f8' (float64)"},
+       ".npy dtype '>f4' is not supported; expected '<f2' (float16), '<f4' (float32) or "
+       "'<f8' (float64)"},
       {Header("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 2)}"),
-       ".npy dtype '<i8' is not supported; expected '<f4' (float32) or '<f8' (float64)"},
+       ".npy dtype '<i8' is not supported; expected '<f2' (float16), '<f4' (float32) or "
+       "'<f8' (float64)"},
       {Header("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2)}"),
        ".npy fortran_order is True; expected False (C order, one point per row)"},
       {Header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, 4)}"),

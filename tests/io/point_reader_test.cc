@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -159,7 +160,53 @@ TEST_F(PointReaderTest, BadNpyFilesSayWhatIsWrong) {
   r = PointReader::Open(File("x.npy", "not numpy at all"), "", 0);
   EXPECT_NE(r.status().message().find("not a .npy file"), std::string::npos) << r.status();
   EXPECT_EQ(PointReader::Open(File("p.bin", "abcd"), "parquet", 0).status().message(),
-            "unknown format 'parquet', expected csv, f32 or npy");
+            "unknown format 'parquet', expected csv, f32, f16, bf16 or npy");
+}
+
+// Binary16 values given by their bits: 1, -2, the smallest subnormal, -0,
+// 65504, 0.5 (numpy's float16), then bfloat16 bits of 1, -2, 3e38's.
+const uint16_t kF16[] = {0x3c00, 0xc000, 0x0001, 0x8000, 0x7bff, 0x3800};
+const uint16_t kBF16[] = {0x3f80, 0xc000, 0x7f62, 0x0000, 0x0001, 0x3f00};
+
+TEST_F(PointReaderTest, NarrowValuesAreReadAsTheirFloat32Values) {
+  const std::vector<float> f16 = {1, -2, std::ldexp(1.f, -24), -0.f, 65504, 0.5f};
+  const std::vector<float> bf16 = {1,   -2, std::ldexp(1.765625f, 127), 0, std::ldexp(1.f, -133),
+                                   0.5f};
+  const std::string f16_bytes(reinterpret_cast<const char*>(kF16), sizeof(kF16));
+  const std::string bf16_bytes(reinterpret_cast<const char*>(kBF16), sizeof(kBF16));
+  struct Case {
+    std::string path, format;
+    int d;
+    const std::vector<float>& want;
+  } cases[] = {
+      {File("h.npy", NpyBytes("<f2", "(3, 2)", kF16, sizeof(kF16))), "", 0, f16},
+      {File("h.f16", f16_bytes), "", 2, f16},
+      {File("h.BF16", bf16_bytes), "", 2, bf16},
+      {File("h.data", bf16_bytes), "bf16", 2, bf16},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path);
+    absl::StatusOr<std::unique_ptr<PointReader>> reader = PointReader::Open(c.path, c.format, c.d);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    EXPECT_EQ((*reader)->d(), 2);
+    EXPECT_EQ((*reader)->n(), 3);
+    std::vector<float> values;
+    ASSERT_EQ((*reader)->Read(2, &values).value(), 2);
+    ASSERT_EQ((*reader)->Read(2, &values).value(), 1);
+    ASSERT_EQ(values.size(), c.want.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      EXPECT_EQ(values[i], c.want[i]) << i;
+      EXPECT_EQ(std::signbit(values[i]), std::signbit(c.want[i])) << i;
+    }
+    std::vector<float> at;
+    ASSERT_TRUE((*reader)->ReadAt(1, 2, &at).ok());
+    EXPECT_EQ(at, std::vector<float>(values.begin() + 2, values.end()));
+  }
+  const std::string odd = File("odd.f16", f16_bytes + "x");
+  EXPECT_EQ(PointReader::Open(odd, "", 2).status().message(),
+            odd + " has 13 bytes, not a multiple of 2*d = 4");
+  EXPECT_EQ(PointReader::Open(File("nod.bf16", bf16_bytes), "", 0).status().message(),
+            "a bfloat16 file needs --d");
 }
 
 TEST_F(PointReaderTest, NpyByItsMagicWhateverItsName) {
