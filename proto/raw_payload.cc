@@ -28,13 +28,17 @@ void CopyLittleEndian(const void* from, void* to, size_t count, size_t width) {
 #endif
 }
 
-// Narrow values, read byte by byte (so in any host order), widened by `widen`.
-template <typename Widen>
-void DecodeNarrow(const std::string& bytes, float* out, Widen widen) {
-  const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+// Narrow values, little-endian in any host order, widened by `Widen`.
+template <float (*Widen)(uint16_t)>
+void DecodeNarrow(const std::string& bytes, float* out) {
   const size_t count = bytes.size() / 2;
   for (size_t i = 0; i < count; ++i) {
-    out[i] = widen(static_cast<uint16_t>(b[2 * i] | b[2 * i + 1] << 8));
+    uint16_t bits;
+    std::memcpy(&bits, bytes.data() + 2 * i, 2);
+#if defined(ABSL_IS_BIG_ENDIAN)
+    bits = __builtin_bswap16(bits);
+#endif
+    out[i] = Widen(bits);
   }
 }
 
@@ -58,8 +62,8 @@ const char* RawName(RawType type) { return kRawTypes[static_cast<int>(type)].nam
 template <typename Scalar>
 void DecodeRaw(const std::string& bytes, RawType type, Scalar* out) {
   if constexpr (std::is_same_v<Scalar, float>) {
-    if (type == RawType::kFloat16) return DecodeNarrow(bytes, out, WidenFloat16);
-    if (type == RawType::kBFloat16) return DecodeNarrow(bytes, out, WidenBFloat16);
+    if (type == RawType::kFloat16) return DecodeNarrow<WidenFloat16>(bytes, out);
+    if (type == RawType::kBFloat16) return DecodeNarrow<WidenBFloat16>(bytes, out);
   }
   assert(type == kRawTypeOf<Scalar>);
   CopyLittleEndian(bytes.data(), out, bytes.size() / sizeof(Scalar), sizeof(Scalar));
