@@ -706,7 +706,7 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
     scratch->arg.resize(block_);
   }
   if (transposed_.size() == 0) {
-    if (!filtered()) {
+    if (!filtered() || scratch->scores) {
       ScanProducts(x, scratch, labels, sq_out, gap);
       return;
     }

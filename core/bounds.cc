@@ -632,6 +632,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
 #pragma omp parallel if (n * d > (1 << 16))
   {
     typename NearestCenterScan<Scalar>::Scratch scratch;
+    scratch.scores = tight;  // each group's bound comes from the scores
     Vector<Scalar> sq(chunk), open_sq(block);
     std::vector<double> lower(chunk), above(chunk);
     // Per point of the chunk: settled without being read, settled.

@@ -117,6 +117,10 @@ std::vector<Problem<Scalar>> Problems() {
     points = (points.array() * Scalar(100) + Scalar(1e5)).matrix();
     add("groups-offset-100000", points, 32);
   }
+  // Many coordinates, where the assignment filters its scores in low
+  // precision (core/simd.h) where the CPU has the filter: groups whose
+  // bounds come from the scan's scores.
+  add("wide-groups", Blobs<Scalar>(6000, 128, 40, 16), 64);
   // All centers at one point: every cluster but the first starts empty.
   {
     Problem<Scalar>* p = add("equal-centers-split", Blobs<Scalar>(1500, 2, 5, 7), 5);
@@ -254,6 +258,27 @@ TYPED_TEST(BoundsTest, BoundsGiveTheProductsResultsToTheLastBit) {
       }
     }
   });
+}
+
+// With and without the low-precision filter (where the CPU has it), every
+// path gives the same bits: the filter's labels, distances and gaps are the
+// float32 scan's, and a call that reads the scan's scores does not filter.
+TYPED_TEST(BoundsTest, TheLowPrecisionFilterChangesNoBit) {
+  if (CpuLowPrecisionFilter() == LowPrecisionFilter::kNone) {
+    GTEST_SKIP() << "this CPU has no low-precision filter";
+  }
+  using S = TypeParam;
+  for (const Problem<S>& p : Problems<S>()) {
+    if (p.points.rows() < 64) continue;
+    SCOPED_TRACE(p.name);
+    for (const AssignmentPath path :
+         {AssignmentPath::kProducts, AssignmentPath::kBounds, AssignmentPath::kAuto}) {
+      ASSERT_TRUE(UseLowPrecisionFilter("off").ok());
+      const RunResult<S> plain = Run(p, path);
+      ASSERT_TRUE(UseLowPrecisionFilter("auto").ok());
+      ExpectIdentical(Run(p, path), plain);
+    }
+  }
 }
 
 // Not a vacuous comparison: on separated blobs the bounds settle most points
