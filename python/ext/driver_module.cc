@@ -575,32 +575,41 @@ Scalar Value(Stored v) {
   }
 }
 
+// Per column of a C-contiguous n x d array (n >= 1), term(l, value) of each
+// row's value added in row order in Scalar, starting from 0, then divided
+// by n in Scalar: the passes numpy's mean and var make over axis 0. Runs
+// without the GIL.
+template <typename Scalar, typename Stored, typename Term>
+py::array_t<Scalar> ColumnAverages(const py::array_t<Stored, py::array::c_style>& x, Term term) {
+  const py::ssize_t n = x.shape(0), d = x.shape(1);
+  py::array_t<Scalar> averages(d);
+  const Stored* values = x.data();
+  Scalar* out = averages.mutable_data();
+  py::gil_scoped_release released;
+  std::fill(out, out + d, Scalar(0));
+  for (py::ssize_t i = 0; i < n; ++i) {
+    const Stored* row = values + i * d;
+    for (py::ssize_t l = 0; l < d; ++l) out[l] += term(l, Value<Scalar>(row[l]));
+  }
+  const Scalar count = static_cast<Scalar>(n);
+  for (py::ssize_t l = 0; l < d; ++l) out[l] /= count;
+  return averages;
+}
+
 // X.mean(axis=0) of a C-contiguous n x d array (n >= 1), to the bit, as
 // numpy computes it: each column's values added in row order in the
 // array's type, starting from 0 (so a column of -0 sums to +0), then
 // divided by n in that type. numpy's pass pays a call per row, which at
-// d = 32 costs as much as a small batch's other checks together; this one
-// runs without the GIL. Stored uint16_t is a float16 array's bits, each
-// widened to float32 as the server widens points_f16: the means of the
-// float32 array of the same values, without making that array.
+// d = 32 costs as much as a small batch's other checks together. Stored
+// uint16_t is a float16 array's bits, each widened to float32 as the server
+// widens points_f16: the means of the float32 array of the same values,
+// without making that array.
 template <typename Stored, typename Scalar = Stored>
 py::array_t<Scalar> ColumnMeans(const py::array_t<Stored, py::array::c_style>& x) {
   if (x.ndim() != 2 || x.shape(0) < 1) {
     throw py::value_error("column_means takes a 2-d array with at least one row");
   }
-  const py::ssize_t n = x.shape(0), d = x.shape(1);
-  py::array_t<Scalar> means(d);
-  const Stored* values = x.data();
-  Scalar* out = means.mutable_data();
-  py::gil_scoped_release released;
-  std::fill(out, out + d, Scalar(0));
-  for (py::ssize_t i = 0; i < n; ++i) {
-    const Stored* row = values + i * d;
-    for (py::ssize_t l = 0; l < d; ++l) out[l] += Value<Scalar>(row[l]);
-  }
-  const Scalar count = static_cast<Scalar>(n);
-  for (py::ssize_t l = 0; l < d; ++l) out[l] /= count;
-  return means;
+  return ColumnAverages<Scalar>(x, [](py::ssize_t, Scalar v) { return v; });
 }
 
 // np.var(X, axis=0) the same way, to the bit, for the estimators'
@@ -611,23 +620,11 @@ py::array_t<Scalar> ColumnMeans(const py::array_t<Stored, py::array::c_style>& x
 template <typename Stored, typename Scalar = Stored>
 py::array_t<Scalar> ColumnVariances(const py::array_t<Stored, py::array::c_style>& x) {
   const py::array_t<Scalar> means = ColumnMeans<Stored, Scalar>(x);
-  const py::ssize_t n = x.shape(0), d = x.shape(1);
-  py::array_t<Scalar> variances(d);
-  const Stored* values = x.data();
   const Scalar* mean = means.data();
-  Scalar* out = variances.mutable_data();
-  py::gil_scoped_release released;
-  std::fill(out, out + d, Scalar(0));
-  for (py::ssize_t i = 0; i < n; ++i) {
-    const Stored* row = values + i * d;
-    for (py::ssize_t l = 0; l < d; ++l) {
-      const Scalar deviation = Value<Scalar>(row[l]) - mean[l];
-      out[l] += deviation * deviation;
-    }
-  }
-  const Scalar count = static_cast<Scalar>(n);
-  for (py::ssize_t l = 0; l < d; ++l) out[l] /= count;
-  return variances;
+  return ColumnAverages<Scalar>(x, [mean](py::ssize_t l, Scalar v) {
+    const Scalar deviation = v - mean[l];
+    return deviation * deviation;
+  });
 }
 
 }  // namespace
