@@ -399,10 +399,6 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
   // twice a layer, in both units; they keep to the products.)
   // Exact sums are kept there too, whichever path assigns.
   std::optional<BoundedAssignment<Scalar>> bounded;
-  // The bounds' half separations hold a k x k matrix of doubles
-  // (bounds.cc): past kMostBoundedClusters they would take gigabytes, and
-  // the products alone assign.
-  constexpr int kMostBoundedClusters = 8192;
   const bool may_pay =
       BoundsMayPay(points.cols(), evaluator.k) && evaluator.k <= kMostBoundedClusters;
   const bool exact = options.sums == SumsPath::kExact ||

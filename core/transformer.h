@@ -34,6 +34,12 @@ enum class Path {
   kDense,  ///< the general evaluator
 };
 
+// The most clusters whose assignments the bounds may take on their own
+// (AssignmentPath::kAuto): their half separations hold a k x k matrix of
+// doubles (core/bounds.cc), 512 MiB at 8,192. Past it the products alone
+// assign, in a run and in a resident shard's steps.
+inline constexpr int kMostBoundedClusters = 8192;
+
 struct RunOptions {
   int layers = 10;                 ///< T, the number of layers (iterations)
   Path path = Path::kAuto;         ///< which evaluator

@@ -10,6 +10,7 @@
 #include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/empty_clusters.h"
+#include "core/transformer.h"
 #include "core/validation.h"
 #include "proto/raw_payload.h"
 
@@ -329,8 +330,10 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
   // the points that changed cluster alone (core/exact_sums.h), as a
   // request's run keeps them. A step of another k starts them afresh.
   if (state.assignment == nullptr || state.assignment_k != step.k()) {
+    const bool bounded = step.k() <= kMostBoundedClusters;
     state.assignment = std::make_unique<BoundedAssignment<Scalar>>(
-        state.points, weights, AssignmentPath::kAuto, BoundsMayPay(state.points.cols(), step.k()));
+        state.points, weights, bounded ? AssignmentPath::kAuto : AssignmentPath::kProducts,
+        bounded && BoundsMayPay(state.points.cols(), step.k()));
     state.assignment_k = step.k();
   }
   out->set_objective(state.assignment->Assign(*centers, &labels, &sums, !step.omit_objective()));

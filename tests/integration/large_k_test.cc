@@ -1,7 +1,8 @@
 // The LargeK suite: the real kmt-server with its default limits takes
-// k = 65,536 (its --max_k) and clusters exactly, refuses one more naming the
-// limit, and seeds that many centers by two-level; the real client library
-// sends the batches with its default message size.
+// k = 65,536 (its --max_k) and clusters exactly, in a batch and on resident
+// shards, refuses one more naming the limit, and seeds that many centers by
+// two-level; the real client library and CLI send the batches with their
+// default message size.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "core/init.h"
 #include "core/random.h"
 #include "core/transformer.h"
+#include "io/npy.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/service_fixture.h"
 
@@ -118,6 +120,31 @@ TEST_F(LargeKTest, SixtyFiveThousandClustersAreTakenAndExact) {
   }
   EXPECT_LT(worst, 1e-5);  // float32 means of at most 2 points below 16
   EXPECT_NEAR(got->objective(), objective, 1e-5 * objective);
+}
+
+TEST_F(LargeKTest, SixtyFiveThousandClustersOnResidentShardsAreExact) {
+  // The CLI's whole mode: the file on resident shards, Lloyd's by assign
+  // steps, from the same centers as above, each point labelled by its site.
+  const GridPoints& grid = Grid();
+  Matrix<float> start(kD, kK);
+  for (int s = 0; s < kK; ++s) start.col(s) = Site(s).array() + 0.05f;
+  const std::string dir = TempDir("resident");
+  ASSERT_TRUE(WriteNpy(dir + "/points.npy", "<f4", {kN, kD}, grid.points.data(),
+                       grid.points.size() * sizeof(float))
+                  .ok());
+  ASSERT_TRUE(
+      WriteNpy(dir + "/centers.npy", "<f4", {kK, kD}, start.data(), start.size() * sizeof(float))
+          .ok());
+  std::string out, err;
+  ASSERT_EQ(RunProgram({CliBinary(), "cluster", "--server=" + server_->address(),
+                        "--input=" + dir + "/points.npy", "--centers_in=" + dir + "/centers.npy",
+                        absl::StrCat("--k=", kK), "--iterations=2", "--tol=0",
+                        "--labels_out=" + dir + "/labels"},
+                       &out, &err),
+            0)
+      << err;
+  EXPECT_NE(out.find("resident: "), std::string::npos) << out;
+  EXPECT_EQ(ReadLabels(dir + "/labels"), grid.sites);
 }
 
 TEST_F(LargeKTest, OneClusterPastTheLimitIsRefusedNamingIt) {
