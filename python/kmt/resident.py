@@ -134,8 +134,9 @@ def dense_rows(points, offset=None):
         if hasattr(block, "toarray"):
             block = block.toarray()
         block = np.asarray(block)
-        if block.dtype.kind not in "f" or block.dtype == np.float16:
+        if block.dtype.kind not in "f" or (block.dtype == np.float16 and offset is None):
             block = block.astype(np.float32)
+        # Float16 minus a float32 offset is float32, widened in the one pass.
         return block if offset is None else block - offset
     return rows
 
