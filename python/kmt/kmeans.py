@@ -85,6 +85,7 @@ class _Plan:
     parameters: dict
     distances: bool
     one_request: bool
+    rows: int = 0  # the most rows one request carries
 
 
 def fit_each(estimator, blocks, inits=None):
@@ -220,7 +221,7 @@ class ServedLloyd(ServedKMeans):
                              f"{self.batch_size}); only Lloyd's runs as a resident job, not the "
                              f"server's model '{info.name}'.")
         plan = _Plan(X, sample_weight if weighted else None, offset, starts, seed, info,
-                     parameters, distances, one_request)
+                     parameters, distances, one_request, rows)
         if not one_request and isinstance(self.init, str) and self.init == "two-level":
             plan.starts = self._sampled_start(plan, rows)
         return plan
@@ -249,14 +250,46 @@ class ServedLloyd(ServedKMeans):
         """Fits; returns the (n, k) squared distances to the final centers if
         `distances` and one request computed them, else None."""
         plan = self._plan(X, sample_weight, distances)
+        sample = self._training_sample(plan)
+        if sample is None:
+            return self._keep_fit(self._run(plan))
+        centers, _, _, n_iter, _ = self._run(sample)
+        # The labels, inertia and distances over every point: no iteration
+        # from the sample's centers.
+        _, labels, inertia, _, squared = self._run(
+            dataclasses.replace(plan, starts=centers[None]), iterations=0)
+        return self._keep_fit((centers, labels, inertia, n_iter, squared))
+
+    def _max_points_per_center(self):
+        """The training sample's most points per center; None: every point."""
+        return None
+
+    def _training_sample(self, plan):
+        """The plan of the iterations on a uniform sample of at most
+        max_points_per_center * n_clusters rows, drawn from the plan's seed
+        (FAISS's max_points_per_centroid); None when every point trains."""
+        most = self._max_points_per_center()
+        n = plan.X.shape[0]
+        if most is None or n <= most * self.n_clusters:
+            return None
+        size = most * self.n_clusters
+        chosen = np.sort(np.random.RandomState(plan.seed).choice(n, size, replace=False))
+        parallel = isinstance(self.init, str) and self.init == "k-means||"
+        return dataclasses.replace(
+            plan, X=plan.X[chosen], weights=None if plan.weights is None else plan.weights[chosen],
+            distances=False, one_request=not parallel and size <= plan.rows)
+
+    def _run(self, plan, iterations=None):
+        """The fitted values of the plan's requests or resident job, after
+        `iterations` (None: max_iter)."""
         if not plan.one_request:
-            return self._keep_fit(self._fit_resident(plan))
+            return self._fit_resident(plan, iterations)
         cl = client_for(self)
         results = []
         with invalid_input_as_value_error():
-            cl.cluster_each(self._requests(plan, cl), lambda r: results.append(
-                cl.result(r, plan.X.shape[1], self.n_clusters, distances)))
-        return self._keep_fit(self._best(plan, results))
+            cl.cluster_each(self._requests(plan, cl, iterations), lambda r: results.append(
+                cl.result(r, plan.X.shape[1], self.n_clusters, plan.distances)))
+        return self._best(plan, results)
 
     def _keep_fit(self, fitted, distinct=None):
         """Sets the fitted attributes; returns the squared distances.
@@ -340,13 +373,13 @@ class ServedLloyd(ServedKMeans):
             print(f"Converged at iteration {last}: center shift within tolerance "
                   f"{self.tol} times the mean variance.")
 
-    def _fit_resident(self, plan):
+    def _fit_resident(self, plan, iterations=None):
         absolute_tol = tolerance(plan.X, self.tol)
         progress = resident_progress(absolute_tol)
         with invalid_input_as_value_error():
             result = resident.fit_resident(
                 server_of(self), plan.X, self.n_clusters, centers=plan.starts,
-                iterations=self.max_iter, seed=plan.seed,
+                iterations=self.max_iter if iterations is None else iterations, seed=plan.seed,
                 streams_per_server=self._streams_per_server(), timeout=self.timeout,
                 weights=plan.weights, center_tol=absolute_tol,
                 empty_clusters=self._empty_clusters(), offset=plan.offset,
@@ -387,7 +420,14 @@ class KMeans(ServedLloyd):
     predict and transform send batches of it); None: as many as a 64 MiB
     message holds, at most the server's --max_points. empty_clusters:
     'relocate-farthest' (scikit-learn's rule) or 'keep'. streams_per_server:
-    shards per replica in a resident fit.
+    shards per replica in a resident fit. max_points_per_center: None (every
+    point trains), or an opt-in training sample as FAISS's
+    max_points_per_centroid: with more than max_points_per_center *
+    n_clusters samples, the initialisation and iterations run on a uniform
+    sample of that many rows drawn from random_state (n_iter_ is the
+    sample's), and labels_, inertia_ and the distances are then computed
+    over every row from the sample's centers. The centers are a sample's
+    fit, not the fit of X.
     """
 
     _parameter_constraints = {
@@ -402,17 +442,22 @@ class KMeans(ServedLloyd):
         "guard": ["boolean"],
         "empty_clusters": [StrOptions(set(EMPTY_CLUSTER_RULES))],
         "streams_per_server": [Interval(Integral, 1, None, closed="left")],
+        "max_points_per_center": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="warn", max_iter=300, tol=1e-4,
                  verbose=0, random_state=None, copy_x=True, algorithm="lloyd",
                  server=None, model="lloyd-onehot", guard=False, tls=False, ca=None, cert=None,
                  key=None, server_name=None, timeout=None, batch_size=None,
-                 empty_clusters="relocate-farthest", streams_per_server=2):
+                 empty_clusters="relocate-farthest", streams_per_server=2,
+                 max_points_per_center=None):
         keep_parameters(self, locals())
 
     def _model_name(self):
         return self.model
+
+    def _max_points_per_center(self):
+        return self.max_points_per_center
 
     def _guard(self):
         return self.guard

@@ -256,6 +256,35 @@ class KMeansPlusPlusTest(ServedTest):
         with self.assertRaisesRegex(ValueError, "two-level"):
             kmt.KMeans(K, init="two-levels", server=self.server.address).fit(self.points)
 
+    def test_a_training_sample_iterates_on_a_sample_and_labels_every_point(self):
+        # 5,000 points and at most 100 per center: the iterations run on 600
+        # rows, in one request or a resident job; labels_ and inertia_ are
+        # then every point's, exactly, for the sample's centers.
+        for batch_size in (None, 300):
+            with self.subTest(batch_size=batch_size):
+                fit = kmt.KMeans(K, n_init=1, random_state=2, max_points_per_center=100,
+                                 batch_size=batch_size, server=self.server.address
+                                 ).fit(self.points)
+                again = kmt.KMeans(K, n_init=1, random_state=2, max_points_per_center=100,
+                                   batch_size=batch_size, server=self.server.address
+                                   ).fit(self.points)
+                np.testing.assert_array_equal(fit.cluster_centers_, again.cluster_centers_)
+                self.assertEqual(fit.labels_.shape, (len(self.points),))
+                d2 = ((self.points[:, None, :].astype(np.float64)
+                       - fit.cluster_centers_[None].astype(np.float64)) ** 2).sum(-1)
+                np.testing.assert_array_equal(fit.labels_, d2.argmin(1))
+                self.assertAlmostEqual(fit.inertia_, d2.min(1).sum(), delta=1e-5 * fit.inertia_)
+                # Not the full fit's centers: they came from a sample.
+                full = kmt.KMeans(K, n_init=1, random_state=2, batch_size=batch_size,
+                                  server=self.server.address).fit(self.points)
+                self.assertFalse(np.array_equal(fit.cluster_centers_, full.cluster_centers_))
+                self.assertLess(fit.inertia_, 1.05 * full.inertia_)
+        # At most that many points in all: every point trains.
+        every, full = (kmt.KMeans(K, n_init=1, random_state=2, max_points_per_center=most,
+                                  server=self.server.address).fit(self.points)
+                       for most in (1000, None))
+        np.testing.assert_array_equal(every.cluster_centers_, full.cluster_centers_)
+
     def test_the_fit_is_as_good_as_scikit_learns(self):
         got = kmt.KMeans(K, n_init=3, random_state=0, server=self.server.address).fit(
             self.points)
