@@ -151,6 +151,17 @@ void EncodeInt32(absl::Span<const int> values, std::string* out) {
   CopyLittleEndian(values.data(), out->data(), values.size(), 4);
 }
 
+void EncodeNarrow(absl::Span<const float> values, RawType type, std::string* out) {
+  assert(type == RawType::kFloat16 || type == RawType::kBFloat16);
+  out->resize(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t bits =
+        type == RawType::kFloat16 ? NarrowFloat16(values[i]) : NarrowBFloat16(values[i]);
+    (*out)[2 * i] = static_cast<char>(bits & 0xff);
+    (*out)[2 * i + 1] = static_cast<char>(bits >> 8);
+  }
+}
+
 void PutMatrix(const Matrix<float>& m, google::protobuf::RepeatedField<float>* values,
                std::string*) {
   values->Add(m.data(), m.data() + m.size());

@@ -101,6 +101,10 @@ void DecodeFloat64(const std::string& bytes, double* out);
 void EncodeFloat32(absl::Span<const float> values, std::string* out);
 void EncodeFloat64(absl::Span<const double> values, std::string* out);
 void EncodeInt32(absl::Span<const int> values, std::string* out);
+// Float32 values as little-endian binary16 or bfloat16 (`type`), each
+// rounded to nearest, ties to even (core/narrow_float.h): exact for values
+// of that type, as widened ones are.
+void EncodeNarrow(absl::Span<const float> values, RawType type, std::string* out);
 
 // A matrix's values in a resident job's precision (a float32 job's in its
 // repeated float field, appended; a float64 job's as its _f64 bytes,

@@ -254,6 +254,23 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
                        " weights; a weighted shard takes one with every point"));
     }
   }
+  const auto& offset = chunk.points_offset();
+  if (!offset.empty()) {
+    if (kIsFloat64) {
+      return absl::InvalidArgumentError(
+          "points_offset is set for a float64 shard: a float64 shard's points come shifted");
+    }
+    if (offset.size() != d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("points_offset has ", offset.size(), " values; expected d = ", d));
+    }
+    for (int l = 0; l < d; ++l) {
+      if (!std::isfinite(offset[l])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("points_offset[", l, "] is ", offset[l], "; it must be finite"));
+      }
+    }
+  }
   Scalar* const at = state.points.data() + received_ * d;
   if (raw) {
     DecodeRaw(*points_raw->bytes, points_raw->type, at);

@@ -142,6 +142,60 @@ TEST(RawPayload, EveryBFloat16ValueWidensToTheSameFloat32Value) {
   EXPECT_EQ(WidenBFloat16(0x0001), std::ldexp(1.f, -133));
 }
 
+// Narrowing rounds to nearest, ties to even, and gives a widened value its
+// own bits back: encoded and decoded, every finite value of both types is
+// itself.
+TEST(RawPayload, NarrowEncodingRoundsToNearestEvenAndRoundTrips) {
+  std::vector<uint16_t> all(0x10000);
+  for (uint32_t b = 0; b <= 0xffff; ++b) all[b] = static_cast<uint16_t>(b);
+  const std::string bytes = LittleEndian16(all);
+  for (RawType type : {RawType::kFloat16, RawType::kBFloat16}) {
+    SCOPED_TRACE(RawName(type));
+    std::vector<float> widened(all.size());
+    DecodeRaw(bytes, type, widened.data());
+    std::string again;
+    EncodeNarrow(widened, type, &again);
+    for (uint32_t b = 0; b <= 0xffff; ++b) {
+      const uint16_t got = static_cast<uint16_t>(static_cast<unsigned char>(again[2 * b]) |
+                                                 static_cast<unsigned char>(again[2 * b + 1]) << 8);
+      if (std::isnan(widened[b])) {
+        EXPECT_TRUE(type == RawType::kFloat16 ? std::isnan(WidenFloat16(got))
+                                              : std::isnan(WidenBFloat16(got)))
+            << b;
+      } else {
+        EXPECT_EQ(got, b);
+      }
+    }
+  }
+  const auto f16 = [](float v) { return NarrowFloat16(v); };
+  // Ties go to the even neighbour; past 65504 by half a spacing, infinity.
+  EXPECT_EQ(f16(1 + std::ldexp(1.f, -11)), 0x3c00);
+  EXPECT_EQ(f16(1 + 3 * std::ldexp(1.f, -11)), 0x3c02);
+  EXPECT_EQ(f16(65519.f), 0x7bff);
+  EXPECT_EQ(f16(65520.f), 0x7c00);
+  EXPECT_EQ(f16(-1e10f), 0xfc00);
+  // Below the smallest subnormal by less than half: zero; just below the
+  // smallest normal: the smallest normal.
+  EXPECT_EQ(f16(std::ldexp(1.f, -26)), 0x0000);
+  EXPECT_EQ(f16(std::ldexp(1.f, -14) - std::ldexp(1.f, -30)), 0x0400);
+  EXPECT_EQ(NarrowBFloat16(1 + std::ldexp(1.f, -8)), 0x3f80);
+  EXPECT_EQ(NarrowBFloat16(1 + 3 * std::ldexp(1.f, -8)), 0x3f82);
+#if defined(__FLT16_MANT_DIG__)
+  // Against the compiler's own conversion where it has _Float16.
+  uint32_t state = 12345;
+  for (int i = 0; i < 1000000; ++i) {
+    state = state * 1664525u + 1013904223u;
+    const uint32_t bits = (state & 0x807fffffu) | ((100u + (state >> 8) % 45) << 23);
+    float v;
+    std::memcpy(&v, &bits, 4);
+    const _Float16 h = static_cast<_Float16>(v);
+    uint16_t want;
+    std::memcpy(&want, &h, 2);
+    ASSERT_EQ(f16(v), want) << bits;
+  }
+#endif
+}
+
 TEST(RawPayload, NarrowBytesDecodeToAFloat32MatrixAndAreCheckedByTheirWidth) {
   // 1, -2, the smallest binary16 subnormal, -0, 65504, 0.5 as binary16.
   const std::string f16 = LittleEndian16({0x3c00, 0xc000, 0x0001, 0x8000, 0x7bff, 0x3800});

@@ -263,6 +263,46 @@ TEST(ResidentShard, NarrowChunksAnswerAsTheFloat32ShardOfTheirValues) {
   }
 }
 
+// A chunk's offset is subtracted from its points as they arrive, in float32:
+// narrow chunks and their offset load the float32 shard of the shifted
+// values, as a client that shifted them would send it.
+TEST(ResidentShard, AChunksOffsetShiftsItsPointsInFloat32) {
+  const NarrowPoints points(RawType::kFloat16, 3, 600, 12);
+  const std::vector<float> offset = {0.1f, -3.25f, 1e-3f};
+  Matrix<float> shifted = points.widened;
+  shifted.colwise() -= Eigen::Map<const Vector<float>>(offset.data(), 3);
+  ResidentMemory memory(1 << 21);
+  ResidentShard narrow(&memory, Limits{}), wide(&memory, Limits{});
+  v1::JobResponse response;
+  for (int64_t first : {0, 250}) {
+    v1::ShardChunk chunk = points.Chunk(first, first == 0 ? 250 : 350);
+    chunk.mutable_points_offset()->Add(offset.begin(), offset.end());
+    ASSERT_TRUE(narrow.Load(chunk, &response).ok());
+  }
+  ASSERT_TRUE(wide.Load(Chunk(shifted, 0, 600), &response).ok());
+  const v1::AssignStep step = Step(shifted.leftCols(4), true);
+  v1::JobResponse want, got;
+  ASSERT_TRUE(wide.Assign(step, &want).ok());
+  ASSERT_TRUE(narrow.Assign(step, &got).ok());
+  EXPECT_EQ(got.SerializeAsString(), want.SerializeAsString());
+
+  ResidentShard bad(&memory, Limits{});
+  v1::ShardChunk chunk = points.Chunk(0, 2);
+  chunk.add_points_offset(1);
+  EXPECT_EQ(bad.Load(chunk, &response).message(), "points_offset has 1 values; expected d = 3");
+  chunk.add_points_offset(NAN);
+  chunk.add_points_offset(1);
+  EXPECT_EQ(bad.Load(chunk, &response).message(), "points_offset[1] is nan; it must be finite");
+  ResidentShard f64(&memory, Limits{});
+  v1::ShardChunk chunk64;
+  chunk64.set_n(10);
+  chunk64.set_d(1);
+  EncodeFloat64(std::vector<double>{1}, chunk64.mutable_points_f64());
+  chunk64.add_points_offset(1);
+  EXPECT_EQ(f64.Load(chunk64, &response).message(),
+            "points_offset is set for a float64 shard: a float64 shard's points come shifted");
+}
+
 TEST(ResidentShard, BadNarrowChunksAreNamed) {
   const NarrowPoints points(RawType::kFloat16, 2, 10, 4);
   ResidentMemory memory(1 << 20);
