@@ -277,6 +277,10 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
   } else if (values > 0) {
     std::copy_n(chunk.points().data(), values, at);
   }
+  if (!offset.empty()) {
+    Eigen::Map<Matrix<Scalar>>(at, d, count).colwise() -=
+        Eigen::Map<const Vector<float>>(offset.data(), d).template cast<Scalar>();
+  }
   if (weighted_ && raw_weights) {
     DecodeRaw(weights_bytes, kRawTypeOf<Scalar>, state.weights.data() + received_);
   } else if (weighted_ && count > 0) {
