@@ -240,6 +240,7 @@ constexpr Eigen::Index kNarrowChunk = 32;  // coordinates of one step
 // within 512 KiB, in the second-level cache, and up to this many centers
 // the points in doubt take their candidates from them.
 constexpr Eigen::Index kNarrowTileCenters = 4096;
+constexpr Eigen::Index kNarrowScoreFloats = kNarrowGroup * kNarrowTileCenters;
 // The shapes it takes: below these the float32 scan costs little more than
 // the conversion and the scan of the narrow scores.
 constexpr Eigen::Index kNarrowMinDimension = 64, kNarrowMinCenters = 32;
@@ -791,7 +792,7 @@ void NearestCenterScan<Scalar>::FilterBlock(
     const bool one_tile = tile == narrow_k_;
     constexpr size_t kMostCandidates = 64;
     scratch->narrow.resize(padded_rows * padded_d);
-    scratch->narrow_score.resize(kNarrowGroup * tile);
+    scratch->narrow_score.resize(std::max(kNarrowScoreFloats, kNarrowGroup * tile));
     scratch->narrow_best.assign(padded_rows, -std::numeric_limits<float>::infinity());
     scratch->narrow_second.assign(padded_rows, -std::numeric_limits<float>::infinity());
     scratch->narrow_arg.assign(padded_rows, 0);
@@ -853,14 +854,23 @@ void NearestCenterScan<Scalar>::FilterBlock(
     ConfigureTiles();
     float* score = scratch->narrow_score.data();
     const Eigen::Index d_centers = centers_.rows();
-    for (Eigen::Index p = 0; p < padded_rows; p += kNarrowGroup) {
-      const Eigen::Index count = std::min(kNarrowGroup, rows - p);
+    // Up to `stack` groups of points at once, each group of centers taken
+    // for all of them while it is in the first-level cache: the scores of a
+    // stack stay within kNarrowScoreFloats.
+    const Eigen::Index stack =
+        std::max<Eigen::Index>(1, kNarrowScoreFloats / (kNarrowGroup * tile));
+    for (Eigen::Index p = 0; p < padded_rows; p += stack * kNarrowGroup) {
+      const Eigen::Index stacked = std::min(stack * kNarrowGroup, padded_rows - p);
+      const Eigen::Index count = std::min(stacked, rows - p);
       for (Eigen::Index first = 0; first < narrow_k_; first += tile) {
         const Eigen::Index span = std::min(tile, narrow_k_ - first);
         for (Eigen::Index g = 0; g < span; g += kNarrowGroup) {
-          NarrowProduct(narrow + p * padded_d, padded_d,
-                        narrow_centers_.data() + ((first + g) / kNarrowGroup) * chunks * 1024,
-                        chunks, score + g, tile);
+          const uint16_t* group =
+              narrow_centers_.data() + ((first + g) / kNarrowGroup) * chunks * 1024;
+          for (Eigen::Index q = 0; q < stacked; q += kNarrowGroup) {
+            NarrowProduct(narrow + (p + q) * padded_d, padded_d, group, chunks,
+                          score + q * tile + g, tile);
+          }
         }
         for (Eigen::Index r = 0; r < count; ++r) {
           NarrowScanRow(score + r * tile, narrow_offset_.data() + first, first, span,
