@@ -86,6 +86,11 @@ ABSL_FLAG(double, kmeans_parallel_oversampling,
 ABSL_FLAG(int64_t, sample_size, 65536,
           "whole mode: points sampled for the server's initial centers (one pass per "
           "iteration; --init=two-level on resident shards)");
+ABSL_FLAG(int64_t, max_points_per_center, 0,
+          "whole mode on resident shards: with more points than this times k, the "
+          "initialisation and iterations run on a uniform sample of that many (FAISS's "
+          "max_points_per_centroid), then the labels and objective over every point from its "
+          "centers; 0: every point trains");
 ABSL_FLAG(std::string, labels_out, "",
           "where to write the labels, one per input row (-1 for the rows of a failed batch): "
           "one per line, or int32 .npy if the name ends in .npy");
@@ -538,6 +543,51 @@ absl::StatusOr<std::vector<float>> InitOnSample(Client& client, PointReader& rea
   return centers;
 }
 
+// --max_points_per_center: the job on a uniform sample of `size` of the n
+// points (FAISS's max_points_per_centroid), then a job of no iteration from
+// its centers over every point: the result is the sample's run with every
+// point's labels, counts and objective.
+absl::StatusOr<ResidentJobResult> RunOnTrainingSample(PointReader& reader,
+                                                      const ReplicaShardOptions& replicas,
+                                                      ResidentJobOptions options, int64_t size,
+                                                      int64_t n, int d, const PointSource& source) {
+  int64_t m = 0;
+  std::vector<int64_t> indices;
+  absl::StatusOr<std::vector<float>> sample = Sample(reader, size, &m, &indices);
+  if (!sample.ok()) return sample.status();
+  ReplicaShardOptions on_sample = replicas;
+  on_sample.weights.clear();
+  for (int64_t i : indices) {
+    if (replicas.weights.empty()) break;
+    on_sample.weights.push_back(replicas.weights[i]);
+  }
+  if (options.log) {
+    options.log(absl::StrCat("training on a sample of ", m, " of the ", n, " points"));
+  }
+  ResidentJobOptions trained_options = options;
+  trained_options.labels = false;
+  absl::StatusOr<ResidentJobResult> trained =
+      RunResidentJobOnReplicas(on_sample, trained_options, absl::GetFlag(FLAGS_tol), m, d,
+                               [&](int64_t first, int64_t count, std::vector<float>* values) {
+                                 values->insert(values->end(), sample->begin() + first * d,
+                                                sample->begin() + (first + count) * d);
+                                 return absl::OkStatus();
+                               });
+  if (!trained.ok()) return trained.status();
+  options.iterations = 0;
+  options.n_init = 1;
+  options.starts = {trained->centers};
+  absl::StatusOr<ResidentJobResult> all =
+      RunResidentJobOnReplicas(replicas, std::move(options), 0, n, d, source);
+  if (!all.ok()) return all.status();
+  trained->labels = std::move(all->labels);
+  trained->counts = std::move(all->counts);
+  trained->objective = all->objective;
+  trained->load_seconds += all->load_seconds;
+  trained->labels_seconds = all->labels_seconds;
+  return trained;
+}
+
 // Whole mode, one pass over the file per Lloyd's iteration: the driver's
 // job on PassShards, from the given centers or the server's initialisation
 // on a sample, stopped by scikit-learn's rule (the points' variance read
@@ -554,6 +604,11 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
         absl::StrCat("--empty_clusters=", EmptyClusterPolicyName(*empty_clusters),
                      " needs resident shards: one pass over the file per iteration keeps an "
                      "empty cluster's center (--empty_clusters=keep)"));
+  }
+  if (absl::GetFlag(FLAGS_max_points_per_center) > 0) {
+    return absl::InvalidArgumentError(
+        "--max_points_per_center needs resident shards: one pass over the file per iteration "
+        "trains on every point");
   }
   // Initial centers: given, or the server's initialisation on a sample.
   std::vector<float> centers(base.centers().begin(), base.centers().end());
@@ -665,15 +720,24 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
     if (!chosen.ok()) return chosen.status();
     options.starts.push_back(Eigen::Map<const Matrix<float>>(chosen->data(), d, base.k()));
   }
+  const ReplicaShardOptions replicas{
+      .servers = *servers,
+      .streams_per_server = std::max(1, absl::GetFlag(FLAGS_streams)),
+      .weights = *weights,
+      .max_moves = std::max(0, absl::GetFlag(FLAGS_max_attempts)),
+      .stream_timeout = absl::GetFlag(FLAGS_timeout),
+      .security = client.options().security,
+      .log = log};
+  const int64_t most = absl::GetFlag(FLAGS_max_points_per_center);
+  if (most < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_points_per_center = ", most,
+                                                   ", must be at least 1, or 0 for every point"));
+  }
   absl::StatusOr<ResidentJobResult> result =
-      RunResidentJobOnReplicas({.servers = *servers,
-                                .streams_per_server = std::max(1, absl::GetFlag(FLAGS_streams)),
-                                .weights = *weights,
-                                .max_moves = std::max(0, absl::GetFlag(FLAGS_max_attempts)),
-                                .stream_timeout = absl::GetFlag(FLAGS_timeout),
-                                .security = client.options().security,
-                                .log = log},
-                               std::move(options), absl::GetFlag(FLAGS_tol), n, d, source);
+      most > 0 && most < n && n > most * base.k()
+          ? RunOnTrainingSample(reader, replicas, std::move(options), most * base.k(), n, d, source)
+          : RunResidentJobOnReplicas(replicas, std::move(options), absl::GetFlag(FLAGS_tol), n, d,
+                                     source);
   if (!result.ok()) {
     // The job numbers points in the dataset: the file's rows.
     const std::string named = FileRowError(
@@ -733,6 +797,7 @@ absl::Status CheckModeFlags(bool whole) {
                                     "weights_in",
                                     "resident",
                                     "sample_size",
+                                    "max_points_per_center",
                                     "kmeans_parallel_rounds",
                                     "kmeans_parallel_oversampling"};
   for (const char* flag : whole_only) {

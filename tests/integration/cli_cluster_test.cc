@@ -281,6 +281,37 @@ TEST_F(CliClusterTest, TwoLevelIsTheCoresInOneBatchAndOnResidentShards) {
           ->labels);
 }
 
+TEST_F(CliClusterTest, ATrainingSampleIteratesOnASampleAndLabelsEveryPoint) {
+  // 100,000 points, at most 500 per center of 6: the job trains on a
+  // reservoir sample of 3,000 points, then labels every point by the
+  // sample's centers, exactly.
+  const Dataset& data = HundredThousand();
+  const Run run = Cluster({"--input=" + data.csv, "--k=6", "--iterations=5", "--tol=0",
+                           "--max_points_per_center=500", "--labels_out=" + dir_ + "/l",
+                           "--centers_out=" + dir_ + "/c.npy"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("training on a sample of 3000 of the 100000 points"), std::string::npos)
+      << run.err;
+  const std::vector<float> values = ReadNpy<float>(dir_ + "/c.npy");
+  ASSERT_EQ(values.size(), 6u * 8);
+  const Matrix<float> centers = Eigen::Map<const Matrix<float>>(values.data(), 8, 6);
+  const RunResult<float> want = *RunLloyd<float>({}, data.points, centers, {.layers = 0});
+  EXPECT_EQ(ReadLabels(dir_ + "/l"), want.labels);
+  // The objective over every point, after the sample's iterations.
+  const size_t at = run.out.find("final objective ");
+  ASSERT_NE(at, std::string::npos) << run.out;
+  EXPECT_NEAR(std::stod(run.out.substr(at + 16)), want.objective, 1e-9 * want.objective);
+  // Per batch, and with one pass per iteration, every point trains.
+  EXPECT_NE(
+      Cluster({"--input=" + data.csv, "--k=6", "--mode=per-batch", "--max_points_per_center=500"})
+          .err.find("--max_points_per_center applies to whole mode only"),
+      std::string::npos);
+  EXPECT_NE(
+      Cluster({"--input=" + data.csv, "--k=6", "--resident=false", "--max_points_per_center=500"})
+          .err.find("--max_points_per_center needs resident shards"),
+      std::string::npos);
+}
+
 TEST_F(CliClusterTest, ModelsPrintParametersAsTheyAreTyped) {
   std::string out, err;
   ASSERT_EQ(RunProgram({CliBinary(), "models", "--server=" + server_->address()}, &out, &err), 0)
