@@ -19,6 +19,11 @@ ABSL_FLAG(std::string, simd, "",
           "SIMD level of the kernels: auto (the fastest this CPU runs), x86-64, v2, v3 or v4; "
           "empty: the KMT_SIMD environment variable, else auto");
 
+ABSL_FLAG(std::string, low_precision, "auto",
+          "the assignment's low-precision candidate filter: auto (bfloat16 products on AMX "
+          "where the CPU has them, the points they leave in doubt decided again in float32: "
+          "the same labels, distances and sums as without) or off");
+
 namespace kmt {
 namespace {
 
@@ -76,17 +81,18 @@ std::vector<char*> ParseCommandLine(const char* usage, int argc, char** argv) {
   program = argc > 0 ? argv[0] : "kmt";
   program = program.substr(program.rfind('/') + 1);
   absl::SetProgramUsageMessage(usage);
-  absl::SetFlagsUsageConfig({.contains_helpshort_flags = IsProjectFlagFile,
-                             .contains_help_flags = IsProjectFlagFile,
-                             .contains_helppackage_flags = IsProjectFlagFile,
-                             .version_string = [] {
-                               // --version is answered after the flags are parsed: the level is
-                               // the one this command line would run.
-                               const absl::Status simd = UseSimdLevel(SimdSetting());
-                               return absl::StrCat(
-                                   program, " ", KMT_VERSION, "\n",
-                                   simd.ok() ? DescribeSimd() : std::string(simd.message()), "\n");
-                             }});
+  absl::SetFlagsUsageConfig(
+      {.contains_helpshort_flags = IsProjectFlagFile,
+       .contains_help_flags = IsProjectFlagFile,
+       .contains_helppackage_flags = IsProjectFlagFile,
+       .version_string = [] {
+         // --version is answered after the flags are parsed: the level is
+         // the one this command line would run.
+         const absl::Status simd = UseSimdLevel(SimdSetting());
+         UseLowPrecisionFilter(absl::GetFlag(FLAGS_low_precision)).IgnoreError();
+         return absl::StrCat(program, " ", KMT_VERSION, "\n",
+                             simd.ok() ? DescribeSimd() : std::string(simd.message()), "\n");
+       }});
   // absl's own handling of --help ends the program with status 1; a user
   // (and a script that checks a tool is there) expects 0 from a question
   // answered, so the usage flags are handled here. Unknown flags still end
@@ -99,9 +105,12 @@ std::vector<char*> ParseCommandLine(const char* usage, int argc, char** argv) {
     std::cout.flush();
     std::exit(0);
   }
-  if (const absl::Status simd = UseSimdLevel(SimdSetting()); !simd.ok()) {
-    std::fprintf(stderr, "%s: %s\n", program.c_str(), std::string(simd.message()).c_str());
-    std::exit(2);
+  for (const absl::Status& status :
+       {UseSimdLevel(SimdSetting()), UseLowPrecisionFilter(absl::GetFlag(FLAGS_low_precision))}) {
+    if (!status.ok()) {
+      std::fprintf(stderr, "%s: %s\n", program.c_str(), std::string(status.message()).c_str());
+      std::exit(2);
+    }
   }
   return args;
 }
