@@ -104,7 +104,9 @@ std::string LowPrecisionFilterName(LowPrecisionFilter filter);
 // else kNone.
 LowPrecisionFilter CpuLowPrecisionFilter();
 
-// The filter the assignment uses now: the CPU's, unless turned off.
+// The filter the assignment uses now: the CPU's, unless turned off; its
+// kernels are the v4 level's, and auto keeps v4 for the assignment on a CPU
+// that has one.
 LowPrecisionFilter ActiveLowPrecisionFilter();
 
 // "auto" (the CPU's filter, the default) or "off". Anything else is refused
