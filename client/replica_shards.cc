@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -285,8 +286,23 @@ class ReplicaShards::Impl {
     EncodeFloat64(values, f64);
   }
 
-  // Sends the shard's points (and weights) in chunks of raw float32 or
-  // float64, as the source reads them; returns how many chunks.
+  // A chunk's moments, of its points as the replica holds them: shifted by
+  // points_offset in float32 where there is one.
+  template <typename Scalar>
+  void AddMoments(const std::vector<Scalar>& values, int64_t count, PointMoments* moments) const {
+    if (options_.points_offset.empty() || !std::is_same_v<Scalar, float>) {
+      moments->Add(values.data(), count, d_);
+      return;
+    }
+    Matrix<Scalar> shifted = Eigen::Map<const Matrix<Scalar>>(values.data(), d_, count);
+    shifted.colwise() -=
+        Eigen::Map<const Vector<float>>(options_.points_offset.data(), d_).template cast<Scalar>();
+    moments->Add(shifted.data(), count, d_);
+  }
+
+  // Sends the shard's points (and weights) in chunks of raw float32 (or
+  // points_type) or float64, as the source reads them; returns how many
+  // chunks.
   template <typename Scalar>
   absl::StatusOr<int64_t> SendPoints(Shard* shard, std::optional<PointMoments>* moments) {
     const std::vector<Scalar>& weights = Weights(Scalar{});
@@ -305,12 +321,24 @@ class ReplicaShards::Impl {
                                                        " values for ", count, " points in d = ", d_,
                                                        " from point ", shard->first + done));
       }
-      if (*moments) (*moments)->Add(values.data(), count, d_);
+      if (*moments) AddMoments(values, count, &**moments);
       v1::ShardChunk* c = request.mutable_shard();
       c->set_n(shard->count);
       c->set_d(d_);
       c->set_count_label_changes(options_.count_label_changes);
-      Encode(values, c->mutable_points_f32(), c->mutable_points_f64());
+      if constexpr (std::is_same_v<Scalar, float>) {
+        if (options_.points_type != RawType::kFloat32) {
+          EncodeNarrow(values, options_.points_type,
+                       options_.points_type == RawType::kFloat16 ? c->mutable_points_f16()
+                                                                 : c->mutable_points_bf16());
+        } else {
+          EncodeFloat32(values, c->mutable_points_f32());
+        }
+        c->mutable_points_offset()->Assign(options_.points_offset.begin(),
+                                           options_.points_offset.end());
+      } else {
+        EncodeFloat64(values, c->mutable_points_f64());
+      }
       if (weighted) {
         Encode(absl::MakeConstSpan(weights).subspan(shard->first + done, count),
                c->mutable_weights_f32(), c->mutable_weights_f64());

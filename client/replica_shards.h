@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/shard_set.h"
+#include "proto/raw_payload.h"
 #include "proto/transport_security.h"
 
 namespace kmt {
@@ -37,7 +38,16 @@ struct ReplicaShardOptions {
   /// to count each iteration's label changes, so that a run stopped by an
   /// unchanged assignment says so.
   bool count_label_changes = true;
-  /// Read each shard's moments at its first load, for MeanVariance.
+  /// How float32 points travel: RawType::kFloat32, or kFloat16 (kBFloat16)
+  /// for points that are binary16 (bfloat16) values, read widened from the
+  /// source and sent in two bytes a value. Float64 points travel as float64.
+  RawType points_type = RawType::kFloat32;
+  /// d values the replicas subtract from every float32 point as it arrives
+  /// (ShardChunk.points_offset), in float32: the points are sent unshifted,
+  /// as narrow points must be. Empty: none.
+  std::vector<float> points_offset;
+  /// Read each shard's moments at its first load, for MeanVariance (of the
+  /// points shifted by points_offset, as the replicas hold them).
   bool moments = false;
   int64_t chunk_bytes = 4 << 20;  ///< points per shard message, in bytes
   /// Moves of any one shard after failures before the job fails; a replica

@@ -108,15 +108,23 @@ std::vector<Matrix<Scalar>> StartsOf(const py::array& given, int d, int k) {
   return out;
 }
 
-// Weights, shape (n,), as a vector of Scalar.
+// A vector argument `name` of shape (length,), or (n,) with any length for
+// length -1 (`length_name` names it), as a vector of Scalar: the weights,
+// the offset.
+template <typename Scalar>
+std::vector<Scalar> VectorOf(const py::array& given, int64_t length, const std::string& name,
+                             const std::string& length_name) {
+  const Array<Scalar> values = Array<Scalar>::ensure(given);
+  if (!values || values.ndim() != 1 || (length >= 0 && values.shape(0) != length)) {
+    throw py::value_error(name + " must have shape (" + length_name + ",)" +
+                          (length >= 0 ? " = (" + std::to_string(length) + ",)" : ""));
+  }
+  return std::vector<Scalar>(values.data(), values.data() + values.size());
+}
+
 template <typename Scalar>
 std::vector<Scalar> WeightsOf(const py::array& given, int64_t n) {
-  const Array<Scalar> weights = Array<Scalar>::ensure(given);
-  if (!weights || weights.ndim() != 1 || (n >= 0 && weights.shape(0) != n)) {
-    throw py::value_error(n >= 0 ? "weights must have shape (n,) = (" + std::to_string(n) + ",)"
-                                 : std::string("weights must have shape (n,)"));
-  }
-  return std::vector<Scalar>(weights.data(), weights.data() + weights.size());
+  return VectorOf<Scalar>(given, n, "weights", "n");
 }
 
 // The job's options from the keyword arguments both entry points share.
@@ -343,7 +351,8 @@ py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, in
              int64_t chunk_bytes, int max_moves, std::optional<double> timeout, bool tls,
              const std::string& ca, const std::string& cert, const std::string& key,
              const std::string& server_name, bool iteration_objectives, const py::object& log,
-             const py::object& on_iteration) {
+             const py::object& on_iteration, const std::string& points_type,
+             const std::optional<py::array>& points_offset) {
   PythonFailure failure;
   ResidentJobOptions options =
       JobOptions(d, k, iterations, center_tol, seed, init, kmeans_parallel_rounds,
@@ -363,6 +372,15 @@ py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, in
   } else if (weights) {
     replicas.weights = WeightsOf<float>(*weights, n);
   }
+  if (points_type == "f16") {
+    replicas.points_type = RawType::kFloat16;
+  } else if (points_type == "bf16") {
+    replicas.points_type = RawType::kBFloat16;
+  } else if (points_type != "f32") {
+    throw py::value_error("points_type '" + points_type + "': expected f32, f16 or bf16");
+  }
+  if (points_offset)
+    replicas.points_offset = VectorOf<float>(*points_offset, d, "points_offset", "d");
   absl::StatusOr<ResidentJobResult> result;
   {
     py::gil_scoped_release released;
@@ -643,7 +661,8 @@ PYBIND11_MODULE(_driver, m) {
         py::arg("chunk_bytes"), py::arg("max_moves"), py::arg("timeout") = py::none(),
         py::arg("tls") = false, py::arg("ca") = "", py::arg("cert") = "", py::arg("key") = "",
         py::arg("server_name") = "", py::arg("iteration_objectives") = true,
-        py::arg("log") = py::none(), py::arg("on_iteration") = py::none());
+        py::arg("log") = py::none(), py::arg("on_iteration") = py::none(),
+        py::arg("points_type") = "f32", py::arg("points_offset") = py::none());
   m.def("drive", &kmt::Drive, py::arg("shards"), py::arg("d"), py::arg("k"), py::kw_only(),
         py::arg("weights") = py::none(), py::arg("weighted"), py::arg("iterations"),
         py::arg("center_tol"), py::arg("seed"), py::arg("init"), py::arg("kmeans_parallel_rounds"),

@@ -159,7 +159,8 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
     `centers` of shape (r, k, d) are r starts, each run in turn.
 
     Float64 points (and offset) run as a float64 job, in double on the
-    replicas; others as a float32 one. `weights` (n,) weigh the points
+    replicas; others as a float32 one, float16 points sent as float16 (with
+    a float32 `offset` the replicas subtract). `weights` (n,) weigh the points
     (scikit-learn's sample_weight).
     `empty_clusters`: "keep" (a center without points stays) or
     "relocate-farthest" (scikit-learn's rule). `offset` (d,) is subtracted
@@ -197,7 +198,15 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
             raise ValueError(f"weights has {len(weights)} values for {n} points")
     if offset is not None:
         offset = np.asarray(offset)
-    rows = dense_rows(points, offset)
+    shift = {}
+    if (not hasattr(points, "toarray") and points.dtype == np.float16
+            and (offset is None or offset.dtype == np.float32)):
+        # Float16 points travel as float16 (ShardChunk.points_f16), unshifted:
+        # the replicas subtract the offset in float32, as this process would.
+        rows = lambda first, end: points[first:end]  # noqa: E731
+        shift = dict(points_type="f16", points_offset=offset)
+    else:
+        rows = dense_rows(points, offset)
     answer = driver_errors(
         driver().fit, replica_addresses(target), rows, n, d, k, weights=weights,
         tol=float(tol), center_tol=-1.0 if center_tol is None else float(center_tol),
@@ -207,5 +216,5 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
         ca=tls.get("ca") or "", cert=tls.get("cert") or "", key=tls.get("key") or "",
         server_name=tls.get("server_name") or "",
         iteration_objectives=bool(iteration_objectives), log=log, on_iteration=on_iteration,
-        **options)
+        **shift, **options)
     return result_of(answer, offset)

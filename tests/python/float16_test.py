@@ -2,13 +2,14 @@
 as float16 bytes (points_f16, no float32 copy), and kmt.KMeans's fit of
 float16 X equals, to the bit, its fit of the float32 array of the same
 values: labels, centers, inertia and iterations, in one request or as a
-resident job; predict, transform and score likewise."""
+resident job, whose shards travel as float16 too; predict, transform and
+score likewise."""
 import unittest
 
 import numpy as np
 from numpy.testing import assert_array_equal
 
-from estimator_support import ServedTest, TwoReplicasTest, kmt, mixture, rows
+from estimator_support import Server, ServedTest, TwoReplicasTest, kmt, mixture, rows
 
 K = 6
 
@@ -121,6 +122,34 @@ class ResidentTest(TwoReplicasTest):
                 want = kmt.KMeans(K, **options).fit(X32)
                 self.assertGreater(want.n_iter_, 3)
                 assert_same_fit(self, got, want)
+
+    def test_float16_shards_travel_in_two_bytes_a_value(self):
+        # A replica that takes messages of 150,000 bytes at most: chunks of
+        # 200,000 bytes of float32 values are too large for it, the same
+        # points as float16 (and their float32 offset) are not.
+        from kmt.served import fit_means
+        small = Server("--model_dir=", "--max_message_bytes=150000")
+        try:
+            X = mixture(4000, 16, K, seed=9, offset=5.0, dtype=np.float16)
+            X32 = X.astype(np.float32)
+            offset = fit_means(X)
+            options = dict(centers=rows(X32, K), iterations=30, chunk_bytes=200_000,
+                           offset=offset)
+            # With tol the driver's variance comes from the shards' moments,
+            # of the points shifted as the replicas hold them.
+            for tol in (0.0, 1e-3):
+                with self.subTest(tol=tol):
+                    got = kmt.fit_resident(small.address, X, K, tol=tol, **options)
+                    want = kmt.fit_resident(self.server.address, X32, K, tol=tol, **options)
+                    assert_array_equal(got.labels, want.labels)
+                    assert_array_equal(got.centers, want.centers)
+                    self.assertEqual(got.objective, want.objective)
+                    self.assertEqual(got.iterations_run, want.iterations_run)
+            self.assertLess(got.iterations_run, 30)
+            with self.assertRaisesRegex(kmt.ServiceError, "larger than max"):
+                kmt.fit_resident(small.address, X32, K, **options)
+        finally:
+            assert small.stop() == 0
 
 
 if __name__ == "__main__":
