@@ -5,6 +5,7 @@
 #include <netdb.h>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -305,6 +306,7 @@ class ReplicaShards::Impl {
   // chunks.
   template <typename Scalar>
   absl::StatusOr<int64_t> SendPoints(Shard* shard, std::optional<PointMoments>* moments) {
+    assert(options_.points_offset.empty() || options_.points_type != RawType::kFloat32);
     const std::vector<Scalar>& weights = Weights(Scalar{});
     const bool weighted = !weights.empty();
     const int64_t chunk = std::max<int64_t>(

@@ -44,7 +44,9 @@ struct ReplicaShardOptions {
   RawType points_type = RawType::kFloat32;
   /// d values the replicas subtract from every float32 point as it arrives
   /// (ShardChunk.points_offset), in float32: the points are sent unshifted,
-  /// as narrow points must be. Empty: none.
+  /// as narrow points must be. Empty: none. Only with a narrow points_type:
+  /// a server that predates the field would ignore it, but not the narrow
+  /// points it cannot read (its shard never fills, and the job fails).
   std::vector<float> points_offset;
   /// Read each shard's moments at its first load, for MeanVariance (of the
   /// points shifted by points_offset, as the replicas hold them).
