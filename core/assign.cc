@@ -35,23 +35,36 @@ constexpr Eigen::Index kLanes = kPacketsPerScan* kPacketSize<Scalar>;
 static_assert(kAssignmentBlockMultiple % kLanes<float> == 0 &&
               kAssignmentBlockMultiple % kLanes<double> == 0);
 
+// The most centers whose float32 scores a scan holds at once (more are
+// taken a tile at a time), and the points a scan takes at once where that
+// makes blocks small.
+constexpr Eigen::Index kProductTileCenters = 1024, kSpanRows = 512;
+
 // For kLanes points (rows of a block's scores `score`, leading dimension ld),
 // the largest and second largest score over the centers and the lowest index
 // of the largest.
+// The scores are those of centers `first` to `first + k - 1`; with
+// `resume`, the outputs hold the running values over the centers before.
 template <typename Scalar>
 void ScanLanes(const Scalar* score, Eigen::Index ld, Eigen::Index k, Scalar* best_out,
-               Scalar* second_out, Scalar* arg_out) {
+               Scalar* second_out, Scalar* arg_out, Eigen::Index first = 0, bool resume = false) {
   namespace simd = Eigen::internal;
   using P = Packet<Scalar>;
   constexpr int kPackets = kPacketsPerScan;
   constexpr int kSize = kPacketSize<Scalar>;
   P best[kPackets], second[kPackets], arg[kPackets];
   for (int v = 0; v < kPackets; ++v) {
-    best[v] = second[v] = simd::pset1<P>(-std::numeric_limits<Scalar>::infinity());
-    arg[v] = simd::pset1<P>(0);
+    if (resume) {
+      best[v] = simd::ploadu<P>(best_out + v * kSize);
+      second[v] = simd::ploadu<P>(second_out + v * kSize);
+      arg[v] = simd::ploadu<P>(arg_out + v * kSize);
+    } else {
+      best[v] = second[v] = simd::pset1<P>(-std::numeric_limits<Scalar>::infinity());
+      arg[v] = simd::pset1<P>(0);
+    }
   }
   for (Eigen::Index j = 0; j < k; ++j) {
-    const P index = simd::pset1<P>(static_cast<Scalar>(j));
+    const P index = simd::pset1<P>(static_cast<Scalar>(first + j));
     for (int v = 0; v < kPackets; ++v) {
       const P s = simd::ploadu<P>(score + j * ld + v * kSize);
       second[v] = simd::pmax(second[v], simd::pmin(best[v], s));
@@ -413,6 +426,10 @@ template <typename Scalar>
 void NearestCenterScan<Scalar>::Init() {
   const Matrix<Scalar>& centers = centers_;
   block_ = AssignmentBlockSize<Scalar>(centers.cols());
+  // Many centers make small blocks: a scan then takes several at once, so
+  // that each product has rows enough to pay for packing its centers.
+  span_ =
+      centers.cols() > kProductTileCenters ? std::max(block_, kSpanRows / block_ * block_) : block_;
   const Eigen::Index d = centers.rows(), k = centers.cols();
   const Vector<Scalar> center_sq = SquaredNorms<Scalar>(centers);
   const Scalar center_sq_max = k > 0 ? center_sq.maxCoeff() : Scalar(0);
@@ -696,15 +713,16 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
   if (sq_out != nullptr || gap != nullptr || center_lanes_.size() == 0) norms = nullptr;
   if (sq_out == nullptr && norms == nullptr) {
     // The distances are computed whatever the caller asks for.
-    scratch->sq.resize(block_);
+    scratch->sq.resize(span_);
     sq_out = scratch->sq.data();
   }
   Matrix<Scalar>& score = scratch->score;
-  if (score.rows() != block_ || score.cols() != k) {
-    score.resize(block_, k);
-    scratch->best.resize(block_);
-    scratch->second.resize(block_);
-    scratch->arg.resize(block_);
+  const Eigen::Index score_cols = std::min(k, kProductTileCenters);
+  if (score.rows() != span_ || score.cols() != score_cols) {
+    score.resize(span_, score_cols);
+    scratch->best.resize(span_);
+    scratch->second.resize(span_);
+    scratch->arg.resize(span_);
   }
   if (transposed_.size() == 0) {
     if (!filtered() || scratch->scores) {
@@ -766,14 +784,36 @@ void NearestCenterScan<Scalar>::ScanProducts(const Eigen::Ref<const Matrix<Scala
   Scalar* best = scratch->best.data();
   Scalar* second = scratch->second.data();
   Scalar* arg = scratch->arg.data();
-  // A last partial group of lanes scans the offsets alone past the block.
+  // A last partial group of lanes scans the offsets alone past the block;
+  // the centers are taken a tile (score's columns) at a time.
   const Eigen::Index scanned = (rows + L - 1) / L * L;
-  score.topRows(scanned).rowwise() = offset_;
-  score.topRows(rows).noalias() += x.transpose() * centers_;
-  for (Eigen::Index i = 0; i < scanned; i += L) {
-    ScanLanes(score.data() + i, block_, k, best + i, second + i, arg + i);
+  const Eigen::Index tile = score.cols(), ld = score.rows();
+  for (Eigen::Index first = 0; first < k; first += tile) {
+    const Eigen::Index width = std::min(tile, k - first);
+    score.topLeftCorner(scanned, width).rowwise() = offset_.segment(first, width);
+    score.topLeftCorner(rows, width).noalias() += x.transpose() * centers_.middleCols(first, width);
+    for (Eigen::Index i = 0; i < scanned; i += L) {
+      ScanLanes(score.data() + i, ld, width, best + i, second + i, arg + i, first, first > 0);
+    }
   }
-  Finish(x, score, best, second, arg, labels, sq_out, gap);
+  if (tile == k) {
+    Finish(x, score, best, second, arg, labels, sq_out, gap);
+    return;
+  }
+  // The scores of the tiles before are gone: a point near a tie gets its
+  // scores of every center again, as FinishPoint reads them.
+  const Eigen::Index d = centers_.rows();
+  for (Eigen::Index i = 0; i < rows; ++i) {
+    const Scalar* xi = x.col(i).data();
+    const int label = static_cast<int>(arg[i]);
+    const Scalar sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
+    if (best[i] - second[i] <= Slack(label, sq)) {
+      scratch->row = offset_;
+      scratch->row.noalias() += x.col(i).transpose() * centers_;
+    }
+    FinishPoint(xi, scratch->row, 0, best[i], second[i], label, sq, labels + i, sq_out + i,
+                gap != nullptr ? gap + i : nullptr);
+  }
 }
 
 template <typename Scalar>
@@ -1104,7 +1144,7 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
   labels->resize(n);  // every label is written below
 
   const NearestCenterScan<Scalar> scan(centers);
-  const Eigen::Index block = scan.block();
+  const Eigen::Index block = scan.block(), span = scan.span();
   // Blocks start at whole packets, so their lanes are a pointer away.
   const bool use_lanes = lanes != nullptr && lanes->fits(points) &&
                          lanes->packet() == kPacketSize<Scalar> && scan.register_kernel();
@@ -1122,42 +1162,49 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
 #pragma omp parallel if (n * k * d > (1 << 18))
   {
     typename NearestCenterScan<Scalar>::Scratch scratch;
-    Vector<Scalar> sq(block);
+    Vector<Scalar> scanned(span);
     LabelGroups groups;
 #pragma omp for schedule(dynamic)
     for (Eigen::Index p = 0; p < parts; ++p) {
       double part_total = 0;
       ClusterSums* part = sums != nullptr ? &part_sums[p] : nullptr;
-      for (Eigen::Index first = p * part_size; first < std::min(n, (p + 1) * part_size);
-           first += block) {
-        const Eigen::Index rows = std::min(block, n - first);
-        scan.Scan(points.middleCols(first, rows), &scratch, out + first,
-                  distances ? sq.data() : nullptr, nullptr,
-                  use_lanes ? lanes->from(first) : nullptr,
-                  distances ? nullptr : lanes->norms_from(first));
-        const Scalar* w = weights != nullptr ? weights->data() + first : nullptr;
-        // The running objective in a register (not behind a pointer that
-        // escapes the loop).
-        double block_objective = part_total;
-        if (part != nullptr && Widened<Scalar>::kAvailable && rows >= 4 * k) {
-          // AddAssigned's additions, the objective's and the sums' apart:
-          // grouping the block by label pays from a few points per cluster.
-          for (Eigen::Index i = 0; objective && i < rows; ++i) {
-            block_objective = WithObjective(block_objective, sq[i], w != nullptr ? w + i : nullptr);
+      const Eigen::Index end = std::min(n, (p + 1) * part_size);
+      for (Eigen::Index start = p * part_size; start < end; start += span) {
+        const Eigen::Index scan_rows = std::min(span, end - start);
+        scan.Scan(points.middleCols(start, scan_rows), &scratch, out + start,
+                  distances ? scanned.data() : nullptr, nullptr,
+                  use_lanes ? lanes->from(start) : nullptr,
+                  distances ? nullptr : lanes->norms_from(start));
+        if (sq_dist != nullptr) sq_dist->segment(start, scan_rows) = scanned.head(scan_rows);
+        // The objective and sums a block at a time, in order.
+        for (Eigen::Index first = start; first < start + scan_rows; first += block) {
+          const Eigen::Index rows = std::min(block, start + scan_rows - first);
+          const Scalar* sq = scanned.data() + (first - start);
+          const Scalar* w = weights != nullptr ? weights->data() + first : nullptr;
+          // The running objective in a register (not behind a pointer that
+          // escapes the loop).
+          double block_objective = part_total;
+          if (part != nullptr && Widened<Scalar>::kAvailable && rows >= 4 * k) {
+            // AddAssigned's additions, the objective's and the sums' apart:
+            // grouping the block by label pays from a few points per cluster.
+            for (Eigen::Index i = 0; objective && i < rows; ++i) {
+              block_objective =
+                  WithObjective(block_objective, sq[i], w != nullptr ? w + i : nullptr);
+            }
+            AddBlockToSums<Scalar>(points.middleCols(first, rows), out + first, w, &groups, part);
+          } else if (!objective) {
+            for (Eigen::Index i = 0; part != nullptr && i < rows; ++i) {
+              AddToSums(points.col(first + i), out[first + i], w != nullptr ? w + i : nullptr,
+                        part);
+            }
+          } else {
+            for (Eigen::Index i = 0; i < rows; ++i) {
+              AddAssigned(points.col(first + i), out[first + i], sq[i],
+                          w != nullptr ? w + i : nullptr, &block_objective, part);
+            }
           }
-          AddBlockToSums<Scalar>(points.middleCols(first, rows), out + first, w, &groups, part);
-        } else if (!objective) {
-          for (Eigen::Index i = 0; part != nullptr && i < rows; ++i) {
-            AddToSums(points.col(first + i), out[first + i], w != nullptr ? w + i : nullptr, part);
-          }
-        } else {
-          for (Eigen::Index i = 0; i < rows; ++i) {
-            AddAssigned(points.col(first + i), out[first + i], sq[i],
-                        w != nullptr ? w + i : nullptr, &block_objective, part);
-          }
+          part_total = block_objective;
         }
-        part_total = block_objective;
-        if (sq_dist != nullptr) sq_dist->segment(first, rows) = sq.head(rows);
       }
       part_objective[p] = part_total;
     }

@@ -95,8 +95,12 @@ class NearestCenterScan {
   // `centers` (d x k) must outlive the scan.
   explicit NearestCenterScan(const Matrix<Scalar>& centers) : centers_(centers) { Init(); }
 
-  // The most points one Scan takes: the block of AssignNearest's products.
+  // The block of AssignNearest's products (AssignmentBlockSize): the parts
+  // its sums are added in are whole numbers of them.
   Eigen::Index block() const { return block_; }
+  // The most points one Scan takes: a whole number of blocks, more than one
+  // where many centers make the blocks small.
+  Eigen::Index span() const { return span_; }
 
   // Whether the scores come from the register kernel (few centers) rather
   // than the blocked matrix product; both give the same labels.
@@ -112,6 +116,7 @@ class NearestCenterScan {
     Vector<Scalar> best, second, arg;
     Vector<Scalar> lanes;  // the register kernel's points, coordinate-major
     Vector<Scalar> sq;     // the squared distances a caller does not ask for
+    Matrix<Scalar> row;    // a point's scores of every center, near a tie
     // The low-precision filter's (FilterBlock): the block's points in
     // bfloat16, a group's scores and each point's running best, second best
     // and label, bounds and candidates; the points it leaves to the float32
@@ -133,7 +138,7 @@ class NearestCenterScan {
     int64_t filtered = 0, reopened = 0, full = 0;
   };
 
-  // For the columns of x (d x rows, rows <= block()): labels[i], sq[i] the
+  // For the columns of x (d x rows, rows <= span()): labels[i], sq[i] the
   // squared distance to that center (AssignedSquaredDistance on x), and,
   // if `gap` is given, gap[i] a lower bound on
   // min_{j != label} ||x_i - c_j||^2 - ||x_i - c_label||^2 in exact
@@ -212,7 +217,7 @@ class NearestCenterScan {
                                                          Scalar* sq_out, double* gap) const;
 
   const Matrix<Scalar>& centers_;
-  Eigen::Index block_ = 0;
+  Eigen::Index block_ = 0, span_ = 0;
   Eigen::Matrix<Scalar, 1, Eigen::Dynamic> offset_;  // -||c_j||^2 / 2
   // For few centers, the register kernel's copy of them: coordinate l of
   // center j at transposed_(j, l), the centers padded to whole groups with

@@ -113,6 +113,41 @@ TYPED_TEST(AssignTest, BothScoreKernelsEqualPlainArgmin) {
   });
 }
 
+// More centers than a scan holds at once (taken a tile at a time, several
+// blocks of points a scan, the near ties scored again against every
+// center): the labels of a plain argmin on a grid with exact and near ties,
+// AssignedSquaredDistance's distances, and the sums of the labels.
+TYPED_TEST(AssignTest, ManyCentersTakenATileAtATime) {
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    Rng rng(21);
+    for (const auto& [n, d, k] : {std::tuple{3001, 8, 2500}, std::tuple{5000, 5, 1100}}) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
+      Matrix<S> points(d, n), centers(d, k);
+      for (Eigen::Index i = 0; i < points.size(); ++i) {
+        points.data()[i] = static_cast<S>(20 + rng.Below(4) + (i % 3 == 0 ? 1e-6 : 0));
+      }
+      for (Eigen::Index i = 0; i < centers.size(); ++i) {
+        centers.data()[i] = static_cast<S>(20 + rng.Below(4) + 0.5 * rng.Uniform());
+      }
+      const NearestCenterScan<S> scan(centers);
+      EXPECT_GT(scan.span(), scan.block());
+      Labels labels;
+      Vector<S> sq_dist;
+      ClusterSums sums(d, k), expected(d, k);
+      AssignNearest(points, centers, &labels, &sq_dist, &sums);
+      ASSERT_EQ(labels, PlainArgmin(points, centers));
+      for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(sq_dist[i],
+                  AssignedSquaredDistance(points.col(i).data(), centers.col(labels[i]).data(), d));
+      }
+      AccumulateClusterSums(points, labels, &expected);
+      EXPECT_EQ(sums.counts, expected.counts);
+      EXPECT_LE((sums.sums - expected.sums).norm(), 1e-6 * expected.sums.norm());
+    }
+  });
+}
+
 // Points transposed once into lanes give the same labels, distances,
 // objective and sums, to the bit, as the points transposed by each
 // assignment, and the distances are AssignedSquaredDistance's to the bit
