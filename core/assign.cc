@@ -576,12 +576,22 @@ void NearestCenterScan<Scalar>::Finish(const Eigen::Ref<const Matrix<Scalar>>& x
                                        const Scalar* second, const Scalar* arg, int* labels,
                                        Scalar* sq_out, double* gap) const {
   const Eigen::Index d = centers_.rows(), rows = x.cols();
-  for (Eigen::Index i = 0; i < rows; ++i) {
-    const Scalar* xi = x.col(i).data();
-    const int label = static_cast<int>(arg[i]);
-    FinishPoint(xi, score, i, best[i], second[i], label,
-                AssignedSquaredDistance(xi, centers_.col(label).data(), d), labels + i, sq_out + i,
-                gap != nullptr ? gap + i : nullptr);
+  for (Eigen::Index i = 0; i < rows; i += 4) {
+    // Four points' distances to their centers at once.
+    const int count = static_cast<int>(std::min<Eigen::Index>(4, rows - i));
+    const Scalar* xs[4];
+    const Scalar* cs[4];
+    Scalar sq[4];
+    for (int p = 0; p < count; ++p) {
+      xs[p] = x.col(i + p).data();
+      cs[p] = centers_.col(static_cast<Eigen::Index>(arg[i + p])).data();
+    }
+    AssignedSquaredDistances(xs, cs, count, d, sq);
+    for (int p = 0; p < count; ++p) {
+      const Eigen::Index r = i + p;
+      FinishPoint(xs[p], score, r, best[r], second[r], static_cast<int>(arg[r]), sq[p], labels + r,
+                  sq_out + r, gap != nullptr ? gap + r : nullptr);
+    }
   }
 }
 
@@ -828,9 +838,12 @@ void NearestCenterScan<Scalar>::FilterBlock(
     const Eigen::Index chunks = padded_d / kNarrowChunk;
     const Eigen::Index tile = std::min(narrow_k_, kNarrowTileCenters);
     // With every center's scores in one tile, the points left in doubt take
-    // their candidates from it; at most this many, else every center.
+    // their candidates from it; at most this many, else every center (the
+    // candidates' scores come one dot product at a time, a share of the
+    // centers' is cheaper through the products).
     const bool one_tile = tile == narrow_k_;
-    constexpr size_t kMostCandidates = 64;
+    const size_t most_candidates =
+        static_cast<size_t>(std::clamp<Eigen::Index>(narrow_k_ / 8, 8, 64));
     scratch->narrow.resize(padded_rows * padded_d);
     scratch->narrow_score.resize(std::max(kNarrowScoreFloats, kNarrowGroup * tile));
     scratch->narrow_best.assign(padded_rows, -std::numeric_limits<float>::infinity());
@@ -899,6 +912,17 @@ void NearestCenterScan<Scalar>::FilterBlock(
     // stack stay within kNarrowScoreFloats.
     const Eigen::Index stack =
         std::max<Eigen::Index>(1, kNarrowScoreFloats / (kNarrowGroup * tile));
+    // The decided points' distances to their centers, four at once.
+    const float* xs[4];
+    const float* cs[4];
+    Eigen::Index at[4];
+    int pending = 0;
+    auto settle = [&] {
+      float sq[4];
+      AssignedSquaredDistances(xs, cs, pending, d_centers, sq);
+      for (int q = 0; q < pending; ++q) sq_out[at[q]] = sq[q];
+      pending = 0;
+    };
     for (Eigen::Index p = 0; p < padded_rows; p += stack * kNarrowGroup) {
       const Eigen::Index stacked = std::min(stack * kNarrowGroup, padded_rows - p);
       const Eigen::Index count = std::min(stacked, rows - p);
@@ -926,8 +950,12 @@ void NearestCenterScan<Scalar>::FilterBlock(
         if (spread > margin[i] && std::isfinite(best)) {
           const int label = scratch->narrow_arg[i];
           labels[i] = label;
-          sq_out[i] = AssignedSquaredDistance(xi, centers_.col(label).data(), d_centers);
           if (gap != nullptr) gap[i] = 2 * std::max(0.0, Below(spread - Above(2 * error[i])));
+          // Its distance with three other points' (settle).
+          xs[pending] = xi;
+          cs[pending] = centers_.col(label).data();
+          at[pending] = i;
+          if (++pending == 4) settle();
           continue;
         }
         ++scratch->reopened;
@@ -937,7 +965,7 @@ void NearestCenterScan<Scalar>::FilterBlock(
         const float bar_down = std::nextafter(static_cast<float>(bar), -INFINITY);
         if (one_tile && std::isfinite(best) && std::isfinite(bar) &&
             NarrowCandidates(score + r * tile, narrow_offset_.data(), narrow_k_, bar_down,
-                             kMostCandidates, &scratch->candidates)) {
+                             most_candidates, &scratch->candidates)) {
           FinishCandidates(xi, scratch->candidates, &scratch->candidate_score, labels + i,
                            sq_out + i, gap != nullptr ? gap + i : nullptr);
           if (gap != nullptr) {
@@ -955,6 +983,7 @@ void NearestCenterScan<Scalar>::FilterBlock(
       }
     }
     ReleaseTiles();
+    if (pending > 0) settle();
     scratch->filtered += rows;
   }
 #endif

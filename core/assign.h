@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/cluster_sums.h"
@@ -311,6 +312,44 @@ Scalar AssignedSquaredDistance(const Scalar* x, const Scalar* c, Eigen::Index d)
     sum[j] += diff * diff;
   }
   return ((sum[0] + sum[4]) + (sum[2] + sum[6])) + ((sum[1] + sum[5]) + (sum[3] + sum[7]));
+}
+
+// AssignedSquaredDistance of up to four pairs at once, x[p] to c[p] for p <
+// count: each pair's operations and order are AssignedSquaredDistance's,
+// so are its bits (its eight running sums are the lanes of one vector), and
+// the pairs' additions, each pair's a chain of dependent ones, overlap.
+template <typename Scalar>
+void AssignedSquaredDistances(const Scalar* const* x, const Scalar* const* c, int count,
+                              Eigen::Index d, Scalar* out) {
+  constexpr int kSums = 8, kPairs = 4;
+  typedef Scalar Sums __attribute__((vector_size(kSums * sizeof(Scalar))));
+  const Scalar* xs[kPairs];
+  const Scalar* cs[kPairs];
+  for (int p = 0; p < kPairs; ++p) {
+    xs[p] = x[p < count ? p : 0];  // a missing pair repeats the first
+    cs[p] = c[p < count ? p : 0];
+  }
+  Sums sum[kPairs] = {};
+  Eigen::Index l = 0;
+  for (; l + kSums <= d; l += kSums) {
+    for (int p = 0; p < kPairs; ++p) {
+      Sums a, b;
+      std::memcpy(&a, xs[p] + l, sizeof a);
+      std::memcpy(&b, cs[p] + l, sizeof b);
+      const Sums diff = a - b;
+      sum[p] += diff * diff;
+    }
+  }
+  for (int j = 0; l < d; ++l, ++j) {
+    for (int p = 0; p < kPairs; ++p) {
+      const Scalar diff = xs[p][l] - cs[p][l];
+      sum[p][j] += diff * diff;
+    }
+  }
+  for (int p = 0; p < count; ++p) {
+    const Sums& s = sum[p];
+    out[p] = ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+  }
 }
 
 // Adds point x, of weight w (null: 1), to the sums of its center `label`
