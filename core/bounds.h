@@ -86,19 +86,23 @@ struct AssignmentStats {
   bool sums_from_moves = false;
 };
 
+// Whether the centers' separations, which every call of the bounds
+// computes (k^2 d products, in double), cost at most about a tenth of the
+// products they may spare (2 n k d, in float32 or narrower): with 32 points a
+// center or more. At n = 20,000, d = 384 and k = 4,096 a resident shard
+// spent most of its step on them.
+inline bool SeparationsMayPay(int64_t n, int k) { return n >= 32 * static_cast<int64_t>(k); }
+
 // Whether the automatic choice considers the bounds for a run of n points
 // and k centers at all. With fewer than 32 centers the products cost about
 // what a pass testing the bounds costs (the bounds did not pay at k = 8 even
 // where they settled 95% of the points, and at k = 16 lost on touching
 // clusters); with fewer than 16,384 points the points stay in the cache and
 // the products run so fast that the bounds lost at k = 16 to 64 even where
-// they settled 80% (docs/core.md, "Which path"); with fewer than 32 points
-// a center, the centers' separations, which every call computes (k^2 d
-// products, in double), cost more than a tenth of the products they may
-// spare (2 n k d, in float32 or narrower): at n = 20,000, d = 384 and
-// k = 4,096 a resident shard spent most of its step on them.
+// they settled 80% (docs/core.md, "Which path"); and never without
+// SeparationsMayPay.
 inline bool BoundsMayPay(int64_t n, int k) {
-  return k >= 32 && n >= 16384 && n >= 32 * static_cast<int64_t>(k);
+  return k >= 32 && n >= 16384 && SeparationsMayPay(n, k);
 }
 
 template <typename Scalar>

@@ -347,15 +347,17 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
   // The steps of a job assign the same points to centers that move a little
   // each time: the bounds keep most points' labels without their distances
   // to the other centers, with the labels and objective of AssignNearest to
-  // the last bit, and where they may pay (BoundsMayPay, as a request's run
-  // decides), the sums are exact and follow the points that changed cluster
-  // alone (core/exact_sums.h). A step of another k starts them afresh.
+  // the last bit, where the centers' separations they compute may pay
+  // (SeparationsMayPay); where the bounds may pay (BoundsMayPay, as a
+  // request's run decides), the sums are exact and follow the points that
+  // changed cluster alone (core/exact_sums.h). A step of another k starts
+  // them afresh.
   if (state.assignment == nullptr || state.assignment_k != step.k()) {
-    const bool bounded =
-        step.k() <= kMostBoundedClusters && BoundsMayPay(state.points.cols(), step.k());
+    const int64_t n = state.points.cols();
+    const bool bounded = step.k() <= kMostBoundedClusters && SeparationsMayPay(n, step.k());
     state.assignment = std::make_unique<BoundedAssignment<Scalar>>(
         state.points, weights, bounded ? AssignmentPath::kAuto : AssignmentPath::kProducts,
-        bounded);
+        bounded && BoundsMayPay(n, step.k()));
     state.assignment_k = step.k();
   }
   out->set_objective(state.assignment->Assign(*centers, &labels, &sums, !step.omit_objective()));
