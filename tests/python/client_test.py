@@ -493,7 +493,8 @@ class DefaultsTest(unittest.TestCase):
         self.assertEqual(kmt.client.INITS, {"kmeans++": kmt.pb.INIT_KMEANS_PLUS_PLUS,
                                             "random": kmt.pb.INIT_RANDOM,
                                             "given": kmt.pb.INIT_GIVEN,
-                                            "plain-kmeans++": kmt.pb.INIT_PLAIN_KMEANS_PLUS_PLUS})
+                                            "plain-kmeans++": kmt.pb.INIT_PLAIN_KMEANS_PLUS_PLUS,
+                                            "two-level": kmt.pb.INIT_TWO_LEVEL})
         self.assertEqual(kmt.client.EMPTY_CLUSTERS["relocate-farthest"],
                          kmt.pb.EMPTY_CLUSTERS_RELOCATE_FARTHEST)
         self.assertEqual(kmt.client.EMPTY_CLUSTERS["keep"], kmt.pb.EMPTY_CLUSTERS_KEEP)
