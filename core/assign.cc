@@ -735,7 +735,7 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
     scratch->arg.resize(span_);
   }
   if (transposed_.size() == 0) {
-    if (!filtered() || scratch->scores) {
+    if (!filtered()) {
       ScanProducts(x, scratch, labels, sq_out, gap);
       return;
     }

@@ -109,10 +109,6 @@ class NearestCenterScan {
 
   // One thread's working space.
   struct Scratch {
-    // Whether the caller reads `score` after Scan, every center's float32
-    // score of each point: the low-precision filter, which computes them
-    // only for the points it leaves open, is then not used.
-    bool scores = false;
     Matrix<Scalar> score;
     Vector<Scalar> best, second, arg;
     Vector<Scalar> lanes;  // the register kernel's points, coordinate-major

@@ -603,6 +603,8 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
   const std::vector<Scalar> separation = SeparationLimits(margin, HalfSeparations(centers));
   const NearestCenterScan<Scalar> scan(centers);
   const Eigen::Index block = scan.block();
+  // Whether the scan leaves every center's score of each point it takes.
+  const bool scored = !scan.filtered();
   const Eigen::Index part_size = AssignmentPartSize<Scalar>(n, d, k);
   const Eigen::Index parts = (n + part_size - 1) / part_size;
   const Eigen::Index chunk = std::clamp<Eigen::Index>(
@@ -632,7 +634,6 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
 #pragma omp parallel if (n * d > (1 << 16))
   {
     typename NearestCenterScan<Scalar>::Scratch scratch;
-    scratch.scores = tight;  // each group's bound comes from the scores
     Vector<Scalar> sq(chunk), open_sq(block);
     std::vector<double> lower(chunk), above(chunk);
     // Per point of the chunk: settled without being read, settled.
@@ -785,8 +786,10 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
           scan.Scan(gathered.leftCols(m), &scratch, open_label.data(), open_sq.data(),
                     open_gap.data());
           // Each group's best score, the label's included (a pass along
-          // the centers' columns of scores).
-          if (tight) {
+          // the centers' columns of scores), where the scan computed them
+          // all: the low-precision filter's (core/simd.h) gives each point
+          // one bound for every group instead, from its gap.
+          if (tight && scored) {
             group_best.leftCols(m).setConstant(-std::numeric_limits<Scalar>::infinity());
             for (int j = 0; j < k; ++j) {
               const Scalar* score = scratch.score.col(j).data();
@@ -809,6 +812,11 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
               continue;
             }
             Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
+            if (!scored) {
+              const double lower = LowerFromScan(margin, open_sq[r], open_gap[r]);
+              for (int g = 0; g < groups; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
+              continue;
+            }
             // Each group's bound from the scores: every score lies within
             // half the slack of its exact value, and scores are half the
             // squared distances with their sign turned, so center j is
