@@ -6,6 +6,7 @@
 //   build/bench/core_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -127,6 +128,15 @@ void BM_GemmBoundOfALayer(benchmark::State& state) {
       benchmark::Counter(2.0 * n * k * d * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The shapes of embeddings the engine is measured on (n, d, k): n scaled
+// down from the embeddings benchmark's (docs/core.md, "Embeddings") to keep
+// each run to seconds.
+constexpr std::array<std::array<int, 3>, 4> kEmbeddingShapes = {
+    {{100000, 768, 256}, {200000, 128, 1024}, {50000, 1536, 100}, {50000, 384, 4096}}};
+void EmbeddingShapes(benchmark::internal::Benchmark* b) {
+  for (const auto& [n, d, k] : kEmbeddingShapes) b->Args({n, d, k});
+}
+
 // Embedding-like points: unit vectors around `directions` random
 // directions (a tenth of their norm of noise per unit of spread), and k of
 // them as the centers.
@@ -186,10 +196,9 @@ void BM_EmbeddingAssignment(benchmark::State& state) {
       benchmark::Counter(2.0 * n * k * d * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_EmbeddingAssignment)
-    ->ArgsProduct({{100000}, {768}, {256}, {0, 1}})
-    ->ArgsProduct({{200000}, {128}, {1024}, {0, 1}})
-    ->ArgsProduct({{50000}, {1536}, {100}, {0, 1}})
-    ->ArgsProduct({{50000}, {384}, {4096}, {0, 1}})
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      for (const auto& [n, d, k] : kEmbeddingShapes) b->Args({n, d, k, 0})->Args({n, d, k, 1});
+    })
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -220,10 +229,7 @@ void BM_BlasGemmOfAnAssignment(benchmark::State& state) {
       benchmark::Counter(2.0 * n * k * d * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_BlasGemmOfAnAssignment)
-    ->Args({100000, 768, 256})
-    ->Args({200000, 128, 1024})
-    ->Args({50000, 1536, 100})
-    ->Args({50000, 384, 4096})
+    ->Apply(EmbeddingShapes)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 #endif
@@ -238,10 +244,7 @@ void BM_FaissKMeansIteration(benchmark::State& state) {
 BENCHMARK(BM_FaissKMeansIteration)
     ->Args({100000, 32, 64})
     ->Args({1000000, 32, 64})
-    ->Args({100000, 768, 256})
-    ->Args({200000, 128, 1024})
-    ->Args({50000, 1536, 100})
-    ->Args({50000, 384, 4096})
+    ->Apply(EmbeddingShapes)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 #endif
@@ -368,20 +371,14 @@ BENCHMARK(BM_LloydIteration)
     ->Args({4096, 32, 16})
     ->Args({100000, 32, 64})
     ->Args({1000000, 32, 64})
-    ->Args({100000, 768, 256})
-    ->Args({200000, 128, 1024})
-    ->Args({50000, 1536, 100})
-    ->Args({50000, 384, 4096})
+    ->Apply(EmbeddingShapes)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_GemmBoundOfALayer)
     ->Args({4096, 32, 16})
     ->Args({100000, 32, 64})
     ->Args({1000000, 32, 64})
-    ->Args({100000, 768, 256})
-    ->Args({200000, 128, 1024})
-    ->Args({50000, 1536, 100})
-    ->Args({50000, 384, 4096})
+    ->Apply(EmbeddingShapes)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_ReferenceLloydIteration)

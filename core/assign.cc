@@ -533,18 +533,20 @@ void NearestCenterScan<Scalar>::InitNarrow() {
 }
 
 template <typename Scalar>
-void NearestCenterScan<Scalar>::FinishPoint(const Scalar* xi, const Matrix<Scalar>& score,
-                                            Eigen::Index i, Scalar best, Scalar second, int label,
-                                            Scalar sq, int* label_out, Scalar* sq_out,
-                                            double* gap) const {
-  const Eigen::Index d = centers_.rows(), k = centers_.cols();
+template <typename CenterOf, typename ScoreOf>
+void NearestCenterScan<Scalar>::FinishAmong(const Scalar* xi, Eigen::Index count,
+                                            CenterOf center_of, ScoreOf score_of, Scalar best,
+                                            Scalar second, int label, Scalar sq, int* label_out,
+                                            Scalar* sq_out, double* gap) const {
+  const Eigen::Index d = centers_.rows();
   const Scalar slack = Slack(label, sq);
   const bool near_tie = best - second <= slack;
   if (near_tie) {
     // A near tie: decided again on directly computed distances.
     Scalar exact = std::numeric_limits<Scalar>::infinity();
-    for (Eigen::Index j = 0; j < k; ++j) {
-      if (score(i, j) < best - slack) continue;
+    for (Eigen::Index t = 0; t < count; ++t) {
+      if (score_of(t) < best - slack) continue;
+      const Eigen::Index j = center_of(t);
       const Scalar s = DirectSquaredDistance(xi, centers_.col(j).data(), d);
       if (s < exact) {
         exact = s;
@@ -568,6 +570,16 @@ void NearestCenterScan<Scalar>::FinishPoint(const Scalar* xi, const Matrix<Scala
     }
     *gap = 2 * lower;
   }
+}
+
+template <typename Scalar>
+void NearestCenterScan<Scalar>::FinishPoint(const Scalar* xi, const Matrix<Scalar>& score,
+                                            Eigen::Index i, Scalar best, Scalar second, int label,
+                                            Scalar sq, int* label_out, Scalar* sq_out,
+                                            double* gap) const {
+  FinishAmong(
+      xi, centers_.cols(), [](Eigen::Index j) { return j; },
+      [&](Eigen::Index j) { return score(i, j); }, best, second, label, sq, label_out, sq_out, gap);
 }
 
 template <typename Scalar>
@@ -1012,31 +1024,11 @@ void NearestCenterScan<Scalar>::FinishCandidates(const Scalar* xi,
     }
   }
   // FinishPoint's rule, on the candidates' scores.
-  Scalar sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
-  const Scalar slack = Slack(label, sq);
-  const bool near_tie = best - second <= slack;
-  if (near_tie) {
-    Scalar exact = std::numeric_limits<Scalar>::infinity();
-    for (size_t t = 0; t < candidates.size(); ++t) {
-      if ((*score)[t] < best - slack) continue;
-      const Scalar s = DirectSquaredDistance(xi, centers_.col(candidates[t]).data(), d);
-      if (s < exact) {
-        exact = s;
-        label = candidates[t];
-      }
-    }
-    sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
-  }
-  *label_out = label;
-  *sq_out = sq;
-  if (gap != nullptr) {
-    double lower = 0;
-    if (!near_tie) {
-      const double spread = Below(static_cast<double>(best) - second);
-      lower = std::max(0.0, Below(spread - Above(static_cast<double>(slack))));
-    }
-    *gap = 2 * lower;
-  }
+  FinishAmong(
+      xi, static_cast<Eigen::Index>(candidates.size()),
+      [&](Eigen::Index t) { return candidates[t]; }, [&](Eigen::Index t) { return (*score)[t]; },
+      best, second, label, AssignedSquaredDistance(xi, centers_.col(label).data(), d), label_out,
+      sq_out, gap);
 }
 
 namespace {

@@ -212,6 +212,15 @@ class NearestCenterScan {
                                                          Eigen::Index i, Scalar best, Scalar second,
                                                          int label, Scalar sq, int* label_out,
                                                          Scalar* sq_out, double* gap) const;
+  // FinishPoint's rule among `count` centers, the t-th center_of(t) with
+  // score score_of(t) (FinishPoint: every center; FinishCandidates: the
+  // candidates).
+  template <typename CenterOf, typename ScoreOf>
+  __attribute__((always_inline)) inline void FinishAmong(const Scalar* xi, Eigen::Index count,
+                                                         CenterOf center_of, ScoreOf score_of,
+                                                         Scalar best, Scalar second, int label,
+                                                         Scalar sq, int* label_out, Scalar* sq_out,
+                                                         double* gap) const;
 
   const Matrix<Scalar>& centers_;
   Eigen::Index block_ = 0, span_ = 0;
