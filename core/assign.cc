@@ -376,6 +376,36 @@ bool NarrowCandidates(const float* score, const float* offset, Eigen::Index coun
   return true;
 }
 
+// NarrowCandidates over one tile of centers, from center `first`, for a
+// point whose list (`index`, `kept`, `n` of them, at most `most`) holds the
+// candidates of the tiles before: those at or above `threshold` are added,
+// the list first rid of those now below it when it is full; false if it
+// overflows.
+bool NarrowKeep(const float* score, const float* offset, Eigen::Index first, Eigen::Index count,
+                float threshold, int most, int* index, float* kept, int* n) {
+  const __m512 bar = _mm512_set1_ps(threshold);
+  for (Eigen::Index j = 0; j < count; j += 16) {
+    const __m512 s = _mm512_add_ps(_mm512_loadu_ps(score + j), _mm512_loadu_ps(offset + j));
+    for (unsigned m = _mm512_cmp_ps_mask(s, bar, _CMP_GE_OQ); m != 0; m &= m - 1) {
+      if (*n == most) {
+        int left = 0;
+        for (int t = 0; t < *n; ++t) {
+          if (kept[t] >= threshold) {
+            index[left] = index[t];
+            kept[left++] = kept[t];
+          }
+        }
+        *n = left;
+        if (left == most) return false;
+      }
+      const int lane = __builtin_ctz(m);
+      index[*n] = static_cast<int>(first + j) + lane;
+      kept[(*n)++] = score[j + lane] + offset[j + lane];
+    }
+  }
+  return true;
+}
+
 // Merges one point's scores against `count` centers (a multiple of 16)
 // from center `first` (scores plus `offset`, both from that center) into
 // its running best, second best and label, ties to the lowest index, as
@@ -850,7 +880,8 @@ void NearestCenterScan<Scalar>::FilterBlock(
     const Eigen::Index chunks = padded_d / kNarrowChunk;
     const Eigen::Index tile = std::min(narrow_k_, kNarrowTileCenters);
     // With every center's scores in one tile, the points left in doubt take
-    // their candidates from it; at most this many, else every center (the
+    // their candidates from it at the end; with several, each point keeps
+    // its candidates tile by tile. At most this many, else every center (the
     // candidates' scores come one dot product at a time, a share of the
     // centers' is cheaper through the products).
     const bool one_tile = tile == narrow_k_;
@@ -935,9 +966,15 @@ void NearestCenterScan<Scalar>::FilterBlock(
       for (int q = 0; q < pending; ++q) sq_out[at[q]] = sq[q];
       pending = 0;
     };
+    const int most = static_cast<int>(most_candidates);
+    if (!one_tile) {
+      scratch->kept_index.resize(stack * kNarrowGroup * most);
+      scratch->kept_score.resize(stack * kNarrowGroup * most);
+    }
     for (Eigen::Index p = 0; p < padded_rows; p += stack * kNarrowGroup) {
       const Eigen::Index stacked = std::min(stack * kNarrowGroup, padded_rows - p);
       const Eigen::Index count = std::min(stacked, rows - p);
+      scratch->kept_count.assign(count, 0);
       for (Eigen::Index first = 0; first < narrow_k_; first += tile) {
         const Eigen::Index span = std::min(tile, narrow_k_ - first);
         for (Eigen::Index g = 0; g < span; g += kNarrowGroup) {
@@ -949,9 +986,21 @@ void NearestCenterScan<Scalar>::FilterBlock(
           }
         }
         for (Eigen::Index r = 0; r < count; ++r) {
+          const Eigen::Index i = p + r;
           NarrowScanRow(score + r * tile, narrow_offset_.data() + first, first, span,
-                        &scratch->narrow_best[p + r], &scratch->narrow_second[p + r],
-                        &scratch->narrow_arg[p + r]);
+                        &scratch->narrow_best[i], &scratch->narrow_second[i],
+                        &scratch->narrow_arg[i]);
+          // With several tiles, each point's candidates so far, against
+          // its best so far (a higher bar at the end keeps fewer).
+          int* n = &scratch->kept_count[r];
+          if (one_tile || *n < 0) continue;
+          const double bar = Below(scratch->narrow_best[i] - reach[i]);
+          if (!std::isfinite(bar) ||
+              !NarrowKeep(score + r * tile, narrow_offset_.data() + first, first, span,
+                          std::nextafter(static_cast<float>(bar), -INFINITY), most,
+                          &scratch->kept_index[r * most], &scratch->kept_score[r * most], n)) {
+            *n = -1;
+          }
         }
       }
       for (Eigen::Index r = 0; r < count; ++r) {
@@ -975,16 +1024,37 @@ void NearestCenterScan<Scalar>::FilterBlock(
         // The threshold in float32, rounded down.
         const double bar = Below(best - reach[i]);
         const float bar_down = std::nextafter(static_cast<float>(bar), -INFINITY);
-        if (one_tile && std::isfinite(best) && std::isfinite(bar) &&
-            NarrowCandidates(score + r * tile, narrow_offset_.data(), narrow_k_, bar_down,
-                             most_candidates, &scratch->candidates)) {
+        // The narrow score of candidate t (of scratch->candidates).
+        std::vector<float>& own_scores = scratch->candidate_narrow;
+        own_scores.clear();
+        bool listed = false;
+        if (std::isfinite(best) && std::isfinite(bar)) {
+          if (one_tile) {
+            listed = NarrowCandidates(score + r * tile, narrow_offset_.data(), narrow_k_, bar_down,
+                                      most_candidates, &scratch->candidates);
+            for (int j : scratch->candidates) {
+              own_scores.push_back(score[r * tile + j] + narrow_offset_[j]);
+            }
+          } else if (scratch->kept_count[r] >= 0) {
+            // The tiles' lists, against the final bar.
+            listed = true;
+            for (int t = 0; t < scratch->kept_count[r]; ++t) {
+              if (scratch->kept_score[r * most + t] < bar_down) continue;
+              scratch->candidates.push_back(scratch->kept_index[r * most + t]);
+              own_scores.push_back(scratch->kept_score[r * most + t]);
+            }
+          }
+        }
+        if (listed && !scratch->candidates.empty()) {
           FinishCandidates(xi, scratch->candidates, &scratch->candidate_score, labels + i,
                            sq_out + i, gap != nullptr ? gap + i : nullptr);
           if (gap != nullptr) {
             // A center left out has an exact shifted score below bar + E,
             // the label's is above its narrow score less E.
-            const double own =
-                static_cast<double>(score[r * tile + labels[i]]) + narrow_offset_[labels[i]];
+            const size_t t =
+                std::find(scratch->candidates.begin(), scratch->candidates.end(), labels[i]) -
+                scratch->candidates.begin();
+            const double own = own_scores[t];
             gap[i] =
                 std::min(gap[i], 2 * std::max(0.0, Below(Below(own - bar) - Above(2 * error[i]))));
           }

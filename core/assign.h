@@ -120,7 +120,8 @@ class NearestCenterScan {
     // products, gathered, and their answers.
     std::vector<uint16_t> narrow;
     std::vector<float> narrow_score, narrow_best, narrow_second;
-    std::vector<int> narrow_arg, candidates;
+    std::vector<int> narrow_arg, candidates, kept_index, kept_count;
+    std::vector<float> kept_score, candidate_narrow;
     std::vector<double> narrow_bound;
     std::vector<Scalar> candidate_score;
     std::vector<Eigen::Index> open;

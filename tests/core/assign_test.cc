@@ -397,6 +397,25 @@ TEST(LowPrecisionFilter, GivesTheFloat32AssignmentsBits) {
     cases.push_back({"embeddings d=100 k=1500", points, centers, true});
   }
   {
+    // More centers than the filter's tile: candidates kept tile by tile.
+    Matrix<float> points = Embeddings(rng, 6000, 64, 3000, 0.1);
+    Matrix<float> centers = points.leftCols(5000);
+    cases.push_back({"embeddings d=64 k=5000", points, centers, false});
+  }
+  {
+    // Exact ties across the filter's tiles: centers 0-499 repeated as
+    // 4,000-4,499 (the tiles part at 4,096), points close to them.
+    const int d = 64, k = 4500, n = 3000;
+    Matrix<float> centers(d, k), points(d, n);
+    for (Eigen::Index i = 0; i < centers.size(); ++i) centers.data()[i] = rng.Normal();
+    centers.rightCols(500) = centers.leftCols(500);
+    for (int i = 0; i < n; ++i) {
+      points.col(i) = centers.col(static_cast<Eigen::Index>(rng.Below(500)));
+      for (int l = 0; l < d; ++l) points(l, i) += static_cast<float>(1e-3 * rng.Normal());
+    }
+    cases.push_back({"duplicates across tiles d=64 k=4500", points, centers, false});
+  }
+  {
     const int d = 96, k = 70, n = 5003;
     Matrix<float> points(d, n), centers(d, k);
     for (Eigen::Index i = 0; i < points.size(); ++i) {
