@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/distances.h"
+#include "core/narrow_float.h"
 #include "core/simd.h"
 
 #if defined(__AVX2__)
@@ -323,20 +324,6 @@ inline __m512i NarrowBits(__m512 x) {
                            16);
 }
 
-uint16_t NarrowValue(float x) {
-  alignas(64) float in[16] = {x};
-  alignas(64) int32_t out[16];
-  _mm512_store_si512(out, NarrowBits(_mm512_load_ps(in)));
-  return static_cast<uint16_t>(out[0]);
-}
-
-float Widen(uint16_t bits) {
-  const uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
-
 // A point's d coordinates less `shift` (float32 differences, x') into
 // `out` in bfloat16 (x~), padded with zeros to `padded`, and the float32
 // sums of the squares of x~ and of x' - x~ (exact in float32).
@@ -360,27 +347,11 @@ void NarrowPoint(const float* x, const float* shift, Eigen::Index d, Eigen::Inde
   *residual_sq = _mm512_reduce_add_ps(residual_sum);
 }
 
-// The centers among a point's scores (`count` of them, a multiple of 16,
-// plus `offset`) at or above `threshold`, in increasing order, appended to
-// `out` while it holds at most `most`; false if there were more.
-bool NarrowCandidates(const float* score, const float* offset, Eigen::Index count, float threshold,
-                      size_t most, std::vector<int>* out) {
-  const __m512 bar = _mm512_set1_ps(threshold);
-  for (Eigen::Index j = 0; j < count; j += 16) {
-    const __m512 s = _mm512_add_ps(_mm512_loadu_ps(score + j), _mm512_loadu_ps(offset + j));
-    for (unsigned m = _mm512_cmp_ps_mask(s, bar, _CMP_GE_OQ); m != 0; m &= m - 1) {
-      if (out->size() == most) return false;
-      out->push_back(static_cast<int>(j) + __builtin_ctz(m));
-    }
-  }
-  return true;
-}
-
-// NarrowCandidates over one tile of centers, from center `first`, for a
-// point whose list (`index`, `kept`, `n` of them, at most `most`) holds the
-// candidates of the tiles before: those at or above `threshold` are added,
-// the list first rid of those now below it when it is full; false if it
-// overflows.
+// A point's candidates among its scores of `count` centers (a multiple of
+// 16) from center `first` (scores plus `offset`, both from that center),
+// added to its list (`index` and narrow score `kept`, `n` of them, at most
+// `most`, in increasing order) where at or above `threshold`, the list
+// first rid of those now below it when it is full; false if it overflows.
 bool NarrowKeep(const float* score, const float* offset, Eigen::Index first, Eigen::Index count,
                 float threshold, int most, int* index, float* kept, int* n) {
   const __m512 bar = _mm512_set1_ps(threshold);
@@ -531,8 +502,8 @@ void NearestCenterScan<Scalar>::InitNarrow() {
       for (Eigen::Index l = 0; l < d; ++l) {
         // The shifted coordinate and its rounding's error, exact in double.
         const double c = static_cast<double>(centers(l, j)) - narrow_shift_[l];
-        const uint16_t bits = NarrowValue(static_cast<float>(c));
-        const double rounded = Widen(bits), residual = c - rounded;
+        const uint16_t bits = NarrowBFloat16(static_cast<float>(c));
+        const double rounded = WidenBFloat16(bits), residual = c - rounded;
         group[(l / kNarrowChunk) * 1024 + ((l % kNarrowChunk) / 2) * 32 + l % 2] = bits;
         sums[0] += c * c;
         sums[1] += rounded * rounded;
@@ -616,8 +587,9 @@ template <typename Scalar>
 void NearestCenterScan<Scalar>::Finish(const Eigen::Ref<const Matrix<Scalar>>& x,
                                        const Matrix<Scalar>& score, const Scalar* best,
                                        const Scalar* second, const Scalar* arg, int* labels,
-                                       Scalar* sq_out, double* gap) const {
+                                       Scalar* sq_out, double* gap, Matrix<Scalar>* row) const {
   const Eigen::Index d = centers_.rows(), rows = x.cols();
+  const bool tiled = score.cols() < centers_.cols();
   for (Eigen::Index i = 0; i < rows; i += 4) {
     // Four points' distances to their centers at once.
     const int count = static_cast<int>(std::min<Eigen::Index>(4, rows - i));
@@ -631,8 +603,20 @@ void NearestCenterScan<Scalar>::Finish(const Eigen::Ref<const Matrix<Scalar>>& x
     AssignedSquaredDistances(xs, cs, count, d, sq);
     for (int p = 0; p < count; ++p) {
       const Eigen::Index r = i + p;
-      FinishPoint(xs[p], score, r, best[r], second[r], static_cast<int>(arg[r]), sq[p], labels + r,
-                  sq_out + r, gap != nullptr ? gap + r : nullptr);
+      const int label = static_cast<int>(arg[r]);
+      if (!tiled) {
+        FinishPoint(xs[p], score, r, best[r], second[r], label, sq[p], labels + r, sq_out + r,
+                    gap != nullptr ? gap + r : nullptr);
+        continue;
+      }
+      // The scores of the tiles before are gone: a point near a tie gets
+      // its scores of every center again, as FinishPoint reads them.
+      if (best[r] - second[r] <= Slack(label, sq[p])) {
+        *row = offset_;
+        row->noalias() += x.col(r).transpose() * centers_;
+      }
+      FinishPoint(xs[p], *row, 0, best[r], second[r], label, sq[p], labels + r, sq_out + r,
+                  gap != nullptr ? gap + r : nullptr);
     }
   }
 }
@@ -848,24 +832,7 @@ void NearestCenterScan<Scalar>::ScanProducts(const Eigen::Ref<const Matrix<Scala
       ScanLanes(score.data() + i, ld, width, best + i, second + i, arg + i, first, first > 0);
     }
   }
-  if (tile == k) {
-    Finish(x, score, best, second, arg, labels, sq_out, gap);
-    return;
-  }
-  // The scores of the tiles before are gone: a point near a tie gets its
-  // scores of every center again, as FinishPoint reads them.
-  const Eigen::Index d = centers_.rows();
-  for (Eigen::Index i = 0; i < rows; ++i) {
-    const Scalar* xi = x.col(i).data();
-    const int label = static_cast<int>(arg[i]);
-    const Scalar sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
-    if (best[i] - second[i] <= Slack(label, sq)) {
-      scratch->row = offset_;
-      scratch->row.noalias() += x.col(i).transpose() * centers_;
-    }
-    FinishPoint(xi, scratch->row, 0, best[i], second[i], label, sq, labels + i, sq_out + i,
-                gap != nullptr ? gap + i : nullptr);
-  }
+  Finish(x, score, best, second, arg, labels, sq_out, gap, &scratch->row);
 }
 
 template <typename Scalar>
@@ -885,8 +852,7 @@ void NearestCenterScan<Scalar>::FilterBlock(
     // candidates' scores come one dot product at a time, a share of the
     // centers' is cheaper through the products).
     const bool one_tile = tile == narrow_k_;
-    const size_t most_candidates =
-        static_cast<size_t>(std::clamp<Eigen::Index>(narrow_k_ / 8, 8, 64));
+    const int most = static_cast<int>(std::clamp<Eigen::Index>(narrow_k_ / 8, 8, 64));
     scratch->narrow.resize(padded_rows * padded_d);
     scratch->narrow_score.resize(std::max(kNarrowScoreFloats, kNarrowGroup * tile));
     scratch->narrow_best.assign(padded_rows, -std::numeric_limits<float>::infinity());
@@ -949,7 +915,6 @@ void NearestCenterScan<Scalar>::FilterBlock(
     std::fill(narrow + rows * padded_d, narrow + padded_rows * padded_d, uint16_t{0});
     ConfigureTiles();
     float* score = scratch->narrow_score.data();
-    const Eigen::Index d_centers = centers_.rows();
     // Up to `stack` groups of points at once, each group of centers taken
     // for all of them while it is in the first-level cache: the scores of a
     // stack stay within kNarrowScoreFloats.
@@ -962,15 +927,12 @@ void NearestCenterScan<Scalar>::FilterBlock(
     int pending = 0;
     auto settle = [&] {
       float sq[4];
-      AssignedSquaredDistances(xs, cs, pending, d_centers, sq);
+      AssignedSquaredDistances(xs, cs, pending, d, sq);
       for (int q = 0; q < pending; ++q) sq_out[at[q]] = sq[q];
       pending = 0;
     };
-    const int most = static_cast<int>(most_candidates);
-    if (!one_tile) {
-      scratch->kept_index.resize(stack * kNarrowGroup * most);
-      scratch->kept_score.resize(stack * kNarrowGroup * most);
-    }
+    scratch->kept_index.resize(stack * kNarrowGroup * most);
+    scratch->kept_score.resize(stack * kNarrowGroup * most);
     for (Eigen::Index p = 0; p < padded_rows; p += stack * kNarrowGroup) {
       const Eigen::Index stacked = std::min(stack * kNarrowGroup, padded_rows - p);
       const Eigen::Index count = std::min(stacked, rows - p);
@@ -1020,41 +982,32 @@ void NearestCenterScan<Scalar>::FilterBlock(
           continue;
         }
         ++scratch->reopened;
-        scratch->candidates.clear();
         // The threshold in float32, rounded down.
         const double bar = Below(best - reach[i]);
         const float bar_down = std::nextafter(static_cast<float>(bar), -INFINITY);
-        // The narrow score of candidate t (of scratch->candidates).
-        std::vector<float>& own_scores = scratch->candidate_narrow;
-        own_scores.clear();
-        bool listed = false;
-        if (std::isfinite(best) && std::isfinite(bar)) {
-          if (one_tile) {
-            listed = NarrowCandidates(score + r * tile, narrow_offset_.data(), narrow_k_, bar_down,
-                                      most_candidates, &scratch->candidates);
-            for (int j : scratch->candidates) {
-              own_scores.push_back(score[r * tile + j] + narrow_offset_[j]);
-            }
-          } else if (scratch->kept_count[r] >= 0) {
-            // The tiles' lists, against the final bar.
-            listed = true;
-            for (int t = 0; t < scratch->kept_count[r]; ++t) {
-              if (scratch->kept_score[r * most + t] < bar_down) continue;
-              scratch->candidates.push_back(scratch->kept_index[r * most + t]);
-              own_scores.push_back(scratch->kept_score[r * most + t]);
-            }
-          }
+        int* index = &scratch->kept_index[r * most];
+        float* kept = &scratch->kept_score[r * most];
+        int n = scratch->kept_count[r];
+        if (one_tile && n == 0 && std::isfinite(best) && std::isfinite(bar) &&
+            !NarrowKeep(score + r * tile, narrow_offset_.data(), 0, narrow_k_, bar_down, most,
+                        index, kept, &n)) {
+          n = -1;
         }
-        if (listed && !scratch->candidates.empty()) {
-          FinishCandidates(xi, scratch->candidates, &scratch->candidate_score, labels + i,
-                           sq_out + i, gap != nullptr ? gap + i : nullptr);
+        // Against the final bar (several tiles' lists were kept against the
+        // best so far).
+        int listed = 0;
+        for (int t = 0; t < n; ++t) {
+          if (kept[t] < bar_down) continue;
+          index[listed] = index[t];
+          kept[listed++] = kept[t];
+        }
+        if (std::isfinite(best) && std::isfinite(bar) && listed > 0) {
+          FinishCandidates(xi, index, listed, &scratch->candidate_score, labels + i, sq_out + i,
+                           gap != nullptr ? gap + i : nullptr);
           if (gap != nullptr) {
             // A center left out has an exact shifted score below bar + E,
             // the label's is above its narrow score less E.
-            const size_t t =
-                std::find(scratch->candidates.begin(), scratch->candidates.end(), labels[i]) -
-                scratch->candidates.begin();
-            const double own = own_scores[t];
+            const double own = kept[std::find(index, index + listed, labels[i]) - index];
             gap[i] =
                 std::min(gap[i], 2 * std::max(0.0, Below(Below(own - bar) - Above(2 * error[i]))));
           }
@@ -1072,16 +1025,16 @@ void NearestCenterScan<Scalar>::FilterBlock(
 }
 
 template <typename Scalar>
-void NearestCenterScan<Scalar>::FinishCandidates(const Scalar* xi,
-                                                 const std::vector<int>& candidates,
-                                                 std::vector<Scalar>* score, int* label_out,
-                                                 Scalar* sq_out, double* gap) const {
+void NearestCenterScan<Scalar>::FinishCandidates(const Scalar* xi, const int* candidates,
+                                                 Eigen::Index count, std::vector<Scalar>* score,
+                                                 int* label_out, Scalar* sq_out,
+                                                 double* gap) const {
   const Eigen::Index d = centers_.rows();
   const Eigen::Map<const Vector<Scalar>> x(xi, d);
-  score->resize(candidates.size());
+  score->resize(count);
   Scalar best = -std::numeric_limits<Scalar>::infinity(), second = best;
-  int label = candidates.front();
-  for (size_t t = 0; t < candidates.size(); ++t) {
+  int label = candidates[0];
+  for (Eigen::Index t = 0; t < count; ++t) {
     const int j = candidates[t];
     const Scalar s = offset_[j] + x.dot(centers_.col(j));
     (*score)[t] = s;
@@ -1095,10 +1048,9 @@ void NearestCenterScan<Scalar>::FinishCandidates(const Scalar* xi,
   }
   // FinishPoint's rule, on the candidates' scores.
   FinishAmong(
-      xi, static_cast<Eigen::Index>(candidates.size()),
-      [&](Eigen::Index t) { return candidates[t]; }, [&](Eigen::Index t) { return (*score)[t]; },
-      best, second, label, AssignedSquaredDistance(xi, centers_.col(label).data(), d), label_out,
-      sq_out, gap);
+      xi, count, [&](Eigen::Index t) { return candidates[t]; },
+      [&](Eigen::Index t) { return (*score)[t]; }, best, second, label,
+      AssignedSquaredDistance(xi, centers_.col(label).data(), d), label_out, sq_out, gap);
 }
 
 namespace {

@@ -120,8 +120,8 @@ class NearestCenterScan {
     // products, gathered, and their answers.
     std::vector<uint16_t> narrow;
     std::vector<float> narrow_score, narrow_best, narrow_second;
-    std::vector<int> narrow_arg, candidates, kept_index, kept_count;
-    std::vector<float> kept_score, candidate_narrow;
+    std::vector<int> narrow_arg, kept_index, kept_count;
+    std::vector<float> kept_score;
     std::vector<double> narrow_bound;
     std::vector<Scalar> candidate_score;
     std::vector<Eigen::Index> open;
@@ -181,17 +181,20 @@ class NearestCenterScan {
   // increasing order, every center the float32 scan could take or weigh in
   // a near tie among them): the same rule, the same label and distance;
   // the gap among the candidates alone.
-  void FinishCandidates(const Scalar* xi, const std::vector<int>& candidates,
+  void FinishCandidates(const Scalar* xi, const int* candidates, Eigen::Index count,
                         std::vector<Scalar>* score, int* label_out, Scalar* sq_out,
                         double* gap) const;
   // Scan's last step, from the scores and their best, second best and
   // label per point: the labels, squared distances and gaps. Kept out of
   // Scan's body, where it would share the kernel's registers and spill them
-  // (about 5% of an assignment of 4,096 x 32 with k = 16).
+  // (about 5% of an assignment of 4,096 x 32 with k = 16). Where `score`
+  // holds the last tile of centers alone, a point near a tie is scored
+  // again against every center, in `row`.
   __attribute__((noinline)) void Finish(const Eigen::Ref<const Matrix<Scalar>>& x,
                                         const Matrix<Scalar>& score, const Scalar* best,
                                         const Scalar* second, const Scalar* arg, int* labels,
-                                        Scalar* sq_out, double* gap) const;
+                                        Scalar* sq_out, double* gap,
+                                        Matrix<Scalar>* row = nullptr) const;
   // Finish's work for the `count` points of one packet from row `first`,
   // their coordinates in the kernel's lanes: the squared distances to their
   // centers and the near-tie test computed across the packet
