@@ -10,7 +10,10 @@ weight center j has taken in so far, S_j and w_j the batch's sum and weight.
 Reassignment of centers that took in little, early stopping on the smoothed
 batch inertia, and the tolerance on the centers' shift are scikit-learn's
 rules. partial_fit is one such step per call, for data that arrives as a
-stream of batches. A fit's steps share one stream (Client.session()), so a
+stream of batches; with a forgetting factor (decay_factor or half_life, as
+Spark MLlib's StreamingKMeans) each call first discounts the weight every
+center has taken in so far, so that the centers follow a stream whose
+clusters drift. A fit's steps share one stream (Client.session()), so a
 step costs a round trip to the server rather than a stream of its own.
 """
 import warnings
@@ -18,7 +21,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils import check_array, check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, _is_arraylike_not_scalar
 
 from . import client as _client
@@ -35,7 +38,16 @@ class MiniBatchKMeans(ServedKMeans):
     parameters and attributes (batch_size is the mini-batch's size, as
     there), plus server, tls, ca, cert, key, server_name and timeout as in
     kmt.KMeans. init 'k-means++' runs the server's greedy k-means++ on the
-    init_size sample."""
+    init_size sample.
+
+    decay_factor (in (0, 1]) or half_life (> 0), for partial_fit only: before
+    each call after the first, the weight each center has taken in is
+    multiplied by decay_factor, per batch (time_unit="batches") or per point
+    of the new batch (time_unit="points", decay_factor to the power of its
+    rows); half_life h stands for decay_factor = 0.5 ** (1 / h), the data of
+    h units before weighing half as much as the newest. Unset: 1, every
+    batch weighed alike (scikit-learn's partial_fit). fit weighs its
+    mini-batches alike whatever these say, as scikit-learn's does."""
 
     _parameter_constraints = {
         **ServedKMeans._kmeans_constraints,
@@ -46,13 +58,16 @@ class MiniBatchKMeans(ServedKMeans):
         "max_no_improvement": [Interval(Integral, 0, None, closed="left"), None],
         "init_size": [Interval(Integral, 1, None, closed="left"), None],
         "reassignment_ratio": [Interval(Real, 0, None, closed="left")],
+        "decay_factor": [Interval(Real, 0, 1, closed="right"), None],
+        "half_life": [Interval(Real, 0, None, closed="neither"), None],
+        "time_unit": [StrOptions({"batches", "points"})],
     }
     _default_n_init = 3
 
     def __init__(self, n_clusters=8, *, init="k-means++", max_iter=100, batch_size=1024,
                  verbose=0, compute_labels=True, random_state=None, tol=0.0,
                  max_no_improvement=10, init_size=None, n_init="warn", reassignment_ratio=0.01,
-                 server=None, tls=False, ca=None, cert=None, key=None,
+                 decay_factor=None, half_life=None, time_unit="batches", server=None, tls=False, ca=None, cert=None, key=None,
                  server_name=None, timeout=None):
         keep_parameters(self, locals())
 
@@ -237,6 +252,17 @@ class MiniBatchKMeans(ServedKMeans):
             self.inertia_ = self._ewa_inertia * n
         return None
 
+    def _discount(self, rows):
+        """What the centers' weights are multiplied by before a partial_fit
+        step on `rows` new points: the forgetting factor per time unit
+        (1 without one)."""
+        if self.decay_factor is not None and self.half_life is not None:
+            raise ValueError("decay_factor and half_life both set: give one (half_life h is "
+                             "decay_factor 0.5 ** (1 / h))")
+        factor = (0.5 ** (1 / self.half_life) if self.half_life is not None
+                  else self.decay_factor if self.decay_factor is not None else 1.0)
+        return factor ** rows if self.time_unit == "points" else factor
+
     def partial_fit(self, X, y=None, sample_weight=None):
         """One mini-batch step on X (the first call also initialises from
         it); returns self."""
@@ -249,12 +275,15 @@ class MiniBatchKMeans(ServedKMeans):
         sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype,
                                              only_non_negative=True)
         self.n_steps_ = getattr(self, "n_steps_", 0)
+        discount = self._discount(X.shape[0])
         if not fitted:
             self._check_params_vs_input(X)
             self._unit_norm, self._offset_used = False, True
             self.cluster_centers_ = self._start(X, self._random_state)
             self._counts = np.zeros(self.n_clusters, dtype=X.dtype)
             self._n_since_last_reassign = 0
+        else:
+            self._counts *= discount
         weighted = not np.all(sample_weight == 1)
         with client_for(self).session() as session:
             self._step(X, sample_weight if weighted else None, self._random_state,
