@@ -58,11 +58,13 @@ void JobReactor::OnReadDone(bool ok) {
     case v1::JobRequest::kSeed:
     case v1::JobRequest::kKmeansParallel:
     case v1::JobRequest::kCandidateWeights:
+    case v1::JobRequest::kSampleSums:
       env_->pool->Submit([this] { Step(); });
       return;
     default:
       *response_.mutable_error() = ToBatchError(absl::InvalidArgumentError(
-          "a job request needs one of shard, assign, seed, kmeans_parallel or candidate_weights"));
+          "a job request needs one of shard, assign, seed, kmeans_parallel, candidate_weights or "
+          "sample_sums"));
       Write();
   }
 }
@@ -81,6 +83,8 @@ void JobReactor::Step() {
           return shard_->Seed(request_.seed(), &response_);
         case v1::JobRequest::kKmeansParallel:
           return shard_->KMeansParallel(request_.kmeans_parallel(), &response_);
+        case v1::JobRequest::kSampleSums:
+          return shard_->SampleSums(request_.sample_sums(), &response_);
         default:
           return shard_->CandidateWeights(request_.candidate_weights(), &response_);
       }

@@ -500,4 +500,72 @@ absl::Status ResidentShard::CandidateWeightsIn(State<Scalar>& state,
   return absl::OkStatus();
 }
 
+absl::Status ResidentShard::SampleSums(const v1::SampleSumsStep& step, v1::JobResponse* out) {
+  if (absl::Status s = CheckComplete(); !s.ok()) return s;
+  return f64_ ? SampleSumsIn(*f64_, step, out) : SampleSumsIn(*f32_, step, out);
+}
+
+template <typename Scalar>
+absl::Status ResidentShard::SampleSumsIn(State<Scalar>& state, const v1::SampleSumsStep& step,
+                                         v1::JobResponse* out) {
+  constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
+  const int d = static_cast<int>(d_);
+  const auto check_rows = [&](const google::protobuf::RepeatedField<int64_t>& rows,
+                              const char* what) -> absl::Status {
+    for (int i = 0; i < rows.size(); ++i) {
+      if (rows[i] < 0 || rows[i] >= n_) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, "[", i, "] = ", rows[i], ", outside the shard's n = ", n_, " rows"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  if (step.k() < 0 || step.k() > limits_.max_k) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("k = ", step.k(), ", must be between 0 (fetch only) and ", limits_.max_k));
+  }
+  if (step.fetch_rows_size() > limits_.max_k) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(step.fetch_rows_size(), " fetch_rows, at most max_k = ", limits_.max_k));
+  }
+  if (absl::Status s = check_rows(step.rows(), "rows"); !s.ok()) return s;
+  if (absl::Status s = check_rows(step.fetch_rows(), "fetch_rows"); !s.ok()) return s;
+  if (absl::Status s = SamePrecision(kIsFloat64, "centers", !step.centers_f32().empty(),
+                                     !step.centers_f64().empty());
+      !s.ok()) {
+    return s;
+  }
+  if (step.k() > 0) {
+    absl::StatusOr<Matrix<Scalar>> centers =
+        RawMatrix<Scalar>({"centers", "k", step.k(), "d", d}, 0,
+                          kIsFloat64 ? step.centers_f64() : step.centers_f32());
+    if (!centers.ok()) return centers.status();
+    if (absl::Status s = ValidateCenterValues(*centers, d); !s.ok()) return s;
+    // The batch's rows gathered into one block, so that the assignment runs
+    // its blocked products on them as on any batch; the rest of the shard
+    // is not read.
+    const Eigen::Index m = step.rows_size();
+    Matrix<Scalar> batch(d, m);
+    Vector<Scalar> weights;
+    if (weighted_) weights.resize(m);
+    for (Eigen::Index i = 0; i < m; ++i) {
+      batch.col(i) = state.points.col(step.rows(static_cast<int>(i)));
+      if (weighted_) weights[i] = state.weights[step.rows(static_cast<int>(i))];
+    }
+    Labels labels;
+    ClusterSums sums(d, step.k());
+    out->set_objective(
+        AssignNearest(batch, *centers, &labels, nullptr, &sums, weighted_ ? &weights : nullptr));
+    out->mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
+    out->mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
+    if (weighted_) out->mutable_center_weights()->Add(sums.weights.begin(), sums.weights.end());
+  }
+  Matrix<Scalar> fetched(d, step.fetch_rows_size());
+  for (int i = 0; i < step.fetch_rows_size(); ++i) {
+    fetched.col(i) = state.points.col(step.fetch_rows(i));
+  }
+  if (fetched.cols() > 0) PutMatrix(fetched, out->mutable_points(), out->mutable_points_f64());
+  return absl::OkStatus();
+}
+
 }  // namespace kmt

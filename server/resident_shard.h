@@ -2,7 +2,8 @@
 // their weights if it has them, held against the server's resident cap from
 // the first chunk until the shard is destroyed with its stream, and the
 // steps computed on it by the core's fast path (core/assign.h), sharded
-// k-means++ and k-means‖ (core/seeding.h), weighted when the points are.
+// k-means++ and k-means‖ (core/seeding.h), and a mini-batch's sums on rows
+// of it, weighted when the points are.
 // A shard whose first chunk carries float64 points is held and computed in
 // double, the core's same functions at Scalar = double; its steps take and
 // give their points as float64 only.
@@ -47,6 +48,7 @@ class ResidentShard {
   absl::Status Seed(const v1::SeedStep& step, v1::JobResponse* out);
   absl::Status KMeansParallel(const v1::KMeansParallelStep& step, v1::JobResponse* out);
   absl::Status CandidateWeights(const v1::CandidateWeightsStep& step, v1::JobResponse* out);
+  absl::Status SampleSums(const v1::SampleSumsStep& step, v1::JobResponse* out);
 
   // A candidate-weights step takes at most this many candidates per cluster
   // the server allows (max_k): k-means‖'s 1 + rounds * oversampling * k.
@@ -74,6 +76,9 @@ class ResidentShard {
   template <typename Scalar>
   absl::Status CandidateWeightsIn(State<Scalar>& state, const v1::CandidateWeightsStep& step,
                                   v1::JobResponse* out);
+  template <typename Scalar>
+  absl::Status SampleSumsIn(State<Scalar>& state, const v1::SampleSumsStep& step,
+                            v1::JobResponse* out);
 
   ResidentMemory* const memory_;
   const Limits limits_;
