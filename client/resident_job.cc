@@ -25,16 +25,33 @@ double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Each shard's first point in the dataset.
-std::vector<int64_t> Firsts(const std::vector<int64_t>& sizes) {
+}  // namespace
+
+absl::StatusOr<ClusterSums> StepSums(const v1::JobResponse& a, int d, int k, bool weighted) {
+  if (a.center_counts_size() != k || a.center_sums_size() != int64_t{k} * d ||
+      a.center_weights_size() != (weighted ? k : 0)) {
+    return absl::InternalError(absl::StrCat("a step answered ", a.center_counts_size(), " counts, ",
+                                            a.center_sums_size(), " sums and ",
+                                            a.center_weights_size(), " weights for k = ", k,
+                                            ", d = ", d, weighted ? " on weighted points" : ""));
+  }
+  ClusterSums sums(d, k);
+  sums.counts.assign(a.center_counts().begin(), a.center_counts().end());
+  sums.sums = Eigen::Map<const Matrix<double>>(a.center_sums().data(), d, k);
+  if (weighted) {
+    sums.weights.assign(a.center_weights().begin(), a.center_weights().end());
+  } else {
+    sums.weights.assign(sums.counts.begin(), sums.counts.end());
+  }
+  return sums;
+}
+
+std::vector<int64_t> ShardFirsts(const std::vector<int64_t>& sizes) {
   std::vector<int64_t> firsts(sizes.size(), 0);
   for (size_t s = 1; s < sizes.size(); ++s) firsts[s] = firsts[s - 1] + sizes[s - 1];
   return firsts;
 }
 
-// A job's centers as bytes in its precision: a float32 job's as the _f32
-// bytes, a float64 job's as the _f64 ones (PutMatrix, proto/raw_payload.h,
-// where they travel as the repeated float field or the _f64 bytes).
 void PutBytes(const Matrix<float>& m, std::string* f32, std::string*) {
   EncodeFloat32(absl::MakeConstSpan(m.data(), m.size()), f32);
 }
@@ -42,26 +59,7 @@ void PutBytes(const Matrix<double>& m, std::string*, std::string* f64) {
   EncodeFloat64(absl::MakeConstSpan(m.data(), m.size()), f64);
 }
 
-// Points an answer carries as `values` (float32) or `f64` bytes, d x m.
-template <typename Scalar>
-absl::StatusOr<Matrix<Scalar>> GetMatrix(const google::protobuf::RepeatedField<float>& values,
-                                         const std::string& f64, int d, const char* what) {
-  if constexpr (std::is_same_v<Scalar, double>) {
-    if (f64.size() % (sizeof(double) * d) != 0) {
-      return absl::InternalError(
-          absl::StrCat("a step answered ", f64.size(), " bytes of float64 ", what, " in d = ", d));
-    }
-    Matrix<double> m(d, static_cast<Eigen::Index>(f64.size() / (sizeof(double) * d)));
-    DecodeFloat64(f64, m.data());
-    return m;
-  } else {
-    if (values.size() % d != 0) {
-      return absl::InternalError(
-          absl::StrCat("a step answered ", values.size(), " values of ", what, " in d = ", d));
-    }
-    return Matrix<float>(Eigen::Map<const Matrix<float>>(values.data(), d, values.size() / d));
-  }
-}
+namespace {
 
 // Shards whose every step first asks `check`.
 class CheckedShards : public ShardSet {
@@ -196,7 +194,7 @@ absl::StatusOr<Matrix<Scalar>> SeedKMeansParallel(ShardSet& job, int d, int k, u
   };
   absl::StatusOr<double> potential = take_in();
   if (!potential.ok()) return potential.status();
-  const std::vector<int64_t> firsts = Firsts(job.Sizes());
+  const std::vector<int64_t> firsts = ShardFirsts(job.Sizes());
   int round = 0;
   while (*potential > 0) {
     ++round;
@@ -291,33 +289,12 @@ absl::StatusOr<Matrix<Scalar>> SeedKMeansParallel(ShardSet& job, int d, int k, u
   return centers;
 }
 
-// One shard's answer to an assign step as cluster sums, checked against k
-// and d: the weights are the counts on an unweighted shard.
-absl::StatusOr<ClusterSums> SumsOf(const v1::JobResponse& a, int d, int k, bool weighted) {
-  if (a.center_counts_size() != k || a.center_sums_size() != int64_t{k} * d ||
-      a.center_weights_size() != (weighted ? k : 0)) {
-    return absl::InternalError(absl::StrCat("an assign step answered ", a.center_counts_size(),
-                                            " counts, ", a.center_sums_size(), " sums and ",
-                                            a.center_weights_size(), " weights for k = ", k,
-                                            ", d = ", d, weighted ? " on weighted points" : ""));
-  }
-  ClusterSums sums(d, k);
-  sums.counts.assign(a.center_counts().begin(), a.center_counts().end());
-  sums.sums = Eigen::Map<const Matrix<double>>(a.center_sums().data(), d, k);
-  if (weighted) {
-    sums.weights.assign(a.center_weights().begin(), a.center_weights().end());
-  } else {
-    sums.weights.assign(sums.counts.begin(), sums.counts.end());
-  }
-  return sums;
-}
-
 // The k points "random" draws (core/init.h), each asked of its shard.
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> RandomStart(ShardSet& job, int d, int k, uint64_t seed,
                                            const ResidentJobOptions& options) {
   const std::vector<int64_t> sizes = job.Sizes();
-  const std::vector<int64_t> firsts = Firsts(sizes);
+  const std::vector<int64_t> firsts = ShardFirsts(sizes);
   const int64_t n = firsts.back() + sizes.back();
   const Scalar* weights = nullptr;
   size_t weight_count = 0;
@@ -407,7 +384,7 @@ absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<Scalar>& centers, C
     int at;  // within the shard's answer
   };
   std::vector<Far> far;
-  const std::vector<int64_t> firsts = Firsts(job.Sizes());
+  const std::vector<int64_t> firsts = ShardFirsts(job.Sizes());
   constexpr bool kFloat64 = std::is_same_v<Scalar, double>;
   const auto far_points = [](const v1::JobResponse& a) -> const std::string& {
     return kFloat64 ? a.far_points_f64() : a.far_points_f32();
@@ -466,7 +443,7 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scal
     bool compared = true;
     int64_t changed = 0;
     for (const v1::JobResponse& a : *answers) {
-      absl::StatusOr<ClusterSums> shard = SumsOf(a, d, k, options.weighted);
+      absl::StatusOr<ClusterSums> shard = StepSums(a, d, k, options.weighted);
       if (!shard.ok()) return shard.status();
       sums.Add(*shard);
       objective += a.objective();

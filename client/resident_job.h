@@ -19,15 +19,19 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "client/replica_shards.h"
 #include "client/shard_set.h"
+#include "core/cluster_sums.h"
 #include "core/empty_clusters.h"
 #include "core/init.h"
 #include "core/transformer.h"
 #include "core/types.h"
+#include "proto/raw_payload.h"
 
 namespace kmt {
 
@@ -129,6 +133,40 @@ struct ResidentJobResult {
 
 // An assign step's labels, as raw int32 bytes or repeated.
 absl::StatusOr<Labels> StepLabels(const v1::JobResponse& answer);
+
+// What the drivers over a ShardSet share (this one and the mini-batch
+// one, client/minibatch_job.h):
+// Each shard's first point in the dataset, from the shards' sizes.
+std::vector<int64_t> ShardFirsts(const std::vector<int64_t>& sizes);
+// One shard's answer to an assign or sample-sums step as cluster sums,
+// checked against k and d: the weights are the counts on an unweighted
+// shard.
+absl::StatusOr<ClusterSums> StepSums(const v1::JobResponse& answer, int d, int k, bool weighted);
+// A job's centers as bytes in its precision: a float32 job's as the _f32
+// bytes, a float64 job's as the _f64 ones (PutMatrix, proto/raw_payload.h,
+// where they travel as the repeated float field or the _f64 bytes).
+void PutBytes(const Matrix<float>& m, std::string* f32, std::string* f64);
+void PutBytes(const Matrix<double>& m, std::string* f32, std::string* f64);
+// Points an answer carries as `values` (float32) or `f64` bytes, d x m.
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> GetMatrix(const google::protobuf::RepeatedField<float>& values,
+                                         const std::string& f64, int d, const char* what) {
+  if constexpr (std::is_same_v<Scalar, double>) {
+    if (f64.size() % (sizeof(double) * d) != 0) {
+      return absl::InternalError(
+          absl::StrCat("a step answered ", f64.size(), " bytes of float64 ", what, " in d = ", d));
+    }
+    Matrix<double> m(d, static_cast<Eigen::Index>(f64.size() / (sizeof(double) * d)));
+    DecodeFloat64(f64, m.data());
+    return m;
+  } else {
+    if (values.size() % d != 0) {
+      return absl::InternalError(
+          absl::StrCat("a step answered ", values.size(), " values of ", what, " in d = ", d));
+    }
+    return Matrix<float>(Eigen::Map<const Matrix<float>>(values.data(), d, values.size() / d));
+  }
+}
 
 // Clusters the points the loaded `shards` hold (d dimensions) as `options`
 // say.
