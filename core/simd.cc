@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -104,9 +105,29 @@ bool DetectAmxBf16() {
   return false;
 #endif
 }
+
+CpuModel DetectCpuModelOfThisCpu() {
+  const CpuId zero = Leaf(0), one = Leaf(1);
+  CpuModel cpu;
+  char vendor[12];
+  std::memcpy(vendor, &zero.b, 4);
+  std::memcpy(vendor + 4, &zero.d, 4);
+  std::memcpy(vendor + 8, &zero.c, 4);
+  cpu.vendor.assign(vendor, 12);
+  const int family = static_cast<int>((one.a >> 8) & 0xf);
+  const int model = static_cast<int>((one.a >> 4) & 0xf);
+  const int extended_family = static_cast<int>((one.a >> 20) & 0xff);
+  const int extended_model = static_cast<int>((one.a >> 16) & 0xf);
+  cpu.family = family == 0xf ? family + extended_family : family;
+  cpu.model = family == 0x6 || family == 0xf ? (extended_model << 4) | model : model;
+  constexpr unsigned kAmxTile = 1u << 24;
+  cpu.amx = All(Leaf(7).d, kAmxTile);
+  return cpu;
+}
 #else
 SimdLevel DetectCpuLevel() { return SimdLevel::kBaseline; }
 bool DetectAmxBf16() { return false; }
+CpuModel DetectCpuModelOfThisCpu() { return {}; }
 #endif
 
 bool Runs(SimdLevel level, SimdLevel cpu) {
@@ -167,12 +188,13 @@ std::pair<double, double> TimingsOfTwo(const Run& run, const LevelKernels& a,
   return {best[0], best[1]};
 }
 
-// Times each group at v3 and at v4 on one small problem (a served batch's
-// shape: 4,096 points of d = 32 against k = 64 centers, attention between
-// 256 tokens) and keeps v4 for a group unless v3 is faster.
+// Times the assignment and the sums at v3 and at v4 on one small problem
+// (a served batch's shape: 4,096 points of d = 32 against k = 64 centers)
+// and keeps v4 for a group unless v3 is faster. Attention is not timed: its
+// sums' order follows the level (AutoChoiceOf).
 SimdChoice TimedChoice() {
   const LevelKernels &v3 = KernelsOf(SimdLevel::kV3), &v4 = KernelsOf(SimdLevel::kV4);
-  constexpr int n = 4096, d = 32, k = 64, tokens = 256;
+  constexpr int n = 4096, d = 32, k = 64;
   uint64_t state = 1;
   auto fill = [&state](Matrix<float>* m) {
     for (Eigen::Index i = 0; i < m->size(); ++i) {
@@ -180,10 +202,9 @@ SimdChoice TimedChoice() {
       (*m)(i) = static_cast<float>(state >> 40) * 0x1p-24f;
     }
   };
-  Matrix<float> points(d, n), centers(d, k), keys(d, tokens);
+  Matrix<float> points(d, n), centers(d, k);
   fill(&points);
   fill(&centers);
-  fill(&keys);
   Labels labels;
   SimdChoice choice = SimdChoice::All(SimdLevel::kV4);
   auto pick = [](std::pair<double, double> v3_v4) {
@@ -208,22 +229,15 @@ SimdChoice TimedChoice() {
         l.f.sums.apply_means(sums, &centers);
       },
       v3, v4));
-  AttentionBlock<float> block = AttentionBlock<float>::Zero(d);
-  block.Q.setIdentity();
-  block.K.setIdentity();
-  block.V.setIdentity();
-  const Matrix<float> queries = points.leftCols(tokens);
-  choice.attention = pick(TimingsOfTwo(
-      [&](const LevelKernels& l) { l.f.attention.attend(block, queries, keys, nullptr, {}); }, v3,
-      v4));
   return choice;
 }
 #endif
 
-// The automatic choice and how long choosing took, once per process.
+// The automatic choice, how it was made, and how long choosing took, once
+// per process.
 struct Timed {
   SimdChoice choice;
-  double seconds = 0;
+  std::string how;  // "cpu table: <name>", "timed in N ms", or empty (one level)
 };
 
 const Timed& AutoChoice() {
@@ -231,23 +245,36 @@ const Timed& AutoChoice() {
     const std::vector<SimdLevel> supported = SupportedSimdLevels();
     // The baseline level is compiled wherever dispatch is, and runs on every
     // x86-64 CPU.
-    Timed t{SimdChoice::All(supported.back()), 0};
+    const SimdLevel highest = supported.back();
+    Timed t{SimdChoice::All(highest), ""};
 #if KMT_SIMD_DISPATCH
     const bool has_v3 =
         std::find(supported.begin(), supported.end(), SimdLevel::kV3) != supported.end();
-    if (supported.back() == SimdLevel::kV4 && has_v3) {
-      const auto start = std::chrono::steady_clock::now();
-      // On a thread of its own, whose OpenMP regions have one thread: the
-      // timing starts no thread that outlives it (a server blocks signals
-      // and sets scheduling policies per thread), and compares one core's
-      // throughput, undisturbed by other threads' load.
-      std::thread([&t] {
+    if (highest == SimdLevel::kV4 && has_v3) {
+      const CpuModel cpu = DetectCpuModel();
+      if (const MeasuredCpu* measured = MeasuredChoice(cpu)) {
+        t = {AutoChoiceOf(measured->choice, highest, std::nullopt),
+             absl::StrCat("cpu table: ", measured->name)};
+      } else {
+        const auto start = std::chrono::steady_clock::now();
+        SimdChoice calibrated;
+        // On a thread of its own, whose OpenMP regions have one thread: the
+        // timing starts no thread that outlives it (a server blocks signals
+        // and sets scheduling policies per thread), and compares one core's
+        // throughput, undisturbed by other threads' load.
+        std::thread([&calibrated] {
 #ifdef _OPENMP
-        omp_set_num_threads(1);
+          omp_set_num_threads(1);
 #endif
-        t.choice = TimedChoice();
-      }).join();
-      t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          calibrated = TimedChoice();
+        }).join();
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        t = {AutoChoiceOf(std::nullopt, highest, calibrated),
+             absl::StrCat(cpu.vendor, " family ", cpu.family, " model ", cpu.model,
+                          " not in the cpu table, timed in ", static_cast<int>(seconds * 1e3 + 0.5),
+                          " ms")};
+      }
     }
 #endif
     return t;
@@ -366,6 +393,49 @@ std::string SimdChoiceName(const SimdChoice& choice) {
                       SimdLevelName(choice.sums), ", attention ", SimdLevelName(choice.attention));
 }
 
+CpuModel DetectCpuModel() {
+  static const CpuModel cpu = DetectCpuModelOfThisCpu();
+  return cpu;
+}
+
+namespace {
+
+// Each group's level, v3 against v4, measured with bench/simd_bench
+// --benchmark_filter=Group on one core (docs/core.md, "SIMD levels"). Only
+// CPUs that run v4 are looked up.
+const MeasuredCpu kMeasuredCpus[] = {
+    // Sapphire Rapids: assignment 56 against 75 ms, sums 11.9 against
+    // 14.1 ms, attention 2.62 against 2.95 ms.
+    {"GenuineIntel", 6, true, "Intel Xeon with AMX", SimdChoice::All(SimdLevel::kV4)},
+    // Zen 4 (the family's CPUs with AVX-512; Zen 3's have none and are never
+    // looked up): assignment 23.8 against 35.0 ms, sums 3.31 against
+    // 3.51 ms, attention 1.37 against 1.62 ms.
+    {"AuthenticAMD", 0x19, false, "AMD Zen 4", SimdChoice::All(SimdLevel::kV4)},
+};
+
+}  // namespace
+
+const MeasuredCpu* MeasuredChoice(const CpuModel& cpu) {
+  for (const MeasuredCpu& measured : kMeasuredCpus) {
+    if (cpu.vendor == measured.vendor && cpu.family == measured.family &&
+        (cpu.amx || !measured.needs_amx)) {
+      return &measured;
+    }
+  }
+  return nullptr;
+}
+
+SimdChoice AutoChoiceOf(const std::optional<SimdChoice>& measured, SimdLevel highest,
+                        const std::optional<SimdChoice>& timed) {
+  if (measured) return *measured;
+  SimdChoice choice = SimdChoice::All(highest);
+  if (timed) {
+    choice.assignment = timed->assignment;
+    choice.sums = timed->sums;
+  }
+  return choice;
+}
+
 SimdChoice AutoSimdChoice() { return AutoChoice().choice; }
 
 namespace {
@@ -432,9 +502,7 @@ std::string DescribeSimd() {
   Active& active = State();
   std::lock_guard<std::mutex> lock(active.mu);
   std::string how = active.choice ? "set" : "auto";
-  if (!active.choice && AutoChoice().seconds > 0) {
-    absl::StrAppend(&how, ", timed in ", static_cast<int>(AutoChoice().seconds * 1e3 + 0.5), " ms");
-  }
+  if (!active.choice && !AutoChoice().how.empty()) absl::StrAppend(&how, ", ", AutoChoice().how);
   return absl::StrCat(
       "simd ", SimdChoiceName(active.choice.value_or(AutoSimdChoice())), " (", how, "; compiled ",
       Names(CompiledSimdLevels()), "; cpu ", SimdLevelName(CpuSimdLevel()), "; filter ",

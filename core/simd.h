@@ -4,10 +4,13 @@
 // compiled once per x86-64 level into the same binary (core/simd_kernels.h
 // says how) and one level is chosen for the process: by default the fastest
 // the CPU runs, or one named by a setting. Every level gives the same labels
-// and cluster sums, to the bit.
+// and cluster sums, to the bit; attention's sums (learned models) differ in
+// their last bits from level to level, and auto chooses its level by the CPU
+// model alone (AutoChoiceOf).
 #ifndef KMT_CORE_SIMD_H_
 #define KMT_CORE_SIMD_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,13 +63,56 @@ struct SimdChoice {
 // "assignment v4, sums v4, attention v3".
 std::string SimdChoiceName(const SimdChoice& choice);
 
-// What `auto` chooses on this CPU: for each group, the faster of the highest
-// supported level and v3 where the CPU has AVX-512 (its 512-bit units are
-// split in two on some CPUs and lower the clock on others), timed once per
-// process on a small problem at both levels (a few milliseconds, reported
-// by DescribeSimd) when first asked for: by the first kernel call under
-// auto, or a report of the levels; otherwise the highest supported level.
+// What `auto` chooses on this CPU (AutoChoiceOf): the highest level it
+// runs for every group, except where the CPU has AVX-512 (v4), whose 512-bit
+// units are split in two on some CPUs and lower the clock on others. There a
+// table of measured CPUs (MeasuredChoice) gives each group's level; a CPU
+// not in it has its assignment and sums timed at v3 and at v4
+// once per process (a few milliseconds, reported by DescribeSimd) when
+// first asked for: by the first kernel call under auto, or a report of the
+// levels.
 SimdChoice AutoSimdChoice();
+
+// A CPU as the table of measured CPUs knows it: CPUID's vendor string, its
+// family and model with the extended fields folded in as the vendors'
+// manuals define them, and the features that tell its generation apart
+// where the model does not (a hypervisor may report a model that is not
+// the silicon's: one Xeon with AMX here reports Rocket Lake's, 0xa7).
+struct CpuModel {
+  std::string vendor;  ///< "GenuineIntel", "AuthenticAMD", ...; empty off x86-64
+  int family = 0;
+  int model = 0;
+  bool amx = false;  ///< AMX-TILE (Intel Sapphire Rapids and later)
+};
+
+// This CPU's.
+CpuModel DetectCpuModel();
+
+// CPUs whose groups were timed at v3 and at v4 (bench/simd_bench's Group
+// benchmarks, docs/core.md): auto takes the level of each group from here,
+// without timing. An entry matches a vendor and family, and the CPUs with
+// AMX only if it says so.
+struct MeasuredCpu {
+  const char* vendor;
+  int family;
+  bool needs_amx;
+  const char* name;  ///< for the log line, e.g. "Intel Xeon with AMX"
+  SimdChoice choice;
+};
+
+// The table's entry for `cpu`, or null.
+const MeasuredCpu* MeasuredChoice(const CpuModel& cpu);
+
+// auto's choice on a CPU whose highest level is `highest`: the table's
+// `measured` choice where the CPU model is in it; else every group at
+// `highest` but the assignment and the sums, at the levels `timed` found
+// faster (if timed). The assignment and the sums give the same bits at every
+// level; attention does not (its sums run in another order at another
+// width), so its level is never a timing's: every process on one CPU model
+// runs it at the same level, and two replicas on the same hardware answer a
+// learned model's request with the same bits.
+SimdChoice AutoChoiceOf(const std::optional<SimdChoice>& measured, SimdLevel highest,
+                        const std::optional<SimdChoice>& timed);
 
 // Makes the kernels of `setting` the process's: "auto", or a level's name
 // (SimdLevelName; "x86-64-v3" is taken for "v3") for every group. A level
@@ -114,8 +160,8 @@ LowPrecisionFilter ActiveLowPrecisionFilter();
 absl::Status UseLowPrecisionFilter(absl::string_view setting);
 
 // One line for logs and --version: the levels in use, how they were chosen,
-// and the levels compiled and supported, e.g. "simd v4 (auto, timed in 3 ms;
-// compiled x86-64 v2 v3 v4; cpu v4; filter amx-bf16)".
+// and the levels compiled and supported, e.g. "simd v4 (auto, cpu table:
+// Intel Xeon with AMX; compiled x86-64 v2 v3 v4; cpu v4; filter amx-bf16)".
 std::string DescribeSimd();
 
 }  // namespace kmt

@@ -65,6 +65,40 @@ TEST(Simd, AutoTakesEachGroupFromTheHighestLevelOrV3) {
   }
 }
 
+// Auto's choice is a function of the CPU: a measured CPU's from the table;
+// otherwise a timing may move the assignment and the sums to v3 (their bits
+// are the same at every level), never attention, whose sums follow the
+// level: two processes on one CPU run learned models at the same level.
+TEST(Simd, AutoTakesAttentionsLevelFromTheCpuAloneNeverFromATiming) {
+  const SimdChoice v3 = SimdChoice::All(SimdLevel::kV3), v4 = SimdChoice::All(SimdLevel::kV4);
+  const SimdChoice timed = AutoChoiceOf(std::nullopt, SimdLevel::kV4, v3);
+  EXPECT_EQ(timed.assignment, SimdLevel::kV3);
+  EXPECT_EQ(timed.sums, SimdLevel::kV3);
+  EXPECT_EQ(timed.attention, SimdLevel::kV4);
+  EXPECT_TRUE(AutoChoiceOf(std::nullopt, SimdLevel::kV4, std::nullopt) == v4);
+  EXPECT_TRUE(AutoChoiceOf(v4, SimdLevel::kV4, v3) == v4);
+
+  // The table: vendor and family, and AMX where the entry needs it.
+  const MeasuredCpu* xeon = MeasuredChoice({"GenuineIntel", 6, 0xa7, true});
+  ASSERT_NE(xeon, nullptr);
+  EXPECT_STREQ(xeon->name, "Intel Xeon with AMX");
+  EXPECT_EQ(MeasuredChoice({"GenuineIntel", 6, 0x55, false}), nullptr);  // Skylake-SP: timed
+  ASSERT_NE(MeasuredChoice({"AuthenticAMD", 0x19, 0x11, false}), nullptr);
+  EXPECT_EQ(MeasuredChoice({"AuthenticAMD", 0x1a, 0x02, false}), nullptr);
+
+  // This CPU: the table's choice where it is in it (no timing), and the
+  // same attention level in every process.
+  const SimdChoice automatic = AutoSimdChoice();
+  const CpuModel cpu = DetectCpuModel();
+  SCOPED_TRACE(DescribeSimd());
+  if (SupportedSimdLevels().back() != SimdLevel::kV4) return;
+  EXPECT_EQ(automatic.attention, SimdLevel::kV4);
+  if (const MeasuredCpu* measured = MeasuredChoice(cpu)) {
+    EXPECT_TRUE(automatic == measured->choice);
+    EXPECT_NE(DescribeSimd().find(std::string("cpu table: ") + measured->name), std::string::npos);
+  }
+}
+
 TEST(Simd, NamesAChoiceByItsLevels) {
   EXPECT_EQ(SimdChoiceName(SimdChoice::All(SimdLevel::kV3)), "v3");
   EXPECT_EQ(SimdChoiceName({.assignment = SimdLevel::kV4,
