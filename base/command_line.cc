@@ -13,31 +13,8 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
-#include "core/simd.h"
-
-ABSL_FLAG(std::string, simd, "",
-          "SIMD level of the kernels: auto (the fastest this CPU runs), x86-64, v2, v3 or v4; "
-          "empty: the KMT_SIMD environment variable, else auto");
-
-ABSL_FLAG(std::string, low_precision, "auto",
-          "the assignment's low-precision candidate filter: auto (bfloat16 products on AMX "
-          "where the CPU has them, the points they leave in doubt decided again in float32: "
-          "the same labels, distances and sums as without) or off");
 
 namespace kmt {
-namespace {
-
-// --simd, else KMT_SIMD, else auto.
-std::string SimdSetting() {
-  std::string setting = absl::GetFlag(FLAGS_simd);
-  if (setting.empty()) {
-    const char* env = std::getenv("KMT_SIMD");
-    setting = env != nullptr && *env != '\0' ? env : "auto";
-  }
-  return setting;
-}
-
-}  // namespace
 
 bool IsProjectFlagFile(absl::string_view file) {
   // This file is <root>/base/command_line.cc; every flag defined under
@@ -67,7 +44,8 @@ bool FlagGiven(absl::string_view name) {
   return false;
 }
 
-std::vector<char*> ParseCommandLine(const char* usage, int argc, char** argv) {
+std::vector<char*> ParseCommandLine(const char* usage, int argc, char** argv,
+                                    const ProgramSettings& settings) {
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (arg == "--") break;
@@ -81,18 +59,22 @@ std::vector<char*> ParseCommandLine(const char* usage, int argc, char** argv) {
   program = argc > 0 ? argv[0] : "kmt";
   program = program.substr(program.rfind('/') + 1);
   absl::SetProgramUsageMessage(usage);
-  absl::SetFlagsUsageConfig(
-      {.contains_helpshort_flags = IsProjectFlagFile,
-       .contains_help_flags = IsProjectFlagFile,
-       .contains_helppackage_flags = IsProjectFlagFile,
-       .version_string = [] {
-         // --version is answered after the flags are parsed: the level is
-         // the one this command line would run.
-         const absl::Status simd = UseSimdLevel(SimdSetting());
-         UseLowPrecisionFilter(absl::GetFlag(FLAGS_low_precision)).IgnoreError();
-         return absl::StrCat(program, " ", KMT_VERSION, "\n",
-                             simd.ok() ? DescribeSimd() : std::string(simd.message()), "\n");
-       }});
+  absl::SetFlagsUsageConfig({.contains_helpshort_flags = IsProjectFlagFile,
+                             .contains_help_flags = IsProjectFlagFile,
+                             .contains_helppackage_flags = IsProjectFlagFile,
+                             .version_string = [settings] {
+                               // --version is answered after the flags are parsed: the settings'
+                               // line describes what this command line would run.
+                               std::string version = absl::StrCat(program, " ", KMT_VERSION, "\n");
+                               const absl::Status applied =
+                                   settings.apply ? settings.apply() : absl::OkStatus();
+                               if (!applied.ok()) {
+                                 absl::StrAppend(&version, applied.message(), "\n");
+                               } else if (settings.describe) {
+                                 absl::StrAppend(&version, settings.describe(), "\n");
+                               }
+                               return version;
+                             }});
   // absl's own handling of --help ends the program with status 1; a user
   // (and a script that checks a tool is there) expects 0 from a question
   // answered, so the usage flags are handled here. Unknown flags still end
@@ -105,9 +87,8 @@ std::vector<char*> ParseCommandLine(const char* usage, int argc, char** argv) {
     std::cout.flush();
     std::exit(0);
   }
-  for (const absl::Status& status :
-       {UseSimdLevel(SimdSetting()), UseLowPrecisionFilter(absl::GetFlag(FLAGS_low_precision))}) {
-    if (!status.ok()) {
+  if (settings.apply) {
+    if (const absl::Status status = settings.apply(); !status.ok()) {
       std::fprintf(stderr, "%s: %s\n", program.c_str(), std::string(status.message()).c_str());
       std::exit(2);
     }

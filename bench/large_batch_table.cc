@@ -18,6 +18,7 @@
 #include "absl/flags/flag.h"
 #include "base/command_line.h"
 #include "core/engine.h"
+#include "core/engine_flags.h"
 #include "learn/task_generator.h"
 #include "proto/model_file.h"
 
@@ -172,7 +173,7 @@ int main(int argc, char** argv) {
   kmt::ParseCommandLine(
       "Measures a learned model on a sample with exact Lloyd's finishing on all the points\n"
       "against Lloyd's from k-means++ on all the points; prints a Markdown table.",
-      argc, argv);
+      argc, argv, kmt::EngineFlags());
   const kmt::Options o{.model = absl::GetFlag(FLAGS_model),
                        .n = absl::GetFlag(FLAGS_n),
                        .sample = absl::GetFlag(FLAGS_sample),

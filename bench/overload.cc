@@ -29,6 +29,7 @@
 #include "absl/time/clock.h"
 #include "base/command_line.h"
 #include "client/cluster_client.h"
+#include "core/engine_flags.h"
 #include "proto/batch_error.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/raw_payload.h"
@@ -293,6 +294,6 @@ int main(int argc, char** argv) {
       "Overloads a running kmt-server with large batches past its budget of requests held while "
       "one client sends small batches one at a time; prints what each got and the server's peak "
       "memory.",
-      argc, argv);
+      argc, argv, kmt::EngineFlags());
   return kmt::Run();
 }

@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "base/command_line.h"
 #include "client/cluster_client.h"
+#include "core/engine_flags.h"
 
 ABSL_FLAG(std::string, server, "localhost:50051", "the server's address");
 ABSL_FLAG(int, pid, 0, "the server's process id, for its memory");
@@ -212,6 +213,6 @@ int main(int argc, char** argv) {
   kmt::ParseCommandLine(
       "Soaks a running kmt-server with mixed traffic; prints what was answered, the server's "
       "memory growth and per-second p99 latency.",
-      argc, argv);
+      argc, argv, kmt::EngineFlags());
   return kmt::Run();
 }

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "base/command_line.h"
 #include "core/bounds.h"
+#include "core/engine_flags.h"
 #include "core/init.h"
 #include "core/transformer.h"
 #include "learn/task_generator.h"
@@ -130,6 +131,6 @@ int main(int argc, char** argv) {
   kmt::ParseCommandLine(
       "The in-process reference of bench/whole_bench.sh: writes its data, or runs Lloyd's on it "
       "in this process.",
-      argc, argv);
+      argc, argv, kmt::EngineFlags());
   return absl::GetFlag(FLAGS_generate) ? kmt::Generate() : kmt::Cluster();
 }

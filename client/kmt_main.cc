@@ -10,6 +10,7 @@
 #include "base/allocator.h"
 #include "base/command_line.h"
 #include "client/commands.h"
+#include "core/engine_flags.h"
 
 int main(int argc, char** argv) {
   std::vector<char*> args = kmt::ParseCommandLine(
@@ -17,7 +18,7 @@ int main(int argc, char** argv) {
       "cluster modes: --mode=per-batch clusters every batch as its own task;\n"
       "--mode=whole clusters the whole file as one dataset with exact Lloyd's,\n"
       "its shards resident on every --server replica for the length of the job.",
-      argc, argv);
+      argc, argv, kmt::EngineFlags());
   kmt::KeepBatchMemory();
   const std::string command = args.size() > 1 ? args[1] : "";
   absl::Status status;

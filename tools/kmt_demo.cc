@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "base/command_line.h"
 #include "core/constructions.h"
+#include "core/engine_flags.h"
 #include "core/init.h"
 #include "core/transformer.h"
 #include "learn/task_generator.h"
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   kmt::ParseCommandLine(
       "Clusters a generated Gaussian mixture with an exact k-means transformer\n"
       "and prints its objective per layer next to reference Lloyd's.",
-      argc, argv);
+      argc, argv, kmt::EngineFlags());
   const absl::Status status = kmt::Demo();
   if (!status.ok()) {
     std::fprintf(stderr, "kmt-demo: %s\n", std::string(status.message()).c_str());

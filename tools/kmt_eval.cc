@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/command_line.h"
+#include "core/engine_flags.h"
 #include "core/padding.h"
 #include "learn/dataset.h"
 #include "learn/evaluation.h"
@@ -541,7 +542,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   kmt::ParseCommandLine("Evaluates learned k-means transformers against Lloyd's on held-out tasks.",
-                        argc, argv);
+                        argc, argv, kmt::EngineFlags());
   const absl::Status status = kmt::Run();
   if (!status.ok()) {
     std::fprintf(stderr, "kmt-eval: %s\n", status.ToString().c_str());

@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/command_line.h"
+#include "core/engine_flags.h"
 #include "core/init.h"
 #include "learn/dataset.h"
 #include "learn/evaluation.h"
@@ -431,7 +432,7 @@ int main(int argc, char** argv) {
       "Trains a one-layer k-means transformer on generated clustering tasks, or on\n"
       "subsets of a dataset (--data), and writes it as a model file the server\n"
       "loads (--out).",
-      argc, argv);
+      argc, argv, kmt::EngineFlags());
   const absl::Status status = kmt::Run();
   if (!status.ok()) {
     std::fprintf(stderr, "kmt-train: %s\n", status.ToString().c_str());
