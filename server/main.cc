@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "base/allocator.h"
 #include "base/command_line.h"
+#include "core/engine_flags.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -127,7 +128,7 @@ int main(int argc, char** argv) {
   kmt::ParseCommandLine(
       "Serves k-means transformers over gRPC: exact Lloyd constructions for any\n"
       "(d, k) and the learned models in --model_dir.",
-      argc, argv);
+      argc, argv, kmt::EngineFlags());
   kmt::KeepBatchMemory();
   const absl::Status status = kmt::RunServer(kmt::OptionsFromFlags(), KMT_VERSION);
   if (!status.ok()) {
