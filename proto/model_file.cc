@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/enum_names.h"
 #include "proto/init_method.h"
+#include "proto/raw_payload.h"
 
 namespace kmt {
 namespace {
@@ -152,6 +153,10 @@ absl::StatusOr<Model<Scalar>> ModelFromProto(const v1::ModelFile& file) {
   Model<Scalar> model;
   model.name = file.name();
   if (model.name.empty()) return absl::InvalidArgumentError("model has no name");
+  if (file.has_fitted()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", model.name, "' is a fitted model (k centers), not layers"));
+  }
   model.d = file.d();
   model.k = file.k();
   absl::StatusOr<Embedding> embedding = ParseEmbedding(file.embedding());
@@ -261,6 +266,112 @@ v1::ModelFile ModelToProto(const Model<Scalar>& model) {
   }
   return file;
 }
+
+namespace {
+
+// The fitted model's values in Scalar: centers shifted by the offset.
+template <typename Scalar>
+absl::StatusOr<FittedCenters> FittedAs(const v1::ModelFile& file) {
+  const v1::FittedCenters& f = file.fitted();
+  const RawType type = kRawTypeOf<Scalar>;
+  absl::StatusOr<Matrix<Scalar>> centers =
+      RawMatrix<Scalar>({"fitted.centers", "k", file.k(), "d", file.d()}, 0, f.centers(), type);
+  if (!centers.ok()) return centers.status();
+  std::vector<Scalar> offset;
+  if (!f.offset().empty()) {
+    absl::StatusOr<std::vector<Scalar>> read =
+        RawVector<Scalar>({"fitted.offset", "d", file.d(), "", 1}, 0, f.offset(), type);
+    if (!read.ok()) return read.status();
+    offset = *std::move(read);
+  }
+  for (int l = 0; l < file.d(); ++l) {
+    if (!offset.empty() && !std::isfinite(offset[l])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("fitted.offset[", l, "] is ", offset[l], "; it must be finite"));
+    }
+    for (int j = 0; j < file.k(); ++j) {
+      const Scalar value = (*centers)(l, j);
+      if (!std::isfinite(value)) {
+        return absl::InvalidArgumentError(absl::StrCat("fitted.centers[", j, "][", l, "] is ",
+                                                       value, "; every center must be finite"));
+      }
+      if (!offset.empty()) {
+        // Subtracted here once, as a request that sends the shifted centers
+        // would have them.
+        (*centers)(l, j) = value - offset[l];
+        if (!std::isfinite((*centers)(l, j))) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "fitted.centers[", j, "][", l, "] minus fitted.offset[", l, "] overflows"));
+        }
+      }
+    }
+  }
+  return FittedCenters{.shifted = *std::move(centers), .offset = std::move(offset)};
+}
+
+}  // namespace
+
+absl::StatusOr<FittedCenters> FittedFromProto(const v1::ModelFile& file) {
+  if (file.name().empty()) return absl::InvalidArgumentError("model has no name");
+  if (!file.has_fitted()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", file.name(), "' is not a fitted model (fitted is unset)"));
+  }
+  if (file.d() < 1 || file.k() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fitted model has d = ", file.d(), ", k = ", file.k(), "; both must be at least 1"));
+  }
+  if (file.layers_size() > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fitted model has ", file.layers_size(), " layers; a fitted model has none"));
+  }
+  const v1::FittedCenters& f = file.fitted();
+  if (f.n() < 0 || f.iterations() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("fitted.n = ", f.n(), ", fitted.iterations = ",
+                                                   f.iterations(), "; neither may be negative"));
+  }
+  if (!std::isfinite(f.inertia()) || f.inertia() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fitted.inertia is ", f.inertia(), "; it must be finite and not negative"));
+  }
+  switch (f.precision()) {
+    case v1::FittedCenters::PRECISION_FLOAT32:
+      return FittedAs<float>(file);
+    case v1::FittedCenters::PRECISION_FLOAT64:
+      return FittedAs<double>(file);
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("fitted.precision is ", f.precision(),
+                       "; it must be PRECISION_FLOAT32 (1) or PRECISION_FLOAT64 (2)"));
+  }
+}
+
+template <typename Scalar>
+v1::ModelFile FittedToProto(const std::string& name, const Matrix<Scalar>& centers,
+                            const std::vector<Scalar>& offset) {
+  v1::ModelFile file;
+  file.set_name(name);
+  file.set_d(static_cast<int>(centers.rows()));
+  file.set_k(static_cast<int>(centers.cols()));
+  v1::FittedCenters* f = file.mutable_fitted();
+  // A d x k matrix is its k x d row-major values.
+  const absl::Span<const Scalar> values(centers.data(), centers.size());
+  if constexpr (std::is_same_v<Scalar, double>) {
+    f->set_precision(v1::FittedCenters::PRECISION_FLOAT64);
+    EncodeFloat64(values, f->mutable_centers());
+    if (!offset.empty()) EncodeFloat64(offset, f->mutable_offset());
+  } else {
+    f->set_precision(v1::FittedCenters::PRECISION_FLOAT32);
+    EncodeFloat32(values, f->mutable_centers());
+    if (!offset.empty()) EncodeFloat32(offset, f->mutable_offset());
+  }
+  return file;
+}
+
+template v1::ModelFile FittedToProto<float>(const std::string&, const Matrix<float>&,
+                                            const std::vector<float>&);
+template v1::ModelFile FittedToProto<double>(const std::string&, const Matrix<double>&,
+                                             const std::vector<double>&);
 
 absl::Status ReadMessage(const std::string& path, google::protobuf::Message* message) {
   std::ifstream in(path, std::ios::binary);

@@ -145,8 +145,48 @@ absl::StatusOr<PayloadType> RequestPayloadType(const v1::ClusterRequest& r) {
   return PayloadType::kFloat64;
 }
 
+namespace {
+
+// What a request to a fitted model may not set, each with the field that
+// sets it; the first found, or OK.
+absl::Status CheckFittedRequest(const v1::ClusterRequest& r, const FittedCenters& fitted) {
+  const std::string model = absl::StrCat("model '", r.model(), "' is fitted: ");
+  if (r.has_init()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("init is set; ", model, "its ", fitted.k(), " centers start every batch"));
+  }
+  const char* centers = r.centers_size() > 0        ? "centers"
+                        : !r.centers_f32().empty()  ? "centers_f32"
+                        : !r.centers_f64().empty()  ? "centers_f64"
+                        : !r.centers_f16().empty()  ? "centers_f16"
+                        : !r.centers_bf16().empty() ? "centers_bf16"
+                                                    : nullptr;
+  if (centers != nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(centers, " is set; ", model, "it serves its own ", fitted.k(), " centers"));
+  }
+  if (r.points_offset_size() > 0 || !r.points_offset_f64().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(r.points_offset_size() > 0 ? "points_offset" : "points_offset_f64",
+                     " is set; ", model, "the model's own offset is subtracted"));
+  }
+  if (r.d() != fitted.d()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("d = ", r.d(), ", but ", model, "its centers have d = ", fitted.d()));
+  }
+  if (r.k() != 0 && r.k() != fitted.k()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "k = ", r.k(), ", but ", model, "it has k = ", fitted.k(), " centers (0 takes them)"));
+  }
+  return absl::OkStatus();
+}
+
 template <typename Scalar>
-absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r) {
+absl::StatusOr<Batch<Scalar>> RequestBatch(const v1::ClusterRequest& r,
+                                           const FittedCenters* fitted) {
+  if (fitted != nullptr) {
+    if (absl::Status s = CheckFittedRequest(r, *fitted); !s.ok()) return s;
+  }
   absl::StatusOr<PayloadType> type = RequestPayloadType(r);
   if (!type.ok()) return type.status();
   constexpr PayloadType kRead =
@@ -158,7 +198,9 @@ absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r) {
   }
   absl::StatusOr<Matrix<Scalar>> points = RequestPoints<Scalar>(r);
   if (!points.ok()) return points.status();
-  absl::StatusOr<std::vector<Scalar>> offset = RequestOffset<Scalar>(r);
+  absl::StatusOr<std::vector<Scalar>> offset =
+      fitted != nullptr ? absl::StatusOr<std::vector<Scalar>>(fitted->Offset<Scalar>())
+                        : RequestOffset<Scalar>(r);
   if (!offset.ok()) return offset.status();
   if (!offset->empty()) {
     for (int l = 0; l < r.d(); ++l) {
@@ -171,7 +213,7 @@ absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r) {
     points->colwise() -= Eigen::Map<const Vector<Scalar>>(offset->data(), r.d());
   }
   BatchSpec<Scalar> spec{.points = *std::move(points),
-                         .k = r.k(),
+                         .k = fitted != nullptr ? fitted->k() : r.k(),
                          .layers = r.iterations(),
                          .seed = r.seed(),
                          .parameters = {r.parameters().begin(), r.parameters().end()},
@@ -182,6 +224,18 @@ absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r) {
                          .guard = r.guard()};
   absl::StatusOr<std::vector<Scalar>> weights = RequestWeights<Scalar>(r);
   if (!weights.ok()) return weights.status();
+  if (fitted != nullptr && r.n() < fitted->k() && spec.points.cols() == r.n() &&
+      (weights->empty() || static_cast<int64_t>(weights->size()) == r.n())) {
+    // Fewer points than centers: completed with the centers themselves at
+    // weight 0, which change no other point's answer, no sum and no
+    // objective; RunBatch drops their answers.
+    const Eigen::Index n = spec.points.cols();
+    Matrix<Scalar> completed(spec.points.rows(), fitted->k());
+    completed << spec.points, fitted->Centers<Scalar>().leftCols(fitted->k() - n);
+    spec.points = std::move(completed);
+    if (weights->empty()) weights->assign(n, Scalar(1));
+    weights->resize(fitted->k(), Scalar(0));
+  }
   if (!weights->empty()) {
     spec.weights = Eigen::Map<const Vector<Scalar>>(weights->data(),
                                                     static_cast<Eigen::Index>(weights->size()));
@@ -216,7 +270,9 @@ absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r) {
       return absl::InvalidArgumentError(
           absl::StrCat("return_distances = ", r.return_distances(), " is not a choice"));
   }
-  if (r.init() == v1::INIT_GIVEN) {
+  if (fitted != nullptr) {
+    spec.given_centers = fitted->Centers<Scalar>();
+  } else if (r.init() == v1::INIT_GIVEN) {
     absl::StatusOr<Matrix<Scalar>> centers = RequestCenters<Scalar>(r);
     if (!centers.ok()) return centers.status();
     spec.given_centers = *std::move(centers);
@@ -226,6 +282,19 @@ absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r) {
     spec.init = *method;
   }
   return Batch<Scalar>::Validate(std::move(spec));
+}
+
+}  // namespace
+
+template <typename Scalar>
+absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r) {
+  return RequestBatch<Scalar>(r, nullptr);
+}
+
+template <typename Scalar>
+absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r,
+                                               const FittedCenters& fitted) {
+  return RequestBatch<Scalar>(r, &fitted);
 }
 
 template <typename Scalar>
@@ -287,6 +356,8 @@ void FillResponse(const v1::ClusterRequest& r, const RunResult<Scalar>& run,
 
 #define KMT_INSTANTIATE(S)                                                          \
   template absl::StatusOr<Batch<S>> BatchFromRequest<S>(const v1::ClusterRequest&); \
+  template absl::StatusOr<Batch<S>> BatchFromRequest<S>(const v1::ClusterRequest&,  \
+                                                        const FittedCenters&);      \
   template void FillResponse<S>(const v1::ClusterRequest&, const RunResult<S>&,     \
                                 v1::ClusterResponse*);
 KMT_INSTANTIATE(float)

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/batch.h"
+#include "core/fitted_centers.h"
 #include "core/transformer.h"
 #include "proto/kmeans_transformer.pb.h"
 
@@ -29,6 +30,16 @@ bool HasFloat64Payloads(const v1::ClusterRequest& request);
 // against the values carried.
 template <typename Scalar = float>
 absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& request);
+
+// A request to the fitted model `fitted`: the batch of a request that sends
+// its centers (minus its offset) with INIT_GIVEN and its offset as
+// points_offset, converted to Scalar if the fit's precision is the other.
+// The request itself sets no init, no centers and no offset, its d is the
+// model's and its k the model's or 0; otherwise INVALID_ARGUMENT naming the
+// field and the model (request.model).
+template <typename Scalar>
+absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& request,
+                                               const FittedCenters& fitted);
 
 // Labels (unless omitted) and centers, as raw bytes if the request asked for
 // a raw response (float64 bytes for a double run, else float32); objective,

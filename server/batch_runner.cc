@@ -57,7 +57,9 @@ absl::Status RunAs(const ModelRegistry& registry, const Limits& limits, const v1
   if (!served.ok()) return served.status();
   if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
   const ServedModel<Scalar>& model = (*served)->served<Scalar>();
-  absl::StatusOr<Batch<Scalar>> batch = BatchFromRequest<Scalar>(r);
+  const FittedCenters* fitted = (*served)->fitted.get();
+  absl::StatusOr<Batch<Scalar>> batch =
+      fitted != nullptr ? BatchFromRequest<Scalar>(r, *fitted) : BatchFromRequest<Scalar>(r);
   if (!batch.ok()) return batch.status();
   absl::StatusOr<ClusterPlan<Scalar>> plan = model.Plan(*batch);
   if (!plan.ok()) return plan.status();
@@ -69,6 +71,23 @@ absl::Status RunAs(const ModelRegistry& registry, const Limits& limits, const v1
   }
   absl::StatusOr<RunResult<Scalar>> run = Cluster(*plan, check);
   if (!run.ok()) return run.status();
+  if (fitted != nullptr && static_cast<int64_t>(run->labels.size()) > r.n()) {
+    // The centers that completed a short batch (BatchFromRequest).
+    run->labels.resize(r.n());
+    if (run->distances.cols() > r.n()) {
+      run->distances = run->distances.leftCols(r.n()).eval();
+    }
+  }
+  if (fitted != nullptr && r.iterations() == 0) {
+    // The model's own centers: the client has them, or asks ListModels.
+    run->centers.resize(0, 0);
+  } else if (fitted != nullptr) {
+    // Back from the offset's coordinates, which the client never saw.
+    const std::vector<Scalar> offset = fitted->Offset<Scalar>();
+    if (!offset.empty()) {
+      run->centers.colwise() += Eigen::Map<const Vector<Scalar>>(offset.data(), fitted->d());
+    }
+  }
   FillResponse(r, *run, out);
   out->set_model_version((*served)->version);
   return absl::OkStatus();

@@ -41,6 +41,9 @@ ABSL_FLAG(std::string, model_dir, kmt::ServerOptions{}.model_dir,
 ABSL_FLAG(double, model_poll_s, kmt::ServerOptions{}.model_poll_s,
           "how often, in seconds, --model_dir is read again: new and changed model files load "
           "and removed ones retire without a restart; 0 reads it at start only");
+ABSL_FLAG(int, keep_versions, kmt::ServerOptions{}.keep_versions,
+          "serve only the latest N available versions of each model in --model_dir and retire "
+          "older ones (their files are not read); 0 serves every version");
 ABSL_FLAG(std::vector<std::string>, require_models, {},
           "comma-separated model names that must load at start, or the server does not start");
 ABSL_FLAG(bool, model_control, kmt::ServerOptions{}.model_control,
@@ -100,6 +103,7 @@ ServerOptions OptionsFromFlags() {
           .metrics_port_file = absl::GetFlag(FLAGS_metrics_port_file),
           .model_dir = absl::GetFlag(FLAGS_model_dir),
           .model_poll_s = absl::GetFlag(FLAGS_model_poll_s),
+          .keep_versions = absl::GetFlag(FLAGS_keep_versions),
           .require_models = absl::GetFlag(FLAGS_require_models),
           .model_control = absl::GetFlag(FLAGS_model_control),
           .model_control_clients = absl::GetFlag(FLAGS_model_control_clients),

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -123,6 +124,46 @@ v1::ModelInfo Info(const ServedModel<float>& model) {
   return info;
 }
 
+// The exact model a fitted model's batches run: lloyd-onehot.
+template <typename Scalar>
+ServedModel<Scalar> AssignModel() {
+  for (ServedModel<Scalar>& model : ExactModels<Scalar>()) {
+    if (model.name() == "lloyd-onehot") return std::move(model);
+  }
+  assert(false && "lloyd-onehot is an exact model");
+  return ExactModels<Scalar>().front();
+}
+
+// A fitted model's version: lloyd-onehot in both precisions, the centers
+// once, and what ListModels says of it.
+std::shared_ptr<const RegistryEntry> FittedEntry(const v1::ModelFile& file, FittedCenters fitted,
+                                                 int64_t version) {
+  auto entry = std::make_shared<RegistryEntry>(
+      RegistryEntry{.model = AssignModel<float>(),
+                    .model_f64 = AssignModel<double>(),
+                    .info = {},
+                    .version = version,
+                    .fitted = std::make_shared<const FittedCenters>(std::move(fitted))});
+  v1::ModelInfo& info = entry->info;
+  info.set_name(file.name());
+  info.set_kind("fitted");
+  info.set_description(file.description());
+  info.set_embedding(std::string(EmbeddingName(entry->model.embedding())));
+  info.set_input_scaling(std::string(InputScalingName(InputScaling::kNone)));
+  info.set_d(file.d());
+  info.set_k(file.k());
+  v1::ModelSize* size = info.add_accepted_sizes();
+  size->set_d(file.d());
+  size->set_k(file.k());
+  info.set_default_init(v1::INIT_GIVEN);
+  info.set_accepts_weights(true);
+  *info.mutable_provenance() = file.provenance();
+  *info.mutable_fitted() = file.fitted();
+  info.mutable_fitted()->clear_centers();
+  info.mutable_fitted()->clear_offset();
+  return entry;
+}
+
 // A file to look at: a version directory's model.kmt, or a flat *.kmt.
 struct Candidate {
   std::string path;      // as opened
@@ -234,6 +275,14 @@ FileLook Look(const Candidate& c, const FileLook* last, bool may_wait) {
   // read, so a file copied from another model's directory serves here.
   if (!c.model.empty()) file.set_name(c.model);
   if (!file.name().empty()) look.name = file.name();
+  if (file.has_fitted()) {
+    absl::StatusOr<FittedCenters> fitted = FittedFromProto(file);
+    if (!fitted.ok()) return Refused(look, "invalid", fitted.status());
+    look.entry = FittedEntry(file, *std::move(fitted), c.version);
+    look.settled = true;
+    look.status = absl::OkStatus();
+    return look;
+  }
   absl::StatusOr<Model<float>> weights = ModelFromProto<float>(file);
   if (!weights.ok()) return Refused(look, "invalid", weights.status());
   absl::StatusOr<ServedModel<float>> model =
@@ -293,8 +342,9 @@ absl::Status CheckModelDirectory(const std::string& dir) {
   return absl::FailedPreconditionError(absl::StrCat("cannot list ", path, ": ", error.message()));
 }
 
-ModelRegistry::ModelRegistry(std::string dir)
+ModelRegistry::ModelRegistry(std::string dir, int keep_versions)
     : dir_(std::move(dir)),
+      keep_versions_(keep_versions),
       scan_mu_(std::make_unique<std::mutex>()),
       scan_(std::make_unique<RegistryScanState>()),
       mu_(std::make_unique<std::mutex>()) {
@@ -326,8 +376,9 @@ ModelRegistry::ModelRegistry(std::string dir)
 ModelRegistry::ModelRegistry(ModelRegistry&&) noexcept = default;
 ModelRegistry::~ModelRegistry() = default;
 
-ModelRegistry ModelRegistry::Load(const std::string& dir, std::vector<std::string>* refused) {
-  ModelRegistry registry(dir);
+ModelRegistry ModelRegistry::Load(const std::string& dir, std::vector<std::string>* refused,
+                                  int keep_versions) {
+  ModelRegistry registry(dir, keep_versions);
   for (const auto& [line, reason] : registry.Scan().refused) refused->push_back(line);
   return registry;
 }
@@ -359,7 +410,15 @@ ScanReport ModelRegistry::ScanLocked() {
   std::map<std::string, FileLook> looks;
   struct Offer {
     const Candidate* candidate;
-    FileLook* look;
+  };
+  // A version directory's file is read only when the version policy keeps
+  // it: versions below the latest keep_versions_ available are not read.
+  auto look_at = [&](const Candidate& c) -> FileLook& {
+    auto looked = looks.find(c.path);
+    if (looked != looks.end()) return looked->second;
+    auto last_look = state.looks.find(c.path);
+    return looks[c.path] = Look(c, last_look == state.looks.end() ? nullptr : &last_look->second,
+                                state.scanned);
   };
   std::map<std::string, std::map<int64_t, Offer>> offers;
   std::set<std::string> exact;
@@ -389,11 +448,9 @@ ScanReport ModelRegistry::ScanLocked() {
         conflict(c, "its path is not UTF-8, which ListModels cannot carry: rename it", "invalid");
         continue;
       }
-      auto last_look = state.looks.find(c.path);
-      FileLook& look = looks[c.path] =
-          Look(c, last_look == state.looks.end() ? nullptr : &last_look->second, state.scanned);
       std::string name = c.model;
       if (flat) {
+        const FileLook& look = look_at(c);
         name = look.name.empty() ? std::filesystem::path(c.path).stem().string() : look.name;
       }
       if (exact.count(name)) {
@@ -406,8 +463,8 @@ ScanReport ModelRegistry::ScanLocked() {
                                  other.candidate->relative));
         continue;
       }
-      if (!look.status.ok()) refuse(&look, c.relative);
-      offers[name][c.version] = {&c, &look};
+      if (flat && !look_at(c).status.ok()) refuse(&look_at(c), c.relative);
+      offers[name][c.version] = {&c};
     }
   }
 
@@ -426,7 +483,9 @@ ScanReport ModelRegistry::ScanLocked() {
     RegistrySnapshot::Model m{.name = name, .kind = "learned", .versions = {}};
     const auto offered = offers.find(name);
     if (offered != offers.end()) {
-      for (const auto& [number, offer] : offered->second) {
+      int kept = 0;  // versions available so far, newest first
+      for (auto it = offered->second.rbegin(); it != offered->second.rend(); ++it) {
+        const auto& [number, offer] = *it;
         const RegistrySnapshot::Version* was = nullptr;
         if (before != nullptr) {
           auto it = before->versions.find(number);
@@ -437,7 +496,6 @@ ScanReport ModelRegistry::ScanLocked() {
                                     .reason = "",
                                     .path = offer.candidate->relative,
                                     .entry = nullptr};
-        const FileLook& look = *offer.look;
         if (unloaded(name, number)) {
           // Unloading frees the weights: LoadModel reads the file again.
           looks.erase(offer.candidate->path);
@@ -446,21 +504,33 @@ ScanReport ModelRegistry::ScanLocked() {
           if (was != nullptr && was->entry != nullptr) {
             report.retired.push_back(VersionName(name, number));
           }
-        } else if (look.status.ok()) {
-          v.entry = look.entry;
-          if (was == nullptr || was->entry != look.entry) {
-            report.loaded.push_back(
-                absl::StrCat(VersionName(name, number), " (", offer.candidate->relative, ")"));
+        } else if (keep_versions_ > 0 && kept >= keep_versions_) {
+          v.state = v1::MODEL_VERSION_RETIRED;
+          v.reason = absl::StrCat("older than the latest ", keep_versions_,
+                                  " available (--keep_versions)");
+          if (was != nullptr && was->entry != nullptr) {
+            report.retired.push_back(VersionName(name, number));
           }
-        } else if (was != nullptr && was->entry != nullptr) {
-          // A good version stays until a file that loads replaces it.
-          v.entry = was->entry;
-          v.reason = absl::StrCat(
-              look.settled ? "" : "(still being written?) ",
-              "the file is refused, the version loaded before serves: ", look.status.message());
         } else {
-          v.state = look.settled ? v1::MODEL_VERSION_FAILED : v1::MODEL_VERSION_LOADING;
-          v.reason = std::string(look.status.message());
+          FileLook& look = look_at(*offer.candidate);
+          if (!look.status.ok()) refuse(&look, offer.candidate->relative);
+          if (look.status.ok()) {
+            v.entry = look.entry;
+            if (was == nullptr || was->entry != look.entry) {
+              report.loaded.push_back(
+                  absl::StrCat(VersionName(name, number), " (", offer.candidate->relative, ")"));
+            }
+          } else if (was != nullptr && was->entry != nullptr) {
+            // A good version stays until a file that loads replaces it.
+            v.entry = was->entry;
+            v.reason = absl::StrCat(
+                look.settled ? "" : "(still being written?) ",
+                "the file is refused, the version loaded before serves: ", look.status.message());
+          } else {
+            v.state = look.settled ? v1::MODEL_VERSION_FAILED : v1::MODEL_VERSION_LOADING;
+            v.reason = std::string(look.status.message());
+          }
+          kept += v.entry != nullptr;
         }
         m.versions[number] = std::move(v);
       }
@@ -479,6 +549,11 @@ ScanReport ModelRegistry::ScanLocked() {
       }
     }
     if (m.versions.empty()) continue;
+    if (const std::shared_ptr<const RegistryEntry> served = m.Default()) {
+      m.kind = served->info.kind();
+    } else if (before != nullptr) {
+      m.kind = before->kind;
+    }
     snapshot->models.push_back(std::move(m));
     state.known.insert(name);
   }

@@ -23,18 +23,22 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/engine.h"
+#include "core/fitted_centers.h"
 #include "proto/kmeans_transformer.pb.h"
 
 namespace kmt {
 
 // One servable version of a model, in both of the engine's precisions, made
 // together when the version loads: float32 requests run `model`, float64
-// ones `model_f64` (a file's weights read in double).
+// ones `model_f64` (a file's weights read in double). A fitted model runs
+// lloyd-onehot from its centers, held once in `fitted`.
 struct RegistryEntry {
   ServedModel<float> model;       ///< what the engine runs on float32 batches
   ServedModel<double> model_f64;  ///< the same model on float64 batches
   v1::ModelInfo info;             ///< what ListModels says of it (without versions)
   int64_t version = 1;            ///< the version it serves as
+  /// fitted models: the centers every batch starts from; null otherwise
+  std::shared_ptr<const FittedCenters> fitted;
 
   // `model` or `model_f64`, for a batch of Scalar.
   template <typename Scalar>
@@ -83,14 +87,18 @@ struct RegistryScanState;
 class ModelRegistry {
  public:
   // The exact models only, watching `dir` (none if empty); Scan reads it.
-  explicit ModelRegistry(std::string dir);
+  // `keep_versions` > 0: of each model's versions only the latest that many
+  // available are served, older ones retired and their files not read (TF
+  // Serving's `latest` policy); 0: every version.
+  explicit ModelRegistry(std::string dir, int keep_versions = 0);
   ModelRegistry(ModelRegistry&&) noexcept;
   ~ModelRegistry();
 
   // The exact constructions plus the directory's models after one scan; a
   // file that cannot be served is skipped and why is appended to `refused`,
   // one line per file.
-  static ModelRegistry Load(const std::string& dir, std::vector<std::string>* refused);
+  static ModelRegistry Load(const std::string& dir, std::vector<std::string>* refused,
+                            int keep_versions = 0);
 
   // Reads the directory again: new files and versions are loaded, changed
   // ones replace what they served once they load, removed ones retire. A
@@ -132,6 +140,7 @@ class ModelRegistry {
   ScanReport ScanLocked();
 
   std::string dir_;
+  int keep_versions_ = 0;
   std::unique_ptr<std::mutex> scan_mu_;  // one scan (and its state) at a time
   std::unique_ptr<RegistryScanState> scan_;
   mutable std::unique_ptr<std::mutex> mu_;  // guards snapshot_

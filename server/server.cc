@@ -123,6 +123,10 @@ absl::Status CheckOptions(const ServerOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--model_poll_s=", options.model_poll_s, " is negative; 0 turns polling off"));
   }
+  if (options.keep_versions < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--keep_versions=", options.keep_versions,
+                                                   " is negative; 0 serves every version"));
+  }
   if (options.model_control && !options.tls.cert_file.empty() &&
       (options.tls.client_ca_file.empty() || options.model_control_clients.empty())) {
     return absl::InvalidArgumentError(
@@ -148,7 +152,7 @@ absl::Status RunServer(const ServerOptions& options, const std::string& version)
   if (absl::Status checked = CheckOptions(options); !checked.ok()) return checked;
 
   // The first scan before anything listens: readiness waits for it.
-  ModelRegistry registry(options.model_dir);
+  ModelRegistry registry(options.model_dir, options.keep_versions);
   const ScanReport first = registry.Scan();
   for (const std::string& name : options.require_models) {
     if (absl::StatusOr<std::shared_ptr<const RegistryEntry>> model = registry.Resolve(name, 0);

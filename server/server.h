@@ -37,6 +37,9 @@ struct ServerOptions {
   /// How often, in seconds, the model directory is read again for new,
   /// changed and removed model files; 0: only at start.
   double model_poll_s = 5;
+  /// Of each model's versions, serve only the latest this many available
+  /// and retire older ones (TF Serving's `latest` policy); 0: every version.
+  int keep_versions = 0;
   /// Models that must load at start: the server does not start without
   /// them (a version available each).
   std::vector<std::string> require_models;

@@ -18,6 +18,9 @@ inline constexpr int kModelFileD = 2, kModelFileK = 3;
 // The weights a seed names: a learned model's shape, so each seed's answers
 // differ; the description says the seed.
 v1::ModelFile ModelFor(uint64_t seed, const std::string& name);
+// A fitted model of the same size: centers a seed names (in float32), the
+// offset their mean; n, iterations and inertia recorded.
+v1::ModelFile FittedFor(uint64_t seed, const std::string& name);
 // Its serialised bytes.
 std::string Bytes(uint64_t seed, const std::string& name);
 
@@ -27,6 +30,8 @@ void Publish(const std::filesystem::path& path, uint64_t seed, const std::string
 // aside, then renamed into place (where no directory of that version is).
 void PublishVersion(const std::filesystem::path& dir, const std::string& name, int version,
                     uint64_t seed);
+void PublishVersion(const std::filesystem::path& dir, const std::string& name, int version,
+                    const v1::ModelFile& file);
 
 // A batch the models of ModelFor take: 24 points, k = 3, seed 9.
 v1::ClusterRequest ModelBatch(const std::string& model, int64_t version = 0);

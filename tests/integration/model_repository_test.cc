@@ -25,6 +25,7 @@
 #include "core/simd.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/model_file.h"
+#include "proto/raw_payload.h"
 #include "proto/request.h"
 #include "tests/integration/grpc_probe.h"
 #include "tests/integration/model_files.h"
@@ -364,6 +365,182 @@ TEST_F(ModelRepository, RequiredModelsMustLoadForTheServerToStart) {
       << err;
   Start({"--require_models=here"});
   EXPECT_EQ(HealthStatus(server_->address(), "kmt.v1.KMeansTransformer").value_or(0), 1);
+}
+
+// The request that sends a fitted model's centers itself, as predict does:
+// lloyd-onehot from the centers minus the offset, the points minus the
+// offset (float32, or float64 with `f64`).
+v1::ClusterRequest SendingTheCenters(v1::ClusterRequest r, const v1::ModelFile& file,
+                                     bool f64 = false) {
+  absl::StatusOr<FittedCenters> fitted = FittedFromProto(file);
+  EXPECT_TRUE(fitted.ok()) << fitted.status();
+  r.set_model("lloyd-onehot");
+  r.set_model_version(0);
+  r.set_k(fitted->k());
+  r.set_init(v1::INIT_GIVEN);
+  if (f64) {
+    const Matrix<double> centers = fitted->Centers<double>();
+    EncodeFloat64({centers.data(), static_cast<size_t>(centers.size())}, r.mutable_centers_f64());
+    EncodeFloat64(fitted->Offset<double>(), r.mutable_points_offset_f64());
+  } else {
+    const Matrix<float> centers = fitted->Centers<float>();
+    r.mutable_centers()->Add(centers.data(), centers.data() + centers.size());
+    for (float o : fitted->Offset<float>()) r.add_points_offset(o);
+  }
+  return r;
+}
+
+// ModelBatch for a fitted model: no k, no init, its assignment only, with
+// every distance; in float64 with `f64`.
+v1::ClusterRequest Assignment(const std::string& model, bool f64 = false) {
+  v1::ClusterRequest r = ModelBatch(model);
+  r.set_k(0);
+  r.set_iterations(0);
+  r.set_return_distances(v1::DISTANCES_ALL);
+  if (f64) {
+    std::vector<double> points(r.points().begin(), r.points().end());
+    for (double& p : points) p += 1.0 / 3;  // not a float32 value
+    r.clear_points();
+    EncodeFloat64(points, r.mutable_points_f64());
+    r.set_raw_response(true);
+  }
+  return r;
+}
+
+void ExpectSameAnswer(const v1::ClusterResponse& a, const v1::ClusterResponse& b) {
+  ASSERT_FALSE(a.has_error()) << a.error().message();
+  ASSERT_FALSE(b.has_error()) << b.error().message();
+  EXPECT_EQ(std::vector<int>(a.labels().begin(), a.labels().end()),
+            std::vector<int>(b.labels().begin(), b.labels().end()));
+  EXPECT_EQ(std::vector<float>(a.distances().begin(), a.distances().end()),
+            std::vector<float>(b.distances().begin(), b.distances().end()));
+  EXPECT_EQ(a.distances_f64(), b.distances_f64());
+  EXPECT_EQ(a.labels_i32(), b.labels_i32());
+  EXPECT_EQ(a.objective(), b.objective());
+}
+
+TEST_F(ModelRepository, AFittedModelAnswersAsARequestSendingItsCenters) {
+  const v1::ModelFile file = FittedFor(1, "fit");
+  PublishVersion(dir_, "fit", 1, file);
+  Start();
+  const v1::ModelInfo listed = Listed("fit");
+  EXPECT_EQ(listed.kind(), "fitted");
+  EXPECT_EQ(listed.d(), kModelFileD);
+  EXPECT_EQ(listed.k(), kModelFileK);
+  EXPECT_EQ(listed.fitted().n(), 24);
+  EXPECT_EQ(listed.fitted().algorithm(), "test");
+  EXPECT_EQ(listed.fitted().precision(), v1::FittedCenters::PRECISION_FLOAT32);
+  EXPECT_TRUE(listed.fitted().centers().empty());  // listed without its centers
+  EXPECT_EQ(listed.provenance().created(), "2026-01-02T03:04:05Z");
+  EXPECT_EQ(listed.default_version(), 1);
+
+  for (const bool f64 : {false, true}) {
+    SCOPED_TRACE(f64 ? "float64" : "float32");
+    const v1::ClusterResponse named = Run(Assignment("fit", f64));
+    ExpectSameAnswer(named, Run(SendingTheCenters(Assignment("fit", f64), file, f64)));
+    EXPECT_EQ(named.model_version(), 1);
+    EXPECT_EQ(named.centers_size() + named.centers_f32().size() + named.centers_f64().size(), 0);
+  }
+
+  // Lloyd's steps from the fitted centers: the centers they reach, back in
+  // the points' coordinates.
+  v1::ClusterRequest steps = Assignment("fit");
+  steps.set_iterations(2);
+  const v1::ClusterResponse moved = Run(steps);
+  const v1::ClusterResponse sent = Run(SendingTheCenters(steps, file));
+  ExpectSameAnswer(moved, sent);
+  const std::vector<float> offset = FittedFromProto(file)->Offset<float>();
+  ASSERT_EQ(moved.centers_size(), kModelFileK * kModelFileD);
+  for (int i = 0; i < moved.centers_size(); ++i) {
+    EXPECT_EQ(moved.centers(i), sent.centers(i) + offset[i % kModelFileD]) << i;
+  }
+
+  // Fewer points than centers: each point's answer as in a whole batch.
+  v1::ClusterRequest two = Assignment("fit");
+  two.set_n(2);
+  two.mutable_points()->Truncate(2 * kModelFileD);
+  const v1::ClusterResponse short_batch = Run(two);
+  const v1::ClusterResponse whole = Run(Assignment("fit"));
+  ASSERT_FALSE(short_batch.has_error()) << short_batch.error().message();
+  ASSERT_EQ(short_batch.labels_size(), 2);
+  EXPECT_EQ(short_batch.labels(0), whole.labels(0));
+  EXPECT_EQ(short_batch.labels(1), whole.labels(1));
+  EXPECT_EQ(short_batch.distances_size(), 2 * kModelFileK);
+
+  struct Refused {
+    const char* what;
+    std::function<void(v1::ClusterRequest*)> change;
+    const char* message;
+  };
+  const Refused refused[] = {
+      {"d",
+       [](v1::ClusterRequest* r) {
+         r->set_d(3);
+         r->mutable_points()->Truncate(24 * 2 - 3);
+         r->set_n(15);
+       },
+       "d = 3, but model 'fit' is fitted: its centers have d = 2"},
+      {"k", [](v1::ClusterRequest* r) { r->set_k(4); },
+       "k = 4, but model 'fit' is fitted: it has k = 3 centers (0 takes them)"},
+      {"centers", [](v1::ClusterRequest* r) { r->add_centers(1); },
+       "centers is set; model 'fit' is fitted: it serves its own 3 centers"},
+      {"init", [](v1::ClusterRequest* r) { r->set_init(v1::INIT_RANDOM); },
+       "init is set; model 'fit' is fitted: its 3 centers start every batch"},
+      {"offset",
+       [](v1::ClusterRequest* r) {
+         r->add_points_offset(1);
+         r->add_points_offset(2);
+       },
+       "points_offset is set; model 'fit' is fitted: the model's own offset is subtracted"},
+  };
+  for (const Refused& c : refused) {
+    SCOPED_TRACE(c.what);
+    v1::ClusterRequest r = Assignment("fit");
+    c.change(&r);
+    const v1::ClusterResponse response = Run(r);
+    EXPECT_EQ(response.error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(response.error().message(), c.message);
+  }
+}
+
+TEST_F(ModelRepository, AFittedModelRollsOutUnderAStreamAndOlderVersionsRetire) {
+  PublishVersion(dir_, "fit", 1, FittedFor(1, "fit"));
+  Start({"--keep_versions=2"});
+  // ModelBatch asks k = 3 (the model's) and 3 Lloyd's steps: labels and
+  // centers both tell the versions apart.
+  std::map<int64_t, v1::ClusterResponse> expected;
+  for (int v = 1; v <= 3; ++v) {
+    expected[v] = Run(SendingTheCenters(ModelBatch("fit"), FittedFor(v, "fit")));
+  }
+  BusyStream stream(stub_.get(), "fit");
+  ASSERT_TRUE(Eventually([&] { return stream.From(1) >= 5; }));
+  PublishVersion(dir_, "fit", 2, FittedFor(2, "fit"));
+  ASSERT_TRUE(Eventually([&] { return stream.From(2) >= 5; }));
+  EXPECT_EQ(VersionOf("fit", 1).state(), v1::MODEL_VERSION_AVAILABLE);  // 2 kept
+  PublishVersion(dir_, "fit", 3, FittedFor(3, "fit"));
+  ASSERT_TRUE(Eventually([&] { return stream.From(3) >= 5; }));
+  const std::vector<v1::ClusterResponse> responses = stream.Stop();
+
+  for (const v1::ClusterResponse& r : responses) {
+    ASSERT_FALSE(r.has_error()) << r.error().message();
+    ASSERT_TRUE(expected.count(r.model_version())) << r.model_version();
+    const v1::ClusterResponse& e = expected.at(r.model_version());
+    EXPECT_EQ(std::vector<int>(r.labels().begin(), r.labels().end()),
+              std::vector<int>(e.labels().begin(), e.labels().end()))
+        << "version " << r.model_version();
+    EXPECT_EQ(r.objective(), e.objective()) << "version " << r.model_version();
+  }
+  EXPECT_EQ(VersionOf("fit", 1).state(), v1::MODEL_VERSION_RETIRED);
+  EXPECT_EQ(VersionOf("fit", 1).reason(), "older than the latest 2 available (--keep_versions)");
+  EXPECT_EQ(VersionOf("fit", 2).state(), v1::MODEL_VERSION_AVAILABLE);
+  EXPECT_EQ(DefaultVersion("fit"), 3);
+  EXPECT_EQ(Run(ModelBatch("fit", 1)).error().code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Run(ModelBatch("fit", 2)).model_version(), 2);
+  // Version 3 removed: version 1 is among the latest two again and serves.
+  fs::remove_all(dir_ / "fit" / "3");
+  ASSERT_TRUE(
+      Eventually([&] { return VersionOf("fit", 1).state() == v1::MODEL_VERSION_AVAILABLE; }));
+  EXPECT_EQ(DefaultVersion("fit"), 2);
 }
 
 }  // namespace

@@ -7,8 +7,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
+#include <vector>
 
 #include "core/constructions.h"
+#include "proto/raw_payload.h"
 #include "reference/variant_constructions.h"
 
 namespace kmt {
@@ -245,6 +249,122 @@ TEST(ModelFile, UnusableFilesSayWhy) {
   file.add_trained_inits(v1::INIT_RANDOM);
   EXPECT_EQ(ModelFromProto<double>(file).status().message(),
             "model lists the trained initialisation random twice");
+}
+
+// A fitted model's file: 2 centers of 3 dimensions and their mean as the
+// offset, in double.
+v1::ModelFile FittedExample() {
+  Matrix<double> centers(3, 2);
+  centers << 1, 4, 2, 5, 3, 7;  // d x k: center 0 is (1, 2, 3)
+  v1::ModelFile file = FittedToProto<double>("fit", centers, {2.5, 3.5, 5});
+  file.mutable_fitted()->set_n(10);
+  file.mutable_fitted()->set_inertia(1.5);
+  return file;
+}
+
+TEST(FittedModelFile, ReadsCentersMinusOffsetInThePrecisionOfTheFit) {
+  absl::StatusOr<FittedCenters> fitted = FittedFromProto(FittedExample());
+  ASSERT_TRUE(fitted.ok()) << fitted.status();
+  EXPECT_TRUE(fitted->float64());
+  EXPECT_EQ(fitted->d(), 3);
+  EXPECT_EQ(fitted->k(), 2);
+  Matrix<double> shifted(3, 2);
+  shifted << -1.5, 1.5, -1.5, 1.5, -2, 2;
+  EXPECT_EQ(fitted->Centers<double>(), shifted);
+  EXPECT_EQ(fitted->Offset<double>(), (std::vector<double>{2.5, 3.5, 5}));
+  // A float32 batch takes them converted; the values here are exact.
+  EXPECT_EQ(fitted->Centers<float>(), shifted.cast<float>());
+
+  Matrix<float> f32(2, 1);
+  f32 << 0.1f, 0.2f;
+  absl::StatusOr<FittedCenters> narrow = FittedFromProto(FittedToProto<float>("f", f32, {}));
+  ASSERT_TRUE(narrow.ok()) << narrow.status();
+  EXPECT_FALSE(narrow->float64());
+  EXPECT_EQ(narrow->Centers<float>(), f32);
+  EXPECT_TRUE(narrow->Offset<float>().empty());
+}
+
+TEST(FittedModelFile, SurvivesAFile) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "kmt_fitted_model_file_test.kmt").string();
+  ASSERT_TRUE(WriteModelFile(FittedExample(), path).ok());
+  absl::StatusOr<v1::ModelFile> read = ReadModelFile(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->SerializeAsString(), FittedExample().SerializeAsString());
+  EXPECT_TRUE(FittedFromProto(*read).ok());
+}
+
+TEST(FittedModelFile, NamesWhatIsWrong) {
+  struct Case {
+    const char* what;
+    std::function<void(v1::ModelFile*)> spoil;
+    const char* message;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto put = [](v1::ModelFile* f, std::vector<double> centers, std::vector<double> offset) {
+    EncodeFloat64(centers, f->mutable_fitted()->mutable_centers());
+    EncodeFloat64(offset, f->mutable_fitted()->mutable_offset());
+  };
+  const Case cases[] = {
+      {"no name", [](v1::ModelFile* f) { f->clear_name(); }, "model has no name"},
+      {"k = 0", [](v1::ModelFile* f) { f->set_k(0); },
+       "fitted model has d = 3, k = 0; both must be at least 1"},
+      {"layers", [](v1::ModelFile* f) { f->add_layers(); },
+       "fitted model has 1 layers; a fitted model has none"},
+      {"precision",
+       [](v1::ModelFile* f) {
+         f->mutable_fitted()->set_precision(v1::FittedCenters::PRECISION_UNSPECIFIED);
+       },
+       "fitted.precision is 0; it must be PRECISION_FLOAT32 (1) or PRECISION_FLOAT64 (2)"},
+      {"short centers",
+       [&](v1::ModelFile* f) {
+         put(f, {1, 2, 3, 4, 5}, {0, 0, 0});
+       },
+       "fitted.centers_f64 has 40 bytes, expected k*d*8 = 2*3*8"},
+      {"float32 bytes read as float64",
+       [](v1::ModelFile* f) {
+         f->mutable_fitted()->set_precision(v1::FittedCenters::PRECISION_FLOAT32);
+       },
+       "fitted.centers_f32 has 48 bytes, expected k*d*4 = 2*3*4"},
+      {"short offset",
+       [&](v1::ModelFile* f) {
+         put(f, {1, 2, 3, 4, 5, 6}, {0, 0});
+       },
+       "fitted.offset_f64 has 16 bytes, expected d*8 = 3*8"},
+      {"NaN center",
+       [&](v1::ModelFile* f) {
+         put(f, {1, 2, 3, 4, nan, 6}, {0, 0, 0});
+       },
+       "fitted.centers[1][1] is nan; every center must be finite"},
+      {"infinite offset",
+       [&](v1::ModelFile* f) {
+         put(f, {1, 2, 3, 4, 5, 6}, {0, std::numeric_limits<double>::infinity(), 0});
+       },
+       "fitted.offset[1] is inf; it must be finite"},
+      {"overflow",
+       [&](v1::ModelFile* f) {
+         put(f, {1e308, 2, 3, 4, 5, 6}, {-1e308, 0, 0});
+       },
+       "fitted.centers[0][0] minus fitted.offset[0] overflows"},
+      {"negative n", [](v1::ModelFile* f) { f->mutable_fitted()->set_n(-1); },
+       "fitted.n = -1, fitted.iterations = 0; neither may be negative"},
+      {"NaN inertia", [&](v1::ModelFile* f) { f->mutable_fitted()->set_inertia(nan); },
+       "fitted.inertia is nan; it must be finite and not negative"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    v1::ModelFile file = FittedExample();
+    c.spoil(&file);
+    absl::StatusOr<FittedCenters> fitted = FittedFromProto(file);
+    EXPECT_EQ(fitted.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(fitted.status().message(), c.message);
+  }
+  // Each reader refuses the other's files by name.
+  EXPECT_EQ(ModelFromProto<double>(FittedExample()).status().message(),
+            "model 'fit' is a fitted model (k centers), not layers");
+  EXPECT_EQ(FittedFromProto(ModelToProto(Example())).status().message(),
+            "model 'example' is not a fitted model (fitted is unset)");
 }
 
 }  // namespace
