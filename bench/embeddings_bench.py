@@ -52,6 +52,10 @@ and read after them.
     /usr/bin/python3 bench/embeddings_bench.py
     /usr/bin/python3 bench/embeddings_bench.py --scale=0.1 --repeats=1
     /usr/bin/python3 bench/embeddings_bench.py --shapes=200000x768:256:10
+
+--results=FILE writes the run's rows, machine, date and command as JSON;
+bench/results/embeddings.json is the run docs/core.md shows, and
+bench/render_tables.py renders its table there from it.
 """
 import argparse
 import os
@@ -62,6 +66,7 @@ import numpy as np
 import sklearn
 import sklearn.cluster
 from pybench import print_thread_pools, started_server, timed
+from render_tables import embeddings_table, write_result
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import kmt  # noqa: E402
@@ -148,8 +153,8 @@ def seconds(figures):
 
 def run_shape(args, proc, server, n, d, k, iterations):
     """Times the three sides on one shape and prints what they did: the
-    shape's name, its table row, and whether kmt's objective is within
-    OBJECTIVE_TOLERANCE of scikit-learn's."""
+    shape's name, its results (a row of the table), and whether kmt's
+    objective is within OBJECTIVE_TOLERANCE of scikit-learn's."""
     X = embeddings(n, d, k, args.latent, args.separation, args.noise, args.seed)
     init = X[np.random.default_rng(args.seed + 1).choice(n, size=k, replace=False)]
     name = f"{n:,} x {d:,}, k = {k:,}, {iterations}"
@@ -197,8 +202,10 @@ def run_shape(args, proc, server, n, d, k, iterations):
             print(f"  {side}: objective's relative difference to scikit-learn's on float64 "
                   f"{abs(value - reference) / reference:.1e}, labels equal to its "
                   f"{100 * float((fit.labels_ == exact.labels_).mean()):.3f}%")
-    row = (f"| {name} | {ours[0]:.3g} s | {theirs[0]:.3g} s | {sk[0]:.3g} s | "
-           f"{ours[0] / best:.2f} | {difference:.1e} | {peak:.2f} GiB |")
+    row = {"n": n, "d": d, "k": k, "iterations": iterations, "kmt_s": float(ours[0]),
+           "faiss_s": float(theirs[0]), "sklearn_s": float(sk[0]),
+           "objective_vs_sklearn": float(difference), "server_peak_rss_gib": float(peak),
+           "kmt_n_iter": int(ours[3].n_iter_), "sklearn_n_iter": int(sk[3].n_iter_)}
     return name, row, within
 
 
@@ -225,14 +232,19 @@ def main():
     parser.add_argument("--server_binary", default="build/server/kmt-server")
     parser.add_argument("--server_flag", action="append", default=[],
                         help="a kmt-server flag, like --server_flag=--max_k=16384 (repeatable)")
+    parser.add_argument("--results", default="",
+                        help="write the run's results as JSON to this file; "
+                             "bench/results/embeddings.json is the run docs/core.md shows, "
+                             "rendered there by bench/render_tables.py")
     args = parser.parse_args()
 
     proc, server = started_server(args.server_binary, *args.server_flag)
     rows, off = [], []
     try:
+        load_at_start = os.getloadavg()[0]
         print(f"kmt-server {server}; FAISS {faiss.__version__}, scikit-learn "
               f"{sklearn.__version__}; {os.cpu_count()} CPUs, load average "
-              f"{os.getloadavg()[0]:.1f} at the start")
+              f"{load_at_start:.1f} at the start")
         print_thread_pools()
         for n, d, k, iterations in args.shapes:
             name, row, within = run_shape(args, proc, server, max(k, round(n * args.scale)), d,
@@ -244,10 +256,11 @@ def main():
         proc.terminate()
         proc.wait()
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end\n")
-    print("| n × d, k, iterations | kmt | FAISS | scikit-learn | kmt / best peer | "
-          "objective vs scikit-learn | server peak RSS |")
-    print("|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
+    print("\n".join(embeddings_table(rows)))
+    if args.results:
+        write_result(args.results, rows, load_average_at_start=load_at_start,
+                     load_average_at_end=os.getloadavg()[0], faiss=faiss.__version__,
+                     scikit_learn=sklearn.__version__, repeats=args.repeats)
     if off:
         raise SystemExit(f"kmt's objective differs from scikit-learn's by more than "
                          f"{OBJECTIVE_TOLERANCE:g} relative on: {'; '.join(off)}")

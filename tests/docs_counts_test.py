@@ -114,7 +114,7 @@ def main():
             for match in COUNT.finditer(text):
                 line = number + text.count("\n", 0, match.start())
                 quoted = int(match.group(1).replace(",", ""))
-                where = f"{path}:{line}: \"{match.group(0).strip()}\""
+                where = f"{path}:{line}: \"{' '.join(match.group(0).split())}\""
                 if APPROXIMATE.search(text[:match.start()]):
                     problems.append(f"{where}: an approximate count; quote the exact one with its selector")
                     continue
