@@ -5,7 +5,7 @@ as in "58 input tests" or "the 51 tests labelled `concurrent`"). It must be
 exact and name what it counts: the nearest `ctest ... -N ...` selector in
 the same paragraph (in a fenced block, on the same line, before any `#`
 comment), whose options are run against the build directory
-(KMT_BUILD_DIR, or the first argument) and must list exactly that many
+(KMT_BUILD_DIR) and must list exactly that many
 tests. "about 290 tests", or a count with no selector, fails. Dated runs
 belong in docs/notes/, which are not checked."""
 import os
@@ -14,21 +14,17 @@ import shlex
 import subprocess
 import sys
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.dont_write_bytecode = True  # the checkout stays as git has it
+from docs_links_test import FENCE, ROOT, markdown_files  # noqa: E402
 
-FENCE = re.compile(r"^\s*(```|~~~)")
 COUNT = re.compile(r"(?<![\w.,×⁰-⁹])(\d{1,3}(?:,\d{3})*|\d+)((?:\s+[\w`'-]+){0,2}?)\s+tests?\b")
 APPROXIMATE = re.compile(r"\b(about|around|roughly|some|over|nearly|almost|~)\s*$")
 SELECTOR = re.compile(r"\bctest\b[^`#\n]*?\s-N\b[^`#\n]*")
 
 
 def reference_files():
-    """The Markdown files git lists, without the dated notes."""
-    git = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
-                         cwd=ROOT, capture_output=True, text=True, check=True)
-    return sorted(path for path in git.stdout.split()
-                  if not path.startswith(("docs/notes/", "build")) and
-                  os.path.isfile(os.path.join(ROOT, path)))
+    """The tree's Markdown files without the dated notes."""
+    return [path for path in markdown_files() if not path.startswith("docs/notes/")]
 
 
 def paragraphs(path):
@@ -102,7 +98,7 @@ def listed(build, selector):
 
 
 def main():
-    build = os.environ.get("KMT_BUILD_DIR") or (sys.argv[1] if len(sys.argv) > 1 else "")
+    build = os.environ.get("KMT_BUILD_DIR", "")
     if not build or not os.path.isfile(os.path.join(build, "CTestTestfile.cmake")):
         print("docs_counts_test: set KMT_BUILD_DIR to a configured build directory", file=sys.stderr)
         return 2
