@@ -291,23 +291,30 @@ absl::StatusOr<MiniBatchResult> RunMiniBatchJob(const MiniBatchOptions& options,
   }
   result.steps_seconds = Since(start);
   if (options.labels) {
-    // The last step of a resident job's Lloyd's driver, from these centers.
+    // One pass over every shard for the labels and the objective, without
+    // the sums nor the state an assign step keeps for the next.
     const auto labels_start = Clock::now();
-    ResidentJobOptions assign{.k = k,
-                              .iterations = 0,
-                              .weighted = options.weighted,
-                              .float64 = options.float64,
-                              .labels = true,
-                              .check = options.check};
-    if (options.float64) {
-      assign.starts_f64 = {result.centers};
-    } else {
-      assign.starts = {result.centers.cast<float>()};
+    v1::JobRequest request;
+    v1::SampleSumsStep* last = request.mutable_sample_sums();
+    last->set_k(k);
+    PutCenters(result.centers, options.float64, last);
+    last->set_all_rows(true);
+    last->set_return_labels(true);
+    last->set_omit_sums(true);
+    absl::StatusOr<std::vector<v1::JobResponse>> answers =
+        round(std::vector<std::optional<v1::JobRequest>>(sizes.size(), request));
+    if (!answers.ok()) return answers.status();
+    result.labels.reserve(static_cast<size_t>(n));
+    for (const v1::JobResponse& a : *answers) {
+      absl::StatusOr<Labels> labels = StepLabels(a);
+      if (!labels.ok()) return labels.status();
+      result.labels.insert(result.labels.end(), labels->begin(), labels->end());
+      result.objective += a.objective();
     }
-    absl::StatusOr<ResidentJobResult> labelled = RunResidentJob(assign, d, shards);
-    if (!labelled.ok()) return labelled.status();
-    result.labels = std::move(labelled->labels);
-    result.objective = labelled->objective;
+    if (static_cast<int64_t>(result.labels.size()) != n) {
+      return absl::InternalError(absl::StrCat("the shards answered ", result.labels.size(),
+                                              " labels for n = ", n, " points"));
+    }
     result.labels_seconds = Since(labels_start);
   }
   return result;

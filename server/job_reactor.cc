@@ -100,7 +100,8 @@ void JobReactor::Step() {
   labels_.assign(response_.labels().begin(), response_.labels().end());
   response_.clear_labels();
   labels_sent_ = 0;
-  raw_labels_ = request_.has_assign() && request_.assign().raw_labels();
+  raw_labels_ =
+      (request_.has_assign() && request_.assign().raw_labels()) || request_.has_sample_sums();
   if (!labels_.empty()) PutLabels();
   Write();
 }

@@ -2,9 +2,10 @@
 // client's Cluster streams (client/cluster_client.h) under the Python
 // package, so that kmt.KMeans, kmt.fit_resident and kmt.dask run the
 // algorithm the CLI runs, and the estimators' batches travel as the CLI's
-// do. Three entry points, and `column_means` for the estimators' checks of
+// do. Four entry points, and `column_means` for the estimators' checks of
 // their data: `fit` loads points this process holds onto
-// replicas (ReplicaShards) and runs the job; `drive` runs the job over
+// replicas (ReplicaShards) and runs the job; `minibatch_fit` loads them and
+// runs mini-batch k-means' steps (client/minibatch_job.h); `drive` runs the job over
 // shards a Python object holds (kmt.dask's workers), whose steps cross as
 // serialized JobRequest and JobResponse messages; `Client.cluster` streams
 // ClusterRequests (kmt.Client.cluster_each). Each releases the GIL while it
@@ -28,6 +29,7 @@
 
 #include "base/allocator.h"
 #include "client/cluster_client.h"
+#include "client/minibatch_job.h"
 #include "client/replica_shards.h"
 #include "client/resident_job.h"
 #include "core/narrow_float.h"
@@ -127,6 +129,34 @@ std::vector<Scalar> WeightsOf(const py::array& given, int64_t n) {
   return VectorOf<Scalar>(given, n, "weights", "n");
 }
 
+// Ctrl-C (or another signal Python handles) ends a job between steps with
+// the handler's exception, as it would a loop in Python. A callback that
+// raised ends it too.
+StopCheck CheckOf(PythonFailure* failure) {
+  return [failure]() -> absl::Status {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) return failure->Keep(py::error_already_set());
+    if (failure->error) return absl::AbortedError("a Python callback raised");
+    return absl::OkStatus();
+  };
+}
+
+// A job's log from a Python function of a line, or None. The callbacks
+// hold handles, not references: the options are copied and destroyed where
+// the GIL is released, and the objects outlive the job (the caller's
+// arguments).
+std::function<void(const std::string&)> LogOf(const py::object& log, PythonFailure* failure) {
+  if (log.is_none()) return nullptr;
+  return [log = py::handle(log), failure](const std::string& line) {
+    py::gil_scoped_acquire gil;
+    try {
+      log(line);
+    } catch (py::error_already_set& e) {
+      failure->Keep(std::move(e)).IgnoreError();
+    }
+  };
+}
+
 // The job's options from the keyword arguments both entry points share.
 ResidentJobOptions JobOptions(int d, int k, int iterations, double center_tol, uint64_t seed,
                               const std::string& init, int kmeans_parallel_rounds,
@@ -154,28 +184,8 @@ ResidentJobOptions JobOptions(int d, int k, int iterations, double center_tol, u
   } else if (starts) {
     options.starts = StartsOf<float>(*starts, d, k);
   }
-  // Ctrl-C (or another signal Python handles) ends the job between steps
-  // with the handler's exception, as it would a loop in Python.
-  // A callback that raised ends it too.
-  options.check = [failure]() -> absl::Status {
-    py::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() != 0) return failure->Keep(py::error_already_set());
-    if (failure->error) return absl::AbortedError("a Python callback raised");
-    return absl::OkStatus();
-  };
-  // The callbacks hold handles, not references: the options are copied and
-  // destroyed where the GIL is released, and the objects outlive the job
-  // (the caller's arguments).
-  if (!log.is_none()) {
-    options.log = [log = py::handle(log), failure](const std::string& line) {
-      py::gil_scoped_acquire gil;
-      try {
-        log(line);
-      } catch (py::error_already_set& e) {
-        failure->Keep(std::move(e)).IgnoreError();
-      }
-    };
-  }
+  options.check = CheckOf(failure);
+  options.log = LogOf(log, failure);
   if (!on_iteration.is_none()) {
     options.on_iteration = [on_iteration = py::handle(on_iteration), failure](
                                int t, double objective, double shift, Convergence why) {
@@ -343,6 +353,29 @@ ChannelSecurity SecurityOf(bool tls, const std::string& ca, const std::string& c
   return *std::move(security);
 }
 
+// The replicas' options both fits share: the servers, the weights (in the
+// job's precision), the streams and their deadline, TLS, the log.
+ReplicaShardOptions ReplicasOf(const std::vector<std::string>& servers, int64_t n,
+                               const std::optional<py::array>& weights, bool float64,
+                               int streams_per_server, int64_t chunk_bytes, int max_moves,
+                               std::optional<double> timeout, ChannelSecurity security,
+                               std::function<void(const std::string&)> log) {
+  ReplicaShardOptions replicas{
+      .servers = servers,
+      .streams_per_server = streams_per_server,
+      .chunk_bytes = chunk_bytes,
+      .max_moves = max_moves,
+      .stream_timeout = timeout ? absl::Seconds(*timeout) : absl::InfiniteDuration(),
+      .security = std::move(security),
+      .log = std::move(log)};
+  if (weights && float64) {
+    replicas.weights_f64 = WeightsOf<double>(*weights, n);
+  } else if (weights) {
+    replicas.weights = WeightsOf<float>(*weights, n);
+  }
+  return replicas;
+}
+
 py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, int64_t n, int d,
              int k, const std::optional<py::array>& weights, int iterations, double tol,
              double center_tol, uint64_t seed, const std::string& init, int kmeans_parallel_rounds,
@@ -358,20 +391,9 @@ py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, in
       JobOptions(d, k, iterations, center_tol, seed, init, kmeans_parallel_rounds,
                  kmeans_parallel_oversampling, empty_clusters, n_init, starts, labels, float64,
                  iteration_objectives, &failure, log, on_iteration);
-  ChannelSecurity security = SecurityOf(tls, ca, cert, key, server_name);
-  ReplicaShardOptions replicas{
-      .servers = servers,
-      .streams_per_server = streams_per_server,
-      .chunk_bytes = chunk_bytes,
-      .max_moves = max_moves,
-      .stream_timeout = timeout ? absl::Seconds(*timeout) : absl::InfiniteDuration(),
-      .security = std::move(security),
-      .log = options.log};
-  if (weights && float64) {
-    replicas.weights_f64 = WeightsOf<double>(*weights, n);
-  } else if (weights) {
-    replicas.weights = WeightsOf<float>(*weights, n);
-  }
+  ReplicaShardOptions replicas =
+      ReplicasOf(servers, n, weights, float64, streams_per_server, chunk_bytes, max_moves, timeout,
+                 SecurityOf(tls, ca, cert, key, server_name), options.log);
   if (points_type == "f16") {
     replicas.points_type = RawType::kFloat16;
   } else if (points_type == "bf16") {
@@ -392,6 +414,80 @@ py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, in
   failure.RaiseIfAny();
   if (!result.ok()) Raise(result.status());
   return ResultDict(*std::move(result));
+}
+
+// kmt.MiniBatchKMeans.fit's steps: the points loaded on the replicas, then
+// the steps from `centers` (k, d) with the batches drawn from the MT19937
+// state `key` (624 words) at `pos`, as numpy's RandomState.get_state()
+// gives it (client/minibatch_job.h). The answer's key and pos are the
+// stream's after the last draw.
+py::dict MiniBatchFit(const std::vector<std::string>& servers, const py::object& rows, int64_t n,
+                      int d, int k, const std::optional<py::array>& weights,
+                      const py::array& centers, const std::vector<uint32_t>& key, int pos,
+                      int64_t batch_size, int64_t steps, double center_tol,
+                      int64_t max_no_improvement, double reassignment_ratio, bool labels,
+                      bool float64, int streams_per_server, int64_t chunk_bytes, int max_moves,
+                      std::optional<double> timeout, bool tls, const std::string& ca,
+                      const std::string& cert, const std::string& key_file,
+                      const std::string& server_name, const py::object& log) {
+  PythonFailure failure;
+  absl::StatusOr<NumpyRandomState> random = NumpyRandomState::FromState(key, pos);
+  if (!random.ok()) throw py::value_error(std::string(random.status().message()));
+  MiniBatchOptions options{.k = k,
+                           .batch_size = batch_size,
+                           .steps = steps,
+                           .center_tol = center_tol,
+                           .max_no_improvement = max_no_improvement,
+                           .reassignment_ratio = reassignment_ratio,
+                           .random = *random,
+                           .labels = labels,
+                           .log = LogOf(log, &failure),
+                           .check = CheckOf(&failure)};
+  const Array<double> start = Array<double>::ensure(centers);
+  if (!start || start.ndim() != 2 || start.shape(0) != k || start.shape(1) != d) {
+    throw py::value_error("centers must have shape (k, d) = (" + std::to_string(k) + ", " +
+                          std::to_string(d) + ")");
+  }
+  // Row-major (k, d) is column-major d x k.
+  options.centers = Eigen::Map<const Matrix<double>>(start.data(), d, k);
+  ReplicaShardOptions replicas =
+      ReplicasOf(servers, n, weights, float64, streams_per_server, chunk_bytes, max_moves, timeout,
+                 SecurityOf(tls, ca, cert, key_file, server_name), options.log);
+  absl::StatusOr<MiniBatchResult> result;
+  {
+    py::gil_scoped_release released;
+    result = float64 ? RunMiniBatchJobOnReplicas(std::move(replicas), std::move(options), n, d,
+                                                 RowSource<double>(rows, failure, d))
+                     : RunMiniBatchJobOnReplicas(std::move(replicas), std::move(options), n, d,
+                                                 RowSource<float>(rows, failure, d));
+  }
+  failure.RaiseIfAny();
+  if (!result.ok()) Raise(result.status());
+  py::dict out;
+  out["centers"] = RowsOf(result->centers);
+  out["counts"] = result->state.counts;
+  out["ewa_inertia"] =
+      result->state.has_ewa ? py::object(py::float_(result->state.ewa_inertia)) : py::none();
+  out["ewa_inertia_min"] = result->state.ewa_inertia_min;
+  out["no_improvement"] = result->state.no_improvement;
+  out["since_reassign"] = result->state.since_reassign;
+  out["steps_run"] = result->steps_run;
+  out["reassigned"] = result->reassigned;
+  out["key"] = std::vector<uint32_t>(result->random.key().begin(), result->random.key().end());
+  out["pos"] = result->random.pos();
+  if (labels) {
+    py::array_t<int32_t> assigned(static_cast<py::ssize_t>(result->labels.size()));
+    std::memcpy(assigned.mutable_data(), result->labels.data(),
+                sizeof(int32_t) * result->labels.size());
+    out["labels"] = assigned;
+  } else {
+    out["labels"] = py::none();
+  }
+  out["objective"] = result->objective;
+  out["load_seconds"] = result->load_seconds;
+  out["steps_seconds"] = result->steps_seconds;
+  out["labels_seconds"] = result->labels_seconds;
+  return out;
 }
 
 py::dict Drive(const py::object& shards, int d, int k, const std::optional<py::array>& weights,
@@ -663,6 +759,14 @@ PYBIND11_MODULE(_driver, m) {
         py::arg("server_name") = "", py::arg("iteration_objectives") = true,
         py::arg("log") = py::none(), py::arg("on_iteration") = py::none(),
         py::arg("points_type") = "f32", py::arg("points_offset") = py::none());
+  m.def("minibatch_fit", &kmt::MiniBatchFit, py::arg("servers"), py::arg("rows"), py::arg("n"),
+        py::arg("d"), py::arg("k"), py::kw_only(), py::arg("weights") = py::none(),
+        py::arg("centers"), py::arg("key"), py::arg("pos"), py::arg("batch_size"), py::arg("steps"),
+        py::arg("center_tol"), py::arg("max_no_improvement"), py::arg("reassignment_ratio"),
+        py::arg("labels"), py::arg("float64") = false, py::arg("streams_per_server"),
+        py::arg("chunk_bytes"), py::arg("max_moves"), py::arg("timeout") = py::none(),
+        py::arg("tls") = false, py::arg("ca") = "", py::arg("cert") = "", py::arg("key_file") = "",
+        py::arg("server_name") = "", py::arg("log") = py::none());
   m.def("drive", &kmt::Drive, py::arg("shards"), py::arg("d"), py::arg("k"), py::kw_only(),
         py::arg("weights") = py::none(), py::arg("weighted"), py::arg("iterations"),
         py::arg("center_tol"), py::arg("seed"), py::arg("init"), py::arg("kmeans_parallel_rounds"),

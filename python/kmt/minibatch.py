@@ -26,9 +26,9 @@ from sklearn.utils.validation import _check_sample_weight, _is_arraylike_not_sca
 
 from . import client as _client
 from .kmeans import tolerance
-from .resident import dense_rows
+from .resident import dense_rows, driver, driver_errors, replica_addresses
 from .served import (ASSIGN_MODEL, ServedKMeans, client_for, invalid_input_as_value_error,
-                     keep_parameters, padded)
+                     keep_parameters, padded, server_of)
 
 pb = _client.pb
 
@@ -168,40 +168,6 @@ class MiniBatchKMeans(ServedKMeans):
             return True
         return False
 
-    def _converged(self, step, n_steps, n_samples, shift, batch_inertia):
-        """scikit-learn's early stopping: the centers' squared shift within
-        tol, or no improvement of the batch inertia's moving average in
-        max_no_improvement steps."""
-        batch_inertia /= self._batch_size
-        step += 1
-        if step == 1:  # the inertia of the initialisation
-            if self.verbose:
-                print(f"Minibatch step {step}/{n_steps}: mean batch inertia: {batch_inertia}")
-            return False
-        if self._ewa_inertia is None:
-            self._ewa_inertia = batch_inertia
-        else:
-            alpha = min(self._batch_size * 2.0 / (n_samples + 1), 1)
-            self._ewa_inertia = self._ewa_inertia * (1 - alpha) + batch_inertia * alpha
-        if self.verbose:
-            print(f"Minibatch step {step}/{n_steps}: mean batch inertia: {batch_inertia}, "
-                  f"ewa inertia: {self._ewa_inertia}")
-        if self._tol > 0.0 and shift <= self._tol:
-            if self.verbose:
-                print(f"Converged (small centers change) at step {step}/{n_steps}")
-            return True
-        if self._ewa_inertia_min is None or self._ewa_inertia < self._ewa_inertia_min:
-            self._no_improvement = 0
-            self._ewa_inertia_min = self._ewa_inertia
-        else:
-            self._no_improvement += 1
-        if (self.max_no_improvement is not None
-                and self._no_improvement >= self.max_no_improvement):
-            if self.verbose:
-                print(f"Converged (lack of improvement in inertia) at step {step}/{n_steps}")
-            return True
-        return False
-
     def _labels_inertia(self, X, sample_weight):
         labels, squared = self._assign(X, pb.DISTANCES_NEAREST)
         return labels, float(np.dot(sample_weight.astype(np.float64), squared))
@@ -213,41 +179,55 @@ class MiniBatchKMeans(ServedKMeans):
         random_state = check_random_state(self.random_state)
         sample_weight, weighted = self._weights(sample_weight, X)
         self._unit_norm, self._offset_used = False, True
-        n = X.shape[0]
+        n, d = X.shape
         valid = random_state.randint(0, n, self._init_size)
-        # The steps, each after the answer to the one before, share a stream.
-        with client_for(self).session() as session:
-            best = None
-            for i in range(self._n_init):
-                if self.verbose:
-                    print(f"Init {i + 1}/{self._n_init} with method {self.init}")
-                self.cluster_centers_ = self._start(X, random_state)
+        best = None
+        for i in range(self._n_init):
+            if self.verbose:
+                print(f"Init {i + 1}/{self._n_init} with method {self.init}")
+            centers = self._start(X, random_state)
+            if self._n_init == 1 and not self.verbose:
+                best = None, centers  # one start: its inertia decides nothing
+                break
+            with client_for(self).session() as session:
                 inertia = self._sums(X[valid], sample_weight[valid] if weighted else None,
-                                     self.cluster_centers_, session)[0]
-                if self.verbose:
-                    print(f"Inertia for init {i + 1}/{self._n_init}: {inertia}")
-                if best is None or inertia < best[0]:
-                    best = inertia, self.cluster_centers_
-            self.cluster_centers_ = best[1]
-            self._counts = np.zeros(self.n_clusters, dtype=X.dtype)
-            self._ewa_inertia = self._ewa_inertia_min = None
-            self._no_improvement = 0
-            self._n_since_last_reassign = 0
-            n_steps = (self.max_iter * n) // self._batch_size
-            for i in range(n_steps):
-                rows = random_state.randint(0, n, self._batch_size)
-                before = self.cluster_centers_
-                inertia = self._step(X[rows], sample_weight[rows] if weighted else None,
-                                     random_state, self._random_reassign(), session)
-                shift = (float(((self.cluster_centers_ - before) ** 2).sum()) if self._tol > 0
-                         else 0.0)
-                if self._converged(i, n_steps, n, shift, inertia):
-                    break
+                                     centers, session)[0]
+            if self.verbose:
+                print(f"Inertia for init {i + 1}/{self._n_init}: {inertia}")
+            if best is None or inertia < best[0]:
+                best = inertia, centers
+        # The steps run in the compiled driver over X loaded once on the
+        # replicas (client/minibatch_job.h), their batches drawn from
+        # random_state's own stream, which goes on from where they leave it.
+        state = random_state.get_state()
+        n_steps = (self.max_iter * n) // self._batch_size
+        answer = driver_errors(
+            driver().minibatch_fit, replica_addresses(server_of(self)), dense_rows(X), n, d,
+            self.n_clusters, weights=sample_weight if weighted else None,
+            centers=np.asarray(best[1], dtype=np.float64), key=state[1], pos=int(state[2]),
+            batch_size=self._batch_size, steps=n_steps, center_tol=float(self._tol),
+            max_no_improvement=(-1 if self.max_no_improvement is None
+                                else int(self.max_no_improvement)),
+            reassignment_ratio=float(self.reassignment_ratio),
+            labels=bool(self.compute_labels), float64=X.dtype == np.float64,
+            streams_per_server=1, chunk_bytes=4 << 20, max_moves=3, timeout=self.timeout,
+            tls=bool(self.tls or self.ca or self.cert or self.key), ca=self.ca or "",
+            cert=self.cert or "", key_file=self.key or "", server_name=self.server_name or "",
+            log=print if self.verbose else None)
+        random_state.set_state((state[0], np.asarray(answer["key"], dtype=np.uint32),
+                                answer["pos"], state[3], state[4]))
+        self.cluster_centers_ = answer["centers"].astype(X.dtype)
+        self._counts = np.asarray(answer["counts"], dtype=X.dtype)
+        self._ewa_inertia = answer["ewa_inertia"]
+        self._ewa_inertia_min = answer["ewa_inertia_min"]
+        self._no_improvement = answer["no_improvement"]
+        self._n_since_last_reassign = answer["since_reassign"]
         self._n_features_out = self.n_clusters
-        self.n_steps_ = i + 1
-        self.n_iter_ = int(np.ceil((i + 1) * self._batch_size / n))
+        self.n_steps_ = answer["steps_run"]
+        self.n_iter_ = int(np.ceil(self.n_steps_ * self._batch_size / n))
         if self.compute_labels:
-            self.labels_, self.inertia_ = self._labels_inertia(X, sample_weight)
+            self.labels_ = answer["labels"]
+            self.inertia_ = float(answer["objective"])
         else:
             self.inertia_ = self._ewa_inertia * n
         return None
