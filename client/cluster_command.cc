@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -26,10 +27,13 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "base/command_line.h"
 #include "client/cli_flags.h"
 #include "client/cluster_client.h"
@@ -46,6 +50,7 @@
 #include "io/point_reader.h"
 #include "proto/batch_error.h"
 #include "proto/enum_names.h"
+#include "proto/model_file.h"
 #include "proto/raw_payload.h"
 
 ABSL_FLAG(std::string, input, "",
@@ -98,6 +103,11 @@ ABSL_FLAG(std::string, centers_out, "",
           "where to write the centers: CSV (per-batch mode: batch,cluster,x0,... rows), or "
           "float32 .npy of shape (k, d) (per-batch mode: (batches * k, d)) if the name ends in "
           ".npy");
+
+ABSL_FLAG(std::string, model_out, "",
+          "whole mode: where to write the fitted centers as a fitted model (kmt.v1.ModelFile, "
+          "written aside and renamed into place); as DIR/NAME/VERSION/model.kmt, a server whose "
+          "--model_dir is DIR serves it as version VERSION of model NAME");
 
 namespace kmt {
 namespace {
@@ -262,9 +272,61 @@ absl::Status WriteLabels(const std::string& path, const std::vector<int>& labels
   return out ? absl::OkStatus() : absl::InternalError(absl::StrCat("cannot write ", path));
 }
 
+// The model --model_out names: NAME of DIR/NAME/VERSION/model.kmt, else
+// the file's name without its extension.
+std::string ModelOutName(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::filesystem::path version = p.parent_path();
+  int64_t number = 0;
+  if (p.filename() == "model.kmt" && absl::SimpleAtoi(version.filename().string(), &number) &&
+      !version.parent_path().filename().empty()) {
+    return version.parent_path().filename().string();
+  }
+  return p.stem().string();
+}
+
+// A whole-mode fit as a fitted model at --model_out, its offset the
+// centers' mean as the Python estimators' predict subtracts it.
+template <typename Scalar>
+absl::Status WriteModel(const Matrix<Scalar>& centers, const ResidentJobResult& result, int64_t n,
+                        const v1::ClusterRequest& base) {
+  const std::string path = absl::GetFlag(FLAGS_model_out);
+  const Vector<Scalar> mean = centers.rowwise().mean();
+  v1::ModelFile file = FittedToProto<Scalar>(ModelOutName(path), centers,
+                                             std::vector<Scalar>(mean.begin(), mean.end()));
+  v1::FittedCenters* fitted = file.mutable_fitted();
+  fitted->set_n(n);
+  fitted->set_inertia(result.objective);
+  fitted->set_algorithm("lloyd");
+  fitted->set_iterations(result.iterations_run);
+  auto& parameters = *fitted->mutable_parameters();
+  parameters["input"] = absl::GetFlag(FLAGS_input);
+  parameters["init"] = base.has_init() ? EngineName<v1::Init>(base.init()) : "kmeans++";
+  parameters["max_iterations"] = absl::StrCat(WholeIterations());
+  parameters["tol"] = absl::StrCat(absl::GetFlag(FLAGS_tol));
+  parameters["n_init"] = absl::StrCat(std::max(1, base.n_init()));
+  parameters["seed"] = absl::StrCat(base.seed());
+  if (!absl::GetFlag(FLAGS_weights_in).empty()) {
+    parameters["weights_in"] = absl::GetFlag(FLAGS_weights_in);
+  }
+  v1::Provenance* provenance = file.mutable_provenance();
+  provenance->set_seed(base.seed());
+  provenance->set_created(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
+  provenance->set_trainer("kmt cluster " KMT_VERSION);
+  return WriteModelFile(file, path);
+}
+
 // One dataset's results: labels one per line or as .npy, centers (d x k) as
-// CSV rows or a k x d .npy.
-absl::Status WriteResults(const Labels& labels, const Matrix<float>& centers) {
+// CSV rows or a k x d .npy, the fitted model if --model_out asks.
+absl::Status WriteResults(const ResidentJobResult& result, int64_t n,
+                          const v1::ClusterRequest& base) {
+  const Labels& labels = result.labels;
+  const Matrix<float>& centers = result.centers;
+  if (!absl::GetFlag(FLAGS_model_out).empty()) {
+    absl::Status s = result.centers_f64.size() > 0 ? WriteModel(result.centers_f64, result, n, base)
+                                                   : WriteModel(result.centers, result, n, base);
+    if (!s.ok()) return s;
+  }
   if (absl::Status s = WriteLabels(absl::GetFlag(FLAGS_labels_out), labels); !s.ok()) return s;
   const std::string path = absl::GetFlag(FLAGS_centers_out);
   if (IsNpy(path)) {
@@ -644,7 +706,7 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
   absl::StatusOr<ResidentJobResult> result = RunResidentJob(options, d, shards);
   if (!result.ok()) return result.status();
   PrintObjectives(*result);
-  return WriteResults(result->labels, result->centers);
+  return WriteResults(*result, n, base);
 }
 
 absl::StatusOr<std::vector<float>> ReadWeights() {
@@ -753,7 +815,7 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
   }
   if (!result.ok()) return result.status();
   const auto written = std::chrono::steady_clock::now();
-  if (absl::Status s = WriteResults(result->labels, result->centers); !s.ok()) return s;
+  if (absl::Status s = WriteResults(*result, n, base); !s.ok()) return s;
   const double write_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - written).count();
   const double total =
@@ -791,6 +853,21 @@ absl::Status CheckWritable(absl::string_view flag, const std::string& path) {
   return absl::OkStatus();
 }
 
+// --model_out's directory, made if missing (a new version's directory);
+// the file itself is not touched before it is written whole, since a server
+// may be watching the directory.
+absl::Status CheckModelOut(const std::string& path) {
+  if (path.empty()) return absl::OkStatus();
+  const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
+  std::error_code error;
+  std::filesystem::create_directories(parent, error);
+  if (error || access(parent.c_str(), W_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot write --model_out=", path, ": ",
+                                                   error ? error.message() : std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 // Flags that only one mode reads are refused in the other.
 absl::Status CheckModeFlags(bool whole) {
   const char* const whole_only[] = {"tol",
@@ -799,7 +876,8 @@ absl::Status CheckModeFlags(bool whole) {
                                     "sample_size",
                                     "max_points_per_center",
                                     "kmeans_parallel_rounds",
-                                    "kmeans_parallel_oversampling"};
+                                    "kmeans_parallel_oversampling",
+                                    "model_out"};
   for (const char* flag : whole_only) {
     if (!whole && FlagGiven(flag)) {
       return absl::InvalidArgumentError(
@@ -861,6 +939,7 @@ absl::Status RunCluster() {
                                                                : absl::GetFlag(FLAGS_centers_out);
     if (absl::Status s = CheckWritable(flag, path); !s.ok()) return s;
   }
+  if (absl::Status s = CheckModelOut(absl::GetFlag(FLAGS_model_out)); !s.ok()) return s;
   absl::StatusOr<v1::ClusterRequest> base =
       Template((*reader)->d(), whole && absl::GetFlag(FLAGS_resident));
   if (!base.ok()) return base.status();

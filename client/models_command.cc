@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -86,6 +87,25 @@ absl::Status RunModels() {
           metric("validation_ahead") > 0
               ? "ahead by two standard errors"
               : "NOT ahead of Lloyd's (written with --write_behind_lloyd)");
+    }
+    if (m.kind() == "fitted") {
+      // Where the centers came from, as the file records it.
+      const v1::FittedCenters& f = m.fitted();
+      std::vector<std::pair<std::string, std::string>> parameters(f.parameters().begin(),
+                                                                  f.parameters().end());
+      std::sort(parameters.begin(), parameters.end());
+      std::string listed;
+      for (const auto& [name, value] : parameters) {
+        absl::StrAppend(&listed, listed.empty() ? "" : ",", name, "=", value);
+      }
+      std::printf(
+          "  fitted: version %lld, %s, n=%lld inertia=%.17g iterations=%d algorithm=%s "
+          "parameters=%s data=%s created=%s by=%s\n",
+          static_cast<long long>(m.default_version()),
+          f.precision() == v1::FittedCenters::PRECISION_FLOAT64 ? "float64" : "float32",
+          static_cast<long long>(f.n()), f.inertia(), f.iterations(), f.algorithm().c_str(),
+          listed.c_str(), f.data_fingerprint().c_str(), m.provenance().created().c_str(),
+          m.provenance().trainer().c_str());
     }
     for (const v1::ModelParameter& p : m.parameters()) {
       // As typed: --parameters=name=value (several separated by commas).

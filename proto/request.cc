@@ -151,10 +151,6 @@ namespace {
 // sets it; the first found, or OK.
 absl::Status CheckFittedRequest(const v1::ClusterRequest& r, const FittedCenters& fitted) {
   const std::string model = absl::StrCat("model '", r.model(), "' is fitted: ");
-  if (r.has_init()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("init is set; ", model, "its ", fitted.k(), " centers start every batch"));
-  }
   const char* centers = r.centers_size() > 0        ? "centers"
                         : !r.centers_f32().empty()  ? "centers_f32"
                         : !r.centers_f64().empty()  ? "centers_f64"
@@ -164,6 +160,10 @@ absl::Status CheckFittedRequest(const v1::ClusterRequest& r, const FittedCenters
   if (centers != nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(centers, " is set; ", model, "it serves its own ", fitted.k(), " centers"));
+  }
+  if (r.has_init()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("init is set; ", model, "its ", fitted.k(), " centers start every batch"));
   }
   if (r.points_offset_size() > 0 || !r.points_offset_f64().empty()) {
     return absl::InvalidArgumentError(

@@ -44,6 +44,7 @@ _ESTIMATORS = {
     "TrimmedKMeans": "variants",
     "RobustKMeans": "variants",
     "KMedoids": "variants",
+    "ServedModel": "fitted",
 }
 
 __all__ = ["Client", "ClusterError", "FitResult", "ResidentResult", "Result", "ServiceError",

@@ -448,6 +448,29 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         squared = self._assign(X, _client.pb.DISTANCES_NEAREST, labels=False)[1]
         return -float(np.dot(sample_weight.astype(np.float64), squared.astype(np.float64)))
 
+    def save_model(self, path, name=None, X=None):
+        """Writes the fitted centers as a fitted model file at `path`
+        (written beside it and renamed into place; as DIR/NAME/VERSION/
+        model.kmt, a server whose --model_dir is DIR serves it as version
+        VERSION of NAME). `name` defaults to NAME, else the file's name; `X`,
+        if given, the points fitted, recorded as n and their SHA-256
+        fingerprint (kmt.fitted.fingerprint). Returns self."""
+        from . import fitted
+        check_is_fitted(self)
+        fitted.write_model(
+            fitted.model_file(self, fitted.model_name(path) if name is None else name, X), path)
+        return self
+
+    @classmethod
+    def from_model(cls, path, **params):
+        """An estimator fitted as a fitted model file says (cluster_centers_,
+        inertia_, n_iter_, n_features_in_), made with `params` (server and
+        the other connection parameters): predict, transform and score send
+        its centers as ever."""
+        from . import fitted
+        message = fitted.read_model(path)[0]
+        return fitted.load_into(cls(n_clusters=message.k, **params), path)
+
     def _more_tags(self):
         return {
             "_xfail_checks": {
