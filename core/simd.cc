@@ -216,17 +216,16 @@ SimdChoice TimedChoice() {
                           ? SimdLevel::kV4
                           : pick(TimingsOfTwo(
                                 [&](const LevelKernels& l) {
-                                  l.f.assignment.assign_nearest(points, centers, &labels, nullptr,
-                                                                nullptr, nullptr, nullptr, true);
+                                  l.f.assignment.AssignNearest(points, centers, &labels, nullptr,
+                                                               nullptr, nullptr, nullptr, true);
                                 },
                                 v3, v4));
-  v4.f.assignment.assign_nearest(points, centers, &labels, nullptr, nullptr, nullptr, nullptr,
-                                 true);
+  v4.f.assignment.AssignNearest(points, centers, &labels, nullptr, nullptr, nullptr, nullptr, true);
   choice.sums = pick(TimingsOfTwo(
       [&](const LevelKernels& l) {
         ClusterSums sums(d, k);
-        l.f.sums.accumulate(points, labels, &sums, nullptr);
-        l.f.sums.apply_means(sums, &centers);
+        l.f.sums.AccumulateClusterSums(points, labels, &sums, nullptr);
+        l.f.sums.ApplyMeans(sums, &centers);
       },
       v3, v4));
   return choice;

@@ -7,26 +7,16 @@
 
 namespace kmt {
 
-template <typename Scalar>
-SimdKernels<Scalar> SimdKernels<Scalar>::Level() {
+// Each field bound to this level's own definition of its kernel.
+#define KMT_KERNEL_FUNCTION_FILL(name, R, params, args) .name = &name<S>,
+#define KMT_KERNEL_MEMBER_FILL(Class, name, R, params, args, qualifier) .name = &Class::name,
+
+template <typename S>
+SimdKernels<S> SimdKernels<S>::Level() {
   return {
-      .assignment = {.assign_nearest = &AssignNearest<Scalar>,
-                     .lanes = [](const Matrix<Scalar>& points,
-                                 Eigen::Index k) { return PointLanes<Scalar>(points, k); },
-                     .scan_init = &NearestCenterScan<Scalar>::Init,
-                     .scan = &NearestCenterScan<Scalar>::Scan,
-                     .bounded_assign = &BoundedAssignment<Scalar>::Assign,
-                     .shard_step = &SeedingShard<Scalar>::Step,
-                     .shard_add_centers = &SeedingShard<Scalar>::AddCenters,
-                     .shard_taken_weights = &SeedingShard<Scalar>::TakenCenterWeights,
-                     .shard_oversample = &SeedingShard<Scalar>::Oversample,
-                     .nearest_candidate_weights = &NearestCandidateWeights<Scalar>,
-                     .kmeans_plus_plus = &ShardedKMeansPlusPlus<Scalar>},
-      .sums = {.accumulate = &AccumulateClusterSums<Scalar>,
-               .apply_means = &ApplyMeans<Scalar>,
-               .largest_magnitude_bits = &LargestMagnitudeBits<Scalar>,
-               .coordinate_sums = &CoordinateSums<Scalar>},
-      .attention = {.weights = &AttentionWeights<Scalar>, .attend = &Attend<Scalar>},
+      .assignment = {KMT_ASSIGNMENT_KERNELS(KMT_KERNEL_FUNCTION_FILL, KMT_KERNEL_MEMBER_FILL)},
+      .sums = {KMT_SUMS_KERNELS(KMT_KERNEL_FUNCTION_FILL, KMT_KERNEL_MEMBER_FILL)},
+      .attention = {KMT_ATTENTION_KERNELS(KMT_KERNEL_FUNCTION_FILL, KMT_KERNEL_MEMBER_FILL)},
   };
 }
 

@@ -38,42 +38,86 @@
 
 namespace kmt {
 
-// One level's kernels for one scalar type, in the groups that auto may take
+// The dispatched kernels, each named once, in the groups that auto may take
 // from different levels (simd.cc): the assignment group shares PointLanes'
-// and NearestCenterScan's layouts, so its members come from one level.
-template <typename Scalar>
+// and NearestCenterScan's layouts, so its members come from one level. Each
+// list gives, for the scalar type S, either
+//   FUNCTION(name, return type, (parameters), (arguments)): a function
+//     template of S, or
+//   MEMBER(class, name, return type, (parameters), (arguments), qualifier):
+//     a member of a class template of S,
+// with the declaration its header has. From them come a level's table
+// (SimdKernels, one field a kernel, named after it), its filling at each
+// level (simd_kernels.cc), and the forwarders and their instantiations
+// (simd_dispatch.cc). A kernel is added here and in its header, nowhere
+// else.
+#define KMT_ASSIGNMENT_KERNELS(FUNCTION, MEMBER)                                                  \
+  FUNCTION(AssignNearest, double,                                                                 \
+           (const Matrix<S>& points, const Matrix<S>& centers, Labels* labels,                    \
+            NonDeduced<Vector<S>>* sq_dist, ClusterSums* sums,                                    \
+            const NonDeduced<Vector<S>>* weights, const PointLanes<S>* lanes, bool objective),    \
+           (points, centers, labels, sq_dist, sums, weights, lanes, objective))                   \
+  MEMBER(PointLanes<S>, Build, void, (const Matrix<S>& points, Eigen::Index k), (points, k), )    \
+  MEMBER(NearestCenterScan<S>, Init, void, (), (), )                                              \
+  MEMBER(NearestCenterScan<S>, Scan, void,                                                        \
+         (const Eigen::Ref<const Matrix<S>>& x, typename NearestCenterScan<S>::Scratch* scratch,  \
+          int* labels, S* sq, double* gap, const S* lanes, const S* norms),                       \
+         (x, scratch, labels, sq, gap, lanes, norms), const)                                      \
+  MEMBER(BoundedAssignment<S>, Assign, double,                                                    \
+         (const Matrix<S>& centers, Labels* labels, ClusterSums* sums, bool objective),           \
+         (centers, labels, sums, objective), )                                                    \
+  MEMBER(SeedingShard<S>, Step, absl::StatusOr<SeedAnswer<S>>, (const SeedRequest<S>& request),   \
+         (request), )                                                                             \
+  MEMBER(SeedingShard<S>, AddCenters, absl::StatusOr<double>, (const Matrix<S>& centers),         \
+         (centers), )                                                                             \
+  MEMBER(SeedingShard<S>, TakenCenterWeights, std::vector<double>, (), (), const)                 \
+  MEMBER(                                                                                         \
+      SeedingShard<S>, Oversample, absl::StatusOr<std::vector<int64_t>>,                          \
+      (double oversampling, double potential, uint64_t seed, int64_t round, int64_t first_point), \
+      (oversampling, potential, seed, round, first_point), const)                                 \
+  FUNCTION(NearestCandidateWeights, std::vector<double>,                                          \
+           (const Matrix<S>& points, const Vector<S>* weights, const Matrix<S>& candidates),      \
+           (points, weights, candidates))                                                         \
+  FUNCTION(ShardedKMeansPlusPlus, absl::StatusOr<Matrix<S>>,                                      \
+           (const std::vector<int64_t>& shard_sizes, int d, int k, uint64_t seed, int trials,     \
+            const SeedRound<S>& round, const StopCheck& check, bool weighted),                    \
+           (shard_sizes, d, k, seed, trials, round, check, weighted))
+#define KMT_SUMS_KERNELS(FUNCTION, MEMBER)                                                         \
+  FUNCTION(AccumulateClusterSums, void,                                                            \
+           (const Matrix<S>& points, const Labels& labels, ClusterSums* into,                      \
+            const Vector<S>* weights),                                                             \
+           (points, labels, into, weights))                                                        \
+  FUNCTION(ApplyMeans, int, (const ClusterSums& sums, Matrix<S>* centers), (sums, centers))        \
+  FUNCTION(LargestMagnitudeBits, ScalarBits<S>, (const S* values, int64_t count), (values, count)) \
+  FUNCTION(CoordinateSums, void,                                                                   \
+           (const S* values, int64_t count, int d, const double* center, double* out),             \
+           (values, count, d, center, out))
+#define KMT_ATTENTION_KERNELS(FUNCTION, MEMBER)                                              \
+  FUNCTION(AttentionWeights, Matrix<S>,                                                      \
+           (const AttentionBlock<S>& block, const Matrix<S>& queries, const Matrix<S>& keys, \
+            Sampling sampling),                                                              \
+           (block, queries, keys, sampling))                                                 \
+  FUNCTION(Attend, Matrix<S>,                                                                \
+           (const AttentionBlock<S>& block, const Matrix<S>& queries, const Matrix<S>& keys, \
+            std::vector<bool>* support, Sampling sampling),                                  \
+           (block, queries, keys, support, sampling))
+
+// A table field for each kernel of a list.
+#define KMT_KERNEL_FUNCTION_FIELD(name, R, params, args) R(*name) params;
+#define KMT_KERNEL_MEMBER_FIELD(Class, name, R, params, args, qualifier) \
+  R(Class::*name) params qualifier;
+
+// One level's kernels for one scalar type, by group.
+template <typename S>
 struct SimdKernels {
-  using S = Scalar;
   struct Assignment {
-    double (*assign_nearest)(const Matrix<S>&, const Matrix<S>&, Labels*, Vector<S>*, ClusterSums*,
-                             const Vector<S>*, const PointLanes<S>*, bool);
-    PointLanes<S> (*lanes)(const Matrix<S>&, Eigen::Index);  ///< made at this level
-    void (NearestCenterScan<S>::*scan_init)();
-    void (NearestCenterScan<S>::*scan)(const Eigen::Ref<const Matrix<S>>&,
-                                       typename NearestCenterScan<S>::Scratch*, int*, S*, double*,
-                                       const S*, const S*) const;
-    double (BoundedAssignment<S>::*bounded_assign)(const Matrix<S>&, Labels*, ClusterSums*, bool);
-    absl::StatusOr<SeedAnswer<S>> (SeedingShard<S>::*shard_step)(const SeedRequest<S>&);
-    absl::StatusOr<double> (SeedingShard<S>::*shard_add_centers)(const Matrix<S>&);
-    std::vector<double> (SeedingShard<S>::*shard_taken_weights)() const;
-    absl::StatusOr<std::vector<int64_t>> (SeedingShard<S>::*shard_oversample)(double, double,
-                                                                              uint64_t, int64_t,
-                                                                              int64_t) const;
-    std::vector<double> (*nearest_candidate_weights)(const Matrix<S>&, const Vector<S>*,
-                                                     const Matrix<S>&);
-    absl::StatusOr<Matrix<S>> (*kmeans_plus_plus)(const std::vector<int64_t>&, int, int, uint64_t,
-                                                  int, const SeedRound<S>&, const StopCheck&, bool);
+    KMT_ASSIGNMENT_KERNELS(KMT_KERNEL_FUNCTION_FIELD, KMT_KERNEL_MEMBER_FIELD)
   };
   struct Sums {
-    void (*accumulate)(const Matrix<S>&, const Labels&, ClusterSums*, const Vector<S>*);
-    int (*apply_means)(const ClusterSums&, Matrix<S>*);
-    ScalarBits<S> (*largest_magnitude_bits)(const S*, int64_t);
-    void (*coordinate_sums)(const S*, int64_t, int, const double*, double*);
+    KMT_SUMS_KERNELS(KMT_KERNEL_FUNCTION_FIELD, KMT_KERNEL_MEMBER_FIELD)
   };
   struct Attention {
-    Matrix<S> (*weights)(const AttentionBlock<S>&, const Matrix<S>&, const Matrix<S>&, Sampling);
-    Matrix<S> (*attend)(const AttentionBlock<S>&, const Matrix<S>&, const Matrix<S>&,
-                        std::vector<bool>*, Sampling);
+    KMT_ATTENTION_KERNELS(KMT_KERNEL_FUNCTION_FIELD, KMT_KERNEL_MEMBER_FIELD)
   };
 
   Assignment assignment;
@@ -84,7 +128,8 @@ struct SimdKernels {
   static SimdKernels Level();
 };
 
-// Everything one level's object provides.
+// Everything one level's object provides: its kernels for each scalar type,
+// and ClusterSums::Add (a kernel of the sums group with no scalar type).
 struct LevelKernels {
   SimdLevel level;
   SimdKernels<float> f;

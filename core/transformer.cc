@@ -64,8 +64,8 @@ void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
   result->objective =
       bounded != nullptr
           ? bounded->Assign(result->centers, nullptr, sums, objective)
-          : frame.kernels.assign_nearest(frame.points, result->centers, &result->labels, nullptr,
-                                         sums, frame.weights, frame.lanes, objective);
+          : frame.kernels.AssignNearest(frame.points, result->centers, &result->labels, nullptr,
+                                        sums, frame.weights, frame.lanes, objective);
 }
 
 // Dense runs of fewer points than this use the calling thread alone: their
@@ -413,7 +413,7 @@ absl::StatusOr<RunResult<Scalar>> Evaluate(const Evaluator<Scalar>& evaluator,
   std::optional<PointLanes<Scalar>> lanes;
   const typename SimdKernels<Scalar>::Assignment& kernels = ActiveKernelsOf<Scalar>().assignment;
   if (fast && map.identity() && !bounded && options.layers > 0) {
-    lanes.emplace(kernels.lanes(points, evaluator.k));
+    lanes.emplace(points, evaluator.k);
   }
   const Frame<Scalar> frame{points,
                             model_points,
