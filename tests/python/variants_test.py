@@ -217,6 +217,28 @@ class MiniBatchKMeansTest(ServedTest):
                     self.assertAlmostEqual(got.inertia_, want.inertia_,
                                            delta=1e-4 * want.inertia_)
 
+    def test_fit_draws_scikit_learns_batches_for_hundreds_of_steps(self):
+        # The batches and the reassignments' new centers come from the same
+        # RandomState stream, drawn in the driver: the fits agree step for
+        # step, and the stream ends where scikit-learn's does.
+        for dtype in (np.float32, np.float64):
+            with self.subTest(dtype=dtype.__name__):
+                points = self.points.astype(dtype)
+                states = np.random.RandomState(8), np.random.RandomState(8)
+                options = dict(init=rows(points, K), n_init=1, batch_size=64, max_iter=3,
+                               tol=0.0, max_no_improvement=None, reassignment_ratio=0.3)
+                got = kmt.MiniBatchKMeans(K, server=self.server.address,
+                                          random_state=states[0], **options).fit(points)
+                want = sklearn.cluster.MiniBatchKMeans(K, random_state=states[1],
+                                                       **options).fit(points)
+                self.assertEqual(got.n_steps_, 3 * len(points) // 64)
+                self.assertEqual(got.n_steps_, want.n_steps_)
+                self.assert_close(got, want, 1e-5)
+                np.testing.assert_array_equal(got.labels_, want.labels_)
+                self.assertAlmostEqual(got.inertia_, want.inertia_, delta=1e-5 * want.inertia_)
+                np.testing.assert_allclose(got._counts, want._counts, rtol=1e-6)
+                self.assertEqual(states[0].randint(0, 2**31), states[1].randint(0, 2**31))
+
     def test_partial_fit_over_a_stream_of_batches_follows_scikit_learns(self):
         got, want = self.both(init=rows(self.points, K), n_init=1, random_state=0)
         for batch in np.array_split(self.points, 30):
