@@ -27,6 +27,11 @@ parallel loop can make two threads many times slower than one).
 
     build/server/kmt-server --listen=127.0.0.1:50051 --model_dir= &
     /usr/bin/python3 bench/python_kmeans_bench.py --server=127.0.0.1:50051
+
+--results=FILE records the whole fit's and the batches' figures in FILE
+(JSON), replacing that workload's earlier runs there, or beside them with
+--another_round; bench/results/python_kmeans.json is what docs/python.md
+shows, rendered there by bench/render_tables.py.
 """
 import argparse
 import os
@@ -34,6 +39,7 @@ import sys
 
 import numpy as np
 from pybench import print_thread_pools, started_server, timed
+from render_tables import python_kmeans_workload, record_rows
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import kmt  # noqa: E402
@@ -118,9 +124,14 @@ def main():
     parser.add_argument("--streams", action="store_true",
                         help="also time kmt.fit_each and kmt.MiniBatchKMeans through the C++ "
                              "client against gRPC's Python API, in alternation")
+    parser.add_argument("--results", default="",
+                        help="record the whole fit's and the batches' figures in this JSON file")
+    parser.add_argument("--another_round", action="store_true",
+                        help="with --results: keep the workloads' earlier runs there as rounds")
     args = parser.parse_args()
 
     import sklearn.cluster
+    recorded = []
 
     proc = None
     server = args.server
@@ -137,8 +148,12 @@ def main():
                 lambda: kmt.KMeans(args.k, init=init, n_init=1, server=server).fit(X),
                 lambda: sklearn.cluster.KMeans(args.k, init=init, n_init=1).fit(X)), args.repeats)
             agree = float((ours[3].labels_ == theirs[3].labels_).mean())
-            report(f"whole fit, {args.n} x {args.d} {args.dtype}, k = {args.k}", ours, theirs,
-                   (ours[3].n_iter_, theirs[3].n_iter_), (ours[3].inertia_, theirs[3].inertia_))
+            ratio = report(f"whole fit, {args.n} x {args.d} {args.dtype}, k = {args.k}", ours,
+                           theirs, (ours[3].n_iter_, theirs[3].n_iter_),
+                           (ours[3].inertia_, theirs[3].inertia_))
+            recorded.append(dict(workload="whole", dtype=args.dtype, n=args.n, d=args.d, k=args.k,
+                                 repeats=args.repeats, kmt_s=ours[0], sklearn_s=theirs[0],
+                                 ratio=ratio))
             print(f"  labels equal to scikit-learn's: {100 * agree:.3f}% of points")
             if args.float64_reference:
                 # scikit-learn sums float32 points in float32; kmt in double.
@@ -165,10 +180,14 @@ def main():
             if args.streams:
                 compare_streams("kmt.fit_each", kmt_batches, args.repeats)
             ours, theirs = timed((kmt_batches, sklearn_batches), args.repeats)
-            report(f"{args.batches} batches of {args.batch_n} x {args.d}, k = {args.batch_k}, "
-                   f"max_iter = {args.batch_iterations}", ours, theirs,
-                   (sum(f.n_iter_ for f in ours[3]), sum(f.n_iter_ for f in theirs[3])),
-                   (sum(f.inertia_ for f in ours[3]), sum(f.inertia_ for f in theirs[3])))
+            ratio = report(f"{args.batches} batches of {args.batch_n} x {args.d}, k = {args.batch_k}, "
+                           f"max_iter = {args.batch_iterations}", ours, theirs,
+                           (sum(f.n_iter_ for f in ours[3]), sum(f.n_iter_ for f in theirs[3])),
+                           (sum(f.inertia_ for f in ours[3]), sum(f.inertia_ for f in theirs[3])))
+            recorded.append(dict(workload="batches", dtype="float32", batches=args.batches,
+                                 n=args.batch_n, d=args.d, k=args.batch_k,
+                                 max_iter=args.batch_iterations, repeats=args.repeats,
+                                 kmt_s=ours[0], sklearn_s=theirs[0], ratio=ratio))
 
         if args.minibatch_n:
             X = points[:args.minibatch_n]
@@ -189,6 +208,8 @@ def main():
                    f"batch_size = {args.minibatch_size}, max_iter = {args.minibatch_epochs}",
                    ours, theirs, (ours[3][0].n_steps_, theirs[3][0].n_steps_),
                    (ours[3][0].inertia_, theirs[3][0].inertia_), counted="n_steps_")
+        if args.results and recorded:
+            record_rows(args.results, recorded, python_kmeans_workload, args.another_round)
     finally:
         if proc:
             proc.terminate()

@@ -23,6 +23,7 @@ import datetime
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -54,7 +55,63 @@ def embeddings_table(rows):
     return lines
 
 
-TABLES = {"embeddings": embeddings_table}
+def spread(values, decimals, unit=""):
+    """One value, or the range of several."""
+    low, high = min(values), max(values)
+    if len(values) == 1 or f"{low:.{decimals}f}" == f"{high:.{decimals}f}":
+        return f"{values[0]:.{decimals}f}{unit}"
+    return f"{low:.{decimals}f}–{high:.{decimals}f}{unit}"
+
+
+def python_kmeans_workload(row):
+    """The name of one of python_kmeans_bench.py's workloads."""
+    shape = f"{row['n']:,} × {row['d']} {row['dtype']}, k = {row['k']}"
+    if row["workload"] == "whole":
+        return f"whole fit, {shape}"
+    return f"{row['batches']} batches of {shape}, max_iter = {row['max_iter']}"
+
+
+def python_kmeans_table(rows):
+    """bench/python_kmeans_bench.py's workloads: one row a workload, its
+    runs (the rounds of one session) as a range, kmt's time over
+    scikit-learn's with the rounds' median."""
+    lines = ["| workload | kmt | scikit-learn | kmt's time / scikit-learn's |",
+             "|---|---|---|---|"]
+    workloads = {}
+    for row in rows:
+        workloads.setdefault(python_kmeans_workload(row), []).append(row)
+    for workload, runs in workloads.items():
+        ratios = [run["ratio"] for run in runs]
+        label = f"{workload}, median of {runs[0]['repeats']}"
+        ratio = f"{ratios[0]:.2f}"
+        if len(runs) > 1:
+            label += f", {len(runs)} rounds"
+            ratio = spread(ratios, 2)
+            if "–" in ratio:
+                ratio += f" (median {statistics.median(ratios):.2f})"
+        lines.append(f"| {label} | {spread([run['kmt_s'] for run in runs], 3, ' s')} | "
+                     f"{spread([run['sklearn_s'] for run in runs], 3, ' s')} | {ratio} |")
+    return lines
+
+
+def minibatch_table(rows):
+    """bench/minibatch_bench.py's table: one row a shape, each side's median
+    time, kmt's over scikit-learn's, and how far kmt's fit is from
+    scikit-learn's (the same steps from the same draws)."""
+    lines = ["| n × d, k | steps | kmt | scikit-learn | kmt's time / scikit-learn's | "
+             "inertia vs scikit-learn | labels equal |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(
+            f"| {row['n']:,} × {row['d']}, k = {row['k']}, median of {row['repeats']} | "
+            f"{row['steps']} | {row['kmt_s']:.3f} s | {row['sklearn_s']:.3f} s | "
+            f"{row['kmt_s'] / row['sklearn_s']:.2f} | {row['inertia_vs_sklearn']:.1e} | "
+            f"{100 * row['labels_equal']:.2f}% |")
+    return lines
+
+
+TABLES = {"embeddings": embeddings_table, "python_kmeans": python_kmeans_table,
+          "minibatch": minibatch_table}
 
 
 def machine():
@@ -71,18 +128,39 @@ def machine():
     return f"{len(os.sched_getaffinity(0))} cores of {model}"
 
 
-def write_result(path, rows, **metadata):
-    """Writes one run's results: the rows, the machine, the UTC date and the
-    command line, and any other metadata given (load averages, versions)."""
-    document = {"metadata": {"machine": machine(),
-                             "date": datetime.datetime.now(datetime.timezone.utc).strftime(
-                                 "%Y-%m-%d %H:%M UTC"),
-                             "command": " ".join(["/usr/bin/python3"] + sys.argv),
-                             **metadata},
-                "rows": rows}
+def this_run(**metadata):
+    """The machine, the UTC date and the command line of this run, and any
+    other metadata given (load averages, versions)."""
+    return {"machine": machine(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "command": " ".join(["/usr/bin/python3"] + sys.argv), **metadata}
+
+
+def dump(path, document):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(document, f, indent=2, ensure_ascii=False)
         f.write("\n")
+
+
+def write_result(path, rows, **metadata):
+    """Writes one run's results: its rows and this_run's metadata."""
+    dump(path, {"metadata": this_run(**metadata), "rows": rows})
+
+
+def record_rows(path, rows, key, another_round=False):
+    """Adds one run's rows to the results in `path`, each stamped with
+    this_run's metadata. A row replaces the earlier rows of its workload
+    (the same `key(row)`) unless `another_round`: the rounds of one session,
+    run in turns with the machine's drift, are kept side by side."""
+    document = {"metadata": {}, "rows": []}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            document = json.load(f)
+    if not another_round:
+        replaced = {key(row) for row in rows}
+        document["rows"] = [row for row in document["rows"] if key(row) not in replaced]
+    document["rows"] += [{**row, **this_run()} for row in rows]
+    dump(path, document)
 
 
 def results():
