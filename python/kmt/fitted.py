@@ -15,6 +15,7 @@ names the model is answered with the bits predict gets sending the centers.
 import datetime
 import hashlib
 import os
+import threading
 from numbers import Integral
 
 import numpy as np
@@ -25,14 +26,18 @@ from sklearn.utils.validation import _check_sample_weight, check_array
 
 from . import client as _client
 from .resident import dense_rows
-from .served import (ServedKMeans, client_for, fit_dtype, invalid_input_as_value_error,
-                     rows_per_request, server_of)
+from .served import (ServedKMeans, client_for, connection_settings, fit_dtype,
+                     invalid_input_as_value_error, rows_per_request, server_of)
 
 pb = _client.pb
 _PRECISIONS = {np.dtype(np.float32): pb.FittedCenters.PRECISION_FLOAT32,
                np.dtype(np.float64): pb.FittedCenters.PRECISION_FLOAT64}
 _DTYPES = {v: k for k, v in _PRECISIONS.items()}
 _CONNECTION = ("server", "tls", "ca", "cert", "key", "server_name", "timeout", "batch_size")
+# ServedModel's ModelInfo by process, connection settings and name, never on
+# the estimator (which pickles and clones as scikit-learn's do).
+_lock = threading.Lock()
+_infos = {}
 
 
 def fingerprint(X):
@@ -179,10 +184,11 @@ def load_into(estimator, path):
 class ServedModel(ClusterMixin, TransformerMixin, BaseEstimator):
     """A fitted model kmt-server serves, by name: predict, transform and
     score send the points and the model's name, never its centers (a request
-    of n*d values, not n*d + k*d). Every call resolves the version once (the
-    one `version` names, else the latest available) and sends each of its
-    batches to that version, so one call's answers come from one version
-    even while a newer one rolls out; model_version_ says which.
+    of n*d values, not n*d + k*d, and no centers back). A call's first batch
+    names `version` (0: the latest available) and its other batches the
+    version that answered it, so one call's answers come from one version
+    even while a newer one rolls out; model_version_ says which. The model's
+    ModelInfo (its kind, k for sizing requests) is read once per process.
 
     Parameters: `model` the served name; `version` 0 (latest) or a version
     number; the connection parameters of the other estimators (server, tls,
@@ -210,27 +216,32 @@ class ServedModel(ClusterMixin, TransformerMixin, BaseEstimator):
         self.timeout = timeout
         self.batch_size = batch_size
 
-    def _resolve(self):
-        """The served ModelInfo, and the version every batch of this call
-        names."""
-        self._validate_params()
-        for info in client_for(self).models():
-            if info.name == self.model:
-                if info.kind != "fitted":
-                    raise InvalidParameterError(
-                        f"The 'model' parameter of ServedModel must name a fitted model; "
-                        f"'{self.model}' at {server_of(self)} is {info.kind}.")
-                self.n_features_in_ = info.d
-                self.n_clusters_ = info.k
-                self.model_version_ = self.version or info.default_version
-                return info
-        raise InvalidParameterError(
-            f"The 'model' parameter of ServedModel must be a model the server at "
-            f"{server_of(self)} serves; got '{self.model}'.")
+    def _info(self, refresh=False):
+        """The served model's ModelInfo: from ListModels once per process and
+        settings, again when `refresh`."""
+        key = (os.getpid(), connection_settings(self), self.model)
+        with _lock:
+            info = _infos.get(key)
+        if info is None or refresh:
+            info = next((m for m in client_for(self).models() if m.name == self.model), None)
+            if info is None:
+                raise InvalidParameterError(
+                    f"The 'model' parameter of ServedModel must be a model the server at "
+                    f"{server_of(self)} serves; got '{self.model}'.")
+            if info.kind != "fitted":
+                raise InvalidParameterError(
+                    f"The 'model' parameter of ServedModel must name a fitted model; "
+                    f"'{self.model}' at {server_of(self)} is {info.kind}.")
+            with _lock:
+                _infos[key] = info
+        return info
 
     def fit(self, X=None, y=None, sample_weight=None):
-        """Resolves the served model; checks X's width if given."""
-        info = self._resolve()
+        """Resolves the served model (n_features_in_, n_clusters_); checks X's
+        width if given."""
+        self._validate_params()
+        info = self._info(refresh=True)
+        self.n_features_in_, self.n_clusters_ = info.d, info.k
         if X is not None and np.shape(X)[1] != info.d:
             raise ValueError(f"X has {np.shape(X)[1]} features, but the served model "
                              f"'{self.model}' has {info.d}")
@@ -243,40 +254,56 @@ class ServedModel(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def _assign(self, X, distances, labels=True):
         """(labels or None, squared distances or None) of X's rows, from one
-        version of the served model."""
-        info = self._resolve()
+        version of the served model: the first batch goes alone and names
+        `version` (0: the latest), the others name the version that answered
+        it."""
+        self._validate_params()
         X = self._check(X)
-        if X.shape[1] != info.d:
-            raise ValueError(f"X has {X.shape[1]} features, but the served model "
-                             f"'{self.model}' has {info.d}")
-        k, d, n = info.k, info.d, X.shape[0]
+        info = self._info()
+        n, d = X.shape
         all_distances = distances == pb.DISTANCES_ALL
-        step = self.batch_size
-        if step is None:
-            size = fit_dtype(X.dtype).itemsize
-            step = rows_per_request(None, d, info.max_points,
-                                    4 * labels + size * (k if all_distances else 1),
-                                    itemsize=size)
-        spans = [(first, min(n, first + step)) for first in range(0, n, step)]
         rows = dense_rows(X, None)
         cl = client_for(self)
-        version = self.model_version_
 
-        def requests():
-            for i, (first, end) in enumerate(spans):
-                yield cl.wire_request(rows(first, end), 0, model=self.model, iterations=0,
-                                      model_version=version, request_id=f"served-{i}",
-                                      return_distances=distances, omit_labels=not labels)
-        found_labels, found_distances = [], []
+        def spans(first, info):
+            step = self.batch_size
+            if step is None:
+                size = fit_dtype(X.dtype).itemsize
+                step = rows_per_request(None, d, info.max_points,
+                                        4 * labels + size * (info.k if all_distances else 1),
+                                        itemsize=size)
+            return [(a, min(n, a + step)) for a in range(first, n, step)]
 
-        def found(response):
-            result = cl.result(response, d, k, all_distances)
-            if labels:
-                found_labels.append(result.labels)
-            if distances != pb.DISTANCES_NONE:
-                found_distances.append(result.distances)
-        with invalid_input_as_value_error():
+        found_labels, found_distances, versions = [], [], []
+
+        def send(chosen, version):
+            answered = iter(chosen)
+
+            def requests():
+                for first, end in chosen:
+                    yield cl.wire_request(rows(first, end), 0, model=self.model, iterations=0,
+                                          model_version=version, request_id=f"served-{first}",
+                                          return_distances=distances, omit_labels=not labels)
+
+            def found(response):
+                first, end = next(answered)
+                versions.append(response.model_version)
+                result = cl.result(response, d, 1)
+                if labels:
+                    found_labels.append(result.labels)
+                if distances != pb.DISTANCES_NONE:
+                    found_distances.append(result.distances.reshape(end - first, -1)
+                                           if all_distances else result.distances)
             cl.cluster_each(requests(), found)
+
+        with invalid_input_as_value_error():
+            head = spans(0, info)[:1]
+            send(head, self.version)
+            if head and head[0][1] < n:
+                if versions[0] != info.default_version and self.version == 0:
+                    info = self._info(refresh=True)  # a new version: its k may differ
+                send(spans(head[0][1], info), versions[0])
+        self.model_version_ = versions[0] if versions else self.version
         return (np.concatenate(found_labels).astype(np.int32) if labels else None,
                 np.concatenate(found_distances) if found_distances else None)
 

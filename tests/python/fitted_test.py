@@ -149,8 +149,8 @@ class FittedModelTest(unittest.TestCase):
         X = mixture(500, D, K, seed=9)
         self.publish(self.fit(X, 0), name, 1, X)
         self.assertTrue(wait_for(lambda: self.listed(name) is not None))
-        with self.assertRaisesRegex(ValueError, f"X has {D + 1} features, but the served model "
-                                    f"'{name}' has {D}"):
+        with self.assertRaisesRegex(ValueError, f"d = {D + 1}, but model '{name}' is fitted: "
+                                    f"its centers have d = {D}"):
             kmt.ServedModel(name, server=self.address).predict(np.zeros((3, D + 1)))
         client = kmt.Client(self.address)
         with self.assertRaisesRegex(kmt.ClusterError, f"centers_f64 is set; model '{name}' is "
