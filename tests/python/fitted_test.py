@@ -188,6 +188,20 @@ class FittedModelTest(unittest.TestCase):
         loaded = kmt.KMeans.from_model(path, server=self.address)
         np.testing.assert_array_equal(kmt.ServedModel("cli", server=self.address).predict(X),
                                       loaded.predict(X))
+        listed = subprocess.run([os.environ["KMT_CLI"], "models", f"--server={self.address}"],
+                                check=True, capture_output=True, text=True).stdout
+        self.assertIn(f"  fitted: version 1, float32, n={len(X)} inertia=", listed)
+        self.assertIn(f"iterations={info.fitted.iterations} algorithm=lloyd", listed)
+
+    def test_a_mini_batch_fit_saves_and_serves_as_it_predicts(self):
+        X = mixture(4000, D, K, seed=13)
+        fitted = kmt.MiniBatchKMeans(K, n_init=1, random_state=0, batch_size=512,
+                                     server=self.address).fit(X)
+        self.publish(fitted, "minibatch", 1, X)
+        self.assertTrue(wait_for(lambda: self.listed("minibatch") is not None))
+        self.assertEqual(self.listed("minibatch").fitted.algorithm, "MiniBatchKMeans")
+        np.testing.assert_array_equal(
+            kmt.ServedModel("minibatch", server=self.address).predict(X), fitted.predict(X))
 
 
 if __name__ == "__main__":
