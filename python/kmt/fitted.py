@@ -27,13 +27,14 @@ from sklearn.utils.validation import _check_sample_weight, check_array
 from . import client as _client
 from .resident import dense_rows
 from .served import (ServedKMeans, client_for, connection_settings, fit_dtype,
-                     invalid_input_as_value_error, rows_per_request, server_of)
+                     invalid_input_as_value_error, keep_parameters, rows_per_request, server_of)
 
 pb = _client.pb
 _PRECISIONS = {np.dtype(np.float32): pb.FittedCenters.PRECISION_FLOAT32,
                np.dtype(np.float64): pb.FittedCenters.PRECISION_FLOAT64}
 _DTYPES = {v: k for k, v in _PRECISIONS.items()}
-_CONNECTION = ("server", "tls", "ca", "cert", "key", "server_name", "timeout", "batch_size")
+# Parameters that say where the server is, not how the model was fitted.
+_CONNECTION = set(ServedKMeans._connection_constraints)
 # ServedModel's ModelInfo by process, connection settings and name, never on
 # the estimator (which pickles and clones as scikit-learn's do).
 _lock = threading.Lock()
@@ -205,16 +206,7 @@ class ServedModel(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def __init__(self, model, *, version=0, server=None, tls=False, ca=None, cert=None, key=None,
                  server_name=None, timeout=None, batch_size=None):
-        self.model = model
-        self.version = version
-        self.server = server
-        self.tls = tls
-        self.ca = ca
-        self.cert = cert
-        self.key = key
-        self.server_name = server_name
-        self.timeout = timeout
-        self.batch_size = batch_size
+        keep_parameters(self, locals())
 
     def _info(self, refresh=False):
         """The served model's ModelInfo: from ListModels once per process and
