@@ -73,7 +73,7 @@ def python_kmeans_workload(row):
 
 def python_kmeans_table(rows):
     """bench/python_kmeans_bench.py's workloads: one row a workload, its
-    runs (the rounds of one session) as a range, kmt's time over
+    runs (rounds run one after another) as a range, kmt's time over
     scikit-learn's with the rounds' median."""
     lines = ["| workload | kmt | scikit-learn | kmt's time / scikit-learn's |",
              "|---|---|---|---|"]
@@ -150,8 +150,8 @@ def write_result(path, rows, **metadata):
 def record_rows(path, rows, key, another_round=False):
     """Adds one run's rows to the results in `path`, each stamped with
     this_run's metadata. A row replaces the earlier rows of its workload
-    (the same `key(row)`) unless `another_round`: the rounds of one session,
-    run in turns with the machine's drift, are kept side by side."""
+    (the same `key(row)`) unless `another_round`: rounds run one after
+    another, so that the machine's drift shows, are kept side by side."""
     document = {"metadata": {}, "rows": []}
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
