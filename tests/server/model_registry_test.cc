@@ -205,6 +205,41 @@ TEST_F(ModelRegistryTest, VersionDirectoriesServeTheHighestByDefault) {
   EXPECT_EQ(listed.models(0).versions_size(), 1);
 }
 
+TEST_F(ModelRegistryTest, KeepVersionsServesTheLatestAvailableAndReadsNoOlderFile) {
+  Matrix<double> centers(2, 3);
+  centers << 0, 1, 2, 3, 4, 5;
+  for (const char* version : {"1", "2", "3", "4"}) {
+    std::filesystem::create_directories(dir_ / "fit" / version);
+  }
+  std::ofstream(dir_ / "fit" / "1" / "model.kmt") << "garbage";  // never read
+  for (const char* version : {"2", "3"}) {
+    ASSERT_TRUE(WriteModelFile(FittedToProto<double>("fit", centers, {}),
+                               (dir_ / "fit" / version / "model.kmt").string())
+                    .ok());
+  }
+  std::ofstream(dir_ / "fit" / "4" / "model.kmt") << "garbage";  // refused: does not count
+  std::vector<std::string> refused;
+  const ModelRegistry registry = ModelRegistry::Load(dir_.string(), &refused, 2);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused[0].find("fit/4/model.kmt"), std::string::npos) << refused[0];
+  const absl::StatusOr<v1::ModelInfo> info = registry.Describe("fit");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->kind(), "fitted");
+  EXPECT_EQ(info->default_version(), 3);
+  ASSERT_EQ(info->versions_size(), 4);
+  EXPECT_EQ(info->versions(0).state(), v1::MODEL_VERSION_RETIRED);
+  EXPECT_EQ(info->versions(0).reason(), "older than the latest 2 available (--keep_versions)");
+  EXPECT_EQ(info->versions(1).state(), v1::MODEL_VERSION_AVAILABLE);
+  EXPECT_EQ(info->versions(2).state(), v1::MODEL_VERSION_AVAILABLE);
+  EXPECT_EQ(info->versions(3).state(), v1::MODEL_VERSION_FAILED);
+  const std::shared_ptr<const RegistryEntry> served = registry.Find("fit");
+  ASSERT_NE(served, nullptr);
+  ASSERT_NE(served->fitted, nullptr);
+  EXPECT_TRUE(served->fitted->float64());
+  EXPECT_EQ(served->fitted->Centers<double>(), centers);
+  EXPECT_EQ(served->model.name(), "lloyd-onehot");
+}
+
 TEST_F(ModelRegistryTest, AScanLoadsReplacesAndRetiresWhileABatchKeepsItsVersion) {
   ModelRegistry registry(dir_.string());
   EXPECT_TRUE(registry.Scan().refused.empty());
