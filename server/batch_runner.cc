@@ -58,6 +58,11 @@ absl::Status RunAs(const ModelRegistry& registry, const Limits& limits, const v1
   if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
   const ServedModel<Scalar>& model = (*served)->served<Scalar>();
   const FittedCenters* fitted = (*served)->fitted.get();
+  if (fitted != nullptr && fitted->k() > limits.max_k) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", r.model(), "' has k = ", fitted->k(),
+                                                   " centers, beyond this server's limit of ",
+                                                   limits.max_k, " (--max_k)"));
+  }
   absl::StatusOr<Batch<Scalar>> batch =
       fitted != nullptr ? BatchFromRequest<Scalar>(r, *fitted) : BatchFromRequest<Scalar>(r);
   if (!batch.ok()) return batch.status();

@@ -3,11 +3,16 @@
 #include "server/batch_runner.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "core/engine.h"
 #include "proto/batch_error.h"
+#include "proto/model_file.h"
 #include "proto/request.h"
 
 namespace kmt {
@@ -107,6 +112,23 @@ TEST_F(BatchRunnerTest, ErrorResponsesAreCapped) {
       ErrorResponse(Request("m", 1, 1, 1), absl::InvalidArgumentError(std::string(5000, 'e')));
   EXPECT_EQ(response.error().message().size(), kMaxStatusMessageBytes);
   EXPECT_EQ(response.request_id(), "r1");
+}
+
+TEST_F(BatchRunnerTest, AFittedModelOfMoreCentersThanTheLimitIsRefused) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("kmt-batch-runner-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "wide" / "1");
+  ASSERT_TRUE(WriteModelFile(FittedToProto<float>("wide", Matrix<float>::Zero(3, 20), {}),
+                             (dir / "wide" / "1" / "model.kmt").string())
+                  .ok());
+  std::vector<std::string> refused;
+  const ModelRegistry registry = ModelRegistry::Load(dir.string(), &refused);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(refused.empty());
+  const v1::ClusterResponse response = RunBatch(registry, limits_, Request("wide", 40, 3, 0), kGo);
+  EXPECT_EQ(response.error().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(response.error().message(),
+            "model 'wide' has k = 20 centers, beyond this server's limit of 16 (--max_k)");
 }
 
 }  // namespace
