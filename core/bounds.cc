@@ -592,8 +592,304 @@ double BoundedAssignment<Scalar>::AssignAll(const Matrix<Scalar>& centers, Clust
   return totals.Merge(sums, stats);
 }
 
+// What AssignBounded's passes over a chunk share: the call's centers, its
+// margin and separations, the scan, and its choices.
+template <typename Scalar>
+struct BoundedAssignment<Scalar>::Call {
+  const Matrix<Scalar>& centers;
+  const Margin<Scalar>& margin;
+  const std::vector<Scalar>& separation;  // per center: Hamerly's test
+  const NearestCenterScan<Scalar>& scan;
+  int groups;
+  bool scored;     // the scan leaves every center's score of each point it takes
+  bool tight;      // a bound per group (the group filter), else one a point
+  bool unread_ok;  // a point the last calls' upper bound settles is not read
+  bool lazy;       // no objective: the upper bounds kept instead
+  Moves* moves;
+};
+
+// A thread's memory for the chunks it takes, and the counts of the part it
+// is in.
+template <typename Scalar>
+struct BoundedAssignment<Scalar>::ChunkState {
+  ChunkState(Eigen::Index d, Eigen::Index k, Eigen::Index chunk, Eigen::Index block, int groups)
+      : sq(chunk),
+        open_sq(block),
+        lower(chunk),
+        above(chunk),
+        skip(chunk),
+        settle(chunk),
+        listed(chunk),
+        open_listed(chunk),
+        gathered(d, block),
+        open_label(block),
+        open_gap(block),
+        drifted(groups),
+        open_group(groups),
+        distance(k),
+        group_best(groups, block) {
+    open.reserve(chunk);
+  }
+
+  typename NearestCenterScan<Scalar>::Scratch scratch;
+  Vector<Scalar> sq;                 // per point of the chunk: to its center
+  Vector<Scalar> open_sq;            // per scanned point of a block
+  std::vector<double> lower, above;  // per point: the least lower bound, the upper
+  // Per point of the chunk: settled without being read, settled.
+  std::vector<char> skip, settle;
+  // The chunk's points to read (the first n_read), and those the global
+  // filter left open.
+  std::vector<int> listed, open_listed;
+  Eigen::Index n_read = 0;
+  std::vector<Eigen::Index> open;  // the points for the scan
+  Matrix<Scalar> gathered;         // d x block: a block of them
+  std::vector<int> open_label;
+  std::vector<double> open_gap;
+  std::vector<double> drifted;   // per group, of one point
+  std::vector<char> open_group;  // per group, of one point
+  std::vector<Scalar> distance;  // per member, in members_' order
+  // Per group and scanned point, the group's best score (row-major: a
+  // group's row along the points).
+  Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> group_best;
+
+  // The part's.
+  Eigen::Index part = 0;
+  ClusterSums* sums = nullptr;
+  double objective = 0;
+  int64_t settled = 0, grouped = 0, unread = 0, changed = 0;
+};
+
+// Shape: rows points from `first` -> lower[r], each point's least lower
+// bound on its distances to the centers but its own (its groups' bounds, or
+// its one, less their drifts).
+template <typename Scalar>
+void BoundedAssignment<Scalar>::LowerBounds(const Call& call, Eigen::Index first, Eigen::Index rows,
+                                            ChunkState* c) const {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double drift_all = drift_all_;
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    c->lower[r] = call.tight ? inf : Drifted(single_[first + r], drift_all);
+  }
+  if (!call.tight) return;
+  for (int g = 0; g < call.groups; ++g) {
+    const Scalar* stored = &bound_[static_cast<size_t>(first) * call.groups + g];
+    const double drift = drift_[g];
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      c->lower[r] = std::min(c->lower[r], Drifted(stored[r * call.groups], drift));
+    }
+  }
+}
+
+// Shape: lower[r] -> skip[r] (settled by the upper bound alone, not read),
+// listed (the others, n_read of them), sq[r] (their distance to their
+// center, 0 for the unread), settle[r] (settled by Hamerly's separation or
+// the bounds), open_listed (the rest); returns how many those are.
+template <typename Scalar>
+Eigen::Index BoundedAssignment<Scalar>::GlobalFilterPass(const Call& call, Eigen::Index first,
+                                                         Eigen::Index rows, ChunkState* c) const {
+  const Eigen::Index d = points_.rows();
+  const int* label_of = &labels_[first];
+  // Without the objective, the tests on the upper bound first: the computed
+  // squared distance is at most `above`, and the tests are monotone in it,
+  // so they pass on `above` only where they pass on the distance itself.
+  std::fill(c->skip.begin(), c->skip.begin() + rows, 0);
+  if (call.unread_ok) {
+    ComputedAboveOf(call.margin, rows, label_of, &upper_[first], moved_.data(), c->above.data());
+    GlobalFilter(call.margin, rows, label_of, c->above.data(), call.separation.data(),
+                 c->lower.data(), c->skip.data());
+  }
+  c->n_read = ListUnset(c->skip.data(), rows, c->listed.data());
+  c->sq.head(rows).setZero();
+  for (Eigen::Index m = 0; m < c->n_read; ++m) {
+    if (m + kReadAhead < c->n_read) Prefetch(points_.col(first + c->listed[m + kReadAhead]));
+    const int r = c->listed[m];
+    c->sq[r] = AssignedSquaredDistance(points_.col(first + r).data(),
+                                       call.centers.col(label_of[r]).data(), d);
+  }
+  // Hamerly's separation, then the bounds. Past the separation, a bound
+  // excludes its centers exactly when its square exceeds the threshold.
+  std::copy(c->skip.begin(), c->skip.begin() + rows, c->settle.begin());
+  GlobalFilter(call.margin, rows, label_of, c->sq.data(), call.separation.data(), c->lower.data(),
+               c->settle.data());
+  c->settled += CountSet(c->settle.data(), rows);
+  c->unread += CountSet(c->skip.data(), rows);
+  return ListUnset(c->settle.data(), rows, c->open_listed.data());
+}
+
+// Shape: one open point i (row r of its chunk), its groups' bounds -> true
+// with its label, distance (sq[r]) and bounds renewed where the direct
+// distances to the centers of the groups its bounds leave open prove its
+// nearest, as the bounds do; false (nothing changed) where they are too
+// many or prove nothing: the scan decides it.
+template <typename Scalar>
+bool BoundedAssignment<Scalar>::GroupFilter(const Call& call, Eigen::Index i, Eigen::Index r,
+                                            ChunkState* c) {
+  const Eigen::Index d = points_.rows(), k = call.centers.cols();
+  const int groups = call.groups;
+  const Margin<Scalar>& margin = call.margin;
+  const int label = labels_[i];
+  const Scalar* x = points_.col(i).data();
+  const Scalar own_sq = c->sq[r];
+  const double threshold = margin.Threshold(own_sq);
+  Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
+  for (int g = 0; g < groups; ++g) c->drifted[g] = Drifted(bound[g], drift_[g]);
+  int open_members = 0;
+  for (int g = 0; g < groups; ++g) {
+    c->open_group[g] = !Excludes(c->drifted[g], threshold);
+    if (c->open_group[g]) open_members += group_start_[g + 1] - group_start_[g];
+  }
+  if (open_members * kDirectShare > k) return false;
+  int best = label;
+  Scalar best_sq = own_sq;
+  for (int g = 0; g < groups; ++g) {
+    if (!c->open_group[g]) continue;
+    for (int m = group_start_[g]; m < group_start_[g + 1]; ++m) {
+      const int j = members_[m];
+      c->distance[m] =
+          j == label ? own_sq : AssignedSquaredDistance(x, call.centers.col(j).data(), d);
+      if (c->distance[m] < best_sq) {
+        best = j;
+        best_sq = c->distance[m];
+      }
+    }
+  }
+  const double best_threshold = margin.Threshold(best_sq);
+  bool proved = best == label || margin.LowerSq(own_sq) > best_threshold;
+  for (int g = 0; g < groups && proved; ++g) {
+    if (!c->open_group[g]) continue;
+    for (int m = group_start_[g]; m < group_start_[g + 1]; ++m) {
+      if (members_[m] != best && !(margin.LowerSq(c->distance[m]) > best_threshold)) {
+        proved = false;
+        break;
+      }
+    }
+  }
+  if (!proved) return false;
+  ++c->grouped;
+  // The old label joins its group's others.
+  const int old_group = group_of_[label];
+  if (best != label && !c->open_group[old_group]) {
+    const double old = Below(std::sqrt(margin.LowerSq(own_sq)));
+    bound[old_group] = Stored<Scalar>(std::min(c->drifted[old_group], old), drift_[old_group]);
+  }
+  c->changed += best != label;
+  if (call.moves != nullptr && best != label) call.moves->Add(c->part, i, label, best);
+  labels_[i] = best;
+  c->sq[r] = best_sq;
+  for (int g = 0; g < groups; ++g) {
+    if (!c->open_group[g]) continue;
+    Scalar nearest = std::numeric_limits<Scalar>::infinity();
+    for (int m = group_start_[g]; m < group_start_[g + 1]; ++m) {
+      if (members_[m] != best) nearest = std::min(nearest, c->distance[m]);
+    }
+    bound[g] = Stored<Scalar>(Below(std::sqrt(margin.LowerSq(nearest))), drift_[g]);
+  }
+  return true;
+}
+
+// Shape: the open points (c->open, of the chunk from `first`), gathered a
+// block at a time -> each one's label and distance (sq) from the scan, and
+// its bounds: one from the scan's gap, or with the group filter one per
+// group (GroupBoundsFromScores).
+template <typename Scalar>
+void BoundedAssignment<Scalar>::ScanOpen(const Call& call, Eigen::Index first, ChunkState* c) {
+  const Eigen::Index d = points_.rows(), k = call.centers.cols(), block = call.scan.block();
+  const std::vector<Eigen::Index>& open = c->open;
+  for (size_t o = 0; o < open.size(); o += block) {
+    const Eigen::Index m = std::min<Eigen::Index>(block, open.size() - o);
+    for (Eigen::Index r = 0; r < m; ++r) c->gathered.col(r) = points_.col(open[o + r]);
+    call.scan.Scan(c->gathered.leftCols(m), &c->scratch, c->open_label.data(), c->open_sq.data(),
+                   c->open_gap.data());
+    // Each group's best score, the label's included (a pass along the
+    // centers' columns of scores), where the scan computed them all: the
+    // low-precision filter's (core/simd.h) gives each point one bound for
+    // every group instead, from its gap.
+    if (call.tight && call.scored) {
+      c->group_best.leftCols(m).setConstant(-std::numeric_limits<Scalar>::infinity());
+      for (int j = 0; j < k; ++j) {
+        const Scalar* score = c->scratch.score.col(j).data();
+        Scalar* best = c->group_best.row(group_of_[j]).data();
+        for (Eigen::Index r = 0; r < m; ++r) best[r] = std::max(best[r], score[r]);
+      }
+    }
+    for (Eigen::Index r = 0; r < m; ++r) {
+      const Eigen::Index i = open[o + r];
+      const int label = c->open_label[r];
+      c->changed += label != labels_[i];
+      if (call.moves != nullptr && label != labels_[i]) {
+        call.moves->Add(c->part, i, labels_[i], label);
+      }
+      labels_[i] = label;
+      // On the point's own memory, as the products path computes it.
+      c->sq[i - first] =
+          AssignedSquaredDistance(points_.col(i).data(), call.centers.col(label).data(), d);
+      const double lower = LowerFromScan(call.margin, c->open_sq[r], c->open_gap[r]);
+      if (!call.tight) {
+        single_[i] = Stored<Scalar>(lower, drift_all_);
+      } else if (!call.scored) {
+        Scalar* bound = &bound_[static_cast<size_t>(i) * call.groups];
+        for (int g = 0; g < call.groups; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
+      } else {
+        GroupBoundsFromScores(call, i, r, c);
+      }
+    }
+  }
+}
+
+// Shape: scanned point i (row r of the scan's block), its scores of every
+// center and its groups' best -> one bound per group. Every score lies
+// within half the slack of its exact value, and scores are half the squared
+// distances with their sign turned, so center j is farther than the label
+// by at least 2 (S_label - S_j - slack). A group whose best score but the
+// label's lies within twice the slack of the label's (a near-tie rival,
+// which a bound from the products cannot exclude) takes the direct
+// distances of such centers instead, whose round-off is relative to the
+// distance, not to the points' norms.
+template <typename Scalar>
+void BoundedAssignment<Scalar>::GroupBoundsFromScores(const Call& call, Eigen::Index i,
+                                                      Eigen::Index r, ChunkState* c) {
+  const Eigen::Index d = points_.rows();
+  const Margin<Scalar>& margin = call.margin;
+  const auto& score = c->scratch.score;
+  const int label = c->open_label[r];
+  const Scalar* x = points_.col(i).data();
+  Scalar* bound = &bound_[static_cast<size_t>(i) * call.groups];
+  const double slack = Above(static_cast<double>(call.scan.Slack(label, c->open_sq[r])));
+  const double own_score = score(r, label);
+  const double own_lower = margin.LowerSq(c->open_sq[r]);
+  const int own_group = group_of_[label];
+  for (int g = 0; g < call.groups; ++g) {
+    double best = c->group_best(g, r);
+    if (g == own_group) {
+      // The label's own score is not the group's other best.
+      best = -std::numeric_limits<double>::infinity();
+      for (int mm = group_start_[g]; mm < group_start_[g + 1]; ++mm) {
+        if (members_[mm] != label)
+          best = std::max(best, static_cast<double>(score(r, members_[mm])));
+      }
+    }
+    const double spread = Below(own_score - best);
+    double nearest;
+    if (spread > 2 * slack) {
+      nearest = Below(own_lower + 2 * Below(spread - slack));
+    } else {
+      nearest = std::numeric_limits<double>::infinity();
+      for (int mm = group_start_[g]; mm < group_start_[g + 1]; ++mm) {
+        const int j = members_[mm];
+        if (j == label) continue;
+        const double gap = Below(own_score - static_cast<double>(score(r, j)));
+        nearest = std::min(nearest, gap > 2 * slack ? Below(own_lower + 2 * Below(gap - slack))
+                                                    : margin.LowerSq(AssignedSquaredDistance(
+                                                          x, call.centers.col(j).data(), d)));
+      }
+    }
+    bound[g] = Stored<Scalar>(Below(std::sqrt(nearest)), drift_[g]);
+  }
+}
+
 // The filters first, then the scan for the points they leave open, gathered
 // into blocks; the objective and sums in AssignNearest's parts and order.
+// Each chunk of a part goes through the passes above in turn.
 template <typename Scalar>
 double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, ClusterSums* sums,
                                                 AssignmentStats* stats, Moves* moves, bool lazy) {
@@ -603,15 +899,12 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
   const std::vector<Scalar> separation = SeparationLimits(margin, HalfSeparations(centers));
   const NearestCenterScan<Scalar> scan(centers);
   const Eigen::Index block = scan.block();
-  // Whether the scan leaves every center's score of each point it takes.
-  const bool scored = !scan.filtered();
   const Eigen::Index part_size = AssignmentPartSize<Scalar>(n, d, k);
   const Eigen::Index parts = (n + part_size - 1) / part_size;
   const Eigen::Index chunk = std::clamp<Eigen::Index>(
       static_cast<Eigen::Index>(kChunkBytes / static_cast<double>(d * sizeof(Scalar))), block,
       part_size);
   const int groups = groups_;
-  const double inf = std::numeric_limits<double>::infinity();
   // The group filter, and each group's own bound for the scanned points,
   // run while the last call scanned few points: they cost a pass over the
   // scanned points' scores and a bound per group, which pays where it keeps
@@ -624,261 +917,59 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
   SetTight(groups > 1 && (path_ == AssignmentPath::kBounds ||
                           static_cast<double>(n - last.settled - last.grouped) <=
                               kTightOpenShare * static_cast<double>(n)));
-  const bool tight = tight_;
-  // A point that the upper bound of the calls before settles is not read.
-  const bool unread_ok = lazy && upper_current_;
   if (lazy) upper_.resize(n);
+  const Call call{.centers = centers,
+                  .margin = margin,
+                  .separation = separation,
+                  .scan = scan,
+                  .groups = groups,
+                  .scored = !scan.filtered(),
+                  .tight = tight_,
+                  .unread_ok = lazy && upper_current_,
+                  .lazy = lazy,
+                  .moves = moves};
   PartTotals totals(parts, d, k, sums != nullptr);
   if (moves != nullptr) moves->Reset(parts, part_size);
 
 #pragma omp parallel if (n * d > (1 << 16))
   {
-    typename NearestCenterScan<Scalar>::Scratch scratch;
-    Vector<Scalar> sq(chunk), open_sq(block);
-    std::vector<double> lower(chunk), above(chunk);
-    // Per point of the chunk: settled without being read, settled.
-    std::vector<char> skip(chunk), settle(chunk);
-    // The chunk's points to read, and those the global filter left open.
-    std::vector<int> listed(chunk), open_listed(chunk);
-    std::vector<Eigen::Index> open;
-    open.reserve(chunk);
-    Matrix<Scalar> gathered(d, block);
-    std::vector<int> open_label(block);
-    std::vector<double> open_gap(block);
-    std::vector<double> drifted(groups);
-    std::vector<char> open_group(groups);
-    std::vector<Scalar> distance(k);  // per member, in members_' order
-    // Per group and scanned point, the group's best score (row-major:
-    // a group's row along the points).
-    Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> group_best(groups,
-                                                                                      block);
+    ChunkState c(d, k, chunk, block, groups);
 #pragma omp for schedule(dynamic)
     for (Eigen::Index p = 0; p < parts; ++p) {
-      double objective = 0;
-      int64_t settled = 0, grouped = 0, unread = 0, changed = 0;
-      ClusterSums* part = totals.Sums(p);
+      c.part = p;
+      c.sums = totals.Sums(p);
+      c.objective = 0;
+      c.settled = c.grouped = c.unread = c.changed = 0;
       const Eigen::Index end = std::min(n, (p + 1) * part_size);
       for (Eigen::Index first = p * part_size; first < end; first += chunk) {
         const Eigen::Index rows = std::min(chunk, end - first);
-        open.clear();
-        const int* label_of = &labels_[first];
-        // The global filter over the chunk first, point by point without a
-        // branch. Each point's least lower bound on its distances to the
-        // other centers, its groups' less their drifts:
-        const double drift_all = drift_all_;
-        for (Eigen::Index r = 0; r < rows; ++r) {
-          lower[r] = tight ? inf : Drifted(single_[first + r], drift_all);
-        }
-        if (tight) {
-          for (int g = 0; g < groups; ++g) {
-            const Scalar* stored = &bound_[static_cast<size_t>(first) * groups + g];
-            const double drift = drift_[g];
-            for (Eigen::Index r = 0; r < rows; ++r) {
-              lower[r] = std::min(lower[r], Drifted(stored[r * groups], drift));
-            }
-          }
-        }
-        // Without the objective, the tests on the upper bound first: the
-        // computed squared distance is at most `above`, and the tests are
-        // monotone in it, so they pass on `above` only where they pass on
-        // the distance itself. Such a point is not read.
-        std::fill(skip.begin(), skip.begin() + rows, 0);
-        if (unread_ok) {
-          ComputedAboveOf(margin, rows, label_of, &upper_[first], moved_.data(), above.data());
-          GlobalFilter(margin, rows, label_of, above.data(), separation.data(), lower.data(),
-                       skip.data());
-        }
-        // The points to read.
-        const Eigen::Index n_read = ListUnset(skip.data(), rows, listed.data());
-        sq.head(rows).setZero();
-        for (Eigen::Index m = 0; m < n_read; ++m) {
-          if (m + kReadAhead < n_read) Prefetch(points_.col(first + listed[m + kReadAhead]));
-          const int r = listed[m];
-          sq[r] = AssignedSquaredDistance(points_.col(first + r).data(),
-                                          centers.col(label_of[r]).data(), d);
-        }
-        // Hamerly's separation, then the bounds. Past the separation, a
-        // bound excludes its centers exactly when its square exceeds the
-        // threshold.
-        std::copy(skip.begin(), skip.begin() + rows, settle.begin());
-        GlobalFilter(margin, rows, label_of, sq.data(), separation.data(), lower.data(),
-                     settle.data());
-        settled += CountSet(settle.data(), rows);
-        unread += CountSet(skip.data(), rows);
-        const Eigen::Index n_open = ListUnset(settle.data(), rows, open_listed.data());
+        LowerBounds(call, first, rows, &c);
+        const Eigen::Index n_open = GlobalFilterPass(call, first, rows, &c);
+        c.open.clear();
         for (Eigen::Index o = 0; o < n_open; ++o) {
-          const int r = open_listed[o];
-          const Eigen::Index i = first + r;
-          const int label = label_of[r];
-          const Scalar* x = points_.col(i).data();
-          if (!tight) {
-            // The scan for the rest.
-            open.push_back(i);
-            continue;
-          }
-          const double threshold = margin.Threshold(sq[r]);
-          Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
-          for (int g = 0; g < groups; ++g) drifted[g] = Drifted(bound[g], drift_[g]);
-          // The group filter: the direct distances to the centers of the
-          // groups not excluded; they decide the label if they prove that
-          // the assignment chooses their nearest, as the bounds above do.
-          int open_members = 0;
-          for (int g = 0; g < groups; ++g) {
-            open_group[g] = !Excludes(drifted[g], threshold);
-            if (open_group[g]) open_members += group_start_[g + 1] - group_start_[g];
-          }
-          if (open_members * kDirectShare > k) {
-            open.push_back(i);
-            continue;
-          }
-          int best = label;
-          Scalar best_sq = sq[r];
-          for (int g = 0; g < groups; ++g) {
-            if (!open_group[g]) continue;
-            for (int m = group_start_[g]; m < group_start_[g + 1]; ++m) {
-              const int j = members_[m];
-              distance[m] =
-                  j == label ? sq[r] : AssignedSquaredDistance(x, centers.col(j).data(), d);
-              if (distance[m] < best_sq) {
-                best = j;
-                best_sq = distance[m];
-              }
-            }
-          }
-          const double best_threshold = margin.Threshold(best_sq);
-          bool proved = best == label || margin.LowerSq(sq[r]) > best_threshold;
-          for (int g = 0; g < groups && proved; ++g) {
-            if (!open_group[g]) continue;
-            for (int m = group_start_[g]; m < group_start_[g + 1]; ++m) {
-              if (members_[m] != best && !(margin.LowerSq(distance[m]) > best_threshold)) {
-                proved = false;
-                break;
-              }
-            }
-          }
-          if (!proved) {
-            open.push_back(i);
-            continue;
-          }
-          ++grouped;
-          // The old label joins its group's others.
-          const int old_group = group_of_[label];
-          if (best != label && !open_group[old_group]) {
-            const double old = Below(std::sqrt(margin.LowerSq(sq[r])));
-            bound[old_group] = Stored<Scalar>(std::min(drifted[old_group], old), drift_[old_group]);
-          }
-          changed += best != label;
-          if (moves != nullptr && best != label) moves->Add(p, i, label, best);
-          labels_[i] = best;
-          sq[r] = best_sq;
-          for (int g = 0; g < groups; ++g) {
-            if (!open_group[g]) continue;
-            Scalar nearest = std::numeric_limits<Scalar>::infinity();
-            for (int m = group_start_[g]; m < group_start_[g + 1]; ++m) {
-              if (members_[m] != best) nearest = std::min(nearest, distance[m]);
-            }
-            bound[g] = Stored<Scalar>(Below(std::sqrt(margin.LowerSq(nearest))), drift_[g]);
-          }
+          const int r = c.open_listed[o];
+          if (!call.tight || !GroupFilter(call, first + r, r, &c)) c.open.push_back(first + r);
         }
-        for (size_t o = 0; o < open.size(); o += block) {
-          const Eigen::Index m = std::min<Eigen::Index>(block, open.size() - o);
-          for (Eigen::Index r = 0; r < m; ++r) gathered.col(r) = points_.col(open[o + r]);
-          scan.Scan(gathered.leftCols(m), &scratch, open_label.data(), open_sq.data(),
-                    open_gap.data());
-          // Each group's best score, the label's included (a pass along
-          // the centers' columns of scores), where the scan computed them
-          // all: the low-precision filter's (core/simd.h) gives each point
-          // one bound for every group instead, from its gap.
-          if (tight && scored) {
-            group_best.leftCols(m).setConstant(-std::numeric_limits<Scalar>::infinity());
-            for (int j = 0; j < k; ++j) {
-              const Scalar* score = scratch.score.col(j).data();
-              Scalar* best = group_best.row(group_of_[j]).data();
-              for (Eigen::Index r = 0; r < m; ++r) best[r] = std::max(best[r], score[r]);
-            }
-          }
-          for (Eigen::Index r = 0; r < m; ++r) {
-            const Eigen::Index i = open[o + r];
-            const int label = open_label[r];
-            const Scalar* x = points_.col(i).data();
-            changed += label != labels_[i];
-            if (moves != nullptr && label != labels_[i]) moves->Add(p, i, labels_[i], label);
-            labels_[i] = label;
-            // On the point's own memory, as the products path computes it.
-            sq[i - first] = AssignedSquaredDistance(x, centers.col(label).data(), d);
-            if (!tight) {
-              single_[i] =
-                  Stored<Scalar>(LowerFromScan(margin, open_sq[r], open_gap[r]), drift_all_);
-              continue;
-            }
-            Scalar* bound = &bound_[static_cast<size_t>(i) * groups];
-            if (!scored) {
-              const double lower = LowerFromScan(margin, open_sq[r], open_gap[r]);
-              for (int g = 0; g < groups; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
-              continue;
-            }
-            // Each group's bound from the scores: every score lies within
-            // half the slack of its exact value, and scores are half the
-            // squared distances with their sign turned, so center j is
-            // farther than the label by at least 2 (S_label - S_j - slack).
-            // A group whose best score but the label's lies within twice
-            // the slack of the label's (a near-tie rival, which a bound from
-            // the products cannot exclude) takes the direct distances of
-            // such centers instead, whose round-off is relative to the
-            // distance, not to the points' norms.
-            const double slack = Above(static_cast<double>(scan.Slack(label, open_sq[r])));
-            const double own_score = scratch.score(r, label);
-            const double own_lower = margin.LowerSq(open_sq[r]);
-            const int own_group = group_of_[label];
-            for (int g = 0; g < groups; ++g) {
-              double best = group_best(g, r);
-              if (g == own_group) {
-                // The label's own score is not the group's other best.
-                best = -std::numeric_limits<double>::infinity();
-                for (int mm = group_start_[g]; mm < group_start_[g + 1]; ++mm) {
-                  if (members_[mm] != label)
-                    best = std::max(best, static_cast<double>(scratch.score(r, members_[mm])));
-                }
-              }
-              const double spread = Below(own_score - best);
-              double nearest;
-              if (spread > 2 * slack) {
-                nearest = Below(own_lower + 2 * Below(spread - slack));
-              } else {
-                nearest = std::numeric_limits<double>::infinity();
-                for (int mm = group_start_[g]; mm < group_start_[g + 1]; ++mm) {
-                  const int j = members_[mm];
-                  if (j == label) continue;
-                  const double gap = Below(own_score - static_cast<double>(scratch.score(r, j)));
-                  nearest =
-                      std::min(nearest, gap > 2 * slack ? Below(own_lower + 2 * Below(gap - slack))
-                                                        : margin.LowerSq(AssignedSquaredDistance(
-                                                              x, centers.col(j).data(), d)));
-                }
-              }
-              bound[g] = Stored<Scalar>(Below(std::sqrt(nearest)), drift_[g]);
-            }
-          }
-        }
+        ScanOpen(call, first, &c);
         if (lazy) {
           // No objective: the points read renew their upper bound.
-          for (Eigen::Index m = 0; m < n_read; ++m) {
-            const Eigen::Index i = first + listed[m];
-            upper_[i] = StoredUpper(margin, sq[listed[m]], moved_[labels_[i]]);
+          for (Eigen::Index m = 0; m < c.n_read; ++m) {
+            const Eigen::Index i = first + c.listed[m];
+            upper_[i] = StoredUpper(margin, c.sq[c.listed[m]], moved_[labels_[i]]);
           }
         } else {
           for (Eigen::Index r = 0; r < rows; ++r) {
             const Eigen::Index i = first + r;
             const Scalar* w = weights_ != nullptr ? &(*weights_)[i] : nullptr;
-            AddAssigned(points_.col(i), labels_[i], sq[r], w, &objective, part);
+            AddAssigned(points_.col(i), labels_[i], c.sq[r], w, &c.objective, c.sums);
           }
         }
       }
-      totals.objective[p] = objective;
-      totals.settled[p] = settled;
-      totals.grouped[p] = grouped;
-      totals.unread[p] = unread;
-      totals.changed[p] = changed;
+      totals.objective[p] = c.objective;
+      totals.settled[p] = c.settled;
+      totals.grouped[p] = c.grouped;
+      totals.unread[p] = c.unread;
+      totals.changed[p] = c.changed;
     }
   }
   stats->bounded = true;

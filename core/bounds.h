@@ -164,6 +164,16 @@ class BoundedAssignment {
                    Moves* moves, bool lazy);
   double AssignBounded(const Matrix<Scalar>& centers, ClusterSums* sums, AssignmentStats* stats,
                        Moves* moves, bool lazy);
+  // AssignBounded's passes over a chunk of points (bounds.cc gives each
+  // one's shape), on what the call's passes share and a thread's memory.
+  struct Call;
+  struct ChunkState;
+  void LowerBounds(const Call& call, Eigen::Index first, Eigen::Index rows, ChunkState* c) const;
+  Eigen::Index GlobalFilterPass(const Call& call, Eigen::Index first, Eigen::Index rows,
+                                ChunkState* c) const;
+  bool GroupFilter(const Call& call, Eigen::Index i, Eigen::Index r, ChunkState* c);
+  void ScanOpen(const Call& call, Eigen::Index first, ChunkState* c);
+  void GroupBoundsFromScores(const Call& call, Eigen::Index i, Eigen::Index r, ChunkState* c);
   // The exact sums of the labels now, from the moves where every one was
   // listed, else from scratch.
   void UpdateExact(const Moves& moves, bool from_moves, AssignmentStats* stats);
