@@ -836,29 +836,12 @@ void NearestCenterScan<Scalar>::ScanProducts(const Eigen::Ref<const Matrix<Scala
 }
 
 template <typename Scalar>
-void NearestCenterScan<Scalar>::FilterBlock(
-    [[maybe_unused]] const Eigen::Ref<const Matrix<Scalar>>& x, [[maybe_unused]] Scratch* scratch,
-    [[maybe_unused]] int* labels, [[maybe_unused]] Scalar* sq_out,
-    [[maybe_unused]] double* gap) const {
+void NearestCenterScan<Scalar>::NarrowPoints(
+    [[maybe_unused]] const Eigen::Ref<const Matrix<Scalar>>& x,
+    [[maybe_unused]] Scratch* scratch) const {
 #if KMT_NARROW_FILTER
   if constexpr (std::is_same_v<Scalar, float>) {
     const Eigen::Index d = x.rows(), rows = x.cols(), padded_d = narrow_d_;
-    const Eigen::Index padded_rows = (rows + kNarrowGroup - 1) / kNarrowGroup * kNarrowGroup;
-    const Eigen::Index chunks = padded_d / kNarrowChunk;
-    const Eigen::Index tile = std::min(narrow_k_, kNarrowTileCenters);
-    // With every center's scores in one tile, the points left in doubt take
-    // their candidates from it at the end; with several, each point keeps
-    // its candidates tile by tile. At most this many, else every center (the
-    // candidates' scores come one dot product at a time, a share of the
-    // centers' is cheaper through the products).
-    const bool one_tile = tile == narrow_k_;
-    const int most = static_cast<int>(std::clamp<Eigen::Index>(narrow_k_ / 8, 8, 64));
-    scratch->narrow.resize(padded_rows * padded_d);
-    scratch->narrow_score.resize(std::max(kNarrowScoreFloats, kNarrowGroup * tile));
-    scratch->narrow_best.assign(padded_rows, -std::numeric_limits<float>::infinity());
-    scratch->narrow_second.assign(padded_rows, -std::numeric_limits<float>::infinity());
-    scratch->narrow_arg.assign(padded_rows, 0);
-    scratch->narrow_bound.resize(3 * rows);
     uint16_t* narrow = scratch->narrow.data();
     // Each point less the shift in bfloat16, and the bound E on its
     // scores' error against the exact shifted scores <x', c'> - |c'|^2 / 2,
@@ -912,6 +895,39 @@ void NearestCenterScan<Scalar>::FilterBlock(
       reach[i] = finite ? Above(2 * e + 2 * Above(slack + most_slack))
                         : std::numeric_limits<double>::infinity();
     }
+  }
+#endif
+}
+
+template <typename Scalar>
+void NearestCenterScan<Scalar>::FilterBlock(
+    [[maybe_unused]] const Eigen::Ref<const Matrix<Scalar>>& x, [[maybe_unused]] Scratch* scratch,
+    [[maybe_unused]] int* labels, [[maybe_unused]] Scalar* sq_out,
+    [[maybe_unused]] double* gap) const {
+#if KMT_NARROW_FILTER
+  if constexpr (std::is_same_v<Scalar, float>) {
+    const Eigen::Index d = x.rows(), rows = x.cols(), padded_d = narrow_d_;
+    const Eigen::Index padded_rows = (rows + kNarrowGroup - 1) / kNarrowGroup * kNarrowGroup;
+    const Eigen::Index chunks = padded_d / kNarrowChunk;
+    const Eigen::Index tile = std::min(narrow_k_, kNarrowTileCenters);
+    // With every center's scores in one tile, the points left in doubt take
+    // their candidates from it at the end; with several, each point keeps
+    // its candidates tile by tile. At most this many, else every center (the
+    // candidates' scores come one dot product at a time, a share of the
+    // centers' is cheaper through the products).
+    const bool one_tile = tile == narrow_k_;
+    const int most = static_cast<int>(std::clamp<Eigen::Index>(narrow_k_ / 8, 8, 64));
+    scratch->narrow.resize(padded_rows * padded_d);
+    scratch->narrow_score.resize(std::max(kNarrowScoreFloats, kNarrowGroup * tile));
+    scratch->narrow_best.assign(padded_rows, -std::numeric_limits<float>::infinity());
+    scratch->narrow_second.assign(padded_rows, -std::numeric_limits<float>::infinity());
+    scratch->narrow_arg.assign(padded_rows, 0);
+    scratch->narrow_bound.resize(3 * rows);
+    uint16_t* narrow = scratch->narrow.data();
+    NarrowPoints(x, scratch);
+    const double* error = scratch->narrow_bound.data();
+    const double* margin = error + rows;
+    const double* reach = margin + rows;
     std::fill(narrow + rows * padded_d, narrow + padded_rows * padded_d, uint16_t{0});
     ConfigureTiles();
     float* score = scratch->narrow_score.data();

@@ -177,6 +177,12 @@ class NearestCenterScan {
   // scratch->open for ScanProducts.
   void FilterBlock(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch, int* labels,
                    Scalar* sq, double* gap) const;
+  // FilterBlock's first pass: each point less the shift in bfloat16
+  // (scratch->narrow, a row of narrow_d_ values each), and per point the
+  // bound E on its narrow scores' error, the spread that decides it, and
+  // how far below its best a candidate may lie (scratch->narrow_bound: E,
+  // margin and reach, `rows` of each).
+  void NarrowPoints(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch) const;
   // Finish for point xi from float32 scores of its candidates alone (in
   // increasing order, every center the float32 scan could take or weigh in
   // a near tie among them): the same rule, the same label and distance;
