@@ -291,9 +291,14 @@ template <typename Scalar>
 absl::Status WriteModel(const Matrix<Scalar>& centers, const ResidentJobResult& result, int64_t n,
                         const v1::ClusterRequest& base) {
   const std::string path = absl::GetFlag(FLAGS_model_out);
-  const Vector<Scalar> mean = centers.rowwise().mean();
-  v1::ModelFile file = FittedToProto<Scalar>(ModelOutName(path), centers,
-                                             std::vector<Scalar>(mean.begin(), mean.end()));
+  // Summed center by center in Scalar, then divided, as numpy's
+  // centers.mean(axis=0) does in kmt.KMeans.from_model(...).predict.
+  std::vector<Scalar> mean(centers.rows(), Scalar(0));
+  for (Eigen::Index j = 0; j < centers.cols(); ++j) {
+    for (Eigen::Index l = 0; l < centers.rows(); ++l) mean[l] += centers(l, j);
+  }
+  for (Scalar& m : mean) m /= static_cast<Scalar>(centers.cols());
+  v1::ModelFile file = FittedToProto<Scalar>(ModelOutName(path), centers, mean);
   v1::FittedCenters* fitted = file.mutable_fitted();
   fitted->set_n(n);
   fitted->set_inertia(result.objective);

@@ -186,8 +186,9 @@ class FittedModelTest(unittest.TestCase):
         self.assertEqual((info.kind, info.d, info.k, info.fitted.n), ("fitted", D, K, len(X)))
         self.assertEqual(info.fitted.algorithm, "lloyd")
         loaded = kmt.KMeans.from_model(path, server=self.address)
-        np.testing.assert_array_equal(kmt.ServedModel("cli", server=self.address).predict(X),
-                                      loaded.predict(X))
+        served = kmt.ServedModel("cli", server=self.address)
+        np.testing.assert_array_equal(served.predict(X), loaded.predict(X))
+        np.testing.assert_array_equal(served.transform(X), loaded.transform(X))
         listed = subprocess.run([os.environ["KMT_CLI"], "models", f"--server={self.address}"],
                                 check=True, capture_output=True, text=True).stdout
         self.assertIn(f"  fitted: version 1, float32, n={len(X)} inertia=", listed)
