@@ -45,6 +45,7 @@ _ESTIMATORS = {
     "RobustKMeans": "variants",
     "KMedoids": "variants",
     "ServedModel": "fitted",
+    "ModelPublisher": "publish",
 }
 
 __all__ = ["Client", "ClusterError", "FitResult", "ResidentResult", "Result", "ServiceError",

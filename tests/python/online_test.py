@@ -3,7 +3,13 @@ partial_fit with a forgetting factor follows a stream whose clusters drift
 (its objective on each next batch within a stated factor of a fresh fit on
 that batch) where the same stream without one lags far behind; the factor's
 forms (decay_factor per batch or per point, half_life) are one rule; without
-one, partial_fit is scikit-learn's."""
+one, partial_fit is scikit-learn's; kmt.ModelPublisher publishes the model
+as the versions of a served fitted model, which a server polling the
+directory rolls out to the clients that label points by its name."""
+import os
+import shutil
+import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -91,6 +97,75 @@ class OnlineModelTest(ServedTest):
                     {"time_unit": "seconds"}):
             with self.subTest(**bad), self.assertRaises(ValueError):
                 self.estimator(**bad).partial_fit(self.batches[0])
+
+
+class PublishedModelTest(ServedTest):
+    """A server that polls a model directory every 50 ms and keeps the
+    latest 2 versions of each model."""
+    directory = tempfile.mkdtemp(prefix="kmt-online-")
+    SERVER_FLAGS = (f"--model_dir={directory}", "--model_poll_s=0.05", "--keep_versions=2")
+    batches = OnlineModelTest.batches
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.directory, ignore_errors=True)
+
+    def served_version(self):
+        info = next((m for m in kmt.Client(self.server.address).models() if m.name == "live"),
+                    None)
+        return info.default_version if info is not None else 0
+
+    def wait_for_version(self, version):
+        deadline = time.monotonic() + 30
+        while self.served_version() != version:
+            self.assertLess(time.monotonic(), deadline, f"version {version} never served")
+            time.sleep(0.02)
+
+    def test_the_published_versions_follow_the_drift_and_answer_as_the_model_did(self):
+        model = kmt.MiniBatchKMeans(K, init=self.batches[0][:K], n_init=1, random_state=0,
+                                    half_life=2, server=self.server.address)
+        publisher = kmt.ModelPublisher(self.directory, "live", every_batches=10)
+        served = kmt.ServedModel("live", server=self.server.address)
+        published = []
+        for t, batch in enumerate(self.batches):
+            model.partial_fit(batch)
+            version = publisher.offer(model)
+            if version is None:
+                continue
+            published.append(version)
+            # What the model predicted when it was published is what the
+            # server answers by name once the version is out, bit for bit;
+            # and the version follows the stream: within 1.5 times a fresh
+            # fit of the batch after it.
+            expected = model.predict(self.batches[min(t + 1, len(self.batches) - 1)])
+            self.wait_for_version(version)
+            following = self.batches[min(t + 1, len(self.batches) - 1)]
+            np.testing.assert_array_equal(served.predict(following), expected)
+            self.assertEqual(served.model_version_, version)
+            if t >= 30:
+                fresh = sklearn.cluster.KMeans(K, n_init=3, random_state=0).fit(following)
+                centers = model.cluster_centers_
+                self.assertLess(objective(centers, following), 1.5 * fresh.inertia_)
+        # The first batch's and every tenth after it.
+        self.assertEqual(published, [1, 2, 3, 4, 5, 6])
+        # --keep_versions=2: the older versions retired, their files kept.
+        info = next(m for m in kmt.Client(self.server.address).models() if m.name == "live")
+        states = {v.version: v.state for v in info.versions}
+        self.assertEqual(states[6], kmt.pb.MODEL_VERSION_AVAILABLE)
+        self.assertEqual(states[5], kmt.pb.MODEL_VERSION_AVAILABLE)
+        self.assertEqual(states[1], kmt.pb.MODEL_VERSION_RETIRED)
+        self.assertTrue(os.path.exists(os.path.join(self.directory, "live", "1", "model.kmt")))
+        # A publisher started again goes on from the highest version there.
+        self.assertEqual(kmt.ModelPublisher(self.directory, "live").publish(model), 7)
+
+    def test_the_publisher_checks_its_settings(self):
+        with self.assertRaisesRegex(ValueError, "every_batches=0"):
+            kmt.ModelPublisher(self.directory, "x", every_batches=0)
+        with self.assertRaisesRegex(ValueError, "non-empty file name"):
+            kmt.ModelPublisher(self.directory, "a/b")
+        with self.assertRaisesRegex(ValueError, "offer needs every_batches or every_seconds"):
+            kmt.ModelPublisher(self.directory, "x").offer(None)
 
 
 if __name__ == "__main__":
