@@ -463,7 +463,10 @@ ScanReport ModelRegistry::ScanLocked() {
                                  other.candidate->relative));
         continue;
       }
-      if (flat && !look_at(c).status.ok()) refuse(&look_at(c), c.relative);
+      if (flat) {
+        FileLook& look = look_at(c);
+        if (!look.status.ok()) refuse(&look, c.relative);
+      }
       offers[name][c.version] = {&c};
     }
   }
@@ -484,8 +487,8 @@ ScanReport ModelRegistry::ScanLocked() {
     const auto offered = offers.find(name);
     if (offered != offers.end()) {
       int kept = 0;  // versions available so far, newest first
-      for (auto it = offered->second.rbegin(); it != offered->second.rend(); ++it) {
-        const auto& [number, offer] = *it;
+      for (auto newest = offered->second.rbegin(); newest != offered->second.rend(); ++newest) {
+        const auto& [number, offer] = *newest;
         const RegistrySnapshot::Version* was = nullptr;
         if (before != nullptr) {
           auto it = before->versions.find(number);
@@ -513,22 +516,24 @@ ScanReport ModelRegistry::ScanLocked() {
           }
         } else {
           FileLook& look = look_at(*offer.candidate);
-          if (!look.status.ok()) refuse(&look, offer.candidate->relative);
           if (look.status.ok()) {
             v.entry = look.entry;
             if (was == nullptr || was->entry != look.entry) {
               report.loaded.push_back(
                   absl::StrCat(VersionName(name, number), " (", offer.candidate->relative, ")"));
             }
-          } else if (was != nullptr && was->entry != nullptr) {
-            // A good version stays until a file that loads replaces it.
-            v.entry = was->entry;
-            v.reason = absl::StrCat(
-                look.settled ? "" : "(still being written?) ",
-                "the file is refused, the version loaded before serves: ", look.status.message());
           } else {
-            v.state = look.settled ? v1::MODEL_VERSION_FAILED : v1::MODEL_VERSION_LOADING;
-            v.reason = std::string(look.status.message());
+            refuse(&look, offer.candidate->relative);
+            if (was != nullptr && was->entry != nullptr) {
+              // A good version stays until a file that loads replaces it.
+              v.entry = was->entry;
+              v.reason = absl::StrCat(
+                  look.settled ? "" : "(still being written?) ",
+                  "the file is refused, the version loaded before serves: ", look.status.message());
+            } else {
+              v.state = look.settled ? v1::MODEL_VERSION_FAILED : v1::MODEL_VERSION_LOADING;
+              v.reason = std::string(look.status.message());
+            }
           }
           kept += v.entry != nullptr;
         }
