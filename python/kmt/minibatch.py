@@ -210,7 +210,9 @@ class MiniBatchKMeans(ServedKMeans):
                                 else int(self.max_no_improvement)),
             reassignment_ratio=float(self.reassignment_ratio),
             labels=bool(self.compute_labels), float64=X.dtype == np.float64,
-            streams_per_server=1, chunk_bytes=4 << 20, max_moves=3, timeout=self.timeout,
+            # Two shards a replica, as kmt.KMeans's: a server computes each
+            # shard's part of a step on one thread.
+            streams_per_server=2, chunk_bytes=4 << 20, max_moves=3, timeout=self.timeout,
             tls=bool(self.tls or self.ca or self.cert or self.key), ca=self.ca or "",
             cert=self.cert or "", key_file=self.key or "", server_name=self.server_name or "",
             log=print if self.verbose else None)

@@ -72,6 +72,95 @@ TEST(ResidentShard, LoadsInChunksAndAssignsAsTheCore) {
   EXPECT_EQ(got.objective(), objective);
 }
 
+// A mini-batch's rows, some drawn twice, on a weighted shard: the labels
+// and sums of AssignNearest and AccumulateClusterSums on the gathered rows
+// (the sums to the bit: each coordinate's added in the rows' order), the
+// fetched rows' points, and a last pass over every row for the labels.
+TEST(ResidentShard, SampleSumsAreTheCoresOnTheGatheredRows) {
+  const int d = 70, k = 40;  // over the low-precision filter's least shape
+  const Matrix<float> points = Points(d, 3000);
+  const Matrix<float> centers = points.rightCols(k);
+  Vector<float> weights(points.cols());
+  for (Eigen::Index i = 0; i < weights.size(); ++i) weights[i] = 0.5f + (i % 3);
+  ResidentMemory memory(int64_t{1} << 30);
+  ResidentShard shard(&memory, Limits{});
+  v1::ShardChunk chunk = Chunk(points, 0, points.cols());
+  chunk.mutable_weights()->Add(weights.data(), weights.data() + weights.size());
+  v1::JobResponse response;
+  ASSERT_TRUE(shard.Load(chunk, &response).ok());
+  std::vector<int64_t> rows;
+  Rng rng(5);
+  for (int i = 0; i < 900; ++i) rows.push_back(static_cast<int64_t>(rng.Uniform() * 3000));
+  rows.push_back(rows[0]);
+  v1::SampleSumsStep step;
+  step.set_k(k);
+  EncodeFloat32(absl::MakeConstSpan(centers.data(), centers.size()), step.mutable_centers_f32());
+  step.mutable_rows()->Assign(rows.begin(), rows.end());
+  step.add_fetch_rows(7);
+  step.add_fetch_rows(2999);
+  v1::JobResponse got;
+  ASSERT_TRUE(shard.SampleSums(step, &got).ok());
+
+  Matrix<float> batch(d, static_cast<Eigen::Index>(rows.size()));
+  Vector<float> batch_weights(batch.cols());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    batch.col(i) = points.col(rows[i]);
+    batch_weights[i] = weights[rows[i]];
+  }
+  Labels labels;
+  Vector<float> sq;
+  const double objective = AssignNearest(batch, centers, &labels, &sq, nullptr, &batch_weights);
+  ClusterSums sums(d, k);
+  AccumulateClusterSums(batch, labels, &sums, &batch_weights);
+  EXPECT_EQ(std::vector<int64_t>(got.center_counts().begin(), got.center_counts().end()),
+            sums.counts);
+  EXPECT_EQ(std::vector<double>(got.center_weights().begin(), got.center_weights().end()),
+            sums.weights);
+  EXPECT_EQ(Eigen::Map<const Matrix<double>>(got.center_sums().data(), d, k), sums.sums);
+  EXPECT_NEAR(got.objective(), objective, 1e-9 * objective);
+  ASSERT_EQ(got.points_size(), 2 * d);
+  EXPECT_EQ(Eigen::Map<const Matrix<float>>(got.points().data(), d, 2).col(0), points.col(7));
+  EXPECT_EQ(Eigen::Map<const Matrix<float>>(got.points().data(), d, 2).col(1), points.col(2999));
+
+  v1::SampleSumsStep last;
+  last.set_k(k);
+  *last.mutable_centers_f32() = step.centers_f32();
+  last.set_all_rows(true);
+  last.set_return_labels(true);
+  last.set_omit_sums(true);
+  v1::JobResponse all;
+  ASSERT_TRUE(shard.SampleSums(last, &all).ok());
+  Labels every;
+  const double total = AssignNearest(points, centers, &every, nullptr, nullptr, &weights);
+  EXPECT_EQ(Labels(all.labels().begin(), all.labels().end()), every);
+  EXPECT_EQ(all.objective(), total);
+  EXPECT_EQ(all.center_counts_size(), 0);
+}
+
+TEST(ResidentShard, BadSampleSumsStepsAreNamed) {
+  const Matrix<float> points = Points(3, 100);
+  ResidentMemory memory(1 << 20);
+  ResidentShard shard(&memory, Limits{});
+  v1::JobResponse response;
+  ASSERT_TRUE(shard.Load(Chunk(points, 0, 100), &response).ok());
+  v1::SampleSumsStep step;
+  step.set_k(2);
+  EncodeFloat32(absl::MakeConstSpan(points.data(), 6), step.mutable_centers_f32());
+  step.add_rows(3);
+  step.add_rows(100);
+  absl::Status status = shard.SampleSums(step, &response);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "rows[1] = 100, outside the shard's n = 100 rows");
+  step.clear_rows();
+  step.add_rows(3);
+  step.set_all_rows(true);
+  EXPECT_EQ(shard.SampleSums(step, &response).message(),
+            "rows has 1 rows and all_rows is set; send one of them");
+  step.set_all_rows(false);
+  step.set_centers_f64(std::string(48, '\0'));
+  EXPECT_EQ(shard.SampleSums(step, &response).code(), absl::StatusCode::kInvalidArgument);
+}
+
 // Steps of a job move the centers a little, then jump, then change k: each
 // step's labels, counts, sums and objective are AssignNearest's to the bit,
 // whether the bounds the shard keeps between steps settled a point or not.
