@@ -160,19 +160,22 @@ const Data& Embeddings(int n, int d, int k) {
 }
 
 // One Lloyd's iteration's assignment with its sums on embedding-like points,
-// with the low-precision filter where the CPU has it (range(3) = 1) or
-// without (0): `open` is the share of points its scores leave in doubt
+// without the low-precision filter (range(3) = 0) or with one of the CPU's
+// (1: AMX's tiles, 2: AVX512-BF16's dot products; skipped where the CPU
+// lacks it): `open` is the share of points its scores leave in doubt
 // (decided again in float32 among their candidates), `full` the share whose
 // candidates were too many (the float32 products over every center).
 void BM_EmbeddingAssignment(benchmark::State& state) {
   const int n = state.range(0), d = state.range(1), k = state.range(2);
-  const bool filter = state.range(3) != 0;
-  if (filter && CpuLowPrecisionFilter() == LowPrecisionFilter::kNone) {
-    state.SkipWithError("this CPU has no low-precision filter");
+  const LowPrecisionFilter kind = static_cast<LowPrecisionFilter>(state.range(3));
+  const bool filter = kind != LowPrecisionFilter::kNone;
+  const std::vector<LowPrecisionFilter> cpu = CpuLowPrecisionFilters();
+  if (filter && std::find(cpu.begin(), cpu.end(), kind) == cpu.end()) {
+    state.SkipWithError("this CPU lacks the filter");
     return;
   }
   const Data& data = Embeddings(n, d, k);
-  if (!UseLowPrecisionFilter(filter ? "auto" : "off").ok()) std::abort();
+  if (!UseLowPrecisionFilter(filter ? LowPrecisionFilterName(kind) : "off").ok()) std::abort();
   Labels labels;
   for (auto _ : state) {
     ClusterSums sums(d, k);
@@ -197,7 +200,9 @@ void BM_EmbeddingAssignment(benchmark::State& state) {
 }
 BENCHMARK(BM_EmbeddingAssignment)
     ->Apply([](benchmark::internal::Benchmark* b) {
-      for (const auto& [n, d, k] : kEmbeddingShapes) b->Args({n, d, k, 0})->Args({n, d, k, 1});
+      for (const auto& [n, d, k] : kEmbeddingShapes) {
+        for (int filter : {0, 1, 2}) b->Args({n, d, k, filter});
+      }
     })
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -314,6 +314,44 @@ __attribute__((target("amx-tile,amx-bf16"))) void NarrowProduct(const uint16_t* 
   _tile_stored(7, scores + 16 * ld + 16, c_stride);
 }
 
+// NarrowProduct's scores by AVX512-BF16's dot products: the same 32 points
+// by 32 centers from the same layouts, eight points at a time, each
+// coordinate pair of a point broadcast against a row of a tile of centers
+// (the pair's coordinates of 16 centers). Each score is a float32 sum of
+// the same exact products as on the tiles (in another order, within the
+// same bound), inputs and results below float32's normal range taken as
+// zero as there.
+__attribute__((target("avx512bf16"))) void NarrowDotProduct(const uint16_t* points,
+                                                            Eigen::Index stride,
+                                                            const uint16_t* centers,
+                                                            Eigen::Index chunks, float* scores,
+                                                            Eigen::Index ld) {
+  constexpr int kRows = 8;
+  for (int first = 0; first < kNarrowGroup; first += kRows) {
+    __m512 sum[kRows][2];
+    for (auto& s : sum) s[0] = s[1] = _mm512_setzero_ps();
+    for (Eigen::Index q = 0; q < chunks; ++q) {
+      const uint16_t* group = centers + q * 2 * 512;
+      for (int r = 0; r < 16; ++r) {
+        const __m512bh c0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(group + r * 32));
+        const __m512bh c1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(group + 512 + r * 32));
+        for (int p = 0; p < kRows; ++p) {
+          uint32_t pair;
+          std::memcpy(&pair, points + (first + p) * stride + q * kNarrowChunk + 2 * r,
+                      sizeof(pair));
+          const __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(pair)));
+          sum[p][0] = _mm512_dpbf16_ps(sum[p][0], x, c0);
+          sum[p][1] = _mm512_dpbf16_ps(sum[p][1], x, c1);
+        }
+      }
+    }
+    for (int p = 0; p < kRows; ++p) {
+      _mm512_storeu_ps(scores + (first + p) * ld, sum[p][0]);
+      _mm512_storeu_ps(scores + (first + p) * ld + 16, sum[p][1]);
+    }
+  }
+}
+
 // bfloat16's bits of 16 floats in the low halves of 32-bit lanes: rounded
 // to nearest, ties to even (finite values beyond bfloat16's largest round to
 // infinity).
@@ -471,7 +509,8 @@ void NearestCenterScan<Scalar>::Init() {
 #if KMT_NARROW_FILTER
   if constexpr (std::is_same_v<Scalar, float>) {
     if (transposed_.size() == 0 && d >= kNarrowMinDimension && k >= kNarrowMinCenters &&
-        ActiveLowPrecisionFilter() == LowPrecisionFilter::kAmxBf16) {
+        ActiveLowPrecisionFilter() != LowPrecisionFilter::kNone) {
+      narrow_filter_ = ActiveLowPrecisionFilter();
       InitNarrow();
     }
   }
@@ -929,7 +968,8 @@ void NearestCenterScan<Scalar>::FilterBlock(
     const double* margin = error + rows;
     const double* reach = margin + rows;
     std::fill(narrow + rows * padded_d, narrow + padded_rows * padded_d, uint16_t{0});
-    ConfigureTiles();
+    const bool tiles = narrow_filter_ == LowPrecisionFilter::kAmxBf16;
+    if (tiles) ConfigureTiles();
     float* score = scratch->narrow_score.data();
     // Up to `stack` groups of points at once, each group of centers taken
     // for all of them while it is in the first-level cache: the scores of a
@@ -959,8 +999,8 @@ void NearestCenterScan<Scalar>::FilterBlock(
           const uint16_t* group =
               narrow_centers_.data() + ((first + g) / kNarrowGroup) * chunks * 1024;
           for (Eigen::Index q = 0; q < stacked; q += kNarrowGroup) {
-            NarrowProduct(narrow + (p + q) * padded_d, padded_d, group, chunks,
-                          score + q * tile + g, tile);
+            (tiles ? NarrowProduct : NarrowDotProduct)(narrow + (p + q) * padded_d, padded_d, group,
+                                                       chunks, score + q * tile + g, tile);
           }
         }
         for (Eigen::Index r = 0; r < count; ++r) {
@@ -1033,7 +1073,7 @@ void NearestCenterScan<Scalar>::FilterBlock(
         scratch->open.push_back(i);
       }
     }
-    ReleaseTiles();
+    if (tiles) ReleaseTiles();
     if (pending > 0) settle();
     scratch->filtered += rows;
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/cluster_sums.h"
+#include "core/simd.h"
 #include "core/types.h"
 
 namespace kmt {
@@ -264,6 +265,7 @@ class NearestCenterScan {
   // |c' - c~|; narrow_shift_norm_ is the shift's norm and narrow_slack_of_
   // the most of slack_of_.
   std::vector<uint16_t> narrow_centers_;
+  LowPrecisionFilter narrow_filter_ = LowPrecisionFilter::kNone;  // its products' kind
   std::vector<float> narrow_offset_, narrow_shift_;
   Eigen::Index narrow_k_ = 0, narrow_d_ = 0;
   double narrow_center_norm_ = 0, narrow_rounded_norm_ = 0, narrow_residual_norm_ = 0,

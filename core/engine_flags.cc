@@ -13,7 +13,8 @@ ABSL_FLAG(std::string, simd, "",
 ABSL_FLAG(std::string, low_precision, "auto",
           "the assignment's low-precision candidate filter: auto (bfloat16 products on AMX "
           "where the CPU has them, the points they leave in doubt decided again in float32: "
-          "the same labels, distances and sums as without) or off");
+          "the same labels, distances and sums as without), off, or one the CPU has by name "
+          "(amx-bf16, avx512-bf16)");
 
 namespace kmt {
 namespace {

@@ -106,6 +106,13 @@ bool DetectAmxBf16() {
 #endif
 }
 
+// AVX512-BF16 (vdpbf16ps): CPUID leaf 7, sub-leaf 1, EAX bit 5; its
+// registers are v4's, whose state DetectCpuLevel checks.
+bool DetectAvx512Bf16() {
+  constexpr unsigned kAvx512Bf16 = 1u << 5;
+  return Leaf(7).a >= 1 && All(Leaf(7, 1).a, kAvx512Bf16);
+}
+
 CpuModel DetectCpuModelOfThisCpu() {
   const CpuId zero = Leaf(0), one = Leaf(1);
   CpuModel cpu;
@@ -127,6 +134,7 @@ CpuModel DetectCpuModelOfThisCpu() {
 #else
 SimdLevel DetectCpuLevel() { return SimdLevel::kBaseline; }
 bool DetectAmxBf16() { return false; }
+bool DetectAvx512Bf16() { return false; }
 CpuModel DetectCpuModelOfThisCpu() { return {}; }
 #endif
 
@@ -303,25 +311,7 @@ std::string Names(const std::vector<SimdLevel>& levels) {
   return names.empty() ? "none" : absl::StrJoin(names, " ");
 }
 
-// Whether the filter is turned off (UseLowPrecisionFilter).
-std::atomic<bool> filter_off{false};
-
-}  // namespace
-
-std::string LowPrecisionFilterName(LowPrecisionFilter filter) {
-  return filter == LowPrecisionFilter::kAmxBf16 ? "amx-bf16" : "none";
-}
-
-LowPrecisionFilter CpuLowPrecisionFilter() {
-  // The filter's kernels are the v4 level's (or a native build's with
-  // AVX-512): the assignment in use must be at that level to run them.
-  static const bool amx = DetectAmxBf16();
-  return amx ? LowPrecisionFilter::kAmxBf16 : LowPrecisionFilter::kNone;
-}
-
-namespace {
-
-// Whether the assignment kernels of `level` hold the filter's: v4's, or
+// Whether the assignment kernels of `level` hold the filters': v4's, or
 // those of a build without per-level kernels compiled for AVX-512.
 bool LevelHasFilter(SimdLevel level) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
@@ -330,20 +320,71 @@ bool LevelHasFilter(SimdLevel level) {
   return level == SimdLevel::kV4;
 }
 
+// The filter set (UseLowPrecisionFilter): -1 auto, else a LowPrecisionFilter.
+std::atomic<int> filter_setting{-1};
+
 }  // namespace
 
+std::string LowPrecisionFilterName(LowPrecisionFilter filter) {
+  switch (filter) {
+    case LowPrecisionFilter::kAmxBf16:
+      return "amx-bf16";
+    case LowPrecisionFilter::kAvx512Bf16:
+      return "avx512-bf16";
+    case LowPrecisionFilter::kNone:
+      break;
+  }
+  return "none";
+}
+
+std::vector<LowPrecisionFilter> CpuLowPrecisionFilters() {
+  // The filters' kernels are the v4 level's (or a native build's with
+  // AVX-512): the assignment in use must be at that level to run them.
+  static const std::vector<LowPrecisionFilter> filters = [] {
+    std::vector<LowPrecisionFilter> found;
+    const std::vector<SimdLevel> compiled = CompiledSimdLevels();
+    const bool v4 = CpuSimdLevel() == SimdLevel::kV4 &&
+                    std::any_of(compiled.begin(), compiled.end(), LevelHasFilter);
+    if (!v4) return found;
+    if (DetectAmxBf16()) found.push_back(LowPrecisionFilter::kAmxBf16);
+    if (DetectAvx512Bf16()) found.push_back(LowPrecisionFilter::kAvx512Bf16);
+    return found;
+  }();
+  return filters;
+}
+
+LowPrecisionFilter CpuLowPrecisionFilter() {
+  // AVX512-BF16's dot products run at the float32 products' rate on a CPU
+  // with AMX, and the filter's own passes then make the assignment slower
+  // than without it (docs/core.md): auto takes AMX alone.
+  const std::vector<LowPrecisionFilter>& filters = CpuLowPrecisionFilters();
+  return std::find(filters.begin(), filters.end(), LowPrecisionFilter::kAmxBf16) != filters.end()
+             ? LowPrecisionFilter::kAmxBf16
+             : LowPrecisionFilter::kNone;
+}
+
 LowPrecisionFilter ActiveLowPrecisionFilter() {
-  return filter_off.load(std::memory_order_relaxed) ? LowPrecisionFilter::kNone
-                                                    : CpuLowPrecisionFilter();
+  const int setting = filter_setting.load(std::memory_order_relaxed);
+  return setting < 0 ? CpuLowPrecisionFilter() : static_cast<LowPrecisionFilter>(setting);
 }
 
 absl::Status UseLowPrecisionFilter(absl::string_view setting) {
-  if (setting != "auto" && setting != "off") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("low-precision filter \"", setting, "\": must be \"auto\" or \"off\""));
+  if (setting == "auto" || setting == "off") {
+    filter_setting.store(setting == "auto" ? -1 : static_cast<int>(LowPrecisionFilter::kNone),
+                         std::memory_order_relaxed);
+    return absl::OkStatus();
   }
-  filter_off.store(setting == "off", std::memory_order_relaxed);
-  return absl::OkStatus();
+  std::vector<std::string> allowed = {"auto", "off"};
+  for (LowPrecisionFilter filter : CpuLowPrecisionFilters()) {
+    if (setting == LowPrecisionFilterName(filter)) {
+      filter_setting.store(static_cast<int>(filter), std::memory_order_relaxed);
+      return absl::OkStatus();
+    }
+    allowed.push_back(LowPrecisionFilterName(filter));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("low-precision filter \"", setting, "\": this CPU takes ",
+                   absl::StrJoin(allowed, ", "), " (amx-bf16 and avx512-bf16 where it has them)"));
 }
 
 std::string SimdLevelName(SimdLevel level) {

@@ -137,26 +137,35 @@ SimdChoice ActiveSimdChoice();
 // distances, objective and sums are those of the float32 scan to the bit,
 // with or without it.
 enum class LowPrecisionFilter {
-  kNone,     ///< every score in the working precision
-  kAmxBf16,  ///< bfloat16 products on AMX tiles (AMX-TILE, AMX-BF16)
+  kNone,        ///< every score in the working precision
+  kAmxBf16,     ///< bfloat16 products on AMX tiles (AMX-TILE, AMX-BF16)
+  kAvx512Bf16,  ///< bfloat16 dot products in AVX-512 registers (AVX512-BF16, vdpbf16ps)
 };
 
-// "none" or "amx-bf16".
+// "none", "amx-bf16" or "avx512-bf16".
 std::string LowPrecisionFilterName(LowPrecisionFilter filter);
 
-// The filter this CPU and operating system allow: AMX where the CPU has it,
-// the operating system enables its state and grants this process its use
-// (asked for once, on Linux), and this binary has the v4 level's kernels;
-// else kNone.
+// The filters this CPU and operating system allow, best first: AMX where
+// the CPU has it, the operating system enables its state and grants this
+// process its use (asked for once, on Linux); AVX512-BF16 where the CPU has
+// it and runs v4; none where this binary lacks the v4 level's kernels.
+std::vector<LowPrecisionFilter> CpuLowPrecisionFilters();
+
+// The one auto takes: AMX where the CPU allows it, else kNone. AVX512-BF16's
+// filter gives the same bits but was slower than none where it was measured
+// (on a CPU with AMX, whose dot products run at the float32 products' rate);
+// it is there to be named, and measured on the CPUs it is meant for.
 LowPrecisionFilter CpuLowPrecisionFilter();
 
-// The filter the assignment uses now: the CPU's, unless turned off; its
-// kernels are the v4 level's, and auto keeps v4 for the assignment on a CPU
-// that has one.
+// The filter the assignment uses now: auto's (CpuLowPrecisionFilter) unless
+// the setting names another or turns it off; its kernels are the v4 level's, and auto
+// keeps v4 for the assignment on a CPU that has one.
 LowPrecisionFilter ActiveLowPrecisionFilter();
 
-// "auto" (the CPU's filter, the default) or "off". Anything else is refused
-// with INVALID_ARGUMENT. As UseSimdLevel: programs set it once, at start.
+// "auto" (CpuLowPrecisionFilter, the default), "off", or a filter's name
+// that this CPU allows ("amx-bf16", "avx512-bf16": to compare them).
+// Anything else is refused with INVALID_ARGUMENT naming what this CPU
+// allows. As UseSimdLevel: programs set it once, at start.
 absl::Status UseLowPrecisionFilter(absl::string_view setting);
 
 // One line for logs and --version: the levels in use, how they were chosen,

@@ -100,16 +100,16 @@ TEST(ParseCommandLine, HelpAndVersionExitZeroOnStandardOutput) {
   }
 }
 
-// --low_precision turns the assignment's filter off or leaves it to the CPU
-// (--version names the filter in use); another value ends the program with
-// status 2 and says what it takes.
-TEST(ParseCommandLine, LowPrecisionIsAutoOrOff) {
+// --low_precision turns the assignment's filter off, leaves it to the CPU
+// or names one the CPU has (--version names the filter in use); another
+// value ends the program with status 2 and says what it takes.
+TEST(ParseCommandLine, LowPrecisionIsAutoOffOrAFilterOfTheCpus) {
   std::string out, err;
   ASSERT_EQ(RunProgram({KMT_SERVER_BINARY, "--low_precision=off", "--version"}, &out, &err), 0)
       << err;
   EXPECT_TRUE(absl::StrContains(out, "filter none")) << out;
   EXPECT_EQ(RunProgram({KMT_CLI_BINARY, "--low_precision=bf16", "models"}, &out, &err), 2);
-  EXPECT_TRUE(absl::StrContains(err, "low-precision filter \"bf16\": must be \"auto\" or \"off\""))
+  EXPECT_TRUE(absl::StrContains(err, "low-precision filter \"bf16\": this CPU takes auto, off"))
       << err;
 }
 

@@ -451,46 +451,70 @@ TEST(LowPrecisionFilter, GivesTheFloat32AssignmentsBits) {
       a.objective = AssignNearest(c.points, c.centers, &a.labels, &a.sq, &a.sums);
       return a;
     };
-    const Answer plain = assign("off"), filtered = assign("auto");
-    EXPECT_EQ(filtered.labels, plain.labels);
-    EXPECT_EQ(filtered.labels, PlainArgmin(c.points, c.centers));
-    EXPECT_EQ(std::memcmp(filtered.sq.data(), plain.sq.data(), sizeof(float) * plain.sq.size()), 0);
-    EXPECT_EQ(filtered.objective, plain.objective);
-    EXPECT_EQ(filtered.sums.counts, plain.sums.counts);
-    EXPECT_EQ(filtered.sums.sums, plain.sums.sums);
-    // The filter took every point, and decided most of the embeddings'.
-    const NearestCenterScan<float> scan(c.centers);
-    ASSERT_TRUE(scan.filtered());
-    typename NearestCenterScan<float>::Scratch scratch;
-    Labels labels(c.points.cols());
-    Vector<float> sq(c.points.cols());
-    for (Eigen::Index first = 0; first < c.points.cols(); first += scan.block()) {
-      const Eigen::Index rows = std::min(scan.block(), c.points.cols() - first);
-      scan.Scan(c.points.middleCols(first, rows), &scratch, labels.data() + first,
-                sq.data() + first);
+    const Answer plain = assign("off");
+    // Each filter this CPU has: AMX's tiles and AVX512-BF16's dot products.
+    for (LowPrecisionFilter kind : CpuLowPrecisionFilters()) {
+      const std::string name = LowPrecisionFilterName(kind);
+      SCOPED_TRACE(name);
+      const Answer filtered = assign(name.c_str());
+      EXPECT_EQ(filtered.labels, plain.labels);
+      EXPECT_EQ(filtered.labels, PlainArgmin(c.points, c.centers));
+      EXPECT_EQ(std::memcmp(filtered.sq.data(), plain.sq.data(), sizeof(float) * plain.sq.size()),
+                0);
+      EXPECT_EQ(filtered.objective, plain.objective);
+      EXPECT_EQ(filtered.sums.counts, plain.sums.counts);
+      EXPECT_EQ(filtered.sums.sums, plain.sums.sums);
+      // The filter took every point, and decided most of the embeddings'.
+      ASSERT_TRUE(UseLowPrecisionFilter(name).ok());
+      const NearestCenterScan<float> scan(c.centers);
+      ASSERT_TRUE(scan.filtered());
+      typename NearestCenterScan<float>::Scratch scratch;
+      Labels labels(c.points.cols());
+      Vector<float> sq(c.points.cols());
+      for (Eigen::Index first = 0; first < c.points.cols(); first += scan.block()) {
+        const Eigen::Index rows = std::min(scan.block(), c.points.cols() - first);
+        scan.Scan(c.points.middleCols(first, rows), &scratch, labels.data() + first,
+                  sq.data() + first);
+      }
+      EXPECT_EQ(labels, plain.labels);
+      EXPECT_EQ(scratch.filtered, c.points.cols());
+      if (c.mostly_decided) {
+        EXPECT_LT(scratch.reopened, c.points.cols() / 2);
+      } else {
+        EXPECT_GT(scratch.reopened, 0);
+      }
+      std::cout << c.name << ", " << name << ": " << scratch.reopened << " of " << scratch.filtered
+                << " open, " << scratch.full << " through every center\n";
     }
-    EXPECT_EQ(labels, plain.labels);
-    EXPECT_EQ(scratch.filtered, c.points.cols());
-    if (c.mostly_decided) {
-      EXPECT_LT(scratch.reopened, c.points.cols() / 2);
-    } else {
-      EXPECT_GT(scratch.reopened, 0);
-    }
-    std::cout << c.name << ": " << scratch.reopened << " of " << scratch.filtered << " open, "
-              << scratch.full << " through every center\n";
   }
   ASSERT_TRUE(UseLowPrecisionFilter("auto").ok());
   ASSERT_TRUE(UseSimdLevel("auto").ok());
 }
 
-TEST(LowPrecisionFilter, SettingIsAutoOrOff) {
+TEST(LowPrecisionFilter, SettingIsAutoOffOrAFilterOfTheCpus) {
   EXPECT_TRUE(UseLowPrecisionFilter("off").ok());
   EXPECT_EQ(ActiveLowPrecisionFilter(), LowPrecisionFilter::kNone);
   EXPECT_TRUE(UseLowPrecisionFilter("auto").ok());
   EXPECT_EQ(ActiveLowPrecisionFilter(), CpuLowPrecisionFilter());
-  const absl::Status bad = UseLowPrecisionFilter("bf16");
-  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(bad.message(), "low-precision filter \"bf16\": must be \"auto\" or \"off\"");
+  std::string allowed = "auto, off";
+  for (LowPrecisionFilter kind : CpuLowPrecisionFilters()) {
+    EXPECT_TRUE(UseLowPrecisionFilter(LowPrecisionFilterName(kind)).ok());
+    EXPECT_EQ(ActiveLowPrecisionFilter(), kind);
+    allowed += ", " + LowPrecisionFilterName(kind);
+  }
+  for (const char* bad_name : {"bf16", "amx-bf16", "avx512-bf16"}) {
+    const std::vector<LowPrecisionFilter> cpu = CpuLowPrecisionFilters();
+    if (std::any_of(cpu.begin(), cpu.end(),
+                    [&](LowPrecisionFilter f) { return LowPrecisionFilterName(f) == bad_name; })) {
+      continue;
+    }
+    const absl::Status bad = UseLowPrecisionFilter(bad_name);
+    EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(bad.message(), "low-precision filter \"" + std::string(bad_name) +
+                                 "\": this CPU takes " + allowed +
+                                 " (amx-bf16 and avx512-bf16 where it has them)");
+  }
+  EXPECT_TRUE(UseLowPrecisionFilter("auto").ok());
 }
 
 TEST(ClusterSums, AddUpAcrossBatches) {
