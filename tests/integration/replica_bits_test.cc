@@ -46,19 +46,13 @@ v1::ClusterRequest LearnedRequest() {
   return request;
 }
 
+// One request on a session of the client library (the server's answer,
+// or the stream's failure).
 absl::StatusOr<v1::ClusterResponse> Send(const std::string& address,
                                          const v1::ClusterRequest& request) {
   Client client({.target = address});
-  v1::ClusterResponse got;
-  const absl::Status status = client.Cluster(
-      [sent = false, &request](v1::ClusterRequest* out) mutable {
-        if (sent) return false;
-        *out = request;
-        return sent = true;
-      },
-      [&got](v1::ClusterResponse&& response) { got = std::move(response); });
-  if (!status.ok()) return status;
-  return got;
+  ClusterSession session(&client);
+  return session.Send(request);
 }
 
 TEST(ReplicaBits, TwoServersAnswerALearnedModelWithTheSameBytesStartAfterStart) {
