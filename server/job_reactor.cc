@@ -59,12 +59,13 @@ void JobReactor::OnReadDone(bool ok) {
     case v1::JobRequest::kKmeansParallel:
     case v1::JobRequest::kCandidateWeights:
     case v1::JobRequest::kSampleSums:
+    case v1::JobRequest::kMinibatchSteps:
       env_->pool->Submit([this] { Step(); });
       return;
     default:
       *response_.mutable_error() = ToBatchError(absl::InvalidArgumentError(
-          "a job request needs one of shard, assign, seed, kmeans_parallel, candidate_weights or "
-          "sample_sums"));
+          "a job request needs one of shard, assign, seed, kmeans_parallel, candidate_weights, "
+          "sample_sums or minibatch_steps"));
       Write();
   }
 }
@@ -85,6 +86,8 @@ void JobReactor::Step() {
           return shard_->KMeansParallel(request_.kmeans_parallel(), &response_);
         case v1::JobRequest::kSampleSums:
           return shard_->SampleSums(request_.sample_sums(), &response_);
+        case v1::JobRequest::kMinibatchSteps:
+          return shard_->MiniBatchSteps(request_.minibatch_steps(), &response_);
         default:
           return shard_->CandidateWeights(request_.candidate_weights(), &response_);
       }

@@ -10,8 +10,10 @@
 #include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/empty_clusters.h"
+#include "core/minibatch.h"
 #include "core/transformer.h"
 #include "core/validation.h"
+#include "proto/minibatch_state.h"
 #include "proto/raw_payload.h"
 
 namespace kmt {
@@ -128,11 +130,9 @@ absl::StatusOr<Matrix<Scalar>> StepCenters(const google::protobuf::RepeatedField
 // cost AssignNearest more than its scan on a batch of 4,096 rows).
 template <typename Scalar>
 double SampleAssign(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
-                    const Matrix<Scalar>& centers,
-                    const google::protobuf::RepeatedField<int64_t>& rows, Labels* labels,
-                    ClusterSums* sums) {
-  const Eigen::Index d = points.rows(), k = centers.cols(), m = rows.size();
-  const int64_t* row = rows.data();
+                    const Matrix<Scalar>& centers, const int64_t* row, Eigen::Index m,
+                    Labels* labels, ClusterSums* sums) {
+  const Eigen::Index d = points.rows(), k = centers.cols();
   const NearestCenterScan<Scalar> scan(centers);
   const Eigen::Index block = scan.block();
   const Eigen::Index blocks = (m + block - 1) / block;
@@ -614,8 +614,8 @@ absl::Status ResidentShard::SampleSumsIn(State<Scalar>& state, const v1::SampleS
       objective =
           AssignNearest(state.points, *centers, &labels, nullptr, into, state.weights_or_null());
     } else {
-      objective =
-          SampleAssign(state.points, state.weights_or_null(), *centers, step.rows(), &labels, into);
+      objective = SampleAssign(state.points, state.weights_or_null(), *centers, step.rows().data(),
+                               step.rows_size(), &labels, into);
     }
     out->set_objective(objective);
     if (into != nullptr) {
@@ -630,6 +630,55 @@ absl::Status ResidentShard::SampleSumsIn(State<Scalar>& state, const v1::SampleS
     fetched.col(i) = state.points.col(step.fetch_rows(i));
   }
   if (fetched.cols() > 0) PutMatrix(fetched, out->mutable_points(), out->mutable_points_f64());
+  return absl::OkStatus();
+}
+
+absl::Status ResidentShard::MiniBatchSteps(const v1::MiniBatchStepsStep& step,
+                                           v1::JobResponse* out) {
+  if (absl::Status s = CheckComplete(); !s.ok()) return s;
+  return f64_ ? MiniBatchStepsIn(*f64_, step, out) : MiniBatchStepsIn(*f32_, step, out);
+}
+
+template <typename Scalar>
+absl::Status ResidentShard::MiniBatchStepsIn(State<Scalar>& state,
+                                             const v1::MiniBatchStepsStep& step,
+                                             v1::JobResponse* out) {
+  const int d = static_cast<int>(d_), k = step.k();
+  if (k < 1 || k > limits_.max_k) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("k = ", k, ", must be between 1 and ", limits_.max_k));
+  }
+  absl::StatusOr<MiniBatchState> minibatch = GetMiniBatchState(step.state(), d, k);
+  if (!minibatch.ok()) return minibatch.status();
+  if (absl::Status s = ValidateCenterValues(minibatch->centers, d); !s.ok()) return s;
+  const MiniBatchRules rules{.k = k,
+                             .batch_size = step.batch_size(),
+                             .steps = step.steps(),
+                             .center_tol = step.center_tol(),
+                             .max_no_improvement = step.max_no_improvement(),
+                             .reassignment_ratio = step.reassignment_ratio(),
+                             .float64 = std::is_same_v<Scalar, double>};
+  const Vector<Scalar>* weights = state.weights_or_null();
+  const MiniBatchSums sums = [&](const std::vector<int64_t>& rows, const Matrix<double>& centers,
+                                 double* objective) -> absl::StatusOr<ClusterSums> {
+    ClusterSums batch(d, k);
+    Labels labels;
+    *objective = SampleAssign(state.points, weights, Matrix<Scalar>(centers.cast<Scalar>()),
+                              rows.data(), static_cast<Eigen::Index>(rows.size()), &labels, &batch);
+    return batch;
+  };
+  const MiniBatchRows fetch =
+      [&](const std::vector<int64_t>& rows) -> absl::StatusOr<Matrix<double>> {
+    Matrix<double> points(d, static_cast<Eigen::Index>(rows.size()));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      points.col(i) = state.points.col(rows[i]).template cast<double>();
+    }
+    return points;
+  };
+  if (absl::Status s = RunMiniBatchSteps(rules, n_, sums, fetch, nullptr, &*minibatch); !s.ok()) {
+    return s;
+  }
+  PutMiniBatchState(*minibatch, out->mutable_minibatch());
   return absl::OkStatus();
 }
 

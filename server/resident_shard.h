@@ -3,7 +3,8 @@
 // the first chunk until the shard is destroyed with its stream, and the
 // steps computed on it by the core's fast path (core/assign.h), sharded
 // k-means++ and k-means‖ (core/seeding.h), and a mini-batch's sums on rows
-// of it, weighted when the points are.
+// of it or mini-batch k-means' steps on it all (core/minibatch.h),
+// weighted when the points are.
 // A shard whose first chunk carries float64 points is held and computed in
 // double, the core's same functions at Scalar = double; its steps take and
 // give their points as float64 only.
@@ -49,6 +50,7 @@ class ResidentShard {
   absl::Status KMeansParallel(const v1::KMeansParallelStep& step, v1::JobResponse* out);
   absl::Status CandidateWeights(const v1::CandidateWeightsStep& step, v1::JobResponse* out);
   absl::Status SampleSums(const v1::SampleSumsStep& step, v1::JobResponse* out);
+  absl::Status MiniBatchSteps(const v1::MiniBatchStepsStep& step, v1::JobResponse* out);
 
   // A candidate-weights step takes at most this many candidates per cluster
   // the server allows (max_k): k-means‖'s 1 + rounds * oversampling * k.
@@ -79,6 +81,9 @@ class ResidentShard {
   template <typename Scalar>
   absl::Status SampleSumsIn(State<Scalar>& state, const v1::SampleSumsStep& step,
                             v1::JobResponse* out);
+  template <typename Scalar>
+  absl::Status MiniBatchStepsIn(State<Scalar>& state, const v1::MiniBatchStepsStep& step,
+                                v1::JobResponse* out);
 
   ResidentMemory* const memory_;
   const Limits limits_;

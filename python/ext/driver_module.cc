@@ -419,29 +419,31 @@ py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, in
 // kmt.MiniBatchKMeans.fit's steps: the points loaded on the replicas, then
 // the steps from `centers` (k, d) with the batches drawn from the MT19937
 // state `key` (624 words) at `pos`, as numpy's RandomState.get_state()
-// gives it (client/minibatch_job.h). The answer's key and pos are the
-// stream's after the last draw.
+// gives it (client/minibatch_job.h), on the shard itself where there is one
+// and `steps_on_server`. The answer's key and pos are the stream's after
+// the last draw.
 py::dict MiniBatchFit(const std::vector<std::string>& servers, const py::object& rows, int64_t n,
                       int d, int k, const std::optional<py::array>& weights,
                       const py::array& centers, const std::vector<uint32_t>& key, int pos,
                       int64_t batch_size, int64_t steps, double center_tol,
-                      int64_t max_no_improvement, double reassignment_ratio, bool labels,
-                      bool float64, int streams_per_server, int64_t chunk_bytes, int max_moves,
-                      std::optional<double> timeout, bool tls, const std::string& ca,
+                      int64_t max_no_improvement, double reassignment_ratio, bool steps_on_server,
+                      bool labels, bool float64, int streams_per_server, int64_t chunk_bytes,
+                      int max_moves, std::optional<double> timeout, bool tls, const std::string& ca,
                       const std::string& cert, const std::string& key_file,
                       const std::string& server_name, const py::object& log) {
   PythonFailure failure;
   absl::StatusOr<NumpyRandomState> random = NumpyRandomState::FromState(key, pos);
   if (!random.ok()) throw py::value_error(std::string(random.status().message()));
-  MiniBatchOptions options{.k = k,
-                           .batch_size = batch_size,
-                           .steps = steps,
-                           .center_tol = center_tol,
-                           .max_no_improvement = max_no_improvement,
-                           .reassignment_ratio = reassignment_ratio,
+  MiniBatchOptions options{.rules = {.k = k,
+                                     .batch_size = batch_size,
+                                     .steps = steps,
+                                     .center_tol = center_tol,
+                                     .max_no_improvement = max_no_improvement,
+                                     .reassignment_ratio = reassignment_ratio,
+                                     .log = LogOf(log, &failure)},
                            .random = *random,
+                           .steps_on_server = steps_on_server,
                            .labels = labels,
-                           .log = LogOf(log, &failure),
                            .check = CheckOf(&failure)};
   const Array<double> start = Array<double>::ensure(centers);
   if (!start || start.ndim() != 2 || start.shape(0) != k || start.shape(1) != d) {
@@ -452,7 +454,7 @@ py::dict MiniBatchFit(const std::vector<std::string>& servers, const py::object&
   options.centers = Eigen::Map<const Matrix<double>>(start.data(), d, k);
   ReplicaShardOptions replicas =
       ReplicasOf(servers, n, weights, float64, streams_per_server, chunk_bytes, max_moves, timeout,
-                 SecurityOf(tls, ca, cert, key_file, server_name), options.log);
+                 SecurityOf(tls, ca, cert, key_file, server_name), options.rules.log);
   absl::StatusOr<MiniBatchResult> result;
   {
     py::gil_scoped_release released;
@@ -464,17 +466,18 @@ py::dict MiniBatchFit(const std::vector<std::string>& servers, const py::object&
   failure.RaiseIfAny();
   if (!result.ok()) Raise(result.status());
   py::dict out;
-  out["centers"] = RowsOf(result->centers);
-  out["counts"] = result->state.counts;
-  out["ewa_inertia"] =
-      result->state.has_ewa ? py::object(py::float_(result->state.ewa_inertia)) : py::none();
-  out["ewa_inertia_min"] = result->state.ewa_inertia_min;
-  out["no_improvement"] = result->state.no_improvement;
-  out["since_reassign"] = result->state.since_reassign;
-  out["steps_run"] = result->steps_run;
-  out["reassigned"] = result->reassigned;
-  out["key"] = std::vector<uint32_t>(result->random.key().begin(), result->random.key().end());
-  out["pos"] = result->random.pos();
+  const MiniBatchState& state = result->state;
+  out["centers"] = RowsOf(state.centers);
+  out["counts"] = state.counts;
+  out["ewa_inertia"] = state.has_ewa ? py::object(py::float_(state.ewa_inertia)) : py::none();
+  out["ewa_inertia_min"] = state.ewa_inertia_min;
+  out["no_improvement"] = state.no_improvement;
+  out["since_reassign"] = state.since_reassign;
+  out["steps_run"] = state.steps_run;
+  out["reassigned"] = state.reassigned;
+  out["key"] = std::vector<uint32_t>(state.random.key().begin(), state.random.key().end());
+  out["pos"] = state.random.pos();
+  out["steps_on_server"] = result->steps_on_server;
   if (labels) {
     py::array_t<int32_t> assigned(static_cast<py::ssize_t>(result->labels.size()));
     std::memcpy(assigned.mutable_data(), result->labels.data(),
@@ -763,10 +766,11 @@ PYBIND11_MODULE(_driver, m) {
         py::arg("d"), py::arg("k"), py::kw_only(), py::arg("weights") = py::none(),
         py::arg("centers"), py::arg("key"), py::arg("pos"), py::arg("batch_size"), py::arg("steps"),
         py::arg("center_tol"), py::arg("max_no_improvement"), py::arg("reassignment_ratio"),
-        py::arg("labels"), py::arg("float64") = false, py::arg("streams_per_server"),
-        py::arg("chunk_bytes"), py::arg("max_moves"), py::arg("timeout") = py::none(),
-        py::arg("tls") = false, py::arg("ca") = "", py::arg("cert") = "", py::arg("key_file") = "",
-        py::arg("server_name") = "", py::arg("log") = py::none());
+        py::arg("steps_on_server") = true, py::arg("labels"), py::arg("float64") = false,
+        py::arg("streams_per_server"), py::arg("chunk_bytes"), py::arg("max_moves"),
+        py::arg("timeout") = py::none(), py::arg("tls") = false, py::arg("ca") = "",
+        py::arg("cert") = "", py::arg("key_file") = "", py::arg("server_name") = "",
+        py::arg("log") = py::none());
   m.def("drive", &kmt::Drive, py::arg("shards"), py::arg("d"), py::arg("k"), py::kw_only(),
         py::arg("weights") = py::none(), py::arg("weighted"), py::arg("iterations"),
         py::arg("center_tol"), py::arg("seed"), py::arg("init"), py::arg("kmeans_parallel_rounds"),

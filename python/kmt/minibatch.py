@@ -32,6 +32,11 @@ from .served import (ASSIGN_MODEL, ServedKMeans, client_for, invalid_input_as_va
 
 pb = _client.pb
 
+# The multiply-adds of a step's assignment (batch_size * d * k) up to which
+# the steps run on the shard itself: at 4,096 x 32 and k = 16 (2 * 10^6) a
+# step's assignment takes about a tenth of a round trip.
+SMALL_STEP_WORK = 1 << 25
+
 
 class MiniBatchKMeans(ServedKMeans):
     """Mini-batch k-means on kmt-server, with scikit-learn's MiniBatchKMeans
@@ -201,6 +206,12 @@ class MiniBatchKMeans(ServedKMeans):
         # random_state's own stream, which goes on from where they leave it.
         state = random_state.get_state()
         n_steps = (self.max_iter * n) // self._batch_size
+        # A step whose assignment costs less than a round trip runs on the
+        # shard itself, the data in one shard (with one replica), every step
+        # in one request; a larger one is split over two shards a replica
+        # (a server computes each shard's part on one thread), a round trip
+        # each, so that its steps' log lines come from here.
+        small = self._batch_size * d * self.n_clusters <= SMALL_STEP_WORK and not self.verbose
         answer = driver_errors(
             driver().minibatch_fit, replica_addresses(server_of(self)), dense_rows(X), n, d,
             self.n_clusters, weights=sample_weight if weighted else None,
@@ -210,9 +221,8 @@ class MiniBatchKMeans(ServedKMeans):
                                 else int(self.max_no_improvement)),
             reassignment_ratio=float(self.reassignment_ratio),
             labels=bool(self.compute_labels), float64=X.dtype == np.float64,
-            # Two shards a replica, as kmt.KMeans's: a server computes each
-            # shard's part of a step on one thread.
-            streams_per_server=2, chunk_bytes=4 << 20, max_moves=3, timeout=self.timeout,
+            steps_on_server=small, streams_per_server=1 if small else 2,
+            chunk_bytes=4 << 20, max_moves=3, timeout=self.timeout,
             tls=bool(self.tls or self.ca or self.cert or self.key), ca=self.ca or "",
             cert=self.cert or "", key_file=self.key or "", server_name=self.server_name or "",
             log=print if self.verbose else None)

@@ -1,7 +1,8 @@
-// The mini-batch driver (client/minibatch_job.h) over shards held in
-// memory, answered by plain loops: the steps against scikit-learn's
-// algorithm written out on all points with the same draws, a batch split
-// over shards, the reassignment rule and the stopping rules.
+// The mini-batch driver (client/minibatch_job.h) and its rules
+// (core/minibatch.h) over shards held in memory, answered by plain loops:
+// the steps against scikit-learn's algorithm written out on all points
+// with the same draws, a batch split over shards, the reassignment rule and
+// the stopping rules.
 #include "client/minibatch_job.h"
 
 #include <gtest/gtest.h>
@@ -86,7 +87,7 @@ class MemoryShards : public ShardSet {
 // scikit-learn 1.2's MiniBatchKMeans.fit after its initialisation, on all
 // points at once, in double; returns the centers and sets `steps`.
 Matrix<double> ScikitLearnSteps(const Matrix<double>& points, Matrix<double> centers,
-                                const MiniBatchOptions& options, NumpyRandomState* random,
+                                const MiniBatchRules& options, NumpyRandomState* random,
                                 int64_t* steps) {
   const int64_t n = points.cols();
   const int k = static_cast<int>(centers.cols());
@@ -143,13 +144,13 @@ TEST(MiniBatchJob, StepsAreScikitLearnsOverShards) {
   for (Eigen::Index i = 0; i < points.cols(); ++i) {
     for (int l = 0; l < kD; ++l) points(l, i) = static_cast<double>(i % 7) + rng.Normal() * 0.3;
   }
-  MiniBatchOptions options{.k = kK,
-                           .batch_size = 64,
-                           .steps = 60,
-                           .max_no_improvement = -1,
-                           // Large enough that some steps reassign.
-                           .reassignment_ratio = 0.3,
-                           .float64 = true,
+  MiniBatchOptions options{.rules = {.k = kK,
+                                     .batch_size = 64,
+                                     .steps = 60,
+                                     .max_no_improvement = -1,
+                                     // Large enough that some steps reassign.
+                                     .reassignment_ratio = 0.3,
+                                     .float64 = true},
                            .random = NumpyRandomState(11),
                            .labels = false};
   // Every start at one place: the others take in nothing at first.
@@ -160,29 +161,28 @@ TEST(MiniBatchJob, StepsAreScikitLearnsOverShards) {
   ASSERT_TRUE(got.ok()) << got.status();
   int64_t steps = 0;
   NumpyRandomState random = options.random;
-  const Matrix<double> want = ScikitLearnSteps(points, options.centers, options, &random, &steps);
-  EXPECT_EQ(got->steps_run, steps);
-  EXPECT_GT(got->reassigned, 0);
-  EXPECT_LT((got->centers - want).cwiseAbs().maxCoeff(), 1e-12);
+  const Matrix<double> want =
+      ScikitLearnSteps(points, options.centers, options.rules, &random, &steps);
+  EXPECT_EQ(got->state.steps_run, steps);
+  EXPECT_GT(got->state.reassigned, 0);
+  EXPECT_LT((got->state.centers - want).cwiseAbs().maxCoeff(), 1e-12);
   // The stream is where scikit-learn's is, for the draws after the fit.
-  EXPECT_EQ(got->random.pos(), random.pos());
-  EXPECT_EQ(got->random.NextUint32(), random.NextUint32());
+  EXPECT_EQ(got->state.random.pos(), random.pos());
+  EXPECT_EQ(got->state.random.NextUint32(), random.NextUint32());
   EXPECT_GE(shards.asked(), 60);
 }
 
 TEST(MiniBatchJob, ReassignsTheLightCentersAtMostHalfTheBatch) {
   ClusterSums sums(1, 4);  // nothing taken in this step
-  MiniBatchState state{.counts = {100, 0.5, 3, 0.25}};
-  Matrix<double> centers = Matrix<double>::Zero(1, 4);
+  MiniBatchState state{.centers = Matrix<double>::Zero(1, 4), .counts = {100, 0.5, 3, 0.25}};
   // Below 0.01 * 100: centers 1 and 3; at most 0.5 * 2 = 1 of them: the
   // lighter, 3.
-  EXPECT_EQ(MiniBatchUpdate(sums, true, 0.01, 2, true, &centers, &state), std::vector<int>{3});
+  EXPECT_EQ(MiniBatchUpdate(sums, true, 0.01, 2, true, &state), std::vector<int>{3});
   EXPECT_EQ(state.counts, (std::vector<double>{100, 0.5, 3, 0.5}));
   state.counts = {100, 0.5, 3, 0.25};
-  EXPECT_EQ(MiniBatchUpdate(sums, true, 0.01, 100, true, &centers, &state),
-            (std::vector<int>{1, 3}));
+  EXPECT_EQ(MiniBatchUpdate(sums, true, 0.01, 100, true, &state), (std::vector<int>{1, 3}));
   EXPECT_EQ(state.counts, (std::vector<double>{100, 3, 3, 3}));
-  EXPECT_TRUE(MiniBatchUpdate(sums, false, 0.01, 100, true, &centers, &state).empty());
+  EXPECT_TRUE(MiniBatchUpdate(sums, false, 0.01, 100, true, &state).empty());
 }
 
 TEST(MiniBatchJob, UpdateIsSculleysRateRoundedForFloat32) {
@@ -190,17 +190,17 @@ TEST(MiniBatchJob, UpdateIsSculleysRateRoundedForFloat32) {
   sums.sums(0, 0) = 1.0;  // one point at 1 for center 0, none for center 1
   sums.counts = {1, 0};
   sums.weights = {1, 0};
-  MiniBatchState state{.counts = {2, 5}};
-  Matrix<double> centers(1, 2);
-  centers << 0.1f, 7;
-  MiniBatchUpdate(sums, false, 0, 10, false, &centers, &state);
-  EXPECT_EQ(centers(0, 0), static_cast<double>(static_cast<float>((double{0.1f} * 2 + 1) / 3)));
-  EXPECT_EQ(centers(0, 1), 7);
+  MiniBatchState state{.centers = Matrix<double>(1, 2), .counts = {2, 5}};
+  state.centers << 0.1f, 7;
+  MiniBatchUpdate(sums, false, 0, 10, false, &state);
+  EXPECT_EQ(state.centers(0, 0),
+            static_cast<double>(static_cast<float>((double{0.1f} * 2 + 1) / 3)));
+  EXPECT_EQ(state.centers(0, 1), 7);
   EXPECT_EQ(state.counts, (std::vector<double>{3, 5}));
 }
 
 TEST(MiniBatchJob, StopsAfterMaxNoImprovementSteps) {
-  MiniBatchOptions options{.batch_size = 10, .steps = 100, .max_no_improvement = 3};
+  MiniBatchRules options{.batch_size = 10, .steps = 100, .max_no_improvement = 3};
   MiniBatchState state;
   std::string why;
   // Step 0 is the initialisation's inertia; the smoothed inertia falls at
@@ -220,7 +220,7 @@ TEST(MiniBatchJob, StopsAfterMaxNoImprovementSteps) {
 TEST(MiniBatchJob, RefusesABatchLargerThanTheData) {
   Matrix<double> points = Matrix<double>::Zero(2, 10);
   MemoryShards shards(points, {10});
-  MiniBatchOptions options{.k = 2, .batch_size = 11, .steps = 1, .float64 = true};
+  MiniBatchOptions options{.rules = {.k = 2, .batch_size = 11, .steps = 1, .float64 = true}};
   options.centers = Matrix<double>::Zero(2, 2);
   absl::StatusOr<MiniBatchResult> got = RunMiniBatchJob(options, 2, shards);
   EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);

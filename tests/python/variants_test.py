@@ -5,7 +5,10 @@ the range ListModels gives, models without a weighted form refuse
 sample_weight; MiniBatchKMeans and its partial_fit follow scikit-learn's
 MiniBatchKMeans step for step from the same initial centers and random
 state."""
+import importlib
+import itertools
 import unittest
+from unittest import mock
 
 import numpy as np
 import sklearn.cluster
@@ -219,10 +222,13 @@ class MiniBatchKMeansTest(ServedTest):
 
     def test_fit_draws_scikit_learns_batches_for_hundreds_of_steps(self):
         # The batches and the reassignments' new centers come from the same
-        # RandomState stream, drawn in the driver: the fits agree step for
-        # step, and the stream ends where scikit-learn's does.
-        for dtype in (np.float32, np.float64):
-            with self.subTest(dtype=dtype.__name__):
+        # RandomState stream, drawn in the driver or on the one shard: the
+        # fits agree step for step, and the stream ends where scikit-learn's
+        # does.
+        module = importlib.import_module("kmt.minibatch")
+        for dtype, on_shard in itertools.product((np.float32, np.float64), (True, False)):
+            with self.subTest(dtype=dtype.__name__, on_shard=on_shard), mock.patch.object(
+                    module, "SMALL_STEP_WORK", module.SMALL_STEP_WORK * on_shard):
                 points = self.points.astype(dtype)
                 states = np.random.RandomState(8), np.random.RandomState(8)
                 options = dict(init=rows(points, K), n_init=1, batch_size=64, max_iter=3,

@@ -1,4 +1,4 @@
-#include "client/numpy_random.h"
+#include "core/numpy_random.h"
 
 #include <numeric>
 #include <utility>

@@ -2,7 +2,7 @@
 // (printed by numpy, written here): seeding, randint's masked rejection
 // over 32 and 64 bits, choice without replacement, and a state carried
 // over from get_state().
-#include "client/numpy_random.h"
+#include "core/numpy_random.h"
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,8 @@
 // (choice(batch_size, replace=False, size=m)). A driver given the state
 // RandomState.get_state() reports continues the same stream, so a fit
 // draws the batches scikit-learn draws for the same random_state.
-#ifndef KMT_CLIENT_NUMPY_RANDOM_H_
-#define KMT_CLIENT_NUMPY_RANDOM_H_
+#ifndef KMT_CORE_NUMPY_RANDOM_H_
+#define KMT_CORE_NUMPY_RANDOM_H_
 
 #include <array>
 #include <cstdint>
@@ -58,4 +58,4 @@ class NumpyRandomState {
 
 }  // namespace kmt
 
-#endif  // KMT_CLIENT_NUMPY_RANDOM_H_
+#endif  // KMT_CORE_NUMPY_RANDOM_H_
