@@ -9,11 +9,8 @@ attributes:
            job, since the data is larger than one message);
   batches: 64 batches of 4,096 x 32 (the dataset's first rows), k = 16,
            max_iter = 10 each (kmt: kmt.fit_each, every batch on one stream;
-           scikit-learn: KMeans(...).fit on each batch in turn);
-  minibatch: MiniBatchKMeans on the dataset's first 100,000 rows, k = 16,
-           batch_size = 1,024, 3 epochs, from 16 of its rows as initial
-           centers (kmt: a request per step; scikit-learn takes the same
-           steps).
+           scikit-learn: KMeans(...).fit on each batch in turn).
+MiniBatchKMeans has its own, bench/minibatch_bench.py.
 
 Each figure is the median of --repeats runs (the range beside it), the
 two sides run in alternation;
@@ -55,11 +52,11 @@ def dataset(n, d, k, seed):
     return points
 
 
-def report(name, ours, theirs, n_iter, inertia, counted="n_iter_"):
+def report(name, ours, theirs, n_iter, inertia):
     ratio = ours[0] / theirs[0]
     print(f"{name}: kmt {ours[0]:.3f} s ({ours[1]:.3f}-{ours[2]:.3f}), scikit-learn "
           f"{theirs[0]:.3f} s ({theirs[1]:.3f}-{theirs[2]:.3f}): {ratio:.2f}x")
-    print(f"  {counted} kmt {n_iter[0]}, scikit-learn {n_iter[1]}; inertia kmt {inertia[0]:.6g}, "
+    print(f"  n_iter_ kmt {n_iter[0]}, scikit-learn {n_iter[1]}; inertia kmt {inertia[0]:.6g}, "
           f"scikit-learn {inertia[1]:.6g} (relative difference "
           f"{abs(inertia[0] - inertia[1]) / inertia[1]:.1e})")
     return ratio
@@ -117,13 +114,9 @@ def main():
                         help="the whole fit's points (the batches stay float32)")
     parser.add_argument("--float64_reference", action="store_true",
                         help="also fit scikit-learn on the whole dataset as float64 (untimed)")
-    parser.add_argument("--minibatch_n", type=int, default=100_000,
-                        help="MiniBatchKMeans on the dataset's first rows (0: skip it)")
-    parser.add_argument("--minibatch_size", type=int, default=1024)
-    parser.add_argument("--minibatch_epochs", type=int, default=3)
     parser.add_argument("--streams", action="store_true",
-                        help="also time kmt.fit_each and kmt.MiniBatchKMeans through the C++ "
-                             "client against gRPC's Python API, in alternation")
+                        help="also time kmt.fit_each through the C++ client against gRPC's "
+                             "Python API, in alternation")
     parser.add_argument("--results", default="",
                         help="record the whole fit's and the batches' figures in this JSON file")
     parser.add_argument("--another_round", action="store_true",
@@ -189,25 +182,6 @@ def main():
                                  max_iter=args.batch_iterations, repeats=args.repeats,
                                  kmt_s=ours[0], sklearn_s=theirs[0], ratio=ratio))
 
-        if args.minibatch_n:
-            X = points[:args.minibatch_n]
-            init = X[np.random.default_rng(args.seed + 3).choice(len(X), size=args.batch_k,
-                                                                 replace=False)]
-            options = dict(batch_size=args.minibatch_size, n_init=1, max_iter=args.minibatch_epochs,
-                           init=init, random_state=args.seed)
-
-            def kmt_minibatch():
-                return [kmt.MiniBatchKMeans(args.batch_k, server=server, **options).fit(X)]
-
-            def sklearn_minibatch():
-                return [sklearn.cluster.MiniBatchKMeans(args.batch_k, **options).fit(X)]
-            if args.streams:
-                compare_streams("kmt.MiniBatchKMeans", kmt_minibatch, args.repeats)
-            ours, theirs = timed((kmt_minibatch, sklearn_minibatch), args.repeats)
-            report(f"MiniBatchKMeans, {args.minibatch_n} x {args.d}, k = {args.batch_k}, "
-                   f"batch_size = {args.minibatch_size}, max_iter = {args.minibatch_epochs}",
-                   ours, theirs, (ours[3][0].n_steps_, theirs[3][0].n_steps_),
-                   (ours[3][0].inertia_, theirs[3][0].inertia_), counted="n_steps_")
         if args.results and recorded:
             record_rows(args.results, recorded, python_kmeans_workload, args.another_round)
     finally:
