@@ -15,7 +15,7 @@ void ClusterSums::Add(const ClusterSums& other) {
 template <typename Scalar>
 void AccumulateClusterSums(const Matrix<Scalar>& points, const Labels& labels, ClusterSums* into,
                            const Vector<Scalar>* weights) {
-  constexpr Eigen::Index kChunk = 16384;
+  constexpr Eigen::Index kChunk = kClusterSumsChunk;
   const Eigen::Index d = points.rows(), n = points.cols();
   const Eigen::Index k = into->sums.cols();
   const Eigen::Index chunks = (n + kChunk - 1) / kChunk;

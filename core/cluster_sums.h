@@ -24,9 +24,13 @@ struct ClusterSums {
   void Add(const ClusterSums& other);
 };
 
+// The points AccumulateClusterSums sums in one chunk.
+inline constexpr Eigen::Index kClusterSumsChunk = 16384;
+
 // Adds the points (d x n) under their labels to `into`, each with its weight
-// (`weights`: n values, or null for 1 each). Summed in fixed chunks merged
-// in order, so the result does not depend on the thread count.
+// (`weights`: n values, or null for 1 each). Summed in fixed chunks
+// (kClusterSumsChunk points) merged in order, so the result does not depend
+// on the thread count.
 // (AssignNearest adds them in the assignment's own pass when asked.)
 template <typename Scalar>
 void AccumulateClusterSums(const Matrix<Scalar>& points, const Labels& labels, ClusterSums* into,

@@ -1,0 +1,388 @@
+#include "core/sparse.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/assign.h"
+#include "core/distances.h"
+
+namespace kmt {
+
+template <typename Scalar>
+absl::StatusOr<CsrMatrix<Scalar>> CsrMatrix<Scalar>::Create(int64_t rows, int64_t cols,
+                                                            std::vector<int64_t> indptr,
+                                                            std::vector<int32_t> indices,
+                                                            std::vector<Scalar> values) {
+  if (rows < 0 || cols < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape (", rows, ", ", cols, ") has a negative dimension"));
+  }
+  if (cols > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cols = ", cols, " exceeds 2^31 - 1, the most int32 indices address"));
+  }
+  if (static_cast<int64_t>(indptr.size()) != rows + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("indptr has ", indptr.size(), " values, expected rows + 1 = ", rows + 1));
+  }
+  if (indices.size() != values.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("indices has ", indices.size(),
+                                                   " values and values has ", values.size(),
+                                                   ": one column per value"));
+  }
+  if (indptr[0] != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("indptr[0] = ", indptr[0], ", expected 0"));
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    if (indptr[i + 1] < indptr[i]) {
+      return absl::InvalidArgumentError(absl::StrCat("indptr decreases at row ", i, ": indptr[",
+                                                     i + 1, "] = ", indptr[i + 1], " < indptr[", i,
+                                                     "] = ", indptr[i]));
+    }
+  }
+  const int64_t nnz = static_cast<int64_t>(values.size());
+  if (indptr[rows] != nnz) {
+    return absl::InvalidArgumentError(absl::StrCat("indptr[", rows, "] = ", indptr[rows],
+                                                   ", expected the number of values, ", nnz));
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {
+      const int64_t col = indices[p];
+      if (col < 0 || col >= cols) {
+        return absl::InvalidArgumentError(absl::StrCat("indices[", p, "] = ", col, " (row ", i,
+                                                       ") is outside [0, cols = ", cols, ")"));
+      }
+      if (p > indptr[i] && col == indices[p - 1]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("indices[", p, "] = ", col, " (row ", i,
+                         ") repeats the column before it: duplicates must be summed first "
+                         "(scipy: sum_duplicates())"));
+      }
+      if (p > indptr[i] && col < indices[p - 1]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "indices[", p, "] = ", col, " (row ", i, ") is below indices[", p - 1, "] = ",
+            indices[p - 1], ": columns must increase within a row (scipy: sort_indices())"));
+      }
+      if (!std::isfinite(values[p])) {
+        return absl::InvalidArgumentError(absl::StrCat("values[", p, "] = ", values[p], " (row ", i,
+                                                       ", column ", col, ") is not finite"));
+      }
+    }
+  }
+  CsrMatrix matrix;
+  matrix.rows_ = rows;
+  matrix.cols_ = cols;
+  matrix.indptr_ = std::move(indptr);
+  matrix.indices_ = std::move(indices);
+  matrix.values_ = std::move(values);
+  return matrix;
+}
+
+template <typename Scalar>
+CsrMatrix<Scalar> CsrMatrix<Scalar>::FromDense(const Matrix<Scalar>& points) {
+  CsrMatrix matrix;
+  matrix.rows_ = points.cols();
+  matrix.cols_ = points.rows();
+  matrix.indptr_.reserve(points.cols() + 1);
+  for (Eigen::Index i = 0; i < points.cols(); ++i) {
+    for (Eigen::Index l = 0; l < points.rows(); ++l) {
+      if (points(l, i) == 0) continue;
+      matrix.indices_.push_back(static_cast<int32_t>(l));
+      matrix.values_.push_back(points(l, i));
+    }
+    matrix.indptr_.push_back(static_cast<int64_t>(matrix.values_.size()));
+  }
+  return matrix;
+}
+
+template <typename Scalar>
+Matrix<Scalar> CsrMatrix<Scalar>::ToDense() const {
+  Matrix<Scalar> dense = Matrix<Scalar>::Zero(cols_, rows_);
+  for (int64_t i = 0; i < rows_; ++i) {
+    for (int64_t p = indptr_[i]; p < indptr_[i + 1]; ++p) dense(indices_[p], i) = values_[p];
+  }
+  return dense;
+}
+
+namespace {
+
+constexpr double kEpsDouble = std::numeric_limits<double>::epsilon();
+// The bounds are computed in double, each in a few roundings of positive
+// terms: this factor puts them above the values they bound.
+constexpr double kBoundSafety = 1 + 1e-10;
+// Coordinates per partial sum of a center's squared norm: its relative
+// round-off is then (kNormBlock + d / kNormBlock) eps rather than d eps.
+constexpr Eigen::Index kNormBlock = 256;
+
+// What the sparse scores need of the centers, once per assignment: the
+// centers transposed (coordinate l of every center contiguous, column l of
+// a k x d matrix, so that a nonzero x_l adds x_l times one column to the k
+// scores), the scores' start -||c_j||^2 / 2, and per center the terms of
+// the scores' round-off bound.
+template <typename Scalar>
+struct SparseCenters {
+  explicit SparseCenters(const Matrix<Scalar>& centers)
+      : transposed(centers.transpose()),
+        offset(centers.cols()),
+        half_sq(centers.cols()),
+        norm(centers.cols()),
+        offset_error(centers.cols()) {
+    const Eigen::Index d = centers.rows(), k = centers.cols();
+    const double blocks = static_cast<double>((d + kNormBlock - 1) / kNormBlock);
+    // Each square (rounded for double centers, exact in double for float
+    // ones) passes through at most kNormBlock + blocks additions.
+    const double norm_error = (static_cast<double>(kNormBlock) + blocks + 1) * kEpsDouble;
+    for (Eigen::Index j = 0; j < k; ++j) {
+      const Scalar* c = centers.col(j).data();
+      double sq = 0;
+      for (Eigen::Index start = 0; start < d; start += kNormBlock) {
+        double block = 0;
+        for (Eigen::Index l = start; l < std::min(d, start + kNormBlock); ++l) {
+          block += static_cast<double>(c[l]) * static_cast<double>(c[l]);
+        }
+        sq += block;
+      }
+      offset[j] = static_cast<Scalar>(-0.5 * sq);
+      const double sq_bound = sq * (1 + 2 * norm_error) * kBoundSafety;
+      half_sq[j] = 0.5 * sq_bound;
+      norm[j] = std::sqrt(sq_bound) * (1 + kEpsDouble);
+      // The offset's distance from -||c_j||^2 / 2: the norm's round-off and
+      // one rounding to Scalar.
+      offset_error[j] =
+          half_sq[j] * (std::numeric_limits<Scalar>::epsilon() + 2 * norm_error) * kBoundSafety;
+    }
+    half_sq_max = k > 0 ? *std::max_element(half_sq.begin(), half_sq.end()) : 0;
+    norm_max = k > 0 ? *std::max_element(norm.begin(), norm.end()) : 0;
+    offset_error_max = k > 0 ? *std::max_element(offset_error.begin(), offset_error.end()) : 0;
+  }
+
+  // A bound on |computed - exact| of center j's score for a row of m
+  // nonzeros and norm at most x_norm. The score is the offset plus m
+  // products added one by one: with eps = 2u, (m + 1) eps bounds the
+  // relative round-off of such a sum of m + 1 terms against the sum of
+  // their magnitudes, |offset| + sum_l |x_l| |c_jl| <= ||c_j||^2 / 2 +
+  // ||x|| ||c_j|| (Cauchy-Schwarz over the row's nonzeros, which spares a
+  // second pass of m k products), with room for the second-order terms.
+  double Error(Eigen::Index j, double per_term, double x_norm) const {
+    return (per_term * (half_sq[j] + x_norm * norm[j]) + offset_error[j]) * kBoundSafety;
+  }
+  double MaxError(double per_term, double x_norm) const {
+    return (per_term * (half_sq_max + x_norm * norm_max) + offset_error_max) * kBoundSafety;
+  }
+
+  Matrix<Scalar> transposed;
+  Vector<Scalar> offset;
+  std::vector<double> half_sq, norm, offset_error;
+  double half_sq_max = 0, norm_max = 0, offset_error_max = 0;
+};
+
+// One thread's working space: the scores of a row, the row made dense
+// (zero between uses) and a near tie's candidates.
+template <typename Scalar>
+struct SparseScratch {
+  SparseScratch(Eigen::Index d, Eigen::Index k) : score(k), dense(Vector<Scalar>::Zero(d)) {}
+  Vector<Scalar> score;
+  Vector<Scalar> dense;
+  std::vector<int> candidates;
+};
+
+// Row i's label and squared distance (by `distances`).
+template <typename Scalar>
+void AssignRow(const CsrMatrix<Scalar>& points, int64_t i, const Matrix<Scalar>& centers,
+               const SparseCenters<Scalar>& sc, SparseDistances distances,
+               SparseScratch<Scalar>* scratch, int* label_out, Scalar* sq_out) {
+  const Eigen::Index d = centers.rows(), k = centers.cols();
+  const int64_t begin = points.indptr()[i], end = points.indptr()[i + 1];
+  const int32_t* index = points.indices().data();
+  const Scalar* value = points.values().data();
+  Vector<Scalar>& score = scratch->score;
+  // 1. The scores <x, c_j> - ||c_j||^2 / 2 from the nonzeros.
+  score = sc.offset;
+  double x_sq = 0;
+  for (int64_t p = begin; p < end; ++p) {
+    score.noalias() += value[p] * sc.transposed.col(index[p]);
+    x_sq += static_cast<double>(value[p]) * static_cast<double>(value[p]);
+  }
+  // 2. The best, the lowest index among equal scores.
+  Scalar best = score[0];
+  int label = 0;
+  for (Eigen::Index j = 1; j < k; ++j) {
+    if (score[j] > best) {
+      best = score[j];
+      label = static_cast<int>(j);
+    }
+  }
+  // 3. The near-tie test: center j may be nearer than the label in exact
+  // arithmetic when its score lies within both scores' round-off bounds of
+  // the best. The differences are taken in double (exact for float scores;
+  // one rounding, within the bounds' safety factor, for double ones).
+  const int64_t m = end - begin;
+  const double per_term = static_cast<double>(m + 1) * std::numeric_limits<Scalar>::epsilon();
+  const double x_norm =
+      std::sqrt(x_sq * (1 + 2 * static_cast<double>(m + 1) * kEpsDouble)) * (1 + kEpsDouble);
+  const double label_error = sc.Error(label, per_term, x_norm);
+  const double reach = label_error + sc.MaxError(per_term, x_norm);
+  std::vector<int>& candidates = scratch->candidates;
+  candidates.clear();
+  for (Eigen::Index j = 0; j < k; ++j) {
+    if (j == label) {
+      candidates.push_back(label);
+      continue;
+    }
+    const double below = static_cast<double>(best) - static_cast<double>(score[j]);
+    if (below <= reach && below <= label_error + sc.Error(j, per_term, x_norm)) {
+      candidates.push_back(static_cast<int>(j));
+    }
+  }
+  const bool near_tie = candidates.size() > 1;
+  Scalar* dense = scratch->dense.data();
+  const bool densify = near_tie || distances == SparseDistances::kDense;
+  if (densify) {
+    for (int64_t p = begin; p < end; ++p) dense[index[p]] = value[p];
+  }
+  if (near_tie) {
+    // 4. Decided as the dense path decides a near tie (FinishAmong): the
+    // candidates in increasing order, DirectSquaredDistance on the dense
+    // row, the first least.
+    Scalar exact = std::numeric_limits<Scalar>::infinity();
+    for (const int j : candidates) {
+      const Scalar s = DirectSquaredDistance(dense, centers.col(j).data(), d);
+      if (s < exact) {
+        exact = s;
+        label = j;
+      }
+    }
+  }
+  *label_out = label;
+  if (densify) {
+    *sq_out = AssignedSquaredDistance(dense, centers.col(label).data(), d);
+    for (int64_t p = begin; p < end; ++p) dense[index[p]] = 0;
+  } else {
+    *sq_out = std::max(Scalar(0), static_cast<Scalar>(x_sq) - 2 * best);
+  }
+}
+
+// Adds row i (label, weight w or null for 1) to `part` with AddToSums's
+// additions, its zeros left out.
+template <typename Scalar>
+void AddRowToSums(const CsrMatrix<Scalar>& points, int64_t i, int label, const Scalar* w,
+                  ClusterSums* part) {
+  double* sum = part->sums.col(label).data();
+  const int32_t* index = points.indices().data();
+  const Scalar* value = points.values().data();
+  const int64_t begin = points.indptr()[i], end = points.indptr()[i + 1];
+  if (w == nullptr) {
+    for (int64_t p = begin; p < end; ++p) sum[index[p]] += static_cast<double>(value[p]);
+    part->weights[label] += 1;
+  } else {
+    const double weight = *w;
+    for (int64_t p = begin; p < end; ++p) sum[index[p]] += weight * static_cast<double>(value[p]);
+    part->weights[label] += weight;
+  }
+  ++part->counts[label];
+}
+
+// The rows in consecutive parts of part_size, each part's objective (if sq
+// is given) and sums (if `into` is) added from zero in row order, then the
+// parts' added in order: AssignNearest's and AccumulateClusterSums's
+// additions. One part's sums at a time, so that d x k doubles are held
+// once more whatever the number of parts.
+template <typename Scalar>
+double AddInParts(const CsrMatrix<Scalar>& points, const Labels& labels, const Scalar* sq,
+                  const Vector<Scalar>* weights, Eigen::Index part_size, ClusterSums* into) {
+  const int64_t n = points.rows();
+  double total = 0;
+  ClusterSums part(into != nullptr ? static_cast<int>(into->sums.rows()) : 0,
+                   into != nullptr ? static_cast<int>(into->sums.cols()) : 0);
+  for (int64_t start = 0; start < n; start += part_size) {
+    const int64_t end = std::min<int64_t>(n, start + part_size);
+    if (into != nullptr && start > 0) {
+      part.sums.setZero();
+      std::fill(part.counts.begin(), part.counts.end(), 0);
+      std::fill(part.weights.begin(), part.weights.end(), 0);
+    }
+    double part_total = 0;
+    for (int64_t i = start; i < end; ++i) {
+      const Scalar* w = weights != nullptr ? weights->data() + i : nullptr;
+      if (sq != nullptr) part_total = WithObjective(part_total, sq[i], w);
+      if (into != nullptr) AddRowToSums(points, i, labels[i], w, &part);
+    }
+    total += part_total;
+    if (into != nullptr) into->Add(part);
+  }
+  return total;
+}
+
+}  // namespace
+
+template <typename Scalar>
+double AssignNearestSparse(const CsrMatrix<Scalar>& points, const Matrix<Scalar>& centers,
+                           Labels* labels, NonDeduced<Vector<Scalar>>* sq_dist, ClusterSums* sums,
+                           const NonDeduced<Vector<Scalar>>* weights, SparseDistances distances) {
+  const Eigen::Index n = points.rows(), d = points.cols(), k = centers.cols();
+  if (sq_dist != nullptr) sq_dist->resize(n);
+  if (n == 0 || k == 0) {
+    labels->assign(n, 0);
+    return 0;
+  }
+  labels->resize(n);
+  const SparseCenters<Scalar> sc(centers);
+  Vector<Scalar> own_sq;
+  Vector<Scalar>* sq = sq_dist;
+  if (sq == nullptr) {
+    own_sq.resize(n);
+    sq = &own_sq;
+  }
+#pragma omp parallel if (points.nnz() * k > (1 << 18))
+  {
+    SparseScratch<Scalar> scratch(d, k);
+#pragma omp for schedule(dynamic, 256)
+    for (Eigen::Index i = 0; i < n; ++i) {
+      AssignRow(points, i, centers, sc, distances, &scratch, labels->data() + i, sq->data() + i);
+    }
+  }
+  return AddInParts(points, *labels, sq->data(), weights, AssignmentPartSize<Scalar>(n, d, k),
+                    sums);
+}
+
+template <typename Scalar>
+void AccumulateSparseClusterSums(const CsrMatrix<Scalar>& points, const Labels& labels,
+                                 ClusterSums* into, const NonDeduced<Vector<Scalar>>* weights) {
+  AddInParts<Scalar>(points, labels, nullptr, weights, kClusterSumsChunk, into);
+}
+
+template <typename Scalar>
+double SparseLloyd(
+    const CsrMatrix<Scalar>& points, Matrix<Scalar>* centers, int iterations, Labels* labels,
+    const NonDeduced<Vector<Scalar>>* weights,
+    const std::function<void(int, const Labels&, double, const Matrix<Scalar>&)>& step) {
+  double objective = 0;
+  for (int t = 0; t < iterations; ++t) {
+    objective = AssignNearestSparse(points, *centers, labels, nullptr, nullptr, weights);
+    ClusterSums sums(static_cast<int>(points.cols()), static_cast<int>(centers->cols()));
+    AccumulateSparseClusterSums(points, *labels, &sums, weights);
+    ApplyMeans(sums, centers);
+    if (step) step(t, *labels, objective, *centers);
+  }
+  return objective;
+}
+
+#define KMT_INSTANTIATE(S)                                                                       \
+  template class CsrMatrix<S>;                                                                   \
+  template double AssignNearestSparse<S>(const CsrMatrix<S>&, const Matrix<S>&, Labels*,         \
+                                         Vector<S>*, ClusterSums*, const Vector<S>*,             \
+                                         SparseDistances);                                       \
+  template void AccumulateSparseClusterSums<S>(const CsrMatrix<S>&, const Labels&, ClusterSums*, \
+                                               const Vector<S>*);                                \
+  template double SparseLloyd<S>(                                                                \
+      const CsrMatrix<S>&, Matrix<S>*, int, Labels*, const Vector<S>*,                           \
+      const std::function<void(int, const Labels&, double, const Matrix<S>&)>&);
+KMT_INSTANTIATE(float)
+KMT_INSTANTIATE(double)
+#undef KMT_INSTANTIATE
+
+}  // namespace kmt

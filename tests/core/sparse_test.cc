@@ -1,0 +1,329 @@
+// Sparse points: CsrMatrix's checks, and the sparse assignment, sums and
+// Lloyd's against the dense path on the same points made dense, to the bit.
+#include "core/sparse.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/assign.h"
+#include "core/cluster_sums.h"
+#include "tests/support/sparse_documents.h"
+
+namespace kmt {
+namespace {
+
+// The bits of two vectors equal (EXPECT_EQ on the values would let -0 and
+// 0 pass, and fail every NaN).
+template <typename A, typename B>
+void ExpectSameBits(const A& a, const B& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  int64_t differ = 0, first = -1;
+  for (Eigen::Index i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a.data()[i], &b.data()[i], sizeof(a.data()[i])) != 0) {
+      if (first < 0) first = i;
+      ++differ;
+    }
+  }
+  EXPECT_EQ(differ, 0) << what << ": " << differ << " of " << a.size() << " differ, first at "
+                       << first;
+}
+
+void ExpectSameSums(const ClusterSums& a, const ClusterSums& b) {
+  ExpectSameBits(a.sums, b.sums, "sums");
+  EXPECT_EQ(a.counts, b.counts);
+  ExpectSameBits(Eigen::Map<const Eigen::VectorXd>(a.weights.data(), a.weights.size()),
+                 Eigen::Map<const Eigen::VectorXd>(b.weights.data(), b.weights.size()), "weights");
+}
+
+// The columns `which` of the points made dense.
+template <typename Scalar>
+Matrix<Scalar> Columns(const Matrix<Scalar>& dense, const std::vector<int>& which) {
+  Matrix<Scalar> out(dense.rows(), which.size());
+  for (size_t j = 0; j < which.size(); ++j) out.col(j) = dense.col(which[j]);
+  return out;
+}
+
+template <typename Scalar>
+Vector<Scalar> RandomWeights(Eigen::Index n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.25, 4);
+  Vector<Scalar> w(n);
+  for (Eigen::Index i = 0; i < n; ++i) w[i] = static_cast<Scalar>(u(rng));
+  return w;
+}
+
+// One assignment, sparse against dense: labels, squared distances,
+// objective and in-pass sums to the bit.
+template <typename Scalar>
+void ExpectAssignmentAsDense(const CsrMatrix<Scalar>& sparse, const Matrix<Scalar>& centers,
+                             const NonDeduced<Vector<Scalar>>* weights) {
+  const Matrix<Scalar> dense = sparse.ToDense();
+  Labels dense_labels, sparse_labels;
+  Vector<Scalar> dense_sq, sparse_sq;
+  ClusterSums dense_sums(dense.rows(), centers.cols()), sparse_sums(dense.rows(), centers.cols());
+  const double dense_objective =
+      AssignNearest(dense, centers, &dense_labels, &dense_sq, &dense_sums, weights);
+  const double sparse_objective =
+      AssignNearestSparse(sparse, centers, &sparse_labels, &sparse_sq, &sparse_sums, weights);
+  EXPECT_EQ(sparse_labels, dense_labels);
+  ExpectSameBits(sparse_sq, dense_sq, "squared distances");
+  EXPECT_EQ(std::memcmp(&sparse_objective, &dense_objective, sizeof(double)), 0)
+      << sparse_objective << " against " << dense_objective;
+  ExpectSameSums(sparse_sums, dense_sums);
+}
+
+TEST(CsrMatrix, KeepsTheArraysAndMakesThemDense) {
+  auto m = CsrMatrix<double>::Create(3, 4, {0, 2, 2, 3}, {0, 3, 1}, {1.5, -2, 3});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->nnz(), 3);
+  Matrix<double> expected = Matrix<double>::Zero(4, 3);
+  expected(0, 0) = 1.5;
+  expected(3, 0) = -2;
+  expected(1, 2) = 3;
+  EXPECT_EQ(m->ToDense(), expected);
+  const CsrMatrix<double> back = CsrMatrix<double>::FromDense(expected);
+  EXPECT_EQ(back.indptr(), m->indptr());
+  EXPECT_EQ(back.indices(), m->indices());
+  EXPECT_EQ(back.values(), m->values());
+}
+
+TEST(CsrMatrix, RefusesEachMalformedArrayByName) {
+  struct Case {
+    const char* name;
+    int64_t rows, cols;
+    std::vector<int64_t> indptr;
+    std::vector<int32_t> indices;
+    std::vector<float> values;
+    std::string message;
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<Case> cases = {
+      {"negative shape", -1, 4, {0}, {}, {}, "shape (-1, 4) has a negative dimension"},
+      {"too many columns",
+       1,
+       int64_t{1} << 31,
+       {0, 0},
+       {},
+       {},
+       "cols = 2147483648 exceeds 2^31 - 1, the most int32 indices address"},
+      {"indptr length", 2, 4, {0, 1}, {0}, {1}, "indptr has 2 values, expected rows + 1 = 3"},
+      {"indices and values",
+       1,
+       4,
+       {0, 2},
+       {0, 1},
+       {1},
+       "indices has 2 values and values has 1: one column per value"},
+      {"indptr start", 1, 4, {1, 1}, {0}, {1}, "indptr[0] = 1, expected 0"},
+      {"indptr decreasing",
+       2,
+       4,
+       {0, 2, 1},
+       {0, 1},
+       {1, 2},
+       "indptr decreases at row 1: indptr[2] = 1 < indptr[1] = 2"},
+      {"indptr last",
+       2,
+       4,
+       {0, 1, 1},
+       {0, 1},
+       {1, 2},
+       "indptr[2] = 1, expected the number of values, 2"},
+      {"index too large",
+       2,
+       4,
+       {0, 1, 2},
+       {0, 4},
+       {1, 2},
+       "indices[1] = 4 (row 1) is outside [0, cols = 4)"},
+      {"negative index",
+       1,
+       4,
+       {0, 1},
+       {-1},
+       {1},
+       "indices[0] = -1 (row 0) is outside [0, cols = 4)"},
+      {"duplicate",
+       2,
+       4,
+       {0, 1, 3},
+       {2, 3, 3},
+       {1, 2, 3},
+       "indices[2] = 3 (row 1) repeats the column before it: duplicates must be summed first "
+       "(scipy: sum_duplicates())"},
+      {"unsorted",
+       1,
+       4,
+       {0, 2},
+       {3, 1},
+       {1, 2},
+       "indices[1] = 1 (row 0) is below indices[0] = 3: columns must increase within a row "
+       "(scipy: sort_indices())"},
+      {"NaN", 2, 4, {0, 1, 2}, {0, 2}, {1, nan}, "values[1] = nan (row 1, column 2) is not finite"},
+      {"infinity", 1, 4, {0, 1}, {0}, {-inf}, "values[0] = -inf (row 0, column 0) is not finite"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto m = CsrMatrix<float>::Create(c.rows, c.cols, c.indptr, c.indices, c.values);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(m.status().message(), c.message);
+  }
+  // A row across a sorted boundary is not compared with the row before it.
+  EXPECT_TRUE(CsrMatrix<float>::Create(2, 4, {0, 1, 2}, {3, 0}, {1, 2}).ok());
+}
+
+template <typename Scalar>
+class SparseTest : public ::testing::Test {};
+using Scalars = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(SparseTest, Scalars);
+
+// TF-IDF documents (d = 5,000, about 50 terms a row, unit norm), the
+// first k of them the centers: those rows are at distance 0 from theirs.
+TYPED_TEST(SparseTest, AssignmentEqualsTheDensePathOnDocuments) {
+  using Scalar = TypeParam;
+  const CsrMatrix<Scalar> docs = TfIdfDocuments<Scalar>({.n = 2000, .d = 5000, .terms = 50}, 7);
+  const Matrix<Scalar> dense = docs.ToDense();
+  const Vector<Scalar> weights = RandomWeights<Scalar>(docs.rows(), 3);
+  for (const int k : {20, 100}) {
+    SCOPED_TRACE(k);
+    std::vector<int> first(k);
+    for (int j = 0; j < k; ++j) first[j] = 3 * j;
+    const Matrix<Scalar> centers = Columns(dense, first);
+    ExpectAssignmentAsDense(docs, centers, nullptr);
+    ExpectAssignmentAsDense(docs, centers, &weights);
+  }
+}
+
+TYPED_TEST(SparseTest, ProductDistancesKeepTheLabels) {
+  using Scalar = TypeParam;
+  const CsrMatrix<Scalar> docs = TfIdfDocuments<Scalar>({.n = 1000, .d = 5000, .terms = 50}, 8);
+  const Matrix<Scalar> dense = docs.ToDense();
+  const Matrix<Scalar> centers = Columns(dense, {5, 50, 500, 900, 901, 902});
+  Labels dense_labels, sparse_labels;
+  Vector<Scalar> dense_sq, sparse_sq;
+  AssignNearest(dense, centers, &dense_labels, &dense_sq);
+  AssignNearestSparse(docs, centers, &sparse_labels, &sparse_sq, nullptr, nullptr,
+                      SparseDistances::kProduct);
+  EXPECT_EQ(sparse_labels, dense_labels);
+  // Unit rows and centers: the product form's round-off is a few hundred
+  // eps at most.
+  const double tolerance = 1000 * std::numeric_limits<Scalar>::epsilon();
+  for (Eigen::Index i = 0; i < dense_sq.size(); ++i) {
+    ASSERT_NEAR(sparse_sq[i], dense_sq[i], tolerance) << i;
+  }
+}
+
+// Exact and near ties: duplicate centers (the lower index wins), centers
+// at exactly the same distance from a row but whose direct distances
+// round apart (the same terms in another order), duplicate rows, empty
+// rows and an empty center.
+TYPED_TEST(SparseTest, TiesAreDecidedAsTheDensePathDecidesThem) {
+  using Scalar = TypeParam;
+  constexpr int kD = 3000;
+  const CsrMatrix<Scalar> docs = TfIdfDocuments<Scalar>({.n = 200, .d = kD, .terms = 40}, 9);
+  Matrix<Scalar> rows = docs.ToDense();
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  // Centers 2p and 2p + 1 around row p: row p plus u, and plus u with its
+  // coordinates reversed (the same squared terms, summed in another order).
+  constexpr int kPairs = 12;
+  Matrix<Scalar> centers(kD, 2 * kPairs + 3);
+  for (int p = 0; p < kPairs; ++p) {
+    Vector<Scalar> u(kD);
+    for (int l = 0; l < kD; ++l) u[l] = static_cast<Scalar>(0.02 * normal(rng));
+    centers.col(2 * p) = rows.col(p) + u;
+    centers.col(2 * p + 1) = rows.col(p) + u.reverse();
+  }
+  centers.col(2 * kPairs) = rows.col(100);
+  centers.col(2 * kPairs + 1) = rows.col(100);  // a duplicate: never chosen
+  centers.col(2 * kPairs + 2).setZero();        // empty rows' own
+  // Points: the rows, each of the first 100 twice, and 10 empty rows.
+  Matrix<Scalar> points(kD, rows.cols() + 100 + 10);
+  points.leftCols(rows.cols()) = rows;
+  points.middleCols(rows.cols(), 100) = rows.leftCols(100);
+  points.rightCols(10).setZero();
+  const CsrMatrix<Scalar> sparse = CsrMatrix<Scalar>::FromDense(points);
+  ExpectAssignmentAsDense(sparse, centers, nullptr);
+  Labels labels;
+  AssignNearestSparse(sparse, centers, &labels);
+  for (Eigen::Index i = 0; i < points.cols(); ++i) {
+    EXPECT_NE(labels[i], 2 * kPairs + 1) << i;
+  }
+  EXPECT_EQ(labels[100], 2 * kPairs);
+  EXPECT_EQ(labels.back(), 2 * kPairs + 2);
+}
+
+TYPED_TEST(SparseTest, LloydEqualsTheDensePathStepByStep) {
+  using Scalar = TypeParam;
+  const CsrMatrix<Scalar> docs = TfIdfDocuments<Scalar>({.n = 1500, .d = 5000, .terms = 50}, 12);
+  const Matrix<Scalar> dense = docs.ToDense();
+  const Vector<Scalar> weights = RandomWeights<Scalar>(docs.rows(), 4);
+  constexpr int kIterations = 6, kK = 16;
+  std::vector<int> first(kK);
+  for (int j = 0; j < kK; ++j) first[j] = j;
+  for (const bool weighted : {false, true}) {
+    SCOPED_TRACE(weighted);
+    const Vector<Scalar>* w = weighted ? &weights : nullptr;
+    // The dense steps, recorded.
+    Matrix<Scalar> dense_centers = Columns(dense, first);
+    std::vector<Labels> dense_labels(kIterations);
+    std::vector<double> dense_objective(kIterations);
+    std::vector<Matrix<Scalar>> dense_after(kIterations);
+    int empty = 0;
+    for (int t = 0; t < kIterations; ++t) {
+      dense_objective[t] =
+          AssignNearest(dense, dense_centers, &dense_labels[t], nullptr, nullptr, w);
+      ClusterSums sums(dense.rows(), kK);
+      AccumulateClusterSums(dense, dense_labels[t], &sums, w);
+      empty += ApplyMeans(sums, &dense_centers);
+      dense_after[t] = dense_centers;
+    }
+    Matrix<Scalar> centers = Columns(dense, first);
+    Labels labels;
+    int steps = 0;
+    SparseLloyd<Scalar>(docs, &centers, kIterations, &labels, w,
+                        [&](int t, const Labels& l, double objective, const Matrix<Scalar>& c) {
+                          SCOPED_TRACE(t);
+                          ++steps;
+                          EXPECT_EQ(l, dense_labels[t]);
+                          EXPECT_EQ(objective, dense_objective[t]);
+                          ExpectSameBits(c, dense_after[t], "centers");
+                        });
+    EXPECT_EQ(steps, kIterations);
+    // The labels move: the run is not at rest from the start.
+    EXPECT_NE(dense_labels.front(), dense_labels.back());
+  }
+}
+
+// More than one of AccumulateClusterSums's chunks, weighted and not.
+TYPED_TEST(SparseTest, SumsEqualTheDenseSumsAcrossChunks) {
+  using Scalar = TypeParam;
+  const int n = static_cast<int>(2 * kClusterSumsChunk + 100);
+  const CsrMatrix<Scalar> docs = TfIdfDocuments<Scalar>({.n = n, .d = 60, .terms = 8}, 13);
+  const Matrix<Scalar> dense = docs.ToDense();
+  std::mt19937_64 rng(5);
+  Labels labels(n);
+  for (int& l : labels) l = static_cast<int>(rng() % 7);
+  const Vector<Scalar> weights = RandomWeights<Scalar>(n, 6);
+  for (const bool weighted : {false, true}) {
+    SCOPED_TRACE(weighted);
+    const Vector<Scalar>* w = weighted ? &weights : nullptr;
+    ClusterSums dense_sums(60, 7), sparse_sums(60, 7);
+    // Sums already there are added to as the dense path adds to them.
+    dense_sums.sums.setConstant(0.1);
+    sparse_sums.sums.setConstant(0.1);
+    AccumulateClusterSums(dense, labels, &dense_sums, w);
+    AccumulateSparseClusterSums(docs, labels, &sparse_sums, w);
+    ExpectSameSums(sparse_sums, dense_sums);
+  }
+}
+
+}  // namespace
+}  // namespace kmt
