@@ -2,16 +2,15 @@
 // client's Cluster streams (client/cluster_client.h) under the Python
 // package, so that kmt.KMeans, kmt.fit_resident and kmt.dask run the
 // algorithm the CLI runs, and the estimators' batches travel as the CLI's
-// do. Four entry points, and `column_means` for the estimators' checks of
-// their data: `fit` loads points this process holds onto
-// replicas (ReplicaShards) and runs the job; `minibatch_fit` loads them and
-// runs mini-batch k-means' steps (client/minibatch_job.h); `drive` runs the job over
-// shards a Python object holds (kmt.dask's workers), whose steps cross as
-// serialized JobRequest and JobResponse messages; `Client.cluster` streams
-// ClusterRequests (kmt.Client.cluster_each). Each releases the GIL while it
-// runs; Python callbacks take it back. A float64 job (float64=True) takes
-// its points, weights and starts as float64, loads float64 shards and
-// answers float64 centers.
+// do. Four entry points, `minibatch_update` and `minibatch_reassigns` for
+// MiniBatchKMeans.partial_fit's steps (the rules of core/minibatch.h), and
+// `column_means` for the estimators' checks of their data: `fit` loads points this process holds
+// onto replicas (ReplicaShards) and runs the job; `minibatch_fit` loads them and runs mini-batch
+// k-means' steps (client/minibatch_job.h); `drive` runs the job over shards a Python object holds
+// (kmt.dask's workers), whose steps cross as serialized JobRequest and JobResponse messages;
+// `Client.cluster` streams ClusterRequests (kmt.Client.cluster_each). Each releases the GIL while
+// it runs; Python callbacks take it back. A float64 job (float64=True) takes its points, weights
+// and starts as float64, loads float64 shards and answers float64 centers.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -493,6 +492,34 @@ py::dict MiniBatchFit(const std::vector<std::string>& servers, const py::object&
   return out;
 }
 
+// partial_fit's update of its centers (k, d) and counts (k,) by one batch's
+// per-center weights (k,) and weighted sums (k, d), with
+// MiniBatchUpdate's rules (core/minibatch.h): (centers, counts, the centers
+// to reassign to points of the batch).
+py::tuple MiniBatchUpdateOf(const py::array& centers, const std::vector<double>& counts,
+                            const std::vector<double>& weights, const py::array& sums,
+                            bool reassign, double reassignment_ratio, int64_t batch_size,
+                            bool float64) {
+  const Array<double> given = Array<double>::ensure(centers);
+  const Array<double> batch_sums = Array<double>::ensure(sums);
+  const py::ssize_t k = static_cast<py::ssize_t>(counts.size());
+  if (!given || given.ndim() != 2 || given.shape(0) != k || !batch_sums || batch_sums.ndim() != 2 ||
+      batch_sums.shape(0) != k || batch_sums.shape(1) != given.shape(1) ||
+      static_cast<py::ssize_t>(weights.size()) != k) {
+    throw py::value_error("centers and sums must have shape (k, d), counts and weights (k,)");
+  }
+  const int d = static_cast<int>(given.shape(1));
+  MiniBatchState state;
+  state.centers = Eigen::Map<const Matrix<double>>(given.data(), d, k);
+  state.counts = counts;
+  ClusterSums batch(d, static_cast<int>(k));
+  batch.sums = Eigen::Map<const Matrix<double>>(batch_sums.data(), d, k);
+  batch.weights = weights;
+  const std::vector<int> moved =
+      MiniBatchUpdate(batch, reassign, reassignment_ratio, batch_size, float64, &state);
+  return py::make_tuple(RowsOf(state.centers), state.counts, moved);
+}
+
 py::dict Drive(const py::object& shards, int d, int k, const std::optional<py::array>& weights,
                bool weighted, int iterations, double center_tol, uint64_t seed,
                const std::string& init, int kmeans_parallel_rounds,
@@ -771,6 +798,17 @@ PYBIND11_MODULE(_driver, m) {
         py::arg("timeout") = py::none(), py::arg("tls") = false, py::arg("ca") = "",
         py::arg("cert") = "", py::arg("key_file") = "", py::arg("server_name") = "",
         py::arg("log") = py::none());
+  m.def("minibatch_update", &kmt::MiniBatchUpdateOf, py::arg("centers"), py::arg("counts"),
+        py::arg("weights"), py::arg("sums"), py::arg("reassign"), py::arg("reassignment_ratio"),
+        py::arg("batch_size"), py::arg("float64"));
+  m.def(
+      "minibatch_reassigns",
+      [](int k, int64_t batch_size, const std::vector<double>& counts, int64_t since_reassign) {
+        kmt::MiniBatchState state{.counts = counts, .since_reassign = since_reassign};
+        const bool reassign = kmt::MiniBatchReassigns(k, batch_size, &state);
+        return py::make_tuple(reassign, state.since_reassign);
+      },
+      py::arg("k"), py::arg("batch_size"), py::arg("counts"), py::arg("since_reassign"));
   m.def("drive", &kmt::Drive, py::arg("shards"), py::arg("d"), py::arg("k"), py::kw_only(),
         py::arg("weights") = py::none(), py::arg("weighted"), py::arg("iterations"),
         py::arg("center_tol"), py::arg("seed"), py::arg("init"), py::arg("kmeans_parallel_rounds"),

@@ -138,40 +138,35 @@ class MiniBatchKMeans(ServedKMeans):
         return r.objective, mass, np.asarray(r.center_sums, dtype=np.float64).reshape(k, d)
 
     def _step(self, X, weights, random_state, reassign, session):
-        """One mini-batch step on the estimator's centers and counts;
-        returns the batch's inertia under the centers it started from."""
+        """One mini-batch step on the estimator's centers and counts
+        (partial_fit's); returns the batch's inertia under the centers it
+        started from."""
         centers, counts = self.cluster_centers_, self._counts
         inertia, mass, sums = self._sums(X, weights, centers, session)
-        moved = mass > 0
-        total = counts[moved].astype(np.float64) + mass[moved]
-        updated = centers.copy()
-        updated[moved] = ((centers[moved] * counts[moved, None].astype(np.float64)
-                           + sums[moved]) / total[:, None]).astype(centers.dtype)
-        counts[moved] = total
-        if reassign and self.reassignment_ratio > 0:
-            to_reassign = counts < self.reassignment_ratio * counts.max()
-            # At most half the batch's points become new centers.
-            if to_reassign.sum() > 0.5 * X.shape[0]:
-                to_reassign[np.argsort(counts)[int(0.5 * X.shape[0]):]] = False
-            chosen = int(to_reassign.sum())
-            if chosen:
-                rows = random_state.choice(X.shape[0], replace=False, size=chosen)
-                if self.verbose:
-                    print(f"[MiniBatchKMeans] Reassigning {chosen} cluster centers.")
-                updated[to_reassign] = dense_rows(X[rows])(0, chosen)
-            # Not so small that they are reassigned at once again.
-            counts[to_reassign] = np.min(counts[~to_reassign])
+        # Sculley's update and scikit-learn's reassignment rule, as fit's
+        # steps apply them (core/minibatch.h); the new centers' draws from
+        # random_state here.
+        updated, counts, moved = driver().minibatch_update(
+            centers.astype(np.float64), counts.astype(np.float64), mass, sums,
+            reassign, float(self.reassignment_ratio),
+            X.shape[0], centers.dtype == np.float64)
+        updated = updated.astype(centers.dtype)
+        if moved:
+            rows = random_state.choice(X.shape[0], replace=False, size=len(moved))
+            if self.verbose:
+                print(f"[MiniBatchKMeans] Reassigning {len(moved)} cluster centers.")
+            updated[moved] = dense_rows(X[rows])(0, len(moved))
+        self._counts = np.asarray(counts, dtype=self._counts.dtype)
         self.cluster_centers_ = updated
         return inertia
 
     def _random_reassign(self):
         """Whether this step reassigns: after every 10 * n_clusters points,
         or whenever a center has taken in nothing."""
-        self._n_since_last_reassign += self._batch_size
-        if (self._counts == 0).any() or self._n_since_last_reassign >= 10 * self.n_clusters:
-            self._n_since_last_reassign = 0
-            return True
-        return False
+        reassign, self._n_since_last_reassign = driver().minibatch_reassigns(
+            self.n_clusters, self._batch_size, self._counts.astype(np.float64),
+            self._n_since_last_reassign)
+        return reassign
 
     def _labels_inertia(self, X, sample_weight):
         labels, squared = self._assign(X, pb.DISTANCES_NEAREST)
