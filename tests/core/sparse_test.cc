@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -258,6 +260,30 @@ TYPED_TEST(SparseTest, TiesAreDecidedAsTheDensePathDecidesThem) {
   }
   EXPECT_EQ(labels[100], 2 * kPairs);
   EXPECT_EQ(labels.back(), 2 * kPairs + 2);
+}
+
+// Every row exactly as far from center 0 as from center 1, the same
+// center with pairs of coordinates swapped where each row's two values
+// are equal: the scores' round-off orders the two either way, the direct
+// distances decide (or, equal, the lower index).
+TYPED_TEST(SparseTest, ExactTiesOfSwappedCentersAreDecidedAsDense) {
+  using Scalar = TypeParam;
+  constexpr int kD = 5000, kSwapped = 40;
+  const CsrMatrix<Scalar> docs = TfIdfDocuments<Scalar>({.n = 400, .d = kD, .terms = 50}, 14);
+  Matrix<Scalar> points = docs.ToDense();
+  for (int a = 0; a < kSwapped; ++a) points.row(kD / 2 + a) = points.row(a);
+  Matrix<Scalar> centers(kD, 2);
+  centers.col(0) = docs.ToDense().rowwise().mean();  // not symmetric in the pairs
+  centers.col(1) = centers.col(0);
+  for (int a = 0; a < kSwapped; ++a) std::swap(centers(a, 1), centers(kD / 2 + a, 1));
+  const CsrMatrix<Scalar> sparse = CsrMatrix<Scalar>::FromDense(points);
+  ExpectAssignmentAsDense(sparse, centers, nullptr);
+  // Both centers win rows: the ties went both ways.
+  Labels labels;
+  AssignNearest(points, centers, &labels);
+  const int ones = static_cast<int>(std::count(labels.begin(), labels.end(), 1));
+  EXPECT_GT(ones, 0);
+  EXPECT_LT(ones, static_cast<int>(labels.size()));
 }
 
 TYPED_TEST(SparseTest, LloydEqualsTheDensePathStepByStep) {
