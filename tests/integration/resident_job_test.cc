@@ -25,6 +25,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cluster_client.h"
+#include "client/minibatch_job.h"
+#include "core/assign.h"
 #include "core/empty_clusters.h"
 #include "core/init.h"
 #include "core/random.h"
@@ -756,6 +758,52 @@ TEST_F(ResidentJobTest, TwoReplicasGiveTheResultOfOne) {
   EXPECT_EQ(one->labels, two->labels);
   EXPECT_EQ(one->objective, two->objective);
   EXPECT_EQ(one->objectives, two->objectives);
+}
+
+// Mini-batch k-means on real replicas (client/minibatch_job.h): the steps
+// a shard runs itself in one request are the driver's round trips on that
+// shard to the bit, and two replicas (the batches split over them, their
+// sums added in shard order) agree with one to round-off; every point's
+// label and the objective come from the last pass.
+TEST_F(ResidentJobTest, MiniBatchStepsOnTheShardAreTheDriversSteps) {
+  const Matrix<float>& points = Points();
+  const int64_t n = points.cols();
+  const auto run = [&](std::vector<std::string> servers, bool on_server) {
+    MiniBatchOptions options{.rules = {.k = kK,
+                                       .batch_size = 512,
+                                       .steps = 40,
+                                       .max_no_improvement = -1,
+                                       .reassignment_ratio = 0.2},
+                             .random = NumpyRandomState(3),
+                             .steps_on_server = on_server};
+    options.centers = points.leftCols(kK).cast<double>();
+    return RunMiniBatchJobOnReplicas({.servers = std::move(servers), .chunk_bytes = 64 << 10},
+                                     std::move(options), n, kD, SourceOf(points));
+  };
+  const absl::StatusOr<MiniBatchResult> on_shard = run({a_->address()}, true);
+  const absl::StatusOr<MiniBatchResult> driven = run({a_->address()}, false);
+  const absl::StatusOr<MiniBatchResult> two = run({a_->address(), b_->address()}, true);
+  ASSERT_TRUE(on_shard.ok()) << on_shard.status();
+  ASSERT_TRUE(driven.ok()) << driven.status();
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_TRUE(on_shard->steps_on_server);
+  EXPECT_FALSE(driven->steps_on_server);
+  EXPECT_FALSE(two->steps_on_server);
+  EXPECT_EQ(on_shard->state.steps_run, 40);
+  EXPECT_EQ(on_shard->state.centers, driven->state.centers);
+  EXPECT_EQ(on_shard->state.counts, driven->state.counts);
+  EXPECT_EQ(on_shard->state.ewa_inertia, driven->state.ewa_inertia);
+  EXPECT_EQ(on_shard->state.random.key(), driven->state.random.key());
+  EXPECT_EQ(on_shard->state.random.pos(), driven->state.random.pos());
+  EXPECT_EQ(on_shard->labels, driven->labels);
+  EXPECT_LT((two->state.centers - on_shard->state.centers).cwiseAbs().maxCoeff(), 1e-5);
+  EXPECT_EQ(two->labels, on_shard->labels);
+  // The labels and objective of the final centers over every point.
+  Labels labels;
+  const Matrix<float> centers = on_shard->state.centers.cast<float>();
+  const double objective = AssignNearest(points, centers, &labels);
+  EXPECT_EQ(on_shard->labels, labels);
+  EXPECT_NEAR(on_shard->objective, objective, 1e-9 * objective);
 }
 
 TEST_F(ResidentJobTest, ResidentBytesAndJobsAreMetricsWhileAStreamLives) {
