@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -286,33 +287,51 @@ void AddRowToSums(const CsrMatrix<Scalar>& points, int64_t i, int label, const S
   ++part->counts[label];
 }
 
+// Whether every sum and weight of `sums` is +0 (the bits of a fresh
+// ClusterSums).
+bool AllPositiveZero(const ClusterSums& sums) {
+  const auto zero = [](double v) { return v == 0 && !std::signbit(v); };
+  return std::all_of(sums.sums.data(), sums.sums.data() + sums.sums.size(), zero) &&
+         std::all_of(sums.weights.begin(), sums.weights.end(), zero);
+}
+
 // The rows in consecutive parts of part_size, each part's objective (if sq
 // is given) and sums (if `into` is) added from zero in row order, then the
 // parts' added in order: AssignNearest's and AccumulateClusterSums's
-// additions. One part's sums at a time, so that d x k doubles are held
-// once more whatever the number of parts.
+// additions. Where `into` holds +0 alone, the first part is added into it
+// directly (+0 + s is s, and a part's sums never become -0), so the
+// common single part needs no second d x k doubles; other parts share one
+// buffer.
 template <typename Scalar>
 double AddInParts(const CsrMatrix<Scalar>& points, const Labels& labels, const Scalar* sq,
                   const Vector<Scalar>* weights, Eigen::Index part_size, ClusterSums* into) {
   const int64_t n = points.rows();
+  const bool direct = into != nullptr && AllPositiveZero(*into);
+  std::optional<ClusterSums> buffer;
   double total = 0;
-  ClusterSums part(into != nullptr ? static_cast<int>(into->sums.rows()) : 0,
-                   into != nullptr ? static_cast<int>(into->sums.cols()) : 0);
   for (int64_t start = 0; start < n; start += part_size) {
     const int64_t end = std::min<int64_t>(n, start + part_size);
-    if (into != nullptr && start > 0) {
-      part.sums.setZero();
-      std::fill(part.counts.begin(), part.counts.end(), 0);
-      std::fill(part.weights.begin(), part.weights.end(), 0);
+    ClusterSums* part = nullptr;
+    if (into != nullptr && start == 0 && direct) {
+      part = into;
+    } else if (into != nullptr) {
+      if (!buffer) {
+        buffer.emplace(static_cast<int>(into->sums.rows()), static_cast<int>(into->sums.cols()));
+      } else {
+        buffer->sums.setZero();
+        std::fill(buffer->counts.begin(), buffer->counts.end(), 0);
+        std::fill(buffer->weights.begin(), buffer->weights.end(), 0);
+      }
+      part = &*buffer;
     }
     double part_total = 0;
     for (int64_t i = start; i < end; ++i) {
       const Scalar* w = weights != nullptr ? weights->data() + i : nullptr;
       if (sq != nullptr) part_total = WithObjective(part_total, sq[i], w);
-      if (into != nullptr) AddRowToSums(points, i, labels[i], w, &part);
+      if (part != nullptr) AddRowToSums(points, i, labels[i], w, part);
     }
     total += part_total;
-    if (into != nullptr) into->Add(part);
+    if (part != nullptr && part != into) into->Add(*part);
   }
   return total;
 }
