@@ -14,6 +14,8 @@
 
 #include "core/assign.h"
 #include "core/cluster_sums.h"
+#include "core/random.h"
+#include "tests/support/random_weights.h"
 #include "tests/support/sparse_documents.h"
 
 namespace kmt {
@@ -50,13 +52,11 @@ Matrix<Scalar> Columns(const Matrix<Scalar>& dense, const std::vector<int>& whic
   return out;
 }
 
+// Weights in [0.25, 4].
 template <typename Scalar>
 Vector<Scalar> RandomWeights(Eigen::Index n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0.25, 4);
-  Vector<Scalar> w(n);
-  for (Eigen::Index i = 0; i < n; ++i) w[i] = static_cast<Scalar>(u(rng));
-  return w;
+  Rng rng(seed);
+  return UniformMatrix<Scalar>(n, 1, rng, 0.25, 4);
 }
 
 // One assignment, sparse against dense: labels, squared distances,
