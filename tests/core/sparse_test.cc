@@ -181,6 +181,19 @@ TEST(CsrMatrix, RefusesEachMalformedArrayByName) {
   EXPECT_TRUE(CsrMatrix<float>::Create(2, 4, {0, 1, 2}, {3, 0}, {1, 2}).ok());
 }
 
+TEST(SparseAssignment, NoPointsOrNoCentersAnswerAsTheDensePath) {
+  const CsrMatrix<float> none = *CsrMatrix<float>::Create(0, 3, {0}, {}, {});
+  const CsrMatrix<float> two = *CsrMatrix<float>::Create(2, 3, {0, 1, 1}, {2}, {1});
+  Labels labels{7};
+  Vector<float> sq;
+  EXPECT_EQ(AssignNearestSparse(none, Matrix<float>(Matrix<float>::Zero(3, 2)), &labels, &sq), 0);
+  EXPECT_TRUE(labels.empty());
+  EXPECT_EQ(sq.size(), 0);
+  EXPECT_EQ(AssignNearestSparse(two, Matrix<float>(3, 0), &labels, &sq), 0);
+  EXPECT_EQ(labels, Labels({0, 0}));
+  EXPECT_EQ(sq.size(), 2);
+}
+
 template <typename Scalar>
 class SparseTest : public ::testing::Test {};
 using Scalars = ::testing::Types<float, double>;
