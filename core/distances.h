@@ -93,6 +93,28 @@ Scalar DirectSquaredDistance(const Scalar* a, const Scalar* b, Eigen::Index d) {
   return acc;
 }
 
+// DirectSquaredDistance of a to each of b[0 .. count), count at most
+// kDirectChains, into out: each distance's additions are
+// DirectSquaredDistance's chain in its order, so are its bits, and the
+// chains, independent, overlap (a near tie among many candidates in many
+// dimensions then costs about one chain's latency per kDirectChains).
+inline constexpr int kDirectChains = 8;
+template <typename Scalar>
+void DirectSquaredDistances(const Scalar* a, const Scalar* const* b, int count, Eigen::Index d,
+                            Scalar* out) {
+  Scalar acc[kDirectChains] = {};
+  const Scalar* bs[kDirectChains];
+  for (int t = 0; t < kDirectChains; ++t) bs[t] = b[t < count ? t : 0];  // a missing one repeats
+  for (Eigen::Index l = 0; l < d; ++l) {
+    const Scalar al = a[l];
+    for (int t = 0; t < kDirectChains; ++t) {
+      const Scalar diff = al - bs[t][l];
+      acc[t] += diff * diff;
+    }
+  }
+  for (int t = 0; t < count; ++t) out[t] = acc[t];
+}
+
 }  // namespace kmt
 
 #endif  // KMT_CORE_DISTANCES_H_

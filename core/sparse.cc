@@ -248,13 +248,21 @@ void AssignRow(const CsrMatrix<Scalar>& points, int64_t i, const Matrix<Scalar>&
   if (near_tie) {
     // 4. Decided as the dense path decides a near tie (FinishAmong): the
     // candidates in increasing order, DirectSquaredDistance on the dense
-    // row, the first least.
+    // row (kDirectChains candidates at a time, the same bits), the first
+    // least.
     Scalar exact = std::numeric_limits<Scalar>::infinity();
-    for (const int j : candidates) {
-      const Scalar s = DirectSquaredDistance(dense, centers.col(j).data(), d);
-      if (s < exact) {
-        exact = s;
-        label = j;
+    for (size_t first = 0; first < candidates.size(); first += kDirectChains) {
+      const int count =
+          static_cast<int>(std::min<size_t>(kDirectChains, candidates.size() - first));
+      const Scalar* columns[kDirectChains];
+      Scalar s[kDirectChains];
+      for (int t = 0; t < count; ++t) columns[t] = centers.col(candidates[first + t]).data();
+      DirectSquaredDistances(dense, columns, count, d, s);
+      for (int t = 0; t < count; ++t) {
+        if (s[t] < exact) {
+          exact = s[t];
+          label = candidates[first + t];
+        }
       }
     }
   }

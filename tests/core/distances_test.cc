@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "core/random.h"
 #include "tests/support/random_weights.h"
 
@@ -50,6 +52,24 @@ TYPED_TEST(DistancesTest, ATokenIsAtDistanceZeroFromItselfAfterClamping) {
     EXPECT_GE(out(i, i), 0);
     EXPECT_LE(out(i, i), 2 * SquaredDistanceRoundOff(8, a_sq[i], a_sq[i]));
     EXPECT_EQ(DirectSquaredDistance(a.col(i).data(), a.col(i).data(), 8), 0);
+  }
+}
+
+TYPED_TEST(DistancesTest, InterleavedDirectDistancesHaveTheDirectDistancesBits) {
+  using Scalar = TypeParam;
+  Rng rng(9);
+  const Matrix<Scalar> a = NormalMatrix<Scalar>(1001, 1, rng, 1.0);
+  const Matrix<Scalar> b = NormalMatrix<Scalar>(1001, kDirectChains, rng, 1.0);
+  const Scalar* columns[kDirectChains];
+  for (int t = 0; t < kDirectChains; ++t) columns[t] = b.col(t).data();
+  for (int count = 1; count <= kDirectChains; ++count) {
+    SCOPED_TRACE(count);
+    Scalar out[kDirectChains];
+    DirectSquaredDistances(a.data(), columns, count, 1001, out);
+    for (int t = 0; t < count; ++t) {
+      const Scalar direct = DirectSquaredDistance(a.data(), columns[t], 1001);
+      EXPECT_EQ(std::memcmp(&out[t], &direct, sizeof(Scalar)), 0) << t;
+    }
   }
 }
 
