@@ -93,6 +93,21 @@ Scalar DirectSquaredDistance(const Scalar* a, const Scalar* b, Eigen::Index d) {
   return acc;
 }
 
+// DirectSquaredDistances for exactly kChains vectors.
+template <int kChains, typename Scalar>
+void DirectSquaredDistancesOf(const Scalar* a, const Scalar* const* b, Eigen::Index d,
+                              Scalar* out) {
+  Scalar acc[kChains] = {};
+  for (Eigen::Index l = 0; l < d; ++l) {
+    const Scalar al = a[l];
+    for (int t = 0; t < kChains; ++t) {
+      const Scalar diff = al - b[t][l];
+      acc[t] += diff * diff;
+    }
+  }
+  for (int t = 0; t < kChains; ++t) out[t] = acc[t];
+}
+
 // DirectSquaredDistance of a to each of b[0 .. count), count at most
 // kDirectChains, into out: each distance's additions are
 // DirectSquaredDistance's chain in its order, so are its bits, and the
@@ -102,17 +117,32 @@ inline constexpr int kDirectChains = 8;
 template <typename Scalar>
 void DirectSquaredDistances(const Scalar* a, const Scalar* const* b, int count, Eigen::Index d,
                             Scalar* out) {
-  Scalar acc[kDirectChains] = {};
-  const Scalar* bs[kDirectChains];
-  for (int t = 0; t < kDirectChains; ++t) bs[t] = b[t < count ? t : 0];  // a missing one repeats
-  for (Eigen::Index l = 0; l < d; ++l) {
-    const Scalar al = a[l];
-    for (int t = 0; t < kDirectChains; ++t) {
-      const Scalar diff = al - bs[t][l];
-      acc[t] += diff * diff;
-    }
+  switch (count) {
+    case 1:
+      out[0] = DirectSquaredDistance(a, b[0], d);
+      break;
+    case 2:
+      DirectSquaredDistancesOf<2>(a, b, d, out);
+      break;
+    case 3:
+      DirectSquaredDistancesOf<3>(a, b, d, out);
+      break;
+    case 4:
+      DirectSquaredDistancesOf<4>(a, b, d, out);
+      break;
+    case 5:
+      DirectSquaredDistancesOf<5>(a, b, d, out);
+      break;
+    case 6:
+      DirectSquaredDistancesOf<6>(a, b, d, out);
+      break;
+    case 7:
+      DirectSquaredDistancesOf<7>(a, b, d, out);
+      break;
+    case 8:
+      DirectSquaredDistancesOf<8>(a, b, d, out);
+      break;
   }
-  for (int t = 0; t < count; ++t) out[t] = acc[t];
 }
 
 }  // namespace kmt
