@@ -355,8 +355,9 @@ std::vector<LowPrecisionFilter> CpuLowPrecisionFilters() {
 
 LowPrecisionFilter CpuLowPrecisionFilter() {
   // AVX512-BF16's dot products run at the float32 products' rate on a CPU
-  // with AMX, and the filter's own passes then make the assignment slower
-  // than without it (docs/core.md): auto takes AMX alone.
+  // with AMX, and the filter's own passes then made the assignment slower
+  // than without it on three embedding shapes of four (docs/core.md): auto
+  // takes AMX alone.
   const std::vector<LowPrecisionFilter>& filters = CpuLowPrecisionFilters();
   return std::find(filters.begin(), filters.end(), LowPrecisionFilter::kAmxBf16) != filters.end()
              ? LowPrecisionFilter::kAmxBf16

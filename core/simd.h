@@ -152,9 +152,10 @@ std::string LowPrecisionFilterName(LowPrecisionFilter filter);
 std::vector<LowPrecisionFilter> CpuLowPrecisionFilters();
 
 // The one auto takes: AMX where the CPU allows it, else kNone. AVX512-BF16's
-// filter gives the same bits but was slower than none where it was measured
-// (on a CPU with AMX, whose dot products run at the float32 products' rate);
-// it is there to be named, and measured on the CPUs it is meant for.
+// filter gives the same bits but was slower than none on three embedding
+// shapes of four where it was measured (a CPU with AMX, whose dot products
+// run at the float32 products' rate); it is there to be named, and measured
+// on the CPUs it is meant for.
 LowPrecisionFilter CpuLowPrecisionFilter();
 
 // The filter the assignment uses now: auto's (CpuLowPrecisionFilter) unless
