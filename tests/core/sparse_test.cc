@@ -297,6 +297,11 @@ TYPED_TEST(SparseTest, ExactTiesOfSwappedCentersAreDecidedAsDense) {
   const int ones = static_cast<int>(std::count(labels.begin(), labels.end(), 1));
   EXPECT_GT(ones, 0);
   EXPECT_LT(ones, static_cast<int>(labels.size()));
+  // The product distances decide the same ties.
+  Labels product;
+  AssignNearestSparse(sparse, centers, &product, nullptr, nullptr, nullptr,
+                      SparseDistances::kProduct);
+  EXPECT_EQ(product, labels);
 }
 
 TYPED_TEST(SparseTest, LloydEqualsTheDensePathStepByStep) {
