@@ -187,6 +187,16 @@ absl::StatusOr<Batch<Scalar>> RequestBatch(const v1::ClusterRequest& r,
   if (fitted != nullptr) {
     if (absl::Status s = CheckFittedRequest(r, *fitted); !s.ok()) return s;
   }
+  if (r.return_distances() == v1::DISTANCES_ALL) {
+    const int64_t k = fitted != nullptr ? fitted->k() : r.k();
+    const double bytes = static_cast<double>(r.n()) * static_cast<double>(k) * sizeof(Scalar);
+    if (bytes > static_cast<double>(kMaxAllDistancesBytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "return_distances = DISTANCES_ALL asks for n * k = ", r.n(), " * ", k, " distances (",
+          static_cast<int64_t>(bytes), " bytes), more than a response carries (",
+          kMaxAllDistancesBytes, " bytes): ask DISTANCES_NEAREST, or send fewer points a batch"));
+    }
+  }
   absl::StatusOr<PayloadType> type = RequestPayloadType(r);
   if (!type.ok()) return type.status();
   constexpr PayloadType kRead =

@@ -31,6 +31,12 @@ bool HasFloat64Payloads(const v1::ClusterRequest& request);
 template <typename Scalar = float>
 absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& request);
 
+// The most bytes of distances a response carries with DISTANCES_ALL (n * k
+// values of the batch's precision): protobuf serialises at most 2 GiB a
+// message, and the server holds the values twice while it answers. A
+// request that asks for more is INVALID_ARGUMENT before anything is read.
+inline constexpr int64_t kMaxAllDistancesBytes = int64_t{1} << 30;
+
 // A request to the fitted model `fitted`: the batch of a request that sends
 // its centers (minus its offset) with INIT_GIVEN and its offset as
 // points_offset, converted to Scalar if the fit's precision is the other.

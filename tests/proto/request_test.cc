@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "core/engine.h"
 #include "proto/raw_payload.h"
 
@@ -382,6 +383,31 @@ TEST(Request, BadRequestsSayWhatIsWrong) {
   r = Request();
   r.set_init(static_cast<v1::Init>(7));
   EXPECT_EQ(BatchFromRequest(r).status().message(), "unknown init 7");
+}
+
+// Every point's distance to every center is n * k values in one response:
+// past kMaxAllDistancesBytes the request is refused before anything is read
+// (no payload here at all), where the server would otherwise allocate them.
+TEST(Request, AllDistancesPastWhatAResponseCarriesAreRefused) {
+  v1::ClusterRequest r;
+  r.set_n(1000000);
+  r.set_d(32);
+  r.set_k(65536);
+  r.set_return_distances(v1::DISTANCES_ALL);
+  const absl::Status refused = BatchFromRequest(r).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(),
+            "return_distances = DISTANCES_ALL asks for n * k = 1000000 * 65536 distances "
+            "(262144000000 bytes), more than a response carries (1073741824 bytes): ask "
+            "DISTANCES_NEAREST, or send fewer points a batch");
+  // In double, half as many fit: 2^20 * 129 values pass the check as
+  // float, not as double.
+  r.set_n(int64_t{1} << 20);
+  r.set_k(129);
+  EXPECT_FALSE(absl::StartsWith(BatchFromRequest<float>(r).status().message(),
+                                "return_distances = DISTANCES_ALL"));
+  EXPECT_TRUE(absl::StartsWith(BatchFromRequest<double>(r).status().message(),
+                               "return_distances = DISTANCES_ALL"));
 }
 
 TEST(Request, TheResponseCarriesWhatWasAskedFor) {
