@@ -19,10 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 // The centers as a step sends them, in the job's precision.
 void PutCenters(const Matrix<double>& centers, bool float64, v1::SampleSumsStep* step) {
   if (float64) {
@@ -174,7 +170,7 @@ absl::StatusOr<MiniBatchResult> RunMiniBatchJob(const MiniBatchOptions& options,
       return s;
     }
   }
-  result.steps_seconds = Since(start);
+  result.steps_seconds = SecondsSince(start);
   if (options.labels) {
     // One pass over every shard for the labels and the objective, without
     // the sums nor the state an assign step keeps for the next.
@@ -200,7 +196,7 @@ absl::StatusOr<MiniBatchResult> RunMiniBatchJob(const MiniBatchOptions& options,
       return absl::InternalError(absl::StrCat("the shards answered ", result.labels.size(),
                                               " labels for n = ", n, " points"));
     }
-    result.labels_seconds = Since(labels_start);
+    result.labels_seconds = SecondsSince(labels_start);
   }
   return result;
 }
@@ -218,7 +214,7 @@ absl::StatusOr<MiniBatchResult> RunOnReplicas(ReplicaShardOptions replicas,
   absl::StatusOr<std::unique_ptr<ReplicaShards>> shards =
       ReplicaShards::Load(std::move(replicas), n, d, std::move(source));
   if (!shards.ok()) return shards.status();
-  const double load_seconds = Since(start);
+  const double load_seconds = SecondsSince(start);
   absl::StatusOr<MiniBatchResult> result = RunMiniBatchJob(options, d, **shards);
   if (result.ok()) result->load_seconds = load_seconds;
   return result;

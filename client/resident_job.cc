@@ -21,11 +21,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Since(Clock::time_point start) {
+}  // namespace
+
+double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-}  // namespace
 
 absl::StatusOr<ClusterSums> StepSums(const v1::JobResponse& a, int d, int k, bool weighted) {
   if (a.center_counts_size() != k || a.center_sums_size() != int64_t{k} * d ||
@@ -474,7 +474,7 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scal
           result->labels.insert(result->labels.end(), labels->begin(), labels->end());
         }
       }
-      result->labels_seconds += Since(start);
+      result->labels_seconds += SecondsSince(start);
       break;
     }
     if (relocate) {
@@ -501,7 +501,7 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scal
     if (options.on_iteration) options.on_iteration(t, objective, shift, result->convergence);
     centers = std::move(next);
     result->iterations_run = t + 1;
-    result->iteration_seconds.push_back(Since(start));
+    result->iteration_seconds.push_back(SecondsSince(start));
     if (result->convergence != Convergence::kNone) t = options.iterations - 1;  // the labels step
   }
   if constexpr (std::is_same_v<Scalar, double>) {
@@ -549,7 +549,7 @@ absl::StatusOr<ResidentJobResult> RunStarts(const ResidentJobOptions& options,
       if (!seeded.ok()) return seeded.status();
       centers = *std::move(seeded);
     }
-    result.init_seconds = Since(start);
+    result.init_seconds = SecondsSince(start);
     if (absl::Status s = Lloyd<Scalar>(shards, options, std::move(centers), &result); !s.ok()) {
       return s;
     }
@@ -673,7 +673,7 @@ absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
   absl::StatusOr<std::unique_ptr<ReplicaShards>> shards =
       ReplicaShards::Load(std::move(replicas), n, d, std::move(source));
   if (!shards.ok()) return shards.status();
-  const double load_seconds = Since(start);
+  const double load_seconds = SecondsSince(start);
   if (tol > 0) options.center_tol = tol * (*shards)->MeanVariance();
   absl::StatusOr<ResidentJobResult> result = RunResidentJob(options, d, **shards);
   if (result.ok()) result->load_seconds = load_seconds;

@@ -16,6 +16,7 @@
 #ifndef KMT_CLIENT_RESIDENT_JOB_H_
 #define KMT_CLIENT_RESIDENT_JOB_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -136,6 +137,8 @@ absl::StatusOr<Labels> StepLabels(const v1::JobResponse& answer);
 
 // What the drivers over a ShardSet share (this one and the mini-batch
 // one, client/minibatch_job.h):
+// Seconds from `start` to now on the steady clock: the results' timings.
+double SecondsSince(std::chrono::steady_clock::time_point start);
 // Each shard's first point in the dataset, from the shards' sizes.
 std::vector<int64_t> ShardFirsts(const std::vector<int64_t>& sizes);
 // One shard's answer to an assign or sample-sums step as cluster sums,
