@@ -600,11 +600,7 @@ struct BoundedAssignment<Scalar>::Call {
   const Margin<Scalar>& margin;
   const std::vector<Scalar>& separation;  // per center: Hamerly's test
   const NearestCenterScan<Scalar>& scan;
-  int groups;
-  bool scored;     // the scan leaves every center's score of each point it takes
-  bool tight;      // a bound per group (the group filter), else one a point
   bool unread_ok;  // a point the last calls' upper bound settles is not read
-  bool lazy;       // no objective: the upper bounds kept instead
   Moves* moves;
 };
 
@@ -663,19 +659,19 @@ struct BoundedAssignment<Scalar>::ChunkState {
 // bound on its distances to the centers but its own (its groups' bounds, or
 // its one, less their drifts).
 template <typename Scalar>
-void BoundedAssignment<Scalar>::LowerBounds(const Call& call, Eigen::Index first, Eigen::Index rows,
+void BoundedAssignment<Scalar>::LowerBounds(Eigen::Index first, Eigen::Index rows,
                                             ChunkState* c) const {
   const double inf = std::numeric_limits<double>::infinity();
   const double drift_all = drift_all_;
   for (Eigen::Index r = 0; r < rows; ++r) {
-    c->lower[r] = call.tight ? inf : Drifted(single_[first + r], drift_all);
+    c->lower[r] = tight_ ? inf : Drifted(single_[first + r], drift_all);
   }
-  if (!call.tight) return;
-  for (int g = 0; g < call.groups; ++g) {
-    const Scalar* stored = &bound_[static_cast<size_t>(first) * call.groups + g];
+  if (!tight_) return;
+  for (int g = 0; g < groups_; ++g) {
+    const Scalar* stored = &bound_[static_cast<size_t>(first) * groups_ + g];
     const double drift = drift_[g];
     for (Eigen::Index r = 0; r < rows; ++r) {
-      c->lower[r] = std::min(c->lower[r], Drifted(stored[r * call.groups], drift));
+      c->lower[r] = std::min(c->lower[r], Drifted(stored[r * groups_], drift));
     }
   }
 }
@@ -725,7 +721,7 @@ template <typename Scalar>
 bool BoundedAssignment<Scalar>::GroupFilter(const Call& call, Eigen::Index i, Eigen::Index r,
                                             ChunkState* c) {
   const Eigen::Index d = points_.rows(), k = call.centers.cols();
-  const int groups = call.groups;
+  const int groups = groups_;
   const Margin<Scalar>& margin = call.margin;
   const int label = labels_[i];
   const Scalar* x = points_.col(i).data();
@@ -804,7 +800,7 @@ void BoundedAssignment<Scalar>::ScanOpen(const Call& call, Eigen::Index first, C
     // centers' columns of scores), where the scan computed them all: the
     // low-precision filter's (core/simd.h) gives each point one bound for
     // every group instead, from its gap.
-    if (call.tight && call.scored) {
+    if (tight_ && !call.scan.filtered()) {
       c->group_best.leftCols(m).setConstant(-std::numeric_limits<Scalar>::infinity());
       for (int j = 0; j < k; ++j) {
         const Scalar* score = c->scratch.score.col(j).data();
@@ -824,11 +820,11 @@ void BoundedAssignment<Scalar>::ScanOpen(const Call& call, Eigen::Index first, C
       c->sq[i - first] =
           AssignedSquaredDistance(points_.col(i).data(), call.centers.col(label).data(), d);
       const double lower = LowerFromScan(call.margin, c->open_sq[r], c->open_gap[r]);
-      if (!call.tight) {
+      if (!tight_) {
         single_[i] = Stored<Scalar>(lower, drift_all_);
-      } else if (!call.scored) {
-        Scalar* bound = &bound_[static_cast<size_t>(i) * call.groups];
-        for (int g = 0; g < call.groups; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
+      } else if (call.scan.filtered()) {
+        Scalar* bound = &bound_[static_cast<size_t>(i) * groups_];
+        for (int g = 0; g < groups_; ++g) bound[g] = Stored<Scalar>(lower, drift_[g]);
       } else {
         GroupBoundsFromScores(call, i, r, c);
       }
@@ -853,12 +849,12 @@ void BoundedAssignment<Scalar>::GroupBoundsFromScores(const Call& call, Eigen::I
   const auto& score = c->scratch.score;
   const int label = c->open_label[r];
   const Scalar* x = points_.col(i).data();
-  Scalar* bound = &bound_[static_cast<size_t>(i) * call.groups];
+  Scalar* bound = &bound_[static_cast<size_t>(i) * groups_];
   const double slack = Above(static_cast<double>(call.scan.Slack(label, c->open_sq[r])));
   const double own_score = score(r, label);
   const double own_lower = margin.LowerSq(c->open_sq[r]);
   const int own_group = group_of_[label];
-  for (int g = 0; g < call.groups; ++g) {
+  for (int g = 0; g < groups_; ++g) {
     double best = c->group_best(g, r);
     if (g == own_group) {
       // The label's own score is not the group's other best.
@@ -922,11 +918,7 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
                   .margin = margin,
                   .separation = separation,
                   .scan = scan,
-                  .groups = groups,
-                  .scored = !scan.filtered(),
-                  .tight = tight_,
                   .unread_ok = lazy && upper_current_,
-                  .lazy = lazy,
                   .moves = moves};
   PartTotals totals(parts, d, k, sums != nullptr);
   if (moves != nullptr) moves->Reset(parts, part_size);
@@ -943,12 +935,12 @@ double BoundedAssignment<Scalar>::AssignBounded(const Matrix<Scalar>& centers, C
       const Eigen::Index end = std::min(n, (p + 1) * part_size);
       for (Eigen::Index first = p * part_size; first < end; first += chunk) {
         const Eigen::Index rows = std::min(chunk, end - first);
-        LowerBounds(call, first, rows, &c);
+        LowerBounds(first, rows, &c);
         const Eigen::Index n_open = GlobalFilterPass(call, first, rows, &c);
         c.open.clear();
         for (Eigen::Index o = 0; o < n_open; ++o) {
           const int r = c.open_listed[o];
-          if (!call.tight || !GroupFilter(call, first + r, r, &c)) c.open.push_back(first + r);
+          if (!tight_ || !GroupFilter(call, first + r, r, &c)) c.open.push_back(first + r);
         }
         ScanOpen(call, first, &c);
         if (lazy) {

@@ -168,7 +168,7 @@ class BoundedAssignment {
   // one's shape), on what the call's passes share and a thread's memory.
   struct Call;
   struct ChunkState;
-  void LowerBounds(const Call& call, Eigen::Index first, Eigen::Index rows, ChunkState* c) const;
+  void LowerBounds(Eigen::Index first, Eigen::Index rows, ChunkState* c) const;
   Eigen::Index GlobalFilterPass(const Call& call, Eigen::Index first, Eigen::Index rows,
                                 ChunkState* c) const;
   bool GroupFilter(const Call& call, Eigen::Index i, Eigen::Index r, ChunkState* c);
