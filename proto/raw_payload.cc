@@ -136,6 +136,14 @@ void DecodeFloat64(const std::string& bytes, double* out) {
   DecodeRaw(bytes, RawType::kFloat64, out);
 }
 
+void DecodeInt64(const std::string& bytes, int64_t* out) {
+  CopyLittleEndian(bytes.data(), out, bytes.size() / 8, 8);
+}
+
+void DecodeInt32(const std::string& bytes, int32_t* out) {
+  CopyLittleEndian(bytes.data(), out, bytes.size() / 4, 4);
+}
+
 void EncodeFloat32(absl::Span<const float> values, std::string* out) {
   out->resize(values.size() * 4);
   CopyLittleEndian(values.data(), out->data(), values.size(), 4);
@@ -149,6 +157,11 @@ void EncodeFloat64(absl::Span<const double> values, std::string* out) {
 void EncodeInt32(absl::Span<const int> values, std::string* out) {
   out->resize(values.size() * 4);
   CopyLittleEndian(values.data(), out->data(), values.size(), 4);
+}
+
+void EncodeInt64(absl::Span<const int64_t> values, std::string* out) {
+  out->resize(values.size() * 8);
+  CopyLittleEndian(values.data(), out->data(), values.size(), 8);
 }
 
 void EncodeNarrow(absl::Span<const float> values, RawType type, std::string* out) {

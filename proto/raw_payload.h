@@ -96,11 +96,16 @@ template <typename Scalar>
 void DecodeRaw(const std::string& bytes, RawType type, Scalar* out);
 void DecodeFloat32(const std::string& bytes, float* out);
 void DecodeFloat64(const std::string& bytes, double* out);
+// Compressed sparse rows' offsets and columns (CsrPoints): bytes.size() / 8
+// or / 4 values, the size a multiple of the width.
+void DecodeInt64(const std::string& bytes, int64_t* out);
+void DecodeInt32(const std::string& bytes, int32_t* out);
 
 // Values as little-endian bytes, replacing `out`'s contents.
 void EncodeFloat32(absl::Span<const float> values, std::string* out);
 void EncodeFloat64(absl::Span<const double> values, std::string* out);
 void EncodeInt32(absl::Span<const int> values, std::string* out);
+void EncodeInt64(absl::Span<const int64_t> values, std::string* out);
 // Float32 values as little-endian binary16 or bfloat16 (`type`), each
 // rounded to nearest, ties to even (core/narrow_float.h): exact for values
 // of that type, as widened ones are.

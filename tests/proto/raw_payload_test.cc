@@ -84,6 +84,14 @@ TEST(RawPayload, EncodedValuesAreLittleEndian) {
   EXPECT_EQ(decoded, (std::vector<double>{0.1, -2.5e-300}));
   EncodeInt32({1, 258, -1}, &bytes);
   EXPECT_EQ(bytes, std::string("\x01\0\0\0\x02\x01\0\0\xff\xff\xff\xff", 12));
+  std::vector<int32_t> columns(3);
+  DecodeInt32(bytes, columns.data());
+  EXPECT_EQ(columns, (std::vector<int32_t>{1, 258, -1}));
+  EncodeInt64({258, int64_t{1} << 40}, &bytes);
+  EXPECT_EQ(bytes, std::string("\x02\x01\0\0\0\0\0\0\0\0\0\0\0\x01\0\0", 16));
+  std::vector<int64_t> offsets(2);
+  DecodeInt64(bytes, offsets.data());
+  EXPECT_EQ(offsets, (std::vector<int64_t>{258, int64_t{1} << 40}));
 }
 
 // Little-endian bytes of 16-bit values given by their bits.
