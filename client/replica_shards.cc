@@ -12,6 +12,7 @@
 #include <thread>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -144,12 +145,12 @@ struct Shard {
 
 class ReplicaShards::Impl {
  public:
-  Impl(ReplicaShardOptions settings, int64_t n, int d, PointSource source, PointSource64 source64)
+  Impl(ReplicaShardOptions settings, int64_t n, int d, Source source)
       : options_(std::move(settings)),
         d_(d),
-        float64_(source64 != nullptr),
-        source_(std::move(source)),
-        source64_(std::move(source64)) {
+        float64_(std::holds_alternative<PointSource64>(source) ||
+                 std::holds_alternative<CsrSource<double>>(source)),
+        source_(std::move(source)) {
     for (const std::string& address : options_.servers) {
       grpc::ChannelArguments args;
       args.SetMaxReceiveMessageSize(-1);
@@ -273,10 +274,10 @@ class ReplicaShards::Impl {
   }
 
   absl::Status Read(int64_t first, int64_t count, std::vector<float>* values) const {
-    return source_(first, count, values);
+    return std::get<PointSource>(source_)(first, count, values);
   }
   absl::Status Read(int64_t first, int64_t count, std::vector<double>* values) const {
-    return source64_(first, count, values);
+    return std::get<PointSource64>(source_)(first, count, values);
   }
   const std::vector<float>& Weights(float) const { return options_.weights; }
   const std::vector<double>& Weights(double) const { return options_.weights_f64; }
@@ -301,14 +302,31 @@ class ReplicaShards::Impl {
     moments->Add(shifted.data(), count, d_);
   }
 
+  // The chunk of the shard's points [done, done + count) in `request`: the
+  // shard's size, d, the label counting and the chunk's weights; the points
+  // are the caller's to add.
+  template <typename Scalar>
+  v1::ShardChunk* Chunk(const Shard& shard, int64_t done, int64_t count,
+                        v1::JobRequest* request) const {
+    v1::ShardChunk* c = request->mutable_shard();
+    c->set_n(shard.count);
+    c->set_d(d_);
+    c->set_count_label_changes(options_.count_label_changes);
+    const std::vector<Scalar>& weights = Weights(Scalar{});
+    if (!weights.empty()) {
+      Encode(absl::MakeConstSpan(weights).subspan(shard.first + done, count),
+             c->mutable_weights_f32(), c->mutable_weights_f64());
+    }
+    return c;
+  }
+
   // Sends the shard's points (and weights) in chunks of raw float32 (or
   // points_type) or float64, as the source reads them; returns how many
   // chunks.
   template <typename Scalar>
   absl::StatusOr<int64_t> SendPoints(Shard* shard, std::optional<PointMoments>* moments) {
     assert(options_.points_offset.empty() || options_.points_type != RawType::kFloat32);
-    const std::vector<Scalar>& weights = Weights(Scalar{});
-    const bool weighted = !weights.empty();
+    const bool weighted = !Weights(Scalar{}).empty();
     const int64_t chunk = std::max<int64_t>(
         1, options_.chunk_bytes / (int64_t{sizeof(Scalar)} * (int64_t{d_} + (weighted ? 1 : 0))));
     int64_t chunks = 0;
@@ -324,10 +342,7 @@ class ReplicaShards::Impl {
                                                        " from point ", shard->first + done));
       }
       if (*moments) AddMoments(values, count, &**moments);
-      v1::ShardChunk* c = request.mutable_shard();
-      c->set_n(shard->count);
-      c->set_d(d_);
-      c->set_count_label_changes(options_.count_label_changes);
+      v1::ShardChunk* c = Chunk<Scalar>(*shard, done, count, &request);
       if constexpr (std::is_same_v<Scalar, float>) {
         if (options_.points_type != RawType::kFloat32) {
           EncodeNarrow(values, options_.points_type,
@@ -341,11 +356,63 @@ class ReplicaShards::Impl {
       } else {
         EncodeFloat64(values, c->mutable_points_f64());
       }
-      if (weighted) {
-        Encode(absl::MakeConstSpan(weights).subspan(shard->first + done, count),
-               c->mutable_weights_f32(), c->mutable_weights_f64());
-      }
       if (absl::Status s = shard->stream->Send(request); !s.ok()) return s;
+    }
+    return chunks;
+  }
+
+  // Sends the shard's sparse points (and weights) in chunks of as many rows
+  // as chunk_bytes holds of their offsets, columns, values (and weights), at
+  // least one, as the source reads them; returns how many chunks.
+  template <typename Scalar>
+  absl::StatusOr<int64_t> SendSparse(const CsrSource<Scalar>& source, Shard* shard,
+                                     std::optional<PointMoments>* moments) {
+    const std::vector<int64_t>& indptr = source.indptr;
+    const int64_t row_bytes =
+        int64_t{sizeof(int64_t)} + (Weights(Scalar{}).empty() ? 0 : int64_t{sizeof(Scalar)});
+    const int64_t nonzero_bytes = int64_t{sizeof(int32_t)} + int64_t{sizeof(Scalar)};
+    const int64_t end = shard->first + shard->count;
+    int64_t chunks = 0;
+    CsrRows<Scalar> rows;
+    for (int64_t first = shard->first; first < end; ++chunks) {
+      int64_t last = first + 1;
+      while (last < end &&
+             (last + 1 - first) * row_bytes + (indptr[last + 1] - indptr[first]) * nonzero_bytes <=
+                 options_.chunk_bytes) {
+        ++last;
+      }
+      const int64_t count = last - first;
+      rows.indptr.clear();
+      rows.indices.clear();
+      rows.values.clear();
+      if (absl::Status s = source.rows(first, count, &rows); !s.ok()) return s;
+      // The rows must be those indptr sized the chunks and the shard by.
+      bool agree = rows.indptr.size() == static_cast<size_t>(count + 1) && rows.indptr[0] == 0;
+      for (int64_t i = 1; agree && i <= count; ++i) {
+        agree = rows.indptr[i] == indptr[first + i] - indptr[first];
+      }
+      if (!agree || rows.indices.size() != static_cast<size_t>(rows.indptr.back()) ||
+          rows.values.size() != rows.indices.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the sparse point source gave ", rows.indptr.size(), " offsets, ", rows.indices.size(),
+            " columns and ", rows.values.size(), " values for points ", first, " to ", last,
+            ", whose ", indptr[last] - indptr[first], " nonzeros its indptr puts at ",
+            indptr[first], " to ", indptr[last]));
+      }
+      if (*moments) {
+        (*moments)->AddSparse(rows.indptr.data(), rows.indices.data(), rows.values.data(), count,
+                              d_);
+      }
+      v1::JobRequest request;
+      v1::CsrPoints* csr =
+          Chunk<Scalar>(*shard, first - shard->first, count, &request)->mutable_points_csr();
+      EncodeInt64(rows.indptr, csr->mutable_indptr_i64());
+      EncodeInt32(rows.indices, csr->mutable_indices_i32());
+      Encode(absl::MakeConstSpan(rows.values), csr->mutable_values_f32(),
+             csr->mutable_values_f64());
+      csr->set_shard_nnz(indptr[end] - indptr[shard->first]);
+      if (absl::Status s = shard->stream->Send(request); !s.ok()) return s;
+      first = last;
     }
     return chunks;
   }
@@ -359,8 +426,14 @@ class ReplicaShards::Impl {
     // The tolerance's variance, from the points as they are first read.
     std::optional<PointMoments> moments;
     if (options_.moments && !shard->moments) moments.emplace();
-    const absl::StatusOr<int64_t> chunks =
-        float64_ ? SendPoints<double>(shard, &moments) : SendPoints<float>(shard, &moments);
+    absl::StatusOr<int64_t> chunks;
+    if (const auto* csr = std::get_if<CsrSource<float>>(&source_)) {
+      chunks = SendSparse(*csr, shard, &moments);
+    } else if (const auto* csr64 = std::get_if<CsrSource<double>>(&source_)) {
+      chunks = SendSparse(*csr64, shard, &moments);
+    } else {
+      chunks = float64_ ? SendPoints<double>(shard, &moments) : SendPoints<float>(shard, &moments);
+    }
     if (!chunks.ok()) return chunks.status();
     for (int64_t c = 0; c < *chunks; ++c) {
       absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
@@ -452,8 +525,7 @@ class ReplicaShards::Impl {
   const ReplicaShardOptions options_;
   const int d_;
   const bool float64_;  // the points are read and loaded as float64
-  const PointSource source_;
-  const PointSource64 source64_;
+  const Source source_;
   std::vector<std::unique_ptr<v1::KMeansTransformer::Stub>> stubs_;
   std::vector<bool> alive_;
   std::vector<Shard> shards_;
@@ -466,31 +538,75 @@ ReplicaShards::~ReplicaShards() = default;
 absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::Load(ReplicaShardOptions options,
                                                                    int64_t n, int d,
                                                                    PointSource source) {
-  return LoadEither(std::move(options), n, d, std::move(source), nullptr);
+  return LoadEither(std::move(options), n, d, std::move(source));
 }
 
 absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::Load(ReplicaShardOptions options,
                                                                    int64_t n, int d,
                                                                    PointSource64 source) {
-  return LoadEither(std::move(options), n, d, nullptr, std::move(source));
+  return LoadEither(std::move(options), n, d, std::move(source));
 }
 
+absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::Load(ReplicaShardOptions options,
+                                                                   int64_t n, int d,
+                                                                   CsrSource<float> source) {
+  return LoadEither(std::move(options), n, d, std::move(source));
+}
+
+absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::Load(ReplicaShardOptions options,
+                                                                   int64_t n, int d,
+                                                                   CsrSource<double> source) {
+  return LoadEither(std::move(options), n, d, std::move(source));
+}
+
+namespace {
+
+// A sparse source's offsets checked against n: n + 1 of them, from 0, never
+// decreasing (the source's rows are checked against them as they are read).
+absl::Status CheckIndptr(const std::vector<int64_t>& indptr, int64_t n) {
+  if (indptr.size() != static_cast<size_t>(n + 1) || indptr[0] != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("indptr has ", indptr.size(), " offsets starting at ",
+                     indptr.empty() ? 0 : indptr[0], ", expected n + 1 = ", n + 1, " from 0"));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (indptr[i + 1] < indptr[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("indptr decreases at row ", i, ": ", indptr[i], " then ", indptr[i + 1]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::LoadEither(
-    ReplicaShardOptions options, int64_t n, int d, PointSource source, PointSource64 source64) {
+    ReplicaShardOptions options, int64_t n, int d, Source source) {
   if (options.servers.empty()) return absl::InvalidArgumentError("no server addresses");
   if (options.streams_per_server < 1 || n < 1 || d < 1) {
     return absl::InvalidArgumentError(absl::StrCat("streams per server ",
                                                    options.streams_per_server, ", n = ", n,
                                                    ", d = ", d, ": each must be at least 1"));
   }
-  const bool float64 = source64 != nullptr;
+  const bool float64 = std::holds_alternative<PointSource64>(source) ||
+                       std::holds_alternative<CsrSource<double>>(source);
   if (float64 ? !options.weights.empty() : !options.weights_f64.empty()) {
     return absl::InvalidArgumentError(
         float64 ? "float64 points take their weights as weights_f64, not float32 weights"
                 : "float32 points take their weights as float32 weights, not weights_f64");
   }
-  auto impl =
-      std::make_unique<Impl>(std::move(options), n, d, std::move(source), std::move(source64));
+  const std::vector<int64_t>* indptr = nullptr;
+  if (const auto* csr = std::get_if<CsrSource<float>>(&source)) indptr = &csr->indptr;
+  if (const auto* csr = std::get_if<CsrSource<double>>(&source)) indptr = &csr->indptr;
+  if (indptr != nullptr) {
+    if (!options.points_offset.empty() || options.points_type != RawType::kFloat32) {
+      return absl::InvalidArgumentError(
+          "sparse points travel as their float32 or float64 nonzeros, without a points_offset "
+          "(shifting would fill their rows) or a narrow points_type");
+    }
+    if (absl::Status s = CheckIndptr(*indptr, n); !s.ok()) return s;
+  }
+  auto impl = std::make_unique<Impl>(std::move(options), n, d, std::move(source));
   if (absl::Status s = impl->LoadAll(); !s.ok()) return s;
   return std::unique_ptr<ReplicaShards>(new ReplicaShards(std::move(impl)));
 }

@@ -9,7 +9,9 @@
 // with the fewest shards, given back the seeding centers it had taken in,
 // and asked the step again with the same centers, so the result does not
 // change. Points
-// read as float64 (PointSource64) are loaded as float64 shards.
+// read as float64 (PointSource64) are loaded as float64 shards; points read
+// as compressed sparse rows (CsrSource) as sparse shards (ShardChunk.
+// points_csr), which travel and are held as their nonzeros.
 #ifndef KMT_CLIENT_REPLICA_SHARDS_H_
 #define KMT_CLIENT_REPLICA_SHARDS_H_
 
@@ -17,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,7 +54,9 @@ struct ReplicaShardOptions {
   /// Read each shard's moments at its first load, for MeanVariance (of the
   /// points shifted by points_offset, as the replicas hold them).
   bool moments = false;
-  int64_t chunk_bytes = 4 << 20;  ///< points per shard message, in bytes
+  /// Points per shard message, in bytes: of the dense values, or of a
+  /// sparse chunk's offsets, columns and nonzero values.
+  int64_t chunk_bytes = 4 << 20;
   /// Moves of any one shard after failures before the job fails; a replica
   /// that fails (or is drained) moves each of its shards once, however many
   /// it holds.
@@ -70,6 +75,27 @@ using PointSource =
 using PointSource64 =
     std::function<absl::Status(int64_t first, int64_t count, std::vector<double>* values)>;
 
+// Rows of a sparse dataset as compressed sparse rows (scipy.sparse's
+// canonical CSR): row i's nonzeros at indptr[i] .. indptr[i + 1] of indices
+// and values, indptr from 0, columns strictly increasing within a row.
+template <typename Scalar>
+struct CsrRows {
+  std::vector<int64_t> indptr;   ///< rows + 1 offsets, the first 0
+  std::vector<int32_t> indices;  ///< the columns, in [0, d)
+  std::vector<Scalar> values;    ///< the nonzero values, finite
+};
+
+// Sparse points: `indptr`, the n + 1 offsets of the whole dataset's rows
+// (the first 0), sizes the chunks by their nonzeros and gives each shard's
+// nonzero count before its first chunk; `rows` copies rows [first, first +
+// count) into `out` (empty when called), their indptr from 0. Called from
+// several threads at once.
+template <typename Scalar>
+struct CsrSource {
+  std::vector<int64_t> indptr;
+  std::function<absl::Status(int64_t first, int64_t count, CsrRows<Scalar>* out)> rows;
+};
+
 class ReplicaShards : public ShardSet {
  public:
   ~ReplicaShards() override;
@@ -83,6 +109,12 @@ class ReplicaShards : public ShardSet {
   // The same with float64 points (and weights_f64): float64 shards.
   static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
                                                              int d, PointSource64 source);
+  // The same with sparse points: sparse shards, float32 or (with
+  // weights_f64) float64; n is source.indptr.size() - 1.
+  static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
+                                                             int d, CsrSource<float> source);
+  static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
+                                                             int d, CsrSource<double> source);
 
   std::vector<int64_t> Sizes() const override;
   absl::StatusOr<std::vector<v1::JobResponse>> Round(
@@ -96,12 +128,12 @@ class ReplicaShards : public ShardSet {
 
  private:
   class Impl;
+  // Where the points come from, which also decides the shards' kind.
+  using Source = std::variant<PointSource, PointSource64, CsrSource<float>, CsrSource<double>>;
   explicit ReplicaShards(std::unique_ptr<Impl> impl);
-  // Load's, from the one source that is set.
+  // Load's, from any source.
   static absl::StatusOr<std::unique_ptr<ReplicaShards>> LoadEither(ReplicaShardOptions options,
-                                                                   int64_t n, int d,
-                                                                   PointSource source,
-                                                                   PointSource64 source64);
+                                                                   int64_t n, int d, Source source);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -698,4 +698,22 @@ absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions r
                                std::move(source));
 }
 
+absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
+                                                           ResidentJobOptions options, double tol,
+                                                           int64_t n, int d,
+                                                           CsrSource<float> source) {
+  const std::vector<float> weights = replicas.weights;
+  return RunOnReplicas<float>(std::move(replicas), weights, std::move(options), tol, n, d,
+                              std::move(source));
+}
+
+absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
+                                                           ResidentJobOptions options, double tol,
+                                                           int64_t n, int d,
+                                                           CsrSource<double> source) {
+  const std::vector<double> weights = replicas.weights_f64;
+  return RunOnReplicas<double>(std::move(replicas), weights, std::move(options), tol, n, d,
+                               std::move(source));
+}
+
 }  // namespace kmt

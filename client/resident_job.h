@@ -187,6 +187,16 @@ absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions r
 absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
                                                            ResidentJobOptions options, double tol,
                                                            int64_t n, int d, PointSource64 source);
+// The same on sparse points: sparse shards (float64 ones from a float64
+// source), no points_offset.
+absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
+                                                           ResidentJobOptions options, double tol,
+                                                           int64_t n, int d,
+                                                           CsrSource<float> source);
+absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
+                                                           ResidentJobOptions options, double tol,
+                                                           int64_t n, int d,
+                                                           CsrSource<double> source);
 
 }  // namespace kmt
 

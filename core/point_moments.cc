@@ -21,6 +21,31 @@ void PointMoments::Add(const Scalar* values, int64_t count, int d) {
   Add(part);
 }
 
+template <typename Scalar>
+void PointMoments::AddSparse(const int64_t* indptr, const int32_t* indices, const Scalar* values,
+                             int64_t count, int d) {
+  if (count == 0) return;
+  PointMoments part;
+  part.n_ = count;
+  part.mean_.assign(d, 0);
+  part.m2_.assign(d, 0);
+  std::vector<int64_t> nonzeros(d, 0);
+  for (int64_t p = indptr[0]; p < indptr[count]; ++p) {
+    part.mean_[indices[p]] += values[p];
+    ++nonzeros[indices[p]];
+  }
+  for (double& m : part.mean_) m /= static_cast<double>(count);
+  for (int64_t p = indptr[0]; p < indptr[count]; ++p) {
+    const double deviation = values[p] - part.mean_[indices[p]];
+    part.m2_[indices[p]] += deviation * deviation;
+  }
+  // Each zero deviates from the mean by the mean.
+  for (int l = 0; l < d; ++l) {
+    part.m2_[l] += static_cast<double>(count - nonzeros[l]) * part.mean_[l] * part.mean_[l];
+  }
+  Add(part);
+}
+
 void PointMoments::Add(const PointMoments& other) {
   if (other.n_ == 0) return;
   if (n_ == 0) {
@@ -46,5 +71,9 @@ double PointMoments::MeanVariance() const {
 
 template void PointMoments::Add<float>(const float*, int64_t, int);
 template void PointMoments::Add<double>(const double*, int64_t, int);
+template void PointMoments::AddSparse<float>(const int64_t*, const int32_t*, const float*, int64_t,
+                                             int);
+template void PointMoments::AddSparse<double>(const int64_t*, const int32_t*, const double*,
+                                              int64_t, int);
 
 }  // namespace kmt

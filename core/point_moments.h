@@ -17,6 +17,12 @@ class PointMoments {
   // column-major matrix's data, or n x d row-major).
   template <typename Scalar>
   void Add(const Scalar* values, int64_t count, int d);
+  // The same for `count` points as compressed sparse rows (indptr from 0,
+  // columns in [0, d)): the moments of the rows made dense, their zeros
+  // counted without being read.
+  template <typename Scalar>
+  void AddSparse(const int64_t* indptr, const int32_t* indices, const Scalar* values, int64_t count,
+                 int d);
   // Merges another part (Chan, Golub and LeVeque's pairwise update).
   void Add(const PointMoments& other);
   // The mean over dimensions of the variance; 0 before any point.

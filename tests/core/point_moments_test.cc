@@ -96,5 +96,40 @@ TEST(PointMoments, PartsMergeToTheVarianceOfTheWhole) {
   EXPECT_EQ(merged.count(), n);
 }
 
+// Sparse rows' moments are those of the rows made dense (zeros counted
+// without being read), a row without nonzeros and a column without any
+// included.
+TEST(PointMoments, SparseRowsHaveTheMomentsOfTheirDenseRows) {
+  Rng rng(11);
+  const int d = 7;
+  const int64_t n = 503;
+  std::vector<double> dense(n * d, 0);
+  std::vector<int64_t> indptr = {0};
+  std::vector<int32_t> indices;
+  std::vector<double> values;
+  for (int64_t i = 0; i < n; ++i) {
+    // Column 6 stays empty; every 10th row too.
+    for (int l = 0; l < d - 1 && i % 10 != 0; ++l) {
+      if (rng.Uniform() < 0.3) {
+        dense[i * d + l] = 5 + rng.Normal() * (l + 1);
+        indices.push_back(l);
+        values.push_back(dense[i * d + l]);
+      }
+    }
+    indptr.push_back(static_cast<int64_t>(indices.size()));
+  }
+  PointMoments sparse;
+  // In two parts, the second's offsets from 0 as a chunk's are.
+  const int64_t half = n / 2;
+  sparse.AddSparse(indptr.data(), indices.data(), values.data(), half, d);
+  std::vector<int64_t> rest(indptr.begin() + half, indptr.end());
+  for (int64_t& offset : rest) offset -= indptr[half];
+  sparse.AddSparse(rest.data(), indices.data() + indptr[half], values.data() + indptr[half],
+                   n - half, d);
+  const double plain = PlainMeanVariance(dense, d);
+  EXPECT_NEAR(sparse.MeanVariance(), plain, 1e-12 * plain);
+  EXPECT_EQ(sparse.count(), n);
+}
+
 }  // namespace
 }  // namespace kmt
