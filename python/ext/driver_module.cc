@@ -5,12 +5,13 @@
 // do. Four entry points, `minibatch_update` and `minibatch_reassigns` for
 // MiniBatchKMeans.partial_fit's steps (the rules of core/minibatch.h), and
 // `column_means` for the estimators' checks of their data: `fit` loads points this process holds
-// onto replicas (ReplicaShards) and runs the job; `minibatch_fit` loads them and runs mini-batch
-// k-means' steps (client/minibatch_job.h); `drive` runs the job over shards a Python object holds
-// (kmt.dask's workers), whose steps cross as serialized JobRequest and JobResponse messages;
-// `Client.cluster` streams ClusterRequests (kmt.Client.cluster_each). Each releases the GIL while
-// it runs; Python callbacks take it back. A float64 job (float64=True) takes its points, weights
-// and starts as float64, loads float64 shards and answers float64 centers.
+// onto replicas (ReplicaShards; a CSR matrix's arrays, `csr`, as sparse shards) and runs the job;
+// `minibatch_fit` loads them and runs mini-batch k-means' steps (client/minibatch_job.h); `drive`
+// runs the job over shards a Python object holds (kmt.dask's workers), whose steps cross as
+// serialized JobRequest and JobResponse messages; `Client.cluster` streams ClusterRequests
+// (kmt.Client.cluster_each). Each releases the GIL while it runs; Python callbacks take it back. A
+// float64 job (float64=True) takes its points, weights and starts as float64, loads float64 shards
+// and answers float64 centers.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -340,6 +341,44 @@ std::function<absl::Status(int64_t, int64_t, std::vector<Scalar>*)> RowSource(
   };
 }
 
+// A sparse source over a CSR matrix's arrays (indptr, indices, data) as
+// the Python caller holds them: n + 1 int64 offsets, int32 columns and
+// Scalar values, read in place (`held` keeps them for the job) by the
+// loading threads without the GIL, a chunk's rows copied at a time; so this
+// process holds the matrix once, as the caller does, and a chunk.
+template <typename Scalar>
+CsrSource<Scalar> CsrSourceOf(const py::tuple& csr, int64_t n, std::vector<py::array>* held) {
+  if (csr.size() != 3) throw py::value_error("csr must be (indptr, indices, data)");
+  const auto indptr = Array<int64_t>::ensure(csr[0]);
+  const auto indices = Array<int32_t>::ensure(csr[1]);
+  const auto values = Array<Scalar>::ensure(csr[2]);
+  if (!indptr || !indices || !values || indptr.ndim() != 1 || indices.ndim() != 1 ||
+      values.ndim() != 1 || indptr.shape(0) != n + 1) {
+    throw py::value_error("csr must be 1-d arrays (indptr, indices, data), indptr of n + 1 = " +
+                          std::to_string(n + 1) + " offsets");
+  }
+  const int64_t* offsets = indptr.data();
+  const int64_t nnz = offsets[n];
+  if (offsets[0] != 0 || indices.shape(0) < nnz || values.shape(0) < nnz) {
+    throw py::value_error("csr's indptr runs from " + std::to_string(offsets[0]) + " to " +
+                          std::to_string(nnz) + " over " + std::to_string(indices.shape(0)) +
+                          " indices and " + std::to_string(values.shape(0)) +
+                          " values; expected from 0 to at most their lengths");
+  }
+  held->insert(held->end(), {indptr, indices, values});
+  CsrSource<Scalar> source{.indptr = std::vector<int64_t>(offsets, offsets + n + 1)};
+  source.rows = [offsets, columns = indices.data(), nonzeros = values.data()](
+                    int64_t first, int64_t count, CsrRows<Scalar>* out) -> absl::Status {
+    const int64_t begin = offsets[first], end = offsets[first + count];
+    out->indptr.resize(count + 1);
+    for (int64_t i = 0; i <= count; ++i) out->indptr[i] = offsets[first + i] - begin;
+    out->indices.assign(columns + begin, columns + end);
+    out->values.assign(nonzeros + begin, nonzeros + end);
+    return absl::OkStatus();
+  };
+  return source;
+}
+
 // A client's TLS settings as kmt.Client's arguments give them.
 ChannelSecurity SecurityOf(bool tls, const std::string& ca, const std::string& cert,
                            const std::string& key, const std::string& server_name) {
@@ -384,7 +423,7 @@ py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, in
              const std::string& ca, const std::string& cert, const std::string& key,
              const std::string& server_name, bool iteration_objectives, const py::object& log,
              const py::object& on_iteration, const std::string& points_type,
-             const std::optional<py::array>& points_offset) {
+             const std::optional<py::array>& points_offset, const std::optional<py::tuple>& csr) {
   PythonFailure failure;
   ResidentJobOptions options =
       JobOptions(d, k, iterations, center_tol, seed, init, kmeans_parallel_rounds,
@@ -403,7 +442,23 @@ py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, in
   if (points_offset)
     replicas.points_offset = VectorOf<float>(*points_offset, d, "points_offset", "d");
   absl::StatusOr<ResidentJobResult> result;
-  {
+  if (csr) {
+    if (!replicas.points_offset.empty() || replicas.points_type != RawType::kFloat32) {
+      throw py::value_error("sparse points (csr) take no points_offset and no points_type");
+    }
+    std::vector<py::array> held;
+    if (float64) {
+      CsrSource<double> source = CsrSourceOf<double>(*csr, n, &held);
+      py::gil_scoped_release released;
+      result = RunResidentJobOnReplicas(std::move(replicas), std::move(options), tol, n, d,
+                                        std::move(source));
+    } else {
+      CsrSource<float> source = CsrSourceOf<float>(*csr, n, &held);
+      py::gil_scoped_release released;
+      result = RunResidentJobOnReplicas(std::move(replicas), std::move(options), tol, n, d,
+                                        std::move(source));
+    }
+  } else {
     py::gil_scoped_release released;
     result = float64 ? RunResidentJobOnReplicas(std::move(replicas), std::move(options), tol, n, d,
                                                 RowSource<double>(rows, failure, d))
@@ -788,7 +843,8 @@ PYBIND11_MODULE(_driver, m) {
         py::arg("tls") = false, py::arg("ca") = "", py::arg("cert") = "", py::arg("key") = "",
         py::arg("server_name") = "", py::arg("iteration_objectives") = true,
         py::arg("log") = py::none(), py::arg("on_iteration") = py::none(),
-        py::arg("points_type") = "f32", py::arg("points_offset") = py::none());
+        py::arg("points_type") = "f32", py::arg("points_offset") = py::none(),
+        py::arg("csr") = py::none());
   m.def("minibatch_fit", &kmt::MiniBatchFit, py::arg("servers"), py::arg("rows"), py::arg("n"),
         py::arg("d"), py::arg("k"), py::kw_only(), py::arg("weights") = py::none(),
         py::arg("centers"), py::arg("key"), py::arg("pos"), py::arg("batch_size"), py::arg("steps"),
