@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,6 +49,7 @@
 #include "core/validation.h"
 #include "io/npy.h"
 #include "io/point_reader.h"
+#include "io/svmlight.h"
 #include "proto/batch_error.h"
 #include "proto/enum_names.h"
 #include "proto/model_file.h"
@@ -55,11 +57,14 @@
 
 ABSL_FLAG(std::string, input, "",
           "points: CSV (one point per line), NumPy .npy (float16, float32 or float64, shape (n, "
-          "d)) or raw float32, binary16 or bfloat16 row-major (--format)");
-ABSL_FLAG(std::string, format, "",
-          "csv, npy, f32, f16 or bf16; by default the name's extension says (.csv, .txt, .tsv: "
-          "CSV; .npy, float16, float32 or float64; .f32, .bin, .raw: float32; .f16: binary16; "
-          ".bf16: bfloat16, both read as float32), else the file's first bytes (text is CSV)");
+          "d)), raw float32, binary16 or bfloat16 row-major (--format), or sparse points in the "
+          "SVMlight / libsvm text format (.svm, .svmlight, .libsvm; whole mode, held sparse)");
+ABSL_FLAG(
+    std::string, format, "",
+    "csv, npy, f32, f16, bf16 or svmlight; by default the name's extension says (.csv, .txt, .tsv: "
+    "CSV; .npy, float16, float32 or float64; .f32, .bin, .raw: float32; .f16: binary16; "
+    ".bf16: bfloat16, both read as float32; .svm, .svmlight, .libsvm: SVMlight), else the "
+    "file's first bytes (text is CSV)");
 ABSL_FLAG(int64_t, batch_size, 4096,
           "points per batch (a last batch of fewer than k points joins the one before)");
 ABSL_FLAG(std::string, mode, "auto",
@@ -111,6 +116,9 @@ ABSL_FLAG(std::string, model_out, "",
 
 namespace kmt {
 namespace {
+
+// A line of a job's news (a shard moved, an iteration's figures), on stderr.
+void LogLine(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
 
 using Clock = std::chrono::steady_clock;
 
@@ -697,16 +705,15 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
     moments.Add(batch.data(), *got, d);
     n += *got;
   }
-  ResidentJobOptions options{
-      .k = k,
-      .iterations = WholeIterations(),
-      .center_tol = absl::GetFlag(FLAGS_tol) * moments.MeanVariance(),
-      .weighted = weighed != nullptr,
-      .empty_clusters = *empty_clusters,
-      .starts = {Eigen::Map<const Matrix<float>>(centers.data(), d, k)},
-      .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
-      .iteration_objectives = absl::GetFlag(FLAGS_step_objectives),
-      .log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }};
+  ResidentJobOptions options{.k = k,
+                             .iterations = WholeIterations(),
+                             .center_tol = absl::GetFlag(FLAGS_tol) * moments.MeanVariance(),
+                             .weighted = weighed != nullptr,
+                             .empty_clusters = *empty_clusters,
+                             .starts = {Eigen::Map<const Matrix<float>>(centers.data(), d, k)},
+                             .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
+                             .iteration_objectives = absl::GetFlag(FLAGS_step_objectives),
+                             .log = LogLine};
   PassShards shards(client, reader, base, weighed, n);
   absl::StatusOr<ResidentJobResult> result = RunResidentJob(options, d, shards);
   if (!result.ok()) return result.status();
@@ -727,6 +734,74 @@ absl::StatusOr<std::vector<float>> ReadWeights() {
       ValidateWeights(Vector<float>(Eigen::Map<const Vector<float>>(weights.data(), *n)), *n);
   if (!valid.ok()) return absl::Status(valid.code(), absl::StrCat(path, ": ", valid.message()));
   return weights;
+}
+
+// Whole mode's job on resident shards as the flags and the request
+// template say: k, iterations, seeding (the given centers as the start),
+// empty clusters, n_init, labels, objectives.
+absl::StatusOr<ResidentJobOptions> WholeJobOptions(const v1::ClusterRequest& base, int d) {
+  absl::StatusOr<EmptyClusterPolicy> empty_clusters =
+      ParseEmptyClusterPolicy(EngineName<v1::EmptyClusters>(base.empty_clusters()));
+  if (!empty_clusters.ok()) return empty_clusters.status();
+  ResidentJobOptions options{
+      .k = base.k(),
+      .iterations = WholeIterations(),
+      .seed = base.seed(),
+      .seeding = InitIsKMeansParallel()           ? ResidentSeeding::kKMeansParallel
+                 : base.init() == v1::INIT_RANDOM ? ResidentSeeding::kRandom
+                 : base.init() == v1::INIT_PLAIN_KMEANS_PLUS_PLUS
+                     ? ResidentSeeding::kPlainKMeansPlusPlus
+                     : ResidentSeeding::kGreedyKMeansPlusPlus,
+      .kmeans_parallel_rounds = absl::GetFlag(FLAGS_kmeans_parallel_rounds),
+      .kmeans_parallel_oversampling = absl::GetFlag(FLAGS_kmeans_parallel_oversampling),
+      .empty_clusters = *empty_clusters,
+      .n_init = std::max(1, base.n_init()),
+      .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
+      .iteration_objectives = absl::GetFlag(FLAGS_step_objectives),
+      .log = LogLine};
+  if (base.init() == v1::INIT_GIVEN) {
+    options.starts.push_back(Eigen::Map<const Matrix<float>>(base.centers().data(), d, base.k()));
+  }
+  return options;
+}
+
+// The replicas of a whole-mode job as the flags say.
+ReplicaShardOptions WholeReplicaOptions(const Client& client, std::vector<std::string> servers,
+                                        std::vector<float> weights) {
+  return {.servers = std::move(servers),
+          .streams_per_server = std::max(1, absl::GetFlag(FLAGS_streams)),
+          .weights = std::move(weights),
+          .max_moves = std::max(0, absl::GetFlag(FLAGS_max_attempts)),
+          .stream_timeout = absl::GetFlag(FLAGS_timeout),
+          .security = client.options().security,
+          .log = LogLine};
+}
+
+// Writes a whole-mode job's results and prints its objectives and where
+// its time went.
+absl::Status WriteResidentRun(const ResidentJobResult& result, int64_t n,
+                              const v1::ClusterRequest& base, size_t servers,
+                              std::chrono::steady_clock::time_point start) {
+  const auto written = std::chrono::steady_clock::now();
+  if (absl::Status s = WriteResults(result, n, base); !s.ok()) return s;
+  const double write_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - written).count();
+  const double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double iterating = 0;
+  for (double t : result.iteration_seconds) iterating += t;
+  const int run = result.iterations_run;
+  PrintObjectives(result);
+  std::printf(
+      "resident: %d shards on %zu replicas, %d moved; seconds: load %.3f, init %.3f, "
+      "iterations %.3f (%.4f each), labels %.3f, write %.3f, total %.3f\n",
+      result.shards, servers, result.shard_moves, result.load_seconds, result.init_seconds,
+      iterating, run > 0 ? iterating / run : 0.0, result.labels_seconds, write_seconds, total);
+  if (InitIsKMeansParallel()) {
+    std::printf("k-means||: %d rounds, %lld candidates\n", result.init_rounds,
+                static_cast<long long>(result.init_candidates));
+  }
+  return absl::OkStatus();
 }
 
 // Whole mode on resident shards. A replica without room for its shard
@@ -758,43 +833,16 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
     return absl::InvalidArgumentError(absl::StrCat(absl::GetFlag(FLAGS_weights_in), " has ",
                                                    weights->size(), " weights for ", n, " points"));
   }
-  absl::StatusOr<EmptyClusterPolicy> empty_clusters =
-      ParseEmptyClusterPolicy(EngineName<v1::EmptyClusters>(base.empty_clusters()));
-  if (!empty_clusters.ok()) return empty_clusters.status();
-  const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  ResidentJobOptions options{
-      .k = base.k(),
-      .iterations = WholeIterations(),
-      .seed = base.seed(),
-      .seeding = InitIsKMeansParallel()           ? ResidentSeeding::kKMeansParallel
-                 : base.init() == v1::INIT_RANDOM ? ResidentSeeding::kRandom
-                 : base.init() == v1::INIT_PLAIN_KMEANS_PLUS_PLUS
-                     ? ResidentSeeding::kPlainKMeansPlusPlus
-                     : ResidentSeeding::kGreedyKMeansPlusPlus,
-      .kmeans_parallel_rounds = absl::GetFlag(FLAGS_kmeans_parallel_rounds),
-      .kmeans_parallel_oversampling = absl::GetFlag(FLAGS_kmeans_parallel_oversampling),
-      .empty_clusters = *empty_clusters,
-      .n_init = std::max(1, base.n_init()),
-      .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
-      .iteration_objectives = absl::GetFlag(FLAGS_step_objectives),
-      .log = log};
-  if (base.init() == v1::INIT_GIVEN) {
-    options.starts.push_back(Eigen::Map<const Matrix<float>>(base.centers().data(), d, base.k()));
-  } else if (base.init() == v1::INIT_TWO_LEVEL) {
+  absl::StatusOr<ResidentJobOptions> options = WholeJobOptions(base, d);
+  if (!options.ok()) return options.status();
+  if (base.init() == v1::INIT_TWO_LEVEL) {
     // The shards have no two-level step: it runs on the server on a sample,
     // as in one pass per iteration.
     absl::StatusOr<std::vector<float>> chosen = InitOnSample(client, reader, base, *weights);
     if (!chosen.ok()) return chosen.status();
-    options.starts.push_back(Eigen::Map<const Matrix<float>>(chosen->data(), d, base.k()));
+    options->starts.push_back(Eigen::Map<const Matrix<float>>(chosen->data(), d, base.k()));
   }
-  const ReplicaShardOptions replicas{
-      .servers = *servers,
-      .streams_per_server = std::max(1, absl::GetFlag(FLAGS_streams)),
-      .weights = *weights,
-      .max_moves = std::max(0, absl::GetFlag(FLAGS_max_attempts)),
-      .stream_timeout = absl::GetFlag(FLAGS_timeout),
-      .security = client.options().security,
-      .log = log};
+  const ReplicaShardOptions replicas = WholeReplicaOptions(client, *servers, *weights);
   const int64_t most = absl::GetFlag(FLAGS_max_points_per_center);
   if (most < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--max_points_per_center = ", most,
@@ -802,8 +850,9 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
   }
   absl::StatusOr<ResidentJobResult> result =
       most > 0 && most < n && n > most * base.k()
-          ? RunOnTrainingSample(reader, replicas, std::move(options), most * base.k(), n, d, source)
-          : RunResidentJobOnReplicas(replicas, std::move(options), absl::GetFlag(FLAGS_tol), n, d,
+          ? RunOnTrainingSample(reader, replicas, *std::move(options), most * base.k(), n, d,
+                                source)
+          : RunResidentJobOnReplicas(replicas, *std::move(options), absl::GetFlag(FLAGS_tol), n, d,
                                      source);
   if (!result.ok()) {
     // The job numbers points in the dataset: the file's rows.
@@ -819,27 +868,53 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
     return ClusterWholeByPasses(client, reader, base, *weights);
   }
   if (!result.ok()) return result.status();
-  const auto written = std::chrono::steady_clock::now();
-  if (absl::Status s = WriteResults(*result, n, base); !s.ok()) return s;
-  const double write_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - written).count();
-  const double total =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  double iterating = 0;
-  for (double t : result->iteration_seconds) iterating += t;
-  const int run = result->iterations_run;
-  PrintObjectives(*result);
-  std::printf(
-      "resident: %d shards on %zu replicas, %d moved; seconds: load %.3f, init %.3f, "
-      "iterations %.3f (%.4f each), labels %.3f, write %.3f, total %.3f\n",
-      result->shards, servers->size(), result->shard_moves, result->load_seconds,
-      result->init_seconds, iterating, run > 0 ? iterating / run : 0.0, result->labels_seconds,
-      write_seconds, total);
-  if (InitIsKMeansParallel()) {
-    std::printf("k-means||: %d rounds, %lld candidates\n", result->init_rounds,
-                static_cast<long long>(result->init_candidates));
+  return WriteResidentRun(*result, n, base, servers->size(), start);
+}
+
+// Whole mode on a sparse file (SVMlight): sparse shards resident on the
+// replicas, exact Lloyd's from the nonzeros. No pass over the file per
+// iteration and no sample-based initialisation: the file is held as its
+// nonzeros and loaded once.
+absl::Status ClusterSparse(Client& client, const SvmlightFile& file, v1::ClusterRequest base) {
+  const auto start = std::chrono::steady_clock::now();
+  const int d = static_cast<int>(file.cols);
+  const int64_t n = file.rows;
+  if (!absl::GetFlag(FLAGS_resident) || absl::GetFlag(FLAGS_max_points_per_center) > 0 ||
+      base.init() == v1::INIT_TWO_LEVEL) {
+    return absl::InvalidArgumentError(
+        "a sparse --input is clustered on resident shards over all its points: --resident=false, "
+        "--max_points_per_center and --init=two-level do not apply to it");
   }
-  return absl::OkStatus();
+  absl::StatusOr<std::vector<float>> weights = ReadWeights();
+  if (!weights.ok()) return weights.status();
+  if (!weights->empty() && static_cast<int64_t>(weights->size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat(absl::GetFlag(FLAGS_weights_in), " has ",
+                                                   weights->size(), " weights for ", n, " points"));
+  }
+  absl::StatusOr<std::vector<std::string>> servers = ReplicaAddresses(absl::GetFlag(FLAGS_server));
+  if (!servers.ok()) return servers.status();
+  absl::StatusOr<ResidentJobOptions> options = WholeJobOptions(base, d);
+  if (!options.ok()) return options.status();
+  CsrSource<float> source{
+      .indptr = file.indptr, .rows = [&file](int64_t first, int64_t count, CsrRows<float>* out) {
+        const int64_t begin = file.indptr[first], end = file.indptr[first + count];
+        out->indptr.reserve(count + 1);
+        for (int64_t i = first; i <= first + count; ++i)
+          out->indptr.push_back(file.indptr[i] - begin);
+        out->indices.assign(file.indices.begin() + begin, file.indices.begin() + end);
+        out->values.assign(file.values.begin() + begin, file.values.begin() + end);
+        return absl::OkStatus();
+      }};
+  absl::StatusOr<ResidentJobResult> result =
+      RunResidentJobOnReplicas(WholeReplicaOptions(client, *servers, *weights), *std::move(options),
+                               absl::GetFlag(FLAGS_tol), n, d, source);
+  if (!result.ok()) {
+    const std::string named = FileRowError(
+        std::string(result.status().message()), [](int64_t i) { return i; }, "the dataset");
+    if (!named.empty()) return absl::Status(result.status().code(), named);
+    return result.status();
+  }
+  return WriteResidentRun(*result, n, base, servers->size(), start);
 }
 
 // An output file that cannot be written is the user's error, found before
@@ -909,7 +984,39 @@ absl::Status CheckModeFlags(bool whole) {
 
 }  // namespace
 
+// A sparse --input (SVMlight): whole mode alone, on sparse resident shards.
+absl::Status RunClusterSparse() {
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode != "auto" && mode != "whole") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--mode=", mode, ": a sparse --input (SVMlight) is clustered as one dataset (whole mode)"));
+  }
+  if (absl::Status s = CheckModeFlags(true); !s.ok()) return s;
+  for (const char* flag : {"labels_out", "centers_out"}) {
+    const std::string path = flag == std::string("labels_out") ? absl::GetFlag(FLAGS_labels_out)
+                                                               : absl::GetFlag(FLAGS_centers_out);
+    if (absl::Status s = CheckWritable(flag, path); !s.ok()) return s;
+  }
+  if (absl::Status s = CheckModelOut(absl::GetFlag(FLAGS_model_out)); !s.ok()) return s;
+  absl::StatusOr<SvmlightFile> file =
+      ReadSvmlight(absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_d));
+  if (!file.ok()) return file.status();
+  if (file->cols < 1 || file->cols > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        absl::GetFlag(FLAGS_input), " has d = ", file->cols, " features; needs at least 1"));
+  }
+  absl::StatusOr<v1::ClusterRequest> base = Template(static_cast<int>(file->cols), true);
+  if (!base.ok()) return base.status();
+  absl::StatusOr<ClientOptions> options = Options();
+  if (!options.ok()) return options.status();
+  Client client(*options);
+  return ClusterSparse(client, *file, *base);
+}
+
 absl::Status RunCluster() {
+  if (IsSvmlight(absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_format))) {
+    return RunClusterSparse();
+  }
   absl::StatusOr<std::unique_ptr<PointReader>> reader = PointReader::Open(
       absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_format), absl::GetFlag(FLAGS_d));
   if (!reader.ok()) return reader.status();
