@@ -1,7 +1,10 @@
 #include "core/empty_clusters.h"
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +44,26 @@ std::vector<Eigen::Index> EmptyClusters(const ClusterSums& sums) {
   return empty;
 }
 
+// The first `m` of `order` (points) by `distance` (indexed by point),
+// farthest first, ties to the lower index, their distances into
+// `distances` if given: both forms' selection.
+template <typename Scalar>
+std::vector<int64_t> Farthest(std::vector<int64_t> order, const std::vector<Scalar>& distance,
+                              int64_t m, std::vector<Scalar>* distances) {
+  const size_t take = static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(m, 0), order.size()));
+  const auto farther = [&](int64_t a, int64_t b) {
+    return distance[a] > distance[b] || (distance[a] == distance[b] && a < b);
+  };
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(take), order.end(),
+                    farther);
+  order.resize(take);
+  if (distances != nullptr) {
+    distances->clear();
+    for (const int64_t i : order) distances->push_back(distance[i]);
+  }
+  return order;
+}
+
 }  // namespace
 
 template <typename Scalar>
@@ -56,18 +79,72 @@ std::vector<int64_t> FarthestPoints(const Matrix<Scalar>& points, const Vector<S
     distance[i] = DirectSquaredDistance(points.col(i).data(), centers.col(labels[i]).data(), d);
     order.push_back(i);
   }
-  const size_t take = static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(m, 0), order.size()));
-  const auto farther = [&](int64_t a, int64_t b) {
-    return distance[a] > distance[b] || (distance[a] == distance[b] && a < b);
-  };
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(take), order.end(),
-                    farther);
-  order.resize(take);
-  if (distances != nullptr) {
-    distances->clear();
-    for (const int64_t i : order) distances->push_back(distance[i]);
+  return Farthest(std::move(order), distance, m, distances);
+}
+
+template <typename Scalar>
+std::vector<int64_t> FarthestPoints(const CsrMatrix<Scalar>& points, const Vector<Scalar>* weights,
+                                    const Labels& labels, const Matrix<Scalar>& centers, int64_t m,
+                                    std::vector<Scalar>* distances) {
+  const int64_t n = points.rows(), d = points.cols();
+  const int64_t* indptr = points.indptr().data();
+  const int32_t* index = points.indices().data();
+  const Scalar* value = points.values().data();
+  // 1. Each point's distance estimated from its nonzeros in double, in
+  // product form, and a bound on its distance from the dense form's
+  // DirectSquaredDistance: the product form's round-off (in double) and
+  // the direct sum's, (d + 2) eps of the distance (each difference and
+  // square rounded once, d - 1 additions of positive terms), twice over.
+  std::vector<double> c_sq(centers.cols());
+  for (Eigen::Index j = 0; j < centers.cols(); ++j) {
+    double sq = 0;
+    for (Eigen::Index l = 0; l < d; ++l) {
+      sq += static_cast<double>(centers(l, j)) * static_cast<double>(centers(l, j));
+    }
+    c_sq[j] = sq;
   }
-  return order;
+  const double direct_error =
+      2 * static_cast<double>(d + 2) * std::numeric_limits<Scalar>::epsilon();
+  std::vector<int64_t> eligible;
+  eligible.reserve(n);
+  std::vector<double> low(n), high(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (weights != nullptr && !((*weights)[i] > 0)) continue;
+    const Scalar* c = centers.col(labels[i]).data();
+    double x_sq = 0, dot = 0;
+    for (int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {
+      const double x = static_cast<double>(value[p]);
+      x_sq += x * x;
+      dot += x * static_cast<double>(c[index[p]]);
+    }
+    const double estimate = x_sq + c_sq[labels[i]] - 2 * dot;
+    const double product_error = SquaredDistanceRoundOff<double>(d, x_sq, c_sq[labels[i]]);
+    const double error =
+        (product_error + direct_error * (std::max(estimate, 0.0) + product_error)) * (1 + 1e-6);
+    low[i] = estimate - error;
+    high[i] = estimate + error;
+    eligible.push_back(i);
+  }
+  const int64_t take = std::min<int64_t>(std::max<int64_t>(m, 0), eligible.size());
+  if (take == 0) return Farthest(std::vector<int64_t>{}, std::vector<Scalar>{}, 0, distances);
+  // 2. At least `take` points lie at or above the take-th largest low end,
+  // each farther than any point whose high end is below it: only the
+  // others can be among the farthest, and they alone are measured as the
+  // dense form measures every point, on the row made dense.
+  std::vector<double> lows;
+  lows.reserve(eligible.size());
+  for (const int64_t i : eligible) lows.push_back(low[i]);
+  std::nth_element(lows.begin(), lows.begin() + (take - 1), lows.end(), std::greater<double>());
+  const double threshold = lows[take - 1];
+  std::vector<int64_t> order;
+  std::vector<Scalar> distance(n), row(d);
+  for (const int64_t i : eligible) {
+    if (high[i] < threshold) continue;
+    points.Row(i, row.data());
+    distance[i] = DirectSquaredDistance(row.data(), centers.col(labels[i]).data(), d);
+    order.push_back(i);
+  }
+  return Farthest(std::move(order), distance, take, distances);
 }
 
 void MoveToEmptyCluster(const Vector<double>& x, double w, int from, int to, ClusterSums* sums) {
@@ -115,6 +192,9 @@ void SplitLargestClusters(ClusterSums* sums, Matrix<Scalar>* centers) {
 
 #define KMT_INSTANTIATE(S)                                                                  \
   template std::vector<int64_t> FarthestPoints<S>(const Matrix<S>&, const Vector<S>*,       \
+                                                  const Labels&, const Matrix<S>&, int64_t, \
+                                                  std::vector<S>*);                         \
+  template std::vector<int64_t> FarthestPoints<S>(const CsrMatrix<S>&, const Vector<S>*,    \
                                                   const Labels&, const Matrix<S>&, int64_t, \
                                                   std::vector<S>*);                         \
   template int RelocateEmptyClusters<S>(const Matrix<S>&, const Vector<S>*, const Labels&,  \

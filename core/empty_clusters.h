@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/cluster_sums.h"
+#include "core/sparse.h"
 #include "core/types.h"
 
 namespace kmt {
@@ -43,6 +44,17 @@ int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* we
 // gets their squared distances, as float of the points' type.
 template <typename Scalar>
 std::vector<int64_t> FarthestPoints(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
+                                    const Labels& labels, const Matrix<Scalar>& centers, int64_t m,
+                                    std::vector<Scalar>* distances = nullptr);
+
+// The same for sparse points (n rows of d features): the same points and
+// distances, to the bit. Each point's distance is estimated from its
+// nonzeros, O(nnz) in all, and only the points whose estimates reach the
+// farthest m's (within the estimates' round-off bounds) are measured as
+// the dense form measures every point (DirectSquaredDistance on the row
+// made dense, O(d) each).
+template <typename Scalar>
+std::vector<int64_t> FarthestPoints(const CsrMatrix<Scalar>& points, const Vector<Scalar>* weights,
                                     const Labels& labels, const Matrix<Scalar>& centers, int64_t m,
                                     std::vector<Scalar>* distances = nullptr);
 

@@ -1,6 +1,7 @@
 #include "core/sparse.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -107,6 +108,70 @@ Matrix<Scalar> CsrMatrix<Scalar>::ToDense() const {
     for (int64_t p = indptr_[i]; p < indptr_[i + 1]; ++p) dense(indices_[p], i) = values_[p];
   }
   return dense;
+}
+
+template <typename Scalar>
+void CsrMatrix<Scalar>::Row(int64_t i, Scalar* dense_out) const {
+  assert(i >= 0 && i < rows_);
+  std::fill(dense_out, dense_out + cols_, Scalar(0));
+  for (int64_t p = indptr_[i]; p < indptr_[i + 1]; ++p) dense_out[indices_[p]] = values_[p];
+}
+
+template <typename Scalar>
+CsrMatrix<Scalar> CsrMatrix<Scalar>::Rows(const int64_t* rows, int64_t m) const {
+  CsrMatrix out;
+  out.rows_ = m;
+  out.cols_ = cols_;
+  out.indptr_.reserve(m + 1);
+  int64_t nnz = 0;
+  for (int64_t r = 0; r < m; ++r) {
+    assert(rows[r] >= 0 && rows[r] < rows_);
+    nnz += indptr_[rows[r] + 1] - indptr_[rows[r]];
+  }
+  out.indices_.reserve(nnz);
+  out.values_.reserve(nnz);
+  for (int64_t r = 0; r < m; ++r) {
+    const int64_t begin = indptr_[rows[r]], end = indptr_[rows[r] + 1];
+    out.indices_.insert(out.indices_.end(), indices_.begin() + begin, indices_.begin() + end);
+    out.values_.insert(out.values_.end(), values_.begin() + begin, values_.begin() + end);
+    out.indptr_.push_back(static_cast<int64_t>(out.values_.size()));
+  }
+  return out;
+}
+
+template <typename Scalar>
+Vector<Scalar> CsrMatrix<Scalar>::RowSquaredNorms() const {
+  Vector<Scalar> sq(rows_);
+  for (int64_t i = 0; i < rows_; ++i) {
+    double sum = 0;
+    for (int64_t p = indptr_[i]; p < indptr_[i + 1]; ++p) {
+      sum += static_cast<double>(values_[p]) * static_cast<double>(values_[p]);
+    }
+    sq[i] = static_cast<Scalar>(sum);
+  }
+  return sq;
+}
+
+template <typename Scalar>
+absl::Status CsrMatrix<Scalar>::Append(const CsrMatrix& more) {
+  if (more.cols_ != cols_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rows of ", more.cols_, " columns appended to a matrix of ", cols_));
+  }
+  const int64_t offset = nnz();
+  indptr_.reserve(indptr_.size() + more.rows_);
+  for (int64_t i = 1; i <= more.rows_; ++i) indptr_.push_back(offset + more.indptr_[i]);
+  indices_.insert(indices_.end(), more.indices_.begin(), more.indices_.end());
+  values_.insert(values_.end(), more.values_.begin(), more.values_.end());
+  rows_ += more.rows_;
+  return absl::OkStatus();
+}
+
+template <typename Scalar>
+void CsrMatrix<Scalar>::Reserve(int64_t rows, int64_t nnz) {
+  indptr_.reserve(rows + 1);
+  indices_.reserve(nnz);
+  values_.reserve(nnz);
 }
 
 namespace {

@@ -45,6 +45,25 @@ class CsrMatrix {
   // The points as the dense path takes them: d x n, a column a row.
   Matrix<Scalar> ToDense() const;
 
+  // Row i as cols() values, its zeros written too: the dense path's column
+  // i (a point returned to a caller, or measured exactly).
+  void Row(int64_t i, Scalar* dense_out) const;
+  // The m rows listed in `rows` (each in [0, rows()); any order, repeats
+  // allowed), in that order: a mini-batch drawn across a shard.
+  CsrMatrix Rows(const int64_t* rows, int64_t m) const;
+  // Each row's squared norm, summed in double over its nonzeros and rounded
+  // once.
+  Vector<Scalar> RowSquaredNorms() const;
+
+  // Appends the rows of `more` (a matrix in its own right, its indptr from
+  // 0): a shard received in chunks, each checked by Create, becomes one
+  // matrix. INVALID_ARGUMENT, leaving this matrix as it was, if the column
+  // counts differ.
+  absl::Status Append(const CsrMatrix& more);
+  // Room for `rows` rows and `nnz` nonzeros in all, so that appending up to
+  // them does not copy the arrays again.
+  void Reserve(int64_t rows, int64_t nnz);
+
  private:
   CsrMatrix() = default;
 

@@ -6,8 +6,11 @@
 #include <numeric>
 #include <vector>
 
+#include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/random.h"
+#include "core/sparse.h"
+#include "tests/support/sparse_documents.h"
 
 namespace kmt {
 namespace {
@@ -56,6 +59,95 @@ TEST(EmptyClusters, FarthestPointsAreTheFarthestFromTheirCentersTiesToTheLowerIn
   // Unweighted: every point is a candidate.
   EXPECT_EQ(FarthestPoints<float>(points, nullptr, labels, centers, n).size(),
             static_cast<size_t>(n));
+}
+
+// FarthestPoints on the points as sparse rows against the dense form:
+// the same points and distances, to the bit, weighted (every third point
+// of weight 0) and not, for several m.
+template <typename Scalar>
+void ExpectSparseFarthestAsDense(const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
+                                 const Labels& labels) {
+  const CsrMatrix<Scalar> sparse = CsrMatrix<Scalar>::FromDense(points);
+  const int64_t n = points.cols();
+  Vector<Scalar> weights(n);
+  for (int64_t i = 0; i < n; ++i) weights[i] = i % 3 == 0 ? 0 : Scalar(0.5) + (i % 5);
+  for (const Vector<Scalar>* w : std::vector<const Vector<Scalar>*>{nullptr, &weights}) {
+    SCOPED_TRACE(w == nullptr ? "unweighted" : "weighted");
+    for (const int64_t m : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{50}, n}) {
+      SCOPED_TRACE(m);
+      std::vector<Scalar> dense_distances, sparse_distances = {Scalar(-1)};
+      const std::vector<int64_t> dense =
+          FarthestPoints(points, w, labels, centers, m, &dense_distances);
+      EXPECT_EQ(FarthestPoints(sparse, w, labels, centers, m, &sparse_distances), dense);
+      EXPECT_EQ(sparse_distances, dense_distances);
+    }
+  }
+}
+
+TEST(EmptyClusters, SparseFarthestPointsAreTheDenseOnesTiesIncluded) {
+  // The grid: exact distances, many of them equal, and zeros among the
+  // coordinates (a seventh of them).
+  const int d = 3, n = 400, k = 5;
+  const Matrix<float> points = GridPoints(d, n, 3);
+  const Matrix<float> centers = GridPoints(d, k, 4);
+  Labels labels(n);
+  Rng rng(5);
+  for (int i = 0; i < n; ++i) labels[i] = static_cast<int>(rng.Below(k));
+  ExpectSparseFarthestAsDense(points, centers, labels);
+  ExpectSparseFarthestAsDense<double>(points.cast<double>(), centers.cast<double>(), labels);
+}
+
+template <typename Scalar>
+void SparseFarthestPointsOfDocuments() {
+  // TF-IDF documents labelled with the nearest of 12 of them: unit rows
+  // mostly orthogonal to their centers, so that most distances lie within
+  // the estimates' round-off of 2 and of each other, and a few documents
+  // are their own centers (distance 0).
+  const CsrMatrix<Scalar> documents =
+      TfIdfDocuments<Scalar>({.n = 1500, .d = 4000, .terms = 40}, 6);
+  const Matrix<Scalar> points = documents.ToDense();
+  const Matrix<Scalar> centers = points.leftCols(12);
+  Labels labels;
+  AssignNearest(points, centers, &labels);
+  ExpectSparseFarthestAsDense(points, centers, labels);
+  // Centers that are no point's: means of the clusters.
+  ClusterSums sums(static_cast<int>(points.rows()), 12);
+  AccumulateClusterSums(points, labels, &sums);
+  Matrix<Scalar> means = centers;
+  ApplyMeans(sums, &means);
+  ExpectSparseFarthestAsDense(points, means, labels);
+}
+
+TEST(EmptyClusters, SparseFarthestPointsOfDocumentsAreTheDenseOnesFloat) {
+  SparseFarthestPointsOfDocuments<float>();
+}
+TEST(EmptyClusters, SparseFarthestPointsOfDocumentsAreTheDenseOnesDouble) {
+  SparseFarthestPointsOfDocuments<double>();
+}
+
+TEST(EmptyClusters, SparseFarthestPointsFollowTheDenseFormsRoundOff) {
+  // Rows of the same 1000 values in different orders, point i's copy of
+  // the first value raised by i ulps: the exact distances to 0 increase
+  // with i by far less than the float sums' round-off, which orders the
+  // dense form's distances otherwise. The sparse form must measure every
+  // point its estimates cannot place, not take the estimates' order.
+  const int d = 1000, n = 50;
+  Rng rng(11);
+  std::vector<float> values(d);
+  for (float& v : values) v = 0.5f + static_cast<float>(rng.Uniform());
+  Matrix<float> points(d, n);
+  for (int i = 0; i < n; ++i) {
+    std::vector<int> order(d);
+    std::iota(order.begin(), order.end(), 0);
+    for (int l = d - 1; l > 0; --l) std::swap(order[l], order[rng.Below(l + 1)]);
+    for (int l = 0; l < d; ++l) points(order[l], i) = values[l];
+    for (int u = 0; u < i; ++u) points(order[0], i) = std::nextafter(points(order[0], i), 2.0f);
+  }
+  const Matrix<float> origin = Matrix<float>::Zero(d, 1);
+  const Labels labels(n, 0);
+  // The premise: the dense form's farthest point is not the exact one.
+  ASSERT_NE(FarthestPoints<float>(points, nullptr, labels, origin, 1), std::vector<int64_t>{n - 1});
+  ExpectSparseFarthestAsDense(points, origin, labels);
 }
 
 TEST(EmptyClusters, RelocationMovesTheFarthestPointsIntoTheEmptyClusters) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -179,6 +180,63 @@ TEST(CsrMatrix, RefusesEachMalformedArrayByName) {
   }
   // A row across a sorted boundary is not compared with the row before it.
   EXPECT_TRUE(CsrMatrix<float>::Create(2, 4, {0, 1, 2}, {3, 0}, {1, 2}).ok());
+}
+
+TEST(CsrMatrix, RowsAreGatheredAndWrittenDense) {
+  const CsrMatrix<float> docs = TfIdfDocuments<float>({.n = 300, .d = 700, .terms = 20}, 4);
+  const Matrix<float> dense = docs.ToDense();
+  // Any order, repeats, an empty selection.
+  const std::vector<int64_t> rows = {299, 0, 17, 17, 150};
+  const CsrMatrix<float> some = docs.Rows(rows.data(), static_cast<int64_t>(rows.size()));
+  EXPECT_EQ(some.rows(), 5);
+  EXPECT_EQ(some.cols(), 700);
+  Matrix<float> want(700, 5);
+  for (size_t r = 0; r < rows.size(); ++r) want.col(r) = dense.col(rows[r]);
+  EXPECT_EQ(some.ToDense(), want);
+  // The arrays as Create would take them.
+  EXPECT_TRUE(CsrMatrix<float>::Create(some.rows(), some.cols(), some.indptr(), some.indices(),
+                                       some.values())
+                  .ok());
+  const CsrMatrix<float> none = docs.Rows(nullptr, 0);
+  EXPECT_EQ(none.rows(), 0);
+  EXPECT_EQ(none.indptr(), std::vector<int64_t>{0});
+  // Row writes every value, the zeros over what was there.
+  std::vector<float> row(700, 9.0f);
+  docs.Row(17, row.data());
+  EXPECT_EQ(Eigen::Map<const Vector<float>>(row.data(), 700), dense.col(17));
+  // Squared norms from the nonzeros: the documents have unit norm.
+  const Vector<float> sq = docs.RowSquaredNorms();
+  ASSERT_EQ(sq.size(), 300);
+  for (int i = 0; i < 300; ++i) {
+    EXPECT_NEAR(sq[i], dense.col(i).cast<double>().squaredNorm(), 1e-6) << i;
+  }
+}
+
+TEST(CsrMatrix, ChunksAppendIntoOneMatrix) {
+  const CsrMatrix<double> docs = TfIdfDocuments<double>({.n = 100, .d = 300, .terms = 10}, 2);
+  // Chunks as a shard receives them, each with its indptr from 0, one of
+  // them without rows.
+  CsrMatrix<double> whole = *CsrMatrix<double>::Create(0, 300, {0}, {}, {});
+  whole.Reserve(100, docs.nnz());
+  int64_t first = 0;
+  for (const int64_t size : {30, 0, 1, 69}) {
+    std::vector<int64_t> rows(size);
+    std::iota(rows.begin(), rows.end(), first);
+    first += size;
+    const CsrMatrix<double> chunk = docs.Rows(rows.data(), size);
+    ASSERT_EQ(chunk.indptr()[0], 0);
+    ASSERT_TRUE(whole.Append(chunk).ok());
+  }
+  EXPECT_EQ(whole.rows(), 100);
+  EXPECT_EQ(whole.indptr(), docs.indptr());
+  EXPECT_EQ(whole.indices(), docs.indices());
+  EXPECT_EQ(whole.values(), docs.values());
+  // Another width is refused and changes nothing.
+  const absl::Status wrong = whole.Append(*CsrMatrix<double>::Create(1, 299, {0, 1}, {3}, {1}));
+  EXPECT_EQ(wrong.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(wrong.message(), "rows of 299 columns appended to a matrix of 300");
+  EXPECT_EQ(whole.rows(), 100);
+  EXPECT_EQ(whole.nnz(), docs.nnz());
 }
 
 TEST(SparseAssignment, NoPointsOrNoCentersAnswerAsTheDensePath) {
