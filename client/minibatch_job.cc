@@ -234,4 +234,16 @@ absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions re
   return RunOnReplicas<double>(std::move(replicas), std::move(options), n, d, std::move(source));
 }
 
+absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
+                                                          MiniBatchOptions options, int64_t n,
+                                                          int d, CsrSource<float> source) {
+  return RunOnReplicas<float>(std::move(replicas), std::move(options), n, d, std::move(source));
+}
+
+absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
+                                                          MiniBatchOptions options, int64_t n,
+                                                          int d, CsrSource<double> source) {
+  return RunOnReplicas<double>(std::move(replicas), std::move(options), n, d, std::move(source));
+}
+
 }  // namespace kmt

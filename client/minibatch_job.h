@@ -61,6 +61,14 @@ absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions re
 absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
                                                           MiniBatchOptions options, int64_t n,
                                                           int d, PointSource64 source);
+// The same on sparse points: sparse shards, float64 ones from a float64
+// source.
+absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
+                                                          MiniBatchOptions options, int64_t n,
+                                                          int d, CsrSource<float> source);
+absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
+                                                          MiniBatchOptions options, int64_t n,
+                                                          int d, CsrSource<double> source);
 
 }  // namespace kmt
 

@@ -5,7 +5,8 @@
 // do. Four entry points, `minibatch_update` and `minibatch_reassigns` for
 // MiniBatchKMeans.partial_fit's steps (the rules of core/minibatch.h), and
 // `column_means` for the estimators' checks of their data: `fit` loads points this process holds
-// onto replicas (ReplicaShards; a CSR matrix's arrays, `csr`, as sparse shards) and runs the job;
+// onto replicas (ReplicaShards; a CSR matrix's arrays, `csr`, as sparse shards, in both fits) and
+// runs the job;
 // `minibatch_fit` loads them and runs mini-batch k-means' steps (client/minibatch_job.h); `drive`
 // runs the job over shards a Python object holds (kmt.dask's workers), whose steps cross as
 // serialized JobRequest and JobResponse messages; `Client.cluster` streams ClusterRequests
@@ -484,7 +485,8 @@ py::dict MiniBatchFit(const std::vector<std::string>& servers, const py::object&
                       bool labels, bool float64, int streams_per_server, int64_t chunk_bytes,
                       int max_moves, std::optional<double> timeout, bool tls, const std::string& ca,
                       const std::string& cert, const std::string& key_file,
-                      const std::string& server_name, const py::object& log) {
+                      const std::string& server_name, const py::object& log,
+                      const std::optional<py::tuple>& csr) {
   PythonFailure failure;
   absl::StatusOr<NumpyRandomState> random = NumpyRandomState::FromState(key, pos);
   if (!random.ok()) throw py::value_error(std::string(random.status().message()));
@@ -510,7 +512,18 @@ py::dict MiniBatchFit(const std::vector<std::string>& servers, const py::object&
       ReplicasOf(servers, n, weights, float64, streams_per_server, chunk_bytes, max_moves, timeout,
                  SecurityOf(tls, ca, cert, key_file, server_name), options.rules.log);
   absl::StatusOr<MiniBatchResult> result;
-  {
+  std::vector<py::array> held;
+  if (csr && float64) {
+    CsrSource<double> source = CsrSourceOf<double>(*csr, n, &held);
+    py::gil_scoped_release released;
+    result =
+        RunMiniBatchJobOnReplicas(std::move(replicas), std::move(options), n, d, std::move(source));
+  } else if (csr) {
+    CsrSource<float> source = CsrSourceOf<float>(*csr, n, &held);
+    py::gil_scoped_release released;
+    result =
+        RunMiniBatchJobOnReplicas(std::move(replicas), std::move(options), n, d, std::move(source));
+  } else {
     py::gil_scoped_release released;
     result = float64 ? RunMiniBatchJobOnReplicas(std::move(replicas), std::move(options), n, d,
                                                  RowSource<double>(rows, failure, d))
@@ -853,7 +866,7 @@ PYBIND11_MODULE(_driver, m) {
         py::arg("streams_per_server"), py::arg("chunk_bytes"), py::arg("max_moves"),
         py::arg("timeout") = py::none(), py::arg("tls") = false, py::arg("ca") = "",
         py::arg("cert") = "", py::arg("key_file") = "", py::arg("server_name") = "",
-        py::arg("log") = py::none());
+        py::arg("log") = py::none(), py::arg("csr") = py::none());
   m.def("minibatch_update", &kmt::MiniBatchUpdateOf, py::arg("centers"), py::arg("counts"),
         py::arg("weights"), py::arg("sums"), py::arg("reassign"), py::arg("reassignment_ratio"),
         py::arg("batch_size"), py::arg("float64"));
