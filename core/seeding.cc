@@ -18,26 +18,179 @@ namespace {
 // stay small, so the state of a shard is its points and three numbers each.
 constexpr Eigen::Index kBlock = 16384;
 
-// Calls visit(first, dist) for every block of points, dist (rows x c) the
-// squared distances of points first.. to each column of `c`.
-template <typename Scalar, typename Visit>
-void ForEachBlock(const Matrix<Scalar>& points, const Vector<Scalar>& point_sq,
-                  const Matrix<Scalar>& c, Visit&& visit) {
-  const Vector<Scalar> c_sq = SquaredNorms<Scalar>(c);
-  Matrix<Scalar> dist;
-  for (Eigen::Index first = 0; first < points.cols(); first += kBlock) {
-    const Eigen::Index rows = std::min(kBlock, points.cols() - first);
-    SquaredDistances<Scalar>(points.middleCols(first, rows), point_sq.segment(first, rows), c, c_sq,
-                             &dist);
-    visit(first, dist);
+// The shard's points as its passes read them, in two forms with the same
+// members: the passes are templates over the form, written once, and the
+// dense form's code is what the passes ran before the sparse form existed.
+//   size(), dim(): n and d.
+//   ForEachBlock(c, visit): visit(first, dist) for every block of points,
+//     dist (rows x c) the product form's squared distances of points
+//     first.. to each column of `c`, clamped at 0.
+//   Direct(i, c): DirectSquaredDistance of point i to c (d values).
+//   ForEachNearest(centers, visit): visit(first, rows, labels, sq) for
+//     every block of points, each point's nearest column of `centers` (ties
+//     to the lowest index) and its squared distance, a copy of a center at
+//     0; blocks may be visited from several threads at once.
+//   Copy(i, out): point i as d values.
+template <typename Scalar>
+class DenseShardPoints {
+ public:
+  DenseShardPoints(const Matrix<Scalar>& points, const Vector<Scalar>& point_sq)
+      : points_(points), point_sq_(point_sq) {}
+
+  Eigen::Index size() const { return points_.cols(); }
+  Eigen::Index dim() const { return points_.rows(); }
+
+  template <typename Visit>
+  void ForEachBlock(const Matrix<Scalar>& c, Visit&& visit) const {
+    const Vector<Scalar> c_sq = SquaredNorms<Scalar>(c);
+    Matrix<Scalar> dist;
+    for (Eigen::Index first = 0; first < points_.cols(); first += kBlock) {
+      const Eigen::Index rows = std::min(kBlock, points_.cols() - first);
+      SquaredDistances<Scalar>(points_.middleCols(first, rows), point_sq_.segment(first, rows), c,
+                               c_sq, &dist);
+      visit(first, dist);
+    }
   }
-}
+
+  Scalar Direct(Eigen::Index i, const Scalar* c) const {
+    return DirectSquaredDistance(points_.col(i).data(), c, points_.rows());
+  }
+
+  template <typename Visit>
+  void ForEachNearest(const Matrix<Scalar>& centers, Visit&& visit) const {
+    // The assignment's own scan (AssignNearest's blocks, products and exact
+    // near ties), so that a center taken in costs what a center of Lloyd's
+    // assignment does: each point's squared distance is computed on the
+    // point's own column (AssignedSquaredDistance), so a copy of a center
+    // lies at 0 and the result does not depend on the block or thread a
+    // point falls in.
+    const NearestCenterScan<Scalar> scan(centers);
+    const Eigen::Index n = points_.cols(), block = scan.block();
+#pragma omp parallel if (n * centers.cols() * points_.rows() > (1 << 18))
+    {
+      typename NearestCenterScan<Scalar>::Scratch scratch;
+      std::vector<int> labels(block);
+      std::vector<Scalar> sq(block);
+#pragma omp for schedule(dynamic)
+      for (Eigen::Index first = 0; first < n; first += block) {
+        const Eigen::Index rows = std::min(block, n - first);
+        scan.Scan(points_.middleCols(first, rows), &scratch, labels.data(), sq.data());
+        visit(first, rows, labels.data(), sq.data());
+      }
+    }
+  }
+
+  void Copy(Eigen::Index i, Scalar* out) const {
+    std::copy_n(points_.col(i).data(), points_.rows(), out);
+  }
+
+ private:
+  const Matrix<Scalar>& points_;
+  const Vector<Scalar>& point_sq_;
+};
+
+// Sparse rows: every distance from the nonzeros, O(nnz) a center, but for
+// the exact measures, which take the row made dense (O(d), as the dense
+// form's do). Not for use from several threads at once (one dense row).
+template <typename Scalar>
+class SparseShardPoints {
+ public:
+  SparseShardPoints(const CsrMatrix<Scalar>& points, const Vector<Scalar>& point_sq)
+      : points_(points), point_sq_(point_sq) {}
+
+  Eigen::Index size() const { return points_.rows(); }
+  Eigen::Index dim() const { return points_.cols(); }
+
+  template <typename Visit>
+  void ForEachBlock(const Matrix<Scalar>& c, Visit&& visit) const {
+    const Vector<Scalar> c_sq = SquaredNorms<Scalar>(c);
+    // Coordinate l of every column of c contiguous (column l of the
+    // transpose), so that a nonzero x_l adds x_l times one column to the
+    // products.
+    const Matrix<Scalar> transposed = c.transpose();
+    const Eigen::Index n = points_.rows(), m = c.cols();
+    const int64_t* indptr = points_.indptr().data();
+    const int32_t* index = points_.indices().data();
+    const Scalar* value = points_.values().data();
+    Matrix<Scalar> dist;
+    for (Eigen::Index first = 0; first < n; first += kBlock) {
+      const Eigen::Index rows = std::min(kBlock, n - first);
+      dist.resize(rows, m);
+      const int64_t work = (indptr[first + rows] - indptr[first]) * m;
+#pragma omp parallel if (work > (1 << 18))
+      {
+        Vector<Scalar> cross(m);
+#pragma omp for schedule(static)
+        for (Eigen::Index r = 0; r < rows; ++r) {
+          const Eigen::Index i = first + r;
+          cross.setZero();
+          for (int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {
+            cross.noalias() += value[p] * transposed.col(index[p]);
+          }
+          // CrossToSquaredDistances' operations, in its order.
+          for (Eigen::Index j = 0; j < m; ++j) {
+            dist(r, j) = std::max(Scalar(0), (Scalar(-2) * cross[j] + point_sq_[i]) + c_sq[j]);
+          }
+        }
+      }
+      visit(first, dist);
+    }
+  }
+
+  Scalar Direct(Eigen::Index i, const Scalar* c) const {
+    return DirectSquaredDistance(DenseRow(i), c, points_.cols());
+  }
+
+  template <typename Visit>
+  void ForEachNearest(const Matrix<Scalar>& centers, Visit&& visit) const {
+    // The sparse assignment with its product distances (near ties measured
+    // on the dense row); those within the product form's round-off of 0
+    // then measured as the dense scan measures every point
+    // (AssignedSquaredDistance on the dense row), so that a copy of a center
+    // lies at 0. One block: the labels and distances of all n points.
+    Labels labels;
+    Vector<Scalar> sq;
+    AssignNearestSparse(points_, centers, &labels, &sq, nullptr, nullptr,
+                        SparseDistances::kProduct);
+    const Vector<Scalar> c_sq = SquaredNorms<Scalar>(centers);
+    const Eigen::Index d = points_.cols();
+    for (Eigen::Index i = 0; i < points_.rows(); ++i) {
+      if (sq[i] <= SquaredDistanceRoundOff<Scalar>(d, point_sq_[i], c_sq[labels[i]])) {
+        sq[i] = AssignedSquaredDistance(DenseRow(i), centers.col(labels[i]).data(), d);
+      }
+    }
+    visit(Eigen::Index{0}, points_.rows(), labels.data(), sq.data());
+  }
+
+  void Copy(Eigen::Index i, Scalar* out) const { points_.Row(i, out); }
+
+ private:
+  // Row i made dense in the one scratch row (d values, made on first use).
+  const Scalar* DenseRow(Eigen::Index i) const {
+    if (row_.size() != points_.cols()) row_.resize(points_.cols());
+    points_.Row(i, row_.data());
+    return row_.data();
+  }
+
+  const CsrMatrix<Scalar>& points_;
+  const Vector<Scalar>& point_sq_;
+  mutable Vector<Scalar> row_;
+};
 
 }  // namespace
 
 template <typename Scalar>
+template <typename F>
+decltype(auto) SeedingShard<Scalar>::WithPoints(F&& f) const {
+  if (const Matrix<Scalar>* const* dense = std::get_if<const Matrix<Scalar>*>(&points_)) {
+    return f(DenseShardPoints<Scalar>(**dense, point_sq_));
+  }
+  return f(SparseShardPoints<Scalar>(*std::get<const CsrMatrix<Scalar>*>(points_), point_sq_));
+}
+
+template <typename Scalar>
 Eigen::Index SeedingShard<Scalar>::Find(double target) {
-  const Eigen::Index n = points_.cols();
+  const Eigen::Index n = closest_.size();
   if (!cumulative_current_) {
     cumulative_.resize(n);
     std::partial_sum(closest_.data(), closest_.data() + n, cumulative_.begin());
@@ -53,21 +206,22 @@ Eigen::Index SeedingShard<Scalar>::Find(double target) {
 }
 
 template <typename Scalar>
-void SeedingShard<Scalar>::Take(const Eigen::Ref<const Matrix<Scalar>>& center) {
-  const Eigen::Index d = points_.rows();
+template <typename P>
+void SeedingShard<Scalar>::Take(const P& points, const Eigen::Ref<const Matrix<Scalar>>& center) {
+  const Eigen::Index d = points.dim();
   const Matrix<Scalar> c = center;
   const Scalar c_sq = c.squaredNorm();
   // The shard's first center replaces the weights a weighted shard started
   // from.
   const bool replace = !seeded_ && weights_ != nullptr;
-  ForEachBlock<Scalar>(points_, point_sq_, c, [&](Eigen::Index first, const auto& dist) {
+  points.ForEachBlock(c, [&](Eigen::Index first, const auto& dist) {
     for (Eigen::Index i = 0; i < dist.rows(); ++i) {
       // The product form can leave a copy of the center a small positive
       // distance; near-zero distances are decided exactly, so a point equal
       // to a chosen center weighs 0 and is never drawn.
       Scalar sq = dist(i, 0);
       if (sq <= SquaredDistanceRoundOff<Scalar>(d, point_sq_[first + i], c_sq)) {
-        sq = DirectSquaredDistance(points_.col(first + i).data(), c.data(), d);
+        sq = points.Direct(first + i, c.data());
       }
       // Weighted: w times the squared distance.
       const double distance = weights_ == nullptr ? static_cast<double>(sq)
@@ -81,39 +235,26 @@ void SeedingShard<Scalar>::Take(const Eigen::Ref<const Matrix<Scalar>>& center) 
 }
 
 template <typename Scalar>
-void SeedingShard<Scalar>::TakeNearest(const Matrix<Scalar>& centers) {
-  // The assignment's own scan (AssignNearest's blocks, products and exact
-  // near ties), so that a center taken in costs what a center of Lloyd's
-  // assignment does: each point's nearest of the group and its squared
-  // distance, computed on the point's own column (AssignedSquaredDistance),
-  // so a copy of a center lies at 0 and the result does not depend on the
-  // block or thread a point falls in. Then the running minimum, ties to the
-  // center taken first.
-  const NearestCenterScan<Scalar> scan(centers);
-  const Eigen::Index n = points_.cols(), block = scan.block();
+template <typename P>
+void SeedingShard<Scalar>::TakeNearest(const P& points, const Matrix<Scalar>& centers) {
+  // Each point's nearest of the group and its squared distance, then the
+  // running minimum, ties to the center taken first.
   const bool replace = !seeded_ && weights_ != nullptr;
   const int64_t first_label = taken_;
-#pragma omp parallel if (n * centers.cols() * points_.rows() > (1 << 18))
-  {
-    typename NearestCenterScan<Scalar>::Scratch scratch;
-    std::vector<int> labels(block);
-    std::vector<Scalar> sq(block);
-#pragma omp for schedule(dynamic)
-    for (Eigen::Index first = 0; first < n; first += block) {
-      const Eigen::Index rows = std::min(block, n - first);
-      scan.Scan(points_.middleCols(first, rows), &scratch, labels.data(), sq.data());
-      for (Eigen::Index i = 0; i < rows; ++i) {
-        // Weighted: w times the squared distance.
-        const double distance = weights_ == nullptr ? static_cast<double>(sq[i])
-                                                    : static_cast<double>((*weights_)[first + i]) *
-                                                          static_cast<double>(sq[i]);
-        if (replace || distance < closest_[first + i]) {
-          closest_[first + i] = distance;
-          nearest_[first + i] = static_cast<int32_t>(first_label + labels[i]);
+  points.ForEachNearest(
+      centers, [&](Eigen::Index first, Eigen::Index rows, const int* labels, const Scalar* sq) {
+        for (Eigen::Index i = 0; i < rows; ++i) {
+          // Weighted: w times the squared distance.
+          const double distance =
+              weights_ == nullptr
+                  ? static_cast<double>(sq[i])
+                  : static_cast<double>((*weights_)[first + i]) * static_cast<double>(sq[i]);
+          if (replace || distance < closest_[first + i]) {
+            closest_[first + i] = distance;
+            nearest_[first + i] = static_cast<int32_t>(first_label + labels[i]);
+          }
         }
-      }
-    }
-  }
+      });
   cumulative_current_ = false;
   seeded_ = true;
 }
@@ -121,14 +262,15 @@ void SeedingShard<Scalar>::TakeNearest(const Matrix<Scalar>& centers) {
 template <typename Scalar>
 absl::StatusOr<double> SeedingShard<Scalar>::AddCenters(const Matrix<Scalar>& centers) {
   if (centers.cols() > 0) {
-    if (absl::Status s = ValidateCenterValues(centers, points_.rows()); !s.ok()) return s;
+    const Eigen::Index d = WithPoints([](const auto& points) { return points.dim(); });
+    if (absl::Status s = ValidateCenterValues(centers, d); !s.ok()) return s;
     if (nearest_.empty()) {
-      nearest_.assign(points_.cols(), -1);
+      nearest_.assign(closest_.size(), -1);
       // The draws' running sums are rebuilt if a seed step draws again: in
       // their room the shard keeps the nearest centers.
       cumulative_ = {};
     }
-    TakeNearest(centers);
+    WithPoints([&](const auto& points) { TakeNearest(points, centers); });
     taken_ += centers.cols();
   }
   return closest_.sum();
@@ -182,16 +324,19 @@ std::vector<double> NearestCandidateWeights(const Matrix<Scalar>& points,
                                             const Matrix<Scalar>& candidates) {
   Labels labels;
   AssignNearest(points, candidates, &labels);
-  std::vector<double> out(candidates.cols(), 0.0);
-  for (size_t i = 0; i < labels.size(); ++i) {
-    out[labels[i]] += weights != nullptr ? static_cast<double>((*weights)[i]) : 1.0;
-  }
-  return out;
+  return LabelWeights(labels, weights, candidates.cols());
 }
 
 template <typename Scalar>
 absl::StatusOr<SeedAnswer<Scalar>> SeedingShard<Scalar>::Step(const SeedRequest<Scalar>& r) {
-  const Eigen::Index d = points_.rows(), n = points_.cols();
+  return WithPoints([&](const auto& points) { return StepOn(points, r); });
+}
+
+template <typename Scalar>
+template <typename P>
+absl::StatusOr<SeedAnswer<Scalar>> SeedingShard<Scalar>::StepOn(const P& points,
+                                                                const SeedRequest<Scalar>& r) {
+  const Eigen::Index d = points.dim(), n = points.size();
   for (const Matrix<Scalar>* m : {&r.add, &r.candidates}) {
     if (m->cols() == 0) continue;
     if (absl::Status s = ValidateCenterValues(*m, d); !s.ok()) return s;
@@ -221,31 +366,30 @@ absl::StatusOr<SeedAnswer<Scalar>> SeedingShard<Scalar>::Step(const SeedRequest<
   SeedAnswer<Scalar> answer;
   // One center at a time, so that a shard that takes several at once (a
   // replica taking over a shard) gets the same distances to the bit.
-  for (Eigen::Index c = 0; c < r.add.cols(); ++c) Take(r.add.col(c));
+  for (Eigen::Index c = 0; c < r.add.cols(); ++c) Take(points, r.add.col(c));
   answer.potential = closest_.sum();
   answer.points.resize(d, static_cast<Eigen::Index>(r.indices.size() + r.targets.size()));
   Eigen::Index out = 0;
-  for (int64_t i : r.indices) answer.points.col(out++) = points_.col(i);
-  for (double t : r.targets) answer.points.col(out++) = points_.col(Find(t));
+  for (int64_t i : r.indices) points.Copy(i, answer.points.col(out++).data());
+  for (double t : r.targets) points.Copy(Find(t), answer.points.col(out++).data());
   if (r.candidates.cols() > 0) {
     answer.candidate_potentials.assign(r.candidates.cols(), 0.0);
-    ForEachBlock<Scalar>(
-        points_, point_sq_, r.candidates, [&](Eigen::Index first, const auto& dist) {
-          const auto closest = closest_.segment(first, dist.rows());
-          for (Eigen::Index c = 0; c < dist.cols(); ++c) {
-            if (weights_ == nullptr) {
-              answer.candidate_potentials[c] +=
-                  closest.cwiseMin(dist.col(c).template cast<double>()).sum();
-            } else {
-              answer.candidate_potentials[c] +=
-                  closest
-                      .cwiseMin(weights_->segment(first, dist.rows())
-                                    .template cast<double>()
-                                    .cwiseProduct(dist.col(c).template cast<double>()))
-                      .sum();
-            }
-          }
-        });
+    points.ForEachBlock(r.candidates, [&](Eigen::Index first, const auto& dist) {
+      const auto closest = closest_.segment(first, dist.rows());
+      for (Eigen::Index c = 0; c < dist.cols(); ++c) {
+        if (weights_ == nullptr) {
+          answer.candidate_potentials[c] +=
+              closest.cwiseMin(dist.col(c).template cast<double>()).sum();
+        } else {
+          answer.candidate_potentials[c] +=
+              closest
+                  .cwiseMin(weights_->segment(first, dist.rows())
+                                .template cast<double>()
+                                .cwiseProduct(dist.col(c).template cast<double>()))
+                  .sum();
+        }
+      }
+    });
   }
   return answer;
 }

@@ -18,11 +18,14 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/distances.h"
 #include "core/init.h"
+#include "core/sparse.h"
 #include "core/types.h"
 
 namespace kmt {
@@ -43,22 +46,29 @@ struct SeedAnswer {
   std::vector<double> candidate_potentials;  ///< per candidate: the potential with it added
 };
 
-// One shard: a d x n matrix (kept by reference; it must outlive the shard)
-// and each point's squared distance to the nearest center added so far
-// (+inf before the first), times its weight if `weights` (n values, kept by
-// reference too) weigh the points: such a shard draws by weight before any
-// center (the first), by w D^2 after.
+// One shard: n points, a d x n matrix or n sparse rows of d features (kept
+// by reference; they must outlive the shard), and each point's squared
+// distance to the nearest center added so far (+inf before the first),
+// times its weight if `weights` (n values, kept by reference too) weigh the
+// points: such a shard draws by weight before any center (the first), by
+// w D^2 after.
+//
+// Sparse rows are measured from their nonzeros, O(nnz) a center: the
+// product form ||x||^2 + ||c||^2 - 2 <x, c> where the dense shard takes it
+// (a seed step's centers and candidates), the sparse assignment
+// (AssignNearestSparse, its product distances) where the dense shard takes
+// the assignment's scan (AddCenters). Distances within the product form's
+// round-off of zero are measured exactly on the row made dense, with the
+// dense shard's functions, so a copy of a center lies at 0 in both. The
+// draws and samples are then the dense shard's, but for points whose
+// distances part by round-off where a draw or sample falls.
 template <typename Scalar>
 class SeedingShard {
  public:
   explicit SeedingShard(const Matrix<Scalar>* points, const Vector<Scalar>* weights = nullptr)
-      : points_(*points),
-        weights_(weights),
-        point_sq_(SquaredNorms<Scalar>(*points)),
-        closest_(weights != nullptr
-                     ? Vector<double>(weights->template cast<double>())
-                     : Vector<double>::Constant(points->cols(),
-                                                std::numeric_limits<double>::infinity())) {}
+      : SeedingShard(points, weights, SquaredNorms<Scalar>(*points)) {}
+  explicit SeedingShard(const CsrMatrix<Scalar>* points, const Vector<Scalar>* weights = nullptr)
+      : SeedingShard(points, weights, points->RowSquaredNorms()) {}
 
   // Checks the request against the shard (d, indices in range, targets
   // finite and not negative) and runs it.
@@ -93,12 +103,34 @@ class SeedingShard {
   static constexpr int64_t kBytesPerPoint = sizeof(Scalar) + 2 * sizeof(double);
 
  private:
+  using Points = std::variant<const Matrix<Scalar>*, const CsrMatrix<Scalar>*>;
+
+  SeedingShard(Points points, const Vector<Scalar>* weights, Vector<Scalar> point_sq)
+      : points_(points),
+        weights_(weights),
+        point_sq_(std::move(point_sq)),
+        closest_(weights != nullptr
+                     ? Vector<double>(weights->template cast<double>())
+                     : Vector<double>::Constant(point_sq_.size(),
+                                                std::numeric_limits<double>::infinity())) {}
+
+  // Calls f(points), the points as the passes read them (seeding.cc: a
+  // dense and a sparse form with the same members), so that every pass is
+  // written once.
+  template <typename F>
+  decltype(auto) WithPoints(F&& f) const;
+
+  // Step on `points`.
+  template <typename P>
+  absl::StatusOr<SeedAnswer<Scalar>> StepOn(const P& points, const SeedRequest<Scalar>& request);
   // Takes one center into the distances, in one pass of blocked products
   // (the greedy seed steps').
-  void Take(const Eigen::Ref<const Matrix<Scalar>>& center);
+  template <typename P>
+  void Take(const P& points, const Eigen::Ref<const Matrix<Scalar>>& center);
   // Takes the columns of `centers` into the distances and nearest_, numbered
   // from taken_, in one pass of the assignment's scan (AddCenters').
-  void TakeNearest(const Matrix<Scalar>& centers);
+  template <typename P>
+  void TakeNearest(const P& points, const Matrix<Scalar>& centers);
 
   // The point whose range [sum before it, sum with it) of the running sum of
   // distances holds `target`: the first with running sum > target, so never
@@ -106,7 +138,7 @@ class SeedingShard {
   // positive distance if none (round-off).
   Eigen::Index Find(double target);
 
-  const Matrix<Scalar>& points_;
+  Points points_;
   const Vector<Scalar>* weights_;
   Vector<Scalar> point_sq_;
   Vector<double> closest_;
@@ -126,6 +158,32 @@ template <typename Scalar>
 std::vector<double> NearestCandidateWeights(const Matrix<Scalar>& points,
                                             const Vector<Scalar>* weights,
                                             const Matrix<Scalar>& candidates);
+
+// The weight (`weights`, or 1 each) of the points under each of k labels:
+// NearestCandidateWeights' tally, both forms.
+template <typename Scalar>
+std::vector<double> LabelWeights(const Labels& labels, const Vector<Scalar>* weights, int64_t k) {
+  std::vector<double> out(k, 0.0);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    out[labels[i]] += weights != nullptr ? static_cast<double>((*weights)[i]) : 1.0;
+  }
+  return out;
+}
+
+// NearestCandidateWeights for sparse points (n rows of d features): the labels are
+// AssignNearestSparse's, which equal the dense path's, so the weights are
+// the dense overload's on the same points, at O(nnz) a candidate. Defined
+// here rather than among the dispatched kernels (simd_kernels.h names one
+// function a name): the assignment it calls is sparse.cc's.
+template <typename Scalar>
+std::vector<double> NearestCandidateWeights(const CsrMatrix<Scalar>& points,
+                                            const Vector<Scalar>* weights,
+                                            const Matrix<Scalar>& candidates) {
+  Labels labels;
+  AssignNearestSparse(points, candidates, &labels, nullptr, nullptr, nullptr,
+                      SparseDistances::kProduct);
+  return LabelWeights(labels, weights, candidates.cols());
+}
 
 // Runs one request per shard, every shard at once, and returns the answers
 // in shard order.

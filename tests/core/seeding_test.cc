@@ -7,29 +7,45 @@
 #include <memory>
 
 #include "core/init.h"
+#include "core/random.h"
+#include "core/sparse.h"
 #include "tests/support/gaussian_clusters.h"
+#include "tests/support/random_weights.h"
 #include "tests/support/simd_levels.h"
+#include "tests/support/sparse_documents.h"
 
 namespace kmt {
 namespace {
 
 // The points' columns split into shards of these sizes, each a SeedingShard,
 // and a round that runs each request on its shard.
+// `sparse`: each shard holds its points as sparse rows; `weights` (n
+// values, or null) are split with the points.
 template <typename Scalar>
 struct LocalShards {
   std::vector<Matrix<Scalar>> parts;
+  std::vector<CsrMatrix<Scalar>> sparse_parts;
+  std::vector<Vector<Scalar>> weight_parts;
   std::vector<std::unique_ptr<SeedingShard<Scalar>>> shards;
   std::vector<int64_t> sizes;
 
-  LocalShards(const Matrix<Scalar>& points, const std::vector<int64_t>& split) : sizes(split) {
+  LocalShards(const Matrix<Scalar>& points, const std::vector<int64_t>& split, bool sparse = false,
+              const Vector<Scalar>* weights = nullptr)
+      : sizes(split) {
     parts.reserve(split.size());
     int64_t first = 0;
     for (int64_t size : split) {
       parts.push_back(points.middleCols(first, size));
+      if (weights != nullptr) weight_parts.push_back(weights->segment(first, size));
       first += size;
     }
     for (const Matrix<Scalar>& part : parts) {
-      shards.push_back(std::make_unique<SeedingShard<Scalar>>(&part));
+      sparse_parts.push_back(CsrMatrix<Scalar>::FromDense(part));
+    }
+    for (size_t s = 0; s < parts.size(); ++s) {
+      const Vector<Scalar>* w = weights != nullptr ? &weight_parts[s] : nullptr;
+      shards.push_back(sparse ? std::make_unique<SeedingShard<Scalar>>(&sparse_parts[s], w)
+                              : std::make_unique<SeedingShard<Scalar>>(&parts[s], w));
     }
   }
 
@@ -316,6 +332,174 @@ TEST(KMeansParallel, CandidatesWeighTheirNearestPointsTiesToTheLowestIndex) {
     const Vector<double> weights = (Vector<double>(5) << 0.5, 2, 0, 1, 4).finished();
     EXPECT_EQ(NearestCandidateWeights(points, &weights, candidates),
               (std::vector<double>{2.5, 1, 4}));
+  });
+}
+
+// Points for the sparse shards: well-separated clusters with about half of
+// the coordinates 0 (each point's own), and TF-IDF documents.
+template <typename Scalar>
+Matrix<Scalar> HalfZeroClusters(uint64_t seed) {
+  Matrix<Scalar> points = GaussianClusters<Scalar>({.n = 2000, .d = 16, .k = 10}, seed).points;
+  Rng rng(seed + 100);
+  for (Eigen::Index i = 0; i < points.size(); ++i) {
+    if (rng.Below(2) == 0) points.data()[i] = 0;
+  }
+  return points;
+}
+
+template <typename Scalar>
+std::vector<Matrix<Scalar>> SparseSeedingProblems() {
+  return {HalfZeroClusters<Scalar>(4),
+          TfIdfDocuments<Scalar>({.n = 1500, .d = 3000, .terms = 30}, 8).ToDense()};
+}
+
+// The product form's bound on |sparse - dense| for the summed distances of
+// `points` to their nearest center of `centers` (weighted): each form within
+// SquaredDistanceRoundOff of the exact distance to any center, so the
+// minima within it too.
+template <typename Scalar>
+double PotentialBound(const Matrix<Scalar>& points, const Matrix<Scalar>& centers,
+                      const Vector<Scalar>* weights) {
+  const Vector<Scalar> x_sq = SquaredNorms<Scalar>(points);
+  const Scalar c_sq = SquaredNorms<Scalar>(centers).maxCoeff();
+  double bound = 0;
+  for (Eigen::Index i = 0; i < points.cols(); ++i) {
+    const double w = weights != nullptr ? static_cast<double>((*weights)[i]) : 1.0;
+    bound +=
+        2 * w * static_cast<double>(SquaredDistanceRoundOff<Scalar>(points.rows(), x_sq[i], c_sq));
+  }
+  return bound;
+}
+
+template <typename Scalar>
+void SparseShardsDrawTheDenseShardsCenters() {
+  for (const Matrix<Scalar>& points : SparseSeedingProblems<Scalar>()) {
+    SCOPED_TRACE(points.rows());
+    const int d = static_cast<int>(points.rows()), n = static_cast<int>(points.cols()), k = 12;
+    const std::vector<int64_t> split = {n / 3, 0, 1, n - n / 3 - 1};
+    Rng rng(3);
+    const Vector<Scalar> weights = UniformMatrix<Scalar>(n, 1, rng, 0.25, 4);
+    for (uint64_t seed : {2}) {
+      SCOPED_TRACE(seed);
+      for (const int trials : {GreedySeedingCandidates(k), 1}) {
+        SCOPED_TRACE(trials);
+        LocalShards<Scalar> dense(points, split), sparse(points, split, true);
+        const Matrix<Scalar> want =
+            *ShardedKMeansPlusPlus<Scalar>(dense.sizes, d, k, seed, trials, dense.Round());
+        EXPECT_EQ(*ShardedKMeansPlusPlus<Scalar>(sparse.sizes, d, k, seed, trials, sparse.Round()),
+                  want);
+        LocalShards<Scalar> dense_weighted(points, split, false, &weights),
+            sparse_weighted(points, split, true, &weights);
+        EXPECT_EQ(*ShardedKMeansPlusPlus<Scalar>(sparse_weighted.sizes, d, k, seed, trials,
+                                                 sparse_weighted.Round(), {}, true),
+                  *ShardedKMeansPlusPlus<Scalar>(dense_weighted.sizes, d, k, seed, trials,
+                                                 dense_weighted.Round(), {}, true));
+      }
+    }
+  }
+}
+
+TEST(SparseSeeding, ShardsDrawTheDenseShardsCentersFloat) {
+  AtEachSimdLevel([&] { SparseShardsDrawTheDenseShardsCenters<float>(); });
+}
+TEST(SparseSeeding, ShardsDrawTheDenseShardsCentersDouble) {
+  AtEachSimdLevel([&] { SparseShardsDrawTheDenseShardsCenters<double>(); });
+}
+
+TEST(SparseSeeding, AStepAnswersAsTheDenseShardWithinTheProductFormsRoundOff) {
+  AtEachSimdLevel([&] {
+    const Matrix<float> points = HalfZeroClusters<float>(6);
+    const CsrMatrix<float> rows = CsrMatrix<float>::FromDense(points);
+    SeedingShard<float> dense(&points), sparse(&rows);
+    // A center that is one of the points: that point lies at 0 in both.
+    const Matrix<float> add = points.col(11);
+    const Matrix<float> candidates = points(Eigen::all, std::vector<int>{3, 500, 1999});
+    const SeedRequest<float> request{
+        .add = add, .indices = {0, 1999}, .targets = {0.0, 5.0, 1e9}, .candidates = candidates};
+    const SeedAnswer<float> a = *dense.Step(request), b = *sparse.Step(request);
+    const double bound = PotentialBound<float>(points, add, nullptr);
+    EXPECT_GT(a.potential, 1e3 * bound);
+    EXPECT_NEAR(b.potential, a.potential, bound);
+    EXPECT_EQ(b.points, a.points);
+    ASSERT_EQ(b.candidate_potentials.size(), 3u);
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_NEAR(b.candidate_potentials[c], a.candidate_potentials[c],
+                  PotentialBound<float>(points, candidates.col(c), nullptr) + bound)
+          << c;
+    }
+    // The copy of the center is never drawn: the whole potential's draws
+    // land where the dense shard's do.
+    const SeedAnswer<float> drawn = *sparse.Step({.targets = {0.0}});
+    EXPECT_NE(drawn.points.col(0), points.col(11));
+    EXPECT_EQ(drawn.points, dense.Step({.targets = {0.0}})->points);
+    // The sparse shard's checks are the dense one's.
+    EXPECT_EQ(sparse.Step({.indices = {2000}}).status().message(),
+              "point index 2000 is outside the shard's 2000 points");
+    EXPECT_EQ(sparse.AddCenters(Matrix<float>::Ones(3, 1)).status().message(),
+              "centers have d = 3, points have d = 16");
+  });
+}
+
+template <typename Scalar>
+void SparseKMeansParallelRoundsAsDense() {
+  for (const Matrix<Scalar>& points : SparseSeedingProblems<Scalar>()) {
+    SCOPED_TRACE(points.rows());
+    const Eigen::Index n = points.cols();
+    const CsrMatrix<Scalar> rows = CsrMatrix<Scalar>::FromDense(points);
+    Rng rng(5);
+    const Vector<Scalar> weights = UniformMatrix<Scalar>(n, 1, rng, 0.25, 4);
+    for (const Vector<Scalar>* w : std::vector<const Vector<Scalar>*>{nullptr, &weights}) {
+      SCOPED_TRACE(w == nullptr ? "unweighted" : "weighted");
+      SeedingShard<Scalar> dense(&points, w), sparse(&rows, w);
+      // Rounds of k-means‖ from one point: each round's sample is the next
+      // round's group of centers.
+      Matrix<Scalar> group = points.col(7), taken(points.rows(), 0);
+      for (int64_t round = 1; round <= 3; ++round) {
+        SCOPED_TRACE(round);
+        const double a = *dense.AddCenters(group), b = *sparse.AddCenters(group);
+        taken.conservativeResize(Eigen::NoChange, taken.cols() + group.cols());
+        taken.rightCols(group.cols()) = group;
+        const double bound = PotentialBound<Scalar>(points, taken, w);
+        EXPECT_NEAR(b, a, bound);
+        EXPECT_EQ(sparse.TakenCenterWeights(), dense.TakenCenterWeights());
+        // Both sample by the dense shard's potential, as a job sums them.
+        const std::vector<int64_t> sample = *dense.Oversample(8, a, 17, round, 0);
+        EXPECT_EQ(*sparse.Oversample(8, a, 17, round, 0), sample);
+        ASSERT_FALSE(sample.empty());
+        group = points(Eigen::all, sample);
+      }
+      // Copies of the centers taken lie at 0: never taken, however large
+      // the oversampling.
+      const std::vector<int64_t> all = *sparse.Oversample(1e12, 1, 1, 9, 0);
+      EXPECT_EQ(all, *dense.Oversample(1e12, 1, 1, 9, 0));
+      EXPECT_EQ(std::find(all.begin(), all.end(), 7), all.end());
+    }
+  }
+}
+
+TEST(SparseKMeansParallel, RoundsSampleTheDenseShardsPointsFloat) {
+  AtEachSimdLevel([&] { SparseKMeansParallelRoundsAsDense<float>(); });
+}
+TEST(SparseKMeansParallel, RoundsSampleTheDenseShardsPointsDouble) {
+  AtEachSimdLevel([&] { SparseKMeansParallelRoundsAsDense<double>(); });
+}
+
+TEST(SparseKMeansParallel, CandidatesWeighTheirNearestPointsAsDense) {
+  AtEachSimdLevel([&] {
+    for (const Matrix<double>& points : SparseSeedingProblems<double>()) {
+      SCOPED_TRACE(points.rows());
+      const CsrMatrix<double> rows = CsrMatrix<double>::FromDense(points);
+      Rng rng(6);
+      const Vector<double> weights = UniformMatrix<double>(points.cols(), 1, rng, 0.25, 4);
+      // A duplicate candidate (never the higher index) and points as
+      // candidates.
+      const Matrix<double> candidates = points(Eigen::all, std::vector<int>{5, 9, 5, 400, 1234});
+      EXPECT_EQ(NearestCandidateWeights<double>(rows, nullptr, candidates),
+                NearestCandidateWeights<double>(points, nullptr, candidates));
+      const std::vector<double> weighted = NearestCandidateWeights(rows, &weights, candidates);
+      EXPECT_EQ(weighted, NearestCandidateWeights(points, &weights, candidates));
+      EXPECT_EQ(weighted[2], 0);
+    }
   });
 }
 
