@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <queue>
 #include <utility>
 #include <vector>
 
@@ -93,8 +94,9 @@ std::vector<int64_t> FarthestPoints(const CsrMatrix<Scalar>& points, const Vecto
   // 1. Each point's distance estimated from its nonzeros in double, in
   // product form, and a bound on its distance from the dense form's
   // DirectSquaredDistance: the product form's round-off (in double) and
-  // the direct sum's, (d + 2) eps of the distance (each difference and
-  // square rounded once, d - 1 additions of positive terms), twice over.
+  // the direct sum's, gamma_{d + 2} = (d + 2) u / (1 - (d + 2) u) of the
+  // distance (u = eps / 2: each difference and square rounded once, then
+  // d - 1 additions of terms >= 0), unbounded where (d + 2) u >= 1.
   std::vector<double> c_sq(centers.cols());
   for (Eigen::Index j = 0; j < centers.cols(); ++j) {
     double sq = 0;
@@ -103,8 +105,8 @@ std::vector<int64_t> FarthestPoints(const CsrMatrix<Scalar>& points, const Vecto
     }
     c_sq[j] = sq;
   }
-  const double direct_error =
-      2 * static_cast<double>(d + 2) * std::numeric_limits<Scalar>::epsilon();
+  const double nu = static_cast<double>(d + 2) * std::numeric_limits<Scalar>::epsilon() / 2;
+  const double direct_error = nu < 1 ? nu / (1 - nu) : std::numeric_limits<double>::infinity();
   std::vector<int64_t> eligible;
   eligible.reserve(n);
   std::vector<double> low(n), high(n);
@@ -127,23 +129,36 @@ std::vector<int64_t> FarthestPoints(const CsrMatrix<Scalar>& points, const Vecto
   }
   const int64_t take = std::min<int64_t>(std::max<int64_t>(m, 0), eligible.size());
   if (take == 0) return Farthest(std::vector<int64_t>{}, std::vector<Scalar>{}, 0, distances);
-  // 2. At least `take` points lie at or above the take-th largest low end,
-  // each farther than any point whose high end is below it: only the
-  // others can be among the farthest, and they alone are measured as the
-  // dense form measures every point, on the row made dense.
+  // 2. At least `take` points lie at or above the take-th largest low end
+  // (then also the take-th largest distance measured so far), each farther
+  // than any point whose high end is below it: only the others can be among
+  // the farthest, and they alone are measured as the dense form measures
+  // every point, on the row made dense, in decreasing high end until one
+  // lies below.
   std::vector<double> lows;
   lows.reserve(eligible.size());
   for (const int64_t i : eligible) lows.push_back(low[i]);
   std::nth_element(lows.begin(), lows.begin() + (take - 1), lows.end(), std::greater<double>());
-  const double threshold = lows[take - 1];
+  double threshold = lows[take - 1];
   std::vector<int64_t> order;
-  std::vector<Scalar> distance(n), row(d);
   for (const int64_t i : eligible) {
-    if (high[i] < threshold) continue;
+    if (high[i] >= threshold) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return high[a] > high[b]; });
+  std::vector<Scalar> distance(n), row(d);
+  // The take largest distances measured, least on top.
+  std::priority_queue<double, std::vector<double>, std::greater<double>> largest;
+  size_t measured = 0;
+  for (; measured < order.size() && high[order[measured]] >= threshold; ++measured) {
+    const int64_t i = order[measured];
     points.Row(i, row.data());
     distance[i] = DirectSquaredDistance(row.data(), centers.col(labels[i]).data(), d);
-    order.push_back(i);
+    largest.push(static_cast<double>(distance[i]));
+    if (static_cast<int64_t>(largest.size()) > take) largest.pop();
+    if (static_cast<int64_t>(largest.size()) == take)
+      threshold = std::max(threshold, largest.top());
   }
+  order.resize(measured);
   return Farthest(std::move(order), distance, take, distances);
 }
 
