@@ -1,5 +1,7 @@
 #include "core/sparse.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -224,6 +226,7 @@ struct SparseCenters {
     half_sq_max = k > 0 ? *std::max_element(half_sq.begin(), half_sq.end()) : 0;
     norm_max = k > 0 ? *std::max_element(norm.begin(), norm.end()) : 0;
     offset_error_max = k > 0 ? *std::max_element(offset_error.begin(), offset_error.end()) : 0;
+    nonnegative = k > 0 && centers.minCoeff() >= 0;
   }
 
   // A bound on |computed - exact| of center j's score for a row of m
@@ -233,17 +236,47 @@ struct SparseCenters {
   // their magnitudes, |offset| + sum_l |x_l| |c_jl| <= ||c_j||^2 / 2 +
   // ||x|| ||c_j|| (Cauchy-Schwarz over the row's nonzeros, which spares a
   // second pass of m k products), with room for the second-order terms.
-  double Error(Eigen::Index j, double per_term, double x_norm) const {
-    return (per_term * (half_sq[j] + x_norm * norm[j]) + offset_error[j]) * kBoundSafety;
+  //
+  // Where the row's values and every center coordinate are at least 0
+  // (TF-IDF and counts, and their means), the products' magnitudes add up to
+  // the product itself, P_j = sum_l x_l c_jl, which the computed score
+  // bounds: s_j >= O_j + P_j - gamma (|O_j| + P_j) for the offset O_j, so
+  // P_j <= (s_j + A_j (1 + gamma)) / (1 - gamma) with A_j >= |O_j|. That
+  // bound is ||x|| ||c_j|| times the row's cosine to c_j, several times
+  // tighter for the centers a document is far from, and the one taken when
+  // smaller. `score` is s_j, `nonnegative` whether the row and the centers
+  // are.
+  double Error(Eigen::Index j, double per_term, double x_norm, double score,
+               bool nonnegative) const {
+    return Bounded(per_term, half_sq[j], x_norm * norm[j], offset_error[j], score, nonnegative);
   }
-  double MaxError(double per_term, double x_norm) const {
-    return (per_term * (half_sq_max + x_norm * norm_max) + offset_error_max) * kBoundSafety;
+  // Error's largest value over the centers, for a row whose best score is
+  // `best`.
+  double MaxError(double per_term, double x_norm, double best, bool nonnegative) const {
+    return Bounded(per_term, half_sq_max, x_norm * norm_max, offset_error_max, best, nonnegative);
   }
 
   Matrix<Scalar> transposed;
   Vector<Scalar> offset;
   std::vector<double> half_sq, norm, offset_error;
   double half_sq_max = 0, norm_max = 0, offset_error_max = 0;
+  bool nonnegative = false;  // every coordinate of every center >= 0
+
+ private:
+  // The bound for a center of half squared norm (bounded by) half, ||x||
+  // ||c|| at most `cauchy`, offset error `offset_err` and score `score`.
+  static double Bounded(double per_term, double half, double cauchy, double offset_err,
+                        double score, bool nonnegative) {
+    double magnitude = cauchy;
+    if (nonnegative) {
+      // A >= |O_j|: the offset is -||c_j||^2 / 2 rounded once to Scalar.
+      const double a = half * (1 + std::numeric_limits<Scalar>::epsilon());
+      const double product =
+          std::max(0.0, (score + a * (1 + per_term)) / (1 - per_term)) * (1 + 4 * kEpsDouble);
+      magnitude = std::min(magnitude, product);
+    }
+    return (per_term * (half + magnitude) + offset_err) * kBoundSafety;
+  }
 };
 
 // One thread's working space: the scores of a row, the row made dense
@@ -256,6 +289,27 @@ struct SparseScratch {
   std::vector<int> candidates;
 };
 
+// Row i's scores <x, c_j> - ||c_j||^2 / 2 from its nonzeros, into `score`
+// (k); returns its squared norm (in double), and whether its values are all
+// at least 0 in `nonnegative`.
+template <typename Scalar>
+double ScoreRow(const CsrMatrix<Scalar>& points, int64_t i, const SparseCenters<Scalar>& sc,
+                Vector<Scalar>* score, bool* nonnegative) {
+  const int64_t begin = points.indptr()[i], end = points.indptr()[i + 1];
+  const int32_t* index = points.indices().data();
+  const Scalar* value = points.values().data();
+  *score = sc.offset;
+  double x_sq = 0;
+  bool nonnegative_row = true;
+  for (int64_t p = begin; p < end; ++p) {
+    score->noalias() += value[p] * sc.transposed.col(index[p]);
+    x_sq += static_cast<double>(value[p]) * static_cast<double>(value[p]);
+    nonnegative_row &= value[p] >= 0;
+  }
+  *nonnegative = nonnegative_row;
+  return x_sq;
+}
+
 // Row i's label and squared distance (by `distances`).
 template <typename Scalar>
 void AssignRow(const CsrMatrix<Scalar>& points, int64_t i, const Matrix<Scalar>& centers,
@@ -266,13 +320,10 @@ void AssignRow(const CsrMatrix<Scalar>& points, int64_t i, const Matrix<Scalar>&
   const int32_t* index = points.indices().data();
   const Scalar* value = points.values().data();
   Vector<Scalar>& score = scratch->score;
-  // 1. The scores <x, c_j> - ||c_j||^2 / 2 from the nonzeros.
-  score = sc.offset;
-  double x_sq = 0;
-  for (int64_t p = begin; p < end; ++p) {
-    score.noalias() += value[p] * sc.transposed.col(index[p]);
-    x_sq += static_cast<double>(value[p]) * static_cast<double>(value[p]);
-  }
+  // 1. The scores from the nonzeros.
+  bool nonnegative_row = true;
+  const double x_sq = ScoreRow(points, i, sc, &score, &nonnegative_row);
+  const bool nonnegative = nonnegative_row && sc.nonnegative;
   // 2. The best, the lowest index among equal scores.
   Scalar best = score[0];
   int label = 0;
@@ -290,8 +341,8 @@ void AssignRow(const CsrMatrix<Scalar>& points, int64_t i, const Matrix<Scalar>&
   const double per_term = static_cast<double>(m + 1) * std::numeric_limits<Scalar>::epsilon();
   const double x_norm =
       std::sqrt(x_sq * (1 + 2 * static_cast<double>(m + 1) * kEpsDouble)) * (1 + kEpsDouble);
-  const double label_error = sc.Error(label, per_term, x_norm);
-  const double reach = label_error + sc.MaxError(per_term, x_norm);
+  const double label_error = sc.Error(label, per_term, x_norm, best, nonnegative);
+  const double reach = label_error + sc.MaxError(per_term, x_norm, best, nonnegative);
   std::vector<int>& candidates = scratch->candidates;
   candidates.clear();
   for (Eigen::Index j = 0; j < k; ++j) {
@@ -300,7 +351,8 @@ void AssignRow(const CsrMatrix<Scalar>& points, int64_t i, const Matrix<Scalar>&
       continue;
     }
     const double below = static_cast<double>(best) - static_cast<double>(score[j]);
-    if (below <= reach && below <= label_error + sc.Error(j, per_term, x_norm)) {
+    if (below <= reach &&
+        below <= label_error + sc.Error(j, per_term, x_norm, score[j], nonnegative)) {
       candidates.push_back(static_cast<int>(j));
     }
   }
@@ -398,10 +450,26 @@ double AddInParts(const CsrMatrix<Scalar>& points, const Labels& labels, const S
       part = &*buffer;
     }
     double part_total = 0;
-    for (int64_t i = start; i < end; ++i) {
-      const Scalar* w = weights != nullptr ? weights->data() + i : nullptr;
-      if (sq != nullptr) part_total = WithObjective(part_total, sq[i], w);
-      if (part != nullptr) AddRowToSums(points, i, labels[i], w, part);
+    if (sq != nullptr) {
+      for (int64_t i = start; i < end; ++i) {
+        part_total =
+            WithObjective(part_total, sq[i], weights != nullptr ? weights->data() + i : nullptr);
+      }
+    }
+    if (part != nullptr) {
+      // Each thread adds the rows of the centers it owns (label mod the
+      // thread count), in row order: a center's additions are the serial
+      // loop's, whichever thread makes them.
+      const int64_t part_nnz = points.indptr()[end] - points.indptr()[start];
+#pragma omp parallel if (part_nnz > (1 << 16))
+      {
+        const int threads = omp_get_num_threads(), me = omp_get_thread_num();
+        for (int64_t i = start; i < end; ++i) {
+          if (labels[i] % threads != me) continue;
+          AddRowToSums(points, i, labels[i], weights != nullptr ? weights->data() + i : nullptr,
+                       part);
+        }
+      }
     }
     total += part_total;
     if (part != nullptr && part != into) into->Add(*part);
@@ -442,6 +510,28 @@ double AssignNearestSparse(const CsrMatrix<Scalar>& points, const Matrix<Scalar>
 }
 
 template <typename Scalar>
+Matrix<Scalar> SparseSquaredDistances(const CsrMatrix<Scalar>& points,
+                                      const Matrix<Scalar>& centers) {
+  const Eigen::Index n = points.rows(), k = centers.cols();
+  Matrix<Scalar> out(k, n);
+  if (n == 0 || k == 0) return out;
+  const SparseCenters<Scalar> sc(centers);
+#pragma omp parallel if (points.nnz() * k > (1 << 18))
+  {
+    Vector<Scalar> score(k);
+#pragma omp for schedule(dynamic, 256)
+    for (Eigen::Index i = 0; i < n; ++i) {
+      bool nonnegative = true;
+      const Scalar x_sq = static_cast<Scalar>(ScoreRow(points, i, sc, &score, &nonnegative));
+      for (Eigen::Index j = 0; j < k; ++j) {
+        out(j, i) = std::max(Scalar(0), x_sq - 2 * score[j]);
+      }
+    }
+  }
+  return out;
+}
+
+template <typename Scalar>
 void AccumulateSparseClusterSums(const CsrMatrix<Scalar>& points, const Labels& labels,
                                  ClusterSums* into, const NonDeduced<Vector<Scalar>>* weights) {
   AddInParts<Scalar>(points, labels, nullptr, weights, kClusterSumsChunk, into);
@@ -468,6 +558,7 @@ double SparseLloyd(
   template double AssignNearestSparse<S>(const CsrMatrix<S>&, const Matrix<S>&, Labels*,         \
                                          Vector<S>*, ClusterSums*, const Vector<S>*,             \
                                          SparseDistances);                                       \
+  template Matrix<S> SparseSquaredDistances<S>(const CsrMatrix<S>&, const Matrix<S>&);           \
   template void AccumulateSparseClusterSums<S>(const CsrMatrix<S>&, const Labels&, ClusterSums*, \
                                                const Vector<S>*);                                \
   template double SparseLloyd<S>(                                                                \

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/validation.h"
+#include "proto/csr_payload.h"
 #include "proto/init_method.h"
 #include "proto/raw_payload.h"
 
@@ -30,6 +31,7 @@ std::vector<const char*> Float32Payloads(const v1::ClusterRequest& r) {
   if (!r.points_bf16().empty()) set.push_back("points_bf16");
   if (!r.centers_f16().empty()) set.push_back("centers_f16");
   if (!r.centers_bf16().empty()) set.push_back("centers_bf16");
+  if (!r.points_csr().values_f32().empty()) set.push_back("points_csr.values_f32");
   return set;
 }
 
@@ -39,6 +41,7 @@ std::vector<const char*> Float64Payloads(const v1::ClusterRequest& r) {
   if (!r.centers_f64().empty()) set.push_back("centers_f64");
   if (!r.weights_f64().empty()) set.push_back("weights_f64");
   if (!r.points_offset_f64().empty()) set.push_back("points_offset_f64");
+  if (!r.points_csr().values_f64().empty()) set.push_back("points_csr.values_f64");
   return set;
 }
 
@@ -294,7 +297,111 @@ absl::StatusOr<Batch<Scalar>> RequestBatch(const v1::ClusterRequest& r,
   return Batch<Scalar>::Validate(std::move(spec));
 }
 
+// The first dense points field a request sets, or null.
+const char* DensePointsField(const v1::ClusterRequest& r) {
+  return r.points_size() > 0        ? "points"
+         : !r.points_f32().empty()  ? "points_f32"
+         : !r.points_f64().empty()  ? "points_f64"
+         : !r.points_f16().empty()  ? "points_f16"
+         : !r.points_bf16().empty() ? "points_bf16"
+                                    : nullptr;
+}
+
+// What a sparse request may not ask, with the field that asks it; OK if
+// nothing.
+absl::Status CheckSparseRequest(const v1::ClusterRequest& r) {
+  if (const char* dense = DensePointsField(r); dense != nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("points_csr and ", dense, " are both set; send one of them"));
+  }
+  const auto refuse = [](const std::string& field, const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is set beside points_csr: ", why,
+                     "; a request over sparse points runs exact Lloyd's from given centers, and "
+                     "k-means++, restarts and scikit-learn's relocation over sparse points run "
+                     "as a resident job (ShardChunk.points_csr)"));
+  };
+  if (r.points_offset_size() > 0 || !r.points_offset_f64().empty()) {
+    return refuse(r.points_offset_size() > 0 ? "points_offset" : "points_offset_f64",
+                  "sparse points are never shifted (the shift would fill every row)");
+  }
+  if (r.empty_clusters() != v1::EMPTY_CLUSTERS_KEEP) {
+    return refuse("empty_clusters", "an empty cluster keeps its center");
+  }
+  if (r.n_init() > 1) return refuse("n_init", "one run from the given centers");
+  if (r.guard()) return refuse("guard", "exact Lloyd's needs no guard");
+  if (r.return_cluster_sums()) return refuse("return_cluster_sums", "not served for sparse points");
+  if (r.parameters_size() > 0) return refuse("parameters", "exact Lloyd's takes none");
+  return absl::OkStatus();
+}
+
+template <typename Scalar>
+absl::StatusOr<SparseBatch<Scalar>> SparseRequestBatch(const v1::ClusterRequest& r,
+                                                       const FittedCenters* fitted) {
+  if (fitted != nullptr) {
+    if (absl::Status s = CheckFittedRequest(r, *fitted); !s.ok()) return s;
+  }
+  if (absl::Status s = CheckSparseRequest(r); !s.ok()) return s;
+  absl::StatusOr<PayloadType> type = RequestPayloadType(r);
+  if (!type.ok()) return type.status();
+  if ((*type == PayloadType::kFloat64) != std::is_same_v<Scalar, double>) {
+    return absl::InvalidArgumentError("the request's payloads are of the other precision");
+  }
+  if (r.d() < 1)
+    return absl::InvalidArgumentError(absl::StrCat("d = ", r.d(), ", must be at least 1"));
+  const int64_t rows = CsrRowCount(r.points_csr());
+  if (rows >= 0 && rows != r.n()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("points_csr.indptr_i64 holds ", rows, " rows, but n = ", r.n()));
+  }
+  absl::StatusOr<CsrMatrix<Scalar>> points = CsrFromProto<Scalar>(r.points_csr(), r.d());
+  if (!points.ok()) return points.status();
+  if (points->rows() < 1) return absl::InvalidArgumentError("n = 0: a batch has at least 1 point");
+  SparseBatch<Scalar> batch{.points = *std::move(points), .iterations = r.iterations()};
+  if (r.iterations() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("iterations = ", r.iterations(), ", must be at least 0"));
+  }
+  if (fitted != nullptr) {
+    batch.centers = fitted->Centers<Scalar>();
+    const std::vector<Scalar> offset = fitted->Offset<Scalar>();
+    if (!offset.empty()) {
+      batch.centers.colwise() += Eigen::Map<const Vector<Scalar>>(offset.data(), fitted->d());
+    }
+  } else {
+    if (!r.has_init() || r.init() != v1::INIT_GIVEN) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "init = ", r.has_init() ? v1::Init_Name(r.init()) : "unset",
+          " with points_csr: a request over sparse points starts from given centers "
+          "(INIT_GIVEN) or a fitted model's; k-means++ and k-means|| over sparse points run "
+          "as a resident job (ShardChunk.points_csr), as kmt.KMeans and kmt cluster run them"));
+    }
+    if (r.k() < 1 || r.k() > r.n()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("k = ", r.k(), ", must be between 1 and n = ", r.n()));
+    }
+    absl::StatusOr<Matrix<Scalar>> centers = RequestCenters<Scalar>(r);
+    if (!centers.ok()) return centers.status();
+    if (absl::Status s = ValidateCenterValues(*centers, r.d()); !s.ok()) return s;
+    batch.centers = *std::move(centers);
+  }
+  absl::StatusOr<std::vector<Scalar>> weights = RequestWeights<Scalar>(r);
+  if (!weights.ok()) return weights.status();
+  if (!weights->empty()) {
+    batch.weights = Eigen::Map<const Vector<Scalar>>(weights->data(),
+                                                     static_cast<Eigen::Index>(weights->size()));
+    if (absl::Status s = ValidateWeights(batch.weights, r.n()); !s.ok()) return s;
+  }
+  return batch;
+}
+
 }  // namespace
+
+template <typename Scalar>
+absl::StatusOr<SparseBatch<Scalar>> SparseBatchFromRequest(const v1::ClusterRequest& r,
+                                                           const FittedCenters* fitted) {
+  return SparseRequestBatch<Scalar>(r, fitted);
+}
 
 template <typename Scalar>
 absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r) {
@@ -364,11 +471,13 @@ void FillResponse(const v1::ClusterRequest& r, const RunResult<Scalar>& run,
   }
 }
 
-#define KMT_INSTANTIATE(S)                                                          \
-  template absl::StatusOr<Batch<S>> BatchFromRequest<S>(const v1::ClusterRequest&); \
-  template absl::StatusOr<Batch<S>> BatchFromRequest<S>(const v1::ClusterRequest&,  \
-                                                        const FittedCenters&);      \
-  template void FillResponse<S>(const v1::ClusterRequest&, const RunResult<S>&,     \
+#define KMT_INSTANTIATE(S)                                                                     \
+  template absl::StatusOr<Batch<S>> BatchFromRequest<S>(const v1::ClusterRequest&);            \
+  template absl::StatusOr<Batch<S>> BatchFromRequest<S>(const v1::ClusterRequest&,             \
+                                                        const FittedCenters&);                 \
+  template absl::StatusOr<SparseBatch<S>> SparseBatchFromRequest<S>(const v1::ClusterRequest&, \
+                                                                    const FittedCenters*);     \
+  template void FillResponse<S>(const v1::ClusterRequest&, const RunResult<S>&,                \
                                 v1::ClusterResponse*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

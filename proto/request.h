@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "core/batch.h"
 #include "core/fitted_centers.h"
+#include "core/sparse.h"
 #include "core/transformer.h"
 #include "proto/kmeans_transformer.pb.h"
 
@@ -46,6 +47,33 @@ inline constexpr int64_t kMaxAllDistancesBytes = int64_t{1} << 30;
 template <typename Scalar>
 absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& request,
                                                const FittedCenters& fitted);
+
+// A request whose points come as points_csr (HasSparsePoints): the points
+// held sparse, the centers every step starts from and what it asks. Exact
+// Lloyd's alone: `iterations` steps from given centers (INIT_GIVEN, or a
+// fitted model's, its offset added back: sparse points are never shifted),
+// stopped by tol as a dense batch is, empty clusters kept, weights if sent, and the labels, the
+// distances (nearest or all) and the objective under the last centers.
+template <typename Scalar>
+struct SparseBatch {
+  CsrMatrix<Scalar> points;  ///< n x d
+  Matrix<Scalar> centers;    ///< d x k
+  Vector<Scalar> weights;    ///< n, or empty: 1 each
+  int iterations = 0;
+};
+
+inline bool HasSparsePoints(const v1::ClusterRequest& request) { return request.has_points_csr(); }
+
+// The sparse batch of a request (to the fitted model `fitted`, if not
+// null), every field checked: INVALID_ARGUMENT naming the field for a dense
+// points field beside points_csr, a points_offset, n or d that disagree
+// with the arrays, a start other than given centers (k-means++ and
+// restarts over sparse points run as a resident job), a relocation
+// policy, cluster sums, n_init or guard (not served for sparse points), or
+// any payload a dense request would be refused for.
+template <typename Scalar>
+absl::StatusOr<SparseBatch<Scalar>> SparseBatchFromRequest(const v1::ClusterRequest& request,
+                                                           const FittedCenters* fitted);
 
 // Labels (unless omitted) and centers, as raw bytes if the request asked for
 // a raw response (float64 bytes for a double run, else float32); objective,

@@ -3,10 +3,14 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/cluster_sums.h"
 #include "core/engine.h"
+#include "core/point_moments.h"
+#include "core/sparse.h"
 #include "proto/batch_error.h"
 #include "proto/request.h"
 #include "server/grpc_status.h"
@@ -29,7 +33,12 @@ absl::Status CheckLimits(const v1::ClusterRequest& r, const Limits& limits) {
     return absl::InvalidArgumentError(absl::StrCat(
         "n = ", r.n(), " exceeds this server's limit of ", limits.max_points, " points per batch"));
   }
-  if (r.d() > limits.max_d) {
+  if (HasSparsePoints(r) && r.d() > limits.max_sparse_d) {
+    return absl::InvalidArgumentError(absl::StrCat("d = ", r.d(),
+                                                   " exceeds this server's limit of ",
+                                                   limits.max_sparse_d, " for sparse points"));
+  }
+  if (!HasSparsePoints(r) && r.d() > limits.max_d) {
     return absl::InvalidArgumentError(
         absl::StrCat("d = ", r.d(), " exceeds this server's limit of ", limits.max_d));
   }
@@ -98,6 +107,87 @@ absl::Status RunAs(const ModelRegistry& registry, const Limits& limits, const v1
   return absl::OkStatus();
 }
 
+// A batch of sparse points (points_csr): exact Lloyd's from the nonzeros
+// (core/sparse.h), from the given centers or a fitted model's, with the
+// engine's response fields. Another model is INVALID_ARGUMENT naming it.
+template <typename Scalar>
+absl::Status RunSparseAs(const ModelRegistry& registry, const Limits& limits,
+                         const v1::ClusterRequest& r, const StopCheck& check,
+                         v1::ClusterResponse* out) {
+  absl::StatusOr<std::shared_ptr<const RegistryEntry>> served =
+      registry.Resolve(r.model(), r.model_version());
+  if (!served.ok()) return served.status();
+  if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
+  const ServedModel<Scalar>& model = (*served)->served<Scalar>();
+  const FittedCenters* fitted = (*served)->fitted.get();
+  if (fitted == nullptr && !(model.exact() && model.algorithm().lloyd_at_defaults())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", r.model(),
+                     "' with points_csr: sparse points are clustered by exact Lloyd's "
+                     "(lloyd-onehot, or a fitted model), not by a learned model or a variant"));
+  }
+  if (fitted != nullptr && fitted->k() > limits.max_k) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", r.model(), "' has k = ", fitted->k(),
+                                                   " centers, beyond this server's limit of ",
+                                                   limits.max_k, " (--max_k)"));
+  }
+  absl::StatusOr<SparseBatch<Scalar>> batch = SparseBatchFromRequest<Scalar>(r, fitted);
+  if (!batch.ok()) return batch.status();
+  const Vector<Scalar>* weights = batch->weights.size() > 0 ? &batch->weights : nullptr;
+  const Eigen::Index d = batch->centers.rows(), k = batch->centers.cols();
+  RunResult<Scalar> run;
+  run.centers = std::move(batch->centers);
+  // scikit-learn's rule, as the dense path applies it (core/batch.h): after
+  // the step whose labels equal the step's before, or whose total squared
+  // shift is at most tol times the points' mean per-dimension variance.
+  std::optional<double> shift_tolerance;
+  if (r.has_tol()) {
+    PointMoments moments;
+    moments.AddSparse(batch->points.indptr().data(), batch->points.indices().data(),
+                      batch->points.values().data(), batch->points.rows(), static_cast<int>(d));
+    shift_tolerance = r.tol() * moments.MeanVariance();
+  }
+  Labels previous;
+  for (int t = 0; t < batch->iterations; ++t) {
+    if (check) {
+      if (absl::Status s = check(); !s.ok()) return s;
+    }
+    ClusterSums sums(static_cast<int>(d), static_cast<int>(k));
+    const double objective = AssignNearestSparse(batch->points, run.centers, &run.labels, nullptr,
+                                                 &sums, weights, SparseDistances::kProduct);
+    // The objective after each step, as the dense path records it: this
+    // assignment's is the step's before.
+    if (r.return_trajectory() && t > 0) run.layer_objectives.push_back(objective);
+    const Matrix<Scalar> before = shift_tolerance ? run.centers : Matrix<Scalar>();
+    run.empty_cluster_events += ApplyMeans(sums, &run.centers);
+    run.layers_run = t + 1;
+    if (shift_tolerance) {
+      if (t > 0 && run.labels == previous) {
+        run.convergence = Convergence::kLabelsUnchanged;
+        break;
+      }
+      if ((run.centers - before).template cast<double>().squaredNorm() <= *shift_tolerance) {
+        run.convergence = Convergence::kTolerance;
+        break;
+      }
+      previous = run.labels;
+    }
+  }
+  Vector<Scalar> own;
+  run.objective = AssignNearestSparse(batch->points, run.centers, &run.labels, &own, nullptr,
+                                      weights, SparseDistances::kProduct);
+  if (r.return_trajectory() && run.layers_run > 0) run.layer_objectives.push_back(run.objective);
+  if (r.return_distances() == v1::DISTANCES_NEAREST) {
+    run.distances = own.transpose();
+  } else if (r.return_distances() == v1::DISTANCES_ALL) {
+    run.distances = SparseSquaredDistances(batch->points, run.centers);
+  }
+  if (fitted != nullptr && r.iterations() == 0) run.centers.resize(0, 0);
+  FillResponse(r, run, out);
+  out->set_model_version((*served)->version);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 v1::ClusterResponse ErrorResponse(const v1::ClusterRequest& request, const absl::Status& status) {
@@ -118,6 +208,11 @@ v1::ClusterResponse RunBatch(const ModelRegistry& registry, const Limits& limits
   // the process.
   if (status.ok()) {
     status = Handled([&] {
+      if (HasSparsePoints(request)) {
+        return HasFloat64Payloads(request)
+                   ? RunSparseAs<double>(registry, limits, request, check, &response)
+                   : RunSparseAs<float>(registry, limits, request, check, &response);
+      }
       return HasFloat64Payloads(request)
                  ? RunAs<double>(registry, limits, request, check, &response)
                  : RunAs<float>(registry, limits, request, check, &response);

@@ -10,6 +10,12 @@ namespace kmt {
 struct Limits {
   int64_t max_points = 1000000;  ///< n per batch
   int max_d = 4096;              ///< dimensions
+  /// Features of sparse points (points_csr), which cost their nonzeros
+  /// rather than n d: scikit-learn's HashingVectorizer's default 2^20 and
+  /// twice that. Their centers are dense (d x k), and a resident job's assign
+  /// step carries them: a step of more than --max_message_bytes needs a
+  /// larger one.
+  int max_sparse_d = 1 << 21;
   /// clusters: FAISS's largest IVF coarse quantizers (2^16); k <= n bounds
   /// what a batch allocates by k, and the float32 centers of k = 65,536 at
   /// d = 128 are a 32 MiB response, within the clients' 64 MiB

@@ -54,6 +54,8 @@ ABSL_FLAG(std::vector<std::string>, model_control_clients, {},
           "certificates allowed to call LoadModel and UnloadModel under mutual TLS");
 ABSL_FLAG(int64_t, max_points, kmt::Limits{}.max_points, "most points in one batch");
 ABSL_FLAG(int, max_d, kmt::Limits{}.max_d, "most dimensions");
+ABSL_FLAG(int, max_sparse_d, kmt::Limits{}.max_sparse_d,
+          "most features of sparse points (points_csr), held as their nonzeros");
 ABSL_FLAG(int, max_k, kmt::Limits{}.max_k, "most clusters");
 ABSL_FLAG(int, max_iterations, kmt::Limits{}.max_iterations, "most layers (iterations) per batch");
 ABSL_FLAG(int64_t, max_dense_points, kmt::Limits{}.max_dense_points,
@@ -109,6 +111,7 @@ ServerOptions OptionsFromFlags() {
           .model_control_clients = absl::GetFlag(FLAGS_model_control_clients),
           .limits = {.max_points = absl::GetFlag(FLAGS_max_points),
                      .max_d = absl::GetFlag(FLAGS_max_d),
+                     .max_sparse_d = absl::GetFlag(FLAGS_max_sparse_d),
                      .max_k = absl::GetFlag(FLAGS_max_k),
                      .max_iterations = absl::GetFlag(FLAGS_max_iterations),
                      .max_dense_points = absl::GetFlag(FLAGS_max_dense_points),

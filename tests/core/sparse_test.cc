@@ -427,5 +427,41 @@ TYPED_TEST(SparseTest, SumsEqualTheDenseSumsAcrossChunks) {
   }
 }
 
+// Every point's distance to every center from the scores, against the
+// distances in long double on the points made dense, within the scores'
+// round-off (a point's own equal to kProduct's).
+TYPED_TEST(SparseTest, AllDistancesFromTheScoresAreWithinTheirRoundOff) {
+  using Scalar = TypeParam;
+  const CsrMatrix<Scalar> docs = TfIdfDocuments<Scalar>({.n = 300, .d = 2000, .terms = 40}, 17);
+  const Matrix<Scalar> dense = docs.ToDense();
+  const Matrix<Scalar> centers = Columns(dense, {3, 50, 77, 120, 299});
+  const Matrix<Scalar> all = SparseSquaredDistances(docs, centers);
+  ASSERT_EQ(all.rows(), 5);
+  ASSERT_EQ(all.cols(), 300);
+  double worst = 0;
+  for (Eigen::Index i = 0; i < dense.cols(); ++i) {
+    for (Eigen::Index j = 0; j < centers.cols(); ++j) {
+      long double exact = 0, scale = 0;
+      for (Eigen::Index l = 0; l < dense.rows(); ++l) {
+        const long double x = dense(l, i), c = centers(l, j);
+        exact += (x - c) * (x - c);
+        scale += x * x + c * c;
+      }
+      worst = std::max(worst, static_cast<double>(std::fabs(all(j, i) - exact) / scale));
+    }
+  }
+  // 40 terms a row: the scores' bound is about 41 eps of the norms.
+  EXPECT_LT(worst, 100 * std::numeric_limits<Scalar>::epsilon());
+  EXPECT_EQ(all(0, 3), 0);  // a center's own row, clamped at 0 if below
+  Labels labels;
+  Vector<Scalar> own;
+  AssignNearestSparse(docs, centers, &labels, &own, nullptr, nullptr, SparseDistances::kProduct);
+  // The same expression as kProduct's own distance, but for near ties
+  // (measured on the dense row there).
+  int same = 0;
+  for (Eigen::Index i = 0; i < dense.cols(); ++i) same += all(labels[i], i) == own[i];
+  EXPECT_GE(same, 290);
+}
+
 }  // namespace
 }  // namespace kmt
