@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,7 @@
 #include "core/cluster_sums.h"
 #include "core/empty_clusters.h"
 #include "core/minibatch.h"
+#include "core/sparse.h"
 #include "core/transformer.h"
 #include "core/validation.h"
 #include "proto/minibatch_state.h"
@@ -20,7 +22,10 @@ namespace kmt {
 
 template <typename Scalar>
 struct ResidentShard::State {
-  Matrix<Scalar> points;   // d x n
+  using ScalarType = Scalar;
+  Matrix<Scalar> points;  // d x n; empty in a sparse shard
+  // A sparse shard's points, its chunks' rows appended as they arrive.
+  std::optional<CsrMatrix<Scalar>> csr;
   Vector<Scalar> weights;  // n, or empty: 1 each
   // Hamerly's bounds across the assign steps (BoundedAssignment's labels
   // and lower bounds), for the steps' k.
@@ -29,10 +34,30 @@ struct ResidentShard::State {
   std::unique_ptr<SeedingShard<Scalar>> seeding;  // holds weights by reference
 
   const Vector<Scalar>* weights_or_null() const { return weights.size() > 0 ? &weights : nullptr; }
+  // f(points) with the points as they are held, dense (Matrix) or sparse
+  // (CsrMatrix): a step's one code for both, over the core's overloads.
+  template <typename F>
+  decltype(auto) WithPoints(F&& f) const {
+    return csr ? f(*csr) : f(points);
+  }
+  // The shard's points `rows` (m of them), dense: d x m.
+  Matrix<Scalar> Gather(const int64_t* rows, Eigen::Index m) const {
+    Matrix<Scalar> gathered(csr ? csr->cols() : points.rows(), m);
+    for (Eigen::Index i = 0; i < m; ++i) {
+      if (csr) {
+        csr->Row(rows[i], gathered.col(i).data());
+      } else {
+        gathered.col(i) = points.col(rows[i]);
+      }
+    }
+    return gathered;
+  }
   // The seeding steps' state, made at the first of them.
   SeedingShard<Scalar>& Seeding() {
     if (seeding == nullptr) {
-      seeding = std::make_unique<SeedingShard<Scalar>>(&points, weights_or_null());
+      seeding = WithPoints([&](const auto& held) {
+        return std::make_unique<SeedingShard<Scalar>>(&held, weights_or_null());
+      });
     }
     return *seeding;
   }
@@ -178,6 +203,111 @@ double SampleAssign(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
   return objective;
 }
 
+// The same on a sparse shard: the rows gathered as compressed sparse rows
+// (their nonzeros alone) with their weights, and assigned by
+// AssignNearestSparse, the sums in the rows' order.
+template <typename Scalar>
+double SampleAssign(const CsrMatrix<Scalar>& points, const Vector<Scalar>* weights,
+                    const Matrix<Scalar>& centers, const int64_t* row, Eigen::Index m,
+                    Labels* labels, ClusterSums* sums) {
+  Vector<Scalar> row_weights;
+  if (weights != nullptr) {
+    row_weights.resize(m);
+    for (Eigen::Index i = 0; i < m; ++i) row_weights[i] = (*weights)[row[i]];
+  }
+  return AssignNearestSparse(points.Rows(row, m), centers, labels, nullptr, sums,
+                             weights != nullptr ? &row_weights : nullptr,
+                             SparseDistances::kProduct);
+}
+
+// The bytes a shard holds per point besides its coordinates: an assign
+// step's label and distance, the bounds, k-means++'s state, the weight and
+// the last assign step's label.
+int64_t StateBytesPerPoint(bool weighted, bool count_label_changes, bool float64) {
+  const int64_t value = float64 ? 8 : 4;
+  const int64_t seeding =
+      float64 ? SeedingShard<double>::kBytesPerPoint : SeedingShard<float>::kBytesPerPoint;
+  return 4 + value + kBoundsBytesPerPoint + seeding + (weighted ? value : 0) +
+         (count_label_changes ? 4 : 0);
+}
+
+// The dense points fields a chunk carries, the first set one's name, or
+// null if none is.
+const char* DensePointsField(const v1::ShardChunk& chunk) {
+  if (chunk.points_size() > 0) return "points";
+  if (!chunk.points_f32().empty()) return "points_f32";
+  if (!chunk.points_f16().empty()) return "points_f16";
+  if (!chunk.points_bf16().empty()) return "points_bf16";
+  if (!chunk.points_f64().empty()) return "points_f64";
+  return nullptr;
+}
+
+// A sparse chunk's rows as a matrix of their own, checked by
+// CsrMatrix::Create, after the shard's `first` rows and `nnz` nonzeros: at
+// most `rows_left` rows and `shard_nnz` nonzeros in all. The arrays'
+// lengths are checked here as whole numbers of their values; the rules of
+// the values by Create, whose message says where the chunk's rows are in
+// the shard.
+template <typename Scalar>
+absl::StatusOr<CsrMatrix<Scalar>> ChunkRows(const v1::CsrPoints& csr, int64_t d, int64_t first,
+                                            int64_t rows_left, int64_t nnz, int64_t shard_nnz) {
+  constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
+  constexpr int64_t kWidth = sizeof(Scalar);
+  if (!(kIsFloat64 ? csr.values_f32() : csr.values_f64()).empty()) {
+    return absl::InvalidArgumentError(
+        kIsFloat64 ? "points_csr.values_f32 is set for a float64 shard (its first chunk came as "
+                     "points_csr.values_f64): send points_csr.values_f64; one job's shards and "
+                     "steps are all float32 or all float64"
+                   : "points_csr.values_f64 is set for a float32 shard (its first chunk came as "
+                     "float32): send points_csr.values_f32; one job's shards and steps are all "
+                     "float32 or all float64");
+  }
+  const std::string& values_bytes = kIsFloat64 ? csr.values_f64() : csr.values_f32();
+  const char* values_field = kIsFloat64 ? "points_csr.values_f64" : "points_csr.values_f32";
+  const int64_t indptr_bytes = static_cast<int64_t>(csr.indptr_i64().size());
+  if (indptr_bytes == 0 || indptr_bytes % 8 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("points_csr.indptr_i64 has ", indptr_bytes,
+                     " bytes, not a whole number of int64 offsets: it holds the chunk's rows + 1"));
+  }
+  if (csr.indices_i32().size() % 4 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("points_csr.indices_i32 has ",
+                                                   csr.indices_i32().size(),
+                                                   " bytes, not a whole number of int32 columns"));
+  }
+  if (values_bytes.size() % kWidth != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(values_field, " has ", values_bytes.size(),
+                                                   " bytes, not a whole number of ",
+                                                   RawName(kRawTypeOf<Scalar>), " values"));
+  }
+  const int64_t rows = indptr_bytes / 8 - 1;
+  if (rows > rows_left) {
+    return absl::InvalidArgumentError(absl::StrCat("points_csr has ", rows, " rows after ", first,
+                                                   " of the shard's n = ", first + rows_left,
+                                                   " points: at most the points left"));
+  }
+  const int64_t values = static_cast<int64_t>(values_bytes.size()) / kWidth;
+  if (values > shard_nnz - nnz) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("points_csr has ", values, " nonzeros after the shard's ", nnz,
+                     ": past its points_csr.shard_nnz = ", shard_nnz));
+  }
+  std::vector<int64_t> indptr(rows + 1);
+  DecodeInt64(csr.indptr_i64(), indptr.data());
+  std::vector<int32_t> indices(csr.indices_i32().size() / 4);
+  if (!indices.empty()) DecodeInt32(csr.indices_i32(), indices.data());
+  std::vector<Scalar> decoded(values);
+  if (values > 0) DecodeRaw(values_bytes, kRawTypeOf<Scalar>, decoded.data());
+  absl::StatusOr<CsrMatrix<Scalar>> chunk =
+      CsrMatrix<Scalar>::Create(rows, d, std::move(indptr), std::move(indices), std::move(decoded));
+  if (!chunk.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("points_csr of the chunk from shard row ", first,
+                                                   " (its row r is shard row ", first,
+                                                   " + r): ", chunk.status().message()));
+  }
+  return chunk;
+}
+
 }  // namespace
 
 ResidentShard::ResidentShard(ResidentMemory* memory, const Limits& limits)
@@ -190,26 +320,49 @@ ResidentShard::~ResidentShard() {
 int64_t ResidentShard::Bytes(int64_t n, int64_t d, bool weighted, bool count_label_changes,
                              bool float64) {
   const int64_t value = float64 ? 8 : 4;
-  const int64_t seeding =
-      float64 ? SeedingShard<double>::kBytesPerPoint : SeedingShard<float>::kBytesPerPoint;
-  // An assign step's label and distance, the bounds, k-means++'s state.
-  const int64_t per_point = value * d + 4 + value + kBoundsBytesPerPoint + seeding +
-                            (weighted ? value : 0) + (count_label_changes ? 4 : 0);
+  const int64_t per_point = value * d + StateBytesPerPoint(weighted, count_label_changes, float64);
   if (n > std::numeric_limits<int64_t>::max() / per_point) return 0;
   return n * per_point;
+}
+
+int64_t ResidentShard::SparseBytes(int64_t n, int64_t nnz, bool weighted, bool count_label_changes,
+                                   bool float64) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t per_nonzero = 4 + (float64 ? 8 : 4);
+  const int64_t per_point = StateBytesPerPoint(weighted, count_label_changes, float64);
+  if (n >= kMax / (4 * (8 + per_point)) || nnz > kMax / (4 * per_nonzero)) return 0;
+  return nnz * per_nonzero + 8 * (n + 1) + n * per_point;
 }
 
 absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* out) {
   const int64_t n = chunk.n(), d = chunk.d();
   const bool has_weights =
       chunk.weights_size() > 0 || !chunk.weights_f32().empty() || !chunk.weights_f64().empty();
-  const bool float64_chunk = !chunk.points_f64().empty() || !chunk.weights_f64().empty();
+  const bool sparse_chunk = chunk.has_points_csr();
+  const char* dense_field = DensePointsField(chunk);
+  if (sparse_chunk && dense_field != nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("points_csr and ", dense_field, " are both set; send one of them"));
+  }
+  const bool float64_chunk = !chunk.points_f64().empty() || !chunk.weights_f64().empty() ||
+                             !chunk.points_csr().values_f64().empty();
+  const int64_t shard_nnz = chunk.points_csr().shard_nnz();
   if (reserved_ == 0) {
     if (n < 1 || d < 1 || d > limits_.max_d) {
       return absl::InvalidArgumentError(absl::StrCat(
           "shard of n = ", n, ", d = ", d, ": needs n >= 1 and 1 <= d <= ", limits_.max_d));
     }
-    const int64_t bytes = Bytes(n, d, has_weights, chunk.count_label_changes(), float64_chunk);
+    // A sparse shard's rows hold at most d nonzeros each (columns strictly
+    // increasing).
+    if (sparse_chunk && (shard_nnz < 0 || shard_nnz / d + (shard_nnz % d != 0) > n)) {
+      return absl::InvalidArgumentError(absl::StrCat("points_csr.shard_nnz = ", shard_nnz,
+                                                     ", must be between 0 and n * d for n = ", n,
+                                                     ", d = ", d));
+    }
+    const int64_t bytes =
+        sparse_chunk
+            ? SparseBytes(n, shard_nnz, has_weights, chunk.count_label_changes(), float64_chunk)
+            : Bytes(n, d, has_weights, chunk.count_label_changes(), float64_chunk);
     if (bytes == 0) {
       return absl::ResourceExhaustedError(
           absl::StrCat("shard of n = ", n, " points in d = ", d, " overflows a byte count"));
@@ -223,14 +376,23 @@ absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* o
     d_ = d;
     weighted_ = has_weights;
     count_label_changes_ = chunk.count_label_changes();
+    sparse_ = sparse_chunk;
+    shard_nnz_ = shard_nnz;
+    const auto make = [&](auto& state) {
+      using Scalar = typename std::remove_reference_t<decltype(*state)>::ScalarType;
+      state = std::make_unique<State<Scalar>>();
+      if (sparse_) {
+        state->csr.emplace(*CsrMatrix<Scalar>::Create(0, d, {0}, {}, {}));
+        state->csr->Reserve(n, shard_nnz);
+      } else {
+        state->points.resize(d, n);
+      }
+      if (has_weights) state->weights.resize(n);
+    };
     if (float64_chunk) {
-      f64_ = std::make_unique<State<double>>();
-      f64_->points.resize(d, n);
-      if (has_weights) f64_->weights.resize(n);
+      make(f64_);
     } else {
-      f32_ = std::make_unique<State<float>>();
-      f32_->points.resize(d, n);
-      if (has_weights) f32_->weights.resize(n);
+      make(f32_);
     }
   } else if (n != n_ || d != d_) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -239,6 +401,19 @@ absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* o
     return absl::InvalidArgumentError(absl::StrCat(
         "a chunk says count_label_changes = ", chunk.count_label_changes() ? "true" : "false",
         ", the shard's first said ", count_label_changes_ ? "true" : "false"));
+  } else if (sparse_ && !sparse_chunk) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a chunk carries ", dense_field != nullptr ? dense_field : "no points_csr",
+                     " for a sparse shard (its first chunk came as points_csr): every chunk of "
+                     "a sparse shard carries its points as points_csr"));
+  } else if (!sparse_ && sparse_chunk) {
+    return absl::InvalidArgumentError(
+        "a chunk carries points_csr for a dense shard (its first chunk came as dense points): "
+        "every chunk of one shard is sparse or none is");
+  } else if (sparse_ && shard_nnz != shard_nnz_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a chunk says points_csr.shard_nnz = ", shard_nnz, ", the shard's first said ",
+                     shard_nnz_));
   }
   if (has_weights && !weighted_) {
     return absl::InvalidArgumentError(
@@ -270,33 +445,68 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
       !s.ok()) {
     return s;
   }
-  // A float32 shard's chunk carries its points in one of four fields, the
-  // narrow ones widened to float32 here, as they arrive.
-  absl::StatusOr<RawBytes> points_raw =
-      kIsFloat64 ? RawBytes{RawType::kFloat64, &chunk.points_f64()}
-                 : OneRawField("points", chunk.points_size(),
-                               {{RawType::kFloat32, &chunk.points_f32()},
-                                {RawType::kFloat16, &chunk.points_f16()},
-                                {RawType::kBFloat16, &chunk.points_bf16()}});
-  if (!points_raw.ok()) return points_raw.status();
-  const std::string& weights_bytes = kIsFloat64 ? chunk.weights_f64() : chunk.weights_f32();
-  const bool raw = points_raw->set();
-  const int64_t points_width = RawWidth(points_raw->type);
-  if (raw && points_raw->bytes->size() % points_width != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("points", RawSuffix(points_raw->type), " has ", points_raw->bytes->size(),
-                     " bytes, not a whole number of ", RawName(points_raw->type), " values"));
+  const auto& offset = chunk.points_offset();
+  if (!offset.empty()) {
+    if (kIsFloat64) {
+      return absl::InvalidArgumentError(
+          "points_offset is set for a float64 shard: a float64 shard's points come shifted");
+    }
+    if (sparse_) {
+      return absl::InvalidArgumentError(
+          "points_offset is set for a sparse shard (its points came as points_csr): shifting "
+          "would fill its rows");
+    }
+    if (offset.size() != d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("points_offset has ", offset.size(), " values; expected d = ", d));
+    }
+    for (int l = 0; l < d; ++l) {
+      if (!std::isfinite(offset[l])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("points_offset[", l, "] is ", offset[l], "; it must be finite"));
+      }
+    }
   }
-  const int64_t values =
-      raw ? static_cast<int64_t>(points_raw->bytes->size()) / points_width : chunk.points_size();
-  if (values % d != 0 || values / d > n_ - received_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a chunk of ", values, " values after ", received_, " of n = ", n_,
-                     " points: needs a multiple of d = ", d, " and at most the points left"));
+  // The chunk's points, checked before any is kept: a sparse chunk's rows
+  // as a matrix of their own, or a dense chunk's values in one of its
+  // fields (a float32 shard's in one of four, the narrow ones widened to
+  // float32 as they are kept).
+  std::optional<CsrMatrix<Scalar>> rows;
+  RawBytes points_raw;
+  int64_t values = 0, count = 0;
+  if (sparse_) {
+    absl::StatusOr<CsrMatrix<Scalar>> chunk_rows = ChunkRows<Scalar>(
+        chunk.points_csr(), d, received_, n_ - received_, state.csr->nnz(), shard_nnz_);
+    if (!chunk_rows.ok()) return chunk_rows.status();
+    count = chunk_rows->rows();
+    rows.emplace(*std::move(chunk_rows));
+  } else {
+    absl::StatusOr<RawBytes> raw = kIsFloat64
+                                       ? RawBytes{RawType::kFloat64, &chunk.points_f64()}
+                                       : OneRawField("points", chunk.points_size(),
+                                                     {{RawType::kFloat32, &chunk.points_f32()},
+                                                      {RawType::kFloat16, &chunk.points_f16()},
+                                                      {RawType::kBFloat16, &chunk.points_bf16()}});
+    if (!raw.ok()) return raw.status();
+    points_raw = *raw;
+    const int64_t points_width = RawWidth(points_raw.type);
+    if (points_raw.set() && points_raw.bytes->size() % points_width != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("points", RawSuffix(points_raw.type), " has ", points_raw.bytes->size(),
+                       " bytes, not a whole number of ", RawName(points_raw.type), " values"));
+    }
+    values = points_raw.set() ? static_cast<int64_t>(points_raw.bytes->size()) / points_width
+                              : chunk.points_size();
+    if (values % d != 0 || values / d > n_ - received_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a chunk of ", values, " values after ", received_, " of n = ", n_,
+                       " points: needs a multiple of d = ", d, " and at most the points left"));
+    }
+    count = values / d;
   }
-  const int64_t count = values / d;
   // A weighted shard (its first chunk carried weights) takes a weight with
   // every point, an unweighted one none.
+  const std::string& weights_bytes = kIsFloat64 ? chunk.weights_f64() : chunk.weights_f32();
   const bool raw_weights = !weights_bytes.empty();
   if (weighted_) {
     if (raw_weights && chunk.weights_size() > 0) {
@@ -315,32 +525,19 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
                        " weights; a weighted shard takes one with every point"));
     }
   }
-  const auto& offset = chunk.points_offset();
-  if (!offset.empty()) {
-    if (kIsFloat64) {
-      return absl::InvalidArgumentError(
-          "points_offset is set for a float64 shard: a float64 shard's points come shifted");
+  if (rows) {
+    if (absl::Status s = state.csr->Append(*rows); !s.ok()) return s;
+  } else {
+    Scalar* const at = state.points.data() + received_ * d;
+    if (points_raw.set()) {
+      DecodeRaw(*points_raw.bytes, points_raw.type, at);
+    } else if (values > 0) {
+      std::copy_n(chunk.points().data(), values, at);
     }
-    if (offset.size() != d) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("points_offset has ", offset.size(), " values; expected d = ", d));
+    if (!offset.empty()) {
+      Eigen::Map<Matrix<Scalar>>(at, d, count).colwise() -=
+          Eigen::Map<const Vector<float>>(offset.data(), d).template cast<Scalar>();
     }
-    for (int l = 0; l < d; ++l) {
-      if (!std::isfinite(offset[l])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("points_offset[", l, "] is ", offset[l], "; it must be finite"));
-      }
-    }
-  }
-  Scalar* const at = state.points.data() + received_ * d;
-  if (raw) {
-    DecodeRaw(*points_raw->bytes, points_raw->type, at);
-  } else if (values > 0) {
-    std::copy_n(chunk.points().data(), values, at);
-  }
-  if (!offset.empty()) {
-    Eigen::Map<Matrix<Scalar>>(at, d, count).colwise() -=
-        Eigen::Map<const Vector<float>>(offset.data(), d).template cast<Scalar>();
   }
   if (weighted_ && raw_weights) {
     DecodeRaw(weights_bytes, kRawTypeOf<Scalar>, state.weights.data() + received_);
@@ -348,10 +545,19 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
     std::copy_n(chunk.weights().data(), count, state.weights.data() + received_);
   }
   received_ += count;
-  // Checked once, when complete: a NaN in the shard ends the job. One shard
-  // may weigh 0 in all; the job's coordinator checks the dataset's sum.
+  // Checked once, when complete: a NaN in the shard ends the job (a sparse
+  // shard's values were checked chunk by chunk), as does a sparse shard
+  // whose chunks said another count of nonzeros. One shard may weigh 0 in
+  // all; the job's coordinator checks the dataset's sum.
   if (complete()) {
-    if (absl::Status s = ValidatePoints(state.points); !s.ok()) return s;
+    if (sparse_ && state.csr->nnz() != shard_nnz_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the shard's ", n_, " points have ", state.csr->nnz(),
+                       " nonzeros; its chunks said points_csr.shard_nnz = ", shard_nnz_));
+    }
+    if (!sparse_) {
+      if (absl::Status s = ValidatePoints(state.points); !s.ok()) return s;
+    }
     if (weighted_) {
       if (absl::Status s = ValidateWeights(state.weights, n_, /*zero_sum_allowed=*/true); !s.ok()) {
         return s;
@@ -412,18 +618,26 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
   // (SeparationsMayPay); where the bounds may pay (BoundsMayPay, as a
   // request's run decides), the sums are exact and follow the points that
   // changed cluster alone (core/exact_sums.h). A step of another k starts
-  // them afresh.
-  if (state.assignment == nullptr || state.assignment_k != step.k()) {
-    const int64_t n = state.points.cols();
-    const bool bounded = step.k() <= kMostBoundedClusters && SeparationsMayPay(n, step.k());
-    state.assignment = std::make_unique<BoundedAssignment<Scalar>>(
-        state.points, weights, bounded ? AssignmentPath::kAuto : AssignmentPath::kProducts,
-        bounded && BoundsMayPay(n, step.k()));
-    state.assignment_k = step.k();
-  }
-  out->set_objective(state.assignment->Assign(*centers, &labels, &sums, !step.omit_objective()));
-  if (state.assignment->stats().back().bounded) {
-    out->set_points_settled_by_bounds(state.assignment->stats().back().settled);
+  // them afresh. A sparse shard's steps score every center from the
+  // nonzeros, the distances taken from the scores (O(1) a point, not O(d)).
+  if (state.csr) {
+    const double objective = AssignNearestSparse(*state.csr, *centers, &labels, nullptr, &sums,
+                                                 weights, SparseDistances::kProduct);
+    out->set_objective(step.omit_objective() ? std::numeric_limits<double>::quiet_NaN()
+                                             : objective);
+  } else {
+    if (state.assignment == nullptr || state.assignment_k != step.k()) {
+      const int64_t n = state.points.cols();
+      const bool bounded = step.k() <= kMostBoundedClusters && SeparationsMayPay(n, step.k());
+      state.assignment = std::make_unique<BoundedAssignment<Scalar>>(
+          state.points, weights, bounded ? AssignmentPath::kAuto : AssignmentPath::kProducts,
+          bounded && BoundsMayPay(n, step.k()));
+      state.assignment_k = step.k();
+    }
+    out->set_objective(state.assignment->Assign(*centers, &labels, &sums, !step.omit_objective()));
+    if (state.assignment->stats().back().bounded) {
+      out->set_points_settled_by_bounds(state.assignment->stats().back().settled);
+    }
   }
   out->mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
   out->mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
@@ -438,21 +652,21 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
   }
   if (step.farthest() > 0) {
     std::vector<Scalar> distances;
-    const std::vector<int64_t> far =
-        FarthestPoints(state.points, weights, labels, *centers, step.farthest(), &distances);
-    std::vector<Scalar> rows;
-    rows.reserve(far.size() * d);
+    const std::vector<int64_t> far = state.WithPoints([&](const auto& points) {
+      return FarthestPoints(points, weights, labels, *centers, step.farthest(), &distances);
+    });
     for (const int64_t i : far) {
       out->add_far_indices(i);
       out->add_far_labels(labels[i]);
       out->add_far_weights(weights != nullptr ? (*weights)[i] : 1.0);
-      rows.insert(rows.end(), state.points.col(i).data(), state.points.col(i).data() + d);
     }
     out->mutable_far_distances()->Add(distances.begin(), distances.end());
+    const Matrix<Scalar> rows = state.Gather(far.data(), static_cast<Eigen::Index>(far.size()));
+    const absl::Span<const Scalar> values(rows.data(), rows.size());
     if constexpr (kIsFloat64) {
-      EncodeFloat64(rows, out->mutable_far_points_f64());
+      EncodeFloat64(values, out->mutable_far_points_f64());
     } else {
-      EncodeFloat32(rows, out->mutable_far_points_f32());
+      EncodeFloat32(values, out->mutable_far_points_f32());
     }
   }
   if (step.return_labels()) out->mutable_labels()->Add(labels.begin(), labels.end());
@@ -528,8 +742,8 @@ absl::Status ResidentShard::KMeansParallelIn(State<Scalar>& state,
   absl::StatusOr<std::vector<int64_t>> taken = seeding.Oversample(
       step.oversampling(), step.potential(), step.seed(), step.round(), step.first_point());
   if (!taken.ok()) return taken.status();
-  Matrix<Scalar> sampled(d_, static_cast<Eigen::Index>(taken->size()));
-  for (size_t t = 0; t < taken->size(); ++t) sampled.col(t) = state.points.col((*taken)[t]);
+  const Matrix<Scalar> sampled =
+      state.Gather(taken->data(), static_cast<Eigen::Index>(taken->size()));
   out->mutable_sampled_indices()->Add(taken->begin(), taken->end());
   PutMatrix(sampled, out->mutable_sampled_points(), out->mutable_sampled_points_f64());
   return absl::OkStatus();
@@ -555,8 +769,9 @@ absl::Status ResidentShard::CandidateWeightsIn(State<Scalar>& state,
                                                    " (", kCandidatesPerCluster, " times max_k)"));
   }
   if (absl::Status s = ValidateCenterValues(*candidates, d_); !s.ok()) return s;
-  const std::vector<double> weights =
-      NearestCandidateWeights(state.points, state.weights_or_null(), *candidates);
+  const std::vector<double> weights = state.WithPoints([&](const auto& points) {
+    return NearestCandidateWeights(points, state.weights_or_null(), *candidates);
+  });
   out->mutable_candidate_weights()->Add(weights.begin(), weights.end());
   return absl::OkStatus();
 }
@@ -610,12 +825,17 @@ absl::Status ResidentShard::SampleSumsIn(State<Scalar>& state, const v1::SampleS
     ClusterSums sums(d, step.omit_sums() ? 0 : step.k());
     ClusterSums* into = step.omit_sums() ? nullptr : &sums;
     double objective;
-    if (step.all_rows()) {
+    if (step.all_rows() && state.csr) {
+      objective = AssignNearestSparse(*state.csr, *centers, &labels, nullptr, into,
+                                      state.weights_or_null(), SparseDistances::kProduct);
+    } else if (step.all_rows()) {
       objective =
           AssignNearest(state.points, *centers, &labels, nullptr, into, state.weights_or_null());
     } else {
-      objective = SampleAssign(state.points, state.weights_or_null(), *centers, step.rows().data(),
-                               step.rows_size(), &labels, into);
+      objective = state.WithPoints([&](const auto& points) {
+        return SampleAssign(points, state.weights_or_null(), *centers, step.rows().data(),
+                            step.rows_size(), &labels, into);
+      });
     }
     out->set_objective(objective);
     if (into != nullptr) {
@@ -625,10 +845,7 @@ absl::Status ResidentShard::SampleSumsIn(State<Scalar>& state, const v1::SampleS
     }
     if (step.return_labels()) out->mutable_labels()->Add(labels.begin(), labels.end());
   }
-  Matrix<Scalar> fetched(d, step.fetch_rows_size());
-  for (int i = 0; i < step.fetch_rows_size(); ++i) {
-    fetched.col(i) = state.points.col(step.fetch_rows(i));
-  }
+  const Matrix<Scalar> fetched = state.Gather(step.fetch_rows().data(), step.fetch_rows_size());
   if (fetched.cols() > 0) PutMatrix(fetched, out->mutable_points(), out->mutable_points_f64());
   return absl::OkStatus();
 }
@@ -663,17 +880,16 @@ absl::Status ResidentShard::MiniBatchStepsIn(State<Scalar>& state,
                                  double* objective) -> absl::StatusOr<ClusterSums> {
     ClusterSums batch(d, k);
     Labels labels;
-    *objective = SampleAssign(state.points, weights, Matrix<Scalar>(centers.cast<Scalar>()),
-                              rows.data(), static_cast<Eigen::Index>(rows.size()), &labels, &batch);
+    *objective = state.WithPoints([&](const auto& points) {
+      return SampleAssign(points, weights, Matrix<Scalar>(centers.cast<Scalar>()), rows.data(),
+                          static_cast<Eigen::Index>(rows.size()), &labels, &batch);
+    });
     return batch;
   };
   const MiniBatchRows fetch =
       [&](const std::vector<int64_t>& rows) -> absl::StatusOr<Matrix<double>> {
-    Matrix<double> points(d, static_cast<Eigen::Index>(rows.size()));
-    for (size_t i = 0; i < rows.size(); ++i) {
-      points.col(i) = state.points.col(rows[i]).template cast<double>();
-    }
-    return points;
+    return Matrix<double>(
+        state.Gather(rows.data(), static_cast<Eigen::Index>(rows.size())).template cast<double>());
   };
   if (absl::Status s = RunMiniBatchSteps(rules, n_, sums, fetch, nullptr, &*minibatch); !s.ok()) {
     return s;

@@ -8,6 +8,13 @@
 // A shard whose first chunk carries float64 points is held and computed in
 // double, the core's same functions at Scalar = double; its steps take and
 // give their points as float64 only.
+// A shard whose first chunk carries points_csr is sparse: it holds its
+// points as one CsrMatrix (core/sparse.h), each chunk checked by
+// CsrMatrix::Create and appended, and every step runs the core's sparse
+// twin of the dense one (AssignNearestSparse with product distances, the
+// seeding and farthest points over CSR); the points a step returns come
+// back dense. Its assign steps keep no bounds: each one scores every
+// center, O(nnz k).
 #ifndef KMT_SERVER_RESIDENT_SHARD_H_
 #define KMT_SERVER_RESIDENT_SHARD_H_
 
@@ -38,11 +45,20 @@ class ResidentShard {
   // if `float64`, else 4. 0 if that overflows.
   static int64_t Bytes(int64_t n, int64_t d, bool weighted = false,
                        bool count_label_changes = false, bool float64 = false);
+  // The same for a sparse shard of `nnz` nonzeros in all: each nonzero's
+  // column (4 bytes) and value, n + 1 row offsets (8 bytes each) and the
+  // same per-point state.
+  static int64_t SparseBytes(int64_t n, int64_t nnz, bool weighted = false,
+                             bool count_label_changes = false, bool float64 = false);
 
   // Takes a chunk of the shard. The first one decides whether the shard is
-  // float64 (its points come as points_f64), weighted and counts label
-  // changes, and reserves its Bytes or fails with RESOURCE_EXHAUSTED before
-  // any point is kept. An error here ends the job.
+  // float64 (its points come as points_f64 or points_csr.values_f64),
+  // sparse (points_csr), weighted and counts label changes, and reserves
+  // its Bytes (SparseBytes of points_csr.shard_nnz) or fails with
+  // RESOURCE_EXHAUSTED before any point is kept. Every later chunk is of
+  // the same kind; a sparse one's rows may not take the shard past
+  // shard_nnz nonzeros, and the complete shard has exactly shard_nnz. An
+  // error here ends the job.
   absl::Status Load(const v1::ShardChunk& chunk, v1::JobResponse* out);
   // Steps on the complete shard; an error is the step's own (the shard stays).
   absl::Status Assign(const v1::AssignStep& step, v1::JobResponse* out);
@@ -59,6 +75,8 @@ class ResidentShard {
   bool complete() const { return reserved_ > 0 && received_ == n_; }
   // Whether the shard holds float64 points (decided by its first chunk).
   bool float64() const { return f64_ != nullptr; }
+  // Whether the shard holds its points as compressed sparse rows.
+  bool sparse() const { return sparse_; }
 
  private:
   // The points, weights and steps' state in one precision.
@@ -93,7 +111,9 @@ class ResidentShard {
   int64_t d_ = 0;
   bool weighted_ = false;
   bool count_label_changes_ = false;
-  Labels last_labels_;  // the last assign step's, if counting label changes
+  bool sparse_ = false;
+  int64_t shard_nnz_ = 0;  // a sparse shard's nonzeros, as its first chunk said
+  Labels last_labels_;     // the last assign step's, if counting label changes
   // One of them, from the first chunk on.
   std::unique_ptr<State<float>> f32_;
   std::unique_ptr<State<double>> f64_;

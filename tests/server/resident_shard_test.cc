@@ -6,14 +6,20 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/empty_clusters.h"
 #include "core/init.h"
+#include "core/minibatch.h"
 #include "core/random.h"
+#include "core/sparse.h"
+#include "proto/minibatch_state.h"
 #include "proto/raw_payload.h"
 #include "reference/lloyd.h"
+#include "tests/support/sparse_documents.h"
 
 namespace kmt {
 namespace {
@@ -1033,6 +1039,512 @@ TEST(ResidentShard, MixedPrecisionsAreRefusedWithWhatToSend) {
   assign64.set_centers_f64(std::string(12, '\0'));
   EXPECT_EQ(f64.Assign(assign64, &response).message(),
             "centers_f64 has 12 bytes, expected k*d*8 = 1*2*8");
+}
+
+// Sparse shards: points_csr chunks and every step on them.
+
+template <typename Scalar>
+constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
+
+// `values` as the field of a float32 or float64 payload: `f32` or `f64`.
+template <typename Scalar>
+void PutBytes(absl::Span<const Scalar> values, std::string* f32, std::string* f64) {
+  if constexpr (kIsFloat64<Scalar>) {
+    EncodeFloat64(values, f64);
+  } else {
+    EncodeFloat32(values, f32);
+  }
+}
+
+template <typename Scalar>
+absl::Span<const Scalar> Values(const Matrix<Scalar>& m) {
+  return absl::MakeConstSpan(m.data(), m.size());
+}
+
+// Rows [first, first + count) of `points` as a points_csr chunk (its indptr
+// from 0), with their weights if given.
+template <typename Scalar>
+v1::ShardChunk CsrChunk(const CsrMatrix<Scalar>& points, const Vector<Scalar>* weights,
+                        int64_t first, int64_t count) {
+  std::vector<int64_t> rows(count);
+  for (int64_t i = 0; i < count; ++i) rows[i] = first + i;
+  const CsrMatrix<Scalar> part = points.Rows(rows.data(), count);
+  v1::ShardChunk chunk;
+  chunk.set_n(points.rows());
+  chunk.set_d(static_cast<int>(points.cols()));
+  v1::CsrPoints* csr = chunk.mutable_points_csr();
+  EncodeInt64(part.indptr(), csr->mutable_indptr_i64());
+  EncodeInt32(part.indices(), csr->mutable_indices_i32());
+  PutBytes<Scalar>(part.values(), csr->mutable_values_f32(), csr->mutable_values_f64());
+  csr->set_shard_nnz(points.nnz());
+  if (weights != nullptr) {
+    PutBytes<Scalar>(absl::MakeConstSpan(weights->data() + first, count),
+                     chunk.mutable_weights_f32(), chunk.mutable_weights_f64());
+  }
+  return chunk;
+}
+
+// The same rows as a dense chunk.
+template <typename Scalar>
+v1::ShardChunk DenseChunk(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
+                          int64_t first, int64_t count) {
+  v1::ShardChunk chunk;
+  chunk.set_n(points.cols());
+  chunk.set_d(static_cast<int>(points.rows()));
+  PutBytes<Scalar>(absl::MakeConstSpan(points.col(first).data(), count * points.rows()),
+                   chunk.mutable_points_f32(), chunk.mutable_points_f64());
+  if (weights != nullptr) {
+    PutBytes<Scalar>(absl::MakeConstSpan(weights->data() + first, count),
+                     chunk.mutable_weights_f32(), chunk.mutable_weights_f64());
+  }
+  return chunk;
+}
+
+template <typename T>
+std::vector<T> Vec(const google::protobuf::RepeatedField<T>& field) {
+  return std::vector<T>(field.begin(), field.end());
+}
+
+// A step's points in the shard's precision, as either shard answers them.
+std::vector<double> StepPoints(const google::protobuf::RepeatedField<float>& values,
+                               const std::string& f64) {
+  std::vector<double> out(values.begin(), values.end());
+  std::vector<double> wide(f64.size() / 8);
+  if (!wide.empty()) DecodeFloat64(f64, wide.data());
+  out.insert(out.end(), wide.begin(), wide.end());
+  return out;
+}
+
+// The objectives of the two shards: the sparse one's distances come from
+// the scores (SparseDistances::kProduct), within their round-off of the
+// dense path's.
+template <typename Scalar>
+void ExpectObjectiveNear(double sparse, double dense) {
+  const double tolerance = kIsFloat64<Scalar> ? 1e-12 : 1e-5;
+  EXPECT_NEAR(sparse, dense, tolerance * dense);
+}
+
+// A weighted sparse shard loaded in three chunks answers each step as the
+// dense shard of the same points made dense: labels, counts, weights and
+// sums exactly, the farthest points, the seeding steps' points and
+// candidate weights, the objectives and potentials within round-off.
+template <typename Scalar>
+void ExpectSparseShardAnswersAsDense() {
+  const int n = 700, d = 400, k = 6;
+  const CsrMatrix<Scalar> docs = TfIdfDocuments<Scalar>({.n = n, .d = d, .terms = 15}, 7);
+  const Matrix<Scalar> dense = docs.ToDense();
+  Vector<Scalar> weights(n);
+  for (int i = 0; i < n; ++i) weights[i] = Scalar(0.5) + (i % 3);
+  weights[11] = 0;
+  ResidentMemory memory(int64_t{1} << 30);
+  ResidentShard sparse(&memory, Limits{}), full(&memory, Limits{});
+  v1::JobResponse response;
+  const std::pair<int, int> parts[] = {{0, 300}, {300, 150}, {450, 250}};
+  for (const auto& [first, count] : parts) {
+    v1::ShardChunk chunk = CsrChunk(docs, &weights, first, count);
+    chunk.set_count_label_changes(true);
+    const absl::Status loaded = sparse.Load(chunk, &response);
+    ASSERT_TRUE(loaded.ok()) << loaded;
+    EXPECT_EQ(response.points_loaded(), first + count);
+    chunk = DenseChunk(dense, &weights, first, count);
+    chunk.set_count_label_changes(true);
+    ASSERT_TRUE(full.Load(chunk, &response).ok());
+  }
+  ASSERT_TRUE(sparse.complete());
+  EXPECT_TRUE(sparse.sparse());
+  EXPECT_FALSE(full.sparse());
+  EXPECT_EQ(sparse.float64(), kIsFloat64<Scalar>);
+
+  Matrix<Scalar> centers = dense.leftCols(k);
+  centers.col(k - 1) = centers.col(k - 2);  // an empty cluster: farthest points wanted
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    SCOPED_TRACE(iteration);
+    v1::AssignStep step;
+    step.set_k(k);
+    PutBytes(Values(centers), step.mutable_centers_f32(), step.mutable_centers_f64());
+    step.set_return_labels(true);
+    step.set_farthest(2);
+    v1::JobResponse a, b;
+    ASSERT_TRUE(sparse.Assign(step, &a).ok());
+    ASSERT_TRUE(full.Assign(step, &b).ok());
+    ASSERT_EQ(a.labels_size(), n);
+    ASSERT_EQ(a.center_sums_size(), k * d);
+    EXPECT_EQ(Vec(a.labels()), Vec(b.labels()));
+    EXPECT_EQ(Vec(a.center_counts()), Vec(b.center_counts()));
+    EXPECT_EQ(Vec(a.center_weights()), Vec(b.center_weights()));
+    EXPECT_EQ(Vec(a.center_sums()), Vec(b.center_sums()));
+    ExpectObjectiveNear<Scalar>(a.objective(), b.objective());
+    EXPECT_EQ(a.points_settled_by_bounds(), 0);
+    EXPECT_EQ(a.labels_compared(), iteration > 0);
+    EXPECT_EQ(a.labels_changed(), b.labels_changed());
+    EXPECT_EQ(Vec(a.far_indices()), Vec(b.far_indices()));
+    EXPECT_EQ(Vec(a.far_labels()), Vec(b.far_labels()));
+    EXPECT_EQ(Vec(a.far_weights()), Vec(b.far_weights()));
+    EXPECT_EQ(Vec(a.far_distances()), Vec(b.far_distances()));
+    EXPECT_EQ(a.far_points_f32(), b.far_points_f32());
+    EXPECT_EQ(a.far_points_f64(), b.far_points_f64());
+    ASSERT_EQ(a.far_indices_size(), 2);
+    Labels labels;
+    ClusterSums sums(d, k);
+    AssignNearest(dense, centers, &labels, nullptr, &sums, &weights);
+    ApplyMeans(sums, &centers);
+  }
+  // A refused step leaves the shard as it was.
+  v1::AssignStep bad;
+  bad.set_k(0);
+  EXPECT_EQ(sparse.Assign(bad, &response).code(), absl::StatusCode::kInvalidArgument);
+
+  v1::SeedStep seed;
+  if constexpr (kIsFloat64<Scalar>) {
+    EncodeFloat64(absl::MakeConstSpan(dense.col(3).data(), d), seed.mutable_add_centers_f64());
+    EncodeFloat64(absl::MakeConstSpan(dense.col(9).data(), d), seed.mutable_candidates_f64());
+  } else {
+    seed.mutable_add_centers()->Add(dense.col(3).data(), dense.col(3).data() + d);
+    seed.mutable_candidates()->Add(dense.col(9).data(), dense.col(9).data() + d);
+  }
+  seed.add_point_indices(17);
+  seed.add_point_indices(n - 1);
+  {
+    v1::JobResponse a, b;
+    ASSERT_TRUE(sparse.Seed(seed, &a).ok());
+    ASSERT_TRUE(full.Seed(seed, &b).ok());
+    ExpectObjectiveNear<Scalar>(a.potential(), b.potential());
+    EXPECT_EQ(StepPoints(a.points(), a.points_f64()), StepPoints(b.points(), b.points_f64()));
+    ASSERT_EQ(a.candidate_potentials_size(), 1);
+    ExpectObjectiveNear<Scalar>(a.candidate_potentials(0), b.candidate_potentials(0));
+  }
+
+  const Matrix<Scalar> group = dense.middleCols(20, 2);
+  v1::KMeansParallelStep take;
+  PutBytes(Values(group), take.mutable_add_centers_f32(), take.mutable_add_centers_f64());
+  v1::JobResponse a, b;
+  ASSERT_TRUE(sparse.KMeansParallel(take, &a).ok());
+  ASSERT_TRUE(full.KMeansParallel(take, &b).ok());
+  ExpectObjectiveNear<Scalar>(a.potential(), b.potential());
+  v1::KMeansParallelStep sample;
+  sample.set_oversampling(40);
+  sample.set_potential(b.potential());
+  sample.set_seed(5);
+  sample.set_round(1);
+  sample.set_first_point(100);
+  sample.set_return_weights(true);
+  a.Clear();
+  b.Clear();
+  ASSERT_TRUE(sparse.KMeansParallel(sample, &a).ok());
+  ASSERT_TRUE(full.KMeansParallel(sample, &b).ok());
+  ASSERT_GT(b.sampled_indices_size(), 0);
+  EXPECT_EQ(Vec(a.sampled_indices()), Vec(b.sampled_indices()));
+  EXPECT_EQ(StepPoints(a.sampled_points(), a.sampled_points_f64()),
+            StepPoints(b.sampled_points(), b.sampled_points_f64()));
+  EXPECT_EQ(Vec(a.candidate_weights()), Vec(b.candidate_weights()));
+
+  v1::CandidateWeightsStep weigh;
+  PutBytes(Values(group), weigh.mutable_candidates_f32(), weigh.mutable_candidates_f64());
+  a.Clear();
+  b.Clear();
+  ASSERT_TRUE(sparse.CandidateWeights(weigh, &a).ok());
+  ASSERT_TRUE(full.CandidateWeights(weigh, &b).ok());
+  EXPECT_EQ(Vec(a.candidate_weights()), Vec(b.candidate_weights()));
+
+  // A mini-batch's rows, one drawn twice, then every row.
+  v1::SampleSumsStep batch;
+  batch.set_k(k);
+  PutBytes(Values(centers), batch.mutable_centers_f32(), batch.mutable_centers_f64());
+  Rng rng(5);
+  for (int i = 0; i < 300; ++i) batch.add_rows(static_cast<int64_t>(rng.Uniform() * n));
+  batch.add_rows(batch.rows(0));
+  batch.set_return_labels(true);
+  batch.add_fetch_rows(7);
+  batch.add_fetch_rows(n - 1);
+  for (const bool all_rows : {false, true}) {
+    SCOPED_TRACE(all_rows);
+    if (all_rows) batch.clear_rows();
+    batch.set_all_rows(all_rows);
+    a.Clear();
+    b.Clear();
+    ASSERT_TRUE(sparse.SampleSums(batch, &a).ok());
+    ASSERT_TRUE(full.SampleSums(batch, &b).ok());
+    ASSERT_EQ(a.labels_size(), all_rows ? n : 301);
+    EXPECT_EQ(Vec(a.labels()), Vec(b.labels()));
+    EXPECT_EQ(Vec(a.center_counts()), Vec(b.center_counts()));
+    EXPECT_EQ(Vec(a.center_weights()), Vec(b.center_weights()));
+    EXPECT_EQ(Vec(a.center_sums()), Vec(b.center_sums()));
+    ExpectObjectiveNear<Scalar>(a.objective(), b.objective());
+    EXPECT_EQ(StepPoints(a.points(), a.points_f64()), StepPoints(b.points(), b.points_f64()));
+    EXPECT_EQ(StepPoints(a.points(), a.points_f64()).size(), 2u * d);
+  }
+
+  MiniBatchState start;
+  start.centers = centers.template cast<double>();
+  start.counts.assign(k, 0.0);
+  start.random = NumpyRandomState(3);
+  v1::MiniBatchStepsStep steps;
+  steps.set_k(k);
+  steps.set_batch_size(64);
+  steps.set_steps(5);
+  steps.set_max_no_improvement(-1);
+  steps.set_reassignment_ratio(0.01);
+  PutMiniBatchState(start, steps.mutable_state());
+  a.Clear();
+  b.Clear();
+  ASSERT_TRUE(sparse.MiniBatchSteps(steps, &a).ok());
+  ASSERT_TRUE(full.MiniBatchSteps(steps, &b).ok());
+  EXPECT_EQ(a.minibatch().steps_run(), 5);
+  EXPECT_EQ(a.minibatch().centers_f64(), b.minibatch().centers_f64());
+  EXPECT_EQ(Vec(a.minibatch().counts()), Vec(b.minibatch().counts()));
+  EXPECT_EQ(a.minibatch().reassigned(), b.minibatch().reassigned());
+}
+
+TEST(ResidentShard, ASparseShardAnswersEveryStepAsTheDenseShardOfItsPoints) {
+  ExpectSparseShardAnswersAsDense<float>();
+}
+
+TEST(ResidentShard, AFloat64SparseShardAnswersEveryStepAsTheDenseShardOfItsPoints) {
+  ExpectSparseShardAnswersAsDense<double>();
+}
+
+// Four rows in five columns, nonzeros in rows 0, 2 and 3.
+CsrMatrix<float> SmallCsr() {
+  return *CsrMatrix<float>::Create(4, 5, {0, 2, 2, 5, 6}, {0, 3, 1, 2, 4, 4},
+                                   {1, 2, -1, 0.5f, 3, 1});
+}
+
+TEST(ResidentShard, ASparseShardReservesItsNonzerosAndRowOffsets) {
+  // 8 bytes a float32 nonzero, 8 per row offset, 40 per point's state (as
+  // a dense shard's), and 4 (float32) or 8 (float64) more per point for
+  // weights.
+  EXPECT_EQ(ResidentShard::SparseBytes(1000, 5000), 5000 * 8 + 8 * 1001 + 1000 * 40);
+  EXPECT_EQ(ResidentShard::SparseBytes(1000, 5000, /*weighted=*/true, false, /*float64=*/true),
+            5000 * 12 + 8 * 1001 + 1000 * (48 + 8));
+  EXPECT_EQ(ResidentShard::SparseBytes(int64_t{1} << 62, 1), 0);
+
+  const CsrMatrix<float> points = SmallCsr();
+  ResidentMemory memory(1 << 20);
+  v1::JobResponse response;
+  {
+    ResidentShard shard(&memory, Limits{});
+    ASSERT_TRUE(shard.Load(CsrChunk<float>(points, nullptr, 0, 2), &response).ok());
+    EXPECT_EQ(memory.held(), ResidentShard::SparseBytes(4, 6));
+    EXPECT_EQ(response.points_loaded(), 2);
+  }
+  EXPECT_EQ(memory.held(), 0);
+  // The reservation is the chunk's shard_nnz, however the rows come.
+  ResidentMemory small(ResidentShard::SparseBytes(4, 6) - 1);
+  ResidentShard shard(&small, Limits{});
+  const absl::Status refused = shard.Load(CsrChunk<float>(points, nullptr, 0, 2), &response);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(small.held(), 0);
+}
+
+// Each malformed sparse chunk is refused with INVALID_ARGUMENT naming the
+// field, the rule and (for the rules CsrMatrix::Create checks) where the
+// chunk's rows are in the shard. A bad chunk ends its job, so each case
+// takes a shard of its own: the first chunk (rows 0 and 1) is good, the
+// second (rows 2 and 3) is broken.
+TEST(ResidentShard, BadSparseChunksAreNamed) {
+  const CsrMatrix<float> points = SmallCsr();
+  const v1::ShardChunk first = CsrChunk<float>(points, nullptr, 0, 2);
+  const v1::ShardChunk second = CsrChunk<float>(points, nullptr, 2, 2);
+  const auto indptr = [](std::vector<int64_t> values) {
+    std::string bytes;
+    EncodeInt64(values, &bytes);
+    return bytes;
+  };
+  const auto indices = [](std::vector<int> values) {
+    std::string bytes;
+    EncodeInt32(values, &bytes);
+    return bytes;
+  };
+  const std::string where =
+      "points_csr of the chunk from shard row 2 (its row r is shard row 2 + r): ";
+  struct Case {
+    const char* name;
+    std::function<void(v1::ShardChunk*)> change;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"indptr starts past 0",
+       [&](v1::ShardChunk* c) {
+         c->mutable_points_csr()->set_indptr_i64(indptr({1, 3, 4}));
+       },
+       where + "indptr[0] = 1, expected 0"},
+      {"indptr decreases",
+       [&](v1::ShardChunk* c) {
+         c->mutable_points_csr()->set_indptr_i64(indptr({0, 3, 2}));
+       },
+       where + "indptr decreases at row 1: indptr[2] = 2 < indptr[1] = 3"},
+      {"indptr ends short of the values",
+       [&](v1::ShardChunk* c) {
+         c->mutable_points_csr()->set_indptr_i64(indptr({0, 3, 3}));
+       },
+       where + "indptr[2] = 3, expected the number of values, 4"},
+      {"a column past d",
+       [&](v1::ShardChunk* c) {
+         c->mutable_points_csr()->set_indices_i32(indices({1, 2, 5, 4}));
+       },
+       where + "indices[2] = 5 (row 0) is outside [0, cols = 5)"},
+      {"a negative column",
+       [&](v1::ShardChunk* c) {
+         c->mutable_points_csr()->set_indices_i32(indices({1, 2, 4, -1}));
+       },
+       where + "indices[3] = -1 (row 1) is outside [0, cols = 5)"},
+      {"columns unsorted",
+       [&](v1::ShardChunk* c) {
+         c->mutable_points_csr()->set_indices_i32(indices({2, 1, 4, 4}));
+       },
+       where + "indices[1] = 1 (row 0) is below indices[0] = 2: columns must increase within a row "
+               "(scipy: sort_indices())"},
+      {"a repeated column",
+       [&](v1::ShardChunk* c) {
+         c->mutable_points_csr()->set_indices_i32(indices({1, 1, 4, 4}));
+       },
+       where + "indices[1] = 1 (row 0) repeats the column before it: duplicates must be summed "
+               "first (scipy: sum_duplicates())"},
+      {"a NaN value",
+       [&](v1::ShardChunk* c) {
+         EncodeFloat32(std::vector<float>{-1, std::numeric_limits<float>::quiet_NaN(), 3, 1},
+                       c->mutable_points_csr()->mutable_values_f32());
+       },
+       where + "values[1] = nan (row 0, column 2) is not finite"},
+      {"fewer columns than values",
+       [&](v1::ShardChunk* c) {
+         c->mutable_points_csr()->set_indices_i32(indices({1, 2, 4}));
+       },
+       where + "indices has 3 values and values has 4: one column per value"},
+      {"indptr in a part of an offset",
+       [&](v1::ShardChunk* c) { c->mutable_points_csr()->mutable_indptr_i64()->resize(23); },
+       "points_csr.indptr_i64 has 23 bytes, not a whole number of int64 offsets: it holds the "
+       "chunk's rows + 1"},
+      {"no indptr", [&](v1::ShardChunk* c) { c->mutable_points_csr()->clear_indptr_i64(); },
+       "points_csr.indptr_i64 has 0 bytes, not a whole number of int64 offsets: it holds the "
+       "chunk's rows + 1"},
+      {"indices in a part of a column",
+       [&](v1::ShardChunk* c) { c->mutable_points_csr()->mutable_indices_i32()->resize(15); },
+       "points_csr.indices_i32 has 15 bytes, not a whole number of int32 columns"},
+      {"values in a part of a value",
+       [&](v1::ShardChunk* c) { c->mutable_points_csr()->mutable_values_f32()->resize(15); },
+       "points_csr.values_f32 has 15 bytes, not a whole number of float32 values"},
+      {"float64 values on a float32 shard",
+       [&](v1::ShardChunk* c) {
+         c->mutable_points_csr()->clear_values_f32();
+         EncodeFloat64(std::vector<double>{-1, 0.5, 3, 1},
+                       c->mutable_points_csr()->mutable_values_f64());
+       },
+       "points_csr.values_f64 is set for a float32 shard (its first chunk came as float32): send "
+       "points_csr.values_f32; one job's shards and steps are all float32 or all float64"},
+      {"more rows than are left",
+       [&](v1::ShardChunk* c) {
+         c->mutable_points_csr()->set_indptr_i64(indptr({0, 3, 4, 4}));
+       },
+       "points_csr has 3 rows after 2 of the shard's n = 4 points: at most the points left"},
+      {"more nonzeros than shard_nnz",
+       [&](v1::ShardChunk* c) {
+         c->mutable_points_csr()->set_indptr_i64(indptr({0, 3, 5}));
+         c->mutable_points_csr()->set_indices_i32(indices({1, 2, 4, 0, 4}));
+         EncodeFloat32(std::vector<float>{-1, 0.5, 3, 1, 1},
+                       c->mutable_points_csr()->mutable_values_f32());
+       },
+       "points_csr has 5 nonzeros after the shard's 2: past its points_csr.shard_nnz = 6"},
+      {"fewer nonzeros than shard_nnz",
+       [&](v1::ShardChunk* c) {
+         c->mutable_points_csr()->set_indptr_i64(indptr({0, 3, 3}));
+         c->mutable_points_csr()->set_indices_i32(indices({1, 2, 4}));
+         EncodeFloat32(std::vector<float>{-1, 0.5, 3},
+                       c->mutable_points_csr()->mutable_values_f32());
+       },
+       "the shard's 4 points have 5 nonzeros; its chunks said points_csr.shard_nnz = 6"},
+      {"another shard_nnz", [&](v1::ShardChunk* c) { c->mutable_points_csr()->set_shard_nnz(7); },
+       "a chunk says points_csr.shard_nnz = 7, the shard's first said 6"},
+      {"a dense chunk",
+       [&](v1::ShardChunk* c) {
+         c->clear_points_csr();
+         c->mutable_points()->Resize(10, 0.0f);
+       },
+       "a chunk carries points for a sparse shard (its first chunk came as points_csr): every "
+       "chunk of a sparse shard carries its points as points_csr"},
+      {"no points", [&](v1::ShardChunk* c) { c->clear_points_csr(); },
+       "a chunk carries no points_csr for a sparse shard (its first chunk came as points_csr): "
+       "every chunk of a sparse shard carries its points as points_csr"},
+      {"dense points too", [&](v1::ShardChunk* c) { c->set_points_f32(std::string(40, '\0')); },
+       "points_csr and points_f32 are both set; send one of them"},
+      {"an offset", [&](v1::ShardChunk* c) { c->mutable_points_offset()->Resize(5, 1.0f); },
+       "points_offset is set for a sparse shard (its points came as points_csr): shifting would "
+       "fill its rows"},
+      {"weights on an unweighted shard",
+       [&](v1::ShardChunk* c) { c->mutable_weights()->Resize(2, 1.0f); },
+       "a chunk carries weights, but the shard's first chunk had none: weights come in every "
+       "chunk or in none"},
+  };
+  ResidentMemory memory(1 << 20);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ResidentShard shard(&memory, Limits{});
+    v1::JobResponse response;
+    ASSERT_TRUE(shard.Load(first, &response).ok());
+    v1::ShardChunk bad = second;
+    c.change(&bad);
+    const absl::Status status = shard.Load(bad, &response);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(status.message(), c.message);
+  }
+
+  // The first chunk's rules: a shard_nnz n rows of d columns cannot hold,
+  // and a sparse chunk on a dense shard.
+  v1::JobResponse response;
+  v1::ShardChunk too_many = first;
+  too_many.mutable_points_csr()->set_shard_nnz(21);
+  ResidentShard shard(&memory, Limits{});
+  EXPECT_EQ(shard.Load(too_many, &response).message(),
+            "points_csr.shard_nnz = 21, must be between 0 and n * d for n = 4, d = 5");
+  too_many.mutable_points_csr()->set_shard_nnz(-1);
+  EXPECT_EQ(shard.Load(too_many, &response).message(),
+            "points_csr.shard_nnz = -1, must be between 0 and n * d for n = 4, d = 5");
+  EXPECT_EQ(memory.held(), 0);
+  const Matrix<float> dense = points.ToDense();
+  ResidentShard full(&memory, Limits{});
+  ASSERT_TRUE(full.Load(DenseChunk<float>(dense, nullptr, 0, 2), &response).ok());
+  EXPECT_EQ(full.Load(second, &response).message(),
+            "a chunk carries points_csr for a dense shard (its first chunk came as dense points): "
+            "every chunk of one shard is sparse or none is");
+  // Weighted: one weight with every row.
+  Vector<float> weights = Vector<float>::Ones(4);
+  ResidentShard weighted(&memory, Limits{});
+  ASSERT_TRUE(weighted.Load(CsrChunk<float>(points, &weights, 0, 2), &response).ok());
+  v1::ShardChunk short_weights = CsrChunk<float>(points, &weights, 2, 2);
+  short_weights.mutable_weights_f32()->resize(4);
+  EXPECT_EQ(weighted.Load(short_weights, &response).message(),
+            "a chunk of 2 points has 1 weights; a weighted shard takes one with every point");
+}
+
+// A float64 sparse shard is decided by its first chunk's values_f64; a
+// float32 chunk after it is refused.
+TEST(ResidentShard, AFloat64SparseShardTakesFloat64ValuesOnly) {
+  const CsrMatrix<double> points = *CsrMatrix<double>::Create(
+      4, 5, {0, 2, 2, 5, 6}, {0, 3, 1, 2, 4, 4}, {1, 2, -1, 0.5, 3, 1e6 + 1.0 / 1024});
+  ResidentMemory memory(1 << 20);
+  ResidentShard shard(&memory, Limits{});
+  v1::JobResponse response;
+  ASSERT_TRUE(shard.Load(CsrChunk<double>(points, nullptr, 0, 2), &response).ok());
+  EXPECT_TRUE(shard.float64());
+  EXPECT_EQ(memory.held(), ResidentShard::SparseBytes(4, 6, false, false, /*float64=*/true));
+  v1::ShardChunk narrow = CsrChunk<double>(points, nullptr, 2, 2);
+  EncodeFloat32(std::vector<float>{-1, 0.5, 3, 1},
+                narrow.mutable_points_csr()->mutable_values_f32());
+  narrow.mutable_points_csr()->clear_values_f64();
+  EXPECT_EQ(shard.Load(narrow, &response).message(),
+            "points_csr.values_f32 is set for a float64 shard (its first chunk came as "
+            "points_csr.values_f64): send points_csr.values_f64; one job's shards and steps are "
+            "all float32 or all float64");
+  ResidentShard whole(&memory, Limits{});
+  ASSERT_TRUE(whole.Load(CsrChunk<double>(points, nullptr, 0, 2), &response).ok());
+  ASSERT_TRUE(whole.Load(CsrChunk<double>(points, nullptr, 2, 2), &response).ok());
+  v1::AssignStep step;
+  step.set_k(1);
+  EncodeFloat64(std::vector<double>{0, 0, 0, 0, 1e6}, step.mutable_centers_f64());
+  step.set_return_labels(true);
+  ASSERT_TRUE(whole.Assign(step, &response).ok());
+  // Row 3's 1e6 + 2^-10 is kept in double: its sum is not float32's.
+  EXPECT_EQ(response.center_sums(4), 1e6 + 1.0 / 1024 + 3);
 }
 
 }  // namespace

@@ -1,0 +1,185 @@
+// Sparse resident shards on a real kmt-server on a loopback port: TF-IDF
+// documents loaded by the client's ReplicaShards as points_csr chunks over
+// Job streams, an assign step answered with the dense path's labels and
+// the core's sums, and a malformed chunk ending its job with its named
+// error while the server goes on.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "client/replica_shards.h"
+#include "core/assign.h"
+#include "core/cluster_sums.h"
+#include "core/sparse.h"
+#include "proto/kmeans_transformer.grpc.pb.h"
+#include "proto/raw_payload.h"
+#include "tests/integration/server_process.h"
+#include "tests/support/sparse_documents.h"
+
+namespace kmt {
+namespace {
+
+class SparseShardTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = ServerProcess::Start({"--model_dir="}).release(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static ServerProcess* server_;
+};
+ServerProcess* SparseShardTest::server_ = nullptr;
+
+// Two weighted shards on one replica, loaded in chunks of at most 16 KB,
+// answer an assign step as the core does on all the points made dense:
+// the labels exactly, the counts and weights summed over the shards, the
+// sums and objective within their summation's round-off.
+template <typename Scalar>
+void ExpectSparseShardsAssignAsTheCore(const std::string& address) {
+  const int n = 3000, d = 2000, k = 8;
+  const CsrMatrix<Scalar> docs = TfIdfDocuments<Scalar>({.n = n, .d = d, .terms = 30}, 11);
+  const Matrix<Scalar> dense = docs.ToDense();
+  Vector<Scalar> weights(n);
+  for (int i = 0; i < n; ++i) weights[i] = Scalar(1) + (i % 4);
+  ReplicaShardOptions options;
+  options.servers = {address};
+  options.streams_per_server = 2;
+  options.chunk_bytes = 16 << 10;
+  CsrSource<Scalar> source;
+  source.indptr = docs.indptr();
+  source.rows = [&docs](int64_t first, int64_t count, CsrRows<Scalar>* out) {
+    const int64_t begin = docs.indptr()[first], end = docs.indptr()[first + count];
+    for (int64_t i = first; i <= first + count; ++i)
+      out->indptr.push_back(docs.indptr()[i] - begin);
+    out->indices.assign(docs.indices().begin() + begin, docs.indices().begin() + end);
+    out->values.assign(docs.values().begin() + begin, docs.values().begin() + end);
+    return absl::OkStatus();
+  };
+  if constexpr (std::is_same_v<Scalar, double>) {
+    options.weights_f64.assign(weights.data(), weights.data() + n);
+  } else {
+    options.weights.assign(weights.data(), weights.data() + n);
+  }
+  absl::StatusOr<std::unique_ptr<ReplicaShards>> shards =
+      ReplicaShards::Load(options, n, d, std::move(source));
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  ASSERT_EQ((*shards)->Sizes().size(), 2u);
+
+  const std::vector<int64_t> first_rows = {0, 5, 10, 15, 20, 25, 30, 35};
+  const Matrix<Scalar> centers = docs.Rows(first_rows.data(), k).ToDense();
+  v1::JobRequest request;
+  v1::AssignStep* assign = request.mutable_assign();
+  assign->set_k(k);
+  if constexpr (std::is_same_v<Scalar, double>) {
+    EncodeFloat64(absl::MakeConstSpan(centers.data(), centers.size()),
+                  assign->mutable_centers_f64());
+  } else {
+    EncodeFloat32(absl::MakeConstSpan(centers.data(), centers.size()),
+                  assign->mutable_centers_f32());
+  }
+  assign->set_return_labels(true);
+  absl::StatusOr<std::vector<v1::JobResponse>> answers = (*shards)->Round({request, request});
+  ASSERT_TRUE(answers.ok()) << answers.status();
+
+  Labels want;
+  ClusterSums sums(d, k);
+  const double objective = AssignNearest(dense, centers, &want, nullptr, &sums, &weights);
+  Labels labels;
+  std::vector<int64_t> counts(k, 0);
+  std::vector<double> cluster_weights(k, 0);
+  Matrix<double> cluster_sums = Matrix<double>::Zero(d, k);
+  double total = 0;
+  for (const v1::JobResponse& answer : *answers) {
+    labels.insert(labels.end(), answer.labels().begin(), answer.labels().end());
+    ASSERT_EQ(answer.center_counts_size(), k);
+    for (int j = 0; j < k; ++j) {
+      counts[j] += answer.center_counts(j);
+      cluster_weights[j] += answer.center_weights(j);
+    }
+    cluster_sums += Eigen::Map<const Matrix<double>>(answer.center_sums().data(), d, k);
+    EXPECT_EQ(answer.points_settled_by_bounds(), 0);
+    total += answer.objective();
+  }
+  EXPECT_EQ(labels, want);
+  EXPECT_EQ(counts, sums.counts);
+  EXPECT_EQ(cluster_weights, sums.weights);
+  EXPECT_LE((cluster_sums - sums.sums).cwiseAbs().maxCoeff(),
+            1e-9 * sums.sums.cwiseAbs().maxCoeff());
+  EXPECT_NEAR(total, objective, (std::is_same_v<Scalar, double> ? 1e-12 : 1e-5) * objective);
+}
+
+TEST_F(SparseShardTest, SparseChunksOverJobStreamsAssignAsTheCoreOnTheDensePoints) {
+  ASSERT_NE(server_, nullptr);
+  ExpectSparseShardsAssignAsTheCore<float>(server_->address());
+}
+
+TEST_F(SparseShardTest, Float64SparseChunksAssignAsTheCoreInDouble) {
+  ASSERT_NE(server_, nullptr);
+  ExpectSparseShardsAssignAsTheCore<double>(server_->address());
+}
+
+// A chunk whose second row's columns decrease ends the job: the stream's
+// status is INVALID_ARGUMENT, naming the column, its row in the chunk and
+// where the chunk's rows are in the shard.
+TEST_F(SparseShardTest, AMalformedChunkEndsItsJobWithItsNamedError) {
+  ASSERT_NE(server_, nullptr);
+  auto stub = v1::KMeansTransformer::NewStub(
+      grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  const auto chunk = [](std::vector<int64_t> indptr, std::vector<int> indices,
+                        std::vector<float> values) {
+    v1::JobRequest request;
+    v1::ShardChunk* shard = request.mutable_shard();
+    shard->set_n(4);
+    shard->set_d(3);
+    EncodeInt64(indptr, shard->mutable_points_csr()->mutable_indptr_i64());
+    EncodeInt32(indices, shard->mutable_points_csr()->mutable_indices_i32());
+    EncodeFloat32(values, shard->mutable_points_csr()->mutable_values_f32());
+    shard->mutable_points_csr()->set_shard_nnz(5);
+    return request;
+  };
+  grpc::ClientContext context;
+  auto stream = stub->Job(&context);
+  ASSERT_TRUE(stream->Write(chunk({0, 1, 2}, {0, 2}, {1, 2})));
+  v1::JobResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.points_loaded(), 2);
+  ASSERT_TRUE(stream->Write(chunk({0, 1, 3}, {1, 2, 0}, {3, 4, 5})));
+  stream->WritesDone();
+  while (stream->Read(&response)) {
+  }
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "points_csr of the chunk from shard row 2 (its row r is shard row 2 + r): indices[2] "
+            "= 0 (row 1) is below indices[1] = 2: columns must increase within a row (scipy: "
+            "sort_indices())");
+
+  // The server goes on: the same shard, its chunks good, is assigned.
+  grpc::ClientContext again;
+  auto good = stub->Job(&again);
+  ASSERT_TRUE(good->Write(chunk({0, 1, 2}, {0, 2}, {1, 2})));
+  ASSERT_TRUE(good->Write(chunk({0, 1, 3}, {1, 0, 2}, {3, 4, 5})));
+  v1::JobRequest step;
+  step.mutable_assign()->set_k(1);
+  EncodeFloat32(std::vector<float>{0, 0, 0}, step.mutable_assign()->mutable_centers_f32());
+  ASSERT_TRUE(good->Write(step));
+  good->WritesDone();
+  std::vector<v1::JobResponse> responses;
+  while (good->Read(&response)) responses.push_back(response);
+  EXPECT_TRUE(good->Finish().ok());
+  ASSERT_EQ(responses.size(), 3u);
+  EXPECT_EQ(responses[1].points_loaded(), 4);
+  ASSERT_EQ(responses[2].center_counts_size(), 1);
+  EXPECT_EQ(responses[2].center_counts(0), 4);
+  EXPECT_EQ(
+      std::vector<double>(responses[2].center_sums().begin(), responses[2].center_sums().end()),
+      (std::vector<double>{1 + 4, 3, 2 + 5}));
+  EXPECT_EQ(responses[2].objective(), 1 + 4 + 9 + 16 + 25);
+}
+
+}  // namespace
+}  // namespace kmt
