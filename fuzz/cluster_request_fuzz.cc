@@ -25,8 +25,12 @@ const kmt::ModelRegistry& Registry() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kmt::v1::ClusterRequest request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
-  constexpr kmt::Limits kLimits{
-      .max_points = 64, .max_d = 8, .max_k = 8, .max_iterations = 4, .max_dense_points = 32};
+  constexpr kmt::Limits kLimits{.max_points = 64,
+                                .max_d = 8,
+                                .max_sparse_d = 64,
+                                .max_k = 8,
+                                .max_iterations = 4,
+                                .max_dense_points = 32};
   const kmt::v1::ClusterResponse response =
       kmt::RunBatch(Registry(), kLimits, request, /*check=*/{});
   // No non-finite number leaves the server.
