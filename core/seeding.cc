@@ -19,8 +19,7 @@ namespace {
 constexpr Eigen::Index kBlock = 16384;
 
 // The shard's points as its passes read them, in two forms with the same
-// members: the passes are templates over the form, written once, and the
-// dense form's code is what the passes ran before the sparse form existed.
+// members, so that the passes, templates over the form, are written once:
 //   size(), dim(): n and d.
 //   ForEachBlock(c, visit): visit(first, dist) for every block of points,
 //     dist (rows x c) the product form's squared distances of points
@@ -147,7 +146,9 @@ class SparseShardPoints {
     // on the dense row); those within the product form's round-off of 0
     // then measured as the dense scan measures every point
     // (AssignedSquaredDistance on the dense row), so that a copy of a center
-    // lies at 0. One block: the labels and distances of all n points.
+    // lies at 0. One block: the labels and distances of all n points, held
+    // for the pass: 4 + sizeof(Scalar) bytes a point, beside the rows' 8
+    // or 12 bytes a nonzero.
     Labels labels;
     Vector<Scalar> sq;
     AssignNearestSparse(points_, centers, &labels, &sq, nullptr, nullptr,
