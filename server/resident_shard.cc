@@ -15,6 +15,7 @@
 #include "core/sparse.h"
 #include "core/transformer.h"
 #include "core/validation.h"
+#include "proto/csr_payload.h"
 #include "proto/minibatch_state.h"
 #include "proto/raw_payload.h"
 
@@ -242,66 +243,29 @@ const char* DensePointsField(const v1::ShardChunk& chunk) {
   return nullptr;
 }
 
-// A sparse chunk's rows as a matrix of their own, checked by
-// CsrMatrix::Create, after the shard's `first` rows and `nnz` nonzeros: at
-// most `rows_left` rows and `shard_nnz` nonzeros in all. The arrays'
-// lengths are checked here as whole numbers of their values; the rules of
-// the values by Create, whose message says where the chunk's rows are in
-// the shard.
+// A sparse chunk's rows as a matrix of their own (CsrFromProto: its
+// arrays' lengths, then CsrMatrix::Create's rules), after the shard's
+// `first` rows and `nnz` nonzeros: at most `rows_left` rows and
+// `shard_nnz` nonzeros in all, counted before anything is decoded. Create
+// names rows and positions within the chunk: its message says where the
+// chunk starts in the shard.
 template <typename Scalar>
 absl::StatusOr<CsrMatrix<Scalar>> ChunkRows(const v1::CsrPoints& csr, int64_t d, int64_t first,
                                             int64_t rows_left, int64_t nnz, int64_t shard_nnz) {
-  constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
-  constexpr int64_t kWidth = sizeof(Scalar);
-  if (!(kIsFloat64 ? csr.values_f32() : csr.values_f64()).empty()) {
-    return absl::InvalidArgumentError(
-        kIsFloat64 ? "points_csr.values_f32 is set for a float64 shard (its first chunk came as "
-                     "points_csr.values_f64): send points_csr.values_f64; one job's shards and "
-                     "steps are all float32 or all float64"
-                   : "points_csr.values_f64 is set for a float32 shard (its first chunk came as "
-                     "float32): send points_csr.values_f32; one job's shards and steps are all "
-                     "float32 or all float64");
-  }
-  const std::string& values_bytes = kIsFloat64 ? csr.values_f64() : csr.values_f32();
-  const char* values_field = kIsFloat64 ? "points_csr.values_f64" : "points_csr.values_f32";
-  const int64_t indptr_bytes = static_cast<int64_t>(csr.indptr_i64().size());
-  if (indptr_bytes == 0 || indptr_bytes % 8 != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("points_csr.indptr_i64 has ", indptr_bytes,
-                     " bytes, not a whole number of int64 offsets: it holds the chunk's rows + 1"));
-  }
-  if (csr.indices_i32().size() % 4 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("points_csr.indices_i32 has ",
-                                                   csr.indices_i32().size(),
-                                                   " bytes, not a whole number of int32 columns"));
-  }
-  if (values_bytes.size() % kWidth != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(values_field, " has ", values_bytes.size(),
-                                                   " bytes, not a whole number of ",
-                                                   RawName(kRawTypeOf<Scalar>), " values"));
-  }
-  const int64_t rows = indptr_bytes / 8 - 1;
+  const int64_t rows = CsrRowCount(csr), values = CsrValueCount<Scalar>(csr);
   if (rows > rows_left) {
     return absl::InvalidArgumentError(absl::StrCat("points_csr has ", rows, " rows after ", first,
                                                    " of the shard's n = ", first + rows_left,
                                                    " points: at most the points left"));
   }
-  const int64_t values = static_cast<int64_t>(values_bytes.size()) / kWidth;
   if (values > shard_nnz - nnz) {
     return absl::InvalidArgumentError(
         absl::StrCat("points_csr has ", values, " nonzeros after the shard's ", nnz,
                      ": past its points_csr.shard_nnz = ", shard_nnz));
   }
-  std::vector<int64_t> indptr(rows + 1);
-  DecodeInt64(csr.indptr_i64(), indptr.data());
-  std::vector<int32_t> indices(csr.indices_i32().size() / 4);
-  if (!indices.empty()) DecodeInt32(csr.indices_i32(), indices.data());
-  std::vector<Scalar> decoded(values);
-  if (values > 0) DecodeRaw(values_bytes, kRawTypeOf<Scalar>, decoded.data());
-  absl::StatusOr<CsrMatrix<Scalar>> chunk =
-      CsrMatrix<Scalar>::Create(rows, d, std::move(indptr), std::move(indices), std::move(decoded));
+  absl::StatusOr<CsrMatrix<Scalar>> chunk = CsrFromProto<Scalar>(csr, d);
   if (!chunk.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("points_csr of the chunk from shard row ", first,
+    return absl::InvalidArgumentError(absl::StrCat("the chunk from shard row ", first,
                                                    " (its row r is shard row ", first,
                                                    " + r): ", chunk.status().message()));
   }
@@ -348,9 +312,12 @@ absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* o
                              !chunk.points_csr().values_f64().empty();
   const int64_t shard_nnz = chunk.points_csr().shard_nnz();
   if (reserved_ == 0) {
-    if (n < 1 || d < 1 || d > limits_.max_d) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shard of n = ", n, ", d = ", d, ": needs n >= 1 and 1 <= d <= ", limits_.max_d));
+    // Sparse points cost their nonzeros: their d is a vocabulary's.
+    const int max_d = sparse_chunk ? limits_.max_sparse_d : limits_.max_d;
+    if (n < 1 || d < 1 || d > max_d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shard of n = ", n, ", d = ", d, ": needs n >= 1 and 1 <= d <= ", max_d,
+                       sparse_chunk ? " (--max_sparse_d)" : " (--max_d)"));
     }
     // A sparse shard's rows hold at most d nonzeros each (columns strictly
     // increasing).

@@ -154,8 +154,8 @@ TEST_F(SparseShardTest, AMalformedChunkEndsItsJobWithItsNamedError) {
   const grpc::Status status = stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(status.error_message(),
-            "points_csr of the chunk from shard row 2 (its row r is shard row 2 + r): indices[2] "
-            "= 0 (row 1) is below indices[1] = 2: columns must increase within a row (scipy: "
+            "the chunk from shard row 2 (its row r is shard row 2 + r): points_csr: indices[2] = "
+            "0 (row 1) is below indices[1] = 2: columns must increase within a row (scipy: "
             "sort_indices())");
 
   // The server goes on: the same shard, its chunks good, is assigned.

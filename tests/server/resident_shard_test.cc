@@ -676,7 +676,7 @@ TEST(ResidentShard, BadChunksAndStepsSayWhatIsWrong) {
     v1::ShardChunk chunk = Chunk(points, 0, 10);
     chunk.set_d(0);
     EXPECT_EQ(shard.Load(chunk, &response).message(),
-              "shard of n = 10, d = 0: needs n >= 1 and 1 <= d <= 4096");
+              "shard of n = 10, d = 0: needs n >= 1 and 1 <= d <= 4096 (--max_d)");
   }
   {
     ResidentShard shard(&memory, Limits{});
@@ -1355,8 +1355,8 @@ TEST(ResidentShard, BadSparseChunksAreNamed) {
     EncodeInt32(values, &bytes);
     return bytes;
   };
-  const std::string where =
-      "points_csr of the chunk from shard row 2 (its row r is shard row 2 + r): ";
+  const std::string chunk_at = "the chunk from shard row 2 (its row r is shard row 2 + r): ";
+  const std::string where = chunk_at + "points_csr: ";
   struct Case {
     const char* name;
     std::function<void(v1::ShardChunk*)> change;
@@ -1413,25 +1413,28 @@ TEST(ResidentShard, BadSparseChunksAreNamed) {
        where + "indices has 3 values and values has 4: one column per value"},
       {"indptr in a part of an offset",
        [&](v1::ShardChunk* c) { c->mutable_points_csr()->mutable_indptr_i64()->resize(23); },
-       "points_csr.indptr_i64 has 23 bytes, not a whole number of int64 offsets: it holds the "
-       "chunk's rows + 1"},
+       chunk_at +
+           "points_csr.indptr_i64 has 23 bytes, not a whole number of int64 offsets: it holds "
+           "rows + 1 of them"},
       {"no indptr", [&](v1::ShardChunk* c) { c->mutable_points_csr()->clear_indptr_i64(); },
-       "points_csr.indptr_i64 has 0 bytes, not a whole number of int64 offsets: it holds the "
-       "chunk's rows + 1"},
+       chunk_at +
+           "points_csr.indptr_i64 has 0 bytes, not a whole number of int64 offsets: it holds "
+           "rows + 1 of them"},
       {"indices in a part of a column",
        [&](v1::ShardChunk* c) { c->mutable_points_csr()->mutable_indices_i32()->resize(15); },
-       "points_csr.indices_i32 has 15 bytes, not a whole number of int32 columns"},
+       chunk_at + "points_csr.indices_i32 has 15 bytes, not a whole number of int32 columns"},
       {"values in a part of a value",
        [&](v1::ShardChunk* c) { c->mutable_points_csr()->mutable_values_f32()->resize(15); },
-       "points_csr.values_f32 has 15 bytes, not a whole number of float32 values"},
+       chunk_at + "points_csr.values_f32 has 15 bytes, not a whole number of float32 values"},
       {"float64 values on a float32 shard",
        [&](v1::ShardChunk* c) {
          c->mutable_points_csr()->clear_values_f32();
          EncodeFloat64(std::vector<double>{-1, 0.5, 3, 1},
                        c->mutable_points_csr()->mutable_values_f64());
        },
-       "points_csr.values_f64 is set for a float32 shard (its first chunk came as float32): send "
-       "points_csr.values_f32; one job's shards and steps are all float32 or all float64"},
+       chunk_at + "points_csr.values_f64 is set where the points are float32: send "
+                  "points_csr.values_f32; one request's or job's payloads are all float32 or all "
+                  "float64"},
       {"more rows than are left",
        [&](v1::ShardChunk* c) {
          c->mutable_points_csr()->set_indptr_i64(indptr({0, 3, 4, 4}));
@@ -1532,9 +1535,9 @@ TEST(ResidentShard, AFloat64SparseShardTakesFloat64ValuesOnly) {
                 narrow.mutable_points_csr()->mutable_values_f32());
   narrow.mutable_points_csr()->clear_values_f64();
   EXPECT_EQ(shard.Load(narrow, &response).message(),
-            "points_csr.values_f32 is set for a float64 shard (its first chunk came as "
-            "points_csr.values_f64): send points_csr.values_f64; one job's shards and steps are "
-            "all float32 or all float64");
+            "the chunk from shard row 2 (its row r is shard row 2 + r): points_csr.values_f32 is "
+            "set where the points are float64: send points_csr.values_f64; one request's or "
+            "job's payloads are all float32 or all float64");
   ResidentShard whole(&memory, Limits{});
   ASSERT_TRUE(whole.Load(CsrChunk<double>(points, nullptr, 0, 2), &response).ok());
   ASSERT_TRUE(whole.Load(CsrChunk<double>(points, nullptr, 2, 2), &response).ok());
