@@ -171,9 +171,24 @@ void MoveToEmptyCluster(const Vector<double>& x, double w, int from, int to, Clu
   sums->counts[to] = 1;
 }
 
+namespace {
+
+// Point i as doubles, in either form.
 template <typename Scalar>
-int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
-                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums) {
+Vector<double> PointAsDouble(const Matrix<Scalar>& points, int64_t i) {
+  return points.col(i).template cast<double>();
+}
+template <typename Scalar>
+Vector<double> PointAsDouble(const CsrMatrix<Scalar>& points, int64_t i) {
+  Vector<Scalar> row(points.cols());
+  points.Row(i, row.data());
+  return row.template cast<double>();
+}
+
+// RelocateEmptyClusters on points of either form.
+template <typename Scalar, typename Points>
+int Relocate(const Points& points, const Vector<Scalar>* weights, const Labels& labels,
+             const Matrix<Scalar>& centers, ClusterSums* sums) {
   const std::vector<Eigen::Index> empty = EmptyClusters(*sums);
   if (empty.empty()) return 0;
   const std::vector<int64_t> far =
@@ -181,10 +196,24 @@ int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* we
   for (size_t r = 0; r < far.size(); ++r) {
     const int64_t i = far[r];
     const double w = weights != nullptr ? static_cast<double>((*weights)[i]) : 1.0;
-    MoveToEmptyCluster(w * points.col(i).template cast<double>(), w, labels[i],
-                       static_cast<int>(empty[r]), sums);
+    MoveToEmptyCluster(w * PointAsDouble(points, i), w, labels[i], static_cast<int>(empty[r]),
+                       sums);
   }
   return static_cast<int>(empty.size());
+}
+
+}  // namespace
+
+template <typename Scalar>
+int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
+                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums) {
+  return Relocate(points, weights, labels, centers, sums);
+}
+
+template <typename Scalar>
+int RelocateEmptyClusters(const CsrMatrix<Scalar>& points, const Vector<Scalar>* weights,
+                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums) {
+  return Relocate(points, weights, labels, centers, sums);
 }
 
 template <typename Scalar>
@@ -205,15 +234,17 @@ void SplitLargestClusters(ClusterSums* sums, Matrix<Scalar>* centers) {
   }
 }
 
-#define KMT_INSTANTIATE(S)                                                                  \
-  template std::vector<int64_t> FarthestPoints<S>(const Matrix<S>&, const Vector<S>*,       \
-                                                  const Labels&, const Matrix<S>&, int64_t, \
-                                                  std::vector<S>*);                         \
-  template std::vector<int64_t> FarthestPoints<S>(const CsrMatrix<S>&, const Vector<S>*,    \
-                                                  const Labels&, const Matrix<S>&, int64_t, \
-                                                  std::vector<S>*);                         \
-  template int RelocateEmptyClusters<S>(const Matrix<S>&, const Vector<S>*, const Labels&,  \
-                                        const Matrix<S>&, ClusterSums*);                    \
+#define KMT_INSTANTIATE(S)                                                                    \
+  template std::vector<int64_t> FarthestPoints<S>(const Matrix<S>&, const Vector<S>*,         \
+                                                  const Labels&, const Matrix<S>&, int64_t,   \
+                                                  std::vector<S>*);                           \
+  template std::vector<int64_t> FarthestPoints<S>(const CsrMatrix<S>&, const Vector<S>*,      \
+                                                  const Labels&, const Matrix<S>&, int64_t,   \
+                                                  std::vector<S>*);                           \
+  template int RelocateEmptyClusters<S>(const Matrix<S>&, const Vector<S>*, const Labels&,    \
+                                        const Matrix<S>&, ClusterSums*);                      \
+  template int RelocateEmptyClusters<S>(const CsrMatrix<S>&, const Vector<S>*, const Labels&, \
+                                        const Matrix<S>&, ClusterSums*);                      \
   template void SplitLargestClusters<S>(ClusterSums*, Matrix<S>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -38,6 +38,12 @@ template <typename Scalar>
 int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
                           const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums);
 
+// The same for sparse points (n rows of d features): FarthestPoints' sparse
+// form, so the same points moved, and the same sums to the bit.
+template <typename Scalar>
+int RelocateEmptyClusters(const CsrMatrix<Scalar>& points, const Vector<Scalar>* weights,
+                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums);
+
 // The m points of positive weight (`weights`: n values, or null for 1
 // each) farthest from the center they are labelled with, farthest first,
 // ties to the lower index: relocation's candidates. `distances`, if given,

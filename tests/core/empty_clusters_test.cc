@@ -176,5 +176,39 @@ TEST(EmptyClusters, RelocationMovesTheFarthestPointsIntoTheEmptyClusters) {
   EXPECT_EQ(sums.counts, want.counts);
 }
 
+template <typename Scalar>
+void SparseRelocationMovesTheDensePoints() {
+  // Twelve documents as centers, the last three copies of the first three:
+  // their clusters are empty (ties go to the lower index).
+  const CsrMatrix<Scalar> rows = TfIdfDocuments<Scalar>({.n = 800, .d = 2000, .terms = 30}, 9);
+  const Matrix<Scalar> points = rows.ToDense();
+  Matrix<Scalar> centers(points.rows(), 12);
+  centers.leftCols(9) = points.leftCols(9);
+  centers.rightCols(3) = points.leftCols(3);
+  Labels labels;
+  AssignNearest(points, centers, &labels);
+  Vector<Scalar> weights(points.cols());
+  for (Eigen::Index i = 0; i < weights.size(); ++i) weights[i] = i % 4 == 0 ? 0 : Scalar(1 + i % 3);
+  for (const Vector<Scalar>* w : std::vector<const Vector<Scalar>*>{nullptr, &weights}) {
+    SCOPED_TRACE(w == nullptr ? "unweighted" : "weighted");
+    ClusterSums dense(static_cast<int>(points.rows()), 12), sparse = dense;
+    AccumulateClusterSums(points, labels, &dense, w);
+    AccumulateSparseClusterSums(rows, labels, &sparse, w);
+    EXPECT_EQ(RelocateEmptyClusters(points, w, labels, centers, &dense), 3);
+    EXPECT_EQ(RelocateEmptyClusters(rows, w, labels, centers, &sparse), 3);
+    for (int j = 9; j < 12; ++j) EXPECT_EQ(sparse.counts[j], 1) << j;
+    EXPECT_EQ(sparse.counts, dense.counts);
+    EXPECT_EQ(sparse.weights, dense.weights);
+    EXPECT_EQ(sparse.sums, dense.sums);
+  }
+}
+
+TEST(EmptyClusters, SparseRelocationMovesTheDensePointsFloat) {
+  SparseRelocationMovesTheDensePoints<float>();
+}
+TEST(EmptyClusters, SparseRelocationMovesTheDensePointsDouble) {
+  SparseRelocationMovesTheDensePoints<double>();
+}
+
 }  // namespace
 }  // namespace kmt
