@@ -4,6 +4,7 @@
 # corpus. An input slower than 1 s, a crash, a sanitizer report or a leak
 # fails the run; a failing input is written to build-fuzz/artifacts/.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   targets: cluster_request model_file point_reader
+#                                           shard_chunk
 # SECONDS 0 builds the targets and runs none (.ci/run builds them while the
 # test suite runs).
 set -euo pipefail
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(cluster_request model_file point_reader)
+[[ ${#targets[@]} -eq 0 ]] && targets=(cluster_request model_file point_reader shard_chunk)
 
 scripts/install-deps.sh
 # Configured as scripts/sanitize.sh address-ci configures the same directory

@@ -1,0 +1,88 @@
+// Bytes -> a resident shard's chunks -> ResidentShard::Load, then, if the
+// shard filled, one of each step on it. The input is a sequence of chunks,
+// each a 2-byte little-endian length and that many bytes parsed as a
+// ShardChunk (dense or sparse, float32 or float64), loaded in order until
+// one is refused (which ends a job). Small limits keep each input fast;
+// whatever the bytes, every call returns a status, and an OK assign step
+// has a finite objective.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "proto/kmeans_transformer.pb.h"
+#include "proto/raw_payload.h"
+#include "server/limits.h"
+#include "server/resident_memory.h"
+#include "server/resident_shard.h"
+
+namespace {
+
+// k = 2 centers in the shard's d and precision: the origin and all ones.
+void PutCenters(const kmt::ResidentShard& shard, int d, std::string* f32, std::string* f64) {
+  std::vector<double> centers(2 * d, 0.0);
+  for (int l = 0; l < d; ++l) centers[d + l] = 1;
+  if (shard.float64()) {
+    kmt::EncodeFloat64(centers, f64);
+  } else {
+    kmt::EncodeFloat32(std::vector<float>(centers.begin(), centers.end()), f32);
+  }
+}
+
+void Steps(kmt::ResidentShard& shard, int64_t n, int d) {
+  kmt::v1::JobResponse out;
+  kmt::v1::AssignStep assign;
+  assign.set_k(2);
+  assign.set_farthest(1);
+  assign.set_return_labels(true);
+  PutCenters(shard, d, assign.mutable_centers_f32(), assign.mutable_centers_f64());
+  if (shard.Assign(assign, &out).ok() && !std::isfinite(out.objective())) std::abort();
+
+  kmt::v1::KMeansParallelStep parallel;
+  PutCenters(shard, d, parallel.mutable_add_centers_f32(), parallel.mutable_add_centers_f64());
+  out.Clear();
+  if (shard.KMeansParallel(parallel, &out).ok()) {
+    kmt::v1::KMeansParallelStep sample;
+    sample.set_oversampling(2);
+    sample.set_potential(out.potential());
+    sample.set_seed(1);
+    out.Clear();
+    (void)shard.KMeansParallel(sample, &out);
+  }
+  kmt::v1::CandidateWeightsStep weigh;
+  PutCenters(shard, d, weigh.mutable_candidates_f32(), weigh.mutable_candidates_f64());
+  out.Clear();
+  (void)shard.CandidateWeights(weigh, &out);
+
+  kmt::v1::SampleSumsStep sums;
+  sums.set_k(2);
+  PutCenters(shard, d, sums.mutable_centers_f32(), sums.mutable_centers_f64());
+  sums.add_rows(0);
+  sums.add_rows(n - 1);
+  sums.add_fetch_rows(n - 1);
+  out.Clear();
+  (void)shard.SampleSums(sums, &out);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  constexpr kmt::Limits kLimits{
+      .max_points = 64, .max_d = 8, .max_k = 8, .max_iterations = 4, .max_dense_points = 32};
+  kmt::ResidentMemory memory(1 << 16);
+  kmt::ResidentShard shard(&memory, kLimits);
+  kmt::v1::ShardChunk chunk;
+  size_t at = 0;
+  while (at + 2 <= size) {
+    const size_t length = data[at] | (size_t{data[at + 1]} << 8);
+    at += 2;
+    if (length > size - at) return 0;
+    if (!chunk.ParseFromArray(data + at, static_cast<int>(length))) return 0;
+    at += length;
+    kmt::v1::JobResponse out;
+    if (!shard.Load(chunk, &out).ok()) return 0;
+  }
+  if (shard.complete()) Steps(shard, chunk.n(), chunk.d());
+  return 0;
+}
