@@ -3,7 +3,8 @@
 // joins the one before, labels keep one line per input row when a batch
 // fails, text is read whatever its line endings and name, outputs read back
 // as inputs, flags that cannot apply and unwritable outputs are refused
-// before any work, and scikit-learn's names are taken.
+// before any work, scikit-learn's names are taken, and SVMlight files are
+// clustered sparse.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "core/init.h"
 #include "core/narrow_float.h"
@@ -21,6 +23,7 @@
 #include "io/npy.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/service_fixture.h"
+#include "tests/support/sparse_documents.h"
 
 namespace kmt {
 namespace {
@@ -379,6 +382,62 @@ TEST_F(CliClusterTest, NarrowFilesClusterAsTheFloat32FileOfTheirValues) {
     EXPECT_EQ(labels[0], labels[1]);
     EXPECT_EQ(centers[0], centers[1]);
   }
+}
+
+// An SVMlight file is clustered whole on sparse resident shards: from the
+// same given centers, the labels of the dense .npy of its values and
+// centers within the round-off of their sums; k-means++ runs on it; a
+// malformed line is refused naming the file and the line.
+TEST_F(CliClusterTest, SparseFilesClusterAsTheDenseFileOfTheirValues) {
+  const CsrMatrix<float> docs = TfIdfDocuments<float>({.n = 1500, .d = 300, .terms = 12}, 31);
+  const Matrix<float> dense = docs.ToDense();
+  const int64_t n = docs.rows(), d = docs.cols();
+  {
+    // libsvm's one-based indices, every value to the last bit.
+    std::ofstream svm(dir_ + "/docs.svm");
+    for (int64_t i = 0; i < n; ++i) {
+      svm << (i % 3);
+      for (int64_t p = docs.indptr()[i]; p < docs.indptr()[i + 1]; ++p) {
+        svm << ' ' << docs.indices()[p] + 1 << ':' << absl::StrFormat("%.9g", docs.values()[p]);
+      }
+      svm << '\n';
+    }
+  }
+  ASSERT_TRUE(WriteNpy(dir_ + "/docs.npy", "<f4", {n, d}, dense.data(), dense.size() * 4).ok());
+  Matrix<float> centers(d, 5);
+  for (int j = 0; j < 5; ++j) centers.col(j) = dense.col(300 * j);
+  ASSERT_TRUE(WriteNpy(dir_ + "/c0.npy", "<f4", {5, d}, centers.data(), centers.size() * 4).ok());
+  std::vector<Labels> labels;
+  std::vector<std::vector<float>> fitted;
+  for (const std::string input : {"docs.svm", "docs.npy"}) {
+    SCOPED_TRACE(input);
+    const Run run =
+        Cluster({"--mode=whole", "--input=" + dir_ + "/" + input, "--k=5", "--d=300",
+                 "--centers_in=" + dir_ + "/c0.npy", "--iterations=8",
+                 "--labels_out=" + dir_ + "/l.txt", "--centers_out=" + dir_ + "/c.npy"});
+    ASSERT_EQ(run.code, 0) << run.err;
+    labels.push_back(ReadLabels(dir_ + "/l.txt"));
+    fitted.push_back(ReadNpy<float>(dir_ + "/c.npy"));
+  }
+  ASSERT_EQ(labels[0].size(), static_cast<size_t>(n));
+  EXPECT_EQ(labels[0], labels[1]);
+  ASSERT_EQ(fitted[0].size(), fitted[1].size());
+  for (size_t i = 0; i < fitted[0].size(); ++i) EXPECT_NEAR(fitted[0][i], fitted[1][i], 1e-6) << i;
+  // Seeded on the replicas from the nonzeros, restarts included.
+  const Run seeded = Cluster(
+      {"--input=" + dir_ + "/docs.svm", "--k=5", "--n_init=2", "--labels_out=" + dir_ + "/l.txt"});
+  ASSERT_EQ(seeded.code, 0) << seeded.err;
+  EXPECT_EQ(ReadLabels(dir_ + "/l.txt").size(), static_cast<size_t>(n));
+  std::ofstream(dir_ + "/bad.svm") << "1 1:0.5 3:1\n0 4:1 2:1\n";
+  const Run bad = Cluster({"--input=" + dir_ + "/bad.svm", "--k=2"});
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("bad.svm:2: '2:1': index 2 is below the one before it"), std::string::npos)
+      << bad.err;
+  const Run per_batch = Cluster({"--input=" + dir_ + "/docs.svm", "--k=2", "--mode=per-batch"});
+  EXPECT_NE(per_batch.code, 0);
+  EXPECT_NE(per_batch.err.find("a sparse --input (SVMlight) is clustered as one dataset"),
+            std::string::npos)
+      << per_batch.err;
 }
 
 }  // namespace
