@@ -9,12 +9,12 @@
 // double, the core's same functions at Scalar = double; its steps take and
 // give their points as float64 only.
 // A shard whose first chunk carries points_csr is sparse: it holds its
-// points as one CsrMatrix (core/sparse.h), each chunk checked by
-// CsrMatrix::Create and appended, and every step runs the core's sparse
-// twin of the dense one (AssignNearestSparse with product distances, the
-// seeding and farthest points over CSR); the points a step returns come
-// back dense. Its assign steps keep no bounds: each one scores every
-// center, O(nnz k).
+// points as one CsrMatrix (core/sparse.h), each chunk decoded by
+// CsrFromProto (CsrMatrix::Create's checks) and appended, and every step
+// runs the core's sparse twin of the dense one (AssignNearestSparse with
+// product distances, the seeding and farthest points over CSR); the points
+// a step returns come back dense. Its assign steps keep no bounds: each
+// one scores every center, O(nnz k).
 #ifndef KMT_SERVER_RESIDENT_SHARD_H_
 #define KMT_SERVER_RESIDENT_SHARD_H_
 
