@@ -150,6 +150,21 @@ absl::StatusOr<PayloadType> RequestPayloadType(const v1::ClusterRequest& r) {
 
 namespace {
 
+// The request's empty-cluster policy.
+absl::StatusOr<EmptyClusterPolicy> EmptyClustersFromProto(int policy) {
+  switch (policy) {
+    case v1::EMPTY_CLUSTERS_KEEP:
+      return EmptyClusterPolicy::kKeep;
+    case v1::EMPTY_CLUSTERS_RELOCATE_FARTHEST:
+      return EmptyClusterPolicy::kRelocateFarthest;
+    case v1::EMPTY_CLUSTERS_SPLIT_LARGEST:
+      return EmptyClusterPolicy::kSplitLargest;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("empty_clusters = ", policy, " is not a policy"));
+  }
+}
+
 // What a request to a fitted model may not set, each with the field that
 // sets it; the first found, or OK.
 absl::Status CheckFittedRequest(const v1::ClusterRequest& r, const FittedCenters& fitted) {
@@ -257,19 +272,9 @@ absl::StatusOr<Batch<Scalar>> RequestBatch(const v1::ClusterRequest& r,
     return absl::InvalidArgumentError(
         absl::StrCat("n_init = ", r.n_init(), ", must be at least 1 (0: one run)"));
   }
-  switch (r.empty_clusters()) {
-    case v1::EMPTY_CLUSTERS_KEEP:
-      break;
-    case v1::EMPTY_CLUSTERS_RELOCATE_FARTHEST:
-      spec.empty_clusters = EmptyClusterPolicy::kRelocateFarthest;
-      break;
-    case v1::EMPTY_CLUSTERS_SPLIT_LARGEST:
-      spec.empty_clusters = EmptyClusterPolicy::kSplitLargest;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("empty_clusters = ", r.empty_clusters(), " is not a policy"));
-  }
+  absl::StatusOr<EmptyClusterPolicy> empty = EmptyClustersFromProto(r.empty_clusters());
+  if (!empty.ok()) return empty.status();
+  spec.empty_clusters = *empty;
   switch (r.return_distances()) {
     case v1::DISTANCES_NONE:
       break;
@@ -318,15 +323,12 @@ absl::Status CheckSparseRequest(const v1::ClusterRequest& r) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, " is set beside points_csr: ", why,
                      "; a request over sparse points runs exact Lloyd's from given centers, and "
-                     "k-means++, restarts and scikit-learn's relocation over sparse points run "
-                     "as a resident job (ShardChunk.points_csr)"));
+                     "k-means++ and restarts over sparse points run as a resident job "
+                     "(ShardChunk.points_csr)"));
   };
   if (r.points_offset_size() > 0 || !r.points_offset_f64().empty()) {
     return refuse(r.points_offset_size() > 0 ? "points_offset" : "points_offset_f64",
                   "sparse points are never shifted (the shift would fill every row)");
-  }
-  if (r.empty_clusters() != v1::EMPTY_CLUSTERS_KEEP) {
-    return refuse("empty_clusters", "an empty cluster keeps its center");
   }
   if (r.n_init() > 1) return refuse("n_init", "one run from the given centers");
   if (r.guard()) return refuse("guard", "exact Lloyd's needs no guard");
@@ -392,6 +394,9 @@ absl::StatusOr<SparseBatch<Scalar>> SparseRequestBatch(const v1::ClusterRequest&
                                                      static_cast<Eigen::Index>(weights->size()));
     if (absl::Status s = ValidateWeights(batch.weights, r.n()); !s.ok()) return s;
   }
+  absl::StatusOr<EmptyClusterPolicy> empty = EmptyClustersFromProto(r.empty_clusters());
+  if (!empty.ok()) return empty.status();
+  batch.empty_clusters = *empty;
   return batch;
 }
 

@@ -52,7 +52,7 @@ absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& request
 // held sparse, the centers every step starts from and what it asks. Exact
 // Lloyd's alone: `iterations` steps from given centers (INIT_GIVEN, or a
 // fitted model's, its offset added back: sparse points are never shifted),
-// stopped by tol as a dense batch is, empty clusters kept, weights if sent, and the labels, the
+// stopped by tol and with empty clusters as a dense batch, weights if sent, and the labels, the
 // distances (nearest or all) and the objective under the last centers.
 template <typename Scalar>
 struct SparseBatch {
@@ -60,6 +60,7 @@ struct SparseBatch {
   Matrix<Scalar> centers;    ///< d x k
   Vector<Scalar> weights;    ///< n, or empty: 1 each
   int iterations = 0;
+  EmptyClusterPolicy empty_clusters = EmptyClusterPolicy::kKeep;
 };
 
 inline bool HasSparsePoints(const v1::ClusterRequest& request) { return request.has_points_csr(); }
@@ -68,9 +69,8 @@ inline bool HasSparsePoints(const v1::ClusterRequest& request) { return request.
 // null), every field checked: INVALID_ARGUMENT naming the field for a dense
 // points field beside points_csr, a points_offset, n or d that disagree
 // with the arrays, a start other than given centers (k-means++ and
-// restarts over sparse points run as a resident job), a relocation
-// policy, cluster sums, n_init or guard (not served for sparse points), or
-// any payload a dense request would be refused for.
+// restarts over sparse points run as a resident job), cluster sums, n_init or guard (not served for
+// sparse points), or any payload a dense request would be refused for.
 template <typename Scalar>
 absl::StatusOr<SparseBatch<Scalar>> SparseBatchFromRequest(const v1::ClusterRequest& request,
                                                            const FittedCenters* fitted);

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cluster_sums.h"
+#include "core/empty_clusters.h"
 #include "core/engine.h"
 #include "core/point_moments.h"
 #include "core/sparse.h"
@@ -159,7 +160,17 @@ absl::Status RunSparseAs(const ModelRegistry& registry, const Limits& limits,
     // assignment's is the step's before.
     if (r.return_trajectory() && t > 0) run.layer_objectives.push_back(objective);
     const Matrix<Scalar> before = shift_tolerance ? run.centers : Matrix<Scalar>();
-    run.empty_cluster_events += ApplyMeans(sums, &run.centers);
+    // The dense path's policies, in its order (core/transformer.cc).
+    if (batch->empty_clusters == EmptyClusterPolicy::kRelocateFarthest) {
+      run.empty_cluster_events +=
+          RelocateEmptyClusters(batch->points, weights, run.labels, run.centers, &sums);
+      ApplyMeans(sums, &run.centers);
+    } else {
+      run.empty_cluster_events += ApplyMeans(sums, &run.centers);
+      if (batch->empty_clusters == EmptyClusterPolicy::kSplitLargest) {
+        SplitLargestClusters(&sums, &run.centers);
+      }
+    }
     run.layers_run = t + 1;
     if (shift_tolerance) {
       if (t > 0 && run.labels == previous) {

@@ -2,9 +2,9 @@
 // labelled and clustered from their nonzeros as the dense request of the
 // same points is (the same labels; centers, distances and objective within
 // the round-off of their different sums), in float32 and float64, weighted,
-// every distance or each point's own; a fitted model labels sparse points
-// by name; and each malformed request is refused with INVALID_ARGUMENT
-// naming the field, in its own response, while the stream goes on.
+// every distance or each point's own, empty clusters relocated or split; a fitted model labels
+// sparse points by name; and each malformed request is refused with INVALID_ARGUMENT naming the
+// field, in its own response, while the stream goes on.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -203,6 +203,35 @@ TEST_F(SparseRequestTest, SparsePointsAnswerAsTheDensePointsInFloatAndDouble) {
   }
 }
 
+// A center far from every document loses its cluster at the first step:
+// relocated to the farthest point or split from the largest cluster, as
+// the dense batch does it.
+TEST_F(SparseRequestTest, EmptyClustersAreRelocatedAndSplitAsTheDensePathDoes) {
+  std::vector<v1::ClusterRequest> requests;
+  for (const auto policy :
+       {v1::EMPTY_CLUSTERS_RELOCATE_FARTHEST, v1::EMPTY_CLUSTERS_SPLIT_LARGEST}) {
+    for (const bool sparse : {true, false}) {
+      v1::ClusterRequest r =
+          Request<double>(absl::StrCat(policy, sparse ? "-sparse" : "-dense"), sparse, 3);
+      std::string& centers = *r.mutable_centers_f64();
+      const std::vector<double> far(kD, 5.0);
+      centers.replace((kK - 1) * kD * 8, kD * 8, reinterpret_cast<const char*>(far.data()), kD * 8);
+      r.set_empty_clusters(policy);
+      r.set_return_trajectory(true);
+      requests.push_back(r);
+    }
+  }
+  const auto [responses, status] = Exchange(requests);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(responses.size(), 4u);
+  for (int pair : {0, 2}) {
+    SCOPED_TRACE(responses[pair].request_id());
+    ExpectAsDense<double>(responses[pair], responses[pair + 1], 1e-12);
+    EXPECT_GT(responses[pair].empty_cluster_events(), 0);
+    EXPECT_EQ(responses[pair].empty_cluster_events(), responses[pair + 1].empty_cluster_events());
+  }
+}
+
 TEST_F(SparseRequestTest, AFittedModelLabelsSparsePointsByName) {
   v1::ClusterRequest by_name = Request<double>("by-name", true, 0);
   by_name.set_model("topics");
@@ -269,8 +298,8 @@ TEST_F(SparseRequestTest, EachMalformedRequestIsRefusedByNameAndTheStreamGoesOn)
   add("points_offset is set beside points_csr", [](v1::ClusterRequest& r) {
     for (int l = 0; l < kD; ++l) r.add_points_offset(0);
   });
-  add("empty_clusters is set beside points_csr",
-      [](v1::ClusterRequest& r) { r.set_empty_clusters(v1::EMPTY_CLUSTERS_RELOCATE_FARTHEST); });
+  add("empty_clusters = 7 is not a policy",
+      [](v1::ClusterRequest& r) { r.set_empty_clusters(static_cast<v1::EmptyClusters>(7)); });
   add("n_init is set beside points_csr", [](v1::ClusterRequest& r) { r.set_n_init(3); });
   add("d = 200000 exceeds this server's limit of 100000 for sparse points",
       [](v1::ClusterRequest& r) { r.set_d(200000); });
