@@ -11,6 +11,12 @@ scikit-learn does them, the shards' steps in X's precision (float64 X in
 double, as scikit-learn computes it; float32 X in float32). As in
 scikit-learn the points are sent minus their mean, which keeps float32's
 distances precise far from the origin.
+
+Sparse X (scipy.sparse; CSC and others converted once to CSR) is fitted as
+a resident job on sparse shards whatever its size, sent and held as its
+nonzeros and not shifted, as scikit-learn does not center sparse data;
+only a model the resident job does not run takes it densified in requests.
+predict, transform and score send sparse X densified a batch at a time.
 """
 import dataclasses
 import sys
@@ -212,7 +218,9 @@ class ServedLloyd(ServedKMeans):
         parallel = isinstance(self.init, str) and self.init == "k-means||"
         rows = rows_per_request(self._request_rows(), d, info.max_points, per_point_out, weighted,
                                 size)
-        one_request = not parallel and n <= rows
+        # Sparse X is sent as sparse shards, which no request carries.
+        sparse = sp.issparse(X) and resident_capable(info, parameters)
+        one_request = not parallel and not sparse and n <= rows
         if parallel and not resident_capable(info, parameters):
             raise ValueError(f"init='k-means||' runs as a resident job, which runs Lloyd's "
                              f"only, not the server's model '{info.name}'.")
@@ -275,9 +283,10 @@ class ServedLloyd(ServedKMeans):
         size = most * self.n_clusters
         chosen = np.sort(np.random.RandomState(plan.seed).choice(n, size, replace=False))
         parallel = isinstance(self.init, str) and self.init == "k-means||"
+        sparse = sp.issparse(plan.X) and not plan.one_request
         return dataclasses.replace(
             plan, X=plan.X[chosen], weights=None if plan.weights is None else plan.weights[chosen],
-            distances=False, one_request=not parallel and size <= plan.rows)
+            distances=False, one_request=not parallel and not sparse and size <= plan.rows)
 
     def _run(self, plan, iterations=None):
         """The fitted values of the plan's requests or resident job, after

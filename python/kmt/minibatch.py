@@ -15,18 +15,21 @@ Spark MLlib's StreamingKMeans) each call first discounts the weight every
 center has taken in so far, so that the centers follow a stream whose
 clusters drift. A fit's steps share one stream (Client.session()), so a
 step costs a round trip to the server rather than a stream of its own.
+fit loads sparse X (scipy.sparse) as sparse shards, its nonzeros; the
+initialisation's sample and partial_fit's batches go densified.
 """
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, _is_arraylike_not_scalar
 
 from . import client as _client
 from .kmeans import tolerance
-from .resident import dense_rows, driver, driver_errors, replica_addresses
+from .resident import csr_arrays, dense_rows, driver, driver_errors, replica_addresses
 from .served import (ASSIGN_MODEL, ServedKMeans, client_for, invalid_input_as_value_error,
                      keep_parameters, padded, server_of)
 
@@ -207,9 +210,12 @@ class MiniBatchKMeans(ServedKMeans):
         # (a server computes each shard's part on one thread), a round trip
         # each, so that its steps' log lines come from here.
         small = self._batch_size * d * self.n_clusters <= SMALL_STEP_WORK and not self.verbose
+        # Sparse X is loaded as sparse shards, its nonzeros.
+        points = (dict(rows=None, csr=csr_arrays(X, X.dtype)) if sp.issparse(X)
+                  else dict(rows=dense_rows(X)))
         answer = driver_errors(
-            driver().minibatch_fit, replica_addresses(server_of(self)), dense_rows(X), n, d,
-            self.n_clusters, weights=sample_weight if weighted else None,
+            driver().minibatch_fit, replica_addresses(server_of(self)), n=n, d=d,
+            k=self.n_clusters, weights=sample_weight if weighted else None,
             centers=np.asarray(best[1], dtype=np.float64), key=state[1], pos=int(state[2]),
             batch_size=self._batch_size, steps=n_steps, center_tol=float(self._tol),
             max_no_improvement=(-1 if self.max_no_improvement is None
@@ -220,7 +226,7 @@ class MiniBatchKMeans(ServedKMeans):
             chunk_bytes=4 << 20, max_moves=3, timeout=self.timeout,
             tls=bool(self.tls or self.ca or self.cert or self.key), ca=self.ca or "",
             cert=self.cert or "", key_file=self.key or "", server_name=self.server_name or "",
-            log=print if self.verbose else None)
+            log=print if self.verbose else None, **points)
         random_state.set_state((state[0], np.asarray(answer["key"], dtype=np.uint32),
                                 answer["pos"], state[3], state[4]))
         self.cluster_centers_ = answer["centers"].astype(X.dtype)

@@ -17,10 +17,16 @@ n_init starts.
 Float64 points run as a float64 job: shards held and computed in double on
 the replicas, centers carried in double, as one float64 Cluster request
 computes them; float32 points (and integers) as a float32 one.
+
+A scipy.sparse matrix is loaded as sparse shards (ShardChunk.points_csr):
+its CSR arrays, read in place a chunk at a time, travel and are held as
+their nonzeros, never made dense, and are never shifted (as scikit-learn
+does not center sparse data).
 """
 import dataclasses
 
 import numpy as np
+import scipy.sparse as sp
 
 from .client import (ServiceError, check_not_forked, extension_used, init_name, server_target,
                      status_code)
@@ -141,13 +147,37 @@ def dense_rows(points, offset=None):
     return rows
 
 
+def csr_arrays(points, dtype):
+    """The (indptr, indices, data) of a sparse matrix in canonical CSR
+    (columns sorted within each row, duplicates summed; other formats
+    converted once) as the driver reads them: int64 offsets, int32 columns,
+    values in the job's `dtype`. A canonical CSR matrix of those types is
+    read as it is; a value that is not finite is a ValueError naming it."""
+    X = points.tocsr()
+    if not X.has_canonical_format:
+        X = X.copy() if X is points else X
+        X.sum_duplicates()
+    if X.shape[1] > np.iinfo(np.int32).max:
+        raise ValueError(f"points has {X.shape[1]} features; sparse points take at most 2^31 - 1")
+    data = np.ascontiguousarray(X.data, dtype=dtype)
+    finite = np.isfinite(data)
+    if not finite.all():
+        at = int(np.argmin(finite))
+        row = int(np.searchsorted(X.indptr, at, side="right")) - 1
+        kind = "NaN" if np.isnan(data[at]) else "infinity"
+        raise ValueError(f"Input X contains {kind}: {data[at]} at row {row}, column "
+                         f"{int(X.indices[at])}.")
+    return (np.ascontiguousarray(X.indptr, dtype=np.int64),
+            np.ascontiguousarray(X.indices, dtype=np.int32), data)
+
+
 def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1,
                  plain_seeding=False, labels=True, streams_per_server=1, chunk_bytes=4 << 20,
                  max_moves=3, timeout=None, log=None, *, weights=None, center_tol=None,
                  empty_clusters="keep", offset=None, init=None, n_init=1, on_iteration=None,
                  iteration_objectives=True, **tls):
-    """Clusters the (n, d) `points` (an array, a memmap or a sparse matrix,
-    densified a chunk at a time) on the replicas `target` names (as
+    """Clusters the (n, d) `points` (an array, a memmap or a scipy.sparse
+    matrix, loaded as sparse shards) on the replicas `target` names (as
     replica_addresses reads it), from `centers` (k, d) if given, else from
     `init` over all of them ("kmeans++" or "k-means++", the default, greedy;
     "plain-kmeans++" or `plain_seeding`; "kmeans||" or "k-means||", k-means‖
@@ -161,7 +191,7 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
     Float64 points (and offset) run as a float64 job, in double on the
     replicas; others as a float32 one, float16 points sent as float16 (with
     a float32 `offset` the replicas subtract). `weights` (n,) weigh the points
-    (scikit-learn's sample_weight).
+    (scikit-learn's sample_weight). Sparse points take no `offset`.
     `empty_clusters`: "keep" (a center without points stays) or
     "relocate-farthest" (scikit-learn's rule). `offset` (d,) is subtracted
     from every point before it is sent (the mean, for float32's precision);
@@ -199,7 +229,12 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
     if offset is not None:
         offset = np.asarray(offset)
     shift = {}
-    if (not hasattr(points, "toarray") and points.dtype == np.float16
+    if sp.issparse(points):
+        if offset is not None:
+            raise ValueError("sparse points take no offset: shifting would fill their rows")
+        rows = None
+        shift = dict(csr=csr_arrays(points, dtype))
+    elif (not hasattr(points, "toarray") and points.dtype == np.float16
             and (offset is None or offset.dtype == np.float32)):
         # Float16 points travel as float16 (ShardChunk.points_f16), unshifted:
         # the replicas subtract the offset in float32, as this process would.
