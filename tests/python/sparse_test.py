@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 import sklearn.cluster
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.datasets import make_blobs
 from sklearn.metrics import pairwise_distances_argmin_min
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
@@ -195,6 +196,62 @@ class SparseFitTest(TwoReplicasTest):
                     self.kmeans(init=starts(X)).fit(bad)
         with self.assertRaisesRegex(ValueError, "sparse points take no offset"):
             kmt.fit_resident(self.both, X, K, centers=starts(X), offset=np.zeros(200))
+
+
+class ScikitLearnSparseKMeansTestsTest(ServedTest):
+    """The sparse checks of scikit-learn's test_k_means.py (test_kmeans_results,
+    test_kmeans_relocated_clusters and test_predict_dense_sparse) as written
+    there, with kmt's estimators for scikit-learn's."""
+
+    def test_kmeans_results(self):
+        for constructor in (np.array, sp.csr_matrix):
+            for dtype in (np.float32, np.float64):
+                with self.subTest(sparse=constructor is sp.csr_matrix, dtype=dtype):
+                    X = constructor([[0, 0], [0.5, 0], [0.5, 1], [1, 1]], dtype=dtype)
+                    init_centers = np.array([[0, 0], [1, 1]], dtype=dtype)
+                    kmeans = kmt.KMeans(n_clusters=2, n_init=1, init=init_centers,
+                                        server=self.server.address)
+                    kmeans.fit(X, sample_weight=[3, 1, 1, 3])
+                    assert_array_equal(kmeans.labels_, [0, 0, 1, 1])
+                    assert_allclose(kmeans.inertia_, 0.375)
+                    assert_allclose(kmeans.cluster_centers_,
+                                    np.array([[0.125, 0], [0.875, 1]], dtype=dtype))
+                    self.assertEqual(kmeans.n_iter_, 2)
+
+    def test_kmeans_relocated_clusters(self):
+        for constructor in (np.array, sp.csr_matrix):
+            with self.subTest(sparse=constructor is sp.csr_matrix):
+                X = constructor([[0, 0], [0.5, 0], [0.5, 1], [1, 1]])
+                # The second center is too far from every point: empty at
+                # the first iteration.
+                init_centers = np.array([[0.5, 0.5], [3, 3]])
+                kmeans = kmt.KMeans(n_clusters=2, n_init=1, init=init_centers,
+                                    server=self.server.address).fit(X)
+                assert_allclose(kmeans.inertia_, 0.25)
+                self.assertEqual(kmeans.n_iter_, 3)
+                # Either of the two relocations scikit-learn accepts.
+                if kmeans.labels_[0] == 0:
+                    assert_array_equal(kmeans.labels_, [0, 0, 1, 1])
+                    assert_allclose(kmeans.cluster_centers_, [[0.25, 0], [0.75, 1]])
+                else:
+                    assert_array_equal(kmeans.labels_, [1, 1, 0, 0])
+                    assert_allclose(kmeans.cluster_centers_, [[0.75, 1.0], [0.25, 0.0]])
+
+    def test_predict_dense_sparse(self):
+        centers = np.array([[0.0, 5.0, 0.0, 0.0, 0.0], [1.0, 1.0, 4.0, 0.0, 0.0],
+                            [1.0, 0.0, 0.0, 5.0, 1.0]])
+        X, _ = make_blobs(n_samples=100, centers=centers, cluster_std=1.0, random_state=42)
+        X_csr = sp.csr_matrix(X)
+        for estimator in (kmt.KMeans, kmt.MiniBatchKMeans):
+            for init in ("random", "k-means++", centers.copy()):
+                with self.subTest(estimator=estimator.__name__, init=init):
+                    n_init = 10 if isinstance(init, str) else 1
+                    km = estimator(n_clusters=3, init=init, n_init=n_init, random_state=0,
+                                   server=self.server.address)
+                    km.fit(X_csr)
+                    assert_array_equal(km.predict(X), km.labels_)
+                    km.fit(X)
+                    assert_array_equal(km.predict(X_csr), km.labels_)
 
 
 class SparseShardMovesTest(unittest.TestCase):
