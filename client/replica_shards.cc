@@ -411,6 +411,8 @@ class ReplicaShards::Impl {
       Encode(absl::MakeConstSpan(rows.values), csr->mutable_values_f32(),
              csr->mutable_values_f64());
       csr->set_shard_nnz(indptr[end] - indptr[shard->first]);
+      // Rows that are all empty carry no values_f64 to make the shard float64.
+      csr->set_float64(std::is_same_v<Scalar, double>);
       if (absl::Status s = shard->stream->Send(request); !s.ok()) return s;
       first = last;
     }

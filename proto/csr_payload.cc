@@ -18,8 +18,13 @@ absl::StatusOr<CsrMatrix<Scalar>> CsrFromProto(const v1::CsrPoints& csr, int64_t
                                                const char* field) {
   constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
   const char* own = kIsFloat64 ? ".values_f64" : ".values_f32";
-  const char* other = kIsFloat64 ? ".values_f32" : ".values_f64";
-  if (!(kIsFloat64 ? csr.values_f32() : csr.values_f64()).empty()) {
+  // A field of the other precision: its values, or float32 points flagged
+  // float64.
+  const char* other = kIsFloat64 ? (csr.values_f32().empty() ? nullptr : ".values_f32")
+                      : !csr.values_f64().empty() ? ".values_f64"
+                      : csr.float64()             ? ".float64"
+                                                  : nullptr;
+  if (other != nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, other, " is set where the points are ", RawName(kRawTypeOf<Scalar>),
                      ": send ", field, own,

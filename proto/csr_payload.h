@@ -13,8 +13,10 @@
 
 namespace kmt {
 
-// Whether the values come as float64 (values_f64 set).
-inline bool CsrIsFloat64(const v1::CsrPoints& csr) { return !csr.values_f64().empty(); }
+// Whether the values come as float64 (values_f64 or the float64 flag set).
+inline bool CsrIsFloat64(const v1::CsrPoints& csr) {
+  return !csr.values_f64().empty() || csr.float64();
+}
 
 // The rows the arrays hold (indptr's offsets less one; -1 for no whole
 // offset) and their values in Scalar's field (-1 for no whole number), for

@@ -309,7 +309,7 @@ absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* o
         absl::StrCat("points_csr and ", dense_field, " are both set; send one of them"));
   }
   const bool float64_chunk = !chunk.points_f64().empty() || !chunk.weights_f64().empty() ||
-                             !chunk.points_csr().values_f64().empty();
+                             CsrIsFloat64(chunk.points_csr());
   const int64_t shard_nnz = chunk.points_csr().shard_nnz();
   if (reserved_ == 0) {
     // Sparse points cost their nonzeros: their d is a vocabulary's.

@@ -34,17 +34,31 @@ class SparseShardTest : public ::testing::Test {
 };
 ServerProcess* SparseShardTest::server_ = nullptr;
 
-// Two weighted shards on one replica, loaded in chunks of at most 16 KB,
-// answer an assign step as the core does on all the points made dense:
-// the labels exactly, the counts and weights summed over the shards, the
-// sums and objective within their summation's round-off.
+// TF-IDF documents whose first `empty` rows have no terms.
 template <typename Scalar>
-void ExpectSparseShardsAssignAsTheCore(const std::string& address) {
-  const int n = 3000, d = 2000, k = 8;
+CsrMatrix<Scalar> Documents(int n, int d, int empty) {
   const CsrMatrix<Scalar> docs = TfIdfDocuments<Scalar>({.n = n, .d = d, .terms = 30}, 11);
+  const int64_t skip = docs.indptr()[empty];
+  std::vector<int64_t> indptr(n + 1, 0);
+  for (int i = empty; i <= n; ++i) indptr[i] = docs.indptr()[i] - skip;
+  return *CsrMatrix<Scalar>::Create(
+      n, d, std::move(indptr),
+      std::vector<int32_t>(docs.indices().begin() + skip, docs.indices().end()),
+      std::vector<Scalar>(docs.values().begin() + skip, docs.values().end()));
+}
+
+// Two shards on one replica, loaded in chunks of at most 16 KB, answer an
+// assign step as the core does on all the points made dense: the labels
+// exactly, the counts and weights summed over the shards, the sums and
+// objective within their summation's round-off. With `empty` rows first,
+// unweighted: a float64 shard whose chunks have no values is float64 too.
+template <typename Scalar>
+void ExpectSparseShardsAssignAsTheCore(const std::string& address, bool weighted, int empty) {
+  const int n = 3000, d = 2000, k = 8;
+  const CsrMatrix<Scalar> docs = Documents<Scalar>(n, d, empty);
   const Matrix<Scalar> dense = docs.ToDense();
-  Vector<Scalar> weights(n);
-  for (int i = 0; i < n; ++i) weights[i] = Scalar(1) + (i % 4);
+  Vector<Scalar> weights = Vector<Scalar>::Ones(n);
+  for (int i = 0; weighted && i < n; ++i) weights[i] = Scalar(1) + (i % 4);
   ReplicaShardOptions options;
   options.servers = {address};
   options.streams_per_server = 2;
@@ -59,9 +73,9 @@ void ExpectSparseShardsAssignAsTheCore(const std::string& address) {
     out->values.assign(docs.values().begin() + begin, docs.values().begin() + end);
     return absl::OkStatus();
   };
-  if constexpr (std::is_same_v<Scalar, double>) {
+  if (weighted && std::is_same_v<Scalar, double>) {
     options.weights_f64.assign(weights.data(), weights.data() + n);
-  } else {
+  } else if (weighted) {
     options.weights.assign(weights.data(), weights.data() + n);
   }
   absl::StatusOr<std::unique_ptr<ReplicaShards>> shards =
@@ -69,7 +83,7 @@ void ExpectSparseShardsAssignAsTheCore(const std::string& address) {
   ASSERT_TRUE(shards.ok()) << shards.status();
   ASSERT_EQ((*shards)->Sizes().size(), 2u);
 
-  const std::vector<int64_t> first_rows = {0, 5, 10, 15, 20, 25, 30, 35};
+  const std::vector<int64_t> first_rows = {2000, 2005, 2010, 2015, 2020, 2025, 2030, 2035};
   const Matrix<Scalar> centers = docs.Rows(first_rows.data(), k).ToDense();
   v1::JobRequest request;
   v1::AssignStep* assign = request.mutable_assign();
@@ -98,7 +112,7 @@ void ExpectSparseShardsAssignAsTheCore(const std::string& address) {
     ASSERT_EQ(answer.center_counts_size(), k);
     for (int j = 0; j < k; ++j) {
       counts[j] += answer.center_counts(j);
-      cluster_weights[j] += answer.center_weights(j);
+      cluster_weights[j] += weighted ? answer.center_weights(j) : answer.center_counts(j);
     }
     cluster_sums += Eigen::Map<const Matrix<double>>(answer.center_sums().data(), d, k);
     EXPECT_EQ(answer.points_settled_by_bounds(), 0);
@@ -114,12 +128,21 @@ void ExpectSparseShardsAssignAsTheCore(const std::string& address) {
 
 TEST_F(SparseShardTest, SparseChunksOverJobStreamsAssignAsTheCoreOnTheDensePoints) {
   ASSERT_NE(server_, nullptr);
-  ExpectSparseShardsAssignAsTheCore<float>(server_->address());
+  ExpectSparseShardsAssignAsTheCore<float>(server_->address(), /*weighted=*/true, /*empty=*/0);
 }
 
 TEST_F(SparseShardTest, Float64SparseChunksAssignAsTheCoreInDouble) {
   ASSERT_NE(server_, nullptr);
-  ExpectSparseShardsAssignAsTheCore<double>(server_->address());
+  ExpectSparseShardsAssignAsTheCore<double>(server_->address(), /*weighted=*/true, /*empty=*/0);
+}
+
+// The first shard's 1,500 rows are all empty: its chunks carry no values,
+// and their float64 flag makes it a float64 shard, which takes the step's
+// centers_f64.
+TEST_F(SparseShardTest, AFloat64ShardOfEmptyRowsIsFloat64) {
+  ASSERT_NE(server_, nullptr);
+  ExpectSparseShardsAssignAsTheCore<double>(server_->address(), /*weighted=*/false,
+                                            /*empty=*/1500);
 }
 
 // A chunk whose second row's columns decrease ends the job: the stream's

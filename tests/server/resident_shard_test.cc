@@ -1426,6 +1426,11 @@ TEST(ResidentShard, BadSparseChunksAreNamed) {
       {"values in a part of a value",
        [&](v1::ShardChunk* c) { c->mutable_points_csr()->mutable_values_f32()->resize(15); },
        chunk_at + "points_csr.values_f32 has 15 bytes, not a whole number of float32 values"},
+      {"flagged float64 on a float32 shard",
+       [&](v1::ShardChunk* c) { c->mutable_points_csr()->set_float64(true); },
+       chunk_at +
+           "points_csr.float64 is set where the points are float32: send points_csr.values_f32; "
+           "one request's or job's payloads are all float32 or all float64"},
       {"float64 values on a float32 shard",
        [&](v1::ShardChunk* c) {
          c->mutable_points_csr()->clear_values_f32();
@@ -1519,8 +1524,8 @@ TEST(ResidentShard, BadSparseChunksAreNamed) {
             "a chunk of 2 points has 1 weights; a weighted shard takes one with every point");
 }
 
-// A float64 sparse shard is decided by its first chunk's values_f64; a
-// float32 chunk after it is refused.
+// A float64 sparse shard is decided by its first chunk's values_f64 or
+// float64 flag; a float32 chunk after it is refused.
 TEST(ResidentShard, AFloat64SparseShardTakesFloat64ValuesOnly) {
   const CsrMatrix<double> points = *CsrMatrix<double>::Create(
       4, 5, {0, 2, 2, 5, 6}, {0, 3, 1, 2, 4, 4}, {1, 2, -1, 0.5, 3, 1e6 + 1.0 / 1024});
@@ -1537,6 +1542,26 @@ TEST(ResidentShard, AFloat64SparseShardTakesFloat64ValuesOnly) {
   EXPECT_EQ(shard.Load(narrow, &response).message(),
             "the chunk from shard row 2 (its row r is shard row 2 + r): points_csr.values_f32 is "
             "set where the points are float64: send points_csr.values_f64; one request's or "
+            "job's payloads are all float32 or all float64");
+  // A first chunk of empty rows has no values: its float64 flag makes the
+  // shard float64; the flag on a float32 shard is refused.
+  const CsrMatrix<double> late = *CsrMatrix<double>::Create(3, 5, {0, 0, 0, 1}, {2}, {0.25});
+  ResidentShard flagged(&memory, Limits{});
+  v1::ShardChunk empty_rows = CsrChunk<double>(late, nullptr, 0, 2);
+  EXPECT_TRUE(empty_rows.points_csr().values_f64().empty());
+  empty_rows.mutable_points_csr()->set_float64(true);
+  ASSERT_TRUE(flagged.Load(empty_rows, &response).ok());
+  EXPECT_TRUE(flagged.float64());
+  v1::ShardChunk last_row = CsrChunk<double>(late, nullptr, 2, 1);
+  last_row.mutable_points_csr()->set_float64(true);
+  EXPECT_TRUE(flagged.Load(last_row, &response).ok());
+  ResidentShard unflagged(&memory, Limits{});
+  empty_rows.mutable_points_csr()->set_float64(false);
+  ASSERT_TRUE(unflagged.Load(empty_rows, &response).ok());
+  EXPECT_FALSE(unflagged.float64());
+  EXPECT_EQ(unflagged.Load(last_row, &response).message(),
+            "the chunk from shard row 2 (its row r is shard row 2 + r): points_csr.values_f64 is "
+            "set where the points are float32: send points_csr.values_f32; one request's or "
             "job's payloads are all float32 or all float64");
   ResidentShard whole(&memory, Limits{});
   ASSERT_TRUE(whole.Load(CsrChunk<double>(points, nullptr, 0, 2), &response).ok());
