@@ -635,13 +635,17 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
 
 namespace {
 
-// RunResidentJobOnReplicas of Scalar points: `weights` is replicas.weights
-// or replicas.weights_f64.
+// RunResidentJobOnReplicas of Scalar points, dense or sparse.
 template <typename Scalar, typename Source>
 absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
-                                                const std::vector<Scalar>& weights,
                                                 ResidentJobOptions options, double tol, int64_t n,
                                                 int d, Source source) {
+  std::vector<Scalar> weights;
+  if constexpr (std::is_same_v<Scalar, double>) {
+    weights = replicas.weights_f64;
+  } else {
+    weights = replicas.weights;
+  }
   if (!(tol >= 0) || !std::isfinite(tol)) {
     return absl::InvalidArgumentError(
         absl::StrCat("tol ", tol, ": must be finite and not negative"));
@@ -685,16 +689,14 @@ absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
 absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
                                                            ResidentJobOptions options, double tol,
                                                            int64_t n, int d, PointSource source) {
-  const std::vector<float> weights = replicas.weights;
-  return RunOnReplicas<float>(std::move(replicas), weights, std::move(options), tol, n, d,
+  return RunOnReplicas<float>(std::move(replicas), std::move(options), tol, n, d,
                               std::move(source));
 }
 
 absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
                                                            ResidentJobOptions options, double tol,
                                                            int64_t n, int d, PointSource64 source) {
-  const std::vector<double> weights = replicas.weights_f64;
-  return RunOnReplicas<double>(std::move(replicas), weights, std::move(options), tol, n, d,
+  return RunOnReplicas<double>(std::move(replicas), std::move(options), tol, n, d,
                                std::move(source));
 }
 
@@ -702,8 +704,7 @@ absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions r
                                                            ResidentJobOptions options, double tol,
                                                            int64_t n, int d,
                                                            CsrSource<float> source) {
-  const std::vector<float> weights = replicas.weights;
-  return RunOnReplicas<float>(std::move(replicas), weights, std::move(options), tol, n, d,
+  return RunOnReplicas<float>(std::move(replicas), std::move(options), tol, n, d,
                               std::move(source));
 }
 
@@ -711,8 +712,7 @@ absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions r
                                                            ResidentJobOptions options, double tol,
                                                            int64_t n, int d,
                                                            CsrSource<double> source) {
-  const std::vector<double> weights = replicas.weights_f64;
-  return RunOnReplicas<double>(std::move(replicas), weights, std::move(options), tol, n, d,
+  return RunOnReplicas<double>(std::move(replicas), std::move(options), tol, n, d,
                                std::move(source));
 }
 

@@ -1,6 +1,7 @@
 """What the estimator suites share: kmt and the test harness on the path,
 the data they cluster, and the comparison of a kmt fit with scikit-learn's."""
 import os
+import signal
 import sys
 import unittest
 
@@ -51,6 +52,29 @@ def jobs_by_code(server):
             code = line.split('code="', 1)[1].split('"', 1)[0]
             jobs[code] = float(line.rsplit(" ", 1)[1])
     return jobs
+
+
+def fits_with_a_replica_killed(test, points, k, when, **options):
+    """kmt.fit_resident of `points` on two fresh replicas a and b, once as it
+    runs and once with b killed when a logged line starts with `when` (its
+    shards move to a): both results. `options`: fit_resident's."""
+    a = Server("--model_dir=", "--workers=1")
+    b = Server("--model_dir=", "--workers=1")
+    try:
+        both = f"ipv4:{a.address},{b.address}"
+        clean = kmt.fit_resident(both, points, k, **options)
+        news = []
+
+        def log(line):
+            news.append(line)
+            if line.startswith(when):
+                b.proc.send_signal(signal.SIGKILL)
+        killed = kmt.fit_resident(both, points, k, log=log, **options)
+        test.assertTrue(any("failed" in line for line in news), news)
+        return clean, killed
+    finally:
+        a.stop()
+        b.stop()
 
 
 def mixture(n, d, k, seed=7, spread=2.0, offset=0.0, dtype=np.float64):

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "tests/deploy"))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 
 import kmt  # noqa: E402
-from estimator_support import jobs_by_code  # noqa: E402
+from estimator_support import fits_with_a_replica_killed, jobs_by_code  # noqa: E402
 from harness import Server  # noqa: E402
 
 K = 6
@@ -179,24 +179,8 @@ class ResidentFaultTest(unittest.TestCase):
     def run_killed(self, when, **more):
         """A clean run and one where replica b is killed once a logged line
         starts with `when`; both results. `more`: fit_resident's options."""
-        a = Server("--model_dir=", "--workers=1")
-        b = Server("--model_dir=", "--workers=1")
-        try:
-            both = f"ipv4:{a.address},{b.address}"
-            options = dict(iterations=6, seed=4, streams_per_server=2, timeout=120, **more)
-            clean = kmt.fit_resident(both, POINTS, K, **options)
-            news = []
-
-            def log(line):
-                news.append(line)
-                if line.startswith(when):
-                    b.proc.send_signal(signal.SIGKILL)
-            killed = kmt.fit_resident(both, POINTS, K, log=log, **options)
-            self.assertTrue(any("failed" in line for line in news), news)
-            return clean, killed
-        finally:
-            a.stop()
-            b.stop()
+        return fits_with_a_replica_killed(self, POINTS, K, when, iterations=6, seed=4,
+                                          streams_per_server=2, timeout=120, **more)
 
     def check_same(self, clean, killed):
         self.assertEqual(killed.shard_moves, 2)  # b held two of the four shards

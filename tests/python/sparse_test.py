@@ -7,7 +7,6 @@ kmt.MiniBatchKMeans's steps too, and a killed replica's shards move; the
 replicas hold about its nonzeros, so a matrix of 2^17 features that
 densified would exceed their room fits; malformed input is refused naming
 what is wrong."""
-import signal
 import unittest
 
 import numpy as np
@@ -18,8 +17,7 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import pairwise_distances_argmin_min
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
-from estimator_support import ServedTest, TwoReplicasTest, kmt
-from harness import Server
+from estimator_support import ServedTest, TwoReplicasTest, fits_with_a_replica_killed, kmt
 
 K = 5
 
@@ -262,28 +260,13 @@ class SparseShardMovesTest(unittest.TestCase):
         X = documents(3000, 300)
         for when in ("step 3 ", "k-means++: 4 of"):
             with self.subTest(killed_at=when):
-                a = Server("--model_dir=", "--workers=1")
-                b = Server("--model_dir=", "--workers=1")
-                try:
-                    both = f"ipv4:{a.address},{b.address}"
-                    options = dict(iterations=6, seed=4, streams_per_server=2, timeout=120,
-                                   chunk_bytes=8 << 10)
-                    clean = kmt.fit_resident(both, X, K, **options)
-                    news = []
-
-                    def log(line):
-                        news.append(line)
-                        if line.startswith(when):
-                            b.proc.send_signal(signal.SIGKILL)
-                    killed = kmt.fit_resident(both, X, K, log=log, **options)
-                    self.assertTrue(any("failed" in line for line in news), news)
-                    self.assertEqual(killed.shard_moves, 2)  # b held two of the four shards
-                    assert_array_equal(killed.centers, clean.centers)
-                    assert_array_equal(killed.labels, clean.labels)
-                    self.assertEqual(killed.objectives, clean.objectives)
-                finally:
-                    a.stop()
-                    b.stop()
+                clean, killed = fits_with_a_replica_killed(
+                    self, X, K, when, iterations=6, seed=4, streams_per_server=2, timeout=120,
+                    chunk_bytes=8 << 10)
+                self.assertEqual(killed.shard_moves, 2)  # b held two of the four shards
+                assert_array_equal(killed.centers, clean.centers)
+                assert_array_equal(killed.labels, clean.labels)
+                self.assertEqual(killed.objectives, clean.objectives)
 
 
 class WideSparseTest(ServedTest):
