@@ -281,6 +281,36 @@ class WireRequest:
         return message
 
 
+def is_sparse(points):
+    """Whether `points` is a scipy.sparse matrix or array (without importing
+    scipy for the dense points the client takes on its own)."""
+    return hasattr(points, "tocsr") and hasattr(points, "nnz")
+
+
+def csr_arrays(points, dtype):
+    """The (indptr, indices, data) of a sparse matrix in canonical CSR
+    (columns sorted within each row, duplicates summed; other formats
+    converted once): int64 offsets, int32 columns, values in `dtype`. A
+    canonical CSR matrix of those types gives its own arrays; a value that
+    is not finite is a ValueError naming it."""
+    X = points.tocsr()
+    if not X.has_canonical_format:
+        X = X.copy() if X is points else X
+        X.sum_duplicates()
+    if X.shape[1] > np.iinfo(np.int32).max:
+        raise ValueError(f"points has {X.shape[1]} features; sparse points take at most 2^31 - 1")
+    data = np.ascontiguousarray(X.data, dtype=dtype)
+    finite = np.isfinite(data)
+    if not finite.all():
+        at = int(np.argmin(finite))
+        row = int(np.searchsorted(X.indptr, at, side="right")) - 1
+        kind = "NaN" if np.isnan(data[at]) else "infinity"
+        raise ValueError(f"Input X contains {kind}: {data[at]} at row {row}, column "
+                         f"{int(X.indices[at])}.")
+    return (np.ascontiguousarray(X.indptr, dtype=np.int64),
+            np.ascontiguousarray(X.indices, dtype=np.int32), data)
+
+
 def _serialize_request(request):
     if isinstance(request, WireRequest):
         return request.serialize()
@@ -670,8 +700,10 @@ class Client:
         """The same request as request() as a WireRequest, which stream()
         sends with one copy of each array: what the client's own calls
         send."""
-        points = np.asarray(points)
-        if points.ndim != 2:
+        sparse = is_sparse(points)
+        if not sparse:
+            points = np.asarray(points)
+        if len(points.shape) != 2:
             raise ValueError(f"points has shape {points.shape}, expected (n, d)")
         for name in ("beta", "tau", "gamma"):
             if name in fields:
@@ -704,6 +736,21 @@ class Client:
             payloads.append(("points_offset", offset))
         elif offset is not None:
             payloads[0] = ("points", points - offset)  # in double, as the server would
+        if sparse:
+            # Their nonzeros (points_csr), unshifted: shifting would fill
+            # the rows.
+            if offset is not None or len(r.points_offset):
+                raise ValueError("sparse points take no points_offset: shifting would fill "
+                                 "their rows")
+            indptr, indices, values = csr_arrays(points, dtype)
+            csr = r.points_csr
+            csr.indptr_i64 = np.asarray(indptr, dtype="<i8").tobytes()
+            csr.indices_i32 = np.asarray(indices, dtype=INT32).tobytes()
+            if kind == "f64":
+                csr.values_f64, csr.float64 = values.tobytes(), True
+            else:
+                csr.values_f32 = values.tobytes()
+            payloads[0] = ("points", None)
         for name, values in payloads:
             if values is None:
                 continue

@@ -27,7 +27,7 @@ from sklearn.utils.validation import _check_sample_weight, check_array
 from . import client as _client
 from .resident import dense_rows
 from .served import (ServedKMeans, client_for, connection_settings, fit_dtype,
-                     invalid_input_as_value_error, keep_parameters, rows_per_request, server_of)
+                     invalid_input_as_value_error, keep_parameters, row_spans, server_of)
 
 pb = _client.pb
 _PRECISIONS = {np.dtype(np.float32): pb.FittedCenters.PRECISION_FLOAT32,
@@ -254,17 +254,16 @@ class ServedModel(ClusterMixin, TransformerMixin, BaseEstimator):
         info = self._info()
         n, d = X.shape
         all_distances = distances == pb.DISTANCES_ALL
-        rows = dense_rows(X, None)
+        # A fitted model takes sparse X as its nonzeros (points_csr); the
+        # others take it densified.
+        rows = ((lambda first, end: X[first:end]) if sp.issparse(X) and info.kind == "fitted"
+                else dense_rows(X, None))
         cl = client_for(self)
 
         def spans(first, info):
-            step = self.batch_size
-            if step is None:
-                size = fit_dtype(X.dtype).itemsize
-                step = rows_per_request(None, d, info.max_points,
-                                        4 * labels + size * (info.k if all_distances else 1),
-                                        itemsize=size)
-            return [(a, min(n, a + step)) for a in range(first, n, step)]
+            size = fit_dtype(X.dtype).itemsize
+            return row_spans(X, first, self.batch_size, info.max_points,
+                             4 * labels + size * (info.k if all_distances else 1), size)
 
         found_labels, found_distances, versions = [], [], []
 

@@ -16,7 +16,8 @@ Sparse X (scipy.sparse; CSC and others converted once to CSR) is fitted as
 a resident job on sparse shards whatever its size, sent and held as its
 nonzeros and not shifted, as scikit-learn does not center sparse data;
 only a model the resident job does not run takes it densified in requests.
-predict, transform and score send sparse X densified a batch at a time.
+predict, transform and score send sparse X as its nonzeros too (the Cluster
+request's points_csr), unshifted, a batch at a time.
 """
 import dataclasses
 import sys

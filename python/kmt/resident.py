@@ -28,8 +28,8 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from .client import (ServiceError, check_not_forked, extension_used, init_name, server_target,
-                     status_code)
+from .client import (ServiceError, check_not_forked, csr_arrays, extension_used, init_name,
+                     server_target, status_code)
 
 
 @dataclasses.dataclass
@@ -145,30 +145,6 @@ def dense_rows(points, offset=None):
         # Float16 minus a float32 offset is float32, widened in the one pass.
         return block if offset is None else block - offset
     return rows
-
-
-def csr_arrays(points, dtype):
-    """The (indptr, indices, data) of a sparse matrix in canonical CSR
-    (columns sorted within each row, duplicates summed; other formats
-    converted once) as the driver reads them: int64 offsets, int32 columns,
-    values in the job's `dtype`. A canonical CSR matrix of those types is
-    read as it is; a value that is not finite is a ValueError naming it."""
-    X = points.tocsr()
-    if not X.has_canonical_format:
-        X = X.copy() if X is points else X
-        X.sum_duplicates()
-    if X.shape[1] > np.iinfo(np.int32).max:
-        raise ValueError(f"points has {X.shape[1]} features; sparse points take at most 2^31 - 1")
-    data = np.ascontiguousarray(X.data, dtype=dtype)
-    finite = np.isfinite(data)
-    if not finite.all():
-        at = int(np.argmin(finite))
-        row = int(np.searchsorted(X.indptr, at, side="right")) - 1
-        kind = "NaN" if np.isnan(data[at]) else "infinity"
-        raise ValueError(f"Input X contains {kind}: {data[at]} at row {row}, column "
-                         f"{int(X.indices[at])}.")
-    return (np.ascontiguousarray(X.indptr, dtype=np.int64),
-            np.ascontiguousarray(X.indices, dtype=np.int32), data)
 
 
 def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1,

@@ -139,14 +139,39 @@ def rows_per_request(limit, d, max_points, per_point_out=4, weighted=False, item
     return max(1, min(max_points, (MESSAGE_BYTES - MESSAGE_SLACK) // per_point))
 
 
+def row_spans(X, first, limit, max_points, per_point_out, itemsize):
+    """The (first, end) rows of X from `first` on that each request carries:
+    `limit` rows if set, else as many as fit the message both ways
+    (rows_per_request), a sparse X's counted by their nonzeros (an 8-byte
+    offset a row, a 4-byte column and an `itemsize` value a nonzero)."""
+    n, d = X.shape
+    if limit is not None or not sp.issparse(X):
+        step = rows_per_request(limit, d, max_points, per_point_out, itemsize=itemsize)
+        return [(a, min(n, a + step)) for a in range(first, n, step)]
+    budget = MESSAGE_BYTES - MESSAGE_SLACK
+    most = max(1, min(max_points, budget // per_point_out))
+    # Bytes in of rows [0, i).
+    cost = 8 * np.arange(n + 1, dtype=np.int64) + X.indptr.astype(np.int64) * (4 + itemsize)
+    spans = []
+    while first < n:
+        fit = int(np.searchsorted(cost, cost[first] + budget, side="right")) - 1
+        end = min(n, first + most, max(fit, first + 1))
+        spans.append((first, end))
+        first = end
+    return spans
+
+
 def padded(block, weights, centers):
     """A block of fewer points than centers (the server needs n >= k) with
     the centers appended, at weight 0 when the block is weighted: they change
     no sum, and their answers are dropped. (block, weights)."""
     k = len(centers)
-    if len(block) >= k:
+    if block.shape[0] >= k:
         return block, weights
-    block = np.concatenate([block, centers.astype(block.dtype)])
+    if sp.issparse(block):
+        block = sp.vstack([block, sp.csr_matrix(centers.astype(block.dtype))], format="csr")
+    else:
+        block = np.concatenate([block, centers.astype(block.dtype)])
     if weights is not None:
         weights = np.concatenate([weights, np.zeros(k, dtype=weights.dtype)])
     return block, weights
@@ -365,22 +390,21 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         None), in batches streamed on one call."""
         centers = self.cluster_centers_
         k, d = centers.shape
-        offset = centers.mean(axis=0) if self._offset_used else None
+        # Sparse X goes as its nonzeros (points_csr), unshifted, unless the
+        # model compares unit vectors, which are scaled here.
+        sparse = sp.issparse(X) and not self._unit_norm
+        offset = centers.mean(axis=0) if self._offset_used and not sparse else None
         # The server subtracts the offset from the appended centers too.
         on_server = offset_on_server(X.dtype, offset)
-        rows = dense_rows(X, None if on_server else offset)
+        rows = ((lambda first, end: X[first:end]) if sparse
+                else dense_rows(X, None if on_server else offset))
         wire_centers = centers if offset is None else centers - offset
         fill = centers if on_server else wire_centers
         shift = dict(points_offset=offset) if on_server else {}
-        n = X.shape[0]
         all_distances = distances == _client.pb.DISTANCES_ALL
-        step = self._request_rows()
-        if step is None:
-            size = fit_dtype(X.dtype).itemsize  # float32 or float64: float16 goes widened
-            step = rows_per_request(None, d, model_info(self, ASSIGN_MODEL).max_points,
-                                    4 * labels + size * (k if all_distances else 1),
-                                    itemsize=size)
-        spans = [(first, min(n, first + step)) for first in range(0, n, step)]
+        size = fit_dtype(X.dtype).itemsize  # float32 or float64: float16 goes widened
+        spans = row_spans(X, 0, self._request_rows(), model_info(self, ASSIGN_MODEL).max_points,
+                          4 * labels + size * (k if all_distances else 1), size)
         cl = client_for(self)
 
         def requests():

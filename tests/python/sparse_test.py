@@ -3,10 +3,13 @@ kmt.fit_resident load a scipy.sparse matrix as sparse resident shards (its
 nonzeros, never made dense, not shifted) and fit what they fit on the same
 matrix made dense, and what scikit-learn's KMeans fits on the CSR matrix,
 from the same initial centers; k-means++, k-means|| and n_init run on it,
-kmt.MiniBatchKMeans's steps too, and a killed replica's shards move; the
-replicas hold about its nonzeros, so a matrix of 2^17 features that
+kmt.MiniBatchKMeans's steps too, and a killed replica's shards move;
+predict, transform and score (kmt.ServedModel's too) send it as points_csr;
+the replicas hold about its nonzeros, so a matrix of 2^17 features that
 densified would exceed their room fits; malformed input is refused naming
 what is wrong."""
+import os
+import tempfile
 import unittest
 
 import numpy as np
@@ -18,6 +21,7 @@ from sklearn.metrics import pairwise_distances_argmin_min
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
 from estimator_support import ServedTest, TwoReplicasTest, fits_with_a_replica_killed, kmt
+from harness import Server, wait_for
 
 K = 5
 
@@ -148,11 +152,30 @@ class SparseFitTest(TwoReplicasTest):
                 assert_allclose(got.cluster_centers_, dense.cluster_centers_, rtol=1e-12)
                 assert_allclose(got.inertia_, dense.inertia_, rtol=1e-12)
 
-    def test_predict_and_transform_of_sparse_x_are_the_dense_ones(self):
+    def test_predict_transform_and_score_send_sparse_x_as_its_nonzeros(self):
         X = documents(1000, 200)
         fitted = self.kmeans(init=starts(X)).fit(X)
+        # A request carries the rows as points_csr, nothing dense.
+        cl = kmt.Client(self.server.address)
+        wire = cl.wire_request(X[:10], K, iterations=0, centers=fitted.cluster_centers_)
+        self.assertTrue(wire.message.HasField("points_csr"))
+        self.assertTrue(wire.message.points_csr.float64)
+        self.assertEqual(sorted(field for field, _ in wire.arrays), ["centers_f64"])
+        cl.close()
         assert_array_equal(fitted.predict(X), fitted.labels_)
-        assert_allclose(fitted.transform(X), fitted.transform(X.toarray()), rtol=1e-12)
+        dense = X.toarray()
+        assert_array_equal(fitted.predict(dense), fitted.labels_)
+        # The distances from the scores |x|^2 + |c|^2 - 2<x, c>: to round-off
+        # of the norms.
+        scale = float(np.max(fitted.transform(dense)))
+        assert_allclose(fitted.transform(X), fitted.transform(dense), rtol=1e-6,
+                        atol=1e-6 * scale)
+        assert_allclose(fitted.score(X), -fitted.inertia_, rtol=1e-6)
+        # Fewer rows than centers, completed with the centers as rows.
+        assert_array_equal(fitted.predict(X[:2]), fitted.labels_[:2])
+        # Split over requests by their nonzeros, or by batch_size.
+        small = self.kmeans(init=starts(X), batch_size=64).fit(X)
+        assert_array_equal(small.predict(X), fitted.labels_)
 
     def test_fit_resident_takes_a_sparse_matrix_and_scikit_learns_tolerance(self):
         X = documents(2500, 300)
@@ -250,6 +273,27 @@ class ScikitLearnSparseKMeansTestsTest(ServedTest):
                     assert_array_equal(km.predict(X), km.labels_)
                     km.fit(X)
                     assert_array_equal(km.predict(X_csr), km.labels_)
+
+
+class ServedSparseTest(unittest.TestCase):
+    def test_a_fitted_model_served_by_name_predicts_sparse_x_as_its_estimator(self):
+        models = tempfile.mkdtemp(prefix="kmt-sparse-models-")
+        server = Server(f"--model_dir={models}", "--model_poll_s=0.05")
+        try:
+            X = documents(2000, 200)
+            fitted = kmt.KMeans(K, init=starts(X), n_init=1, server=server.address).fit(X)
+            fitted.save_model(os.path.join(models, "documents", "1", "model.kmt"),
+                              X=X.toarray())
+            served = kmt.ServedModel("documents", server=server.address)
+            wait_for(lambda: any(m.name == "documents" for m in kmt.Client(
+                server.address).models()), what="the model to be served")
+            Y = documents(500, 200, seed=9)
+            assert_array_equal(served.predict(Y), fitted.predict(Y))
+            assert_array_equal(served.predict(Y), fitted.predict(Y.toarray()))
+            assert_allclose(served.transform(Y), fitted.transform(Y), rtol=1e-12)
+            assert_allclose(served.score(Y), fitted.score(Y), rtol=1e-12)
+        finally:
+            assert server.stop() == 0
 
 
 class SparseShardMovesTest(unittest.TestCase):
