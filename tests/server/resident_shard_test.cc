@@ -1343,6 +1343,41 @@ TEST(ResidentShard, ASparseShardReservesItsNonzerosAndRowOffsets) {
   EXPECT_EQ(small.held(), 0);
 }
 
+// A sparse shard's d is a vocabulary's, bound by max_sparse_d rather than
+// max_d: two rows in 2^17 columns load and are assigned, as dense ones
+// could not be.
+TEST(ResidentShard, ASparseShardsDIsBoundByMaxSparseD) {
+  const int d = 1 << 17;
+  const CsrMatrix<float> points =
+      *CsrMatrix<float>::Create(2, d, {0, 1, 3}, {d - 1, 0, 5}, {2, 1, 3});
+  ResidentMemory memory(1 << 20);
+  v1::JobResponse response;
+  ResidentShard shard(&memory, Limits{});
+  ASSERT_TRUE(shard.Load(CsrChunk<float>(points, nullptr, 0, 2), &response).ok());
+  v1::AssignStep step;
+  step.set_k(1);
+  EncodeFloat32(std::vector<float>(d, 0.0f), step.mutable_centers_f32());
+  ASSERT_TRUE(shard.Assign(step, &response).ok());
+  ASSERT_EQ(response.center_sums_size(), d);
+  EXPECT_EQ(response.center_sums(0), 1);
+  EXPECT_EQ(response.center_sums(5), 3);
+  EXPECT_EQ(response.center_sums(d - 1), 2);
+  EXPECT_EQ(response.objective(), 4 + 1 + 9);
+
+  Limits small;
+  small.max_sparse_d = d - 1;
+  ResidentShard refused(&memory, small);
+  EXPECT_EQ(refused.Load(CsrChunk<float>(points, nullptr, 0, 2), &response).message(),
+            "shard of n = 2, d = 131072: needs n >= 1 and 1 <= d <= 131071 (--max_sparse_d)");
+  ResidentShard dense(&memory, Limits{});
+  v1::ShardChunk chunk;
+  chunk.set_n(2);
+  chunk.set_d(d);
+  chunk.mutable_points()->Resize(2 * d, 0.0f);
+  EXPECT_EQ(dense.Load(chunk, &response).message(),
+            "shard of n = 2, d = 131072: needs n >= 1 and 1 <= d <= 4096 (--max_d)");
+}
+
 // Each malformed sparse chunk is refused with INVALID_ARGUMENT naming the
 // field, the rule and (for the rules CsrMatrix::Create checks) where the
 // chunk's rows are in the shard. A bad chunk ends its job, so each case
