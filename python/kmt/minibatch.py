@@ -15,8 +15,9 @@ Spark MLlib's StreamingKMeans) each call first discounts the weight every
 center has taken in so far, so that the centers follow a stream whose
 clusters drift. A fit's steps share one stream (Client.session()), so a
 step costs a round trip to the server rather than a stream of its own.
-fit loads sparse X (scipy.sparse) as sparse shards, its nonzeros; the
-initialisation's sample and partial_fit's batches go densified.
+fit loads sparse X (scipy.sparse) as sparse shards, its nonzeros, and
+seeds its initialisation's sample on one; partial_fit's batches go
+densified (a request computes no cluster sums of sparse points).
 """
 import warnings
 from numbers import Integral, Real
@@ -29,9 +30,10 @@ from sklearn.utils.validation import _check_sample_weight, _is_arraylike_not_sca
 
 from . import client as _client
 from .kmeans import tolerance
-from .resident import csr_arrays, dense_rows, driver, driver_errors, replica_addresses
+from .resident import (csr_arrays, dense_rows, driver, driver_errors, fit_resident,
+                       replica_addresses)
 from .served import (ASSIGN_MODEL, ServedKMeans, client_for, invalid_input_as_value_error,
-                     keep_parameters, padded, server_of)
+                     keep_parameters, padded, server_of, tls_options)
 
 pb = _client.pb
 
@@ -113,6 +115,16 @@ class MiniBatchKMeans(ServedKMeans):
             if hasattr(centers, "toarray"):
                 centers = centers.toarray()
             centers = check_array(centers, dtype=X.dtype, copy=False, order="C")
+        elif sp.issparse(X):
+            # A sparse sample's seeding on a sparse shard (a request takes
+            # sparse points from given centers only): the same centers as
+            # one request's from the same seed.
+            seed = int(random_state.randint(np.iinfo(np.int32).max))
+            with invalid_input_as_value_error():
+                centers = fit_resident(
+                    server_of(self), X, self.n_clusters, iterations=0, seed=seed, init=init,
+                    labels=False, timeout=self.timeout, **tls_options(self)
+                ).centers.astype(X.dtype)
         else:
             sample = dense_rows(X)(0, X.shape[0])
             with invalid_input_as_value_error():
@@ -122,6 +134,21 @@ class MiniBatchKMeans(ServedKMeans):
                 ).centers.astype(X.dtype)
         self._validate_center_shape(X, centers)
         return centers
+
+    def _inertia(self, X, weights, centers, session):
+        """The batch's objective under `centers` (n_init compares the starts
+        by it): a sparse batch sent as its nonzeros, which a request takes
+        for its objective but not for cluster sums."""
+        if not sp.issparse(X):
+            return self._sums(X, weights, centers, session)[0]
+        # Padding rows are the centers themselves: at distance 0, they add
+        # nothing to the objective.
+        block, weights = padded(X, weights, centers)
+        cl = client_for(self)
+        with invalid_input_as_value_error():
+            return session.call(cl.wire_request(block, len(centers), model=ASSIGN_MODEL,
+                                                iterations=0, centers=centers, weights=weights,
+                                                omit_labels=True)).objective
 
     def _sums(self, X, weights, centers, session):
         """The batch under `centers`: (objective, per-center weights, per-
@@ -193,8 +220,8 @@ class MiniBatchKMeans(ServedKMeans):
                 best = None, centers  # one start: its inertia decides nothing
                 break
             with client_for(self).session() as session:
-                inertia = self._sums(X[valid], sample_weight[valid] if weighted else None,
-                                     centers, session)[0]
+                inertia = self._inertia(X[valid], sample_weight[valid] if weighted else None,
+                                        centers, session)
             if self.verbose:
                 print(f"Inertia for init {i + 1}/{self._n_init}: {inertia}")
             if best is None or inertia < best[0]:

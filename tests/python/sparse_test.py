@@ -138,13 +138,15 @@ class SparseFitTest(TwoReplicasTest):
 
     def test_minibatch_fit_on_sparse_shards_equals_the_dense_fit(self):
         X = documents(3000, 300)
-        init = starts(X)
         weights = np.random.default_rng(8).uniform(0.5, 2.0, size=X.shape[0])
-        for weighted in (False, True):
-            with self.subTest(weighted=weighted):
+        # Given centers, or k-means++ on the sample (seeded on a sparse
+        # shard) from several starts compared by their inertia.
+        for weighted, init, n_init in ((False, starts(X), 1), (True, starts(X), 1),
+                                       (False, "k-means++", 3), (True, "random", 2)):
+            with self.subTest(weighted=weighted, init=init if isinstance(init, str) else "given"):
                 w = weights if weighted else None
-                options = dict(init=init, n_init=1, random_state=2, batch_size=256, max_iter=4,
-                               server=self.both)
+                options = dict(init=init, n_init=n_init, random_state=2, batch_size=256,
+                               max_iter=4, server=self.both)
                 got = kmt.MiniBatchKMeans(K, **options).fit(X, sample_weight=w)
                 dense = kmt.MiniBatchKMeans(K, **options).fit(X.toarray(), sample_weight=w)
                 self.assertEqual(got.n_steps_, dense.n_steps_)
