@@ -268,6 +268,13 @@ class ReplicaShards::Impl {
     std::string message = RenamePoint(
         status.message(), [&](int64_t i) { return absl::StrCat("point ", shards_[s].first + i); });
     if (message.empty()) message = std::string(status.message());
+    if (status.code() == absl::StatusCode::kResourceExhausted &&
+        absl::StrContains(message, "larger than max")) {
+      // gRPC's own words for a step past the replica's message limit.
+      absl::StrAppend(&message,
+                      ": a step carries the k x d centers; start the replicas with a larger "
+                      "--max_message_bytes");
+    }
     return absl::Status(
         status.code(),
         absl::StrCat("shard ", s, " on ", options_.servers[shards_[s].server], ": ", message));

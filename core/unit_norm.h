@@ -4,6 +4,7 @@
 #ifndef KMT_CORE_UNIT_NORM_H_
 #define KMT_CORE_UNIT_NORM_H_
 
+#include "core/sparse.h"
 #include "core/types.h"
 
 namespace kmt {
@@ -13,6 +14,12 @@ namespace kmt {
 // rows of tokens as well as whole matrices.
 template <typename Scalar>
 Eigen::Index ScaleToUnitNorm(Eigen::Ref<Matrix<Scalar>, 0, Eigen::OuterStride<>> columns);
+
+// The rows of sparse `points` scaled as ScaleToUnitNorm scales columns
+// (the norm in Scalar from the nonzeros, each value divided by it), a row of
+// norm 0 left as it is; `zero` gets the index of the first such row, or -1.
+template <typename Scalar>
+CsrMatrix<Scalar> ScaleRowsToUnitNorm(const CsrMatrix<Scalar>& points, int64_t* zero);
 
 }  // namespace kmt
 

@@ -12,6 +12,7 @@
 #include "core/engine.h"
 #include "core/point_moments.h"
 #include "core/sparse.h"
+#include "core/unit_norm.h"
 #include "proto/batch_error.h"
 #include "proto/request.h"
 #include "server/grpc_status.h"
@@ -108,9 +109,10 @@ absl::Status RunAs(const ModelRegistry& registry, const Limits& limits, const v1
   return absl::OkStatus();
 }
 
-// A batch of sparse points (points_csr): exact Lloyd's from the nonzeros
-// (core/sparse.h), from the given centers or a fitted model's, with the
-// engine's response fields. Another model is INVALID_ARGUMENT naming it.
+// A batch of sparse points (points_csr): exact Lloyd's or spherical
+// k-means from the nonzeros (core/sparse.h), from the given centers or a
+// fitted model's, with the engine's response fields. Another model is
+// INVALID_ARGUMENT naming it.
 template <typename Scalar>
 absl::Status RunSparseAs(const ModelRegistry& registry, const Limits& limits,
                          const v1::ClusterRequest& r, const StopCheck& check,
@@ -121,11 +123,17 @@ absl::Status RunSparseAs(const ModelRegistry& registry, const Limits& limits,
   if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
   const ServedModel<Scalar>& model = (*served)->served<Scalar>();
   const FittedCenters* fitted = (*served)->fitted.get();
-  if (fitted == nullptr && !(model.exact() && model.algorithm().lloyd_at_defaults())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model '", r.model(),
-                     "' with points_csr: sparse points are clustered by exact Lloyd's "
-                     "(lloyd-onehot, or a fitted model), not by a learned model or a variant"));
+  // Lloyd's, or spherical k-means: the same steps on rows and centers of
+  // unit norm, each center its cluster's normalized sum (the algorithm's
+  // CentersFromSums).
+  const Algorithm& algorithm = model.algorithm();
+  const bool spherical = algorithm.unit_norm();
+  if (fitted == nullptr && !(model.exact() && algorithm.UpdatesFromSums() &&
+                             (algorithm.lloyd_at_defaults() || spherical))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", r.model(),
+        "' with points_csr: sparse points are clustered by exact Lloyd's (lloyd-onehot, or a "
+        "fitted model) or spherical k-means, not by a learned model or another variant"));
   }
   if (fitted != nullptr && fitted->k() > limits.max_k) {
     return absl::InvalidArgumentError(absl::StrCat("model '", r.model(), "' has k = ", fitted->k(),
@@ -134,6 +142,15 @@ absl::Status RunSparseAs(const ModelRegistry& registry, const Limits& limits,
   }
   absl::StatusOr<SparseBatch<Scalar>> batch = SparseBatchFromRequest<Scalar>(r, fitted);
   if (!batch.ok()) return batch.status();
+  if (spherical) {
+    int64_t zero = -1;
+    batch->points = ScaleRowsToUnitNorm(batch->points, &zero);
+    if (zero >= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("point ", zero, " has norm 0: spherical k-means needs a direction"));
+    }
+    if (absl::Status s = algorithm.Prepare(&batch->centers, "center"); !s.ok()) return s;
+  }
   const Vector<Scalar>* weights = batch->weights.size() > 0 ? &batch->weights : nullptr;
   const Eigen::Index d = batch->centers.rows(), k = batch->centers.cols();
   RunResult<Scalar> run;
@@ -164,9 +181,9 @@ absl::Status RunSparseAs(const ModelRegistry& registry, const Limits& limits,
     if (batch->empty_clusters == EmptyClusterPolicy::kRelocateFarthest) {
       run.empty_cluster_events +=
           RelocateEmptyClusters(batch->points, weights, run.labels, run.centers, &sums);
-      ApplyMeans(sums, &run.centers);
+      algorithm.CentersFromSums(sums, &run.centers);
     } else {
-      run.empty_cluster_events += ApplyMeans(sums, &run.centers);
+      run.empty_cluster_events += algorithm.CentersFromSums(sums, &run.centers);
       if (batch->empty_clusters == EmptyClusterPolicy::kSplitLargest) {
         SplitLargestClusters(&sums, &run.centers);
       }

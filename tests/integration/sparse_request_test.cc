@@ -2,7 +2,8 @@
 // labelled and clustered from their nonzeros as the dense request of the
 // same points is (the same labels; centers, distances and objective within
 // the round-off of their different sums), in float32 and float64, weighted,
-// every distance or each point's own, empty clusters relocated or split; a fitted model labels
+// every distance or each point's own, empty clusters relocated or split,
+// spherical k-means too; a fitted model labels
 // sparse points by name; and each malformed request is refused with INVALID_ARGUMENT naming the
 // field, in its own response, while the stream goes on.
 #include <grpcpp/grpcpp.h>
@@ -230,6 +231,56 @@ TEST_F(SparseRequestTest, EmptyClustersAreRelocatedAndSplitAsTheDensePathDoes) {
     EXPECT_GT(responses[pair].empty_cluster_events(), 0);
     EXPECT_EQ(responses[pair].empty_cluster_events(), responses[pair + 1].empty_cluster_events());
   }
+}
+
+// Spherical k-means, the variant for TF-IDF: rows and centers scaled to
+// unit norm, each center its cluster's normalized sum, as the dense batch
+// runs it; rows of another norm give the same clustering.
+TEST_F(SparseRequestTest, SphericalKMeansRunsOnSparsePointsAsOnDense) {
+  std::vector<v1::ClusterRequest> requests;
+  for (const bool sparse : {true, false}) {
+    v1::ClusterRequest r = Request<double>(sparse ? "sparse" : "dense", sparse, 5);
+    r.set_model("spherical-kmeans");
+    r.set_return_distances(v1::DISTANCES_NEAREST);
+    requests.push_back(r);
+  }
+  // The sparse rows times 3: the same unit rows once scaled.
+  v1::ClusterRequest tripled = requests[0];
+  tripled.set_request_id("tripled");
+  std::vector<double> values(tripled.points_csr().values_f64().size() / 8);
+  DecodeRaw(tripled.points_csr().values_f64(), RawType::kFloat64, values.data());
+  for (double& v : values) v *= 3;
+  tripled.mutable_points_csr()->clear_values_f64();
+  EncodeFloat64(values, tripled.mutable_points_csr()->mutable_values_f64());
+  requests.push_back(tripled);
+  // Row 7 without its nonzeros has no direction.
+  v1::ClusterRequest empty_row = requests[0];
+  empty_row.set_request_id("empty-row");
+  {
+    const CsrMatrix<double>& docs = Docs<double>();
+    const int64_t cut = docs.indptr()[8] - docs.indptr()[7];
+    std::vector<int64_t> indptr = docs.indptr();
+    for (size_t i = 8; i < indptr.size(); ++i) indptr[i] -= cut;
+    std::vector<int> indices(docs.indices().begin(), docs.indices().end());
+    std::vector<double> kept = docs.values();
+    indices.erase(indices.begin() + docs.indptr()[7], indices.begin() + docs.indptr()[8]);
+    kept.erase(kept.begin() + docs.indptr()[7], kept.begin() + docs.indptr()[8]);
+    v1::CsrPoints* csr = empty_row.mutable_points_csr();
+    csr->Clear();
+    EncodeInt64(indptr, csr->mutable_indptr_i64());
+    EncodeInt32(indices, csr->mutable_indices_i32());
+    EncodeFloat64(kept, csr->mutable_values_f64());
+  }
+  requests.push_back(empty_row);
+  const auto [responses, status] = Exchange(requests);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(responses.size(), 4u);
+  ExpectAsDense<double>(responses[0], responses[1], 1e-12);
+  ASSERT_FALSE(responses[2].has_error()) << responses[2].error().message();
+  EXPECT_EQ(responses[2].labels_i32(), responses[0].labels_i32());
+  ASSERT_TRUE(responses[3].has_error());
+  EXPECT_EQ(responses[3].error().message(),
+            "point 7 has norm 0: spherical k-means needs a direction");
 }
 
 TEST_F(SparseRequestTest, AFittedModelLabelsSparsePointsByName) {
