@@ -16,8 +16,9 @@ center has taken in so far, so that the centers follow a stream whose
 clusters drift. A fit's steps share one stream (Client.session()), so a
 step costs a round trip to the server rather than a stream of its own.
 fit loads sparse X (scipy.sparse) as sparse shards, its nonzeros, and
-seeds its initialisation's sample on one; partial_fit's batches go
-densified (a request computes no cluster sums of sparse points).
+seeds its initialisation's sample on one; partial_fit sends a sparse batch
+as its nonzeros for its labels and adds the cluster sums itself (a request
+computes none of sparse points).
 """
 import warnings
 from numbers import Integral, Real
@@ -155,6 +156,8 @@ class MiniBatchKMeans(ServedKMeans):
         center weighted coordinate sums), asked on `session`
         (Client.session())."""
         k, d = centers.shape
+        if sp.issparse(X):
+            return self._sparse_sums(X, weights, centers, session)
         if weights is None and X.shape[0] < k:
             weights = np.ones(X.shape[0], dtype=np.float32)  # the padding weighs 0
         block, weights = padded(dense_rows(X)(0, X.shape[0]), weights, centers)
@@ -166,6 +169,26 @@ class MiniBatchKMeans(ServedKMeans):
         mass = np.asarray(r.center_weights if weights is not None else r.center_counts,
                           dtype=np.float64)
         return r.objective, mass, np.asarray(r.center_sums, dtype=np.float64).reshape(k, d)
+
+    def _sparse_sums(self, X, weights, centers, session):
+        """_sums of a sparse batch: its nonzeros sent for their labels and
+        objective (a request computes no cluster sums of sparse points), the
+        per-center weights and sums added here from the rows' nonzeros."""
+        k, d = centers.shape
+        m = X.shape[0]
+        block, padded_weights = padded(X, weights, centers)
+        if weights is None and m < k:
+            padded_weights = np.concatenate([np.ones(m), np.zeros(k)])  # the padding weighs 0
+        cl = client_for(self)
+        with invalid_input_as_value_error():
+            r = session.call(cl.wire_request(block, k, model=ASSIGN_MODEL, iterations=0,
+                                             centers=centers, weights=padded_weights))
+        labels = cl.result(r, d, k).labels[:m]
+        w = np.ones(m) if weights is None else np.asarray(weights, dtype=np.float64)
+        mass = np.bincount(labels, weights=w, minlength=k)
+        # (k, m) weighted one-hot rows times the (m, d) batch.
+        sums = sp.csr_matrix((w, (labels, np.arange(m))), shape=(k, m)) @ X.astype(np.float64)
+        return r.objective, mass, np.asarray(sums.toarray() if sp.issparse(sums) else sums)
 
     def _step(self, X, weights, random_state, reassign, session):
         """One mini-batch step on the estimator's centers and counts

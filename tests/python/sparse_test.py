@@ -154,6 +154,24 @@ class SparseFitTest(TwoReplicasTest):
                 assert_allclose(got.cluster_centers_, dense.cluster_centers_, rtol=1e-12)
                 assert_allclose(got.inertia_, dense.inertia_, rtol=1e-12)
 
+    def test_partial_fit_on_sparse_batches_equals_it_on_the_dense_ones(self):
+        X = documents(1200, 300)
+        weights = np.random.default_rng(4).uniform(0.5, 2.0, size=X.shape[0])
+        for weighted in (False, True):
+            with self.subTest(weighted=weighted):
+                options = dict(init=starts(X), n_init=1, random_state=3, server=self.both)
+                got = kmt.MiniBatchKMeans(K, **options)
+                dense = kmt.MiniBatchKMeans(K, **options)
+                # Batches of 200 rows, and one of fewer rows than centers.
+                for first, end in ((0, 200), (200, 400), (400, 403), (403, 1200)):
+                    w = weights[first:end] if weighted else None
+                    got.partial_fit(X[first:end], sample_weight=w)
+                    dense.partial_fit(X[first:end].toarray(), sample_weight=w)
+                    assert_array_equal(got.labels_, dense.labels_)
+                    assert_allclose(got.cluster_centers_, dense.cluster_centers_, rtol=1e-10,
+                                    atol=1e-13)
+                    assert_allclose(got.inertia_, dense.inertia_, rtol=1e-10)
+
     def test_predict_transform_and_score_send_sparse_x_as_its_nonzeros(self):
         X = documents(1000, 200)
         fitted = self.kmeans(init=starts(X)).fit(X)
