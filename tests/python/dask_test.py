@@ -5,7 +5,11 @@ relocated, from a dask DataFrame), the same initial centers as kmt.KMeans's
 for the same seed (k-means‖, k-means++, random), the blocks mapped through
 the service by predict, transform and score, a worker and a replica killed
 and a replica drained (SIGTERM) mid-fit without changing the result, and bad
-input refused."""
+input refused. Dask arrays of scipy.sparse blocks (CSR, CSC, made by
+map_blocks) load as sparse shards: the fit of kmt.KMeans on the same points
+made dense, k-means++ and k-means‖ as kmt.KMeans's on the matrix, and a
+matrix of 2^17 features sent and held as its nonzeros."""
+import contextlib
 import os
 import signal
 import types
@@ -19,10 +23,13 @@ import dask.dataframe as dd
 import distributed
 import grpc
 import numpy as np
+import scipy.sparse as sp
 import sklearn.cluster
 from sklearn.utils._param_validation import InvalidParameterError
 
-from estimator_support import Server, assert_same_fit, jobs_by_code, kmt, mixture, rows
+from estimator_support import (Server, ServedTest, TwoReplicasTest, assert_same_fit, jobs_by_code,
+                               kmt, mixture, rows)
+from sparse_test import documents, starts
 
 import kmt.dask  # noqa: E402
 import kmt.dask.job  # noqa: E402
@@ -55,6 +62,43 @@ def held_shards(dask_worker):
                if address == dask_worker.address)
 
 
+def count_chunks(dask_worker):
+    """Client.run: from now on this worker's shard loads note each chunk
+    they send, (whether sparse, its bytes), until counted_chunks."""
+    module = kmt.dask.worker
+    load_shard = getattr(module.load_shard, "uncounted", module.load_shard)
+    noted = []
+
+    def counting(stream, chunks, *args, **kwargs):
+        def each():
+            for message in chunks:
+                noted.append((message.HasField("points_csr"), message.ByteSize()))
+                yield message
+        return load_shard(stream, each(), *args, **kwargs)
+    counting.uncounted, counting.noted = load_shard, noted
+    module.load_shard = counting
+
+
+def counted_chunks(dask_worker):
+    """Client.run: the chunks noted since count_chunks; counting stops."""
+    module = kmt.dask.worker
+    noted = module.load_shard.noted
+    module.load_shard = module.load_shard.uncounted
+    return noted
+
+
+@contextlib.contextmanager
+def chunks_sent():
+    """The chunks every worker sends in the block, as (whether sparse,
+    bytes), in a list filled when it ends."""
+    client.run(count_chunks)
+    noted = []
+    try:
+        yield noted
+    finally:
+        noted.extend(c for chunks in client.run(counted_chunks).values() for c in chunks)
+
+
 def jobs_ended(server):
     return sum(float(line.rsplit(" ", 1)[1]) for line in server.metrics().splitlines()
                if line.startswith("kmt_jobs_total{"))
@@ -77,17 +121,8 @@ def tearDownModule():
     cluster.close()
 
 
-class DaskTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.a = Server("--model_dir=", "--workers=1")
-        cls.b = Server("--model_dir=", "--workers=1")
-        cls.both = f"ipv4:{cls.a.address},{cls.b.address}"
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.a.stop() == 0
-        assert cls.b.stop() == 0
+class DaskTest(TwoReplicasTest):
+    SERVER_FLAGS = ("--model_dir=", "--workers=1")
 
     def fit(self, X, server=None, cls=None, sample_weight=None, **options):
         options = {"n_init": 1, **options}
@@ -97,8 +132,8 @@ class DaskTest(unittest.TestCase):
     def test_same_fit_as_scikit_learn_from_the_same_initial_centers(self):
         points = mixture(4000, 5, K)
         weights = np.random.default_rng(3).uniform(0.5, 2.0, size=len(points))
-        jobs = jobs_ended(self.a), jobs_ended(self.b)
-        codes = jobs_by_code(self.a), jobs_by_code(self.b)
+        jobs = jobs_ended(self.server), jobs_ended(self.other)
+        codes = jobs_by_code(self.server), jobs_by_code(self.other)
         for weighted in (False, True):
             with self.subTest(weighted=weighted):
                 w = weights if weighted else None
@@ -118,9 +153,9 @@ class DaskTest(unittest.TestCase):
         assert_same_fit(self, Fitted(got), want, 1e-5)
         # Blocks i mod 2 on each replica: both held shards, and every job
         # ended as the client meant it to: OK, not CANCELLED.
-        self.assertGreater(jobs_ended(self.a), jobs[0])
-        self.assertGreater(jobs_ended(self.b), jobs[1])
-        for server, counted in zip((self.a, self.b), codes):
+        self.assertGreater(jobs_ended(self.server), jobs[0])
+        self.assertGreater(jobs_ended(self.other), jobs[1])
+        for server, counted in zip((self.server, self.other), codes):
             with self.subTest(server=server.address):
                 self.assertEqual(jobs_by_code(server), {
                     **counted, "OK": counted["OK"] + jobs_ended(server) - sum(counted.values())})
@@ -227,11 +262,11 @@ class DaskTest(unittest.TestCase):
                 with self.assertRaisesRegex(error, message):
                     self.fit(data, init="random", **fit_options)
         # NaN fails once, in the client, before any block is loaded.
-        jobs = jobs_ended(self.a), jobs_ended(self.b)
+        jobs = jobs_ended(self.server), jobs_ended(self.other)
         for init in ("k-means||", rows(points, K)):
             with self.assertRaisesRegex(ValueError, r"^Input X contains NaN \(row 321\)\.$"):
                 self.fit(blocks_of(nan, 100), init=init)
-        self.assertEqual((jobs_ended(self.a), jobs_ended(self.b)), jobs)
+        self.assertEqual((jobs_ended(self.server), jobs_ended(self.other)), jobs)
         with self.assertRaisesRegex(ValueError, "Lloyd's only, not the server's model"):
             self.fit(X, model="soft-kmeans")
         with self.assertRaises(InvalidParameterError):
@@ -350,6 +385,138 @@ class DaskOutOfReplicasTest(unittest.TestCase):
                                          ("failed", grpc.StatusCode.CANCELLED, "Cancelled"))
         self.assertEqual(raised.exception.code, grpc.StatusCode.UNAVAILABLE)
         self.assertIn("block 3: no replica left: CANCELLED: Cancelled", str(raised.exception))
+
+
+class DaskSparseTest(TwoReplicasTest):
+    """Dask arrays of scipy.sparse blocks on two replicas: sparse shards,
+    the fit of the same points made dense."""
+
+    SERVER_FLAGS = ("--model_dir=", "--workers=1")
+
+    def test_sparse_blocks_fit_as_kmt_kmeans_on_the_dense_points(self):
+        weights = np.random.default_rng(6).uniform(0.5, 2.0, size=3000)
+        for dtype, rtol in ((np.float32, 1e-5), (np.float64, 1e-6)):
+            X = documents(3000, 400, k=K, dtype=dtype)
+            dense = X.toarray()
+            init = starts(X, K)
+            blocks = {
+                "csr": da.from_array(X, chunks=(700, -1)),
+                "csc": da.from_array(X.tocsc(), chunks=(700, -1)),
+                "csr in column blocks": da.from_array(X, chunks=(700, 150)),
+                "map_blocks": da.from_array(dense, chunks=(600, -1)).map_blocks(sp.csr_matrix),
+            }
+            for (name, dX), weighted in ((b, w) for b in blocks.items() for w in (False, True)):
+                with self.subTest(dtype=np.dtype(dtype).name, blocks=name, weighted=weighted):
+                    self.assertTrue(kmt.dask.estimator.is_sparse(dX))
+                    w = weights if weighted else None
+                    with chunks_sent() as chunks:
+                        got = kmt.dask.KMeans(K, init=init, n_init=1, server=self.both).fit(
+                            dX, sample_weight=None if w is None else da.from_array(w, chunks=700))
+                    want = kmt.KMeans(K, init=init, n_init=1, server=self.both).fit(
+                        dense, sample_weight=w)
+                    self.assertGreater(want.n_iter_, 3)
+                    self.assertTrue(chunks)
+                    self.assertTrue(all(sparse for sparse, _ in chunks))
+                    self.assertEqual(got.cluster_centers_.dtype, dtype)
+                    np.testing.assert_array_equal(got.labels_.compute(), want.labels_)
+                    self.assertEqual(got.n_iter_, want.n_iter_)
+                    np.testing.assert_allclose(got.cluster_centers_, want.cluster_centers_,
+                                               rtol=rtol, atol=rtol * np.abs(dense).max())
+                    np.testing.assert_allclose(got.inertia_, want.inertia_, rtol=rtol)
+            # The tolerance is scikit-learn's for sparse X (the blocks'
+            # variances merged; float32's computed in float32 there): the
+            # same stop as its fit of the CSR matrix.
+            got = kmt.dask.KMeans(K, init=init, n_init=1, tol=1e-2, server=self.both).fit(
+                blocks["csr"])
+            want = sklearn.cluster.KMeans(K, init=init, n_init=1, tol=1e-2).fit(X)
+            self.assertAlmostEqual(got._absolute_tol, kmt.kmeans.tolerance(X, 1e-2),
+                                   delta=1e-6 * got._absolute_tol)
+            self.assertEqual(got.n_iter_, want.n_iter_)
+            np.testing.assert_array_equal(got.labels_.compute(), want.labels_)
+        np.testing.assert_array_equal(got.predict(blocks["csr"]).compute(), want.labels_)
+
+    def test_small_chunks_and_empty_rows_load_the_whole_block(self):
+        # Chunks of 1 KiB: many per block, a block's first ones of empty rows
+        # only (a float64 shard all the same).
+        X = documents(2000, 300, k=K, seed=12, per_row=30)
+        X = sp.vstack([sp.csr_matrix((150, 300)), X[150:1200],
+                       sp.csr_matrix((100, 300)), X[1300:]], format="csr")
+        init = starts(X[150:], K)
+        for dtype, weighted in ((np.float64, False), (np.float64, True), (np.float32, True)):
+            with self.subTest(dtype=np.dtype(dtype).name, weighted=weighted):
+                Xt = X.astype(dtype)
+                w = np.linspace(0.5, 2.0, X.shape[0]) if weighted else None
+                with mock.patch.object(kmt.dask.estimator, "CHUNK_BYTES", 1 << 10), \
+                        chunks_sent() as chunks:
+                    got = kmt.dask.KMeans(K, init=init, n_init=1, server=self.both).fit(
+                        da.from_array(Xt, chunks=(500, -1)), sample_weight=w)
+                want = kmt.KMeans(K, init=init, n_init=1, server=self.both).fit(
+                    Xt.toarray(), sample_weight=w)
+                np.testing.assert_array_equal(got.labels_.compute(), want.labels_)
+                np.testing.assert_allclose(got.cluster_centers_, want.cluster_centers_,
+                                           rtol=1e-5, atol=1e-6)
+                self.assertGreater(len(chunks), 4 * 4 * 4)
+                # Every chunk holds at most 1 KiB of offsets, columns, values
+                # and weights (a row's 30 nonzeros fill 376 bytes), a few
+                # bytes of framing more.
+                self.assertTrue(all(size < (1 << 10) + 64 for _, size in chunks))
+
+    def test_kmeans_plus_plus_and_kmeans_parallel_choose_kmt_kmeans_centers(self):
+        X = documents(2000, 300, k=K, seed=8)
+        dX = da.from_array(X, chunks=(500, -1))
+        for init, n_init in (("k-means++", 1), ("k-means++", 2), ("k-means||", 1)):
+            with self.subTest(init=init, n_init=n_init):
+                options = dict(init=init, n_init=n_init, random_state=4, max_iter=5,
+                               server=self.both)
+                got = kmt.dask.KMeans(K, **options).fit(dX)
+                # kmt.KMeans's resident job on the matrix in one process.
+                want = kmt.KMeans(K, **options).fit(X)
+                np.testing.assert_array_equal(got.labels_.compute(), want.labels_)
+                np.testing.assert_allclose(got.cluster_centers_, want.cluster_centers_,
+                                           rtol=1e-12)
+                self.assertEqual(got.n_iter_, want.n_iter_)
+
+    def test_a_sparse_value_not_finite_is_refused_once_naming_its_row_and_column(self):
+        X = documents(500, 100, k=K, seed=9)
+        at = X.indptr[321] + 1
+        column = X.indices[at]
+        for value, what in ((np.nan, "NaN"), (np.inf, "infinity")):
+            bad = X.copy()
+            bad.data[at] = value
+            jobs = jobs_ended(self.server), jobs_ended(self.other)
+            with self.subTest(value=value):
+                with self.assertRaisesRegex(ValueError, rf"^Input X contains {what}.* "
+                                                        rf"\(row 321, column {column}\)\.$"):
+                    kmt.dask.KMeans(K, init=starts(X, K), n_init=1, server=self.both).fit(
+                        da.from_array(bad, chunks=(100, -1)))
+                self.assertEqual((jobs_ended(self.server), jobs_ended(self.other)), jobs)
+
+
+class DaskWideSparseTest(ServedTest):
+    """4000 documents of 2^17 features (2 GB dense as float32) on a replica
+    with room for 32 MiB of shards: the workers send and the replica holds
+    their nonzeros."""
+    SERVER_FLAGS = ("--model_dir=", "--workers=1", f"--max_resident_bytes={32 << 20}")
+
+    def test_a_matrix_too_large_dense_is_sent_as_its_nonzeros(self):
+        d = 1 << 17
+        X = documents(4000, d, k=K, per_row=30, dtype=np.float32)
+        init = starts(X, K)
+        with chunks_sent() as chunks:
+            got = kmt.dask.KMeans(K, init=init, n_init=1, max_iter=4, tol=0.0,
+                                  server=self.server.address).fit(
+                da.from_array(X, chunks=(1000, -1)))
+        want = sklearn.cluster.KMeans(K, init=init, n_init=1, max_iter=4, tol=0.0).fit(X)
+        np.testing.assert_array_equal(got.labels_.compute(), want.labels_)
+        np.testing.assert_allclose(got.cluster_centers_, want.cluster_centers_, rtol=1e-5,
+                                   atol=1e-6)
+        # 4 bytes a column and 4 a value, 8 a row's offset; a few bytes of
+        # framing per chunk: about the nonzeros, where dense rows would be
+        # X.shape[0] * d * 4.
+        sent = sum(size for _, size in chunks)
+        self.assertTrue(all(sparse for sparse, _ in chunks))
+        self.assertGreaterEqual(sent, X.nnz * 8 + X.shape[0] * 8)
+        self.assertLess(sent, 1.01 * (X.nnz * 8 + X.shape[0] * 8) + 64 * len(chunks))
 
 
 if __name__ == "__main__":

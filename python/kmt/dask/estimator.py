@@ -5,8 +5,11 @@ per worker, and the initialisation, Lloyd's update, the tolerance, the
 relocation of empty clusters and the restarts are the resident driver's
 (client/resident_job.h, through kmt._driver), run by the client on the
 summed statistics: from the same initial centers, the result is Lloyd's on
-all points in one process, and kmt.KMeans's and the CLI's. labels_ stays on the workers as a dask array; predict, transform
-and score map the blocks through the service."""
+all points in one process, and kmt.KMeans's and the CLI's. labels_ stays
+on the workers as a dask array; predict, transform and score map the
+blocks through the service. A dask array of scipy.sparse blocks is loaded
+as sparse shards (their nonzeros) and not shifted, as kmt.KMeans fits
+scipy.sparse X."""
 import time
 from numbers import Number
 
@@ -14,7 +17,9 @@ import dask
 import dask.array as da
 import distributed
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils import check_random_state
+from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_is_fitted
 
 from .. import kmeans as _kmeans
@@ -24,8 +29,15 @@ from ..served import (check_model_parameters, invalid_input_as_value_error, keep
                       model_info, server_of, tls_options)
 from .job import DaskJob
 
-# Bytes of the points (float32 or float64) in one chunk of a shard on the wire.
+# Bytes of the points (float32 or float64; a sparse shard's offsets,
+# columns and values) in one chunk of a shard on the wire.
 CHUNK_BYTES = 4 << 20
+
+
+def is_sparse(X):
+    """Whether the dask array X's blocks are scipy.sparse matrices (its
+    meta, a block of none of its rows, says so)."""
+    return sp.issparse(getattr(X, "_meta", None))
 
 
 def dask_points(X):
@@ -125,6 +137,51 @@ def not_finite(X):
                       "not finite.")
 
 
+def _sparse_moments(block):
+    """Of a scipy.sparse block: (rows, column means, column sums of squared
+    deviations from them, None), both float64; or (rows, None, None, (row,
+    column, whether NaN)) naming its first value that is not finite."""
+    block = block.tocsr()
+    n = block.shape[0]
+    finite = np.isfinite(block.data)
+    if not finite.all():
+        at = int(np.argmin(finite))
+        row = int(np.searchsorted(block.indptr, at, side="right")) - 1
+        return n, None, None, (row, int(block.indices[at]), bool(np.isnan(block.data[at])))
+    if n == 0:
+        return 0, None, None, None
+    indptr, indices, values = resident.csr_arrays(block, np.float64)
+    mean, variance = mean_variance_axis(sp.csr_matrix((values, indices, indptr),
+                                                      shape=block.shape), axis=0)
+    return n, mean, variance * n, None
+
+
+def sparse_statistics(X, *more):
+    """One pass over a dask array X of sparse blocks: the mean of its
+    columns' variances (scikit-learn's tolerance's, as mean_variance_axis
+    gives them for the whole of X: the blocks' moments merged in block
+    order by Chan, Golub and LeVeque's update), and the values of the dask
+    collections `more`, computed with it. A value that is not finite is
+    scikit-learn's ValueError, naming its row and column, raised once
+    here, before any block is loaded."""
+    blocks = X.to_delayed(optimize_graph=False).ravel()
+    moments, *more = dask.compute([dask.delayed(_sparse_moments)(b) for b in blocks], *more)
+    n, mean, squares = 0, np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    for rows, block_mean, block_squares, bad in moments:
+        if bad is not None:
+            row, column, nan = bad
+            what = "NaN" if nan else f"infinity or a value too large for {X.dtype!r}"
+            raise ValueError(f"Input X contains {what} (row {n + row}, column {column}).")
+        if rows == 0:
+            continue
+        total = n + rows
+        delta = block_mean - mean
+        mean += delta * (rows / total)
+        squares += block_squares + delta * delta * (n * rows / total)
+        n = total
+    return float(np.mean(squares / max(n, 1))), more
+
+
 def _client():
     try:
         return distributed.get_client()
@@ -139,6 +196,9 @@ class KMeans(_kmeans.KMeans):
     (each non-empty block is one shard) and guard (Lloyd's only), attributes
     and results; `fit` takes a dask array (n, d) chunked by rows, or a dask
     DataFrame, and sample_weight as a dask array, an array or a number.
+    A dask array of scipy.sparse blocks (CSR; other formats converted once
+    per block) is loaded as sparse shards, its nonzeros, never made dense
+    and not shifted, as kmt.KMeans takes scipy.sparse X.
 
     The workers load their own blocks on the replicas `server` names (a
     list "ipv4:a:p,b:q", or "dns:///name:port" for every address of a
@@ -195,16 +255,20 @@ class KMeans(_kmeans.KMeans):
         seconds = dict.fromkeys(("statistics", "load", "init", "iterations", "labels"), 0.0)
         started = time.perf_counter()
         # One pass over X: its mean is subtracted from the points sent, as
-        # kmt.KMeans and scikit-learn do, and its variance scales tol. Bad
-        # values are found here, so that the fit fails once, not in each
-        # block's task.
+        # kmt.KMeans and scikit-learn do (not from sparse points, which it
+        # would fill), and its variance scales tol. Bad values are found
+        # here, so that the fit fails once, not in each block's task.
         weight_checks = (() if weights is None
                          else (da.isfinite(weights).all(), (weights < 0).any()))
-        offset, variance, *weight_checks = dask.compute(
-            X.mean(axis=0), X.var(axis=0).mean() if self.tol else 0.0, *weight_checks)
-        offset = np.asarray(offset, dtype=X.dtype)
-        if not np.isfinite(offset).all():
-            raise not_finite(X)
+        if is_sparse(X):
+            offset = None
+            variance, weight_checks = sparse_statistics(X, *weight_checks)
+        else:
+            offset, variance, *weight_checks = dask.compute(
+                X.mean(axis=0), X.var(axis=0).mean() if self.tol else 0.0, *weight_checks)
+            offset = np.asarray(offset, dtype=X.dtype)
+            if not np.isfinite(offset).all():
+                raise not_finite(X)
         if weight_checks and not weight_checks[0]:
             raise ValueError("Input sample_weight contains NaN or infinity.")
         if weight_checks and weight_checks[1]:
@@ -234,7 +298,9 @@ class KMeans(_kmeans.KMeans):
         for count in job.block_counts:
             pieces.append(da.from_delayed(next(held), shape=(count,), dtype=np.int32) if count
                           else da.zeros((0,), dtype=np.int32))
-        centers = result.centers.astype(X.dtype) + offset
+        centers = result.centers.astype(X.dtype)
+        if offset is not None:
+            centers += offset
         self._keep_fit((centers, da.concatenate(pieces), float(result.objective),
                         int(result.iterations_run), None), distinct=int((counts > 0).sum()))
         self.n_features_in_ = X.shape[1]

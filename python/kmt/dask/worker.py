@@ -1,7 +1,8 @@
 """The tasks of a kmt.dask fit that run on the Dask workers. A worker that
 loads a block opens a Job stream to a replica, sends the block as a resident
 shard and keeps the stream open for the fit, in this process's registry
-under the worker's address and the fit's id; each step is one task per
+under the worker's address and the fit's id (a scipy.sparse block as a
+sparse shard: its nonzeros, ShardChunk.points_csr); each step is one task per
 worker, which sends the step to all its shards before reading any answer, so
 the replicas compute at once. A block asked of a worker that does not hold it
 (the worker that loaded it died, and Dask ran the task elsewhere) answers
@@ -13,6 +14,7 @@ import threading
 
 import grpc
 import numpy as np
+import scipy.sparse as sp
 from distributed import get_worker
 
 from .. import resident
@@ -36,7 +38,9 @@ class FitSpec:
     """What every task of one fit needs to know."""
     fit_id: str
     d: int
-    offset: np.ndarray  # (d,) subtracted from every point before it is sent
+    # (d,) subtracted from every point before it is sent; None for sparse X,
+    # whose blocks travel as their nonzeros, unshifted
+    offset: np.ndarray
     chunk_bytes: int    # of a shard's chunks on the wire
     timeout: float      # each Job stream's deadline in seconds, or None
     tls: tuple          # kmt.channel's TLS options as (name, value) pairs
@@ -140,34 +144,81 @@ def _step_error(response):
     return ServiceError(status_code(response.error.code), response.error.message)
 
 
-def load_shard(stream, rows, weights, count, d, chunk_bytes, seeded=(), groups=(),
-               float64=False):
-    """Sends a shard of `count` points on a fresh Job stream in raw chunks of
-    about `chunk_bytes`, reading the acknowledgements a few chunks behind:
-    rows(first, end) are its points [first, end) as the replica is to hold
-    them, `weights` (count,) theirs or None; a float64 shard's as float64.
-    Then the shard takes `seeded` (the k-means++ centers chosen before it
-    moved there: floats, or a float64 shard's bytes) into its distances,
-    and k-means‖'s `groups` (float32 or float64 bytes each) in the same
-    groups, so that its distances are those it had to the bit."""
-    width, encode = (8, float64_bytes) if float64 else (4, float32_bytes)
-    suffix = "f64" if float64 else "f32"
+def _wire(float64):
+    """(bytes per value, encoder, field suffix) of a float64 or float32 shard."""
+    return (8, float64_bytes, "f64") if float64 else (4, float32_bytes, "f32")
+
+
+def dense_chunks(rows, weights, count, d, chunk_bytes, float64=False):
+    """A dense shard of `count` points as ShardChunks of about `chunk_bytes`
+    of raw points: rows(first, end) are its points [first, end) as the
+    replica is to hold them, `weights` (count,) theirs or None; a float64
+    shard's as float64."""
+    width, encode, suffix = _wire(float64)
     chunk = max(1, chunk_bytes // (width * d))
-    loaded, unacknowledged = 0, 0
     for start in range(0, count, chunk):
         end = min(count, start + chunk)
         message = pb.ShardChunk(n=count, d=d, count_label_changes=True,
                                 **{f"points_{suffix}": encode(rows(start, end))})
         if weights is not None:
             setattr(message, f"weights_{suffix}", encode(weights[start:end]))
+        yield message
+
+
+def sparse_chunks(csr, weights, d, chunk_bytes, float64=False):
+    """A sparse shard, `csr` (indptr, indices, values) as resident.csr_arrays
+    gives them, as ShardChunks of points_csr: each as many rows as
+    `chunk_bytes` holds of their offsets, columns, values (and weights), at
+    least one, as client/replica_shards.cc sizes them, so that the bytes on
+    the wire follow the nonzeros, not d."""
+    indptr, indices, values = csr
+    count = len(indptr) - 1
+    width, encode, suffix = _wire(float64)
+    # The bytes of rows [0, i): the chunk from `first` ends at the last i
+    # whose bytes from first fit.
+    row_bytes = 8 + (width if weights is not None else 0)
+    cumulative = np.arange(count + 1, dtype=np.int64) * row_bytes + indptr * (4 + width)
+    first = 0
+    while first < count:
+        end = int(np.searchsorted(cumulative, cumulative[first] + chunk_bytes, side="right")) - 1
+        end = min(count, max(first + 1, end))
+        a, b = indptr[first], indptr[end]
+        csr_points = pb.CsrPoints(
+            indptr_i64=np.ascontiguousarray(indptr[first:end + 1] - a, dtype="<i8").tobytes(),
+            indices_i32=np.ascontiguousarray(indices[a:b], dtype="<i4").tobytes(),
+            shard_nnz=int(indptr[-1]), float64=float64,
+            **{f"values_{suffix}": encode(values[a:b])})
+        message = pb.ShardChunk(n=count, d=d, count_label_changes=True, points_csr=csr_points)
+        if weights is not None:
+            setattr(message, f"weights_{suffix}", encode(weights[first:end]))
+        yield message
+        first = end
+
+
+def load_shard(stream, chunks, count, seeded=(), groups=(), float64=False):
+    """Sends a shard of `count` points on a fresh Job stream, its
+    ShardChunks `chunks` (dense_chunks or sparse_chunks) read as they are
+    sent, reading the acknowledgements a few chunks behind. Then the shard
+    takes `seeded` (the k-means++ centers chosen before it moved there:
+    floats, or a float64 shard's bytes) into its distances, and k-means‖'s
+    `groups` (float32 or float64 bytes each) in the same groups, so that its
+    distances are those it had to the bit."""
+    suffix = _wire(float64)[2]
+    loaded, unacknowledged = 0, 0
+
+    def acknowledged():
+        r = stream.receive()
+        if r.HasField("error"):
+            raise _step_error(r)
+        return r.points_loaded
+    for message in chunks:
         stream.send(pb.JobRequest(shard=message))
         unacknowledged += 1
         # At most a few chunks in flight: the points are not copied whole.
-        while unacknowledged > 4 or (unacknowledged and end >= count):
-            r = stream.receive()
-            if r.HasField("error"):
-                raise _step_error(r)
-            loaded, unacknowledged = r.points_loaded, unacknowledged - 1
+        while unacknowledged > 4:
+            loaded, unacknowledged = acknowledged(), unacknowledged - 1
+    while unacknowledged:
+        loaded, unacknowledged = acknowledged(), unacknowledged - 1
     if loaded != count:
         raise ServiceError(grpc.StatusCode.INTERNAL,
                            f"the replica holds {loaded} of {count} points")
@@ -237,6 +288,20 @@ def _checked_rows(block, offset, index):
     return checked
 
 
+def _chunks(spec, block, index, weights):
+    """Block `index`'s ShardChunks: a scipy.sparse block (CSR, or another
+    format converted to CSR once) as a sparse shard when the fit shifts
+    nothing, any other as a dense one."""
+    if sp.issparse(block) and spec.offset is None:
+        try:
+            csr = resident.csr_arrays(block, np.float64 if spec.float64 else np.float32)
+        except ValueError as e:
+            raise ValueError(f"block {index}: {e}") from None
+        return sparse_chunks(csr, weights, spec.d, spec.chunk_bytes, spec.float64)
+    return dense_chunks(_checked_rows(block, spec.offset, index), weights, block.shape[0],
+                        spec.d, spec.chunk_bytes, spec.float64)
+
+
 def load(spec, block, index, weights, replica, seeded, groups):
     """Loads block `index` (with its `weights`, or None) on `replica` as one
     shard held by this worker, then replays `seeded` (k-means++ centers
@@ -261,8 +326,8 @@ def load(spec, block, index, weights, replica, seeded, groups):
         return "ok", address, 0, 0.0
     stream = JobStream(_stub(replica, spec.tls), spec.timeout)
     try:
-        load_shard(stream, _checked_rows(block, spec.offset, index), weights, n, spec.d,
-                   spec.chunk_bytes, seeded, groups, spec.float64)
+        load_shard(stream, _chunks(spec, block, index, weights), n, seeded, groups,
+                   spec.float64)
     except ServiceError as e:
         stream.close()
         # Only a broken stream is the replica's failure; an answer it gave
