@@ -13,6 +13,7 @@
 #include "core/empty_clusters.h"
 #include "core/minibatch.h"
 #include "core/sparse.h"
+#include "core/sparse_sums.h"
 #include "core/transformer.h"
 #include "core/validation.h"
 #include "proto/csr_payload.h"
@@ -204,21 +205,78 @@ double SampleAssign(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
   return objective;
 }
 
-// The same on a sparse shard: the rows gathered as compressed sparse rows
-// (their nonzeros alone) with their weights, and assigned by
+// Rows `row` (m of them, in order) of a sparse shard as compressed sparse
+// rows of their own (their nonzeros alone), with their weights (none if
+// the shard has none).
+template <typename Scalar>
+struct GatheredRows {
+  GatheredRows(const CsrMatrix<Scalar>& points, const Vector<Scalar>* weights, const int64_t* row,
+               Eigen::Index m)
+      : rows(points.Rows(row, m)) {
+    if (weights == nullptr) return;
+    row_weights.resize(m);
+    for (Eigen::Index i = 0; i < m; ++i) row_weights[i] = (*weights)[row[i]];
+  }
+  const Vector<Scalar>* weights_or_null() const {
+    return row_weights.size() > 0 ? &row_weights : nullptr;
+  }
+  CsrMatrix<Scalar> rows;
+  Vector<Scalar> row_weights;
+};
+
+// The same as SampleAssign on a sparse shard: the gathered rows assigned by
 // AssignNearestSparse, the sums in the rows' order.
 template <typename Scalar>
 double SampleAssign(const CsrMatrix<Scalar>& points, const Vector<Scalar>* weights,
                     const Matrix<Scalar>& centers, const int64_t* row, Eigen::Index m,
                     Labels* labels, ClusterSums* sums) {
-  Vector<Scalar> row_weights;
+  const GatheredRows<Scalar> gathered(points, weights, row, m);
+  return AssignNearestSparse(gathered.rows, centers, labels, nullptr, sums,
+                             gathered.weights_or_null(), SparseDistances::kProduct);
+}
+
+// A step's cluster sums into `out`: the counts, a weighted shard's weights
+// and the sums.
+void PutSums(const ClusterSums& sums, bool weighted, v1::JobResponse* out) {
+  out->mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
+  out->mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
+  if (weighted) out->mutable_center_weights()->Add(sums.weights.begin(), sums.weights.end());
+}
+
+// The labels and objective of AssignNearestSparse on `points` (a sparse
+// shard, or rows gathered from it), and their cluster sums put into `out`
+// as center_sums_csr (sparse_sums): the bits center_sums would hold, in
+// about the clusters' nonzeros rather than k*d doubles.
+template <typename Scalar>
+absl::StatusOr<double> AssignWithSparseSums(const CsrMatrix<Scalar>& points,
+                                            const Vector<Scalar>* weights,
+                                            const Matrix<Scalar>& centers, Labels* labels,
+                                            v1::JobResponse* out) {
+  const int k = static_cast<int>(centers.cols());
+  const double objective = AssignNearestSparse(points, centers, labels, nullptr, nullptr, weights,
+                                               SparseDistances::kProduct);
+  absl::StatusOr<CsrClusterSums> sums = SparseClusterSums(
+      points, *labels, k, weights, AssignmentPartSize<Scalar>(points.rows(), points.cols(), k));
+  if (!sums.ok()) return sums.status();
+  out->mutable_center_counts()->Add(sums->counts.begin(), sums->counts.end());
   if (weights != nullptr) {
-    row_weights.resize(m);
-    for (Eigen::Index i = 0; i < m; ++i) row_weights[i] = (*weights)[row[i]];
+    out->mutable_center_weights()->Add(sums->weights.begin(), sums->weights.end());
   }
-  return AssignNearestSparse(points.Rows(row, m), centers, labels, nullptr, sums,
-                             weights != nullptr ? &row_weights : nullptr,
-                             SparseDistances::kProduct);
+  v1::CsrPoints* csr = out->mutable_center_sums_csr();
+  EncodeInt64(sums->sums.indptr(), csr->mutable_indptr_i64());
+  EncodeInt32(sums->sums.indices(), csr->mutable_indices_i32());
+  EncodeFloat64(sums->sums.values(), csr->mutable_values_f64());
+  csr->set_float64(true);
+  csr->set_shard_nnz(sums->sums.nnz());
+  return objective;
+}
+
+// sparse_sums on a dense shard.
+absl::Status SparseSumsOnADenseShard(const char* step) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(step,
+                   ".sparse_sums is set for a dense shard (its points came dense): its sums "
+                   "come as center_sums"));
 }
 
 // The bytes a shard holds per point besides its coordinates: an assign
@@ -575,8 +633,8 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
   }
   if (!centers.ok()) return centers.status();
   if (absl::Status s = ValidateCenterValues(*centers, d); !s.ok()) return s;
+  if (step.sparse_sums() && !state.csr) return SparseSumsOnADenseShard("assign");
   Labels labels;
-  ClusterSums sums(d, step.k());
   const Vector<Scalar>* weights = state.weights_or_null();
   // The steps of a job assign the same points to centers that move a little
   // each time: the bounds keep most points' labels without their distances
@@ -587,12 +645,21 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
   // changed cluster alone (core/exact_sums.h). A step of another k starts
   // them afresh. A sparse shard's steps score every center from the
   // nonzeros, the distances taken from the scores (O(1) a point, not O(d)).
-  if (state.csr) {
+  if (state.csr && step.sparse_sums()) {
+    absl::StatusOr<double> objective =
+        AssignWithSparseSums(*state.csr, weights, *centers, &labels, out);
+    if (!objective.ok()) return objective.status();
+    out->set_objective(step.omit_objective() ? std::numeric_limits<double>::quiet_NaN()
+                                             : *objective);
+  } else if (state.csr) {
+    ClusterSums sums(d, step.k());
     const double objective = AssignNearestSparse(*state.csr, *centers, &labels, nullptr, &sums,
                                                  weights, SparseDistances::kProduct);
     out->set_objective(step.omit_objective() ? std::numeric_limits<double>::quiet_NaN()
                                              : objective);
+    PutSums(sums, weights != nullptr, out);
   } else {
+    ClusterSums sums(d, step.k());
     if (state.assignment == nullptr || state.assignment_k != step.k()) {
       const int64_t n = state.points.cols();
       const bool bounded = step.k() <= kMostBoundedClusters && SeparationsMayPay(n, step.k());
@@ -605,11 +672,7 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
     if (state.assignment->stats().back().bounded) {
       out->set_points_settled_by_bounds(state.assignment->stats().back().settled);
     }
-  }
-  out->mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
-  out->mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
-  if (weights != nullptr) {
-    out->mutable_center_weights()->Add(sums.weights.begin(), sums.weights.end());
+    PutSums(sums, weights != nullptr, out);
   }
   if (count_label_changes_ && last_labels_.size() == labels.size()) {
     int64_t changed = 0;
@@ -782,6 +845,7 @@ absl::Status ResidentShard::SampleSumsIn(State<Scalar>& state, const v1::SampleS
       !s.ok()) {
     return s;
   }
+  if (step.sparse_sums() && !state.csr) return SparseSumsOnADenseShard("sample_sums");
   if (step.k() > 0) {
     absl::StatusOr<Matrix<Scalar>> centers =
         RawMatrix<Scalar>({"centers", "k", step.k(), "d", d}, 0,
@@ -789,10 +853,23 @@ absl::Status ResidentShard::SampleSumsIn(State<Scalar>& state, const v1::SampleS
     if (!centers.ok()) return centers.status();
     if (absl::Status s = ValidateCenterValues(*centers, d); !s.ok()) return s;
     Labels labels;
-    ClusterSums sums(d, step.omit_sums() ? 0 : step.k());
-    ClusterSums* into = step.omit_sums() ? nullptr : &sums;
+    const bool sparse_sums = step.sparse_sums() && !step.omit_sums();
+    ClusterSums sums(d, step.omit_sums() || sparse_sums ? 0 : step.k());
+    ClusterSums* into = step.omit_sums() || sparse_sums ? nullptr : &sums;
     double objective;
-    if (step.all_rows() && state.csr) {
+    if (sparse_sums) {
+      std::optional<GatheredRows<Scalar>> gathered;
+      if (!step.all_rows()) {
+        gathered.emplace(*state.csr, state.weights_or_null(), step.rows().data(), step.rows_size());
+      }
+      absl::StatusOr<double> assigned =
+          gathered
+              ? AssignWithSparseSums(gathered->rows, gathered->weights_or_null(), *centers, &labels,
+                                     out)
+              : AssignWithSparseSums(*state.csr, state.weights_or_null(), *centers, &labels, out);
+      if (!assigned.ok()) return assigned.status();
+      objective = *assigned;
+    } else if (step.all_rows() && state.csr) {
       objective = AssignNearestSparse(*state.csr, *centers, &labels, nullptr, into,
                                       state.weights_or_null(), SparseDistances::kProduct);
     } else if (step.all_rows()) {
@@ -805,11 +882,7 @@ absl::Status ResidentShard::SampleSumsIn(State<Scalar>& state, const v1::SampleS
       });
     }
     out->set_objective(objective);
-    if (into != nullptr) {
-      out->mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
-      out->mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
-      if (weighted_) out->mutable_center_weights()->Add(sums.weights.begin(), sums.weights.end());
-    }
+    if (into != nullptr) PutSums(sums, weighted_, out);
     if (step.return_labels()) out->mutable_labels()->Add(labels.begin(), labels.end());
   }
   const Matrix<Scalar> fetched = state.Gather(step.fetch_rows().data(), step.fetch_rows_size());

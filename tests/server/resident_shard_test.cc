@@ -17,6 +17,7 @@
 #include "core/minibatch.h"
 #include "core/random.h"
 #include "core/sparse.h"
+#include "proto/csr_payload.h"
 #include "proto/minibatch_state.h"
 #include "proto/raw_payload.h"
 #include "reference/lloyd.h"
@@ -1125,6 +1126,22 @@ void ExpectObjectiveNear(double sparse, double dense) {
   EXPECT_NEAR(sparse, dense, tolerance * dense);
 }
 
+// `sparse`'s sums (sparse_sums: center_sums_csr) are `dense`'s center_sums
+// to the bit, with the same counts and weights.
+void ExpectSparseSums(const v1::JobResponse& sparse, const v1::JobResponse& dense, int k, int d) {
+  EXPECT_EQ(sparse.center_sums_size(), 0);
+  EXPECT_EQ(Vec(sparse.center_counts()), Vec(dense.center_counts()));
+  EXPECT_EQ(Vec(sparse.center_weights()), Vec(dense.center_weights()));
+  EXPECT_TRUE(sparse.center_sums_csr().float64());
+  const absl::StatusOr<CsrMatrix<double>> rows = CsrFromProto<double>(sparse.center_sums_csr(), d);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->rows(), k);
+  EXPECT_EQ(sparse.center_sums_csr().shard_nnz(), rows->nnz());
+  EXPECT_LT(rows->nnz(), int64_t{k} * d);
+  ASSERT_EQ(dense.center_sums_size(), k * d);
+  EXPECT_EQ(rows->ToDense(), Eigen::Map<const Matrix<double>>(dense.center_sums().data(), d, k));
+}
+
 // A weighted sparse shard loaded in three chunks answers each step as the
 // dense shard of the same points made dense: labels, counts, weights and
 // sums exactly, the farthest points, the seeding steps' points and
@@ -1195,6 +1212,21 @@ void ExpectSparseShardAnswersAsDense() {
     ClusterSums sums(d, k);
     AssignNearest(dense, centers, &labels, nullptr, &sums, &weights);
     ApplyMeans(sums, &centers);
+  }
+  // The sums as compressed sparse rows: center_sums' bits in the clusters'
+  // columns; refused on a dense shard.
+  {
+    v1::AssignStep step;
+    step.set_k(k);
+    PutBytes(Values(centers), step.mutable_centers_f32(), step.mutable_centers_f64());
+    v1::JobResponse a, b;
+    ASSERT_TRUE(sparse.Assign(step, &b).ok());
+    step.set_sparse_sums(true);
+    ASSERT_TRUE(sparse.Assign(step, &a).ok());
+    ExpectSparseSums(a, b, k, d);
+    EXPECT_EQ(full.Assign(step, &response).message(),
+              "assign.sparse_sums is set for a dense shard (its points came dense): its sums come "
+              "as center_sums");
   }
   // A refused step leaves the shard as it was.
   v1::AssignStep bad;
@@ -1279,6 +1311,13 @@ void ExpectSparseShardAnswersAsDense() {
     ExpectObjectiveNear<Scalar>(a.objective(), b.objective());
     EXPECT_EQ(StepPoints(a.points(), a.points_f64()), StepPoints(b.points(), b.points_f64()));
     EXPECT_EQ(StepPoints(a.points(), a.points_f64()).size(), 2u * d);
+    batch.set_sparse_sums(true);
+    v1::JobResponse rows;
+    ASSERT_TRUE(sparse.SampleSums(batch, &rows).ok());
+    batch.set_sparse_sums(false);
+    ExpectSparseSums(rows, a, k, d);
+    EXPECT_EQ(Vec(rows.labels()), Vec(a.labels()));
+    EXPECT_EQ(rows.objective(), a.objective());
   }
 
   MiniBatchState start;
