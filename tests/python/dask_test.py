@@ -495,17 +495,29 @@ class DaskSparseTest(TwoReplicasTest):
 class DaskWideSparseTest(ServedTest):
     """4000 documents of 2^17 features (2 GB dense as float32) on a replica
     with room for 32 MiB of shards: the workers send and the replica holds
-    their nonzeros."""
+    their nonzeros, and each step's centers go to a worker once."""
     SERVER_FLAGS = ("--model_dir=", "--workers=1", f"--max_resident_bytes={32 << 20}")
 
     def test_a_matrix_too_large_dense_is_sent_as_its_nonzeros(self):
         d = 1 << 17
         X = documents(4000, d, k=K, per_row=30, dtype=np.float32)
         init = starts(X, K)
-        with chunks_sent() as chunks:
+        steps = []
+        submit = client.submit
+
+        def noted(function, *args, **kwargs):
+            if function is kmt.dask.worker.step:
+                steps.append(args[1])
+            return submit(function, *args, **kwargs)
+        with chunks_sent() as chunks, mock.patch.object(client, "submit", noted):
             got = kmt.dask.KMeans(K, init=init, n_init=1, max_iter=4, tol=0.0,
                                   server=self.server.address).fit(
-                da.from_array(X, chunks=(1000, -1)))
+                da.from_array(X, chunks=(500, -1)))
+        # A step's centers (2.6 MB) go to each worker once, not once for
+        # each of its shards.
+        self.assertGreaterEqual(len(steps), 4)
+        for requests in steps:
+            self.assertEqual(len(set(requests)), len(requests))
         want = sklearn.cluster.KMeans(K, init=init, n_init=1, max_iter=4, tol=0.0).fit(X)
         np.testing.assert_array_equal(got.labels_.compute(), want.labels_)
         np.testing.assert_allclose(got.cluster_centers_, want.cluster_centers_, rtol=1e-5,

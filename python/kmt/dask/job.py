@@ -164,8 +164,11 @@ class DaskJob:
     def round(self, requests):
         """One step: serialized JobRequests per shard (None: not asked), the
         serialized JobResponses in shard order (empty where not asked)."""
-        answers = self._round([None if r is None else pb.JobRequest.FromString(r)
-                               for r in requests])
+        # The driver serializes each shard's request apart: the same bytes
+        # (an assign step's centers) become one request, sent once per
+        # worker, not once per shard.
+        parsed = {r: pb.JobRequest.FromString(r) for r in set(requests) if r is not None}
+        answers = self._round([None if r is None else parsed[r] for r in requests])
         return [a.SerializeToString() for a in answers]
 
     def _round(self, requests):
