@@ -4,7 +4,7 @@
 // ShardChunk (dense or sparse, float32 or float64), loaded in order until
 // one is refused (which ends a job). Small limits keep each input fast;
 // whatever the bytes, every call returns a status, and an OK assign step
-// has a finite objective.
+// (with sparse sums too, on a sparse shard) has a finite objective.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +38,11 @@ void Steps(kmt::ResidentShard& shard, int64_t n, int d) {
   assign.set_return_labels(true);
   PutCenters(shard, d, assign.mutable_centers_f32(), assign.mutable_centers_f64());
   if (shard.Assign(assign, &out).ok() && !std::isfinite(out.objective())) std::abort();
+  if (shard.sparse()) {
+    assign.set_sparse_sums(true);
+    out.Clear();
+    if (shard.Assign(assign, &out).ok() && !std::isfinite(out.objective())) std::abort();
+  }
 
   kmt::v1::KMeansParallelStep parallel;
   PutCenters(shard, d, parallel.mutable_add_centers_f32(), parallel.mutable_add_centers_f64());
