@@ -11,20 +11,23 @@ namespace kmt {
 
 namespace {
 
-// Each thread's working space over the d columns: the cluster's sums so
-// far, the current part's, and stamps saying which columns this cluster
-// and this part have touched (no clearing between them).
+// Each thread's working space over the d columns: per column the
+// cluster's sum so far, the current part's, and stamps saying whether this
+// cluster and this part have touched it (so nothing is cleared between
+// them), side by side so that a nonzero reads one cache line.
 struct ColumnScratch {
-  explicit ColumnScratch(int64_t d)
-      : total(d, 0), part(d, 0), cluster_stamp(d, -1), part_stamp(d, -1) {}
-  std::vector<double> total, part;
-  std::vector<int64_t> cluster_stamp, part_stamp;
+  struct Column {
+    double total = 0, part = 0;
+    int64_t cluster_stamp = -1, part_stamp = -1;
+  };
+  explicit ColumnScratch(int64_t d) : at(d) {}
+  std::vector<Column> at;
   std::vector<int32_t> columns, part_columns;
 };
 
 // The bytes ColumnScratch takes per column; threads are held to what fits
 // in kScratchBytes, whatever d.
-constexpr int64_t kScratchBytesPerColumn = 2 * sizeof(double) + 2 * sizeof(int64_t);
+constexpr int64_t kScratchBytesPerColumn = sizeof(ColumnScratch::Column);
 constexpr int64_t kScratchBytes = int64_t{256} << 20;
 
 }  // namespace
@@ -66,8 +69,9 @@ absl::StatusOr<CsrClusterSums> SparseClusterSums(const CsrMatrix<Scalar>& points
       // them (a column the part did not touch would add +0).
       const auto flush = [&] {
         for (const int32_t c : scratch.part_columns) {
-          scratch.total[c] += scratch.part[c];
-          scratch.part[c] = 0;
+          ColumnScratch::Column& column = scratch.at[c];
+          column.total += column.part;
+          column.part = 0;
         }
         scratch.part_columns.clear();
         total_weight += part_weight;
@@ -85,16 +89,17 @@ absl::StatusOr<CsrClusterSums> SparseClusterSums(const CsrMatrix<Scalar>& points
         part_weight += w;
         for (int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {
           const int32_t c = indices[p];
-          if (scratch.part_stamp[c] != part_stamp) {
-            scratch.part_stamp[c] = part_stamp;
+          ColumnScratch::Column& column = scratch.at[c];
+          if (column.part_stamp != part_stamp) {
+            column.part_stamp = part_stamp;
             scratch.part_columns.push_back(c);
-            if (scratch.cluster_stamp[c] != j) {
-              scratch.cluster_stamp[c] = j;
+            if (column.cluster_stamp != j) {
+              column.cluster_stamp = j;
               scratch.columns.push_back(c);
             }
           }
-          scratch.part[c] += weights != nullptr ? w * static_cast<double>(values[p])
-                                                : static_cast<double>(values[p]);
+          column.part += weights != nullptr ? w * static_cast<double>(values[p])
+                                            : static_cast<double>(values[p]);
         }
       }
       flush();
@@ -103,8 +108,8 @@ absl::StatusOr<CsrClusterSums> SparseClusterSums(const CsrMatrix<Scalar>& points
       columns[j] = scratch.columns;
       sums[j].reserve(scratch.columns.size());
       for (const int32_t c : scratch.columns) {
-        sums[j].push_back(scratch.total[c]);
-        scratch.total[c] = 0;
+        sums[j].push_back(scratch.at[c].total);
+        scratch.at[c].total = 0;
       }
       scratch.columns.clear();
     }
