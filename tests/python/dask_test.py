@@ -38,13 +38,17 @@ K = 6
 
 
 def blocks_of(points, size):
-    """A dask array of `points` in blocks of `size` rows, each its own task
-    with no dependency, so that Dask spreads them over the workers and
-    computes a block again if its worker dies."""
+    """A dask array of `points` (an array, or a CSR matrix: CSR blocks) in
+    blocks of `size` rows, each its own task with no dependency, so that
+    Dask spreads them over the workers and computes a block again if its
+    worker dies."""
+    n = points.shape[0]
+    copy = sp.csr_matrix if sp.issparse(points) else np.array
     return da.concatenate([
-        da.from_delayed(dask.delayed(np.array)(points[i:i + size]),
-                        shape=(min(size, len(points) - i), points.shape[1]), dtype=points.dtype)
-        for i in range(0, len(points), size)])
+        da.from_delayed(dask.delayed(copy)(points[i:i + size]),
+                        shape=(min(size, n - i), points.shape[1]), dtype=points.dtype,
+                        meta=points[:0])
+        for i in range(0, n, size)])
 
 
 class Fitted:
@@ -277,8 +281,9 @@ class DaskTest(TwoReplicasTest):
 
 class DaskFaultTest(unittest.TestCase):
     """A worker or a replica killed after the third iteration, or a worker
-    during k-means++: the fit loads the lost shards again and repeats the
-    step, and ends where a run without the fault ends, to the bit."""
+    during k-means++: the fit loads the lost shards again (sparse blocks as
+    sparse shards) and repeats the step, and ends where a run without the
+    fault ends, to the bit."""
 
     def setUp(self):
         self.a = Server("--model_dir=", "--workers=1")
@@ -286,20 +291,23 @@ class DaskFaultTest(unittest.TestCase):
         client.wait_for_workers(2)
         self.points = mixture(4000, 5, K, seed=41)
         self.weights = np.random.default_rng(7).uniform(0.5, 2.0, size=len(self.points))
+        self.documents = documents(len(self.points), 300, k=K, seed=41)
 
     def tearDown(self):
         self.a.stop()
         self.b.stop()
 
-    def run_killed(self, kill, during_seeding=False):
+    def run_killed(self, kill, during_seeding=False, sparse=False):
         """A clean fit and one where `kill()` runs after iteration 2 or, from
-        k-means++, before its fifth round over the shards."""
-        X = blocks_of(self.points, 500)
+        k-means++, before its fifth round over the shards; of the sparse
+        documents if `sparse`."""
+        points = self.documents if sparse else self.points
+        X = blocks_of(points, 500)
         w = da.from_array(self.weights, chunks=500)
         options = dict(n_clusters=K, n_init=1, tol=0.0, max_iter=6,
                        server=f"ipv4:{self.a.address},{self.b.address}",
                        **(dict(init="k-means++", random_state=2) if during_seeding
-                          else dict(init=rows(self.points, K))))
+                          else dict(init=starts(points, K) if sparse else rows(points, K))))
         clean = kmt.dask.KMeans(**options).fit(X, sample_weight=w)
         # Computed and let go before a worker holding some dies (Dask would
         # try to compute them again, and fail: the fit is over).
@@ -343,16 +351,25 @@ class DaskFaultTest(unittest.TestCase):
         # Its shards, loaded again, first take the centers chosen so far.
         self.run_killed(self.kill_a_worker, during_seeding=True)
 
+    def test_a_worker_killed_during_kmeans_plus_plus_of_sparse_blocks_changes_nothing(self):
+        self.run_killed(self.kill_a_worker, during_seeding=True, sparse=True)
+
+    def kill_b(self):
+        in_flight = [line for line in self.b.metrics().splitlines()
+                     if line.startswith("kmt_jobs_in_flight")]
+        self.assertGreater(float(in_flight[0].rsplit(" ", 1)[1]), 0)
+        self.b.proc.send_signal(signal.SIGKILL)
+        self.b.proc.wait()
+
     def test_a_replica_killed_mid_fit_changes_nothing(self):
-        def kill():
-            in_flight = [line for line in self.b.metrics().splitlines()
-                         if line.startswith("kmt_jobs_in_flight")]
-            self.assertGreater(float(in_flight[0].rsplit(" ", 1)[1]), 0)
-            self.b.proc.send_signal(signal.SIGKILL)
-            self.b.proc.wait()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ResourceWarning)
-            self.run_killed(kill)
+        for sparse in (False, True):
+            with self.subTest(sparse=sparse):
+                if sparse:
+                    self.b.stop()
+                    self.b = Server("--model_dir=", "--workers=1")
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ResourceWarning)
+                    self.run_killed(self.kill_b, sparse=sparse)
 
     def test_a_replica_drained_mid_fit_changes_nothing(self):
         # As a rolling update drains a pod: b ends its streams UNAVAILABLE
