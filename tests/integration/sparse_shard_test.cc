@@ -15,6 +15,7 @@
 #include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/sparse.h"
+#include "proto/csr_payload.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/raw_payload.h"
 #include "tests/integration/server_process.h"
@@ -50,8 +51,9 @@ CsrMatrix<Scalar> Documents(int n, int d, int empty) {
 // Two shards on one replica, loaded in chunks of at most 16 KB, answer an
 // assign step as the core does on all the points made dense: the labels
 // exactly, the counts and weights summed over the shards, the sums and
-// objective within their summation's round-off. With `empty` rows first,
-// unweighted: a float64 shard whose chunks have no values is float64 too.
+// objective within their summation's round-off; each shard's sums as rows
+// (sparse_sums) are its center_sums. With `empty` rows first, unweighted:
+// a float64 shard whose chunks have no values is float64 too.
 template <typename Scalar>
 void ExpectSparseShardsAssignAsTheCore(const std::string& address, bool weighted, int empty) {
   const int n = 3000, d = 2000, k = 8;
@@ -124,6 +126,26 @@ void ExpectSparseShardsAssignAsTheCore(const std::string& address, bool weighted
   EXPECT_LE((cluster_sums - sums.sums).cwiseAbs().maxCoeff(),
             1e-9 * sums.sums.cwiseAbs().maxCoeff());
   EXPECT_NEAR(total, objective, (std::is_same_v<Scalar, double> ? 1e-12 : 1e-5) * objective);
+
+  // The same step with the sums as rows: each shard's rows are its
+  // center_sums to the bit.
+  assign->set_return_labels(false);
+  assign->set_sparse_sums(true);
+  absl::StatusOr<std::vector<v1::JobResponse>> rows = (*shards)->Round({request, request});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  for (size_t s = 0; s < rows->size(); ++s) {
+    SCOPED_TRACE(s);
+    const v1::JobResponse& answer = (*rows)[s];
+    EXPECT_EQ(answer.center_sums_size(), 0);
+    EXPECT_EQ(std::vector<int64_t>(answer.center_counts().begin(), answer.center_counts().end()),
+              std::vector<int64_t>((*answers)[s].center_counts().begin(),
+                                   (*answers)[s].center_counts().end()));
+    const absl::StatusOr<CsrMatrix<double>> shard_sums =
+        CsrFromProto<double>(answer.center_sums_csr(), d);
+    ASSERT_TRUE(shard_sums.ok()) << shard_sums.status();
+    EXPECT_EQ(shard_sums->ToDense(),
+              Eigen::Map<const Matrix<double>>((*answers)[s].center_sums().data(), d, k));
+  }
 }
 
 TEST_F(SparseShardTest, SparseChunksOverJobStreamsAssignAsTheCoreOnTheDensePoints) {
