@@ -450,7 +450,14 @@ class DaskSparseTest(TwoReplicasTest):
                                    delta=1e-6 * got._absolute_tol)
             self.assertEqual(got.n_iter_, want.n_iter_)
             np.testing.assert_array_equal(got.labels_.compute(), want.labels_)
-        np.testing.assert_array_equal(got.predict(blocks["csr"]).compute(), want.labels_)
+        # predict, transform and score take sparse blocks, as kmt.KMeans takes
+        # sparse X.
+        fitted = kmt.KMeans(K, init=init, n_init=1, tol=1e-2, server=self.both).fit(X)
+        np.testing.assert_array_equal(got.predict(blocks["csc"]).compute(), want.labels_)
+        np.testing.assert_allclose(got.transform(blocks["csr"]).compute(), fitted.transform(X),
+                                   rtol=1e-12)
+        self.assertAlmostEqual(got.score(blocks["csr"]), fitted.score(X),
+                               delta=1e-12 * -fitted.score(X))
 
     def test_small_chunks_and_empty_rows_load_the_whole_block(self):
         # Chunks of 1 KiB: many per block, a block's first ones of empty rows
@@ -478,10 +485,10 @@ class DaskSparseTest(TwoReplicasTest):
                 # bytes of framing more.
                 self.assertTrue(all(size < (1 << 10) + 64 for _, size in chunks))
 
-    def test_kmeans_plus_plus_and_kmeans_parallel_choose_kmt_kmeans_centers(self):
+    def test_seedings_choose_kmt_kmeans_centers(self):
         X = documents(2000, 300, k=K, seed=8)
         dX = da.from_array(X, chunks=(500, -1))
-        for init, n_init in (("k-means++", 1), ("k-means++", 2), ("k-means||", 1)):
+        for init, n_init in (("k-means++", 1), ("k-means++", 2), ("k-means||", 1), ("random", 2)):
             with self.subTest(init=init, n_init=n_init):
                 options = dict(init=init, n_init=n_init, random_state=4, max_iter=5,
                                server=self.both)
