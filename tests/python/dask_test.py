@@ -507,6 +507,7 @@ class DaskSparseTest(TwoReplicasTest):
         for value, what in ((np.nan, "NaN"), (np.inf, "infinity")):
             bad = X.copy()
             bad.data[at] = value
+            bad.data[X.indptr[450]] = value  # a later one, in another block
             jobs = jobs_ended(self.server), jobs_ended(self.other)
             with self.subTest(value=value):
                 with self.assertRaisesRegex(ValueError, rf"^Input X contains {what}.* "

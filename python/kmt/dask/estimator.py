@@ -139,8 +139,9 @@ def not_finite(X):
 
 def _sparse_moments(block):
     """Of a scipy.sparse block: (rows, column means, column sums of squared
-    deviations from them, None), both float64; or (rows, None, None, (row,
-    column, whether NaN)) naming its first value that is not finite."""
+    deviations from them, None), both float64 (None without rows); or (rows,
+    None, None, (row, column, whether NaN)) naming its first value that is
+    not finite."""
     block = block.tocsr()
     n = block.shape[0]
     finite = np.isfinite(block.data)
@@ -156,30 +157,40 @@ def _sparse_moments(block):
     return n, mean, variance * n, None
 
 
+def _merged_moments(first, then):
+    """The _sparse_moments of two runs of rows, `first`'s before `then`'s,
+    as one run's (Chan, Golub and LeVeque's update)."""
+    (n_first, mean, squares, bad), (n_then, mean_then, squares_then, bad_then) = first, then
+    n = n_first + n_then
+    if bad is None and bad_then is not None:
+        bad = (n_first + bad_then[0], *bad_then[1:])
+    if bad is not None:
+        return n, None, None, bad
+    if n_first == 0 or n_then == 0:
+        return first if n_then == 0 else then
+    delta = mean_then - mean
+    return (n, mean + delta * (n_then / n),
+            squares + squares_then + delta * delta * (n_first * n_then / n), None)
+
+
 def sparse_statistics(X, *more):
     """One pass over a dask array X of sparse blocks: the mean of its
     columns' variances (scikit-learn's tolerance's, as mean_variance_axis
-    gives them for the whole of X: the blocks' moments merged in block
-    order by Chan, Golub and LeVeque's update), and the values of the dask
-    collections `more`, computed with it. A value that is not finite is
-    scikit-learn's ValueError, naming its row and column, raised once
-    here, before any block is loaded."""
-    blocks = X.to_delayed(optimize_graph=False).ravel()
-    moments, *more = dask.compute([dask.delayed(_sparse_moments)(b) for b in blocks], *more)
-    n, mean, squares = 0, np.zeros(X.shape[1]), np.zeros(X.shape[1])
-    for rows, block_mean, block_squares, bad in moments:
-        if bad is not None:
-            row, column, nan = bad
-            what = "NaN" if nan else f"infinity or a value too large for {X.dtype!r}"
-            raise ValueError(f"Input X contains {what} (row {n + row}, column {column}).")
-        if rows == 0:
-            continue
-        total = n + rows
-        delta = block_mean - mean
-        mean += delta * (rows / total)
-        squares += block_squares + delta * delta * (n * rows / total)
-        n = total
-    return float(np.mean(squares / max(n, 1))), more
+    gives them for the whole of X: the blocks' moments merged pairwise on
+    the workers, so that the client receives one run's), and the values of
+    the dask collections `more`, computed with it. A value that is not
+    finite is scikit-learn's ValueError, naming its row and column, raised
+    once here, before any block is loaded."""
+    runs = [dask.delayed(_sparse_moments)(b) for b in X.to_delayed(optimize_graph=False).ravel()]
+    while len(runs) > 1:
+        runs = [dask.delayed(_merged_moments)(*runs[i:i + 2]) if i + 1 < len(runs) else runs[i]
+                for i in range(0, len(runs), 2)]
+    (n, _, squares, bad), *more = dask.compute(runs[0], *more)
+    if bad is not None:
+        row, column, nan = bad
+        what = "NaN" if nan else f"infinity or a value too large for {X.dtype!r}"
+        raise ValueError(f"Input X contains {what} (row {row}, column {column}).")
+    return (float(np.mean(squares / n)) if n else 0.0), more
 
 
 def _client():
