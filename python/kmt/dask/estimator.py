@@ -27,17 +27,11 @@ from .. import resident
 from ..client import pb
 from ..served import (check_model_parameters, invalid_input_as_value_error, keep_parameters,
                       model_info, server_of, tls_options)
-from .job import DaskJob
+from .job import DaskJob, is_sparse
 
 # Bytes of the points (float32 or float64; a sparse shard's offsets,
 # columns and values) in one chunk of a shard on the wire.
 CHUNK_BYTES = 4 << 20
-
-
-def is_sparse(X):
-    """Whether the dask array X's blocks are scipy.sparse matrices (its
-    meta, a block of none of its rows, says so)."""
-    return sp.issparse(getattr(X, "_meta", None))
 
 
 def dask_points(X):
@@ -142,7 +136,7 @@ def _sparse_moments(block):
     deviations from them, None), both float64 (None without rows); or (rows,
     None, None, (row, column, whether NaN)) naming its first value that is
     not finite."""
-    block = block.tocsr()
+    block = block.tocsr() if sp.issparse(block) else sp.csr_matrix(block)
     n = block.shape[0]
     finite = np.isfinite(block.data)
     if not finite.all():

@@ -20,6 +20,7 @@ import uuid
 
 import grpc
 import numpy as np
+import scipy.sparse as sp
 from dask import delayed
 
 from ..client import ServiceError, pb, status_code
@@ -39,10 +40,17 @@ class _Shard:
         self.groups = []  # k-means‖'s groups of centers taken in (raw bytes), to replay
 
 
+def is_sparse(X):
+    """Whether the dask array X's blocks are scipy.sparse matrices (its
+    meta, a block of none of its rows, says so): its shards are sparse."""
+    return sp.issparse(getattr(X, "_meta", None))
+
+
 class DaskJob:
     """The shards of one fit of an (n, d) dask array `X` (chunked by rows
     only), weighted by the dask array `weights` (chunked as X) or not, over
-    the replicas `servers`, driven from the Dask client `client`."""
+    the replicas `servers`, driven from the Dask client `client`; sparse
+    shards if X's blocks are scipy.sparse (is_sparse)."""
 
     def __init__(self, client, X, weights, offset, servers, chunk_bytes, timeout, tls, log):
         self.client, self.servers, self.log = client, servers, log
@@ -52,7 +60,8 @@ class DaskJob:
         self.weighted = weights is not None
         self.dtype = X.dtype
         self.spec = worker.FitSpec(uuid.uuid4().hex, X.shape[1], offset, chunk_bytes, timeout,
-                                   tuple(sorted(tls.items())), X.dtype == np.float64)
+                                   tuple(sorted(tls.items())), X.dtype == np.float64,
+                                   is_sparse(X))
         self.alive = [True] * len(servers)
         self.shards = []
         self.moves = 0          # shards loaded again after their worker or replica failed

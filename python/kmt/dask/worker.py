@@ -38,13 +38,12 @@ class FitSpec:
     """What every task of one fit needs to know."""
     fit_id: str
     d: int
-    # (d,) subtracted from every point before it is sent; None for sparse X,
-    # whose blocks travel as their nonzeros, unshifted
-    offset: np.ndarray
+    offset: np.ndarray  # (d,) subtracted from every point before it is sent, or None
     chunk_bytes: int    # of a shard's chunks on the wire
     timeout: float      # each Job stream's deadline in seconds, or None
     tls: tuple          # kmt.channel's TLS options as (name, value) pairs
     float64: bool = False  # float64 shards (float64 X), held and computed in double
+    sparse: bool = False   # sparse shards (X of scipy.sparse blocks), unshifted
 
 
 def float64_bytes(values):
@@ -289,12 +288,14 @@ def _checked_rows(block, offset, index):
 
 
 def _chunks(spec, block, index, weights):
-    """Block `index`'s ShardChunks: a scipy.sparse block (CSR, or another
-    format converted to CSR once) as a sparse shard when the fit shifts
-    nothing, any other as a dense one."""
-    if sp.issparse(block) and spec.offset is None:
+    """Block `index`'s ShardChunks: a sparse fit's as a sparse shard (CSR,
+    another format converted to CSR once; a dense block too, so that every
+    shard of the fit is sparse), another's as a dense one (a scipy.sparse
+    block made dense a chunk at a time)."""
+    if spec.sparse:
         try:
-            csr = resident.csr_arrays(block, np.float64 if spec.float64 else np.float32)
+            csr = resident.csr_arrays(block if sp.issparse(block) else sp.csr_matrix(block),
+                                      np.float64 if spec.float64 else np.float32)
         except ValueError as e:
             raise ValueError(f"block {index}: {e}") from None
         return sparse_chunks(csr, weights, spec.d, spec.chunk_bytes, spec.float64)
