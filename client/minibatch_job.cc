@@ -143,6 +143,7 @@ absl::StatusOr<MiniBatchResult> RunMiniBatchJob(const MiniBatchOptions& options,
         sample->set_k(k);
         PutCenters(centers, float64, sample);
         sample->mutable_rows()->Assign(split.rows[s].begin(), split.rows[s].end());
+        sample->set_sparse_sums(options.sparse);
         requests[s] = std::move(request);
       }
       absl::StatusOr<std::vector<v1::JobResponse>> answers = round(requests);
@@ -152,9 +153,10 @@ absl::StatusOr<MiniBatchResult> RunMiniBatchJob(const MiniBatchOptions& options,
       *objective = 0;
       for (size_t s = 0; s < sizes.size(); ++s) {
         if (split.rows[s].empty()) continue;
-        absl::StatusOr<ClusterSums> shard = StepSums((*answers)[s], d, k, options.weighted);
-        if (!shard.ok()) return shard.status();
-        total.Add(*shard);
+        if (absl::Status status = AddStepSums((*answers)[s], d, k, options.weighted, &total);
+            !status.ok()) {
+          return status;
+        }
         *objective += (*answers)[s].objective();
       }
       return total;
@@ -209,6 +211,7 @@ absl::StatusOr<MiniBatchResult> RunOnReplicas(ReplicaShardOptions replicas,
                                               Source source) {
   options.weighted = !replicas.weights.empty() || !replicas.weights_f64.empty();
   options.rules.float64 = std::is_same_v<Scalar, double>;
+  options.sparse = std::is_same_v<Source, CsrSource<Scalar>>;
   replicas.count_label_changes = false;
   const auto start = Clock::now();
   absl::StatusOr<std::unique_ptr<ReplicaShards>> shards =

@@ -27,8 +27,11 @@
 namespace kmt {
 
 struct MiniBatchOptions {
-  MiniBatchRules rules;     ///< k, the batch size, the steps, the stopping rules, the log
-  bool weighted = false;    ///< the shards are weighted
+  MiniBatchRules rules;   ///< k, the batch size, the steps, the stopping rules, the log
+  bool weighted = false;  ///< the shards are weighted
+  /// The shards hold sparse points: their sums come as rows of the
+  /// clusters' columns (SampleSumsStep.sparse_sums).
+  bool sparse = false;
   Matrix<double> centers;   ///< d x k initial centers
   NumpyRandomState random;  ///< the stream the batches are drawn from
   /// A job held in one shard runs its steps on that shard (one

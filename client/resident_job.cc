@@ -13,7 +13,9 @@
 #include "core/cluster_sums.h"
 #include "core/init.h"
 #include "core/seeding.h"
+#include "core/sparse.h"
 #include "core/validation.h"
+#include "proto/csr_payload.h"
 #include "proto/raw_payload.h"
 
 namespace kmt {
@@ -27,23 +29,39 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-absl::StatusOr<ClusterSums> StepSums(const v1::JobResponse& a, int d, int k, bool weighted) {
-  if (a.center_counts_size() != k || a.center_sums_size() != int64_t{k} * d ||
+absl::Status AddStepSums(const v1::JobResponse& a, int d, int k, bool weighted, ClusterSums* into) {
+  const bool rows = a.has_center_sums_csr();
+  if (a.center_counts_size() != k || a.center_sums_size() != (rows ? 0 : int64_t{k} * d) ||
       a.center_weights_size() != (weighted ? k : 0)) {
     return absl::InternalError(absl::StrCat("a step answered ", a.center_counts_size(), " counts, ",
                                             a.center_sums_size(), " sums and ",
                                             a.center_weights_size(), " weights for k = ", k,
                                             ", d = ", d, weighted ? " on weighted points" : ""));
   }
-  ClusterSums sums(d, k);
-  sums.counts.assign(a.center_counts().begin(), a.center_counts().end());
-  sums.sums = Eigen::Map<const Matrix<double>>(a.center_sums().data(), d, k);
-  if (weighted) {
-    sums.weights.assign(a.center_weights().begin(), a.center_weights().end());
+  if (rows) {
+    absl::StatusOr<CsrMatrix<double>> csr =
+        CsrFromProto<double>(a.center_sums_csr(), d, "center_sums_csr");
+    if (!csr.ok() || csr->rows() != k) {
+      return absl::InternalError(absl::StrCat(
+          "a step answered center_sums_csr ",
+          csr.ok() ? absl::StrCat("of ", csr->rows(), " rows") : csr.status().message(),
+          " for k = ", k, ", d = ", d));
+    }
+    // Center j's sum at its cluster's columns, 0 elsewhere, which adds
+    // nothing: the bits of adding center_sums, without a d x k buffer.
+    for (int j = 0; j < k; ++j) {
+      for (int64_t p = csr->indptr()[j]; p < csr->indptr()[j + 1]; ++p) {
+        into->sums(csr->indices()[p], j) += csr->values()[p];
+      }
+    }
   } else {
-    sums.weights.assign(sums.counts.begin(), sums.counts.end());
+    into->sums += Eigen::Map<const Matrix<double>>(a.center_sums().data(), d, k);
   }
-  return sums;
+  for (int j = 0; j < k; ++j) {
+    into->counts[j] += a.center_counts(j);
+    into->weights[j] += weighted ? a.center_weights(j) : static_cast<double>(a.center_counts(j));
+  }
+  return absl::OkStatus();
 }
 
 std::vector<int64_t> ShardFirsts(const std::vector<int64_t>& sizes) {
@@ -347,8 +365,8 @@ absl::StatusOr<Matrix<Scalar>> RandomStart(ShardSet& job, int d, int k, uint64_t
 }
 
 template <typename Scalar>
-v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool labels, int64_t farthest,
-                             bool objective = true) {
+v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool sparse_sums, bool labels,
+                             int64_t farthest, bool objective = true) {
   v1::JobRequest request;
   v1::AssignStep* step = request.mutable_assign();
   step->set_k(static_cast<int>(centers.cols()));
@@ -357,6 +375,7 @@ v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool labels, int64_t
   step->set_raw_labels(labels);
   step->set_farthest(farthest);
   step->set_omit_objective(!objective);
+  step->set_sparse_sums(sparse_sums);
   return request;
 }
 
@@ -365,15 +384,19 @@ v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool labels, int64_t
 // merged in the order core/empty_clusters.h's RelocateEmptyClusters takes
 // them on all points at once (farthest first, the lower index first), each
 // moved from its cluster into an empty one. Returns how many moved.
+// `sparse_sums`: the shards are sparse (their sums, unread here, come as
+// rows).
 template <typename Scalar>
-absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<Scalar>& centers, ClusterSums* sums) {
+absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<Scalar>& centers, bool sparse_sums,
+                                 ClusterSums* sums) {
   std::vector<int> empty;
   for (size_t j = 0; j < sums->weights.size(); ++j) {
     if (!(sums->weights[j] > 0)) empty.push_back(static_cast<int>(j));
   }
   if (empty.empty()) return 0;
   const int d = static_cast<int>(centers.rows());
-  const v1::JobRequest request = AssignRequest(centers, false, static_cast<int64_t>(empty.size()));
+  const v1::JobRequest request =
+      AssignRequest(centers, sparse_sums, false, static_cast<int64_t>(empty.size()));
   absl::StatusOr<std::vector<v1::JobResponse>> answers =
       AskEach(job, [&](size_t) -> std::optional<v1::JobRequest> { return request; });
   if (!answers.ok()) return answers.status();
@@ -433,7 +456,7 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scal
     const auto start = Clock::now();
     const bool with_objective = t == 0 || last || options.iteration_objectives;
     const v1::JobRequest request =
-        AssignRequest(centers, last && options.labels, 0, with_objective);
+        AssignRequest(centers, options.sparse, last && options.labels, 0, with_objective);
     absl::StatusOr<std::vector<v1::JobResponse>> answers =
         AskEach(job, [&](size_t) -> std::optional<v1::JobRequest> { return request; });
     if (!answers.ok()) return answers.status();
@@ -443,9 +466,7 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scal
     bool compared = true;
     int64_t changed = 0;
     for (const v1::JobResponse& a : *answers) {
-      absl::StatusOr<ClusterSums> shard = StepSums(a, d, k, options.weighted);
-      if (!shard.ok()) return shard.status();
-      sums.Add(*shard);
+      if (absl::Status s = AddStepSums(a, d, k, options.weighted, &sums); !s.ok()) return s;
       objective += a.objective();
       compared &= a.labels_compared();
       changed += a.labels_changed();
@@ -478,7 +499,7 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scal
       break;
     }
     if (relocate) {
-      absl::StatusOr<int64_t> moved = Relocate(job, centers, &sums);
+      absl::StatusOr<int64_t> moved = Relocate(job, centers, options.sparse, &sums);
       if (!moved.ok()) return moved.status();
       result->relocations += *moved;
       if (*moved > 0 && options.log)
@@ -665,6 +686,7 @@ absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
   }
   options.weighted = !weights.empty();
   options.float64 = std::is_same_v<Scalar, double>;
+  options.sparse = std::is_same_v<Source, CsrSource<Scalar>>;
   if (options.weighted && options.seeding == ResidentSeeding::kRandom) {
     if constexpr (std::is_same_v<Scalar, double>) {
       options.weights_f64 = weights;

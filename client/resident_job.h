@@ -67,6 +67,10 @@ struct ResidentJobOptions {
   /// The shards hold float64 points (ShardChunk.points_f64): the centers
   /// are computed in double and travel as float64.
   bool float64 = false;
+  /// The shards hold sparse points (ShardChunk.points_csr): their cluster
+  /// sums come as rows of the clusters' columns (AssignStep.sparse_sums),
+  /// a fraction of k x d doubles at a large d.
+  bool sparse = false;
   /// The points' weights, needed only by kRandom on weighted shards
   /// (weights_f64 in a float64 job).
   std::vector<float> weights;
@@ -141,10 +145,12 @@ absl::StatusOr<Labels> StepLabels(const v1::JobResponse& answer);
 double SecondsSince(std::chrono::steady_clock::time_point start);
 // Each shard's first point in the dataset, from the shards' sizes.
 std::vector<int64_t> ShardFirsts(const std::vector<int64_t>& sizes);
-// One shard's answer to an assign or sample-sums step as cluster sums,
-// checked against k and d: the weights are the counts on an unweighted
-// shard.
-absl::StatusOr<ClusterSums> StepSums(const v1::JobResponse& answer, int d, int k, bool weighted);
+// Adds one shard's answer to an assign or sample-sums step, checked against
+// k and d, to `into` (ClusterSums::Add's bits): its center_sums, or a sparse
+// shard's center_sums_csr rows (0 elsewhere); the weights are the counts on
+// an unweighted shard.
+absl::Status AddStepSums(const v1::JobResponse& answer, int d, int k, bool weighted,
+                         ClusterSums* into);
 // A job's centers as bytes in its precision: a float32 job's as the _f32
 // bytes, a float64 job's as the _f64 ones (PutMatrix, proto/raw_payload.h,
 // where they travel as the repeated float field or the _f64 bytes).

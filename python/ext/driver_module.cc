@@ -9,7 +9,8 @@
 // runs the job;
 // `minibatch_fit` loads them and runs mini-batch k-means' steps (client/minibatch_job.h); `drive`
 // runs the job over shards a Python object holds (kmt.dask's workers), whose steps cross as
-// serialized JobRequest and JobResponse messages; `Client.cluster` streams ClusterRequests
+// serialized JobRequest and JobResponse messages (sparse=True: sparse shards, their sums asked as
+// rows); `Client.cluster` streams ClusterRequests
 // (kmt.Client.cluster_each). Each releases the GIL while it runs; Python callbacks take it back. A
 // float64 job (float64=True) takes its points, weights and starts as float64, loads float64 shards
 // and answers float64 centers.
@@ -593,13 +594,14 @@ py::dict Drive(const py::object& shards, int d, int k, const std::optional<py::a
                const std::string& init, int kmeans_parallel_rounds,
                double kmeans_parallel_oversampling, const std::string& empty_clusters, int n_init,
                const Starts& starts, bool labels, bool float64, bool iteration_objectives,
-               const py::object& log, const py::object& on_iteration) {
+               const py::object& log, const py::object& on_iteration, bool sparse) {
   PythonFailure failure;
   ResidentJobOptions options =
       JobOptions(d, k, iterations, center_tol, seed, init, kmeans_parallel_rounds,
                  kmeans_parallel_oversampling, empty_clusters, n_init, starts, labels, float64,
                  iteration_objectives, &failure, log, on_iteration);
   options.weighted = weighted;
+  options.sparse = sparse;
   if (weights && float64) {
     options.weights_f64 = WeightsOf<double>(*weights, -1);
   } else if (weights) {
@@ -884,7 +886,7 @@ PYBIND11_MODULE(_driver, m) {
         py::arg("kmeans_parallel_oversampling"), py::arg("empty_clusters"), py::arg("n_init"),
         py::arg("starts") = py::none(), py::arg("labels"), py::arg("float64") = false,
         py::arg("iteration_objectives") = true, py::arg("log") = py::none(),
-        py::arg("on_iteration") = py::none());
+        py::arg("on_iteration") = py::none(), py::arg("sparse") = false);
   py::class_<kmt::CompiledClient>(m, "Client")
       .def(py::init<const std::string&, int, int, int, int, std::optional<double>, bool,
                     const std::string&, const std::string&, const std::string&,
