@@ -14,7 +14,10 @@
 // runs the core's sparse twin of the dense one (AssignNearestSparse with
 // product distances, the seeding and farthest points over CSR); the points
 // a step returns come back dense. Its assign steps keep no bounds: each
-// one scores every center, O(nnz k).
+// one scores every center, O(nnz k). Its assign and sample-sums steps may
+// answer their cluster sums as compressed sparse rows (sparse_sums,
+// core/sparse_sums.h), about the clusters' nonzeros rather than k*d
+// doubles.
 #ifndef KMT_SERVER_RESIDENT_SHARD_H_
 #define KMT_SERVER_RESIDENT_SHARD_H_
 
