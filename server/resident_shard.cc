@@ -330,6 +330,25 @@ absl::StatusOr<CsrMatrix<Scalar>> ChunkRows(const v1::CsrPoints& csr, int64_t d,
   return chunk;
 }
 
+// An assign step's centers sent as compressed sparse rows (centers_csr: k
+// rows of d, the zeros of the means of sparse points left out), made
+// dense: the same values as centers_f32 or centers_f64 would carry.
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> CentersFromCsr(const v1::AssignStep& step, int64_t d) {
+  if (step.centers_size() > 0 || !step.centers_f32().empty() || !step.centers_f64().empty()) {
+    return absl::InvalidArgumentError(
+        "centers_csr and a dense centers field are both set; send one of them");
+  }
+  absl::StatusOr<CsrMatrix<Scalar>> rows =
+      CsrFromProto<Scalar>(step.centers_csr(), d, "centers_csr");
+  if (!rows.ok()) return rows.status();
+  if (rows->rows() != step.k()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("centers_csr has ", rows->rows(), " rows for k = ", step.k(), " centers"));
+  }
+  return rows->ToDense();
+}
+
 }  // namespace
 
 ResidentShard::ResidentShard(ResidentMemory* memory, const Limits& limits)
@@ -624,7 +643,9 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
     return s;
   }
   absl::StatusOr<Matrix<Scalar>> centers;
-  if constexpr (kIsFloat64) {
+  if (step.has_centers_csr()) {
+    centers = CentersFromCsr<Scalar>(step, d);
+  } else if constexpr (kIsFloat64) {
     centers = RawMatrix<double>({"centers", "k", step.k(), "d", d}, 0, step.centers_f64());
   } else {
     centers = step.centers_f32().empty() ? CentersFromRowMajor<float>(step.centers(), step.k(), d)

@@ -1228,6 +1228,44 @@ void ExpectSparseShardAnswersAsDense() {
               "assign.sparse_sums is set for a dense shard (its points came dense): its sums come "
               "as center_sums");
   }
+  // The centers as compressed sparse rows (centers_csr): the step of the
+  // same centers sent dense, on either shard.
+  {
+    v1::AssignStep dense_centers;
+    dense_centers.set_k(k);
+    dense_centers.set_return_labels(true);
+    PutBytes(Values(centers), dense_centers.mutable_centers_f32(),
+             dense_centers.mutable_centers_f64());
+    v1::AssignStep sparse_centers = dense_centers;
+    sparse_centers.clear_centers_f32();
+    sparse_centers.clear_centers_f64();
+    const CsrMatrix<Scalar> rows = CsrMatrix<Scalar>::FromDense(centers);
+    v1::CsrPoints* csr = sparse_centers.mutable_centers_csr();
+    EncodeInt64(rows.indptr(), csr->mutable_indptr_i64());
+    EncodeInt32(std::vector<int>(rows.indices().begin(), rows.indices().end()),
+                csr->mutable_indices_i32());
+    PutBytes(absl::MakeConstSpan(rows.values()), csr->mutable_values_f32(),
+             csr->mutable_values_f64());
+    csr->set_float64(kIsFloat64<Scalar>);
+    EXPECT_LT(rows.nnz(), int64_t{k} * d);
+    for (ResidentShard* shard : {&sparse, &full}) {
+      v1::JobResponse a, b;
+      ASSERT_TRUE(shard->Assign(dense_centers, &a).ok());
+      const absl::Status s = shard->Assign(sparse_centers, &b);
+      ASSERT_TRUE(s.ok()) << s;
+      EXPECT_EQ(Vec(b.labels()), Vec(a.labels()));
+      EXPECT_EQ(Vec(b.center_sums()), Vec(a.center_sums()));
+      EXPECT_EQ(b.objective(), a.objective());
+    }
+    v1::AssignStep both = sparse_centers;
+    PutBytes(Values(centers), both.mutable_centers_f32(), both.mutable_centers_f64());
+    EXPECT_EQ(sparse.Assign(both, &response).message(),
+              "centers_csr and a dense centers field are both set; send one of them");
+    v1::AssignStep fewer = sparse_centers;
+    fewer.set_k(k + 1);
+    EXPECT_EQ(sparse.Assign(fewer, &response).message(),
+              absl::StrCat("centers_csr has ", k, " rows for k = ", k + 1, " centers"));
+  }
   // A refused step leaves the shard as it was.
   v1::AssignStep bad;
   bad.set_k(0);
