@@ -527,22 +527,31 @@ class DaskWideSparseTest(ServedTest):
         d = 1 << 17
         X = documents(4000, d, k=K, per_row=30, dtype=np.float32)
         init = starts(X, K)
-        steps = []
-        submit = client.submit
+        steps, answered = [], []
+        submit, round_of = client.submit, kmt.dask.job.DaskJob.round
 
         def noted(function, *args, **kwargs):
             if function is kmt.dask.worker.step:
                 steps.append(args[1])
             return submit(function, *args, **kwargs)
-        with chunks_sent() as chunks, mock.patch.object(client, "submit", noted):
+
+        def sized(job, requests):
+            answers = round_of(job, requests)
+            answered.append(sum(len(a) for a in answers))
+            return answers
+        with chunks_sent() as chunks, mock.patch.object(client, "submit", noted), \
+                mock.patch.object(kmt.dask.job.DaskJob, "round", sized):
             got = kmt.dask.KMeans(K, init=init, n_init=1, max_iter=4, tol=0.0,
                                   server=self.server.address).fit(
                 da.from_array(X, chunks=(500, -1)))
         # A step's centers (2.6 MB) go to each worker once, not once for
-        # each of its shards.
+        # each of its shards; the shards' sums come back as rows of their
+        # nonzero columns (at most 12 bytes a nonzero of X), not as 8
+        # dense 6 x 2^17 matrices of doubles (50 MB).
         self.assertGreaterEqual(len(steps), 4)
         for requests in steps:
             self.assertEqual(len(set(requests)), len(requests))
+        self.assertLess(max(answered), 12 * X.nnz + 64 * X.shape[0] + (64 << 10))
         want = sklearn.cluster.KMeans(K, init=init, n_init=1, max_iter=4, tol=0.0).fit(X)
         np.testing.assert_array_equal(got.labels_.compute(), want.labels_)
         np.testing.assert_allclose(got.cluster_centers_, want.cluster_centers_, rtol=1e-5,

@@ -327,8 +327,8 @@ class KMeans(_kmeans.KMeans):
         answer = resident.driver_errors(
             resident.driver().drive, job, job.spec.d, self.n_clusters,
             weights=job.all_weights() if random and job.weighted else None,
-            weighted=job.weighted, center_tol=self._absolute_tol, labels=True,
-            iteration_objectives=bool(self.verbose), log=log,
+            weighted=job.weighted, sparse=job.spec.sparse, center_tol=self._absolute_tol,
+            labels=True, iteration_objectives=bool(self.verbose), log=log,
             on_iteration=self._iteration_done, **options)
         result = resident.result_of(answer)
         seconds["init"] += answer["init_seconds"]
