@@ -544,10 +544,10 @@ class DaskWideSparseTest(ServedTest):
             got = kmt.dask.KMeans(K, init=init, n_init=1, max_iter=4, tol=0.0,
                                   server=self.server.address).fit(
                 da.from_array(X, chunks=(500, -1)))
-        # A step's centers (2.6 MB) go to each worker once, not once for
-        # each of its shards; the shards' sums come back as rows of their
-        # nonzero columns (at most 12 bytes a nonzero of X), not as 8
-        # dense 6 x 2^17 matrices of doubles (50 MB).
+        # A step's centers go to each worker once, not once for each of its
+        # shards; the shards' sums come back as rows of their nonzero
+        # columns (at most 12 bytes a nonzero of X), not as 8 dense
+        # 6 x 2^17 matrices of doubles (50 MB).
         self.assertGreaterEqual(len(steps), 4)
         for requests in steps:
             self.assertEqual(len(set(requests)), len(requests))
