@@ -364,18 +364,51 @@ absl::StatusOr<Matrix<Scalar>> RandomStart(ShardSet& job, int d, int k, uint64_t
   return centers;
 }
 
+// The centers (d x k) as k compressed sparse rows of their nonzeros, in
+// their precision: the means of sparse points are zero wherever no point of
+// their cluster has a nonzero.
 template <typename Scalar>
-v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool sparse_sums, bool labels,
+void PutCentersCsr(const Matrix<Scalar>& centers, v1::CsrPoints* csr) {
+  std::vector<int64_t> indptr = {0};
+  std::vector<int32_t> indices;
+  std::vector<Scalar> values;
+  for (Eigen::Index j = 0; j < centers.cols(); ++j) {
+    for (Eigen::Index l = 0; l < centers.rows(); ++l) {
+      if (centers(l, j) == 0) continue;
+      indices.push_back(static_cast<int32_t>(l));
+      values.push_back(centers(l, j));
+    }
+    indptr.push_back(static_cast<int64_t>(indices.size()));
+  }
+  EncodeInt64(indptr, csr->mutable_indptr_i64());
+  EncodeInt32(indices, csr->mutable_indices_i32());
+  if constexpr (std::is_same_v<Scalar, double>) {
+    EncodeFloat64(values, csr->mutable_values_f64());
+    csr->set_float64(true);
+  } else {
+    EncodeFloat32(values, csr->mutable_values_f32());
+  }
+}
+
+// An assign step under `centers`; on `sparse` shards the centers go as
+// their nonzeros (centers_csr) and the sums come back as rows
+// (sparse_sums).
+template <typename Scalar>
+v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool sparse, bool labels,
                              int64_t farthest, bool objective = true) {
   v1::JobRequest request;
   v1::AssignStep* step = request.mutable_assign();
   step->set_k(static_cast<int>(centers.cols()));
-  PutBytes(centers, step->mutable_centers_f32(), step->mutable_centers_f64());
+  if (sparse) {
+    PutCentersCsr(centers, step->mutable_centers_csr());
+  } else {
+    PutBytes(centers, step->mutable_centers_f32(), step->mutable_centers_f64());
+  }
   step->set_return_labels(labels);
   step->set_raw_labels(labels);
   step->set_farthest(farthest);
   step->set_omit_objective(!objective);
-  step->set_sparse_sums(sparse_sums);
+  step->set_sparse_sums(sparse);
   return request;
 }
 
@@ -384,10 +417,9 @@ v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool sparse_sums, bo
 // merged in the order core/empty_clusters.h's RelocateEmptyClusters takes
 // them on all points at once (farthest first, the lower index first), each
 // moved from its cluster into an empty one. Returns how many moved.
-// `sparse_sums`: the shards are sparse (their sums, unread here, come as
-// rows).
+// `sparse`: the shards are sparse (AssignRequest).
 template <typename Scalar>
-absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<Scalar>& centers, bool sparse_sums,
+absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<Scalar>& centers, bool sparse,
                                  ClusterSums* sums) {
   std::vector<int> empty;
   for (size_t j = 0; j < sums->weights.size(); ++j) {
@@ -396,7 +428,7 @@ absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<Scalar>& centers, b
   if (empty.empty()) return 0;
   const int d = static_cast<int>(centers.rows());
   const v1::JobRequest request =
-      AssignRequest(centers, sparse_sums, false, static_cast<int64_t>(empty.size()));
+      AssignRequest(centers, sparse, false, static_cast<int64_t>(empty.size()));
   absl::StatusOr<std::vector<v1::JobResponse>> answers =
       AskEach(job, [&](size_t) -> std::optional<v1::JobRequest> { return request; });
   if (!answers.ok()) return answers.status();

@@ -67,9 +67,10 @@ struct ResidentJobOptions {
   /// The shards hold float64 points (ShardChunk.points_f64): the centers
   /// are computed in double and travel as float64.
   bool float64 = false;
-  /// The shards hold sparse points (ShardChunk.points_csr): their cluster
-  /// sums come as rows of the clusters' columns (AssignStep.sparse_sums),
-  /// a fraction of k x d doubles at a large d.
+  /// The shards hold sparse points (ShardChunk.points_csr): an assign
+  /// step's centers go as their nonzeros (AssignStep.centers_csr) and its
+  /// cluster sums come as rows of the clusters' columns (sparse_sums),
+  /// each a fraction of k x d values at a large d.
   bool sparse = false;
   /// The points' weights, needed only by kRandom on weighted shards
   /// (weights_f64 in a float64 job).
