@@ -24,7 +24,7 @@ import os
 import sys
 
 import numpy as np
-from pybench import print_thread_pools, started_server, timed
+from pybench import agreement, print_thread_pools, server_for, timed
 from render_tables import minibatch_table, write_result
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
@@ -66,11 +66,7 @@ def main():
 
     import sklearn.cluster
 
-    proc = None
-    server = args.server
-    if not server:
-        proc, server = started_server(args.server_binary)
-    try:
+    with server_for(args.server, args.server_binary) as server:
         print_thread_pools(args.sklearn_threads)
         rows = []
         load_at_start = os.getloadavg()[0]
@@ -90,17 +86,11 @@ def main():
                 raise SystemExit(f"kmt's inertia {a.inertia_} is more than 1% from "
                                  f"scikit-learn's {b.inertia_}")
             rows.append(dict(n=n, d=d, k=k, steps=int(a.n_steps_), repeats=args.repeats,
-                             kmt_s=round(ours[0], 4), sklearn_s=round(theirs[0], 4),
-                             inertia_vs_sklearn=abs(a.inertia_ - b.inertia_) / b.inertia_,
-                             labels_equal=float((a.labels_ == b.labels_).mean())))
+                             **agreement(ours, theirs)))
             print(minibatch_table(rows)[-1], flush=True)
         print("\n".join(minibatch_table(rows)))
         if args.results:
             write_result(args.results, rows, load_average_at_start=load_at_start)
-    finally:
-        if proc:
-            proc.terminate()
-            proc.wait()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """What the Python benchmarks share: a kmt-server of their own on a free
-loopback port, the thread pools of the peers they time, and sides timed in
-turns."""
+loopback port, the thread pools of the peers they time, sides timed in
+turns, and how two fits agree."""
+import contextlib
 import os
 import statistics
 import subprocess
@@ -48,6 +49,31 @@ def started_server(binary, *flags):
             raise SystemExit(f"{binary} did not start")
         time.sleep(0.05)
     return proc, f"127.0.0.1:{int(open(port_file).read())}"
+
+
+@contextlib.contextmanager
+def server_for(address, binary, *flags):
+    """`address` if it is given, else the address of a kmt-server started
+    from `binary` with `flags` (started_server), stopped on the way out."""
+    if address:
+        yield address
+        return
+    proc, started = started_server(binary, *flags)
+    try:
+        yield started
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def agreement(ours, theirs):
+    """The fields of a row comparing two sides timed by `timed`: each side's
+    median seconds, and how far the last runs' fitted estimators are apart
+    (their inertias' relative difference, the share of equal labels)."""
+    a, b = ours[3], theirs[3]
+    return dict(kmt_s=round(ours[0], 4), sklearn_s=round(theirs[0], 4),
+                inertia_vs_sklearn=abs(a.inertia_ - b.inertia_) / b.inertia_,
+                labels_equal=float((a.labels_ == b.labels_).mean()))
 
 
 def print_thread_pools(limit=0):

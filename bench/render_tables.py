@@ -110,8 +110,29 @@ def minibatch_table(rows):
     return lines
 
 
+def sparse_table(rows):
+    """bench/sparse_bench.py's table: one row a k, each side's median time,
+    kmt's over scikit-learn's, their agreement, what kmt's fit adds to the
+    client's resident set and the server's peak, against the matrix's CSR
+    and dense bytes."""
+    mib = 2 ** 20
+    lines = ["| n × d, k, iterations | kmt | scikit-learn | kmt's time / scikit-learn's | "
+             "inertia vs scikit-learn | labels equal | the fit's client memory | server peak |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(
+            f"| {row['n']:,} × {row['d']:,} ({row['nnz'] / row['n']:.0f} nonzeros a row, "
+            f"{row['csr_bytes'] / mib:.0f} MiB as CSR, {row['dense_bytes'] / 2**30:.0f} GiB "
+            f"dense), k = {row['k']}, {row['iterations']}, median of {row['repeats']} | "
+            f"{row['kmt_s']:.2f} s | {row['sklearn_s']:.2f} s | "
+            f"{row['kmt_s'] / row['sklearn_s']:.2f} | {row['inertia_vs_sklearn']:.1e} | "
+            f"{100 * row['labels_equal']:.2f}% | {row['client_peak_bytes'] / mib:.0f} MiB | "
+            f"{row['server_peak_bytes'] / mib:.0f} MiB |")
+    return lines
+
+
 TABLES = {"embeddings": embeddings_table, "python_kmeans": python_kmeans_table,
-          "minibatch": minibatch_table}
+          "minibatch": minibatch_table, "sparse": sparse_table}
 
 
 def machine():

@@ -56,24 +56,34 @@ absl::Status CheckLimits(const v1::ClusterRequest& r, const Limits& limits) {
   return absl::OkStatus();
 }
 
-// The batch, its payloads read as Scalar: the model's version, the server's
-// limits, the batch, its plan, the run, each checked once.
-template <typename Scalar>
-absl::Status RunAs(const ModelRegistry& registry, const Limits& limits, const v1::ClusterRequest& r,
-                   const StopCheck& check, v1::ClusterResponse* out) {
-  // The version resolved now is the one this batch runs to its end, whatever
-  // a reload publishes meanwhile.
+// The model version a batch runs, within the server's limits (a fitted
+// model's k included). The version resolved now is the one the batch runs
+// to its end, whatever a reload publishes meanwhile.
+absl::StatusOr<std::shared_ptr<const RegistryEntry>> Served(const ModelRegistry& registry,
+                                                            const Limits& limits,
+                                                            const v1::ClusterRequest& r) {
   absl::StatusOr<std::shared_ptr<const RegistryEntry>> served =
       registry.Resolve(r.model(), r.model_version());
   if (!served.ok()) return served.status();
   if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
-  const ServedModel<Scalar>& model = (*served)->served<Scalar>();
   const FittedCenters* fitted = (*served)->fitted.get();
   if (fitted != nullptr && fitted->k() > limits.max_k) {
     return absl::InvalidArgumentError(absl::StrCat("model '", r.model(), "' has k = ", fitted->k(),
                                                    " centers, beyond this server's limit of ",
                                                    limits.max_k, " (--max_k)"));
   }
+  return served;
+}
+
+// The batch, its payloads read as Scalar: the model's version, the server's
+// limits, the batch, its plan, the run, each checked once.
+template <typename Scalar>
+absl::Status RunAs(const ModelRegistry& registry, const Limits& limits, const v1::ClusterRequest& r,
+                   const StopCheck& check, v1::ClusterResponse* out) {
+  absl::StatusOr<std::shared_ptr<const RegistryEntry>> served = Served(registry, limits, r);
+  if (!served.ok()) return served.status();
+  const ServedModel<Scalar>& model = (*served)->served<Scalar>();
+  const FittedCenters* fitted = (*served)->fitted.get();
   absl::StatusOr<Batch<Scalar>> batch =
       fitted != nullptr ? BatchFromRequest<Scalar>(r, *fitted) : BatchFromRequest<Scalar>(r);
   if (!batch.ok()) return batch.status();
@@ -117,10 +127,8 @@ template <typename Scalar>
 absl::Status RunSparseAs(const ModelRegistry& registry, const Limits& limits,
                          const v1::ClusterRequest& r, const StopCheck& check,
                          v1::ClusterResponse* out) {
-  absl::StatusOr<std::shared_ptr<const RegistryEntry>> served =
-      registry.Resolve(r.model(), r.model_version());
+  absl::StatusOr<std::shared_ptr<const RegistryEntry>> served = Served(registry, limits, r);
   if (!served.ok()) return served.status();
-  if (absl::Status s = CheckLimits(r, limits); !s.ok()) return s;
   const ServedModel<Scalar>& model = (*served)->served<Scalar>();
   const FittedCenters* fitted = (*served)->fitted.get();
   // Lloyd's, or spherical k-means: the same steps on rows and centers of
@@ -134,11 +142,6 @@ absl::Status RunSparseAs(const ModelRegistry& registry, const Limits& limits,
         "model '", r.model(),
         "' with points_csr: sparse points are clustered by exact Lloyd's (lloyd-onehot, or a "
         "fitted model) or spherical k-means, not by a learned model or another variant"));
-  }
-  if (fitted != nullptr && fitted->k() > limits.max_k) {
-    return absl::InvalidArgumentError(absl::StrCat("model '", r.model(), "' has k = ", fitted->k(),
-                                                   " centers, beyond this server's limit of ",
-                                                   limits.max_k, " (--max_k)"));
   }
   absl::StatusOr<SparseBatch<Scalar>> batch = SparseBatchFromRequest<Scalar>(r, fitted);
   if (!batch.ok()) return batch.status();

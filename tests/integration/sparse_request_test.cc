@@ -22,6 +22,7 @@
 #include "proto/model_file.h"
 #include "proto/raw_payload.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/service_fixture.h"
 #include "tests/support/sparse_documents.h"
 
 namespace kmt {
@@ -63,19 +64,11 @@ class SparseRequestTest : public ::testing::Test {
     return *docs;
   }
 
-  // Every request on one stream; the responses and the stream's status.
+  // Every request on one stream: the responses and the stream's status.
   static std::pair<std::vector<v1::ClusterResponse>, grpc::Status> Exchange(
       const std::vector<v1::ClusterRequest>& requests) {
-    auto stub = v1::KMeansTransformer::NewStub(
-        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
-    auto stream = stub->Cluster(&context);
-    for (const v1::ClusterRequest& r : requests) EXPECT_TRUE(stream->Write(r));
-    stream->WritesDone();
-    std::vector<v1::ClusterResponse> responses;
-    for (v1::ClusterResponse r; stream->Read(&r);) responses.push_back(r);
-    return {responses, stream->Finish()};
+    kmt::Exchange e = Stream(server_->address(), requests);
+    return {std::move(e.responses), e.status};
   }
 
   static std::filesystem::path model_dir_;
