@@ -407,6 +407,18 @@ class ReplicaShards::Impl {
             indptr[first], " to ", indptr[last]));
       }
       if (*moments) {
+        // The moments index by column here, before the replica checks them;
+        // the point is the shard's, as a replica would name it (Named).
+        for (size_t p = 0; p < rows.indices.size(); ++p) {
+          if (rows.indices[p] < 0 || rows.indices[p] >= d_) {
+            const int64_t row =
+                std::upper_bound(rows.indptr.begin(), rows.indptr.end(), static_cast<int64_t>(p)) -
+                rows.indptr.begin() - 1;
+            return absl::InvalidArgumentError(
+                absl::StrCat("point ", first - shard->first + row, " has a nonzero in column ",
+                             rows.indices[p], ", outside [0, d = ", d_, ")"));
+          }
+        }
         (*moments)->AddSparse(rows.indptr.data(), rows.indices.data(), rows.values.data(), count,
                               d_);
       }

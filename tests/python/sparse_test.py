@@ -235,6 +235,18 @@ class SparseFitTest(TwoReplicasTest):
                     kmt.fit_resident(self.both, bad, K, centers=starts(X))
                 with self.assertRaisesRegex(ValueError, f"Input X contains {kind}"):
                     self.kmeans(init=starts(X)).fit(bad)
+        # A column past d (scipy's constructor does not look), refused by
+        # the client where it reads the moments of scikit-learn's tol, else
+        # by the replica: each names the point (row 50 of shard 1, from 100).
+        bad = sp.csr_matrix((X.data, X.indices.copy(), X.indptr), shape=X.shape)
+        bad.indices[X.indptr[150] + 1] = 200 + 5
+        for tol, named in ((1e-4, "point 150 has a nonzero in column 205, outside"),
+                           (0.0, "= 205 (row 50) is outside [0, cols = 200)")):
+            with self.subTest(tol=tol):
+                with self.assertRaises(kmt.ServiceError) as refused:
+                    kmt.fit_resident(self.both, bad, K, centers=starts(X), tol=tol)
+                self.assertEqual(refused.exception.code.name, "INVALID_ARGUMENT")
+                self.assertIn(named, str(refused.exception))
         with self.assertRaisesRegex(ValueError, "sparse points take no offset"):
             kmt.fit_resident(self.both, X, K, centers=starts(X), offset=np.zeros(200))
 
