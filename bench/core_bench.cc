@@ -11,8 +11,11 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <string>
 #include <tuple>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/constructions.h"
@@ -213,14 +216,20 @@ BENCHMARK(BM_EmbeddingAssignment)
 // One Lloyd's iteration's assignment with its sums on sparse points:
 // TF-IDF documents (n = 100,000, d = 2^17, about 100 terms a row, unit
 // norm), the centers two iterations from k of them, the squared distances
-// by range(1)
-// (0: SparseDistances::kDense, the dense path's bits at O(d) a point; 1:
-// kProduct, O(1) a point). GMACs counts scikit-learn's cost model of a
-// sparse iteration, nnz k multiply-adds, as a rate.
+// by range(1) (0: SparseDistances::kDense, the dense path's bits at O(d) a
+// point; 1: kProduct, O(1) a point), the kernels at the SIMD level range(2)
+// (0: auto; 2, 3, 4: x86-64-v2, v3, v4; skipped where the CPU or the binary
+// lacks it). GMACs counts scikit-learn's cost model of a sparse iteration,
+// nnz k multiply-adds, as a rate.
 void BM_SparseAssignment(benchmark::State& state) {
   const int k = state.range(0);
   const SparseDistances distances =
       state.range(1) == 0 ? SparseDistances::kDense : SparseDistances::kProduct;
+  const std::string level = state.range(2) == 0 ? "auto" : "v" + std::to_string(state.range(2));
+  if (const absl::Status status = UseSimdLevel(level); !status.ok()) {
+    state.SkipWithError(std::string(status.message()).c_str());
+    return;
+  }
   static const CsrMatrix<float> docs =
       TfIdfDocuments<float>({.n = 100000, .d = 1 << 17, .terms = 100}, 21);
   // The centers of a run under way: two Lloyd's iterations from the first
@@ -244,14 +253,17 @@ void BM_SparseAssignment(benchmark::State& state) {
     benchmark::DoNotOptimize(
         AssignNearestSparse(docs, centers, &labels, nullptr, &sums, nullptr, distances));
   }
-  state.SetLabel(distances == SparseDistances::kDense ? "dense distances" : "product distances");
+  state.SetLabel(absl::StrCat(
+      distances == SparseDistances::kDense ? "dense distances, " : "product distances, ",
+      SimdChoiceName(ActiveSimdChoice())));
   SetPerUnit(state, "s_per_iteration", 1, static_cast<int>(docs.rows()));
   state.counters["nnz_per_row"] = static_cast<double>(docs.nnz()) / docs.rows();
   state.counters["GMACs"] = benchmark::Counter(static_cast<double>(docs.nnz()) * k * 1e-9,
                                                benchmark::Counter::kIsIterationInvariantRate);
+  UseSimdLevel("auto").IgnoreError();
 }
 BENCHMARK(BM_SparseAssignment)
-    ->ArgsProduct({{20, 256}, {0, 1}})
+    ->ArgsProduct({{20, 256}, {0, 1}, {0, 2, 3, 4}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

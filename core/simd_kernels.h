@@ -1,9 +1,9 @@
 // How the kernels are compiled per SIMD level (core/simd.h) and called.
 //
 // The kernel sources (assign.cc, bounds.cc, cluster_sums.cc, point_passes.cc,
-// seeding.cc, attention.cc) are compiled once per level, with that level's
-// -march, each level with simd_kernels.cc into one relocatable object whose
-// only global symbol is its entry, kmt_simd_kernels_<level>
+// seeding.cc, sparse.cc, attention.cc) are compiled once per level, with
+// that level's -march, each level with simd_kernels.cc into one relocatable
+// object whose only global symbol is its entry, kmt_simd_kernels_<level>
 // (core/CMakeLists.txt): every other symbol it defines, the kernels' own
 // and the Eigen and standard library code inlined or instantiated at that
 // level, is local to it, so no level's code can stand in for another's at
@@ -35,6 +35,7 @@
 #include "core/point_passes.h"
 #include "core/seeding.h"
 #include "core/simd.h"
+#include "core/sparse.h"
 
 namespace kmt {
 
@@ -81,7 +82,14 @@ namespace kmt {
   FUNCTION(ShardedKMeansPlusPlus, absl::StatusOr<Matrix<S>>,                                      \
            (const std::vector<int64_t>& shard_sizes, int d, int k, uint64_t seed, int trials,     \
             const SeedRound<S>& round, const StopCheck& check, bool weighted),                    \
-           (shard_sizes, d, k, seed, trials, round, check, weighted))
+           (shard_sizes, d, k, seed, trials, round, check, weighted))                             \
+  FUNCTION(AssignNearestSparse, double,                                                           \
+           (const CsrMatrix<S>& points, const Matrix<S>& centers, Labels* labels,                 \
+            NonDeduced<Vector<S>>* sq_dist, ClusterSums* sums,                                    \
+            const NonDeduced<Vector<S>>* weights, SparseDistances distances),                     \
+           (points, centers, labels, sq_dist, sums, weights, distances))                          \
+  FUNCTION(SparseSquaredDistances, Matrix<S>,                                                     \
+           (const CsrMatrix<S>& points, const Matrix<S>& centers), (points, centers))
 #define KMT_SUMS_KERNELS(FUNCTION, MEMBER)                                                         \
   FUNCTION(AccumulateClusterSums, void,                                                            \
            (const Matrix<S>& points, const Labels& labels, ClusterSums* into,                      \
@@ -91,7 +99,11 @@ namespace kmt {
   FUNCTION(LargestMagnitudeBits, ScalarBits<S>, (const S* values, int64_t count), (values, count)) \
   FUNCTION(CoordinateSums, void,                                                                   \
            (const S* values, int64_t count, int d, const double* center, double* out),             \
-           (values, count, d, center, out))
+           (values, count, d, center, out))                                                        \
+  FUNCTION(AccumulateSparseClusterSums, void,                                                      \
+           (const CsrMatrix<S>& points, const Labels& labels, ClusterSums* into,                   \
+            const NonDeduced<Vector<S>>* weights),                                                 \
+           (points, labels, into, weights))
 #define KMT_ATTENTION_KERNELS(FUNCTION, MEMBER)                                              \
   FUNCTION(AttentionWeights, Matrix<S>,                                                      \
            (const AttentionBlock<S>& block, const Matrix<S>& queries, const Matrix<S>& keys, \

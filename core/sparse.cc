@@ -1,180 +1,19 @@
+// The sparse assignment and sums: kernels, compiled per SIMD level
+// (core/simd_kernels.h). CsrMatrix itself is in csr_matrix.cc.
 #include "core/sparse.h"
 
 #include <omp.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <utility>
 
-#include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "core/assign.h"
 #include "core/distances.h"
 
 namespace kmt {
-
-template <typename Scalar>
-absl::StatusOr<CsrMatrix<Scalar>> CsrMatrix<Scalar>::Create(int64_t rows, int64_t cols,
-                                                            std::vector<int64_t> indptr,
-                                                            std::vector<int32_t> indices,
-                                                            std::vector<Scalar> values) {
-  if (rows < 0 || cols < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shape (", rows, ", ", cols, ") has a negative dimension"));
-  }
-  if (cols > std::numeric_limits<int32_t>::max()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cols = ", cols, " exceeds 2^31 - 1, the most int32 indices address"));
-  }
-  if (static_cast<int64_t>(indptr.size()) != rows + 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("indptr has ", indptr.size(), " values, expected rows + 1 = ", rows + 1));
-  }
-  if (indices.size() != values.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("indices has ", indices.size(),
-                                                   " values and values has ", values.size(),
-                                                   ": one column per value"));
-  }
-  if (indptr[0] != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("indptr[0] = ", indptr[0], ", expected 0"));
-  }
-  for (int64_t i = 0; i < rows; ++i) {
-    if (indptr[i + 1] < indptr[i]) {
-      return absl::InvalidArgumentError(absl::StrCat("indptr decreases at row ", i, ": indptr[",
-                                                     i + 1, "] = ", indptr[i + 1], " < indptr[", i,
-                                                     "] = ", indptr[i]));
-    }
-  }
-  const int64_t nnz = static_cast<int64_t>(values.size());
-  if (indptr[rows] != nnz) {
-    return absl::InvalidArgumentError(absl::StrCat("indptr[", rows, "] = ", indptr[rows],
-                                                   ", expected the number of values, ", nnz));
-  }
-  for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t p = indptr[i]; p < indptr[i + 1]; ++p) {
-      const int64_t col = indices[p];
-      if (col < 0 || col >= cols) {
-        return absl::InvalidArgumentError(absl::StrCat("indices[", p, "] = ", col, " (row ", i,
-                                                       ") is outside [0, cols = ", cols, ")"));
-      }
-      if (p > indptr[i] && col == indices[p - 1]) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("indices[", p, "] = ", col, " (row ", i,
-                         ") repeats the column before it: duplicates must be summed first "
-                         "(scipy: sum_duplicates())"));
-      }
-      if (p > indptr[i] && col < indices[p - 1]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "indices[", p, "] = ", col, " (row ", i, ") is below indices[", p - 1, "] = ",
-            indices[p - 1], ": columns must increase within a row (scipy: sort_indices())"));
-      }
-      if (!std::isfinite(values[p])) {
-        return absl::InvalidArgumentError(absl::StrCat("values[", p, "] = ", values[p], " (row ", i,
-                                                       ", column ", col, ") is not finite"));
-      }
-    }
-  }
-  CsrMatrix matrix;
-  matrix.rows_ = rows;
-  matrix.cols_ = cols;
-  matrix.indptr_ = std::move(indptr);
-  matrix.indices_ = std::move(indices);
-  matrix.values_ = std::move(values);
-  return matrix;
-}
-
-template <typename Scalar>
-CsrMatrix<Scalar> CsrMatrix<Scalar>::FromDense(const Matrix<Scalar>& points) {
-  CsrMatrix matrix;
-  matrix.rows_ = points.cols();
-  matrix.cols_ = points.rows();
-  matrix.indptr_.reserve(points.cols() + 1);
-  for (Eigen::Index i = 0; i < points.cols(); ++i) {
-    for (Eigen::Index l = 0; l < points.rows(); ++l) {
-      if (points(l, i) == 0) continue;
-      matrix.indices_.push_back(static_cast<int32_t>(l));
-      matrix.values_.push_back(points(l, i));
-    }
-    matrix.indptr_.push_back(static_cast<int64_t>(matrix.values_.size()));
-  }
-  return matrix;
-}
-
-template <typename Scalar>
-Matrix<Scalar> CsrMatrix<Scalar>::ToDense() const {
-  Matrix<Scalar> dense = Matrix<Scalar>::Zero(cols_, rows_);
-  for (int64_t i = 0; i < rows_; ++i) {
-    for (int64_t p = indptr_[i]; p < indptr_[i + 1]; ++p) dense(indices_[p], i) = values_[p];
-  }
-  return dense;
-}
-
-template <typename Scalar>
-void CsrMatrix<Scalar>::Row(int64_t i, Scalar* dense_out) const {
-  assert(i >= 0 && i < rows_);
-  std::fill(dense_out, dense_out + cols_, Scalar(0));
-  for (int64_t p = indptr_[i]; p < indptr_[i + 1]; ++p) dense_out[indices_[p]] = values_[p];
-}
-
-template <typename Scalar>
-CsrMatrix<Scalar> CsrMatrix<Scalar>::Rows(const int64_t* rows, int64_t m) const {
-  CsrMatrix out;
-  out.rows_ = m;
-  out.cols_ = cols_;
-  out.indptr_.reserve(m + 1);
-  int64_t nnz = 0;
-  for (int64_t r = 0; r < m; ++r) {
-    assert(rows[r] >= 0 && rows[r] < rows_);
-    nnz += indptr_[rows[r] + 1] - indptr_[rows[r]];
-  }
-  out.indices_.reserve(nnz);
-  out.values_.reserve(nnz);
-  for (int64_t r = 0; r < m; ++r) {
-    const int64_t begin = indptr_[rows[r]], end = indptr_[rows[r] + 1];
-    out.indices_.insert(out.indices_.end(), indices_.begin() + begin, indices_.begin() + end);
-    out.values_.insert(out.values_.end(), values_.begin() + begin, values_.begin() + end);
-    out.indptr_.push_back(static_cast<int64_t>(out.values_.size()));
-  }
-  return out;
-}
-
-template <typename Scalar>
-Vector<Scalar> CsrMatrix<Scalar>::RowSquaredNorms() const {
-  Vector<Scalar> sq(rows_);
-  for (int64_t i = 0; i < rows_; ++i) {
-    double sum = 0;
-    for (int64_t p = indptr_[i]; p < indptr_[i + 1]; ++p) {
-      sum += static_cast<double>(values_[p]) * static_cast<double>(values_[p]);
-    }
-    sq[i] = static_cast<Scalar>(sum);
-  }
-  return sq;
-}
-
-template <typename Scalar>
-absl::Status CsrMatrix<Scalar>::Append(const CsrMatrix& more) {
-  if (more.cols_ != cols_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rows of ", more.cols_, " columns appended to a matrix of ", cols_));
-  }
-  const int64_t offset = nnz();
-  indptr_.reserve(indptr_.size() + more.rows_);
-  for (int64_t i = 1; i <= more.rows_; ++i) indptr_.push_back(offset + more.indptr_[i]);
-  indices_.insert(indices_.end(), more.indices_.begin(), more.indices_.end());
-  values_.insert(values_.end(), more.values_.begin(), more.values_.end());
-  rows_ += more.rows_;
-  return absl::OkStatus();
-}
-
-template <typename Scalar>
-void CsrMatrix<Scalar>::Reserve(int64_t rows, int64_t nnz) {
-  indptr_.reserve(rows + 1);
-  indices_.reserve(nnz);
-  values_.reserve(nnz);
-}
 
 namespace {
 
@@ -186,20 +25,46 @@ constexpr double kBoundSafety = 1 + 1e-10;
 // round-off is then (kNormBlock + d / kNormBlock) eps rather than d eps.
 constexpr Eigen::Index kNormBlock = 256;
 
+// The scores' SIMD packet at the level this file is compiled at (4 floats
+// at x86-64 and v2, 8 at v3, 16 at v4), and the most packets of scores a
+// row keeps in registers while it walks its nonzeros: half the vector
+// registers (16 of AVX-512's 32, 8 of the 16 below it), the rest for the
+// nonzero's value and the loaded columns.
+template <typename Scalar>
+using Packet = typename Eigen::internal::packet_traits<Scalar>::type;
+template <typename Scalar>
+constexpr int kPacketSize = Eigen::internal::unpacket_traits<Packet<Scalar>>::size;
+#if defined(__AVX512F__)
+constexpr int kScorePackets = 16;
+#else
+constexpr int kScorePackets = 8;
+#endif
+
+// k rounded up to whole packets: the rows of the transposed centers and of
+// the scores, so that every packet of a nonzero's column is a whole one.
+template <typename Scalar>
+Eigen::Index PaddedCenters(Eigen::Index k) {
+  constexpr Eigen::Index size = kPacketSize<Scalar>;
+  return (k + size - 1) / size * size;
+}
+
 // What the sparse scores need of the centers, once per assignment: the
 // centers transposed (coordinate l of every center contiguous, column l of
 // a k x d matrix, so that a nonzero x_l adds x_l times one column to the k
-// scores), the scores' start -||c_j||^2 / 2, and per center the terms of
-// the scores' round-off bound.
+// scores; its rows and the offsets padded with zeros to whole packets), the
+// scores' start -||c_j||^2 / 2, and per center the terms of the scores'
+// round-off bound.
 template <typename Scalar>
 struct SparseCenters {
   explicit SparseCenters(const Matrix<Scalar>& centers)
-      : transposed(centers.transpose()),
-        offset(centers.cols()),
+      : transposed(PaddedCenters<Scalar>(centers.cols()), centers.rows()),
+        offset(Vector<Scalar>::Zero(transposed.rows())),
         half_sq(centers.cols()),
         norm(centers.cols()),
         offset_error(centers.cols()) {
     const Eigen::Index d = centers.rows(), k = centers.cols();
+    transposed.topRows(k) = centers.transpose();
+    transposed.bottomRows(transposed.rows() - k).setZero();
     const double blocks = static_cast<double>((d + kNormBlock - 1) / kNormBlock);
     // Each square (rounded for double centers, exact in double for float
     // ones) passes through at most kNormBlock + blocks additions.
@@ -279,30 +144,77 @@ struct SparseCenters {
   }
 };
 
-// One thread's working space: the scores of a row, the row made dense
-// (zero between uses) and a near tie's candidates.
+// One thread's working space: the scores of a row (k padded to whole
+// packets), the row made dense (zero between uses) and a near tie's
+// candidates.
 template <typename Scalar>
 struct SparseScratch {
-  SparseScratch(Eigen::Index d, Eigen::Index k) : score(k), dense(Vector<Scalar>::Zero(d)) {}
+  SparseScratch(Eigen::Index d, Eigen::Index k)
+      : score(PaddedCenters<Scalar>(k)), dense(Vector<Scalar>::Zero(d)) {}
   Vector<Scalar> score;
   Vector<Scalar> dense;
   std::vector<int> candidates;
 };
 
+// kPackets packets of a row's scores (from `offset`, into `score`) over its
+// m nonzeros (index, value), `columns` the transposed centers (leading
+// dimension ld) from the packets' first center. The packets stay in
+// registers across the row: each nonzero loads its column's packets once.
+// Every lane adds the products one by one in the nonzeros' order, a
+// product rounded and then added (no fused multiply-add: -ffp-contract=off
+// and separate operations), as the scalar loop would: the scores' bits are
+// the same at every SIMD level, and the packet width only groups them.
+template <int kPackets, typename Scalar>
+void ScorePackets(const int32_t* index, const Scalar* value, int64_t m, const Scalar* columns,
+                  Eigen::Index ld, const Scalar* offset, Scalar* score) {
+  namespace simd = Eigen::internal;
+  using P = Packet<Scalar>;
+  constexpr int kSize = kPacketSize<Scalar>;
+  P acc[kPackets];
+  for (int v = 0; v < kPackets; ++v) acc[v] = simd::ploadu<P>(offset + v * kSize);
+  for (int64_t p = 0; p < m; ++p) {
+    const Scalar* column = columns + static_cast<Eigen::Index>(index[p]) * ld;
+    const P x = simd::pset1<P>(value[p]);
+    for (int v = 0; v < kPackets; ++v) {
+      acc[v] = simd::padd(acc[v], simd::pmul(x, simd::ploadu<P>(column + v * kSize)));
+    }
+  }
+  for (int v = 0; v < kPackets; ++v) simd::pstoreu(score + v * kSize, acc[v]);
+}
+
+// ScorePackets for `packets` packets, 1 to kScorePackets.
+template <typename Scalar, int... kCounts>
+void ScorePacketsOf(int packets, const int32_t* index, const Scalar* value, int64_t m,
+                    const Scalar* columns, Eigen::Index ld, const Scalar* offset, Scalar* score,
+                    std::integer_sequence<int, kCounts...>) {
+  using Kernel = void (*)(const int32_t*, const Scalar*, int64_t, const Scalar*, Eigen::Index,
+                          const Scalar*, Scalar*);
+  static constexpr Kernel kKernels[] = {&ScorePackets<kCounts + 1, Scalar>...};
+  kKernels[packets - 1](index, value, m, columns, ld, offset, score);
+}
+
 // Row i's scores <x, c_j> - ||c_j||^2 / 2 from its nonzeros, into `score`
-// (k); returns its squared norm (in double), and whether its values are all
-// at least 0 in `nonnegative`.
+// (k padded to whole packets, the padding's scores 0), kScorePackets
+// packets of centers at a time; returns its squared norm (in double), and
+// whether its values are all at least 0 in `nonnegative`.
 template <typename Scalar>
 double ScoreRow(const CsrMatrix<Scalar>& points, int64_t i, const SparseCenters<Scalar>& sc,
                 Vector<Scalar>* score, bool* nonnegative) {
   const int64_t begin = points.indptr()[i], end = points.indptr()[i + 1];
-  const int32_t* index = points.indices().data();
-  const Scalar* value = points.values().data();
-  *score = sc.offset;
+  const int32_t* index = points.indices().data() + begin;
+  const Scalar* value = points.values().data() + begin;
+  const int64_t m = end - begin;
+  const Eigen::Index ld = sc.transposed.rows();
+  const int packets = static_cast<int>(ld / kPacketSize<Scalar>);
+  for (int first = 0; first < packets; first += kScorePackets) {
+    const Eigen::Index lane = static_cast<Eigen::Index>(first) * kPacketSize<Scalar>;
+    ScorePacketsOf<Scalar>(std::min(kScorePackets, packets - first), index, value, m,
+                           sc.transposed.data() + lane, ld, sc.offset.data() + lane,
+                           score->data() + lane, std::make_integer_sequence<int, kScorePackets>());
+  }
   double x_sq = 0;
   bool nonnegative_row = true;
-  for (int64_t p = begin; p < end; ++p) {
-    score->noalias() += value[p] * sc.transposed.col(index[p]);
+  for (int64_t p = 0; p < m; ++p) {
     x_sq += static_cast<double>(value[p]) * static_cast<double>(value[p]);
     nonnegative_row &= value[p] >= 0;
   }
@@ -518,7 +430,7 @@ Matrix<Scalar> SparseSquaredDistances(const CsrMatrix<Scalar>& points,
   const SparseCenters<Scalar> sc(centers);
 #pragma omp parallel if (points.nnz() * k > (1 << 18))
   {
-    Vector<Scalar> score(k);
+    Vector<Scalar> score(sc.transposed.rows());
 #pragma omp for schedule(dynamic, 256)
     for (Eigen::Index i = 0; i < n; ++i) {
       bool nonnegative = true;
@@ -537,33 +449,13 @@ void AccumulateSparseClusterSums(const CsrMatrix<Scalar>& points, const Labels& 
   AddInParts<Scalar>(points, labels, nullptr, weights, kClusterSumsChunk, into);
 }
 
-template <typename Scalar>
-double SparseLloyd(
-    const CsrMatrix<Scalar>& points, Matrix<Scalar>* centers, int iterations, Labels* labels,
-    const NonDeduced<Vector<Scalar>>* weights,
-    const std::function<void(int, const Labels&, double, const Matrix<Scalar>&)>& step) {
-  double objective = 0;
-  for (int t = 0; t < iterations; ++t) {
-    objective = AssignNearestSparse(points, *centers, labels, nullptr, nullptr, weights);
-    ClusterSums sums(static_cast<int>(points.cols()), static_cast<int>(centers->cols()));
-    AccumulateSparseClusterSums(points, *labels, &sums, weights);
-    ApplyMeans(sums, centers);
-    if (step) step(t, *labels, objective, *centers);
-  }
-  return objective;
-}
-
 #define KMT_INSTANTIATE(S)                                                                       \
-  template class CsrMatrix<S>;                                                                   \
   template double AssignNearestSparse<S>(const CsrMatrix<S>&, const Matrix<S>&, Labels*,         \
                                          Vector<S>*, ClusterSums*, const Vector<S>*,             \
                                          SparseDistances);                                       \
   template Matrix<S> SparseSquaredDistances<S>(const CsrMatrix<S>&, const Matrix<S>&);           \
   template void AccumulateSparseClusterSums<S>(const CsrMatrix<S>&, const Labels&, ClusterSums*, \
-                                               const Vector<S>*);                                \
-  template double SparseLloyd<S>(                                                                \
-      const CsrMatrix<S>&, Matrix<S>*, int, Labels*, const Vector<S>*,                           \
-      const std::function<void(int, const Labels&, double, const Matrix<S>&)>&);
+                                               const Vector<S>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)
 #undef KMT_INSTANTIATE

@@ -121,11 +121,23 @@ void AccumulateSparseClusterSums(const CsrMatrix<Scalar>& points, const Labels& 
 // cluster keeps its center). After each, `step` (if set) sees the
 // iteration, its labels, its objective (before the update) and the
 // updated centers. Returns the last iteration's objective.
+// Inline: the steps are kernels of the SIMD level in use (core/simd.h),
+// this loop is not.
 template <typename Scalar>
 double SparseLloyd(
     const CsrMatrix<Scalar>& points, Matrix<Scalar>* centers, int iterations, Labels* labels,
     const NonDeduced<Vector<Scalar>>* weights = nullptr,
-    const std::function<void(int, const Labels&, double, const Matrix<Scalar>&)>& step = nullptr);
+    const std::function<void(int, const Labels&, double, const Matrix<Scalar>&)>& step = nullptr) {
+  double objective = 0;
+  for (int t = 0; t < iterations; ++t) {
+    objective = AssignNearestSparse(points, *centers, labels, nullptr, nullptr, weights);
+    ClusterSums sums(static_cast<int>(points.cols()), static_cast<int>(centers->cols()));
+    AccumulateSparseClusterSums(points, *labels, &sums, weights);
+    ApplyMeans(sums, centers);
+    if (step) step(t, *labels, objective, *centers);
+  }
+  return objective;
+}
 
 }  // namespace kmt
 

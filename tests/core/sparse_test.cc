@@ -1,5 +1,6 @@
 // Sparse points: CsrMatrix's checks, and the sparse assignment, sums and
-// Lloyd's against the dense path on the same points made dense, to the bit.
+// Lloyd's against the dense path on the same points made dense, to the bit,
+// at every SIMD level this CPU runs (the kernels' levels, core/simd.h).
 #include "core/sparse.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string>
@@ -17,6 +19,7 @@
 #include "core/cluster_sums.h"
 #include "core/random.h"
 #include "tests/support/random_weights.h"
+#include "tests/support/simd_levels.h"
 #include "tests/support/sparse_documents.h"
 
 namespace kmt {
@@ -259,6 +262,7 @@ TYPED_TEST_SUITE(SparseTest, Scalars);
 
 // TF-IDF documents (d = 5,000, about 50 terms a row, unit norm), the
 // first k of them the centers: those rows are at distance 0 from theirs.
+// The k take the scores' packets whole and in part at every level.
 TYPED_TEST(SparseTest, AssignmentEqualsTheDensePathOnDocuments) {
   using Scalar = TypeParam;
   const CsrMatrix<Scalar> docs = TfIdfDocuments<Scalar>({.n = 2000, .d = 5000, .terms = 50}, 7);
@@ -269,8 +273,70 @@ TYPED_TEST(SparseTest, AssignmentEqualsTheDensePathOnDocuments) {
     std::vector<int> first(k);
     for (int j = 0; j < k; ++j) first[j] = 3 * j;
     const Matrix<Scalar> centers = Columns(dense, first);
-    ExpectAssignmentAsDense(docs, centers, nullptr);
-    ExpectAssignmentAsDense(docs, centers, &weights);
+    AtEachSimdLevel([&] {
+      ExpectAssignmentAsDense(docs, centers, nullptr);
+      ExpectAssignmentAsDense(docs, centers, &weights);
+    });
+  }
+}
+
+// What one assignment gives at one level.
+template <typename Scalar>
+struct SparseAnswers {
+  Labels labels, product_labels;
+  Vector<Scalar> sq, product_sq;
+  Matrix<Scalar> all;
+  ClusterSums sums;
+  double objective = 0;
+};
+
+// Every level gives the same labels, distances (the dense row's and the
+// product form's: the scores add the same products in the same order at
+// every packet width, without fused multiply-adds), objective and sums, to
+// the bit, for centers that are rows and for means (which no row is near);
+// k = 300 takes more than one pass of registers (16 AVX-512 packets: 256
+// float centers).
+TYPED_TEST(SparseTest, EveryLevelGivesTheSameBits) {
+  using Scalar = TypeParam;
+  const CsrMatrix<Scalar> docs = TfIdfDocuments<Scalar>({.n = 1500, .d = 4000, .terms = 40}, 15);
+  const Matrix<Scalar> dense = docs.ToDense();
+  const Vector<Scalar> weights = RandomWeights<Scalar>(docs.rows(), 8);
+  for (const int k : {7, 33, 300}) {
+    for (const bool means : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "k " << k << (means ? ", means" : ", rows"));
+      Matrix<Scalar> centers(dense.rows(), k);
+      for (int j = 0; j < k; ++j) {
+        if (means) {
+          centers.col(j) = dense.middleCols(j, 4).rowwise().mean();
+        } else {
+          centers.col(j) = dense.col(5 * j);
+        }
+      }
+      std::map<std::string, SparseAnswers<Scalar>> at;
+      AtEachSimdLevel([&] {
+        SparseAnswers<Scalar> a{.sums = ClusterSums(dense.rows(), k)};
+        a.objective = AssignNearestSparse(docs, centers, &a.labels, &a.sq, &a.sums, &weights);
+        AssignNearestSparse(docs, centers, &a.product_labels, &a.product_sq, nullptr, nullptr,
+                            SparseDistances::kProduct);
+        a.all = SparseSquaredDistances(docs, centers);
+        Labels dense_labels;
+        AssignNearest(dense, centers, &dense_labels);
+        EXPECT_EQ(a.labels, dense_labels);
+        EXPECT_EQ(a.product_labels, dense_labels);
+        at.emplace(SimdChoiceName(ActiveSimdChoice()), std::move(a));
+      });
+      const auto& [first_name, first] = *at.begin();
+      for (const auto& [name, a] : at) {
+        SCOPED_TRACE(name + " against " + first_name);
+        EXPECT_EQ(a.labels, first.labels);
+        EXPECT_EQ(a.product_labels, first.labels);
+        ExpectSameBits(a.sq, first.sq, "dense row's distances");
+        ExpectSameBits(a.product_sq, first.product_sq, "product distances");
+        ExpectSameBits(a.all, first.all, "all distances");
+        EXPECT_EQ(std::memcmp(&a.objective, &first.objective, sizeof(double)), 0);
+        ExpectSameSums(a.sums, first.sums);
+      }
+    }
   }
 }
 
@@ -323,14 +389,16 @@ TYPED_TEST(SparseTest, TiesAreDecidedAsTheDensePathDecidesThem) {
   points.middleCols(rows.cols(), 100) = rows.leftCols(100);
   points.rightCols(10).setZero();
   const CsrMatrix<Scalar> sparse = CsrMatrix<Scalar>::FromDense(points);
-  ExpectAssignmentAsDense(sparse, centers, nullptr);
-  Labels labels;
-  AssignNearestSparse(sparse, centers, &labels);
-  for (Eigen::Index i = 0; i < points.cols(); ++i) {
-    EXPECT_NE(labels[i], 2 * kPairs + 1) << i;
-  }
-  EXPECT_EQ(labels[100], 2 * kPairs);
-  EXPECT_EQ(labels.back(), 2 * kPairs + 2);
+  AtEachSimdLevel([&] {
+    ExpectAssignmentAsDense(sparse, centers, nullptr);
+    Labels labels;
+    AssignNearestSparse(sparse, centers, &labels);
+    for (Eigen::Index i = 0; i < points.cols(); ++i) {
+      EXPECT_NE(labels[i], 2 * kPairs + 1) << i;
+    }
+    EXPECT_EQ(labels[100], 2 * kPairs);
+    EXPECT_EQ(labels.back(), 2 * kPairs + 2);
+  });
 }
 
 // Every row exactly as far from center 0 as from center 1, the same
@@ -348,18 +416,20 @@ TYPED_TEST(SparseTest, ExactTiesOfSwappedCentersAreDecidedAsDense) {
   centers.col(1) = centers.col(0);
   for (int a = 0; a < kSwapped; ++a) std::swap(centers(a, 1), centers(kD / 2 + a, 1));
   const CsrMatrix<Scalar> sparse = CsrMatrix<Scalar>::FromDense(points);
-  ExpectAssignmentAsDense(sparse, centers, nullptr);
-  // Both centers win rows: the ties went both ways.
-  Labels labels;
-  AssignNearest(points, centers, &labels);
-  const int ones = static_cast<int>(std::count(labels.begin(), labels.end(), 1));
-  EXPECT_GT(ones, 0);
-  EXPECT_LT(ones, static_cast<int>(labels.size()));
-  // The product distances decide the same ties.
-  Labels product;
-  AssignNearestSparse(sparse, centers, &product, nullptr, nullptr, nullptr,
-                      SparseDistances::kProduct);
-  EXPECT_EQ(product, labels);
+  AtEachSimdLevel([&] {
+    ExpectAssignmentAsDense(sparse, centers, nullptr);
+    // Both centers win rows: the ties went both ways.
+    Labels labels;
+    AssignNearest(points, centers, &labels);
+    const int ones = static_cast<int>(std::count(labels.begin(), labels.end(), 1));
+    EXPECT_GT(ones, 0);
+    EXPECT_LT(ones, static_cast<int>(labels.size()));
+    // The product distances decide the same ties.
+    Labels product;
+    AssignNearestSparse(sparse, centers, &product, nullptr, nullptr, nullptr,
+                        SparseDistances::kProduct);
+    EXPECT_EQ(product, labels);
+  });
 }
 
 TYPED_TEST(SparseTest, LloydEqualsTheDensePathStepByStep) {
@@ -387,18 +457,20 @@ TYPED_TEST(SparseTest, LloydEqualsTheDensePathStepByStep) {
       empty += ApplyMeans(sums, &dense_centers);
       dense_after[t] = dense_centers;
     }
-    Matrix<Scalar> centers = Columns(dense, first);
-    Labels labels;
-    int steps = 0;
-    SparseLloyd<Scalar>(docs, &centers, kIterations, &labels, w,
-                        [&](int t, const Labels& l, double objective, const Matrix<Scalar>& c) {
-                          SCOPED_TRACE(t);
-                          ++steps;
-                          EXPECT_EQ(l, dense_labels[t]);
-                          EXPECT_EQ(objective, dense_objective[t]);
-                          ExpectSameBits(c, dense_after[t], "centers");
-                        });
-    EXPECT_EQ(steps, kIterations);
+    AtEachSimdLevel([&] {
+      Matrix<Scalar> centers = Columns(dense, first);
+      Labels labels;
+      int steps = 0;
+      SparseLloyd<Scalar>(docs, &centers, kIterations, &labels, w,
+                          [&](int t, const Labels& l, double objective, const Matrix<Scalar>& c) {
+                            SCOPED_TRACE(t);
+                            ++steps;
+                            EXPECT_EQ(l, dense_labels[t]);
+                            EXPECT_EQ(objective, dense_objective[t]);
+                            ExpectSameBits(c, dense_after[t], "centers");
+                          });
+      EXPECT_EQ(steps, kIterations);
+    });
     // The labels move: the run is not at rest from the start.
     EXPECT_NE(dense_labels.front(), dense_labels.back());
   }
@@ -417,13 +489,15 @@ TYPED_TEST(SparseTest, SumsEqualTheDenseSumsAcrossChunks) {
   for (const bool weighted : {false, true}) {
     SCOPED_TRACE(weighted);
     const Vector<Scalar>* w = weighted ? &weights : nullptr;
-    ClusterSums dense_sums(60, 7), sparse_sums(60, 7);
-    // Sums already there are added to as the dense path adds to them.
-    dense_sums.sums.setConstant(0.1);
-    sparse_sums.sums.setConstant(0.1);
-    AccumulateClusterSums(dense, labels, &dense_sums, w);
-    AccumulateSparseClusterSums(docs, labels, &sparse_sums, w);
-    ExpectSameSums(sparse_sums, dense_sums);
+    AtEachSimdLevel([&] {
+      ClusterSums dense_sums(60, 7), sparse_sums(60, 7);
+      // Sums already there are added to as the dense path adds to them.
+      dense_sums.sums.setConstant(0.1);
+      sparse_sums.sums.setConstant(0.1);
+      AccumulateClusterSums(dense, labels, &dense_sums, w);
+      AccumulateSparseClusterSums(docs, labels, &sparse_sums, w);
+      ExpectSameSums(sparse_sums, dense_sums);
+    });
   }
 }
 
