@@ -320,6 +320,7 @@ TEST_F(SparseRequestTest, EachMalformedRequestIsRefusedByNameAndTheStreamGoesOn)
   add("points_csr.indices_i32 has",
       [](v1::ClusterRequest& r) { r.mutable_points_csr()->mutable_indices_i32()->pop_back(); });
   add("is outside [0, cols = 3000)", [](v1::ClusterRequest& r) {
+    // lifetime: the request owns the field the pointer names.
     std::string& indices = *r.mutable_points_csr()->mutable_indices_i32();
     indices[0] = indices[1] = '\xff';  // column 65,535 and more
     indices[2] = indices[3] = '\0';
