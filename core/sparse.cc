@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -39,6 +40,17 @@ constexpr int kScorePackets = 16;
 #else
 constexpr int kScorePackets = 8;
 #endif
+
+// How many nonzeros ahead the score loop asks for a column's cache lines,
+// where a row's pass holds at least kPrefetchPackets packets: a nonzero's
+// column is a random read from centers of d k values (134 MB at k = 256,
+// d = 2^17), and with many packets a nonzero the processor's own look-ahead
+// reaches too few nonzeros to keep enough of them in flight (measured:
+// 10-25% less time at k = 256 on AVX-512, AVX2 and SSE; none to gain at
+// 2 or 3 packets, k = 20 on AVX-512 and AVX2, where the prefetches only
+// add instructions).
+constexpr int64_t kPrefetchAhead = 8;
+constexpr int kPrefetchPackets = 4;
 
 // k rounded up to whole packets: the rows of the transposed centers and of
 // the scores, so that every packet of a nonzero's column is a whole one.
@@ -170,15 +182,29 @@ void ScorePackets(const int32_t* index, const Scalar* value, int64_t m, const Sc
   namespace simd = Eigen::internal;
   using P = Packet<Scalar>;
   constexpr int kSize = kPacketSize<Scalar>;
+  constexpr size_t kBytes = kPackets * kSize * sizeof(Scalar);
   P acc[kPackets];
   for (int v = 0; v < kPackets; ++v) acc[v] = simd::ploadu<P>(offset + v * kSize);
-  for (int64_t p = 0; p < m; ++p) {
+  const auto add = [&](int64_t p) {
     const Scalar* column = columns + static_cast<Eigen::Index>(index[p]) * ld;
     const P x = simd::pset1<P>(value[p]);
     for (int v = 0; v < kPackets; ++v) {
       acc[v] = simd::padd(acc[v], simd::pmul(x, simd::ploadu<P>(column + v * kSize)));
     }
+  };
+  int64_t p = 0;
+  if constexpr (kPackets >= kPrefetchPackets) {
+    for (; p + kPrefetchAhead < m; ++p) {
+      // The cache lines of the packets kPrefetchAhead nonzeros on.
+      const uintptr_t first = reinterpret_cast<uintptr_t>(
+          columns + static_cast<Eigen::Index>(index[p + kPrefetchAhead]) * ld);
+      for (uintptr_t line = first & ~uintptr_t{63}; line < first + kBytes; line += 64) {
+        __builtin_prefetch(reinterpret_cast<const void*>(line));
+      }
+      add(p);
+    }
   }
+  for (; p < m; ++p) add(p);
   for (int v = 0; v < kPackets; ++v) simd::pstoreu(score + v * kSize, acc[v]);
 }
 
