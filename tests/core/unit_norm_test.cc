@@ -44,7 +44,9 @@ void ExpectRowsAsDenseColumns(uint64_t seed) {
   EXPECT_EQ(scaled.indptr(), sparse.indptr());
   EXPECT_EQ(scaled.indices(), sparse.indices());
   for (Eigen::Index i = 0; i < got.cols(); ++i) {
-    if (i != 10) EXPECT_NEAR(got.col(i).norm(), 1, 4 * eps) << i;
+    if (i != 10) {
+      EXPECT_NEAR(got.col(i).norm(), 1, 4 * eps) << i;
+    }
   }
 }
 
