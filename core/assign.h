@@ -312,18 +312,34 @@ Eigen::Index AssignmentPartSize(Eigen::Index n, Eigen::Index d, Eigen::Index k) 
 // fused multiply-adds: -ffp-contract=off), so the distances and the
 // objective are the same at every level too. (NearestCenterScan's
 // FinishLanes makes the same operations in the same order across a packet
-// of points, lane by lane.)
+// of points, lane by lane.) On AVX-512 the eight sums are one vector
+// written as such: GCC 12 vectorizes the plain loop there with permutes
+// and scalar additions, 6x slower at d = 2^17 (a sparse point's kDense
+// distance); below it the plain loop is the faster.
 template <typename Scalar>
 Scalar AssignedSquaredDistance(const Scalar* x, const Scalar* c, Eigen::Index d) {
   constexpr int kSums = 8;
   Scalar sum[kSums] = {};
   Eigen::Index l = 0;
+#if defined(__AVX512F__)
+  typedef Scalar Sums __attribute__((vector_size(kSums * sizeof(Scalar))));
+  Sums sums = {};
+  for (; l + kSums <= d; l += kSums) {
+    Sums a, b;
+    std::memcpy(&a, x + l, sizeof a);
+    std::memcpy(&b, c + l, sizeof b);
+    const Sums diff = a - b;
+    sums += diff * diff;
+  }
+  std::memcpy(sum, &sums, sizeof sum);
+#else
   for (; l + kSums <= d; l += kSums) {
     for (int j = 0; j < kSums; ++j) {
       const Scalar diff = x[l + j] - c[l + j];
       sum[j] += diff * diff;
     }
   }
+#endif
   for (int j = 0; l < d; ++l, ++j) {
     const Scalar diff = x[l] - c[l];
     sum[j] += diff * diff;
