@@ -1,12 +1,12 @@
 // The SIMD level the engine's kernels run at. The kernels (the assignment's
-// products, scan and register kernel, the bound passes, the cluster sums,
-// the passes over a batch's values, seeding's distances, attention) are
-// compiled once per x86-64 level into the same binary (core/simd_kernels.h
-// says how) and one level is chosen for the process: by default the fastest
-// the CPU runs, or one named by a setting. Every level gives the same labels
-// and cluster sums, to the bit; attention's sums (learned models) differ in
-// their last bits from level to level, and auto chooses its level by the CPU
-// model alone (AutoChoiceOf).
+// products, scan and register kernel, the bound passes, the cluster sums, the
+// passes over a batch's values, seeding's distances, the sparse assignment and
+// sums, attention) are compiled once per x86-64 level into the same binary
+// (core/simd_kernels.h says how) and one level is chosen for the process: by
+// default the fastest the CPU runs, or one named by a setting. Every level
+// gives the same labels and cluster sums, to the bit; attention's sums (learned
+// models) differ in their last bits from level to level, and auto chooses its
+// level by the CPU model alone (AutoChoiceOf).
 #ifndef KMT_CORE_SIMD_H_
 #define KMT_CORE_SIMD_H_
 
@@ -43,9 +43,10 @@ std::vector<SimdLevel> SupportedSimdLevels();
 SimdLevel CpuSimdLevel();
 
 // The level of each group of kernels that may come from different levels:
-// the assignment (the products, scan and register kernel, bound passes and
-// seeding's distances), the cluster sums and means with the passes over a
-// batch's values, and attention.
+// the assignment (the products, scan and register kernel, bound passes,
+// seeding's distances and the sparse scores), the cluster sums and means
+// with the passes over a batch's values (and the sparse sums), and
+// attention.
 struct SimdChoice {
   SimdLevel assignment = SimdLevel::kBaseline;
   SimdLevel sums = SimdLevel::kBaseline;
