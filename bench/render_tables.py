@@ -110,6 +110,11 @@ def minibatch_table(rows):
     return lines
 
 
+def sparse_workload(row):
+    """A sparse_bench row's shape: the rows it replaces in the results."""
+    return (row["n"], row["d"], row["k"], row["iterations"])
+
+
 def sparse_table(rows):
     """bench/sparse_bench.py's table: one row a k, each side's median time,
     kmt's over scikit-learn's, their agreement, what kmt's fit adds to the

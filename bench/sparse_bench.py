@@ -19,11 +19,14 @@ centers, its resident set before the fit subtracted), and the server's
 peak (VmHWM) after that fit on a server started for it; both against the
 matrix's CSR bytes and its bytes made dense.
 
-Each time is the median of --repeats runs. --results=FILE writes the rows,
-machine, date and command as JSON; bench/results/sparse.json is the run
-docs/python.md shows (bench/render_tables.py renders it).
+Each time is the median of --repeats runs. --results=FILE records each
+row with its machine, date and command in that JSON file, replacing the
+row of the same shape; bench/results/sparse.json holds the runs
+docs/python.md shows (bench/render_tables.py renders them).
 
-    /usr/bin/python3 bench/sparse_bench.py --results=bench/results/sparse.json
+    R=--results=bench/results/sparse.json
+    /usr/bin/python3 bench/sparse_bench.py --ks 20 --repeats=3 $R
+    /usr/bin/python3 bench/sparse_bench.py --ks 256 --repeats=1 $R
 """
 import argparse
 import json
@@ -35,7 +38,7 @@ import threading
 
 import numpy as np
 from pybench import agreement, print_thread_pools, server_for, started_server, timed
-from render_tables import sparse_table, write_result
+from render_tables import record_rows, sparse_table, sparse_workload
 from sklearn_sparse_iteration import documents
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
@@ -161,7 +164,10 @@ def main():
             print(sparse_table(rows)[-1], flush=True)
         print("\n".join(sparse_table(rows)))
         if args.results:
-            write_result(args.results, rows, load_average_at_start=load_at_start)
+            # Each k's row replaces the row of the same shape from an earlier
+            # run (so k = 256 may take fewer repeats than k = 20).
+            record_rows(args.results, [dict(row, load_average_at_start=load_at_start)
+                                       for row in rows], sparse_workload)
 
 if __name__ == "__main__":
     main()

@@ -391,11 +391,11 @@ void PutCentersCsr(const Matrix<Scalar>& centers, v1::CsrPoints* csr) {
 }
 
 // An assign step under `centers`; on `sparse` shards the centers go as
-// their nonzeros (centers_csr) and the sums come back as rows
-// (sparse_sums).
+// their nonzeros (centers_csr), and the sums come back as rows if
+// `sparse_sums`.
 template <typename Scalar>
-v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool sparse, bool labels,
-                             int64_t farthest, bool objective = true) {
+v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool sparse, bool sparse_sums,
+                             bool labels, int64_t farthest, bool objective = true) {
   v1::JobRequest request;
   v1::AssignStep* step = request.mutable_assign();
   step->set_k(static_cast<int>(centers.cols()));
@@ -408,7 +408,7 @@ v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool sparse, bool la
   step->set_raw_labels(labels);
   step->set_farthest(farthest);
   step->set_omit_objective(!objective);
-  step->set_sparse_sums(sparse);
+  step->set_sparse_sums(sparse_sums);
   return request;
 }
 
@@ -417,10 +417,11 @@ v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool sparse, bool la
 // merged in the order core/empty_clusters.h's RelocateEmptyClusters takes
 // them on all points at once (farthest first, the lower index first), each
 // moved from its cluster into an empty one. Returns how many moved.
-// `sparse`: the shards are sparse (AssignRequest).
+// `sparse`, `sparse_sums`: the shards are sparse, and which sums they
+// answer (AssignRequest).
 template <typename Scalar>
 absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<Scalar>& centers, bool sparse,
-                                 ClusterSums* sums) {
+                                 bool sparse_sums, ClusterSums* sums) {
   std::vector<int> empty;
   for (size_t j = 0; j < sums->weights.size(); ++j) {
     if (!(sums->weights[j] > 0)) empty.push_back(static_cast<int>(j));
@@ -428,7 +429,7 @@ absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<Scalar>& centers, b
   if (empty.empty()) return 0;
   const int d = static_cast<int>(centers.rows());
   const v1::JobRequest request =
-      AssignRequest(centers, sparse, false, static_cast<int64_t>(empty.size()));
+      AssignRequest(centers, sparse, sparse_sums, false, static_cast<int64_t>(empty.size()));
   absl::StatusOr<std::vector<v1::JobResponse>> answers =
       AskEach(job, [&](size_t) -> std::optional<v1::JobRequest> { return request; });
   if (!answers.ok()) return answers.status();
@@ -487,8 +488,8 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scal
     const bool last = t == options.iterations;
     const auto start = Clock::now();
     const bool with_objective = t == 0 || last || options.iteration_objectives;
-    const v1::JobRequest request =
-        AssignRequest(centers, options.sparse, last && options.labels, 0, with_objective);
+    const v1::JobRequest request = AssignRequest(centers, options.sparse, options.sparse_sums,
+                                                 last && options.labels, 0, with_objective);
     absl::StatusOr<std::vector<v1::JobResponse>> answers =
         AskEach(job, [&](size_t) -> std::optional<v1::JobRequest> { return request; });
     if (!answers.ok()) return answers.status();
@@ -531,7 +532,8 @@ absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scal
       break;
     }
     if (relocate) {
-      absl::StatusOr<int64_t> moved = Relocate(job, centers, options.sparse, &sums);
+      absl::StatusOr<int64_t> moved =
+          Relocate(job, centers, options.sparse, options.sparse_sums, &sums);
       if (!moved.ok()) return moved.status();
       result->relocations += *moved;
       if (*moved > 0 && options.log)
@@ -719,6 +721,10 @@ absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
   options.weighted = !weights.empty();
   options.float64 = std::is_same_v<Scalar, double>;
   options.sparse = std::is_same_v<Source, CsrSource<Scalar>>;
+  if constexpr (std::is_same_v<Source, CsrSource<Scalar>>) {
+    const double nnz = source.indptr.empty() ? 0.0 : static_cast<double>(source.indptr.back());
+    options.sparse_sums = 12 * nnz < 8.0 * options.k * d;
+  }
   if (options.weighted && options.seeding == ResidentSeeding::kRandom) {
     if constexpr (std::is_same_v<Scalar, double>) {
       options.weights_f64 = weights;

@@ -68,10 +68,16 @@ struct ResidentJobOptions {
   /// are computed in double and travel as float64.
   bool float64 = false;
   /// The shards hold sparse points (ShardChunk.points_csr): an assign
-  /// step's centers go as their nonzeros (AssignStep.centers_csr) and its
-  /// cluster sums come as rows of the clusters' columns (sparse_sums),
-  /// each a fraction of k x d values at a large d.
+  /// step's centers go as their nonzeros (AssignStep.centers_csr), a
+  /// fraction of k x d values at a large d.
   bool sparse = false;
+  /// Sparse shards answer an assign step's cluster sums as rows of the
+  /// clusters' columns (sparse_sums): RunResidentJobOnReplicas asks for them
+  /// where rows are the smaller answer (12 bytes for each of at most the
+  /// data's nonzeros, against a shard's 8 k d dense), as at k = 256,
+  /// d = 2^17 and 10^7 nonzeros; at k = 20 the dense sums are smaller and
+  /// cheaper to make.
+  bool sparse_sums = false;
   /// The points' weights, needed only by kRandom on weighted shards
   /// (weights_f64 in a float64 job).
   std::vector<float> weights;

@@ -602,6 +602,7 @@ py::dict Drive(const py::object& shards, int d, int k, const std::optional<py::a
                  iteration_objectives, &failure, log, on_iteration);
   options.weighted = weighted;
   options.sparse = sparse;
+  options.sparse_sums = sparse;
   if (weights && float64) {
     options.weights_f64 = WeightsOf<double>(*weights, -1);
   } else if (weights) {
