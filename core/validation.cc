@@ -43,6 +43,23 @@ absl::Status ValidateValues(const Matrix<Scalar>& m, const char* what) {
 }
 
 template <typename Scalar>
+absl::Status ValidateSparseValues(const CsrMatrix<Scalar>& points) {
+  const Scalar bound = MaxCoordinate<Scalar>(static_cast<int>(points.cols()));
+  for (int64_t i = 0; i < points.rows(); ++i) {
+    for (int64_t p = points.indptr()[i]; p < points.indptr()[i + 1]; ++p) {
+      const Scalar v = points.values()[p];
+      if (std::abs(v) > bound) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("point ", i, " has ", v, " in dimension ", points.indices()[p],
+                         ", beyond +-", bound, ": squared distances in d = ", points.cols(),
+                         " would overflow ", sizeof(Scalar) == 4 ? "float" : "double"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename Scalar>
 absl::Status ValidatePoints(const Matrix<Scalar>& points) {
   if (points.rows() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("d = ", points.rows(), ", must be at least 1"));
@@ -153,6 +170,7 @@ absl::Status ValidateWeights(const Vector<Scalar>& weights, int64_t n, bool zero
 #define KMT_INSTANTIATE(S)                                                                     \
   template S MaxCoordinate<S>(int);                                                            \
   template absl::Status ValidatePoints<S>(const Matrix<S>&);                                   \
+  template absl::Status ValidateSparseValues<S>(const CsrMatrix<S>&);                          \
   template absl::Status ValidateValues<S>(const Matrix<S>&, const char*);                      \
   template absl::Status ValidateCenters<S>(const Matrix<S>&, const Matrix<S>&);                \
   template absl::Status ValidateCenterValues<S>(const Matrix<S>&, int64_t);                    \

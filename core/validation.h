@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/sparse.h"
 #include "core/types.h"
 
 namespace kmt {
@@ -26,6 +27,12 @@ absl::Status ValidatePoints(const Matrix<Scalar>& points);
 // "center") i, dimension l.
 template <typename Scalar>
 absl::Status ValidateValues(const Matrix<Scalar>& m, const char* what);
+
+// Every nonzero of sparse `points` (n x d; CsrMatrix holds them finite)
+// within MaxCoordinate(d), as ValidatePoints bounds the same points made
+// dense, naming the first beyond it as point i, dimension l.
+template <typename Scalar>
+absl::Status ValidateSparseValues(const CsrMatrix<Scalar>& points);
 
 // 1 <= k <= n.
 absl::Status ValidateClusterCount(int64_t n, int64_t k);

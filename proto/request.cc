@@ -358,6 +358,7 @@ absl::StatusOr<SparseBatch<Scalar>> SparseRequestBatch(const v1::ClusterRequest&
   }
   absl::StatusOr<CsrMatrix<Scalar>> points = CsrFromProto<Scalar>(r.points_csr(), r.d());
   if (!points.ok()) return points.status();
+  if (absl::Status s = ValidateSparseValues(*points); !s.ok()) return s;
   if (points->rows() < 1) return absl::InvalidArgumentError("n = 0: a batch has at least 1 point");
   SparseBatch<Scalar> batch{.points = *std::move(points), .iterations = r.iterations()};
   if (r.iterations() < 0) {

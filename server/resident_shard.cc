@@ -589,8 +589,9 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
     std::copy_n(chunk.weights().data(), count, state.weights.data() + received_);
   }
   received_ += count;
-  // Checked once, when complete: a NaN in the shard ends the job (a sparse
-  // shard's values were checked chunk by chunk), as does a sparse shard
+  // Checked once, when complete: a NaN or a value whose squares would
+  // overflow ends the job (a sparse shard's finiteness was checked chunk by
+  // chunk, its magnitudes here), as does a sparse shard
   // whose chunks said another count of nonzeros. One shard may weigh 0 in
   // all; the job's coordinator checks the dataset's sum.
   if (complete()) {
@@ -599,8 +600,9 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
           absl::StrCat("the shard's ", n_, " points have ", state.csr->nnz(),
                        " nonzeros; its chunks said points_csr.shard_nnz = ", shard_nnz_));
     }
-    if (!sparse_) {
-      if (absl::Status s = ValidatePoints(state.points); !s.ok()) return s;
+    if (absl::Status s = sparse_ ? ValidateSparseValues(*state.csr) : ValidatePoints(state.points);
+        !s.ok()) {
+      return s;
     }
     if (weighted_) {
       if (absl::Status s = ValidateWeights(state.weights, n_, /*zero_sum_allowed=*/true); !s.ok()) {

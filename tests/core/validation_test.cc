@@ -58,6 +58,25 @@ TEST(Validation, CoordinatesThatWouldOverflowAreNamed) {
                          ": squared distances in d = 2 would overflow float"));
 }
 
+// Sparse points are bound as the same points made dense are: each nonzero
+// within MaxCoordinate(d), the first beyond it named by its row and column.
+TEST(Validation, SparseValuesThatWouldOverflowAreNamedAsDenseOnes) {
+  const int d = 1000;
+  const float bound = MaxCoordinate<float>(d);
+  Matrix<float> dense = Matrix<float>::Zero(d, 3);
+  dense(7, 0) = bound;
+  dense(3, 2) = -bound;
+  EXPECT_TRUE(ValidateSparseValues(CsrMatrix<float>::FromDense(dense)).ok());
+  dense(999, 1) = std::nextafter(bound, std::numeric_limits<float>::infinity());
+  const absl::Status s = ValidateSparseValues(CsrMatrix<float>::FromDense(dense));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(
+      s.message().find(absl::StrCat("point 1 has ", dense(999, 1), " in dimension 999, beyond")),
+      std::string::npos)
+      << s.message();
+  EXPECT_EQ(ValidatePoints(dense).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(Validation, AtTheBoundEveryObjectiveIsFinite) {
   // Points at opposite corners of the allowed box: the largest distances.
   for (int d : {1, 2, 32}) {

@@ -330,6 +330,12 @@ TEST_F(SparseRequestTest, EachMalformedRequestIsRefusedByNameAndTheStreamGoesOn)
     r.mutable_points_csr()->mutable_values_f32()->replace(0, 4, reinterpret_cast<const char*>(&nan),
                                                           4);
   });
+  add("point 0 has 1e+30 in dimension", [](v1::ClusterRequest& r) {
+    // Squares past float's range: refused as the dense points would be.
+    const float huge = 1e30f;
+    r.mutable_points_csr()->mutable_values_f32()->replace(0, 4,
+                                                          reinterpret_cast<const char*>(&huge), 4);
+  });
   add("points_csr.indptr_i64 holds 400 rows, but n = 401",
       [](v1::ClusterRequest& r) { r.set_n(401); });
   add("points_csr and points_f32 are both set; send one of them",
