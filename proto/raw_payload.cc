@@ -16,6 +16,9 @@ static_assert(sizeof(float) == 4 && sizeof(int) == 4 && sizeof(double) == 8,
 // Copies `count` values of `width` bytes (4 or 8) between host order and
 // little-endian bytes (the same operation both ways).
 void CopyLittleEndian(const void* from, void* to, size_t count, size_t width) {
+  // An empty array's data() may be null, which memcpy may not take even for
+  // 0 bytes.
+  if (count == 0) return;
   std::memcpy(to, from, count * width);
 #if defined(ABSL_IS_BIG_ENDIAN)
   if (width == 4) {
