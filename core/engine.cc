@@ -9,6 +9,7 @@
 #include "core/distances.h"
 #include "core/padding.h"
 #include "core/point_moments.h"
+#include "core/validation.h"
 
 namespace kmt {
 
@@ -304,12 +305,9 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ClusterPlan<Scalar>& plan, const
         run = std::move(lloyd);
       }
     }
-    // Coordinates within MaxCoordinate cannot overflow; fixed weights can
-    // still move centers anywhere. No non-finite number leaves the engine.
-    if (!std::isfinite(run->objective) || !run->centers.allFinite()) {
-      return absl::InternalError(absl::StrCat("model ", model.name(),
-                                              " produced non-finite centers or objective on this "
-                                              "batch; its weights are unfit for these points"));
+    if (absl::Status s = ValidateAnswer(run->objective, run->centers, spec.weights, model.name());
+        !s.ok()) {
+      return s;
     }
     objectives.push_back(run->objective);
     if (r == 0 || run->objective < best->objective) {

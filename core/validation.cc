@@ -167,6 +167,24 @@ absl::Status ValidateWeights(const Vector<Scalar>& weights, int64_t n, bool zero
   return absl::OkStatus();
 }
 
+template <typename Scalar>
+absl::Status ValidateAnswer(double objective, const Matrix<Scalar>& centers,
+                            const Vector<Scalar>& weights, absl::string_view model) {
+  if (std::isfinite(objective) && centers.allFinite()) return absl::OkStatus();
+  const Scalar largest = weights.size() > 0 ? weights.maxCoeff() : Scalar(0);
+  if (largest > 1) {
+    // Only the weights' ratios move the centers: scaled down, the same fit.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the sample weights (the largest ", largest, ") overflow ",
+        sizeof(Scalar) == 4 ? "float" : "double",
+        " in the weighted sums or objective of these points; scale them down: only their ratios "
+        "move the centers"));
+  }
+  return absl::InternalError(absl::StrCat("model ", model,
+                                          " produced non-finite centers or objective on this "
+                                          "batch; its weights are unfit for these points"));
+}
+
 #define KMT_INSTANTIATE(S)                                                                     \
   template S MaxCoordinate<S>(int);                                                            \
   template absl::Status ValidatePoints<S>(const Matrix<S>&);                                   \
@@ -175,6 +193,8 @@ absl::Status ValidateWeights(const Vector<Scalar>& weights, int64_t n, bool zero
   template absl::Status ValidateCenters<S>(const Matrix<S>&, const Matrix<S>&);                \
   template absl::Status ValidateCenterValues<S>(const Matrix<S>&, int64_t);                    \
   template absl::Status ValidateWeights<S>(const Vector<S>&, int64_t, bool);                   \
+  template absl::Status ValidateAnswer<S>(double, const Matrix<S>&, const Vector<S>&,          \
+                                          absl::string_view);                                  \
   template absl::StatusOr<Matrix<S>> MatrixFromRowMajor<S>(absl::Span<const float>, int64_t,   \
                                                            int64_t, const char*, const char*); \
   template absl::StatusOr<Matrix<S>> PointsFromRowMajor<S>(absl::Span<const float>, int64_t,   \

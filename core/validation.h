@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/sparse.h"
 #include "core/types.h"
@@ -53,6 +54,16 @@ absl::Status ValidateCenterValues(const Matrix<Scalar>& centers, int64_t d);
 template <typename Scalar>
 absl::Status ValidateWeights(const Vector<Scalar>& weights, int64_t n,
                              bool zero_sum_allowed = false);
+
+// No non-finite number leaves the engine. Coordinates within MaxCoordinate
+// cannot overflow a distance, but sample weights (`weights`, empty when the
+// points weigh alike) can overflow the weighted sums and objective, and a
+// learned model's own weights can move centers anywhere: a non-finite
+// `objective` or center is INVALID_ARGUMENT naming the sample weights when
+// they are given and the largest is beyond 1, else INTERNAL naming `model`.
+template <typename Scalar>
+absl::Status ValidateAnswer(double objective, const Matrix<Scalar>& centers,
+                            const Vector<Scalar>& weights, absl::string_view model);
 
 // n x d row-major values (as they travel on the wire) to a d x n matrix,
 // checking the shape (n, d >= 1) and the count; the values are left to

@@ -13,6 +13,7 @@
 #include "core/point_moments.h"
 #include "core/sparse.h"
 #include "core/unit_norm.h"
+#include "core/validation.h"
 #include "proto/batch_error.h"
 #include "proto/request.h"
 #include "server/grpc_status.h"
@@ -212,6 +213,10 @@ absl::Status RunSparseAs(const ModelRegistry& registry, const Limits& limits,
     run.distances = own.transpose();
   } else if (r.return_distances() == v1::DISTANCES_ALL) {
     run.distances = SparseSquaredDistances(batch->points, run.centers);
+  }
+  if (absl::Status s = ValidateAnswer(run.objective, run.centers, batch->weights, r.model());
+      !s.ok()) {
+    return s;
   }
   if (fitted != nullptr && r.iterations() == 0) run.centers.resize(0, 0);
   FillResponse(r, run, out);

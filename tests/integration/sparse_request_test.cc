@@ -5,7 +5,8 @@
 // every distance or each point's own, empty clusters relocated or split,
 // spherical k-means too; a fitted model labels
 // sparse points by name; and each malformed request is refused with INVALID_ARGUMENT naming the
-// field, in its own response, while the stream goes on.
+// field, in its own response, while the stream goes on; sample weights that
+// overflow double are refused by name, as on dense points.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -302,6 +303,26 @@ TEST_F(SparseRequestTest, AFittedModelLabelsSparsePointsByName) {
   const std::vector<double> b = Values<double>(responses[1], true);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-12) << i;
+}
+
+TEST_F(SparseRequestTest, SampleWeightsThatOverflowDoubleAreRefusedByNameAsOnDensePoints) {
+  // 400 weights of 1e308 sum past double's range: the weighted sums and
+  // objective overflow on either path, which each answers alike.
+  const Vector<double> huge = Vector<double>::Constant(400, 1e308);
+  const auto [responses, status] =
+      Exchange({Request<double>("sparse", true, 2, &huge),
+                Request<double>("dense", false, 2, &huge), Request<double>("after", true, 2)});
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(responses.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(responses[i].request_id());
+    ASSERT_TRUE(responses[i].has_error());
+    EXPECT_EQ(responses[i].error().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+    EXPECT_EQ(responses[i].error().message(),
+              "the sample weights (the largest 1e+308) overflow double in the weighted sums or "
+              "objective of these points; scale them down: only their ratios move the centers");
+  }
+  EXPECT_FALSE(responses[2].has_error()) << responses[2].error().message();
 }
 
 TEST_F(SparseRequestTest, EachMalformedRequestIsRefusedByNameAndTheStreamGoesOn) {
