@@ -597,19 +597,18 @@ void NearestCenterScan<Scalar>::FinishAmong(const Scalar* xi, Eigen::Index count
   }
   *label_out = label;
   *sq_out = sq;
-  if (gap != nullptr) {
-    // Not a near tie: every other score lies at most `second` + slack / 2
-    // and the label's at least best - slack / 2 (each within half the
-    // slack of its exact value), and scores are half the squared distances
-    // with their sign turned, so the others are farther by at least
-    // 2 (best - second - slack). Each double operation is rounded down.
-    double lower = 0;
-    if (!near_tie) {
-      const double spread = Below(static_cast<double>(best) - second);
-      lower = std::max(0.0, Below(spread - Above(static_cast<double>(slack))));
-    }
-    *gap = 2 * lower;
-  }
+  if (gap != nullptr) *gap = near_tie ? 0 : GapOf(best, second, slack);
+}
+
+template <typename Scalar>
+double NearestCenterScan<Scalar>::GapOf(Scalar best, Scalar second, Scalar slack) {
+  // Every other score lies at most `second` + slack / 2 and the label's at
+  // least best - slack / 2 (each within half the slack of its exact value),
+  // and scores are half the squared distances with their sign turned, so
+  // the others are farther by at least 2 (best - second - slack). Each
+  // double operation is rounded down.
+  const double spread = Below(static_cast<double>(best) - second);
+  return 2 * std::max(0.0, Below(spread - Above(static_cast<double>(slack))));
 }
 
 template <typename Scalar>
@@ -626,11 +625,12 @@ template <typename Scalar>
 void NearestCenterScan<Scalar>::Finish(const Eigen::Ref<const Matrix<Scalar>>& x,
                                        const Matrix<Scalar>& score, const Scalar* best,
                                        const Scalar* second, const Scalar* arg, int* labels,
-                                       Scalar* sq_out, double* gap, Matrix<Scalar>* row) const {
-  const Eigen::Index d = centers_.rows(), rows = x.cols();
-  const bool tiled = score.cols() < centers_.cols();
+                                       Scalar* sq_out, double* gap, Scratch* scratch) const {
+  const Eigen::Index d = centers_.rows(), k = centers_.cols(), rows = x.cols();
+  const bool tiled = score.cols() < k;
+  // 1. Each point's distance to its scanned center, four at once, and the
+  // near-tie test: the others are answered, the near ties listed.
   for (Eigen::Index i = 0; i < rows; i += 4) {
-    // Four points' distances to their centers at once.
     const int count = static_cast<int>(std::min<Eigen::Index>(4, rows - i));
     const Scalar* xs[4];
     const Scalar* cs[4];
@@ -643,21 +643,102 @@ void NearestCenterScan<Scalar>::Finish(const Eigen::Ref<const Matrix<Scalar>>& x
     for (int p = 0; p < count; ++p) {
       const Eigen::Index r = i + p;
       const int label = static_cast<int>(arg[r]);
-      if (!tiled) {
-        FinishPoint(xs[p], score, r, best[r], second[r], label, sq[p], labels + r, sq_out + r,
-                    gap != nullptr ? gap + r : nullptr);
+      const Scalar slack = Slack(label, sq[p]);
+      if (!(best[r] - second[r] <= slack)) {
+        labels[r] = label;
+        sq_out[r] = sq[p];
+        if (gap != nullptr) gap[r] = GapOf(best[r], second[r], slack);
         continue;
       }
       // The scores of the tiles before are gone: a point near a tie gets
-      // its scores of every center again, as FinishPoint reads them.
-      if (best[r] - second[r] <= Slack(label, sq[p])) {
-        *row = offset_;
-        row->noalias() += x.col(r).transpose() * centers_;
+      // its scores of every center again.
+      const Scalar* scores = score.data() + r;
+      Eigen::Index stride = score.rows();
+      if (tiled) {
+        scratch->row = offset_;
+        scratch->row.noalias() += x.col(r).transpose() * centers_;
+        scores = scratch->row.data();
+        stride = 1;
       }
-      FinishPoint(xs[p], *row, 0, best[r], second[r], label, sq[p], labels + r, sq_out + r,
-                  gap != nullptr ? gap + r : nullptr);
+      ListTie(
+          r, label, k, [](Eigen::Index j) { return static_cast<int>(j); },
+          [&](Eigen::Index j) { return scores[j * stride]; }, best[r] - slack, scratch);
     }
   }
+  // 2. The near ties.
+  DecideTies(x, scratch, labels, sq_out, gap);
+}
+
+template <typename Scalar>
+template <typename CenterOf, typename ScoreOf>
+void NearestCenterScan<Scalar>::ListTie(Eigen::Index r, int label, Eigen::Index count,
+                                        CenterOf center_of, ScoreOf score_of, Scalar floor,
+                                        Scratch* scratch) {
+  if (scratch->tie_first.empty()) scratch->tie_first.push_back(0);
+  scratch->tie_point.push_back(r);
+  scratch->tie_label.push_back(label);
+  for (Eigen::Index t = 0; t < count; ++t) {
+    if (!(score_of(t) < floor)) scratch->tie_center.push_back(center_of(t));
+  }
+  scratch->tie_first.push_back(static_cast<Eigen::Index>(scratch->tie_center.size()));
+}
+
+template <typename Scalar>
+void NearestCenterScan<Scalar>::DecideTies(const Eigen::Ref<const Matrix<Scalar>>& x,
+                                           Scratch* scratch, int* labels, Scalar* sq_out,
+                                           double* gap) const {
+  const Eigen::Index d = centers_.rows();
+  const std::vector<Eigen::Index>& tie_point = scratch->tie_point;
+  const std::vector<Eigen::Index>& tie_first = scratch->tie_first;
+  const std::vector<int>& tie_center = scratch->tie_center;
+  const Eigen::Index ties = static_cast<Eigen::Index>(tie_point.size());
+  if (ties > 0) {
+    // Every candidate's direct distance, kDirectChains at a time.
+    const Eigen::Index pairs = static_cast<Eigen::Index>(tie_center.size());
+    scratch->tie_distance.resize(pairs);
+    for (Eigen::Index first = 0, t = 0; first < pairs; first += kDirectChains) {
+      const int count = static_cast<int>(std::min<Eigen::Index>(kDirectChains, pairs - first));
+      const Scalar* xs[kDirectChains];
+      const Scalar* cs[kDirectChains];
+      for (int q = 0; q < count; ++q) {
+        while (tie_first[t + 1] <= first + q) ++t;
+        xs[q] = x.col(tie_point[t]).data();
+        cs[q] = centers_.col(tie_center[first + q]).data();
+      }
+      DirectSquaredDistancePairs(xs, cs, count, d, scratch->tie_distance.data() + first);
+    }
+  }
+  // Each one's label, the first least, and its distance to it, four at once.
+  for (Eigen::Index first = 0; first < ties; first += 4) {
+    const int count = static_cast<int>(std::min<Eigen::Index>(4, ties - first));
+    const Scalar* xs[4];
+    const Scalar* cs[4];
+    Scalar sq[4];
+    for (int p = 0; p < count; ++p) {
+      const Eigen::Index t = first + p, r = tie_point[t];
+      Scalar exact = std::numeric_limits<Scalar>::infinity();
+      int label = scratch->tie_label[t];
+      for (Eigen::Index q = tie_first[t]; q < tie_first[t + 1]; ++q) {
+        if (scratch->tie_distance[q] < exact) {
+          exact = scratch->tie_distance[q];
+          label = tie_center[q];
+        }
+      }
+      labels[r] = label;
+      xs[p] = x.col(r).data();
+      cs[p] = centers_.col(label).data();
+    }
+    AssignedSquaredDistances(xs, cs, count, d, sq);
+    for (int p = 0; p < count; ++p) {
+      const Eigen::Index r = tie_point[first + p];
+      sq_out[r] = sq[p];
+      if (gap != nullptr) gap[r] = 0;
+    }
+  }
+  scratch->tie_point.clear();
+  scratch->tie_label.clear();
+  scratch->tie_first.clear();
+  scratch->tie_center.clear();
 }
 
 template <typename Scalar>
@@ -846,7 +927,7 @@ void NearestCenterScan<Scalar>::Scan(const Eigen::Ref<const Matrix<Scalar>>& x, 
     }
   }
   if (center_lanes_.size() > 0) return;
-  Finish(x, score, best, second, arg, labels, sq_out, gap);
+  Finish(x, score, best, second, arg, labels, sq_out, gap, scratch);
 }
 
 template <typename Scalar>
@@ -871,7 +952,7 @@ void NearestCenterScan<Scalar>::ScanProducts(const Eigen::Ref<const Matrix<Scala
       ScanLanes(score.data() + i, ld, width, best + i, second + i, arg + i, first, first > 0);
     }
   }
-  Finish(x, score, best, second, arg, labels, sq_out, gap, &scratch->row);
+  Finish(x, score, best, second, arg, labels, sq_out, gap, scratch);
 }
 
 template <typename Scalar>
@@ -1058,8 +1139,12 @@ void NearestCenterScan<Scalar>::FilterBlock(
           kept[listed++] = kept[t];
         }
         if (std::isfinite(best) && std::isfinite(bar) && listed > 0) {
-          FinishCandidates(xi, index, listed, &scratch->candidate_score, labels + i, sq_out + i,
-                           gap != nullptr ? gap + i : nullptr);
+          // A near tie among them is decided with the block's others, its
+          // gap 0.
+          if (FinishCandidates(xi, i, index, listed, scratch, labels + i, sq_out + i,
+                               gap != nullptr ? gap + i : nullptr)) {
+            continue;
+          }
           if (gap != nullptr) {
             // A center left out has an exact shifted score below bar + E,
             // the label's is above its narrow score less E.
@@ -1075,25 +1160,27 @@ void NearestCenterScan<Scalar>::FilterBlock(
     }
     if (tiles) ReleaseTiles();
     if (pending > 0) settle();
+    DecideTies(x, scratch, labels, sq_out, gap);
     scratch->filtered += rows;
   }
 #endif
 }
 
 template <typename Scalar>
-void NearestCenterScan<Scalar>::FinishCandidates(const Scalar* xi, const int* candidates,
-                                                 Eigen::Index count, std::vector<Scalar>* score,
-                                                 int* label_out, Scalar* sq_out,
+bool NearestCenterScan<Scalar>::FinishCandidates(const Scalar* xi, Eigen::Index i,
+                                                 const int* candidates, Eigen::Index count,
+                                                 Scratch* scratch, int* label_out, Scalar* sq_out,
                                                  double* gap) const {
   const Eigen::Index d = centers_.rows();
   const Eigen::Map<const Vector<Scalar>> x(xi, d);
-  score->resize(count);
+  std::vector<Scalar>& score = scratch->candidate_score;
+  score.resize(count);
   Scalar best = -std::numeric_limits<Scalar>::infinity(), second = best;
   int label = candidates[0];
   for (Eigen::Index t = 0; t < count; ++t) {
     const int j = candidates[t];
     const Scalar s = offset_[j] + x.dot(centers_.col(j));
-    (*score)[t] = s;
+    score[t] = s;
     if (s > best) {
       second = best;
       best = s;
@@ -1103,10 +1190,18 @@ void NearestCenterScan<Scalar>::FinishCandidates(const Scalar* xi, const int* ca
     }
   }
   // FinishPoint's rule, on the candidates' scores.
-  FinishAmong(
-      xi, count, [&](Eigen::Index t) { return candidates[t]; },
-      [&](Eigen::Index t) { return (*score)[t]; }, best, second, label,
-      AssignedSquaredDistance(xi, centers_.col(label).data(), d), label_out, sq_out, gap);
+  const Scalar sq = AssignedSquaredDistance(xi, centers_.col(label).data(), d);
+  const Scalar slack = Slack(label, sq);
+  if (best - second <= slack) {
+    ListTie(
+        i, label, count, [&](Eigen::Index t) { return candidates[t]; },
+        [&](Eigen::Index t) { return score[t]; }, best - slack, scratch);
+    return true;
+  }
+  *label_out = label;
+  *sq_out = sq;
+  if (gap != nullptr) *gap = GapOf(best, second, slack);
+  return false;
 }
 
 namespace {

@@ -115,6 +115,15 @@ class NearestCenterScan {
     Vector<Scalar> lanes;  // the register kernel's points, coordinate-major
     Vector<Scalar> sq;     // the squared distances a caller does not ask for
     Matrix<Scalar> row;    // a point's scores of every center, near a tie
+    // A block's near ties, decided together (DecideTies): the points
+    // (tie_point) and their scanned labels (tie_label), their candidates
+    // (tie_center, from tie_first[t] to tie_first[t + 1]) and the
+    // candidates' direct distances (tie_distance).
+    std::vector<Eigen::Index> tie_point;
+    std::vector<int> tie_label;
+    std::vector<Eigen::Index> tie_first;
+    std::vector<int> tie_center;
+    std::vector<Scalar> tie_distance;
     // The low-precision filter's (FilterBlock): the block's points in
     // bfloat16, a group's scores and each point's running best, second best
     // and label, bounds and candidates; the points it leaves to the float32
@@ -188,20 +197,35 @@ class NearestCenterScan {
   // increasing order, every center the float32 scan could take or weigh in
   // a near tie among them): the same rule, the same label and distance;
   // the gap among the candidates alone.
-  void FinishCandidates(const Scalar* xi, const int* candidates, Eigen::Index count,
-                        std::vector<Scalar>* score, int* label_out, Scalar* sq_out,
-                        double* gap) const;
+  // A near tie is listed for DecideTies (column i of the block) instead,
+  // and the call returns true.
+  bool FinishCandidates(const Scalar* xi, Eigen::Index i, const int* candidates, Eigen::Index count,
+                        Scratch* scratch, int* label_out, Scalar* sq_out, double* gap) const;
+  // Lists column r of the block, scanned label `label`, as a near tie with
+  // its candidates: center_of(t) for each t < count whose score_of(t) is
+  // not below `floor` (the best score less the slack), in increasing t.
+  template <typename CenterOf, typename ScoreOf>
+  static void ListTie(Eigen::Index r, int label, Eigen::Index count, CenterOf center_of,
+                      ScoreOf score_of, Scalar floor, Scratch* scratch);
+  // FinishAmong's rule for every listed near tie of the block x: the label
+  // the first least of its candidates' direct distances, computed
+  // kDirectChains at a time (their chains overlap: one point in seven is
+  // near a tie at d = 1,536, k = 100, and decided one by one they took a
+  // seventh of an assignment), its squared distance, its gap 0. Empties the
+  // list.
+  void DecideTies(const Eigen::Ref<const Matrix<Scalar>>& x, Scratch* scratch, int* labels,
+                  Scalar* sq_out, double* gap) const;
   // Scan's last step, from the scores and their best, second best and
   // label per point: the labels, squared distances and gaps. Kept out of
   // Scan's body, where it would share the kernel's registers and spill them
   // (about 5% of an assignment of 4,096 x 32 with k = 16). Where `score`
   // holds the last tile of centers alone, a point near a tie is scored
-  // again against every center, in `row`.
+  // again against every center, in scratch->row. The near ties are decided
+  // after the other points, together (DecideTies).
   __attribute__((noinline)) void Finish(const Eigen::Ref<const Matrix<Scalar>>& x,
                                         const Matrix<Scalar>& score, const Scalar* best,
                                         const Scalar* second, const Scalar* arg, int* labels,
-                                        Scalar* sq_out, double* gap,
-                                        Matrix<Scalar>* row = nullptr) const;
+                                        Scalar* sq_out, double* gap, Scratch* scratch) const;
   // Finish's work for the `count` points of one packet from row `first`,
   // their coordinates in the kernel's lanes: the squared distances to their
   // centers and the near-tie test computed across the packet
@@ -226,6 +250,8 @@ class NearestCenterScan {
   // FinishPoint's rule among `count` centers, the t-th center_of(t) with
   // score score_of(t) (FinishPoint: every center; FinishCandidates: the
   // candidates).
+  // The gap FinishAmong reports for a point that is not near a tie.
+  static double GapOf(Scalar best, Scalar second, Scalar slack);
   template <typename CenterOf, typename ScoreOf>
   __attribute__((always_inline)) inline void FinishAmong(const Scalar* xi, Eigen::Index count,
                                                          CenterOf center_of, ScoreOf score_of,

@@ -9,6 +9,7 @@
 #ifndef KMT_CORE_DISTANCES_H_
 #define KMT_CORE_DISTANCES_H_
 
+#include <algorithm>
 #include <limits>
 
 #include "core/types.h"
@@ -93,56 +94,46 @@ Scalar DirectSquaredDistance(const Scalar* a, const Scalar* b, Eigen::Index d) {
   return acc;
 }
 
-// DirectSquaredDistances for exactly kChains vectors.
+// DirectSquaredDistancePairs for exactly kChains pairs.
 template <int kChains, typename Scalar>
-void DirectSquaredDistancesOf(const Scalar* a, const Scalar* const* b, Eigen::Index d,
-                              Scalar* out) {
+void DirectSquaredDistancePairsOf(const Scalar* const* a, const Scalar* const* b, Eigen::Index d,
+                                  Scalar* out) {
   Scalar acc[kChains] = {};
   for (Eigen::Index l = 0; l < d; ++l) {
-    const Scalar al = a[l];
     for (int t = 0; t < kChains; ++t) {
-      const Scalar diff = al - b[t][l];
+      const Scalar diff = a[t][l] - b[t][l];
       acc[t] += diff * diff;
     }
   }
   for (int t = 0; t < kChains; ++t) out[t] = acc[t];
 }
 
-// DirectSquaredDistance of a to each of b[0 .. count), count at most
+// DirectSquaredDistance of a[t] to b[t] for t < count, count at most
 // kDirectChains, into out: each distance's additions are
 // DirectSquaredDistance's chain in its order, so are its bits, and the
-// chains, independent, overlap (a near tie among many candidates in many
-// dimensions then costs about one chain's latency per kDirectChains).
+// chains, independent, overlap (near ties among many candidates, or of many
+// points, in many dimensions then cost about one chain's latency per
+// kDirectChains).
 inline constexpr int kDirectChains = 8;
+template <typename Scalar>
+void DirectSquaredDistancePairs(const Scalar* const* a, const Scalar* const* b, int count,
+                                Eigen::Index d, Scalar* out) {
+  using Kernel = void (*)(const Scalar* const*, const Scalar* const*, Eigen::Index, Scalar*);
+  static constexpr Kernel kKernels[kDirectChains] = {
+      &DirectSquaredDistancePairsOf<1, Scalar>, &DirectSquaredDistancePairsOf<2, Scalar>,
+      &DirectSquaredDistancePairsOf<3, Scalar>, &DirectSquaredDistancePairsOf<4, Scalar>,
+      &DirectSquaredDistancePairsOf<5, Scalar>, &DirectSquaredDistancePairsOf<6, Scalar>,
+      &DirectSquaredDistancePairsOf<7, Scalar>, &DirectSquaredDistancePairsOf<8, Scalar>};
+  kKernels[count - 1](a, b, d, out);
+}
+
+// The same for one point a against b[0 .. count).
 template <typename Scalar>
 void DirectSquaredDistances(const Scalar* a, const Scalar* const* b, int count, Eigen::Index d,
                             Scalar* out) {
-  switch (count) {
-    case 1:
-      out[0] = DirectSquaredDistance(a, b[0], d);
-      break;
-    case 2:
-      DirectSquaredDistancesOf<2>(a, b, d, out);
-      break;
-    case 3:
-      DirectSquaredDistancesOf<3>(a, b, d, out);
-      break;
-    case 4:
-      DirectSquaredDistancesOf<4>(a, b, d, out);
-      break;
-    case 5:
-      DirectSquaredDistancesOf<5>(a, b, d, out);
-      break;
-    case 6:
-      DirectSquaredDistancesOf<6>(a, b, d, out);
-      break;
-    case 7:
-      DirectSquaredDistancesOf<7>(a, b, d, out);
-      break;
-    case 8:
-      DirectSquaredDistancesOf<8>(a, b, d, out);
-      break;
-  }
+  const Scalar* as[kDirectChains];
+  std::fill(as, as + count, a);
+  DirectSquaredDistancePairs(as, b, count, d, out);
 }
 
 }  // namespace kmt

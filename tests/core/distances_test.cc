@@ -58,17 +58,26 @@ TYPED_TEST(DistancesTest, ATokenIsAtDistanceZeroFromItselfAfterClamping) {
 TYPED_TEST(DistancesTest, InterleavedDirectDistancesHaveTheDirectDistancesBits) {
   using Scalar = TypeParam;
   Rng rng(9);
-  const Matrix<Scalar> a = NormalMatrix<Scalar>(1001, 1, rng, 1.0);
+  // One point against many (a near tie's candidates), and pairs of
+  // different points (a block's near ties).
+  const Matrix<Scalar> a = NormalMatrix<Scalar>(1001, kDirectChains, rng, 1.0);
   const Matrix<Scalar> b = NormalMatrix<Scalar>(1001, kDirectChains, rng, 1.0);
+  const Scalar* points[kDirectChains];
   const Scalar* columns[kDirectChains];
-  for (int t = 0; t < kDirectChains; ++t) columns[t] = b.col(t).data();
+  for (int t = 0; t < kDirectChains; ++t) {
+    points[t] = a.col(t).data();
+    columns[t] = b.col(t).data();
+  }
   for (int count = 1; count <= kDirectChains; ++count) {
     SCOPED_TRACE(count);
-    Scalar out[kDirectChains];
-    DirectSquaredDistances(a.data(), columns, count, 1001, out);
+    Scalar one[kDirectChains], pairs[kDirectChains];
+    DirectSquaredDistances(a.data(), columns, count, 1001, one);
+    DirectSquaredDistancePairs(points, columns, count, 1001, pairs);
     for (int t = 0; t < count; ++t) {
       const Scalar direct = DirectSquaredDistance(a.data(), columns[t], 1001);
-      EXPECT_EQ(std::memcmp(&out[t], &direct, sizeof(Scalar)), 0) << t;
+      EXPECT_EQ(std::memcmp(&one[t], &direct, sizeof(Scalar)), 0) << t;
+      const Scalar paired = DirectSquaredDistance(points[t], columns[t], 1001);
+      EXPECT_EQ(std::memcmp(&pairs[t], &paired, sizeof(Scalar)), 0) << t;
     }
   }
 }
