@@ -9,21 +9,10 @@
 
 #include "core/assign.h"
 #include "core/distances.h"
+#include "core/prefetch.h"
 
 namespace kmt {
 namespace {
-
-// The points a bound pass reads are its parts' unsettled ones, scattered
-// through memory late in a run (a few percent of them, each a few cache
-// lines), where the hardware's prefetcher does not follow: each point's
-// lines are asked for this many points ahead.
-constexpr Eigen::Index kReadAhead = 8;
-template <typename Column>
-void Prefetch(const Column& x) {
-  const char* at = reinterpret_cast<const char*>(x.data());
-  const char* end = at + x.size() * sizeof(*x.data());
-  for (; at < end; at += 64) __builtin_prefetch(at);
-}
 
 // Directed rounding by hand: a positive double that came out of one rounded
 // operation, moved so that it lies below (above) the operation's exact
@@ -697,7 +686,8 @@ Eigen::Index BoundedAssignment<Scalar>::GlobalFilterPass(const Call& call, Eigen
   c->n_read = ListUnset(c->skip.data(), rows, c->listed.data());
   c->sq.head(rows).setZero();
   for (Eigen::Index m = 0; m < c->n_read; ++m) {
-    if (m + kReadAhead < c->n_read) Prefetch(points_.col(first + c->listed[m + kReadAhead]));
+    if (m + kReadAhead < c->n_read)
+      PrefetchValues(points_.col(first + c->listed[m + kReadAhead]).data(), points_.rows());
     const int r = c->listed[m];
     c->sq[r] = AssignedSquaredDistance(points_.col(first + r).data(),
                                        call.centers.col(label_of[r]).data(), d);

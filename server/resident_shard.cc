@@ -12,6 +12,7 @@
 #include "core/cluster_sums.h"
 #include "core/empty_clusters.h"
 #include "core/minibatch.h"
+#include "core/prefetch.h"
 #include "core/sparse.h"
 #include "core/sparse_sums.h"
 #include "core/transformer.h"
@@ -172,7 +173,11 @@ double SampleAssign(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
 #pragma omp for schedule(dynamic)
     for (Eigen::Index b = 0; b < blocks; ++b) {
       const Eigen::Index first = b * block, count = std::min(block, m - first);
-      for (Eigen::Index i = 0; i < count; ++i) x.col(i) = points.col(row[first + i]);
+      for (Eigen::Index i = 0; i < count; ++i) {
+        if (i + kReadAhead < count)
+          PrefetchValues(points.col(row[first + i + kReadAhead]).data(), d);
+        x.col(i) = points.col(row[first + i]);
+      }
       scan.Scan(x.leftCols(count), &scratch, labels->data() + first, sq.data() + first);
     }
   }
@@ -193,6 +198,7 @@ double SampleAssign(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
   for (Eigen::Index c = 0; c < chunks; ++c) {
     const Eigen::Index first = c * kCoordinates, count = std::min(kCoordinates, d - first);
     for (Eigen::Index i = 0; i < m; ++i) {
+      if (i + kReadAhead < m) PrefetchValues(points.col(row[i + kReadAhead]).data() + first, count);
       const auto x = points.col(row[i]).segment(first, count).template cast<double>();
       auto into = sums->sums.col((*labels)[i]).segment(first, count);
       if (weights != nullptr) {
