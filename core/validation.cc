@@ -167,18 +167,22 @@ absl::Status ValidateWeights(const Vector<Scalar>& weights, int64_t n, bool zero
   return absl::OkStatus();
 }
 
+absl::Status SampleWeightsOverflow(double largest, const char* type) {
+  // Only the weights' ratios move the centers: scaled down, the same fit.
+  return absl::InvalidArgumentError(
+      absl::StrCat("the sample weights (the largest ", largest, ") overflow ", type,
+                   " in the weighted sums or objective of these points; scale them down: only "
+                   "their ratios move the centers"));
+}
+
 template <typename Scalar>
 absl::Status ValidateAnswer(double objective, const Matrix<Scalar>& centers,
                             const Vector<Scalar>& weights, absl::string_view model) {
   if (std::isfinite(objective) && centers.allFinite()) return absl::OkStatus();
   const Scalar largest = weights.size() > 0 ? weights.maxCoeff() : Scalar(0);
   if (largest > 1) {
-    // Only the weights' ratios move the centers: scaled down, the same fit.
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the sample weights (the largest ", largest, ") overflow ",
-        sizeof(Scalar) == 4 ? "float" : "double",
-        " in the weighted sums or objective of these points; scale them down: only their ratios "
-        "move the centers"));
+    return SampleWeightsOverflow(static_cast<double>(largest),
+                                 sizeof(Scalar) == 4 ? "float" : "double");
   }
   return absl::InternalError(absl::StrCat("model ", model,
                                           " produced non-finite centers or objective on this "

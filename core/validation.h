@@ -65,6 +65,10 @@ template <typename Scalar>
 absl::Status ValidateAnswer(double objective, const Matrix<Scalar>& centers,
                             const Vector<Scalar>& weights, absl::string_view model);
 
+// ValidateAnswer's error for sample weights, the largest `largest`, that
+// overflow `type` ("float", "double") in the weighted sums or objective.
+absl::Status SampleWeightsOverflow(double largest, const char* type);
+
 // n x d row-major values (as they travel on the wire) to a d x n matrix,
 // checking the shape (n, d >= 1) and the count; the values are left to
 // ValidatePoints (or Batch::Validate), so each batch is read for them once.

@@ -68,6 +68,30 @@ struct ResidentShard::State {
 
 namespace {
 
+// No non-finite number leaves the server (ValidateAnswer's rule for a
+// request): coordinates within MaxCoordinate keep each squared distance
+// finite, but a float64 shard's objective and sums add many of them, each
+// scaled by its weight, and may pass double's range. `largest_weight`: the
+// shard's largest weight (0 if it has none). An omitted objective is NaN
+// and passes.
+absl::Status FiniteStep(const v1::JobResponse& out, double largest_weight) {
+  const auto finite = [](double v) { return std::isfinite(v); };
+  bool ok = !std::isinf(out.objective()) &&
+            std::all_of(out.center_sums().begin(), out.center_sums().end(), finite) &&
+            std::all_of(out.center_weights().begin(), out.center_weights().end(), finite);
+  const std::string& rows = out.center_sums_csr().values_f64();
+  for (size_t at = 0; ok && at + sizeof(double) <= rows.size(); at += sizeof(double)) {
+    double v;
+    std::memcpy(&v, rows.data() + at, sizeof v);
+    ok = std::isfinite(v);
+  }
+  if (ok) return absl::OkStatus();
+  if (largest_weight > 1) return SampleWeightsOverflow(largest_weight, "double");
+  return absl::InvalidArgumentError(
+      "the objective or sums of this step overflow double: the points' squared distances to "
+      "these centers, each within range, add up beyond it");
+}
+
 // What the assign steps' bounds hold per point: a label and a lower bound
 // (BoundedAssignment's).
 constexpr int64_t kBoundsBytesPerPoint = sizeof(int) + sizeof(double);
@@ -627,7 +651,10 @@ absl::Status ResidentShard::CheckComplete() const {
 
 absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  return f64_ ? AssignIn(*f64_, step, out) : AssignIn(*f32_, step, out);
+  if (absl::Status s = f64_ ? AssignIn(*f64_, step, out) : AssignIn(*f32_, step, out); !s.ok()) {
+    return s;
+  }
+  return FiniteStep(*out, LargestWeight());
 }
 
 template <typename Scalar>
@@ -837,7 +864,18 @@ absl::Status ResidentShard::CandidateWeightsIn(State<Scalar>& state,
 
 absl::Status ResidentShard::SampleSums(const v1::SampleSumsStep& step, v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  return f64_ ? SampleSumsIn(*f64_, step, out) : SampleSumsIn(*f32_, step, out);
+  if (absl::Status s = f64_ ? SampleSumsIn(*f64_, step, out) : SampleSumsIn(*f32_, step, out);
+      !s.ok()) {
+    return s;
+  }
+  return FiniteStep(*out, LargestWeight());
+}
+
+double ResidentShard::LargestWeight() const {
+  const auto largest = [](const auto& state) {
+    return state.weights.size() > 0 ? static_cast<double>(state.weights.maxCoeff()) : 0.0;
+  };
+  return f64_ ? largest(*f64_) : largest(*f32_);
 }
 
 template <typename Scalar>

@@ -87,6 +87,9 @@ class ResidentShard {
   struct State;
 
   absl::Status CheckComplete() const;
+  // The largest of the shard's weights, 0 if it has none (FiniteStep's
+  // error names it).
+  double LargestWeight() const;
   template <typename Scalar>
   absl::Status LoadInto(State<Scalar>& state, const v1::ShardChunk& chunk);
   template <typename Scalar>

@@ -17,6 +17,7 @@
 #include "core/minibatch.h"
 #include "core/random.h"
 #include "core/sparse.h"
+#include "core/validation.h"
 #include "proto/csr_payload.h"
 #include "proto/minibatch_state.h"
 #include "proto/raw_payload.h"
@@ -992,6 +993,54 @@ TEST(ResidentShard, AFloat64ShardComputesInDoubleAsTheCore) {
 
 // A job is float32 or float64 as its shard's first chunk says: payloads of
 // the other precision are refused, naming what to send instead.
+// A float64 shard's objective and sums add many squared distances, each
+// within range: past double's, an assign or sample-sums step is refused,
+// naming the sample weights where they are large, never answered with an
+// infinite number.
+TEST(ResidentShard, StepsWhoseSumsOverflowDoubleAreRefusedByName) {
+  const int d = 1;
+  const double bound = MaxCoordinate<double>(d);
+  Matrix<double> points(d, 40);
+  for (Eigen::Index i = 0; i < points.cols(); ++i) points(0, i) = i % 2 == 0 ? bound : -bound;
+  const Vector<double> huge = Vector<double>::Constant(40, 1e300);
+  const Matrix<double> centers = Matrix<double>::Zero(d, 2);
+  v1::AssignStep assign;
+  assign.set_k(2);
+  EncodeFloat64(absl::MakeConstSpan(centers.data(), centers.size()), assign.mutable_centers_f64());
+  v1::SampleSumsStep sample;
+  sample.set_k(2);
+  sample.set_all_rows(true);
+  EncodeFloat64(absl::MakeConstSpan(centers.data(), centers.size()), sample.mutable_centers_f64());
+  for (const Vector<double>* weights : {static_cast<const Vector<double>*>(nullptr), &huge}) {
+    SCOPED_TRACE(weights != nullptr ? "weighted" : "unweighted");
+    ResidentMemory memory(1 << 20);
+    ResidentShard shard(&memory, Limits{});
+    v1::JobResponse response;
+    ASSERT_TRUE(shard.Load(Chunk64(points, weights, 0, 40), &response).ok());
+    const std::string message =
+        weights != nullptr
+            ? "the sample weights (the largest 1e+300) overflow double in the weighted sums or "
+              "objective of these points; scale them down: only their ratios move the centers"
+            : "the objective or sums of this step overflow double: the points' squared distances "
+              "to these centers, each within range, add up beyond it";
+    for (int step = 0; step < 2; ++step) {
+      v1::JobResponse out;
+      const absl::Status status =
+          step == 0 ? shard.Assign(assign, &out) : shard.SampleSums(sample, &out);
+      EXPECT_EQ(status, absl::InvalidArgumentError(message)) << step;
+    }
+    if (weights != nullptr) continue;
+    // Each distance is within range: the same shard answers centers among
+    // its points.
+    v1::AssignStep near = assign;
+    const Matrix<double> ends = points.leftCols(2);
+    EncodeFloat64(absl::MakeConstSpan(ends.data(), ends.size()), near.mutable_centers_f64());
+    v1::JobResponse out;
+    ASSERT_TRUE(shard.Assign(near, &out).ok());
+    EXPECT_EQ(out.objective(), 0);
+  }
+}
+
 TEST(ResidentShard, MixedPrecisionsAreRefusedWithWhatToSend) {
   const Matrix<float> points = Points(2, 10);
   const Matrix<double> points64 = points.cast<double>();
