@@ -70,15 +70,17 @@ namespace {
 
 // No non-finite number leaves the server (ValidateAnswer's rule for a
 // request): coordinates within MaxCoordinate keep each squared distance
-// finite, but a float64 shard's objective and sums add many of them, each
-// scaled by its weight, and may pass double's range. `largest_weight`: the
-// shard's largest weight (0 if it has none). An omitted objective is NaN
-// and passes.
+// finite, but a float64 shard's objective, potentials and sums add many of
+// them, each scaled by its weight, and may pass double's range.
+// `largest_weight`: the shard's largest weight (0 if it has none). An
+// omitted objective is NaN and passes.
 absl::Status FiniteStep(const v1::JobResponse& out, double largest_weight) {
-  const auto finite = [](double v) { return std::isfinite(v); };
-  bool ok = !std::isinf(out.objective()) &&
-            std::all_of(out.center_sums().begin(), out.center_sums().end(), finite) &&
-            std::all_of(out.center_weights().begin(), out.center_weights().end(), finite);
+  const auto finite = [](const auto& values) {
+    return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
+  };
+  bool ok = !std::isinf(out.objective()) && std::isfinite(out.potential()) &&
+            finite(out.center_sums()) && finite(out.center_weights()) &&
+            finite(out.candidate_potentials()) && finite(out.candidate_weights());
   const std::string& rows = out.center_sums_csr().values_f64();
   for (size_t at = 0; ok && at + sizeof(double) <= rows.size(); at += sizeof(double)) {
     double v;
@@ -88,8 +90,8 @@ absl::Status FiniteStep(const v1::JobResponse& out, double largest_weight) {
   if (ok) return absl::OkStatus();
   if (largest_weight > 1) return SampleWeightsOverflow(largest_weight, "double");
   return absl::InvalidArgumentError(
-      "the objective or sums of this step overflow double: the points' squared distances to "
-      "these centers, each within range, add up beyond it");
+      "the sums of this step overflow double: the points' squared distances to these centers, "
+      "each within range, add up beyond it");
 }
 
 // What the assign steps' bounds hold per point: a label and a lower bound
@@ -762,7 +764,9 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
 
 absl::Status ResidentShard::Seed(const v1::SeedStep& step, v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  return f64_ ? SeedIn(*f64_, step, out) : SeedIn(*f32_, step, out);
+  if (absl::Status s = f64_ ? SeedIn(*f64_, step, out) : SeedIn(*f32_, step, out); !s.ok())
+    return s;
+  return FiniteStep(*out, LargestWeight());
 }
 
 template <typename Scalar>
@@ -791,7 +795,11 @@ absl::Status ResidentShard::SeedIn(State<Scalar>& state, const v1::SeedStep& ste
 absl::Status ResidentShard::KMeansParallel(const v1::KMeansParallelStep& step,
                                            v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  return f64_ ? KMeansParallelIn(*f64_, step, out) : KMeansParallelIn(*f32_, step, out);
+  if (absl::Status s =
+          f64_ ? KMeansParallelIn(*f64_, step, out) : KMeansParallelIn(*f32_, step, out);
+      !s.ok())
+    return s;
+  return FiniteStep(*out, LargestWeight());
 }
 
 template <typename Scalar>
@@ -838,7 +846,11 @@ absl::Status ResidentShard::KMeansParallelIn(State<Scalar>& state,
 absl::Status ResidentShard::CandidateWeights(const v1::CandidateWeightsStep& step,
                                              v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  return f64_ ? CandidateWeightsIn(*f64_, step, out) : CandidateWeightsIn(*f32_, step, out);
+  if (absl::Status s =
+          f64_ ? CandidateWeightsIn(*f64_, step, out) : CandidateWeightsIn(*f32_, step, out);
+      !s.ok())
+    return s;
+  return FiniteStep(*out, LargestWeight());
 }
 
 template <typename Scalar>

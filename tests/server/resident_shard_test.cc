@@ -991,12 +991,10 @@ TEST(ResidentShard, AFloat64ShardComputesInDoubleAsTheCore) {
             NearestCandidateWeights<double>(points, &weights, group));
 }
 
-// A job is float32 or float64 as its shard's first chunk says: payloads of
-// the other precision are refused, naming what to send instead.
-// A float64 shard's objective and sums add many squared distances, each
-// within range: past double's, an assign or sample-sums step is refused,
-// naming the sample weights where they are large, never answered with an
-// infinite number.
+// A float64 shard's objective, sums and potential add many squared
+// distances, each within range: past double's, an assign, sample-sums or
+// k-means‖ step is refused, naming the sample weights where they are
+// large, never answered with an infinite number.
 TEST(ResidentShard, StepsWhoseSumsOverflowDoubleAreRefusedByName) {
   const int d = 1;
   const double bound = MaxCoordinate<double>(d);
@@ -1011,6 +1009,8 @@ TEST(ResidentShard, StepsWhoseSumsOverflowDoubleAreRefusedByName) {
   sample.set_k(2);
   sample.set_all_rows(true);
   EncodeFloat64(absl::MakeConstSpan(centers.data(), centers.size()), sample.mutable_centers_f64());
+  v1::KMeansParallelStep parallel;  // k-means‖'s potential from a center at 0
+  EncodeFloat64(absl::MakeConstSpan(centers.data(), d), parallel.mutable_add_centers_f64());
   for (const Vector<double>* weights : {static_cast<const Vector<double>*>(nullptr), &huge}) {
     SCOPED_TRACE(weights != nullptr ? "weighted" : "unweighted");
     ResidentMemory memory(1 << 20);
@@ -1021,12 +1021,13 @@ TEST(ResidentShard, StepsWhoseSumsOverflowDoubleAreRefusedByName) {
         weights != nullptr
             ? "the sample weights (the largest 1e+300) overflow double in the weighted sums or "
               "objective of these points; scale them down: only their ratios move the centers"
-            : "the objective or sums of this step overflow double: the points' squared distances "
-              "to these centers, each within range, add up beyond it";
-    for (int step = 0; step < 2; ++step) {
+            : "the sums of this step overflow double: the points' squared distances to these "
+              "centers, each within range, add up beyond it";
+    for (int step = 0; step < 3; ++step) {
       v1::JobResponse out;
-      const absl::Status status =
-          step == 0 ? shard.Assign(assign, &out) : shard.SampleSums(sample, &out);
+      const absl::Status status = step == 0   ? shard.Assign(assign, &out)
+                                  : step == 1 ? shard.SampleSums(sample, &out)
+                                              : shard.KMeansParallel(parallel, &out);
       EXPECT_EQ(status, absl::InvalidArgumentError(message)) << step;
     }
     if (weights != nullptr) continue;
@@ -1041,6 +1042,8 @@ TEST(ResidentShard, StepsWhoseSumsOverflowDoubleAreRefusedByName) {
   }
 }
 
+// A job is float32 or float64 as its shard's first chunk says: payloads of
+// the other precision are refused, naming what to send instead.
 TEST(ResidentShard, MixedPrecisionsAreRefusedWithWhatToSend) {
   const Matrix<float> points = Points(2, 10);
   const Matrix<double> points64 = points.cast<double>();
