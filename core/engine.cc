@@ -305,7 +305,8 @@ absl::StatusOr<RunResult<Scalar>> Cluster(const ClusterPlan<Scalar>& plan, const
         run = std::move(lloyd);
       }
     }
-    if (absl::Status s = ValidateAnswer(run->objective, run->centers, spec.weights, model.name());
+    if (absl::Status s =
+            ValidateAnswer(run->objective, run->centers, spec.weights, model.name(), model.exact());
         !s.ok()) {
       return s;
     }

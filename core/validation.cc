@@ -175,15 +175,21 @@ absl::Status SampleWeightsOverflow(double largest, const char* type) {
                    "their ratios move the centers"));
 }
 
+absl::Status SumsOverflow(const char* type) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("the sums of these points overflow ", type,
+                   ": their squared distances to the centers, each within range, add up beyond "
+                   "it"));
+}
+
 template <typename Scalar>
 absl::Status ValidateAnswer(double objective, const Matrix<Scalar>& centers,
-                            const Vector<Scalar>& weights, absl::string_view model) {
+                            const Vector<Scalar>& weights, absl::string_view model, bool exact) {
   if (std::isfinite(objective) && centers.allFinite()) return absl::OkStatus();
+  const char* type = sizeof(Scalar) == 4 ? "float" : "double";
   const Scalar largest = weights.size() > 0 ? weights.maxCoeff() : Scalar(0);
-  if (largest > 1) {
-    return SampleWeightsOverflow(static_cast<double>(largest),
-                                 sizeof(Scalar) == 4 ? "float" : "double");
-  }
+  if (largest > 1) return SampleWeightsOverflow(static_cast<double>(largest), type);
+  if (exact) return SumsOverflow(type);
   return absl::InternalError(absl::StrCat("model ", model,
                                           " produced non-finite centers or objective on this "
                                           "batch; its weights are unfit for these points"));
@@ -198,7 +204,7 @@ absl::Status ValidateAnswer(double objective, const Matrix<Scalar>& centers,
   template absl::Status ValidateCenterValues<S>(const Matrix<S>&, int64_t);                    \
   template absl::Status ValidateWeights<S>(const Vector<S>&, int64_t, bool);                   \
   template absl::Status ValidateAnswer<S>(double, const Matrix<S>&, const Vector<S>&,          \
-                                          absl::string_view);                                  \
+                                          absl::string_view, bool);                            \
   template absl::StatusOr<Matrix<S>> MatrixFromRowMajor<S>(absl::Span<const float>, int64_t,   \
                                                            int64_t, const char*, const char*); \
   template absl::StatusOr<Matrix<S>> PointsFromRowMajor<S>(absl::Span<const float>, int64_t,   \

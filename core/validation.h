@@ -56,18 +56,24 @@ absl::Status ValidateWeights(const Vector<Scalar>& weights, int64_t n,
                              bool zero_sum_allowed = false);
 
 // No non-finite number leaves the engine. Coordinates within MaxCoordinate
-// cannot overflow a distance, but sample weights (`weights`, empty when the
-// points weigh alike) can overflow the weighted sums and objective, and a
-// learned model's own weights can move centers anywhere: a non-finite
+// keep each squared distance finite, but sample weights (`weights`, empty
+// when the points weigh alike) can overflow the weighted sums and
+// objective, the sum of many distances can pass the range too, and a
+// learned model's own weights can move centers anywhere. A non-finite
 // `objective` or center is INVALID_ARGUMENT naming the sample weights when
-// they are given and the largest is beyond 1, else INTERNAL naming `model`.
+// they are given and the largest is beyond 1 (SampleWeightsOverflow), else
+// INVALID_ARGUMENT naming the sums where `model` is an exact construction
+// (SumsOverflow), else INTERNAL naming `model`.
 template <typename Scalar>
 absl::Status ValidateAnswer(double objective, const Matrix<Scalar>& centers,
-                            const Vector<Scalar>& weights, absl::string_view model);
+                            const Vector<Scalar>& weights, absl::string_view model, bool exact);
 
 // ValidateAnswer's error for sample weights, the largest `largest`, that
 // overflow `type` ("float", "double") in the weighted sums or objective.
 absl::Status SampleWeightsOverflow(double largest, const char* type);
+
+// Its error for unweighted sums of squared distances past `type`'s range.
+absl::Status SumsOverflow(const char* type);
 
 // n x d row-major values (as they travel on the wire) to a d x n matrix,
 // checking the shape (n, d >= 1) and the count; the values are left to

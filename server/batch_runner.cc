@@ -214,7 +214,8 @@ absl::Status RunSparseAs(const ModelRegistry& registry, const Limits& limits,
   } else if (r.return_distances() == v1::DISTANCES_ALL) {
     run.distances = SparseSquaredDistances(batch->points, run.centers);
   }
-  if (absl::Status s = ValidateAnswer(run.objective, run.centers, batch->weights, r.model());
+  if (absl::Status s =
+          ValidateAnswer(run.objective, run.centers, batch->weights, r.model(), /*exact=*/true);
       !s.ok()) {
     return s;
   }

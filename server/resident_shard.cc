@@ -89,9 +89,7 @@ absl::Status FiniteStep(const v1::JobResponse& out, double largest_weight) {
   }
   if (ok) return absl::OkStatus();
   if (largest_weight > 1) return SampleWeightsOverflow(largest_weight, "double");
-  return absl::InvalidArgumentError(
-      "the sums of this step overflow double: the points' squared distances to these centers, "
-      "each within range, add up beyond it");
+  return SumsOverflow("double");
 }
 
 // What the assign steps' bounds hold per point: a label and a lower bound

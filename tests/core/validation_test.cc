@@ -92,25 +92,31 @@ TEST(Validation, AtTheBoundEveryObjectiveIsFinite) {
   }
 }
 
-TEST(Validation, ANonFiniteAnswerNamesTheSampleWeightsOrTheModel) {
+TEST(Validation, ANonFiniteAnswerNamesTheSampleWeightsTheSumsOrTheModel) {
   const Matrix<double> centers = Matrix<double>::Zero(2, 3);
   const Vector<double> none, small = Vector<double>::Constant(4, 0.5),
                              huge = Vector<double>::Constant(4, 1e300);
   const double inf = std::numeric_limits<double>::infinity();
-  EXPECT_TRUE(ValidateAnswer(1.0, centers, huge, "m").ok());
-  const absl::Status weighted = ValidateAnswer(inf, centers, huge, "m");
-  EXPECT_EQ(weighted.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(weighted.message(),
-            "the sample weights (the largest 1e+300) overflow double in the weighted sums or "
-            "objective of these points; scale them down: only their ratios move the centers");
+  EXPECT_TRUE(ValidateAnswer(1.0, centers, huge, "m", false).ok());
+  for (const bool exact : {false, true}) {
+    const absl::Status weighted = ValidateAnswer(inf, centers, huge, "m", exact);
+    EXPECT_EQ(weighted.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(weighted.message(),
+              "the sample weights (the largest 1e+300) overflow double in the weighted sums or "
+              "objective of these points; scale them down: only their ratios move the centers");
+  }
   Matrix<double> nan_center = centers;
   nan_center(1, 2) = std::nan("");
   for (const Vector<double>* weights : {&none, &small}) {
-    const absl::Status model = ValidateAnswer(1.0, nan_center, *weights, "m");
+    const absl::Status model = ValidateAnswer(1.0, nan_center, *weights, "m", false);
     EXPECT_EQ(model.code(), absl::StatusCode::kInternal);
     EXPECT_EQ(model.message(),
               "model m produced non-finite centers or objective on this batch; its weights are "
               "unfit for these points");
+    EXPECT_EQ(ValidateAnswer(inf, centers, *weights, "m", true),
+              absl::InvalidArgumentError("the sums of these points overflow double: their squared "
+                                         "distances to the centers, each within range, add up "
+                                         "beyond it"));
   }
 }
 

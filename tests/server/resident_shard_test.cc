@@ -1021,7 +1021,7 @@ TEST(ResidentShard, StepsWhoseSumsOverflowDoubleAreRefusedByName) {
         weights != nullptr
             ? "the sample weights (the largest 1e+300) overflow double in the weighted sums or "
               "objective of these points; scale them down: only their ratios move the centers"
-            : "the sums of this step overflow double: the points' squared distances to these "
+            : "the sums of these points overflow double: their squared distances to the "
               "centers, each within range, add up beyond it";
     for (int step = 0; step < 3; ++step) {
       v1::JobResponse out;
