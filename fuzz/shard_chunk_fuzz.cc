@@ -3,8 +3,10 @@
 // each a 2-byte little-endian length and that many bytes parsed as a
 // ShardChunk (dense or sparse, float32 or float64), loaded in order until
 // one is refused (which ends a job). Small limits keep each input fast;
-// whatever the bytes, every call returns a status, and an OK assign step
-// (with sparse sums too, on a sparse shard) has a finite objective.
+// whatever the bytes, every call returns a status, and an OK step (an
+// assign step with sparse sums too, on a sparse shard) answers finite
+// numbers alone.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +32,22 @@ void PutCenters(const kmt::ResidentShard& shard, int d, std::string* f32, std::s
   }
 }
 
+// An OK step's answer holds no infinite or NaN number (an omitted
+// objective is NaN: none is omitted here).
+bool Finite(const kmt::v1::JobResponse& out) {
+  const auto finite = [](const auto& values) {
+    return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
+  };
+  return std::isfinite(out.objective()) && std::isfinite(out.potential()) &&
+         finite(out.center_sums()) && finite(out.center_weights()) &&
+         finite(out.candidate_potentials()) && finite(out.candidate_weights());
+}
+
+// Aborts where an OK step answered a non-finite number.
+void Check(const absl::Status& status, const kmt::v1::JobResponse& out) {
+  if (status.ok() && !Finite(out)) std::abort();
+}
+
 void Steps(kmt::ResidentShard& shard, int64_t n, int d) {
   kmt::v1::JobResponse out;
   kmt::v1::AssignStep assign;
@@ -37,28 +55,30 @@ void Steps(kmt::ResidentShard& shard, int64_t n, int d) {
   assign.set_farthest(1);
   assign.set_return_labels(true);
   PutCenters(shard, d, assign.mutable_centers_f32(), assign.mutable_centers_f64());
-  if (shard.Assign(assign, &out).ok() && !std::isfinite(out.objective())) std::abort();
+  Check(shard.Assign(assign, &out), out);
   if (shard.sparse()) {
     assign.set_sparse_sums(true);
     out.Clear();
-    if (shard.Assign(assign, &out).ok() && !std::isfinite(out.objective())) std::abort();
+    Check(shard.Assign(assign, &out), out);
   }
 
   kmt::v1::KMeansParallelStep parallel;
   PutCenters(shard, d, parallel.mutable_add_centers_f32(), parallel.mutable_add_centers_f64());
   out.Clear();
-  if (shard.KMeansParallel(parallel, &out).ok()) {
+  const absl::Status added = shard.KMeansParallel(parallel, &out);
+  Check(added, out);
+  if (added.ok()) {
     kmt::v1::KMeansParallelStep sample;
     sample.set_oversampling(2);
     sample.set_potential(out.potential());
     sample.set_seed(1);
     out.Clear();
-    (void)shard.KMeansParallel(sample, &out);
+    Check(shard.KMeansParallel(sample, &out), out);
   }
   kmt::v1::CandidateWeightsStep weigh;
   PutCenters(shard, d, weigh.mutable_candidates_f32(), weigh.mutable_candidates_f64());
   out.Clear();
-  (void)shard.CandidateWeights(weigh, &out);
+  Check(shard.CandidateWeights(weigh, &out), out);
 
   kmt::v1::SampleSumsStep sums;
   sums.set_k(2);
@@ -67,7 +87,7 @@ void Steps(kmt::ResidentShard& shard, int64_t n, int d) {
   sums.add_rows(n - 1);
   sums.add_fetch_rows(n - 1);
   out.Clear();
-  (void)shard.SampleSums(sums, &out);
+  Check(shard.SampleSums(sums, &out), out);
 }
 
 }  // namespace
