@@ -762,9 +762,10 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
 
 absl::Status ResidentShard::Seed(const v1::SeedStep& step, v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  if (absl::Status s = f64_ ? SeedIn(*f64_, step, out) : SeedIn(*f32_, step, out); !s.ok())
+  if (absl::Status s = f64_ ? SeedIn(*f64_, step, out) : SeedIn(*f32_, step, out); !s.ok()) {
     return s;
-  return FiniteStep(*out, LargestWeight());
+  }
+  return SeedingStepIsFinite(*out);
 }
 
 template <typename Scalar>
@@ -795,9 +796,10 @@ absl::Status ResidentShard::KMeansParallel(const v1::KMeansParallelStep& step,
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
   if (absl::Status s =
           f64_ ? KMeansParallelIn(*f64_, step, out) : KMeansParallelIn(*f32_, step, out);
-      !s.ok())
+      !s.ok()) {
     return s;
-  return FiniteStep(*out, LargestWeight());
+  }
+  return SeedingStepIsFinite(*out);
 }
 
 template <typename Scalar>
@@ -879,6 +881,16 @@ absl::Status ResidentShard::SampleSums(const v1::SampleSumsStep& step, v1::JobRe
     return s;
   }
   return FiniteStep(*out, LargestWeight());
+}
+
+absl::Status ResidentShard::SeedingStepIsFinite(const v1::JobResponse& out) const {
+  // Before a center is taken into the distances the potential is infinite
+  // by definition, not by overflow.
+  const auto seeded = [](const auto& state) {
+    return state.seeding != nullptr && state.seeding->seeded();
+  };
+  if (!(f64_ ? seeded(*f64_) : seeded(*f32_))) return absl::OkStatus();
+  return FiniteStep(out, LargestWeight());
 }
 
 double ResidentShard::LargestWeight() const {

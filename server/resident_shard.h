@@ -90,6 +90,8 @@ class ResidentShard {
   // The largest of the shard's weights, 0 if it has none (FiniteStep's
   // error names it).
   double LargestWeight() const;
+  // FiniteStep for a seeding step, once a center is in its distances.
+  absl::Status SeedingStepIsFinite(const v1::JobResponse& out) const;
   template <typename Scalar>
   absl::Status LoadInto(State<Scalar>& state, const v1::ShardChunk& chunk);
   template <typename Scalar>
