@@ -654,7 +654,7 @@ absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* 
   if (absl::Status s = f64_ ? AssignIn(*f64_, step, out) : AssignIn(*f32_, step, out); !s.ok()) {
     return s;
   }
-  return FiniteStep(*out, LargestWeight());
+  return StepIsFinite(*out);
 }
 
 template <typename Scalar>
@@ -848,9 +848,10 @@ absl::Status ResidentShard::CandidateWeights(const v1::CandidateWeightsStep& ste
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
   if (absl::Status s =
           f64_ ? CandidateWeightsIn(*f64_, step, out) : CandidateWeightsIn(*f32_, step, out);
-      !s.ok())
+      !s.ok()) {
     return s;
-  return FiniteStep(*out, LargestWeight());
+  }
+  return StepIsFinite(*out);
 }
 
 template <typename Scalar>
@@ -880,7 +881,15 @@ absl::Status ResidentShard::SampleSums(const v1::SampleSumsStep& step, v1::JobRe
       !s.ok()) {
     return s;
   }
-  return FiniteStep(*out, LargestWeight());
+  return StepIsFinite(*out);
+}
+
+absl::Status ResidentShard::StepIsFinite(const v1::JobResponse& out) const {
+  // A float32 shard's values and weights, within float's range, keep its
+  // sums and objective in double far inside double's (a weight times a
+  // squared distance is below 1e77): only a float64 shard's can pass it.
+  if (f64_ == nullptr) return absl::OkStatus();
+  return FiniteStep(out, f64_->weights.size() > 0 ? f64_->weights.maxCoeff() : 0.0);
 }
 
 absl::Status ResidentShard::SeedingStepIsFinite(const v1::JobResponse& out) const {
@@ -890,14 +899,7 @@ absl::Status ResidentShard::SeedingStepIsFinite(const v1::JobResponse& out) cons
     return state.seeding != nullptr && state.seeding->seeded();
   };
   if (!(f64_ ? seeded(*f64_) : seeded(*f32_))) return absl::OkStatus();
-  return FiniteStep(out, LargestWeight());
-}
-
-double ResidentShard::LargestWeight() const {
-  const auto largest = [](const auto& state) {
-    return state.weights.size() > 0 ? static_cast<double>(state.weights.maxCoeff()) : 0.0;
-  };
-  return f64_ ? largest(*f64_) : largest(*f32_);
+  return StepIsFinite(out);
 }
 
 template <typename Scalar>

@@ -87,10 +87,10 @@ class ResidentShard {
   struct State;
 
   absl::Status CheckComplete() const;
-  // The largest of the shard's weights, 0 if it has none (FiniteStep's
-  // error names it).
-  double LargestWeight() const;
-  // FiniteStep for a seeding step, once a center is in its distances.
+  // FiniteStep (resident_shard.cc) for a step's answer: OK, or the error
+  // that names why a number in it is not finite.
+  absl::Status StepIsFinite(const v1::JobResponse& out) const;
+  // The same for a seeding step, once a center is in its distances.
   absl::Status SeedingStepIsFinite(const v1::JobResponse& out) const;
   template <typename Scalar>
   absl::Status LoadInto(State<Scalar>& state, const v1::ShardChunk& chunk);
