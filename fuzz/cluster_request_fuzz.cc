@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "fuzz/fuzz_limits.h"
 #include "server/batch_runner.h"
-#include "server/limits.h"
 #include "server/model_registry.h"
 
 namespace {
@@ -25,14 +25,8 @@ const kmt::ModelRegistry& Registry() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kmt::v1::ClusterRequest request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
-  constexpr kmt::Limits kLimits{.max_points = 64,
-                                .max_d = 8,
-                                .max_sparse_d = 64,
-                                .max_k = 8,
-                                .max_iterations = 4,
-                                .max_dense_points = 32};
   const kmt::v1::ClusterResponse response =
-      kmt::RunBatch(Registry(), kLimits, request, /*check=*/{});
+      kmt::RunBatch(Registry(), kmt::kFuzzLimits, request, /*check=*/{});
   // No non-finite number leaves the server.
   if (!response.has_error() && !std::isfinite(response.objective())) std::abort();
   return 0;

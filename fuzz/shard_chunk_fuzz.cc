@@ -13,9 +13,9 @@
 #include <cstdlib>
 #include <vector>
 
+#include "fuzz/fuzz_limits.h"
 #include "proto/kmeans_transformer.pb.h"
 #include "proto/raw_payload.h"
-#include "server/limits.h"
 #include "server/resident_memory.h"
 #include "server/resident_shard.h"
 
@@ -93,17 +93,8 @@ void Steps(kmt::ResidentShard& shard, int64_t n, int d) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  // A sparse shard's d is bound as small as a dense one's: its steps hold
-  // d x k dense centers and sums, which a large d would make slow, not
-  // wrong.
-  constexpr kmt::Limits kLimits{.max_points = 64,
-                                .max_d = 8,
-                                .max_sparse_d = 64,
-                                .max_k = 8,
-                                .max_iterations = 4,
-                                .max_dense_points = 32};
   kmt::ResidentMemory memory(1 << 16);
-  kmt::ResidentShard shard(&memory, kLimits);
+  kmt::ResidentShard shard(&memory, kmt::kFuzzLimits);
   kmt::v1::ShardChunk chunk;
   size_t at = 0;
   while (at + 2 <= size) {
