@@ -65,6 +65,75 @@ int BitLength(int64_t m) {
   return magnitude == 0 ? 0 : 64 - __builtin_clzll(magnitude);
 }
 
+// The points of a part: 2^13 points or moves, each adding at most two terms
+// to a cluster's sum (a move takes one out and puts one in, the same sum
+// only if it goes nowhere). Their pieces, each below 2^kPieceBits in
+// magnitude, then add up to at most 2^53: every double sum of them is an
+// exact integer.
+constexpr Eigen::Index kPart = 1 << 13;
+constexpr int kPieceBits = 39;
+constexpr int kMostPieces = 4;  // 126 bits
+// Piece p's unit, 2^(p kPieceBits), and its inverse.
+constexpr double kPieceUnit[kMostPieces] = {1, 0x1p39, 0x1p78, 0x1p117};
+constexpr double kPieceInverse[kMostPieces] = {1, 0x1p-39, 0x1p-78, 0x1p-117};
+// 1.5 * 2^52: (y + kRound) - kRound is y rounded to the nearest integer
+// where |y| < 2^51 (the sum falls where doubles are the integers).
+constexpr double kRound = 0x1.8p52;
+
+// Adds the pieces of q (an integer, |q| < 2^(kPieces kPieceBits)) to
+// out[p * stride], p = 0 to kPieces - 1: from the top, each piece q in
+// units of its own rounded to an integer, and q less it, both exact. The
+// top piece is at most 2^kPieceBits in magnitude, the others 2^(kPieceBits
+// - 1).
+template <int kPieces>
+inline void AddCut(double q, double* out, Eigen::Index stride) {
+  for (int p = kPieces - 1; p > 0; --p) {
+    const double top = (q * kPieceInverse[p] + kRound) - kRound;
+    q -= top * kPieceUnit[p];
+    out[p * stride] += top;
+  }
+  out[0] += q;
+}
+
+// Per row l of the unweighted points, the lowest bit of a nonzero term and
+// the top bit of the largest (Make's low and high): both grow with the
+// term's magnitude, so the row's smallest nonzero magnitude gives the one
+// and its largest the other.
+template <typename Scalar>
+void UnweightedSpan(const Matrix<Scalar>& points, std::vector<int>* low, std::vector<int>* high) {
+  const Eigen::Index d = points.rows(), n = points.cols();
+  constexpr Scalar kInfinity = std::numeric_limits<Scalar>::infinity();
+  Vector<Scalar> least = Vector<Scalar>::Constant(d, kInfinity), most = Vector<Scalar>::Zero(d);
+#pragma omp parallel if (n * d > (1 << 16))
+  {
+    Vector<Scalar> own_least = Vector<Scalar>::Constant(d, kInfinity);
+    Vector<Scalar> own_most = Vector<Scalar>::Zero(d);
+    Scalar* lo = own_least.data();
+    Scalar* hi = own_most.data();
+#pragma omp for schedule(static)
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const Scalar* x = points.col(i).data();
+      for (Eigen::Index l = 0; l < d; ++l) {
+        const Scalar a = std::abs(x[l]);
+        const Scalar nonzero = a == 0 ? kInfinity : a;
+        lo[l] = nonzero < lo[l] ? nonzero : lo[l];
+        hi[l] = a > hi[l] ? a : hi[l];
+      }
+    }
+#pragma omp critical
+    {
+      least = least.cwiseMin(own_least);
+      most = most.cwiseMax(own_most);
+    }
+  }
+  for (Eigen::Index l = 0; l < d; ++l) {
+    if (most[l] == 0) continue;  // every term 0
+    const Term smallest = Decompose(least[l]), largest = Decompose(most[l]);
+    (*low)[l] = smallest.e;
+    (*high)[l] = largest.e + BitLength(largest.m);
+  }
+}
+
 }  // namespace
 
 template <typename Scalar>
@@ -76,22 +145,26 @@ std::unique_ptr<ExactClusterSums<Scalar>> ExactClusterSums<Scalar>::Make(
   const Eigen::Index rows = d + (weights != nullptr ? 1 : 0);
   // Per row, the smallest exponent and the largest top bit of a term.
   std::vector<int> low(rows, INT_MAX), high(rows, INT_MIN);
+  if (weights == nullptr) {
+    UnweightedSpan(points, &low, &high);
+  } else {
 #pragma omp parallel if (n * d > (1 << 16))
-  {
-    std::vector<int> own_low(rows, INT_MAX), own_high(rows, INT_MIN);
+    {
+      std::vector<int> own_low(rows, INT_MAX), own_high(rows, INT_MIN);
 #pragma omp for schedule(static)
-    for (Eigen::Index i = 0; i < n; ++i) {
-      for (Eigen::Index l = 0; l < rows; ++l) {
-        const Term t = TermOf(points, weights, i, l);
-        if (t.m == 0) continue;
-        own_low[l] = std::min(own_low[l], t.e);
-        own_high[l] = std::max(own_high[l], t.e + BitLength(t.m));
+      for (Eigen::Index i = 0; i < n; ++i) {
+        for (Eigen::Index l = 0; l < rows; ++l) {
+          const Term t = TermOf(points, weights, i, l);
+          if (t.m == 0) continue;
+          own_low[l] = std::min(own_low[l], t.e);
+          own_high[l] = std::max(own_high[l], t.e + BitLength(t.m));
+        }
       }
-    }
 #pragma omp critical
-    for (Eigen::Index l = 0; l < rows; ++l) {
-      low[l] = std::min(low[l], own_low[l]);
-      high[l] = std::max(high[l], own_high[l]);
+      for (Eigen::Index l = 0; l < rows; ++l) {
+        low[l] = std::min(low[l], own_low[l]);
+        high[l] = std::max(high[l], own_high[l]);
+      }
     }
   }
   // n terms below 2^bits each sum to below 2^(bits + log2 n); the 128th
@@ -107,124 +180,111 @@ std::unique_ptr<ExactClusterSums<Scalar>> ExactClusterSums<Scalar>::Make(
       widest = std::max(widest, high[l] - low[l]);
     }
   }
-  std::unique_ptr<ExactClusterSums> sums(new ExactClusterSums(points, weights, k, std::move(low)));
-  // Terms of at most kNarrowBits bits from the unit (unweighted float data
-  // whose exponents spread over at most 25 binades: data far from the
-  // origin, or on a grid) add up in int64s, block_ terms at a time, before
-  // each block goes into the 128-bit sums: block_ terms of fewer than
-  // 2^widest units sum to less than 2^60.
-  constexpr int kNarrowBits = 49;
-  const bool units_in_range = std::all_of(sums->unit_.begin(), sums->unit_.end(),
-                                          [](int unit) { return unit > -1000 && unit < 1000; });
-  if (widest <= kNarrowBits && units_in_range) {
-    sums->block_ =
-        std::min<Eigen::Index>(Eigen::Index{1} << 12, Eigen::Index{1} << (61 - widest - 1));
-    for (const int unit : sums->unit_) sums->scale_.push_back(std::ldexp(1.0, -unit));
-  }
-  return sums;
+  // A term in units is below 2^widest: its pieces of kPieceBits bits.
+  const int pieces = std::max(1, (widest + kPieceBits - 1) / kPieceBits);
+  return std::unique_ptr<ExactClusterSums>(
+      new ExactClusterSums(points, weights, k, std::move(low), pieces));
 }
 
 template <typename Scalar>
 ExactClusterSums<Scalar>::ExactClusterSums(const Matrix<Scalar>& points,
                                            const Vector<Scalar>* weights, int k,
-                                           std::vector<int> unit)
+                                           std::vector<int> unit, int pieces)
     : points_(points),
       weights_(weights),
       rows_(points.rows() + (weights != nullptr ? 1 : 0)),
       unit_(std::move(unit)),
+      pieces_(pieces),
       sums_(static_cast<size_t>(rows_) * k, 0),
-      counts_(k, 0) {}
-
-template <typename Scalar>
-void ExactClusterSums<Scalar>::Add(Eigen::Index i, int j, int sign, Fixed* sums,
-                                   int64_t* counts) const {
-  Fixed* row = sums + static_cast<size_t>(j) * rows_;
-  // Without branches (the signs of data are a coin toss to a predictor):
-  // the magnitude shifted into place, then negated where the term's sign and
-  // the direction differ (q ^ -1) + 1, in wrapping arithmetic. A zero term
-  // adds 0 at any shift; the shift of a nonzero one is at least 0.
-  const uint64_t away = sign < 0 ? ~uint64_t{0} : 0;
-  const auto put = [&](Eigen::Index l, Term t) {
-    const uint64_t m = static_cast<uint64_t>(t.m);
-    const uint64_t negative = static_cast<uint64_t>(t.m >> 63);  // all ones or 0
-    const uint64_t magnitude = (m ^ negative) - negative;
-    const Fixed q = static_cast<Fixed>(magnitude) << std::max(0, t.e - unit_[l]);
-    const uint64_t flip = negative ^ away;
-    const Fixed mask = (static_cast<Fixed>(flip) << 64) | flip;
-    row[l] += (q ^ mask) + (flip & 1);
-  };
-  const Scalar* x = points_.col(i).data();
-  const Eigen::Index d = points_.rows();
-  if (weights_ == nullptr) {
-    for (Eigen::Index l = 0; l < d; ++l) put(l, Decompose(x[l]));
-  } else {
-    // TermOf's terms, the weight decomposed once.
-    const Term w = Decompose((*weights_)[i]);
-    for (Eigen::Index l = 0; l < d; ++l) put(l, Product(w, Decompose(x[l])));
-    put(d, w);
+      counts_(k, 0) {
+  // 2^-unit in two factors of at most 2^±540 each: every unit a term can
+  // have (down to a double's 2^-1074) is then two normal doubles away, and
+  // a term times the first is still a normal double, so both products are
+  // exact.
+  for (const int unit : unit_) {
+    const int first = -unit / 2;
+    scale_.push_back(std::ldexp(1.0, first));
+    scale_rest_.push_back(std::ldexp(1.0, -unit - first));
   }
-  counts[j] += sign;
 }
 
 template <typename Scalar>
-void ExactClusterSums<Scalar>::AddNarrow(Eigen::Index i, int j, int sign, int64_t* sums) const {
-  // Each term times 2^-unit, exactly: an integer of at most kNarrowBits
-  // bits in a double (a float weight times a float coordinate is exact in
-  // double, and so is scaling by a power of two), then converted exactly.
-  int64_t* row = sums + static_cast<size_t>(j) * rows_;
+template <int kPieces>
+void ExactClusterSums<Scalar>::AddPieces(Eigen::Index i, int slot, double sign,
+                                         double* pieces) const {
+  double* row = pieces + static_cast<size_t>(slot) * kPieces * rows_;
   const Scalar* x = points_.col(i).data();
   const double* scale = scale_.data();
+  const double* rest = scale_rest_.data();
   const Eigen::Index d = points_.rows();
-  const double w = weights_ != nullptr ? static_cast<double>((*weights_)[i]) : 1.0;
-  if (sign > 0) {
-    for (Eigen::Index l = 0; l < d; ++l) {
-      row[l] += static_cast<int64_t>(w * static_cast<double>(x[l]) * scale[l]);
-    }
-    if (weights_ != nullptr) row[d] += static_cast<int64_t>(w * scale[d]);
-  } else {
-    for (Eigen::Index l = 0; l < d; ++l) {
-      row[l] -= static_cast<int64_t>(w * static_cast<double>(x[l]) * scale[l]);
-    }
-    if (weights_ != nullptr) row[d] -= static_cast<int64_t>(w * scale[d]);
+  // The signed weight times a coordinate is exact in double (a float
+  // weight's and a float coordinate's 24 bits each, or a double coordinate
+  // alone), and so is its scaling by powers of two: the term in units.
+  const double w = weights_ != nullptr ? sign * static_cast<double>((*weights_)[i]) : sign;
+  for (Eigen::Index l = 0; l < d; ++l) {
+    AddCut<kPieces>(w * static_cast<double>(x[l]) * scale[l] * rest[l], row + l, rows_);
   }
+  if (weights_ != nullptr) AddCut<kPieces>(w * scale[d] * rest[d], row + d, rows_);
 }
 
 template <typename Scalar>
 template <typename Visit>
 void ExactClusterSums<Scalar>::AddAll(Eigen::Index items, const Visit& visit) {
-  Parallel(items, [&](Eigen::Index first, Eigen::Index last, Fixed* sums, int64_t* counts) {
-    if (scale_.empty()) {
-      for (Eigen::Index m = first; m < last; ++m) {
-        visit(m, [&](Eigen::Index i, int j, int sign) { Add(i, j, sign, sums, counts); });
-      }
-      return;
-    }
-    // An item adds at most two terms to a sum: block_ / 2 items a block.
-    std::vector<int64_t> narrow(sums_.size(), 0);
-    const Eigen::Index block = std::max<Eigen::Index>(1, block_ / 2);
-    for (Eigen::Index start = first; start < last; start += block) {
-      const Eigen::Index end = std::min(last, start + block);
-      for (Eigen::Index m = start; m < end; ++m) {
-        visit(m, [&](Eigen::Index i, int j, int sign) {
-          AddNarrow(i, j, sign, narrow.data());
-          counts[j] += sign;
-        });
-      }
-      for (size_t s = 0; s < narrow.size(); ++s) {
-        sums[s] += static_cast<Fixed>(static_cast<__int128>(narrow[s]));
-        narrow[s] = 0;
-      }
-    }
-  });
+  switch (pieces_) {
+    case 1:
+      return AddAllIn<1>(items, visit);
+    case 2:
+      return AddAllIn<2>(items, visit);
+    case 3:
+      return AddAllIn<3>(items, visit);
+    default:
+      return AddAllIn<kMostPieces>(items, visit);
+  }
 }
 
 template <typename Scalar>
-template <typename Body>
-void ExactClusterSums<Scalar>::Parallel(Eigen::Index items, const Body& body) {
-  constexpr Eigen::Index kPart = 1 << 13;
+template <int kPieces, typename Visit>
+void ExactClusterSums<Scalar>::AddAllIn(Eigen::Index items, const Visit& visit) {
+  const int k = static_cast<int>(counts_.size());
+  // A part's pieces go into `sums` and its counts into `counts`: each
+  // cluster it touches takes a slot of pieces (at most two a point), whose
+  // exact integers are carried into the 128-bit sums at the part's end.
+  const auto run = [&](Eigen::Index first, Eigen::Index last, Fixed* sums, int64_t* counts) {
+    const Eigen::Index slots = std::min<Eigen::Index>(k, 2 * kPart);
+    std::vector<double> pieces(static_cast<size_t>(slots) * kPieces * rows_, 0.0);
+    std::vector<int> slot(k, -1), used;
+    for (Eigen::Index start = first; start < last; start += kPart) {
+      const Eigen::Index end = std::min(last, start + kPart);
+      for (Eigen::Index m = start; m < end; ++m) {
+        visit(m, [&](Eigen::Index i, int j, int sign) {
+          if (slot[j] < 0) {
+            slot[j] = static_cast<int>(used.size());
+            used.push_back(j);
+          }
+          AddPieces<kPieces>(i, slot[j], sign, pieces.data());
+          counts[j] += sign;
+        });
+      }
+      for (size_t u = 0; u < used.size(); ++u) {
+        double* from = pieces.data() + u * kPieces * rows_;
+        Fixed* into = sums + static_cast<size_t>(used[u]) * rows_;
+        for (int p = 0; p < kPieces; ++p) {
+          for (Eigen::Index l = 0; l < rows_; ++l) {
+            // An integer of at most 2^53 in magnitude: exact as an int64,
+            // and in two's complement as a Fixed.
+            const auto value = static_cast<__int128>(static_cast<int64_t>(from[p * rows_ + l]));
+            into[l] += static_cast<Fixed>(value) << (p * kPieceBits);
+            from[p * rows_ + l] = 0;
+          }
+        }
+        slot[used[u]] = -1;
+      }
+      used.clear();
+    }
+  };
   const Eigen::Index parts = (items + kPart - 1) / kPart;
   if (parts <= 1 || omp_get_max_threads() == 1) {
-    body(0, items, sums_.data(), counts_.data());
+    run(0, items, sums_.data(), counts_.data());
     return;
   }
 #pragma omp parallel
@@ -233,7 +293,7 @@ void ExactClusterSums<Scalar>::Parallel(Eigen::Index items, const Body& body) {
     std::vector<int64_t> counts(counts_.size(), 0);
 #pragma omp for schedule(static)
     for (Eigen::Index p = 0; p < parts; ++p) {
-      body(p * kPart, std::min(items, (p + 1) * kPart), sums.data(), counts.data());
+      run(p * kPart, std::min(items, (p + 1) * kPart), sums.data(), counts.data());
     }
     // Integer additions: the order the threads come in changes nothing.
 #pragma omp critical

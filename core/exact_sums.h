@@ -20,6 +20,14 @@
 // coordinate, weighted double points, whose products are not doubles),
 // Make returns null and the caller keeps double sums recomputed in a fixed
 // order.
+//
+// The additions themselves are double additions of integers: a term in
+// units, an integer below 2^span, is cut into pieces of 39 bits (pieces():
+// one where the coordinates' terms span at most that many bits, as data far
+// from the origin's do, two for Gaussian data near it), each added to a
+// double that stays an exact integer over a part of 2^13 points, then
+// carried into the 128-bit sums. The additions vectorize, and a part's
+// doubles are only those of the clusters it touches.
 #ifndef KMT_CORE_EXACT_SUMS_H_
 #define KMT_CORE_EXACT_SUMS_H_
 
@@ -55,38 +63,36 @@ class ExactClusterSums {
   // (d x k, as AssignNearest adds its own).
   void AddTo(ClusterSums* into) const;
 
-  // Whether the terms are added in int64s first (each of at most 49 bits),
-  // else shifted into the 128-bit sums one by one; the sums are the same.
-  bool narrow() const { return !scale_.empty(); }
+  // How many pieces each term is cut into (1 to 4); the sums are the same
+  // whatever the count.
+  int pieces() const { return pieces_; }
 
  private:
   using Fixed = unsigned __int128;  // two's complement, wrapping: exact while the sum fits
 
   ExactClusterSums(const Matrix<Scalar>& points, const Vector<Scalar>* weights, int k,
-                   std::vector<int> unit);
-  // Adds point i to cluster j (sign +1) or takes it out (-1), in `sums`
-  // (k rows of d + 1 values: the coordinates, then the weight) and `counts`.
-  void Add(Eigen::Index i, int j, int sign, Fixed* sums, int64_t* counts) const;
-  // The same where the terms are narrow (scale_ set): into int64 sums.
-  void AddNarrow(Eigen::Index i, int j, int sign, int64_t* sums) const;
+                   std::vector<int> unit, int pieces);
+  // Adds the pieces of point i's terms to slot `slot` (sign +1) or takes
+  // them out (-1), in `pieces` (per slot kPieces rows of rows_ doubles,
+  // piece p's unit 2^(39 p) units).
+  template <int kPieces>
+  void AddPieces(Eigen::Index i, int slot, double sign, double* pieces) const;
   // Calls visit(m, add) for m in [0, items), in parallel parts, where
-  // add(i, j, sign) adds point i to cluster j or takes it out.
+  // add(i, j, sign) adds point i to cluster j or takes it out; AddAllIn
+  // with pieces_ pieces a term.
   template <typename Visit>
   void AddAll(Eigen::Index items, const Visit& visit);
-  // Runs `body(first, last, sums, counts)` on parts of [0, items) in
-  // parallel, each into its own zeroed sums, and adds those to these.
-  template <typename Body>
-  void Parallel(Eigen::Index items, const Body& body);
+  template <int kPieces, typename Visit>
+  void AddAllIn(Eigen::Index items, const Visit& visit);
 
   const Matrix<Scalar>& points_;
   const Vector<Scalar>* weights_;
   Eigen::Index rows_;      // d + 1 values a cluster: the coordinates, then the weight
   std::vector<int> unit_;  // per row, the fixed point's unit: 2^unit_
-  // Where every row's terms take at most 49 bits: 2^-unit_ per row, and
-  // how many terms an int64 takes before it goes into the 128-bit sums.
-  // Empty: every term is shifted into the 128-bit sums directly.
-  std::vector<double> scale_;
-  Eigen::Index block_ = 0;
+  // Per row, 2^-unit_ as two factors, each a normal double (a term times
+  // both is its value in units, exactly).
+  std::vector<double> scale_, scale_rest_;
+  int pieces_ = 1;
   std::vector<Fixed> sums_;
   std::vector<int64_t> counts_;
 };

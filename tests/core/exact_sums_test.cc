@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "core/random.h"
@@ -15,13 +16,14 @@
 namespace kmt {
 namespace {
 
-// Coordinates of both signs spread over nine decades, around `offset`.
+// Coordinates of both signs spread over `decades` decades up to 10^3,
+// around `offset`.
 template <typename Scalar>
-Matrix<Scalar> SpreadPoints(int d, int n, double offset, uint64_t seed) {
+Matrix<Scalar> SpreadPoints(int d, int n, double offset, uint64_t seed, int decades = 9) {
   Rng rng(seed);
   Matrix<Scalar> points(d, n);
   for (Eigen::Index i = 0; i < points.size(); ++i) {
-    const double magnitude = std::pow(10.0, -6 + 9 * rng.Uniform());
+    const double magnitude = std::pow(10.0, 3 - decades + decades * rng.Uniform());
     points.data()[i] = static_cast<Scalar>(offset + (rng.Uniform() < 0.5 ? -magnitude : magnitude));
   }
   return points;
@@ -54,16 +56,17 @@ TYPED_TEST_SUITE(ExactSumsTest, Scalars);
 TYPED_TEST(ExactSumsTest, SumsAreTheExactSumsRoundedOnceFromScratchAndAfterMoves) {
   using S = TypeParam;
   constexpr int kD = 5, kK = 7;
-  int kinds[2] = {0, 0};  // runs whose terms went in wide, narrow
-  for (const double offset : {0.0, 1e5}) {
+  int runs[5] = {};  // runs whose terms were cut into 1, 2, 3, 4 pieces
+  // Nine decades near the origin, nine 10^5 from it, fifteen near it.
+  for (const auto& [offset, decades] : {std::pair{0.0, 9}, {1e5, 9}, {0.0, 15}}) {
     // 40,000 points: the sums are split over threads.
     for (const int n : {300, 40000}) {
       // Weighted double terms are not doubles: only float takes weights.
       for (const bool weighted : {false, true}) {
         if (weighted && std::is_same_v<S, double>) continue;
-        SCOPED_TRACE(testing::Message()
-                     << "offset " << offset << ", n " << n << ", weighted " << weighted);
-        const Matrix<S> points = SpreadPoints<S>(kD, n, offset, 7);
+        SCOPED_TRACE(testing::Message() << "offset " << offset << ", decades " << decades << ", n "
+                                        << n << ", weighted " << weighted);
+        const Matrix<S> points = SpreadPoints<S>(kD, n, offset, 7, decades);
         Vector<S> weights(n);
         Rng rng(8);
         for (Eigen::Index i = 0; i < n; ++i) {
@@ -72,7 +75,7 @@ TYPED_TEST(ExactSumsTest, SumsAreTheExactSumsRoundedOnceFromScratchAndAfterMoves
         const Vector<S>* w = weighted ? &weights : nullptr;
         std::unique_ptr<ExactClusterSums<S>> exact = ExactClusterSums<S>::Make(points, w, kK);
         ASSERT_NE(exact, nullptr);
-        ++kinds[exact->narrow()];
+        ++runs[exact->pieces()];
         Labels labels = RandomLabels(n, kK, &rng);
         exact->Recompute(labels);
         ExpectSameBits(Read(*exact, kD, kK), ReferenceRoundedSums(points, labels, kK, w));
@@ -96,12 +99,14 @@ TYPED_TEST(ExactSumsTest, SumsAreTheExactSumsRoundedOnceFromScratchAndAfterMoves
       }
     }
   }
-  // Near the origin the terms span more than 49 bits, 10^5 from it (float,
-  // unweighted) fewer: both ways of adding were taken.
-  EXPECT_GT(kinds[0], 0);
+  // Terms spanning up to 39 bits (float 10^5 from the origin), up to 78
+  // (nine decades near it) and more (fifteen decades, double or weighted):
+  // one, two and three pieces.
   if (std::is_same_v<S, float>) {
-    EXPECT_GT(kinds[1], 0);
+    EXPECT_GT(runs[1], 0);
   }
+  EXPECT_GT(runs[2], 0);
+  EXPECT_GT(runs[3], 0);
 }
 
 // A double sum of the same terms rounds at its additions (these terms span
@@ -117,6 +122,28 @@ TEST(ExactSums, DoubleAdditionsInPointOrderDifferFromTheExactSums) {
   EXPECT_NE(added.sums, exact.sums);
   EXPECT_LE((added.sums - exact.sums).cwiseAbs().maxCoeff(),
             1e-6 * exact.sums.cwiseAbs().maxCoeff());
+}
+
+// Double terms from 2^-112 to 2^10 (123 bits, three points' count within
+// the 126): four pieces, and sums that no double addition gets right.
+TEST(ExactSums, TermsSpanningAlmostTheWholeFixedPointTakeFourPieces) {
+  const double tiny = std::ldexp(1.0, -60) + std::ldexp(1.0, -112);
+  Matrix<double> points(1, 3);
+  points << 1024.0, tiny, -1024.0;
+  std::unique_ptr<ExactClusterSums<double>> exact =
+      ExactClusterSums<double>::Make(points, nullptr, 2);
+  ASSERT_NE(exact, nullptr);
+  EXPECT_EQ(exact->pieces(), 4);
+  exact->Recompute({0, 0, 0});
+  EXPECT_EQ(Read(*exact, 1, 2).sums(0, 0), tiny);
+  // The first point to cluster 1: cluster 0 holds tiny - 1024, which rounds
+  // to -1024.
+  exact->Apply({{0, 0, 1}});
+  const ClusterSums moved = Read(*exact, 1, 2);
+  EXPECT_EQ(moved.sums(0, 0), -1024.0);
+  EXPECT_EQ(moved.sums(0, 1), 1024.0);
+  exact->Apply({{0, 1, 0}});
+  EXPECT_EQ(Read(*exact, 1, 2).sums(0, 0), tiny);
 }
 
 TEST(ExactSums, PointsWhoseTermsSpanTooManyBitsHaveNone) {
