@@ -1,7 +1,5 @@
 #include "core/exact_sums.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -63,36 +61,6 @@ Term TermOf(const Matrix<Scalar>& points, const Vector<Scalar>* weights, Eigen::
 int BitLength(int64_t m) {
   const uint64_t magnitude = m < 0 ? uint64_t{0} - static_cast<uint64_t>(m) : m;
   return magnitude == 0 ? 0 : 64 - __builtin_clzll(magnitude);
-}
-
-// The points of a part: 2^13 points or moves, each adding at most two terms
-// to a cluster's sum (a move takes one out and puts one in, the same sum
-// only if it goes nowhere). Their pieces, each below 2^kPieceBits in
-// magnitude, then add up to at most 2^53: every double sum of them is an
-// exact integer.
-constexpr Eigen::Index kPart = 1 << 13;
-constexpr int kPieceBits = 39;
-constexpr int kMostPieces = 4;  // 126 bits
-// Piece p's unit, 2^(p kPieceBits), and its inverse.
-constexpr double kPieceUnit[kMostPieces] = {1, 0x1p39, 0x1p78, 0x1p117};
-constexpr double kPieceInverse[kMostPieces] = {1, 0x1p-39, 0x1p-78, 0x1p-117};
-// 1.5 * 2^52: (y + kRound) - kRound is y rounded to the nearest integer
-// where |y| < 2^51 (the sum falls where doubles are the integers).
-constexpr double kRound = 0x1.8p52;
-
-// Adds the pieces of q (an integer, |q| < 2^(kPieces kPieceBits)) to
-// out[p * stride], p = 0 to kPieces - 1: from the top, each piece q in
-// units of its own rounded to an integer, and q less it, both exact. The
-// top piece is at most 2^kPieceBits in magnitude, the others 2^(kPieceBits
-// - 1).
-template <int kPieces>
-inline void AddCut(double q, double* out, Eigen::Index stride) {
-  for (int p = kPieces - 1; p > 0; --p) {
-    const double top = (q * kPieceInverse[p] + kRound) - kRound;
-    q -= top * kPieceUnit[p];
-    out[p * stride] += top;
-  }
-  out[0] += q;
 }
 
 // Per row l of the unweighted points, the lowest bit of a nonzero term and
@@ -180,8 +148,8 @@ std::unique_ptr<ExactClusterSums<Scalar>> ExactClusterSums<Scalar>::Make(
       widest = std::max(widest, high[l] - low[l]);
     }
   }
-  // A term in units is below 2^widest: its pieces of kPieceBits bits.
-  const int pieces = std::max(1, (widest + kPieceBits - 1) / kPieceBits);
+  // A term in units is below 2^widest: its pieces of kExactSumsPieceBits bits.
+  const int pieces = std::max(1, (widest + kExactSumsPieceBits - 1) / kExactSumsPieceBits);
   return std::unique_ptr<ExactClusterSums>(
       new ExactClusterSums(points, weights, k, std::move(low), pieces));
 }
@@ -206,117 +174,6 @@ ExactClusterSums<Scalar>::ExactClusterSums(const Matrix<Scalar>& points,
     scale_.push_back(std::ldexp(1.0, first));
     scale_rest_.push_back(std::ldexp(1.0, -unit - first));
   }
-}
-
-template <typename Scalar>
-template <int kPieces>
-void ExactClusterSums<Scalar>::AddPieces(Eigen::Index i, int slot, double sign,
-                                         double* pieces) const {
-  double* row = pieces + static_cast<size_t>(slot) * kPieces * rows_;
-  const Scalar* x = points_.col(i).data();
-  const double* scale = scale_.data();
-  const double* rest = scale_rest_.data();
-  const Eigen::Index d = points_.rows();
-  // The signed weight times a coordinate is exact in double (a float
-  // weight's and a float coordinate's 24 bits each, or a double coordinate
-  // alone), and so is its scaling by powers of two: the term in units.
-  const double w = weights_ != nullptr ? sign * static_cast<double>((*weights_)[i]) : sign;
-  for (Eigen::Index l = 0; l < d; ++l) {
-    AddCut<kPieces>(w * static_cast<double>(x[l]) * scale[l] * rest[l], row + l, rows_);
-  }
-  if (weights_ != nullptr) AddCut<kPieces>(w * scale[d] * rest[d], row + d, rows_);
-}
-
-template <typename Scalar>
-template <typename Visit>
-void ExactClusterSums<Scalar>::AddAll(Eigen::Index items, const Visit& visit) {
-  switch (pieces_) {
-    case 1:
-      return AddAllIn<1>(items, visit);
-    case 2:
-      return AddAllIn<2>(items, visit);
-    case 3:
-      return AddAllIn<3>(items, visit);
-    default:
-      return AddAllIn<kMostPieces>(items, visit);
-  }
-}
-
-template <typename Scalar>
-template <int kPieces, typename Visit>
-void ExactClusterSums<Scalar>::AddAllIn(Eigen::Index items, const Visit& visit) {
-  const int k = static_cast<int>(counts_.size());
-  // A part's pieces go into `sums` and its counts into `counts`: each
-  // cluster it touches takes a slot of pieces (at most two a point), whose
-  // exact integers are carried into the 128-bit sums at the part's end.
-  const auto run = [&](Eigen::Index first, Eigen::Index last, Fixed* sums, int64_t* counts) {
-    const Eigen::Index slots = std::min<Eigen::Index>(k, 2 * kPart);
-    std::vector<double> pieces(static_cast<size_t>(slots) * kPieces * rows_, 0.0);
-    std::vector<int> slot(k, -1), used;
-    for (Eigen::Index start = first; start < last; start += kPart) {
-      const Eigen::Index end = std::min(last, start + kPart);
-      for (Eigen::Index m = start; m < end; ++m) {
-        visit(m, [&](Eigen::Index i, int j, int sign) {
-          if (slot[j] < 0) {
-            slot[j] = static_cast<int>(used.size());
-            used.push_back(j);
-          }
-          AddPieces<kPieces>(i, slot[j], sign, pieces.data());
-          counts[j] += sign;
-        });
-      }
-      for (size_t u = 0; u < used.size(); ++u) {
-        double* from = pieces.data() + u * kPieces * rows_;
-        Fixed* into = sums + static_cast<size_t>(used[u]) * rows_;
-        for (int p = 0; p < kPieces; ++p) {
-          for (Eigen::Index l = 0; l < rows_; ++l) {
-            // An integer of at most 2^53 in magnitude: exact as an int64,
-            // and in two's complement as a Fixed.
-            const auto value = static_cast<__int128>(static_cast<int64_t>(from[p * rows_ + l]));
-            into[l] += static_cast<Fixed>(value) << (p * kPieceBits);
-            from[p * rows_ + l] = 0;
-          }
-        }
-        slot[used[u]] = -1;
-      }
-      used.clear();
-    }
-  };
-  const Eigen::Index parts = (items + kPart - 1) / kPart;
-  if (parts <= 1 || omp_get_max_threads() == 1) {
-    run(0, items, sums_.data(), counts_.data());
-    return;
-  }
-#pragma omp parallel
-  {
-    std::vector<Fixed> sums(sums_.size(), 0);
-    std::vector<int64_t> counts(counts_.size(), 0);
-#pragma omp for schedule(static)
-    for (Eigen::Index p = 0; p < parts; ++p) {
-      run(p * kPart, std::min(items, (p + 1) * kPart), sums.data(), counts.data());
-    }
-    // Integer additions: the order the threads come in changes nothing.
-#pragma omp critical
-    {
-      for (size_t s = 0; s < sums.size(); ++s) sums_[s] += sums[s];
-      for (size_t j = 0; j < counts.size(); ++j) counts_[j] += counts[j];
-    }
-  }
-}
-
-template <typename Scalar>
-void ExactClusterSums<Scalar>::Recompute(const Labels& labels) {
-  std::fill(sums_.begin(), sums_.end(), 0);
-  std::fill(counts_.begin(), counts_.end(), 0);
-  AddAll(points_.cols(), [&](Eigen::Index i, const auto& add) { add(i, labels[i], 1); });
-}
-
-template <typename Scalar>
-void ExactClusterSums<Scalar>::Apply(const std::vector<Move>& moves) {
-  AddAll(static_cast<Eigen::Index>(moves.size()), [&](Eigen::Index m, const auto& add) {
-    add(moves[m].point, moves[m].from, -1);
-    add(moves[m].point, moves[m].to, 1);
-  });
 }
 
 template <typename Scalar>

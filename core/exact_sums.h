@@ -26,8 +26,8 @@
 // one where the coordinates' terms span at most that many bits, as data far
 // from the origin's do, two for Gaussian data near it), each added to a
 // double that stays an exact integer over a part of 2^13 points, then
-// carried into the 128-bit sums. The additions vectorize, and a part's
-// doubles are only those of the clusters it touches.
+// carried into the 128-bit sums. The additions vectorize, and take a
+// part's points a cluster at a time.
 #ifndef KMT_CORE_EXACT_SUMS_H_
 #define KMT_CORE_EXACT_SUMS_H_
 
@@ -39,6 +39,9 @@
 #include "core/types.h"
 
 namespace kmt {
+
+// The bits of a piece of a term (above).
+inline constexpr int kExactSumsPieceBits = 39;
 
 template <typename Scalar>
 class ExactClusterSums {
@@ -59,6 +62,7 @@ class ExactClusterSums {
   void Recompute(const Labels& labels);
   // Each point out of its `from` cluster and into its `to` one.
   void Apply(const std::vector<Move>& moves);
+  // (Both kernels of the sums group, core/simd_kernels.h.)
   // Adds the counts, weights and sums, each rounded to double, to `into`
   // (d x k, as AssignNearest adds its own).
   void AddTo(ClusterSums* into) const;
@@ -72,11 +76,11 @@ class ExactClusterSums {
 
   ExactClusterSums(const Matrix<Scalar>& points, const Vector<Scalar>* weights, int k,
                    std::vector<int> unit, int pieces);
-  // Adds the pieces of point i's terms to slot `slot` (sign +1) or takes
-  // them out (-1), in `pieces` (per slot kPieces rows of rows_ doubles,
-  // piece p's unit 2^(39 p) units).
+  // Adds the pieces of point i's terms (sign +1) or takes them out (-1),
+  // in `pieces` (kPieces rows of rows_ doubles, piece p's unit 2^(39 p)
+  // units).
   template <int kPieces>
-  void AddPieces(Eigen::Index i, int slot, double sign, double* pieces) const;
+  void AddPieces(Eigen::Index i, double sign, double* pieces) const;
   // Calls visit(m, add) for m in [0, items), in parallel parts, where
   // add(i, j, sign) adds point i to cluster j or takes it out; AddAllIn
   // with pieces_ pieces a term.

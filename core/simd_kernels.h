@@ -1,7 +1,8 @@
 // How the kernels are compiled per SIMD level (core/simd.h) and called.
 //
-// The kernel sources (assign.cc, bounds.cc, cluster_sums.cc, point_passes.cc,
-// seeding.cc, sparse.cc, attention.cc) are compiled once per level, with
+// The kernel sources (assign.cc, bounds.cc, cluster_sums.cc,
+// exact_sums_additions.cc, point_passes.cc, seeding.cc, sparse.cc,
+// attention.cc) are compiled once per level, with
 // that level's -march, each level with simd_kernels.cc into one relocatable
 // object whose only global symbol is its entry, kmt_simd_kernels_<level>
 // (core/CMakeLists.txt): every other symbol it defines, the kernels' own
@@ -32,6 +33,7 @@
 #include "core/attention.h"
 #include "core/bounds.h"
 #include "core/cluster_sums.h"
+#include "core/exact_sums.h"
 #include "core/point_passes.h"
 #include "core/seeding.h"
 #include "core/simd.h"
@@ -95,6 +97,9 @@ namespace kmt {
            (const Matrix<S>& points, const Labels& labels, ClusterSums* into,                      \
             const Vector<S>* weights),                                                             \
            (points, labels, into, weights))                                                        \
+  MEMBER(ExactClusterSums<S>, Recompute, void, (const Labels& labels), (labels), )                 \
+  MEMBER(ExactClusterSums<S>, Apply, void,                                                         \
+         (const std::vector<typename ExactClusterSums<S>::Move>& moves), (moves), )                \
   FUNCTION(ApplyMeans, int, (const ClusterSums& sums, Matrix<S>* centers), (sums, centers))        \
   FUNCTION(LargestMagnitudeBits, ScalarBits<S>, (const S* values, int64_t count), (values, count)) \
   FUNCTION(CoordinateSums, void,                                                                   \

@@ -1,7 +1,8 @@
 // The exact cluster sums against sums added in binary128 and rounded once
 // (ReferenceRoundedSums, exact on these data): from scratch and after the
 // points move, with weights, far from the origin, on enough points to run
-// on several threads; and where the fixed point does not fit, no sums.
+// on several threads, at each SIMD level; and where the fixed point does not
+// fit, no sums.
 #include "core/exact_sums.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 
 #include "core/random.h"
 #include "reference/lloyd.h"
+#include "tests/support/simd_levels.h"
 
 namespace kmt {
 namespace {
@@ -57,48 +59,51 @@ TYPED_TEST(ExactSumsTest, SumsAreTheExactSumsRoundedOnceFromScratchAndAfterMoves
   using S = TypeParam;
   constexpr int kD = 5, kK = 7;
   int runs[5] = {};  // runs whose terms were cut into 1, 2, 3, 4 pieces
-  // Nine decades near the origin, nine 10^5 from it, fifteen near it.
-  for (const auto& [offset, decades] : {std::pair{0.0, 9}, {1e5, 9}, {0.0, 15}}) {
-    // 40,000 points: the sums are split over threads.
-    for (const int n : {300, 40000}) {
-      // Weighted double terms are not doubles: only float takes weights.
-      for (const bool weighted : {false, true}) {
-        if (weighted && std::is_same_v<S, double>) continue;
-        SCOPED_TRACE(testing::Message() << "offset " << offset << ", decades " << decades << ", n "
-                                        << n << ", weighted " << weighted);
-        const Matrix<S> points = SpreadPoints<S>(kD, n, offset, 7, decades);
-        Vector<S> weights(n);
-        Rng rng(8);
-        for (Eigen::Index i = 0; i < n; ++i) {
-          weights[i] = i % 9 == 0 ? S(0) : static_cast<S>(0.1 + 5 * rng.Uniform());
-        }
-        const Vector<S>* w = weighted ? &weights : nullptr;
-        std::unique_ptr<ExactClusterSums<S>> exact = ExactClusterSums<S>::Make(points, w, kK);
-        ASSERT_NE(exact, nullptr);
-        ++runs[exact->pieces()];
-        Labels labels = RandomLabels(n, kK, &rng);
-        exact->Recompute(labels);
-        ExpectSameBits(Read(*exact, kD, kK), ReferenceRoundedSums(points, labels, kK, w));
-        // Three rounds of moves: a few points, then most of them.
-        for (const double share : {0.01, 0.2, 0.9}) {
-          std::vector<typename ExactClusterSums<S>::Move> moves;
+  // At each SIMD level the sums group has (its additions are a kernel).
+  AtEachSimdLevel([&] {
+    // Nine decades near the origin, nine 10^5 from it, fifteen near it.
+    for (const auto& [offset, decades] : {std::pair{0.0, 9}, {1e5, 9}, {0.0, 15}}) {
+      // 40,000 points: the sums are split over threads.
+      for (const int n : {300, 40000}) {
+        // Weighted double terms are not doubles: only float takes weights.
+        for (const bool weighted : {false, true}) {
+          if (weighted && std::is_same_v<S, double>) continue;
+          SCOPED_TRACE(testing::Message() << "offset " << offset << ", decades " << decades
+                                          << ", n " << n << ", weighted " << weighted);
+          const Matrix<S> points = SpreadPoints<S>(kD, n, offset, 7, decades);
+          Vector<S> weights(n);
+          Rng rng(8);
           for (Eigen::Index i = 0; i < n; ++i) {
-            if (rng.Uniform() >= share) continue;
-            const int to = static_cast<int>(rng.Below(kK));
-            if (to == labels[i]) continue;
-            moves.push_back({i, labels[i], to});
-            labels[i] = to;
+            weights[i] = i % 9 == 0 ? S(0) : static_cast<S>(0.1 + 5 * rng.Uniform());
           }
-          exact->Apply(moves);
-          const ClusterSums moved = Read(*exact, kD, kK);
-          ExpectSameBits(moved, ReferenceRoundedSums(points, labels, kK, w));
-          std::unique_ptr<ExactClusterSums<S>> fresh = ExactClusterSums<S>::Make(points, w, kK);
-          fresh->Recompute(labels);
-          ExpectSameBits(moved, Read(*fresh, kD, kK));
+          const Vector<S>* w = weighted ? &weights : nullptr;
+          std::unique_ptr<ExactClusterSums<S>> exact = ExactClusterSums<S>::Make(points, w, kK);
+          ASSERT_NE(exact, nullptr);
+          ++runs[exact->pieces()];
+          Labels labels = RandomLabels(n, kK, &rng);
+          exact->Recompute(labels);
+          ExpectSameBits(Read(*exact, kD, kK), ReferenceRoundedSums(points, labels, kK, w));
+          // Three rounds of moves: a few points, then most of them.
+          for (const double share : {0.01, 0.2, 0.9}) {
+            std::vector<typename ExactClusterSums<S>::Move> moves;
+            for (Eigen::Index i = 0; i < n; ++i) {
+              if (rng.Uniform() >= share) continue;
+              const int to = static_cast<int>(rng.Below(kK));
+              if (to == labels[i]) continue;
+              moves.push_back({i, labels[i], to});
+              labels[i] = to;
+            }
+            exact->Apply(moves);
+            const ClusterSums moved = Read(*exact, kD, kK);
+            ExpectSameBits(moved, ReferenceRoundedSums(points, labels, kK, w));
+            std::unique_ptr<ExactClusterSums<S>> fresh = ExactClusterSums<S>::Make(points, w, kK);
+            fresh->Recompute(labels);
+            ExpectSameBits(moved, Read(*fresh, kD, kK));
+          }
         }
       }
     }
-  }
+  });
   // Terms spanning up to 39 bits (float 10^5 from the origin), up to 78
   // (nine decades near it) and more (fifteen decades, double or weighted):
   // one, two and three pieces.
@@ -134,16 +139,18 @@ TEST(ExactSums, TermsSpanningAlmostTheWholeFixedPointTakeFourPieces) {
       ExactClusterSums<double>::Make(points, nullptr, 2);
   ASSERT_NE(exact, nullptr);
   EXPECT_EQ(exact->pieces(), 4);
-  exact->Recompute({0, 0, 0});
-  EXPECT_EQ(Read(*exact, 1, 2).sums(0, 0), tiny);
-  // The first point to cluster 1: cluster 0 holds tiny - 1024, which rounds
-  // to -1024.
-  exact->Apply({{0, 0, 1}});
-  const ClusterSums moved = Read(*exact, 1, 2);
-  EXPECT_EQ(moved.sums(0, 0), -1024.0);
-  EXPECT_EQ(moved.sums(0, 1), 1024.0);
-  exact->Apply({{0, 1, 0}});
-  EXPECT_EQ(Read(*exact, 1, 2).sums(0, 0), tiny);
+  AtEachSimdLevel([&] {
+    exact->Recompute({0, 0, 0});
+    EXPECT_EQ(Read(*exact, 1, 2).sums(0, 0), tiny);
+    // The first point to cluster 1: cluster 0 holds tiny - 1024, which
+    // rounds to -1024.
+    exact->Apply({{0, 0, 1}});
+    const ClusterSums moved = Read(*exact, 1, 2);
+    EXPECT_EQ(moved.sums(0, 0), -1024.0);
+    EXPECT_EQ(moved.sums(0, 1), 1024.0);
+    exact->Apply({{0, 1, 0}});
+    EXPECT_EQ(Read(*exact, 1, 2).sums(0, 0), tiny);
+  });
 }
 
 TEST(ExactSums, PointsWhoseTermsSpanTooManyBitsHaveNone) {
