@@ -40,6 +40,10 @@ static_assert(kAssignmentBlockMultiple % kLanes<float> == 0 &&
 // taken a tile at a time), and the points a scan takes at once where that
 // makes blocks small.
 constexpr Eigen::Index kProductTileCenters = 1024, kSpanRows = 512;
+// Through tiles, the points near a tie whose scores of every center one
+// product computes again (Finish): 32 points' scores of 65,536 centers take
+// 8 MiB in float32.
+constexpr Eigen::Index kNearBatch = 32;
 
 // For kLanes points (rows of a block's scores `score`, leading dimension ld),
 // the largest and second largest score over the centers and the lowest index
@@ -650,22 +654,43 @@ void NearestCenterScan<Scalar>::Finish(const Eigen::Ref<const Matrix<Scalar>>& x
         if (gap != nullptr) gap[r] = GapOf(best[r], second[r], slack);
         continue;
       }
-      // The scores of the tiles before are gone: a point near a tie gets
-      // its scores of every center again.
-      const Scalar* scores = score.data() + r;
-      Eigen::Index stride = score.rows();
       if (tiled) {
-        scratch->row = offset_;
-        scratch->row.noalias() += x.col(r).transpose() * centers_;
-        scores = scratch->row.data();
-        stride = 1;
+        scratch->near_row.push_back(r);
+        scratch->near_label.push_back(label);
+        scratch->near_floor.push_back(best[r] - slack);
+        continue;
       }
       ListTie(
           r, label, k, [](Eigen::Index j) { return static_cast<int>(j); },
-          [&](Eigen::Index j) { return scores[j * stride]; }, best[r] - slack, scratch);
+          [&](Eigen::Index j) { return score(r, j); }, best[r] - slack, scratch);
     }
   }
-  // 2. The near ties.
+  // 2. Through tiles, the scores of the tiles before are gone: the points
+  // near a tie get their scores of every center again, kNearBatch at a time
+  // in one product (each point's alone would read every center once per
+  // point). Any order of the products' additions keeps within the slack.
+  const Eigen::Index near = static_cast<Eigen::Index>(scratch->near_row.size());
+  for (Eigen::Index first = 0; first < near; first += kNearBatch) {
+    const Eigen::Index m = std::min(kNearBatch, near - first);
+    scratch->near_points.resize(d, m);
+    for (Eigen::Index t = 0; t < m; ++t) {
+      scratch->near_points.col(t) = x.col(scratch->near_row[first + t]);
+    }
+    scratch->near_scores.resize(m, k);
+    scratch->near_scores.rowwise() = offset_;
+    scratch->near_scores.noalias() += scratch->near_points.transpose() * centers_;
+    for (Eigen::Index t = 0; t < m; ++t) {
+      ListTie(
+          scratch->near_row[first + t], scratch->near_label[first + t], k,
+          [](Eigen::Index j) { return static_cast<int>(j); },
+          [&](Eigen::Index j) { return scratch->near_scores(t, j); },
+          scratch->near_floor[first + t], scratch);
+    }
+  }
+  scratch->near_row.clear();
+  scratch->near_label.clear();
+  scratch->near_floor.clear();
+  // 3. The near ties.
   DecideTies(x, scratch, labels, sq_out, gap);
 }
 

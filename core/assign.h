@@ -114,7 +114,13 @@ class NearestCenterScan {
     Vector<Scalar> best, second, arg;
     Vector<Scalar> lanes;  // the register kernel's points, coordinate-major
     Vector<Scalar> sq;     // the squared distances a caller does not ask for
-    Matrix<Scalar> row;    // a point's scores of every center, near a tie
+    // Through tiles, a block's points near a tie (near_row, their scanned
+    // labels and their scores' floors for a candidate), and a batch of them
+    // (near_points) with their scores of every center.
+    std::vector<Eigen::Index> near_row;
+    std::vector<int> near_label;
+    std::vector<Scalar> near_floor;
+    Matrix<Scalar> near_points, near_scores;
     // A block's near ties, decided together (DecideTies): the points
     // (tie_point) and their scanned labels (tie_label), their candidates
     // (tie_center, from tie_first[t] to tie_first[t + 1]) and the
