@@ -174,17 +174,21 @@ void BM_Lloyd(benchmark::State& state) {
 }
 
 // What a settled iteration's sums cost against what they replace, on the
-// blobs' points (n x 32, k = 64) under their initial labels: 0, double sums
-// of every point (AccumulateClusterSums, what each layer added before exact
-// sums); 1, exact sums of every point (the first assignment, or one that
-// moved more than half the points); 2, exact sums updated by 1% of the
+// blobs' points (n x d, k centers) under their initial labels: 0, double
+// sums of every point (AccumulateClusterSums, what each layer added before
+// exact sums); 1, exact sums of every point (the first assignment, or one
+// that moved more than half the points); 2, exact sums updated by 1% of the
 // points moving; 3, one pass over the labels and a bound per point (read,
 // drift subtracted, compared), the floor of any bound-based iteration; 4,
 // one pass over every point's coordinates (a squared distance to its
 // center), the floor of an iteration that computes each point's distance to
-// its own center, as the objective and the filters here do.
+// its own center, as the objective and the filters here do; 5, the exact
+// sums' fixed point made (ExactClusterSums::Make: the span of every
+// coordinate), once per run. At d = 768 the blobs' terms take two pieces
+// (core/exact_sums.h), as embeddings' do.
 void BM_Sums(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0)), d = 32, k = 64;
+  const int n = static_cast<int>(state.range(0)), d = static_cast<int>(state.range(1)),
+            k = static_cast<int>(state.range(2));
   const Data& data = Problem(n, d, k, 2);
   Labels labels;
   AssignNearest(data.points, data.init, &labels);
@@ -201,8 +205,9 @@ void BM_Sums(benchmark::State& state) {
   for (auto& m : back) std::swap(m.from, m.to);
   std::vector<float> bounds(n, 1.0f);
   int round = 0;
+  state.counters["pieces"] = exact->pieces();
   for (auto _ : state) {
-    switch (state.range(1)) {
+    switch (state.range(3)) {
       case 0: {
         ClusterSums sums(d, k);
         AccumulateClusterSums(data.points, labels, &sums);
@@ -214,6 +219,9 @@ void BM_Sums(benchmark::State& state) {
         break;
       case 2:
         exact->Apply(round++ % 2 == 0 ? moves : back);
+        break;
+      case 5:
+        benchmark::DoNotOptimize(ExactClusterSums<float>::Make(data.points, nullptr, k));
         break;
       case 4: {
         double total = 0;
@@ -238,8 +246,9 @@ void BM_Sums(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Sums)
-    ->ArgsProduct({{1000000}, {0, 1, 2, 3, 4}})
-    ->ArgNames({"n", "what"})
+    ->ArgsProduct({{1000000}, {32}, {64}, {0, 1, 2, 3, 4, 5}})
+    ->ArgsProduct({{200000}, {768}, {256}, {0, 1, 2, 5}})
+    ->ArgNames({"n", "d", "k", "what"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
