@@ -651,10 +651,7 @@ absl::Status ResidentShard::CheckComplete() const {
 
 absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  if (absl::Status s = f64_ ? AssignIn(*f64_, step, out) : AssignIn(*f32_, step, out); !s.ok()) {
-    return s;
-  }
-  return StepIsFinite(*out);
+  return StepIsFinite(f64_ ? AssignIn(*f64_, step, out) : AssignIn(*f32_, step, out), *out);
 }
 
 template <typename Scalar>
@@ -762,10 +759,7 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
 
 absl::Status ResidentShard::Seed(const v1::SeedStep& step, v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  if (absl::Status s = f64_ ? SeedIn(*f64_, step, out) : SeedIn(*f32_, step, out); !s.ok()) {
-    return s;
-  }
-  return SeedingStepIsFinite(*out);
+  return SeedingStepIsFinite(f64_ ? SeedIn(*f64_, step, out) : SeedIn(*f32_, step, out), *out);
 }
 
 template <typename Scalar>
@@ -794,12 +788,8 @@ absl::Status ResidentShard::SeedIn(State<Scalar>& state, const v1::SeedStep& ste
 absl::Status ResidentShard::KMeansParallel(const v1::KMeansParallelStep& step,
                                            v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  if (absl::Status s =
-          f64_ ? KMeansParallelIn(*f64_, step, out) : KMeansParallelIn(*f32_, step, out);
-      !s.ok()) {
-    return s;
-  }
-  return SeedingStepIsFinite(*out);
+  return SeedingStepIsFinite(
+      f64_ ? KMeansParallelIn(*f64_, step, out) : KMeansParallelIn(*f32_, step, out), *out);
 }
 
 template <typename Scalar>
@@ -846,12 +836,8 @@ absl::Status ResidentShard::KMeansParallelIn(State<Scalar>& state,
 absl::Status ResidentShard::CandidateWeights(const v1::CandidateWeightsStep& step,
                                              v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  if (absl::Status s =
-          f64_ ? CandidateWeightsIn(*f64_, step, out) : CandidateWeightsIn(*f32_, step, out);
-      !s.ok()) {
-    return s;
-  }
-  return StepIsFinite(*out);
+  return StepIsFinite(
+      f64_ ? CandidateWeightsIn(*f64_, step, out) : CandidateWeightsIn(*f32_, step, out), *out);
 }
 
 template <typename Scalar>
@@ -877,14 +863,11 @@ absl::Status ResidentShard::CandidateWeightsIn(State<Scalar>& state,
 
 absl::Status ResidentShard::SampleSums(const v1::SampleSumsStep& step, v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  if (absl::Status s = f64_ ? SampleSumsIn(*f64_, step, out) : SampleSumsIn(*f32_, step, out);
-      !s.ok()) {
-    return s;
-  }
-  return StepIsFinite(*out);
+  return StepIsFinite(f64_ ? SampleSumsIn(*f64_, step, out) : SampleSumsIn(*f32_, step, out), *out);
 }
 
-absl::Status ResidentShard::StepIsFinite(const v1::JobResponse& out) const {
+absl::Status ResidentShard::StepIsFinite(absl::Status step, const v1::JobResponse& out) const {
+  if (!step.ok()) return step;
   // A float32 shard's values and weights, within float's range, keep its
   // sums and objective in double far inside double's (a weight times a
   // squared distance is below 1e77): only a float64 shard's can pass it.
@@ -892,14 +875,16 @@ absl::Status ResidentShard::StepIsFinite(const v1::JobResponse& out) const {
   return FiniteStep(out, f64_->weights.size() > 0 ? f64_->weights.maxCoeff() : 0.0);
 }
 
-absl::Status ResidentShard::SeedingStepIsFinite(const v1::JobResponse& out) const {
+absl::Status ResidentShard::SeedingStepIsFinite(absl::Status step,
+                                                const v1::JobResponse& out) const {
+  if (!step.ok()) return step;
   // Before a center is taken into the distances the potential is infinite
   // by definition, not by overflow.
   const auto seeded = [](const auto& state) {
     return state.seeding != nullptr && state.seeding->seeded();
   };
   if (!(f64_ ? seeded(*f64_) : seeded(*f32_))) return absl::OkStatus();
-  return StepIsFinite(out);
+  return StepIsFinite(absl::OkStatus(), out);
 }
 
 template <typename Scalar>

@@ -87,11 +87,12 @@ class ResidentShard {
   struct State;
 
   absl::Status CheckComplete() const;
-  // FiniteStep (resident_shard.cc) for a step's answer: OK, or the error
-  // that names why a number in it is not finite.
-  absl::Status StepIsFinite(const v1::JobResponse& out) const;
-  // The same for a seeding step, once a center is in its distances.
-  absl::Status SeedingStepIsFinite(const v1::JobResponse& out) const;
+  // A step's status `step` where it failed, else FiniteStep
+  // (resident_shard.cc) for its answer: OK, or the error that names why a
+  // number in it is not finite.
+  absl::Status StepIsFinite(absl::Status step, const v1::JobResponse& out) const;
+  // The same for a seeding step, checked once a center is in its distances.
+  absl::Status SeedingStepIsFinite(absl::Status step, const v1::JobResponse& out) const;
   template <typename Scalar>
   absl::Status LoadInto(State<Scalar>& state, const v1::ShardChunk& chunk);
   template <typename Scalar>
