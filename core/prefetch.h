@@ -5,6 +5,7 @@
 #ifndef KMT_CORE_PREFETCH_H_
 #define KMT_CORE_PREFETCH_H_
 
+#include <algorithm>
 #include <cstddef>
 
 namespace kmt {
@@ -13,6 +14,20 @@ namespace kmt {
 // flight to hide their latency, few enough that the lines are still in the
 // cache when the pass reaches them.
 inline constexpr std::ptrdiff_t kReadAhead = 8;
+
+// The cache lines a pass keeps asked for at once: about what a core's
+// queue of misses holds; more and the prefetches themselves wait.
+inline constexpr std::ptrdiff_t kReadAheadLines = 32;
+
+// How many points of `values` values each a pass reading scattered points
+// asks for ahead: kReadAhead for narrow points, fewer for wide ones, at
+// least one.
+template <typename Scalar>
+constexpr std::ptrdiff_t ReadAheadPoints(std::ptrdiff_t values) {
+  const std::ptrdiff_t lines = (values * static_cast<std::ptrdiff_t>(sizeof(Scalar)) + 63) / 64;
+  return std::clamp<std::ptrdiff_t>(kReadAheadLines / std::max<std::ptrdiff_t>(lines, 1), 1,
+                                    kReadAhead);
+}
 
 // Every cache line of `count` values from `values`.
 template <typename Scalar>

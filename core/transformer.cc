@@ -1,13 +1,12 @@
 #include "core/transformer.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/assign.h"
+#include "core/omp_threads.h"
 #include "core/simd_kernels.h"
 #include "core/unit_norm.h"
 #include "core/validation.h"
@@ -74,20 +73,6 @@ void Report(const Frame<Scalar>& frame, const Matrix<Scalar>& model_centers,
 // a learned model: n = 512 took 18 ms on one thread and 139 ms on two; at
 // n = 1,024, 64 ms and 43 ms).
 constexpr Eigen::Index kDenseThreadsFrom = 1024;
-
-// Limits the OpenMP threads of the calling thread for a scope.
-class ScopedOmpThreads {
- public:
-  explicit ScopedOmpThreads(int threads) : saved_(omp_get_max_threads()) {
-    omp_set_num_threads(threads);
-  }
-  ~ScopedOmpThreads() { omp_set_num_threads(saved_); }
-  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
-  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
-
- private:
-  const int saved_;
-};
 
 // One exact Lloyd's step of the caller's problem: from centers (model
 // units) whose nearest-center labels of the caller's points are `labels`,

@@ -12,6 +12,7 @@ namespace kmt {
 JobReactor::JobReactor(const JobEnvironment* environment, grpc::CallbackServerContext* context)
     : env_(environment), context_(context) {
   shard_.emplace(env_->memory, env_->limits);
+  shard_->set_step_threads([pool = env_->pool] { return pool->IdleThreads(); });
   ++*env_->open_streams;
   env_->metrics->JobStarted();
   order_.Release(ReactorOrder::kCreated);

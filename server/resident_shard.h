@@ -22,6 +22,7 @@
 #define KMT_SERVER_RESIDENT_SHARD_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -75,6 +76,13 @@ class ResidentShard {
   // the server allows (max_k): k-means‖'s 1 + rounds * oversampling * k.
   static constexpr int kCandidatesPerCluster = 16;
 
+  // Where the mini-batch steps (SampleSums, MiniBatchSteps) learn the
+  // OpenMP threads they may use, asked before each step: a server's shard
+  // gets its worker pool's idle threads (WorkerPool::IdleThreads), so that
+  // a job's only shard computes its steps on the cores nothing else is
+  // using. Unset: the calling thread's. The answers do not depend on it.
+  void set_step_threads(std::function<int()> threads) { step_threads_ = std::move(threads); }
+
   bool complete() const { return reserved_ > 0 && received_ == n_; }
   // Whether the shard holds float64 points (decided by its first chunk).
   bool float64() const { return f64_ != nullptr; }
@@ -87,6 +95,8 @@ class ResidentShard {
   struct State;
 
   absl::Status CheckComplete() const;
+  // The threads the next mini-batch step may use (set_step_threads).
+  int StepThreads() const;
   // A step's status `step` where it failed, else FiniteStep
   // (resident_shard.cc) for its answer: OK, or the error that names why a
   // number in it is not finite.
@@ -123,6 +133,7 @@ class ResidentShard {
   bool sparse_ = false;
   int64_t shard_nnz_ = 0;  // a sparse shard's nonzeros, as its first chunk said
   Labels last_labels_;     // the last assign step's, if counting label changes
+  std::function<int()> step_threads_;
   // One of them, from the first chunk on.
   std::unique_ptr<State<float>> f32_;
   std::unique_ptr<State<double>> f64_;

@@ -8,7 +8,7 @@
 
 namespace kmt {
 
-WorkerPool::WorkerPool(int workers, int threads_per_task) {
+WorkerPool::WorkerPool(int workers, int threads_per_task) : threads_per_task_(threads_per_task) {
   for (int i = 0; i < workers; ++i) {
     workers_.emplace_back([this, threads_per_task] { Work(threads_per_task); });
   }
@@ -87,6 +87,12 @@ void WorkerPool::RunCheaper(int64_t cost) {
   }
 }
 
+int WorkerPool::IdleThreads() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int idle = tasks_.empty() && unflowed_.empty() ? waiting_ : 0;
+  return threads_per_task_ * (1 + idle);
+}
+
 void WorkerPool::Work(int threads_per_task) {
   pthread_setname_np(pthread_self(), "kmt-worker");  // as top -H and /proc show it
   omp_set_num_threads(threads_per_task);
@@ -94,7 +100,9 @@ void WorkerPool::Work(int threads_per_task) {
     std::function<void()> task;
     {
       std::unique_lock<std::mutex> lock(mu_);
+      ++waiting_;
       ready_.wait(lock, [this] { return stopping_ || !tasks_.empty() || !unflowed_.empty(); });
+      --waiting_;
       if (!unflowed_.empty()) {
         task = std::move(unflowed_.front());
         unflowed_.pop_front();

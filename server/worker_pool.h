@@ -70,6 +70,13 @@ class WorkerPool {
   void RunCheaper(int64_t cost);
   static constexpr int64_t kYieldRatio = 16;
 
+  // The OpenMP threads a running task may use for its next stretch of
+  // work: its own and those of the workers waiting for a task while none
+  // is queued. A long task of steps (a resident mini-batch loop) asks
+  // before each step and so lends itself the idle cores; a worker that
+  // takes a task meanwhile shares its core for at most that step.
+  int IdleThreads();
+
  private:
   struct Task {
     uint64_t flow;
@@ -84,6 +91,7 @@ class WorkerPool {
   };
 
   void Work(int threads_per_task);
+  const int threads_per_task_;
   using Queue = std::map<std::pair<int64_t, uint64_t>, Task>;
   // The task of a flow to take next (the rule above); tasks_ is not empty.
   Queue::iterator Next();
@@ -102,6 +110,7 @@ class WorkerPool {
   int64_t virtual_time_ = 0;  // V: the largest tag of the tasks taken so far
   uint64_t submitted_ = 0;
   uint64_t next_flow_ = 1;
+  int waiting_ = 0;  // workers waiting for a task
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };

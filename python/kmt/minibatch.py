@@ -39,8 +39,9 @@ from .served import (ASSIGN_MODEL, ServedKMeans, client_for, invalid_input_as_va
 pb = _client.pb
 
 # The multiply-adds of a step's assignment (batch_size * d * k) up to which
-# the steps run on the shard itself (at 4,096 x 32 and k = 16 a step is
-# 2.1 * 10^6, and its round trip costs more than its assignment).
+# the steps run on one shard of the first replica even when there are
+# several (at 4,096 x 32 and k = 16 a step is 2.1 * 10^6, and its round
+# trip costs more than its assignment).
 SMALL_STEP_WORK = 1 << 25
 
 
@@ -254,17 +255,22 @@ class MiniBatchKMeans(ServedKMeans):
         # random_state's own stream, which goes on from where they leave it.
         state = random_state.get_state()
         n_steps = (self.max_iter * n) // self._batch_size
-        # A step whose assignment costs less than a round trip runs on the
-        # shard itself, the data in one shard (with one replica), every step
-        # in one request; a larger one is split over two shards a replica
-        # (a server computes each shard's part on one thread), a round trip
-        # each, so that its steps' log lines come from here.
-        small = self._batch_size * d * self.n_clusters <= SMALL_STEP_WORK and not self.verbose
+        # With one replica, or a step whose assignment costs less than a
+        # round trip, the data is one shard a replica and, where that is one
+        # shard, every step runs on it in one request: the server computes
+        # each step on the cores it has idle (server/worker_pool.h,
+        # IdleThreads), and no centers nor sums cross the wire per step.
+        # Otherwise (several replicas, large steps, or verbose, whose steps'
+        # log lines come from here) the data is two shards a replica, each
+        # step a round trip over all of them.
+        replicas = replica_addresses(server_of(self))
+        small = (self._batch_size * d * self.n_clusters <= SMALL_STEP_WORK
+                 or len(replicas) == 1) and not self.verbose
         # Sparse X is loaded as sparse shards, its nonzeros.
         points = (dict(rows=None, csr=csr_arrays(X, X.dtype)) if sp.issparse(X)
                   else dict(rows=dense_rows(X)))
         answer = driver_errors(
-            driver().minibatch_fit, replica_addresses(server_of(self)), n=n, d=d,
+            driver().minibatch_fit, replicas, n=n, d=d,
             k=self.n_clusters, weights=sample_weight if weighted else None,
             centers=np.asarray(best[1], dtype=np.float64), key=state[1], pos=int(state[2]),
             batch_size=self._batch_size, steps=n_steps, center_tol=float(self._tol),

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -144,6 +145,79 @@ TEST(ResidentShard, SampleSumsAreTheCoresOnTheGatheredRows) {
   EXPECT_EQ(Labels(all.labels().begin(), all.labels().end()), every);
   EXPECT_EQ(all.objective(), total);
   EXPECT_EQ(all.center_counts_size(), 0);
+}
+
+// A mini-batch step's answer is the same bits on any number of threads:
+// on one, each block's rows are added to the sums as they are scanned; on
+// more, the sums are added in a pass of their own, by coordinates; both in
+// the rows' order, as AccumulateClusterSums adds them.
+TEST(ResidentShard, MiniBatchStepsAreTheSameBitsOnAnyNumberOfThreads) {
+  const int d = 200, k = 64;
+  const Matrix<float> points = Points(d, 5000);
+  const Matrix<float> centers = points.rightCols(k);
+  Vector<float> weights(points.cols());
+  for (Eigen::Index i = 0; i < weights.size(); ++i) weights[i] = 0.5f + (i % 3);
+  ResidentMemory memory(int64_t{1} << 30);
+  ResidentShard shard(&memory, Limits{});
+  v1::ShardChunk chunk = Chunk(points, 0, points.cols());
+  chunk.mutable_weights()->Add(weights.data(), weights.data() + weights.size());
+  v1::JobResponse response;
+  ASSERT_TRUE(shard.Load(chunk, &response).ok());
+  std::vector<int64_t> rows;
+  Rng rng(7);
+  for (int i = 0; i < 3000; ++i) rows.push_back(static_cast<int64_t>(rng.Uniform() * 5000));
+  Matrix<float> batch(d, static_cast<Eigen::Index>(rows.size()));
+  Vector<float> batch_weights(batch.cols());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    batch.col(i) = points.col(rows[i]);
+    batch_weights[i] = weights[rows[i]];
+  }
+  Labels labels;
+  AssignNearest(batch, centers, &labels, nullptr, nullptr, &batch_weights);
+  ClusterSums sums(d, k);
+  AccumulateClusterSums(batch, labels, &sums, &batch_weights);
+
+  v1::SampleSumsStep step;
+  step.set_k(k);
+  EncodeFloat32(absl::MakeConstSpan(centers.data(), centers.size()), step.mutable_centers_f32());
+  step.mutable_rows()->Assign(rows.begin(), rows.end());
+  step.set_return_labels(true);
+  MiniBatchState start;
+  start.centers = centers.cast<double>();
+  start.counts.assign(k, 0.0);
+  start.random = NumpyRandomState(3);
+  v1::MiniBatchStepsStep steps;
+  steps.set_k(k);
+  steps.set_batch_size(1024);
+  steps.set_steps(4);
+  steps.set_max_no_improvement(-1);
+  steps.set_reassignment_ratio(0.01);
+  PutMiniBatchState(start, steps.mutable_state());
+  std::optional<v1::JobResponse> first_sample, first_steps;
+  for (const int threads : {1, 2, 3}) {
+    SCOPED_TRACE(threads);
+    shard.set_step_threads([threads] { return threads; });
+    v1::JobResponse got;
+    ASSERT_TRUE(shard.SampleSums(step, &got).ok());
+    EXPECT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
+    EXPECT_EQ(std::vector<int64_t>(got.center_counts().begin(), got.center_counts().end()),
+              sums.counts);
+    EXPECT_EQ(Eigen::Map<const Matrix<double>>(got.center_sums().data(), d, k), sums.sums);
+    v1::JobResponse stepped;
+    ASSERT_TRUE(shard.MiniBatchSteps(steps, &stepped).ok());
+    EXPECT_EQ(stepped.minibatch().steps_run(), 4);
+    if (!first_sample) {
+      first_sample = got;
+      first_steps = stepped;
+      continue;
+    }
+    EXPECT_EQ(got.objective(), first_sample->objective());
+    EXPECT_EQ(stepped.minibatch().centers_f64(), first_steps->minibatch().centers_f64());
+    EXPECT_EQ(std::vector<double>(stepped.minibatch().counts().begin(),
+                                  stepped.minibatch().counts().end()),
+              std::vector<double>(first_steps->minibatch().counts().begin(),
+                                  first_steps->minibatch().counts().end()));
+  }
 }
 
 TEST(ResidentShard, BadSampleSumsStepsAreNamed) {

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kmt {
@@ -191,6 +193,64 @@ TEST(WorkerPool, ALargeTaskIsNotStarvedByEverNewFlowsOfSmallOnes) {
   ASSERT_EQ(order.size(), static_cast<size_t>(kTasks + 1));
   const auto large = std::find(order.begin(), order.end(), "large");
   EXPECT_LE(large - order.begin(), 2 * kLarge / kSmall);
+}
+
+// Waits (up to a minute) until `ready` holds; whether it did.
+bool Eventually(const std::function<bool()>& ready) {
+  for (int i = 0; i < 60000; ++i) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return ready();
+}
+
+// A running task is lent the threads of the workers waiting for a task,
+// none of a worker that is busy, and none while a task is queued (a
+// waiting worker is about to take it).
+TEST(WorkerPool, IdleThreadsAreTheCallersAndThoseOfTheWorkersWithNothingToTake) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int started = 0;
+  bool release = false;
+  const auto hold = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    ++started;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  };
+  std::vector<int> seen;
+  {
+    WorkerPool pool(3, 2);
+    pool.Submit([&] {
+      // The two other workers waiting: three workers' threads.
+      EXPECT_TRUE(Eventually([&] { return pool.IdleThreads() == 6; }));
+      pool.Submit(hold);
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return started == 1; });
+      }
+      EXPECT_TRUE(Eventually([&] { return pool.IdleThreads() == 4; }));
+      pool.Submit(hold);
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return started == 2; });
+      }
+      seen.push_back(pool.IdleThreads());  // every worker busy: its own
+      pool.Submit(hold);                   // queued, no worker to take it
+      seen.push_back(pool.IdleThreads());
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        release = true;
+      }
+      cv.notify_all();
+    });
+    // The pool kept until the first task is done: stopping, its workers
+    // would stop waiting.
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });
+  }
+  EXPECT_EQ(seen, (std::vector<int>{2, 2}));
+  EXPECT_EQ(started, 3);
 }
 
 }  // namespace
