@@ -81,6 +81,27 @@ double AssignNearest(const Matrix<Scalar>& points, const Matrix<Scalar>& centers
                      const NonDeduced<Vector<Scalar>>* weights = nullptr,
                      const PointLanes<Scalar>* lanes = nullptr, bool objective = true);
 
+// The most bytes of rows AssignRows gathers at a time: a span of the
+// batch that stays in the caches from its scan to its sums.
+inline constexpr int64_t kAssignRowsBytes = int64_t{8} << 20;
+
+// AssignNearest of points' columns `rows` (m of them, in order, repeats
+// allowed: a mini-batch drawn from a shard): fills labels (m) and, into
+// `sums` if given, adds the rows' counts, weights and (weighted) sums, each
+// center's in the rows' order (so AccumulateClusterSums's bits on the
+// gathered rows, up to its chunk of kClusterSumsChunk); `weights` (n, or
+// null for 1 each) are the points'. Returns the objective, added in the
+// rows' order. The batch is taken a span at a time (whole blocks, at most
+// kAssignRowsBytes): the threads gather its rows a block at a time into
+// one buffer and scan them there; then each thread adds the buffer's rows
+// of its own share of the centers. So the rows are read from `points`
+// once, no thread holds every center's sums to merge, and the results do
+// not depend on the thread count.
+template <typename Scalar>
+double AssignRows(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, const int64_t* rows,
+                  Eigen::Index m, Labels* labels, ClusterSums* sums = nullptr,
+                  const NonDeduced<Vector<Scalar>>* weights = nullptr);
+
 // sum_i min_j ||x_i - c_j||^2, accumulated in double.
 template <typename Scalar>
 double Objective(const Matrix<Scalar>& points, const Matrix<Scalar>& centers) {

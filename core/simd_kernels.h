@@ -60,6 +60,11 @@ namespace kmt {
             NonDeduced<Vector<S>>* sq_dist, ClusterSums* sums,                                    \
             const NonDeduced<Vector<S>>* weights, const PointLanes<S>* lanes, bool objective),    \
            (points, centers, labels, sq_dist, sums, weights, lanes, objective))                   \
+  FUNCTION(                                                                                       \
+      AssignRows, double,                                                                         \
+      (const Matrix<S>& points, const Matrix<S>& centers, const int64_t* rows, Eigen::Index m,    \
+       Labels* labels, ClusterSums* sums, const NonDeduced<Vector<S>>* weights),                  \
+      (points, centers, rows, m, labels, sums, weights))                                          \
   MEMBER(PointLanes<S>, Build, void, (const Matrix<S>& points, Eigen::Index k), (points, k), )    \
   MEMBER(NearestCenterScan<S>, Init, void, (), (), )                                              \
   MEMBER(NearestCenterScan<S>, Scan, void,                                                        \

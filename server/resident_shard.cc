@@ -15,7 +15,6 @@
 #include "core/empty_clusters.h"
 #include "core/minibatch.h"
 #include "core/omp_threads.h"
-#include "core/prefetch.h"
 #include "core/sparse.h"
 #include "core/sparse_sums.h"
 #include "core/transformer.h"
@@ -176,81 +175,12 @@ absl::StatusOr<Matrix<Scalar>> StepCenters(const google::protobuf::RepeatedField
 
 // A sample-sums step's assignment of the shard's rows `rows` (in order) to
 // `centers`: each row's label, the (weighted) objective and, into `sums` if
-// given, the rows' counts, weights and (weighted) sums. The rows are
-// gathered a block at a time into a buffer of each thread's, scanned there
-// while it is in the cache (the scan AssignNearest runs, so the labels are
-// its). On one thread (a server's shard step) each block's rows are then
-// added to the sums from that buffer, in the rows' order: the rows are read
-// once. On several, the sums are added from the shard afterwards, each
-// coordinate's sums by one thread in the rows' order: the same additions in
-// the same order, so the same bits, and no per-thread sums of every center
-// to merge (at k = 256, d = 768 those cost more than the scan on a batch of
-// 4,096 rows).
+// given, the rows' counts, weights and (weighted) sums (AssignRows).
 template <typename Scalar>
 double SampleAssign(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
                     const Matrix<Scalar>& centers, const int64_t* row, Eigen::Index m,
                     Labels* labels, ClusterSums* sums) {
-  const Eigen::Index d = points.rows(), k = centers.cols();
-  const NearestCenterScan<Scalar> scan(centers);
-  const Eigen::Index block = scan.block();
-  const Eigen::Index blocks = (m + block - 1) / block;
-  const Eigen::Index ahead = ReadAheadPoints<Scalar>(d);
-  // Threads where there is more than one block, each worth the start.
-  const bool threaded = blocks > 1 && m * d * k > (1 << 18) && omp_get_max_threads() > 1;
-  const auto weight = [&](Eigen::Index i) {
-    return weights != nullptr ? static_cast<double>((*weights)[row[i]]) : 1.0;
-  };
-  // Row i's (weighted) coordinates [first, first + count) added to its
-  // center's sums.
-  const auto add = [&](Eigen::Index i, const auto& x, Eigen::Index first, Eigen::Index count) {
-    auto into = sums->sums.col((*labels)[i]).segment(first, count);
-    if (weights != nullptr) {
-      into += weight(i) * x.template cast<double>();
-    } else {
-      into += x.template cast<double>();
-    }
-  };
-  labels->resize(m);
-  Vector<Scalar> sq(m);
-#pragma omp parallel if (threaded)
-  {
-    typename NearestCenterScan<Scalar>::Scratch scratch;
-    Matrix<Scalar> x(d, block);
-#pragma omp for schedule(dynamic)
-    for (Eigen::Index b = 0; b < blocks; ++b) {
-      const Eigen::Index first = b * block, count = std::min(block, m - first);
-      for (Eigen::Index i = 0; i < count; ++i) {
-        if (i + ahead < count) PrefetchValues(points.col(row[first + i + ahead]).data(), d);
-        x.col(i) = points.col(row[first + i]);
-      }
-      scan.Scan(x.leftCols(count), &scratch, labels->data() + first, sq.data() + first);
-      if (sums != nullptr && !threaded) {
-        for (Eigen::Index i = 0; i < count; ++i) add(first + i, x.col(i), 0, d);
-      }
-    }
-  }
-  double objective = 0;
-  for (Eigen::Index i = 0; i < m; ++i) objective += weight(i) * static_cast<double>(sq[i]);
-  if (sums == nullptr) return objective;
-  for (Eigen::Index i = 0; i < m; ++i) {
-    ++sums->counts[(*labels)[i]];
-    sums->weights[(*labels)[i]] += weight(i);
-  }
-  if (!threaded) return objective;
-  constexpr Eigen::Index kCoordinates = 64;  // a thread's share of the coordinates
-  const Eigen::Index chunks = (d + kCoordinates - 1) / kCoordinates;
-  const Eigen::Index chunk_ahead = ReadAheadPoints<Scalar>(std::min(d, kCoordinates));
-#pragma omp parallel for schedule(static)
-  for (Eigen::Index c = 0; c < chunks; ++c) {
-    const Eigen::Index first = c * kCoordinates, count = std::min(kCoordinates, d - first);
-    for (Eigen::Index i = 0; i < m; ++i) {
-      if (i + chunk_ahead < m) {
-        PrefetchValues(points.col(row[i + chunk_ahead]).data() + first, count);
-      }
-      add(i, points.col(row[i]).segment(first, count), first, count);
-    }
-  }
-  return objective;
+  return AssignRows(points, centers, row, m, labels, sums, weights);
 }
 
 // Rows `row` (m of them, in order) of a sparse shard as compressed sparse

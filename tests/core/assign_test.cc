@@ -305,6 +305,59 @@ TYPED_TEST(AssignTest, SumsInThePassEqualSumsUnderTheLabels) {
   });
 }
 
+// A mini-batch's rows (drawn with repeats) assigned where they are: the
+// labels and objective of AssignNearest on the gathered rows, and the sums
+// of AccumulateClusterSums on them, to the bit, on one thread and on
+// several; weighted with weights of 24 bits, whose sums round, so that
+// their order shows. At d = 2,100 the rows are gathered in several spans.
+TYPED_TEST(AssignTest, RowsAssignedWhereTheyAreAreTheGatheredRowsAssignment) {
+  AtEachSimdLevel([&] {
+    using S = TypeParam;
+    Rng rng(9);
+    for (const auto& [n, d, k, m] :
+         {std::tuple{20000, 32, 16, 4096}, std::tuple{2000, 300, 70, 3000},
+          std::tuple{1000, 2100, 40, 2500}, std::tuple{50, 3, 1, 7}, std::tuple{10, 4, 3, 0}}) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k << " m=" << m);
+      Matrix<S> points(d, n);
+      for (Eigen::Index i = 0; i < points.size(); ++i) points.data()[i] = rng.Normal();
+      const Matrix<S> centers = points.leftCols(k);
+      Vector<S> weights(n);
+      for (Eigen::Index i = 0; i < n; ++i) weights[i] = static_cast<S>(0.1 + rng.Uniform());
+      std::vector<int64_t> rows(m);
+      for (int64_t& row : rows) row = static_cast<int64_t>(rng.Below(n));
+      Matrix<S> batch(d, m);
+      Vector<S> batch_weights(m);
+      for (int i = 0; i < m; ++i) {
+        batch.col(i) = points.col(rows[i]);
+        batch_weights[i] = weights[rows[i]];
+      }
+      for (const bool weighted : {false, true}) {
+        SCOPED_TRACE(weighted);
+        Labels expected;
+        const double objective = AssignNearest(batch, centers, &expected, nullptr, nullptr,
+                                               weighted ? &batch_weights : nullptr);
+        ClusterSums sums(d, k);
+        AccumulateClusterSums(batch, expected, &sums, weighted ? &batch_weights : nullptr);
+        const int threads = omp_get_max_threads();
+        for (const int t : {1, 2}) {
+          SCOPED_TRACE(t);
+          omp_set_num_threads(t);
+          Labels labels;
+          ClusterSums got(d, k);
+          const double got_objective = AssignRows(points, centers, rows.data(), m, &labels, &got,
+                                                  weighted ? &weights : nullptr);
+          omp_set_num_threads(threads);
+          EXPECT_EQ(labels, expected);
+          EXPECT_EQ(got.counts, sums.counts);
+          EXPECT_EQ(got.weights, sums.weights);
+          EXPECT_EQ(got.sums, sums.sums);
+          EXPECT_NEAR(got_objective, objective, 1e-12 * objective);
+        }
+      }
+    }
+  });
+}
+
 // The sums are each part's points added under their labels one by one in
 // index order, the parts merged in order: whether a block's points are
 // added one at a time or a cluster at a time (blocks with a few points per

@@ -148,15 +148,21 @@ TEST(ResidentShard, SampleSumsAreTheCoresOnTheGatheredRows) {
 }
 
 // A mini-batch step's answer is the same bits on any number of threads:
-// on one, each block's rows are added to the sums as they are scanned; on
-// more, the sums are added in a pass of their own, by coordinates; both in
-// the rows' order, as AccumulateClusterSums adds them.
-TEST(ResidentShard, MiniBatchStepsAreTheSameBitsOnAnyNumberOfThreads) {
-  const int d = 200, k = 64;
+// each thread adds the gathered rows of its share of the centers, every
+// center's in the rows' order, as AccumulateClusterSums adds them; at
+// d = 2,100 the batch is gathered in spans of a few blocks.
+void ExpectMiniBatchStepsSameOnAnyThreads(int d) {
+  SCOPED_TRACE(d);
+  const int k = 64;
   const Matrix<float> points = Points(d, 5000);
   const Matrix<float> centers = points.rightCols(k);
+  // Weights of 24 bits, so that the weighted sums round and their order
+  // shows in their bits.
   Vector<float> weights(points.cols());
-  for (Eigen::Index i = 0; i < weights.size(); ++i) weights[i] = 0.5f + (i % 3);
+  Rng draw(11);
+  for (Eigen::Index i = 0; i < weights.size(); ++i) {
+    weights[i] = static_cast<float>(0.1 + draw.Uniform());
+  }
   ResidentMemory memory(int64_t{1} << 30);
   ResidentShard shard(&memory, Limits{});
   v1::ShardChunk chunk = Chunk(points, 0, points.cols());
@@ -218,6 +224,11 @@ TEST(ResidentShard, MiniBatchStepsAreTheSameBitsOnAnyNumberOfThreads) {
               std::vector<double>(first_steps->minibatch().counts().begin(),
                                   first_steps->minibatch().counts().end()));
   }
+}
+
+TEST(ResidentShard, MiniBatchStepsAreTheSameBitsOnAnyNumberOfThreads) {
+  ExpectMiniBatchStepsSameOnAnyThreads(200);
+  ExpectMiniBatchStepsSameOnAnyThreads(2100);
 }
 
 TEST(ResidentShard, BadSampleSumsStepsAreNamed) {
