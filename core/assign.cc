@@ -535,26 +535,52 @@ void NearestCenterScan<Scalar>::InitNarrow() {
     for (Eigen::Index l = 0; l < d; ++l) narrow_shift_[l] = static_cast<float>(mean[l]);
     narrow_centers_.assign(narrow_k_ * narrow_d_, 0);
     narrow_offset_.assign(narrow_k_, -std::numeric_limits<float>::infinity());
-    double most[3] = {};  // |c'|^2, |c~|^2, |c' - c~|^2
-    for (Eigen::Index j = 0; j < k; ++j) {
-      // Group j / 32, tile (j % 32) / 16: in each step's 512 values, row r
-      // holds coordinates 2r and 2r + 1 of the tile's 16 centers in turn.
-      uint16_t* group = narrow_centers_.data() + (j / kNarrowGroup) * chunks * 1024 +
-                        ((j % kNarrowGroup) / 16) * 512 + (j % 16) * 2;
-      double sums[3] = {};
-      for (Eigen::Index l = 0; l < d; ++l) {
-        // The shifted coordinate and its rounding's error, exact in double.
-        const double c = static_cast<double>(centers(l, j)) - narrow_shift_[l];
-        const uint16_t bits = NarrowBFloat16(static_cast<float>(c));
-        const double rounded = WidenBFloat16(bits), residual = c - rounded;
-        group[(l / kNarrowChunk) * 1024 + ((l % kNarrowChunk) / 2) * 32 + l % 2] = bits;
-        sums[0] += c * c;
-        sums[1] += rounded * rounded;
-        sums[2] += residual * residual;
+    // |c'|^2, |c~|^2, |c' - c~|^2: each center's, their largest.
+    double most0 = 0, most1 = 0, most2 = 0;
+#pragma omp parallel if (k * d > (1 << 17))
+    {
+      std::vector<uint16_t> bits(d);
+#pragma omp for schedule(static) reduction(max : most0, most1, most2)
+      for (Eigen::Index j = 0; j < k; ++j) {
+        // The shifted coordinates, their roundings and the roundings'
+        // errors, exact in double, their squares summed in lanes of
+        // kLanes (any order of the additions is within the bound below).
+        constexpr int kLanes = 8;
+        double sums[3][kLanes] = {};
+        const float* c = centers.col(j).data();
+        const float* shift = narrow_shift_.data();
+        Eigen::Index l = 0;
+        const auto add = [&](Eigen::Index at, int lane) {
+          const double shifted = static_cast<double>(c[at]) - shift[at];
+          const uint16_t b = NarrowBFloat16(static_cast<float>(shifted));
+          bits[at] = b;
+          const double rounded = WidenBFloat16(b), residual = shifted - rounded;
+          sums[0][lane] += shifted * shifted;
+          sums[1][lane] += rounded * rounded;
+          sums[2][lane] += residual * residual;
+        };
+        for (; l + kLanes <= d; l += kLanes) {
+          for (int lane = 0; lane < kLanes; ++lane) add(l + lane, lane);
+        }
+        for (; l < d; ++l) add(l, 0);
+        double sum[3] = {};
+        for (int t = 0; t < 3; ++t) {
+          for (int lane = 0; lane < kLanes; ++lane) sum[t] += sums[t][lane];
+        }
+        // Group j / 32, tile (j % 32) / 16: in each step's 512 values, row r
+        // holds coordinates 2r and 2r + 1 of the tile's 16 centers in turn.
+        uint16_t* group = narrow_centers_.data() + (j / kNarrowGroup) * chunks * 1024 +
+                          ((j % kNarrowGroup) / 16) * 512 + (j % 16) * 2;
+        for (l = 0; l < d; ++l) {
+          group[(l / kNarrowChunk) * 1024 + ((l % kNarrowChunk) / 2) * 32 + l % 2] = bits[l];
+        }
+        narrow_offset_[j] = static_cast<float>(-sum[0] / 2);
+        most0 = std::max(most0, sum[0]);
+        most1 = std::max(most1, sum[1]);
+        most2 = std::max(most2, sum[2]);
       }
-      narrow_offset_[j] = static_cast<float>(-sums[0] / 2);
-      for (int t = 0; t < 3; ++t) most[t] = std::max(most[t], sums[t]);
     }
+    const double most[3] = {most0, most1, most2};
     // The double sums of d squares are within d eps of the exact ones (eps
     // = 2^-53, d far below 10^6): 1e-9 more covers them and the square
     // roots.
