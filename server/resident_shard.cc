@@ -29,6 +29,8 @@ template <typename Scalar>
 struct ResidentShard::State {
   using ScalarType = Scalar;
   Matrix<Scalar> points;  // d x n; empty in a sparse shard
+  // The points' pages mapped ahead of the chunks (destroyed before them).
+  std::optional<PagesInAdvance> points_pages;
   // A sparse shard's points, its chunks' rows appended as they arrive.
   std::optional<CsrMatrix<Scalar>> csr;
   Vector<Scalar> weights;  // n, or empty: 1 each
@@ -408,6 +410,8 @@ absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* o
         state->csr->Reserve(n, shard_nnz);
       } else {
         state->points.resize(d, n);
+        state->points_pages.emplace(state->points.data(),
+                                    sizeof(Scalar) * static_cast<size_t>(state->points.size()));
       }
       if (has_weights) state->weights.resize(n);
     };
