@@ -82,6 +82,56 @@ TEST(ResidentShard, LoadsInChunksAndAssignsAsTheCore) {
   EXPECT_EQ(got.objective(), objective);
 }
 
+// Loads `points` weighing `weights` into `shard`, one chunk.
+void LoadWeighted(const Matrix<float>& points, const Vector<float>& weights, ResidentShard* shard) {
+  v1::ShardChunk chunk = Chunk(points, 0, points.cols());
+  chunk.mutable_weights()->Add(weights.data(), weights.data() + weights.size());
+  v1::JobResponse response;
+  ASSERT_TRUE(shard->Load(chunk, &response).ok());
+}
+
+// `count` rows of n, uniformly with repeats, from a stream seeded `seed`.
+std::vector<int64_t> DrawRows(int count, int64_t n, uint64_t seed) {
+  std::vector<int64_t> rows;
+  Rng rng(seed);
+  for (int i = 0; i < count; ++i) {
+    rows.push_back(static_cast<int64_t>(rng.Uniform() * static_cast<double>(n)));
+  }
+  return rows;
+}
+
+// `steps` mini-batch steps of `batch_size` rows from `centers`, the draws
+// from a stream seeded 3, every step run (no stopping on the inertia).
+v1::MiniBatchStepsStep MiniBatchSteps(const Matrix<double>& centers, int batch_size, int steps) {
+  MiniBatchState start;
+  start.centers = centers;
+  start.counts.assign(centers.cols(), 0.0);
+  start.random = NumpyRandomState(3);
+  v1::MiniBatchStepsStep step;
+  step.set_k(static_cast<int>(centers.cols()));
+  step.set_batch_size(batch_size);
+  step.set_steps(steps);
+  step.set_max_no_improvement(-1);
+  step.set_reassignment_ratio(0.01);
+  PutMiniBatchState(start, step.mutable_state());
+  return step;
+}
+
+// The points and weights of `rows`, in order.
+struct GatheredBatch {
+  GatheredBatch(const Matrix<float>& all, const Vector<float>& all_weights,
+                const std::vector<int64_t>& rows)
+      : points(all.rows(), static_cast<Eigen::Index>(rows.size())),
+        weights(static_cast<Eigen::Index>(rows.size())) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      points.col(i) = all.col(rows[i]);
+      weights[i] = all_weights[rows[i]];
+    }
+  }
+  Matrix<float> points;
+  Vector<float> weights;
+};
+
 // A mini-batch's rows, some drawn twice, on a weighted shard: the labels
 // and sums of AssignNearest and AccumulateClusterSums on the gathered rows
 // (the sums to the bit: each coordinate's added in the rows' order), the
@@ -94,13 +144,8 @@ TEST(ResidentShard, SampleSumsAreTheCoresOnTheGatheredRows) {
   for (Eigen::Index i = 0; i < weights.size(); ++i) weights[i] = 0.5f + (i % 3);
   ResidentMemory memory(int64_t{1} << 30);
   ResidentShard shard(&memory, Limits{});
-  v1::ShardChunk chunk = Chunk(points, 0, points.cols());
-  chunk.mutable_weights()->Add(weights.data(), weights.data() + weights.size());
-  v1::JobResponse response;
-  ASSERT_TRUE(shard.Load(chunk, &response).ok());
-  std::vector<int64_t> rows;
-  Rng rng(5);
-  for (int i = 0; i < 900; ++i) rows.push_back(static_cast<int64_t>(rng.Uniform() * 3000));
+  LoadWeighted(points, weights, &shard);
+  std::vector<int64_t> rows = DrawRows(900, 3000, 5);
   rows.push_back(rows[0]);
   v1::SampleSumsStep step;
   step.set_k(k);
@@ -111,17 +156,13 @@ TEST(ResidentShard, SampleSumsAreTheCoresOnTheGatheredRows) {
   v1::JobResponse got;
   ASSERT_TRUE(shard.SampleSums(step, &got).ok());
 
-  Matrix<float> batch(d, static_cast<Eigen::Index>(rows.size()));
-  Vector<float> batch_weights(batch.cols());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    batch.col(i) = points.col(rows[i]);
-    batch_weights[i] = weights[rows[i]];
-  }
+  const GatheredBatch batch(points, weights, rows);
   Labels labels;
   Vector<float> sq;
-  const double objective = AssignNearest(batch, centers, &labels, &sq, nullptr, &batch_weights);
+  const double objective =
+      AssignNearest(batch.points, centers, &labels, &sq, nullptr, &batch.weights);
   ClusterSums sums(d, k);
-  AccumulateClusterSums(batch, labels, &sums, &batch_weights);
+  AccumulateClusterSums(batch.points, labels, &sums, &batch.weights);
   EXPECT_EQ(std::vector<int64_t>(got.center_counts().begin(), got.center_counts().end()),
             sums.counts);
   EXPECT_EQ(std::vector<double>(got.center_weights().begin(), got.center_weights().end()),
@@ -165,40 +206,20 @@ void ExpectMiniBatchStepsSameOnAnyThreads(int d) {
   }
   ResidentMemory memory(int64_t{1} << 30);
   ResidentShard shard(&memory, Limits{});
-  v1::ShardChunk chunk = Chunk(points, 0, points.cols());
-  chunk.mutable_weights()->Add(weights.data(), weights.data() + weights.size());
-  v1::JobResponse response;
-  ASSERT_TRUE(shard.Load(chunk, &response).ok());
-  std::vector<int64_t> rows;
-  Rng rng(7);
-  for (int i = 0; i < 3000; ++i) rows.push_back(static_cast<int64_t>(rng.Uniform() * 5000));
-  Matrix<float> batch(d, static_cast<Eigen::Index>(rows.size()));
-  Vector<float> batch_weights(batch.cols());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    batch.col(i) = points.col(rows[i]);
-    batch_weights[i] = weights[rows[i]];
-  }
+  LoadWeighted(points, weights, &shard);
+  const std::vector<int64_t> rows = DrawRows(3000, 5000, 7);
+  const GatheredBatch batch(points, weights, rows);
   Labels labels;
-  AssignNearest(batch, centers, &labels, nullptr, nullptr, &batch_weights);
+  AssignNearest(batch.points, centers, &labels, nullptr, nullptr, &batch.weights);
   ClusterSums sums(d, k);
-  AccumulateClusterSums(batch, labels, &sums, &batch_weights);
+  AccumulateClusterSums(batch.points, labels, &sums, &batch.weights);
 
   v1::SampleSumsStep step;
   step.set_k(k);
   EncodeFloat32(absl::MakeConstSpan(centers.data(), centers.size()), step.mutable_centers_f32());
   step.mutable_rows()->Assign(rows.begin(), rows.end());
   step.set_return_labels(true);
-  MiniBatchState start;
-  start.centers = centers.cast<double>();
-  start.counts.assign(k, 0.0);
-  start.random = NumpyRandomState(3);
-  v1::MiniBatchStepsStep steps;
-  steps.set_k(k);
-  steps.set_batch_size(1024);
-  steps.set_steps(4);
-  steps.set_max_no_improvement(-1);
-  steps.set_reassignment_ratio(0.01);
-  PutMiniBatchState(start, steps.mutable_state());
+  const v1::MiniBatchStepsStep steps = MiniBatchSteps(centers.cast<double>(), 1024, 4);
   std::optional<v1::JobResponse> first_sample, first_steps;
   for (const int threads : {1, 2, 3}) {
     SCOPED_TRACE(threads);
@@ -1495,17 +1516,7 @@ void ExpectSparseShardAnswersAsDense() {
     EXPECT_EQ(rows.objective(), a.objective());
   }
 
-  MiniBatchState start;
-  start.centers = centers.template cast<double>();
-  start.counts.assign(k, 0.0);
-  start.random = NumpyRandomState(3);
-  v1::MiniBatchStepsStep steps;
-  steps.set_k(k);
-  steps.set_batch_size(64);
-  steps.set_steps(5);
-  steps.set_max_no_improvement(-1);
-  steps.set_reassignment_ratio(0.01);
-  PutMiniBatchState(start, steps.mutable_state());
+  const v1::MiniBatchStepsStep steps = MiniBatchSteps(centers.template cast<double>(), 64, 5);
   a.Clear();
   b.Clear();
   ASSERT_TRUE(sparse.MiniBatchSteps(steps, &a).ok());
