@@ -819,7 +819,11 @@ int ResidentShard::StepThreads() const {
 
 absl::Status ResidentShard::SampleSums(const v1::SampleSumsStep& step, v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
-  const ScopedOmpThreads threads(StepThreads());
+  // A pass over every row (the labels after a mini-batch loop on this
+  // shard) takes the idle threads; a step of drawn rows keeps the caller's,
+  // its job's other shards on this server likely taking the other workers.
+  std::optional<ScopedOmpThreads> threads;
+  if (step.all_rows()) threads.emplace(StepThreads());
   return StepIsFinite(f64_ ? SampleSumsIn(*f64_, step, out) : SampleSumsIn(*f32_, step, out), *out);
 }
 

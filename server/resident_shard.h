@@ -76,11 +76,12 @@ class ResidentShard {
   // the server allows (max_k): k-means‖'s 1 + rounds * oversampling * k.
   static constexpr int kCandidatesPerCluster = 16;
 
-  // Where the mini-batch steps (SampleSums, MiniBatchSteps) learn the
-  // OpenMP threads they may use, asked before each step: a server's shard
-  // gets its worker pool's idle threads (WorkerPool::IdleThreads), so that
-  // a job's only shard computes its steps on the cores nothing else is
-  // using. Unset: the calling thread's. The answers do not depend on it.
+  // Where a mini-batch loop's steps (MiniBatchSteps) and a pass over every
+  // row (SampleSums with all_rows) learn the OpenMP threads they may use,
+  // asked before each step: a server's shard gets its worker pool's idle
+  // threads (WorkerPool::IdleThreads), so that a job's only shard computes
+  // on the cores nothing else is using. Unset: the calling thread's. The
+  // answers do not depend on it.
   void set_step_threads(std::function<int()> threads) { step_threads_ = std::move(threads); }
 
   bool complete() const { return reserved_ > 0 && received_ == n_; }

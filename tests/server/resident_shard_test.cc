@@ -16,6 +16,7 @@
 #include "core/empty_clusters.h"
 #include "core/init.h"
 #include "core/minibatch.h"
+#include "core/omp_threads.h"
 #include "core/random.h"
 #include "core/sparse.h"
 #include "core/validation.h"
@@ -223,9 +224,14 @@ void ExpectMiniBatchStepsSameOnAnyThreads(int d) {
   std::optional<v1::JobResponse> first_sample, first_steps;
   for (const int threads : {1, 2, 3}) {
     SCOPED_TRACE(threads);
+    // A loop's steps take the step threads; a step of drawn rows, the
+    // caller's.
     shard.set_step_threads([threads] { return threads; });
     v1::JobResponse got;
-    ASSERT_TRUE(shard.SampleSums(step, &got).ok());
+    {
+      const ScopedOmpThreads caller(threads);
+      ASSERT_TRUE(shard.SampleSums(step, &got).ok());
+    }
     EXPECT_EQ(Labels(got.labels().begin(), got.labels().end()), labels);
     EXPECT_EQ(std::vector<int64_t>(got.center_counts().begin(), got.center_counts().end()),
               sums.counts);
