@@ -26,9 +26,6 @@ double AssignRows(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, c
                                              static_cast<Eigen::Index>(sizeof(Scalar))) /
                                             block);
   const Eigen::Index ahead = ReadAheadPoints<Scalar>(d);
-  const auto weight = [&](Eigen::Index i) {
-    return weights != nullptr ? static_cast<double>((*weights)[rows[i]]) : 1.0;
-  };
   Vector<Scalar> sq(m);
   Matrix<Scalar> x(d, std::min(span, m));
   std::vector<int> bounds;  // thread t adds the rows of centers [bounds[t], bounds[t + 1])
@@ -65,25 +62,20 @@ double AssignRows(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, c
             if (so_far * threads >= t * count) bounds[t++] = j + 1;
           }
         }
+        // Each row's count, weight and sum, the thread's centers alone.
         const int low = bounds[me], high = bounds[me + 1];
         for (Eigen::Index i = 0; i < count && low < high; ++i) {
           const int j = (*labels)[start + i];
           if (j < low || j >= high) continue;
-          if (weights != nullptr) {
-            sums->sums.col(j) += weight(start + i) * x.col(i).template cast<double>();
-          } else {
-            sums->sums.col(j) += x.col(i).template cast<double>();
-          }
+          AddToSums(x.col(i), j, weights != nullptr ? &(*weights)[rows[start + i]] : nullptr, sums);
         }
       }
     }
   }
   double objective = 0;
-  for (Eigen::Index i = 0; i < m; ++i) objective += weight(i) * static_cast<double>(sq[i]);
-  if (sums == nullptr) return objective;
   for (Eigen::Index i = 0; i < m; ++i) {
-    ++sums->counts[(*labels)[i]];
-    sums->weights[(*labels)[i]] += weight(i);
+    objective =
+        WithObjective(objective, sq[i], weights != nullptr ? &(*weights)[rows[i]] : nullptr);
   }
   return objective;
 }
