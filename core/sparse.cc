@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -156,16 +157,38 @@ struct SparseCenters {
   }
 };
 
+// The most rows a thread makes dense at once: their near ties' distances
+// are chains of d dependent additions each (DirectSquaredDistance's
+// order), latency-bound one at a time, so the chains of several rows run
+// interleaved (kDirectChains at a time). Held to kDenseBytes of dense rows
+// a thread, whatever d.
+constexpr int kDenseRows = 8;
+constexpr int64_t kDenseBytes = int64_t{8} << 20;
+
 // One thread's working space: the scores of a row (k padded to whole
-// packets), the row made dense (zero between uses) and a near tie's
-// candidates.
+// packets), the rows waiting to be made dense (each dense row zero between
+// uses) and their near ties' candidates.
 template <typename Scalar>
 struct SparseScratch {
+  // A row that needs its dense form: a near tie (its candidates
+  // candidates[first, first + count), in increasing index) or, for kDense
+  // distances, its distance. `label` is its scores' choice.
+  struct Pending {
+    int64_t row;
+    int label;
+    size_t first, count;
+  };
+
   SparseScratch(Eigen::Index d, Eigen::Index k)
-      : score(PaddedCenters<Scalar>(k)), dense(Vector<Scalar>::Zero(d)) {}
+      : score(PaddedCenters<Scalar>(k)),
+        dense(static_cast<size_t>(std::clamp<int64_t>(
+                  kDenseBytes / std::max<int64_t>(1, d * static_cast<int64_t>(sizeof(Scalar))), 1,
+                  kDenseRows)),
+              Vector<Scalar>::Zero(d)) {}
   Vector<Scalar> score;
-  Vector<Scalar> dense;
+  std::vector<Vector<Scalar>> dense;
   std::vector<int> candidates;
+  std::vector<Pending> pending;
 };
 
 // kPackets packets of a row's scores (from `offset`, into `score`) over its
@@ -248,15 +271,13 @@ double ScoreRow(const CsrMatrix<Scalar>& points, int64_t i, const SparseCenters<
   return x_sq;
 }
 
-// Row i's label and squared distance (by `distances`).
+// Row i's label and squared distance (by `distances`) from its scores;
+// where they need the row made dense (a near tie, or kDense distances),
+// the row is left in scratch->pending for FinishDense instead.
 template <typename Scalar>
-void AssignRow(const CsrMatrix<Scalar>& points, int64_t i, const Matrix<Scalar>& centers,
-               const SparseCenters<Scalar>& sc, SparseDistances distances,
-               SparseScratch<Scalar>* scratch, int* label_out, Scalar* sq_out) {
-  const Eigen::Index d = centers.rows(), k = centers.cols();
-  const int64_t begin = points.indptr()[i], end = points.indptr()[i + 1];
-  const int32_t* index = points.indices().data();
-  const Scalar* value = points.values().data();
+void AssignRow(const CsrMatrix<Scalar>& points, int64_t i, const SparseCenters<Scalar>& sc,
+               Eigen::Index k, SparseDistances distances, SparseScratch<Scalar>* scratch,
+               int* label_out, Scalar* sq_out) {
   Vector<Scalar>& score = scratch->score;
   // 1. The scores from the nonzeros.
   bool nonnegative_row = true;
@@ -275,14 +296,14 @@ void AssignRow(const CsrMatrix<Scalar>& points, int64_t i, const Matrix<Scalar>&
   // arithmetic when its score lies within both scores' round-off bounds of
   // the best. The differences are taken in double (exact for float scores;
   // one rounding, within the bounds' safety factor, for double ones).
-  const int64_t m = end - begin;
+  const int64_t m = points.indptr()[i + 1] - points.indptr()[i];
   const double per_term = static_cast<double>(m + 1) * std::numeric_limits<Scalar>::epsilon();
   const double x_norm =
       std::sqrt(x_sq * (1 + 2 * static_cast<double>(m + 1) * kEpsDouble)) * (1 + kEpsDouble);
   const double label_error = sc.Error(label, per_term, x_norm, best, nonnegative);
   const double reach = label_error + sc.MaxError(per_term, x_norm, best, nonnegative);
   std::vector<int>& candidates = scratch->candidates;
-  candidates.clear();
+  const size_t first = candidates.size();
   for (Eigen::Index j = 0; j < k; ++j) {
     if (j == label) {
       candidates.push_back(label);
@@ -294,124 +315,200 @@ void AssignRow(const CsrMatrix<Scalar>& points, int64_t i, const Matrix<Scalar>&
       candidates.push_back(static_cast<int>(j));
     }
   }
-  const bool near_tie = candidates.size() > 1;
-  Scalar* dense = scratch->dense.data();
-  const bool densify = near_tie || distances == SparseDistances::kDense;
-  if (densify) {
-    for (int64_t p = begin; p < end; ++p) dense[index[p]] = value[p];
-  }
-  if (near_tie) {
-    // 4. Decided as the dense path decides a near tie (FinishAmong): the
-    // candidates in increasing order, DirectSquaredDistance on the dense
-    // row (kDirectChains candidates at a time, the same bits), the first
-    // least.
-    Scalar exact = std::numeric_limits<Scalar>::infinity();
-    for (size_t first = 0; first < candidates.size(); first += kDirectChains) {
-      const int count =
-          static_cast<int>(std::min<size_t>(kDirectChains, candidates.size() - first));
-      const Scalar* columns[kDirectChains];
-      Scalar s[kDirectChains];
-      for (int t = 0; t < count; ++t) columns[t] = centers.col(candidates[first + t]).data();
-      DirectSquaredDistances(dense, columns, count, d, s);
-      for (int t = 0; t < count; ++t) {
-        if (s[t] < exact) {
-          exact = s[t];
-          label = candidates[first + t];
-        }
-      }
-    }
-  }
+  const size_t count = candidates.size() - first;
   *label_out = label;
-  if (densify) {
-    *sq_out = AssignedSquaredDistance(dense, centers.col(label).data(), d);
-    for (int64_t p = begin; p < end; ++p) dense[index[p]] = 0;
+  if (count > 1 || distances == SparseDistances::kDense) {
+    scratch->pending.push_back({i, label, first, count});
   } else {
+    candidates.resize(first);
     *sq_out = std::max(Scalar(0), static_cast<Scalar>(x_sq) - 2 * best);
   }
 }
 
-// Adds row i (label, weight w or null for 1) to `part` with AddToSums's
-// additions, its zeros left out.
+// The pending rows' labels and squared distances, each row written into a
+// dense vector of d zeros at its nonzeros (and zeroed again after). A near
+// tie is decided as the dense path decides it (FinishAmong): its
+// candidates in increasing order compared on DirectSquaredDistance to the
+// dense row, the first least winning; every pending row's chains (one per
+// candidate) run kDirectChains at a time, each with DirectSquaredDistance's
+// additions in its order, so its bits. The distance is then
+// AssignedSquaredDistance of the dense row to its center.
 template <typename Scalar>
-void AddRowToSums(const CsrMatrix<Scalar>& points, int64_t i, int label, const Scalar* w,
-                  ClusterSums* part) {
-  double* sum = part->sums.col(label).data();
+void FinishDense(const CsrMatrix<Scalar>& points, const Matrix<Scalar>& centers,
+                 SparseScratch<Scalar>* scratch, int* labels, Scalar* sq) {
+  const Eigen::Index d = centers.rows();
+  const int32_t* index = points.indices().data();
+  const Scalar* value = points.values().data();
+  const std::vector<int>& candidates = scratch->candidates;
+  std::vector<typename SparseScratch<Scalar>::Pending>& pending = scratch->pending;
+  for (size_t r = 0; r < pending.size(); ++r) {
+    Scalar* dense = scratch->dense[r].data();
+    for (int64_t p = points.indptr()[pending[r].row]; p < points.indptr()[pending[r].row + 1];
+         ++p) {
+      dense[index[p]] = value[p];
+    }
+  }
+  // Every near tie's (row, candidate) pairs, in order, kDirectChains at a
+  // time.
+  const Scalar* rows[kDirectChains];
+  const Scalar* columns[kDirectChains];
+  Scalar distance[kDirectChains];
+  std::pair<size_t, int> owner[kDirectChains];  // (pending row, candidate)
+  Scalar exact[kDenseRows];
+  std::fill(exact, exact + kDenseRows, std::numeric_limits<Scalar>::infinity());
+  int chains = 0;
+  const auto run = [&] {
+    DirectSquaredDistancePairs(rows, columns, chains, d, distance);
+    for (int t = 0; t < chains; ++t) {
+      const auto [r, j] = owner[t];
+      if (distance[t] < exact[r]) {
+        exact[r] = distance[t];
+        pending[r].label = j;
+      }
+    }
+    chains = 0;
+  };
+  for (size_t r = 0; r < pending.size(); ++r) {
+    if (pending[r].count < 2) continue;
+    for (size_t c = pending[r].first; c < pending[r].first + pending[r].count; ++c) {
+      rows[chains] = scratch->dense[r].data();
+      columns[chains] = centers.col(candidates[c]).data();
+      owner[chains] = {r, candidates[c]};
+      if (++chains == kDirectChains) run();
+    }
+  }
+  if (chains > 0) run();
+  for (size_t r = 0; r < pending.size(); ++r) {
+    const int64_t i = pending[r].row;
+    Scalar* dense = scratch->dense[r].data();
+    labels[i] = pending[r].label;
+    sq[i] = AssignedSquaredDistance(dense, centers.col(pending[r].label).data(), d);
+    for (int64_t p = points.indptr()[i]; p < points.indptr()[i + 1]; ++p) dense[index[p]] = 0;
+  }
+  pending.clear();
+  scratch->candidates.clear();
+}
+
+// Adds row i (weight w, or null for 1) to the sums `sum` (d values) and the
+// weight and count of its cluster, with AddToSums's additions, its zeros
+// left out.
+template <typename Scalar>
+void AddRow(const CsrMatrix<Scalar>& points, int64_t i, const Scalar* w, double* sum,
+            double* weight, int64_t* count) {
   const int32_t* index = points.indices().data();
   const Scalar* value = points.values().data();
   const int64_t begin = points.indptr()[i], end = points.indptr()[i + 1];
   if (w == nullptr) {
     for (int64_t p = begin; p < end; ++p) sum[index[p]] += static_cast<double>(value[p]);
-    part->weights[label] += 1;
+    *weight += 1;
   } else {
-    const double weight = *w;
-    for (int64_t p = begin; p < end; ++p) sum[index[p]] += weight * static_cast<double>(value[p]);
-    part->weights[label] += weight;
+    const double weight_i = *w;
+    for (int64_t p = begin; p < end; ++p) sum[index[p]] += weight_i * static_cast<double>(value[p]);
+    *weight += weight_i;
   }
-  ++part->counts[label];
+  ++*count;
 }
 
-// Whether every sum and weight of `sums` is +0 (the bits of a fresh
-// ClusterSums).
-bool AllPositiveZero(const ClusterSums& sums) {
-  const auto zero = [](double v) { return v == 0 && !std::signbit(v); };
-  return std::all_of(sums.sums.data(), sums.sums.data() + sums.sums.size(), zero) &&
-         std::all_of(sums.weights.begin(), sums.weights.end(), zero);
+// Whether d sums and a weight are all +0, the bits of a fresh ClusterSums.
+bool PositiveZero(const double* sum, Eigen::Index d, double weight) {
+  uint64_t bits;
+  std::memcpy(&bits, &weight, sizeof bits);
+  for (Eigen::Index l = 0; l < d; ++l) {
+    uint64_t v;
+    std::memcpy(&v, sum + l, sizeof v);
+    bits |= v;
+  }
+  return bits == 0;
+}
+
+// Adds the rows' counts, weights and sums under their labels to `into` as
+// the dense path adds them: in consecutive parts of part_size rows, each
+// part's from zero in row order, the parts' added to `into` in order. Each
+// thread takes the clusters it owns (label mod the thread count) through
+// every part: a cluster's part is summed in its column of a d x k buffer,
+// zeroed for it, and then added to the cluster's sums, or, in the first
+// part of a cluster whose sums and weight are +0, into them directly (+0 + s
+// is s, and a part's sums never become -0). A cluster's additions are the
+// serial loop's, whichever thread makes them, and no thread waits for
+// another.
+template <typename Scalar>
+void AddSumsInParts(const CsrMatrix<Scalar>& points, const Labels& labels,
+                    const Vector<Scalar>* weights, Eigen::Index part_size, ClusterSums* into) {
+  const int64_t n = points.rows();
+  const Eigen::Index d = into->sums.rows(), k = into->sums.cols();
+  if (n == 0) return;
+  // A cluster's part in the buffer: its sums, weight and count.
+  Matrix<double> buffer;
+  std::vector<double> part_weight;
+  std::vector<int64_t> part_count;
+#pragma omp parallel if (points.nnz() > (1 << 16))
+  {
+    const int threads = omp_get_num_threads(), me = omp_get_thread_num();
+    std::vector<char> direct(static_cast<size_t>(k), 0);
+    bool any_buffered = n > part_size;
+    for (Eigen::Index j = me; j < k; j += threads) {
+      direct[j] = PositiveZero(into->sums.col(j).data(), d, into->weights[j]);
+      any_buffered |= !direct[j];
+    }
+    // Allocated once, unwritten: each owner zeroes its columns as it uses
+    // them.
+#pragma omp critical(kmt_sparse_sums_buffer)
+    if (any_buffered && buffer.size() == 0) {
+      buffer.resize(d, k);
+      part_weight.resize(k);
+      part_count.resize(k);
+    }
+#pragma omp barrier
+    for (int64_t start = 0; start < n; start += part_size) {
+      const int64_t end = std::min<int64_t>(n, start + part_size);
+      const bool first = start == 0;
+      const auto buffered = [&](Eigen::Index j) { return !(first && direct[j]); };
+      for (Eigen::Index j = me; j < k; j += threads) {
+        if (!buffered(j)) continue;
+        buffer.col(j).setZero();
+        part_weight[j] = 0;
+        part_count[j] = 0;
+      }
+      for (int64_t i = start; i < end; ++i) {
+        const int j = labels[i];
+        if (j % threads != me) continue;
+        const Scalar* w = weights != nullptr ? weights->data() + i : nullptr;
+        if (buffered(j)) {
+          AddRow(points, i, w, buffer.col(j).data(), &part_weight[j], &part_count[j]);
+        } else {
+          AddRow(points, i, w, into->sums.col(j).data(), &into->weights[j], &into->counts[j]);
+        }
+      }
+      for (Eigen::Index j = me; j < k; j += threads) {
+        if (!buffered(j)) continue;
+        into->sums.col(j) += buffer.col(j);
+        into->weights[j] += part_weight[j];
+        into->counts[j] += part_count[j];
+      }
+    }
+  }
 }
 
 // The rows in consecutive parts of part_size, each part's objective (if sq
 // is given) and sums (if `into` is) added from zero in row order, then the
 // parts' added in order: AssignNearest's and AccumulateClusterSums's
-// additions. Where `into` holds +0 alone, the first part is added into it
-// directly (+0 + s is s, and a part's sums never become -0), so the
-// common single part needs no second d x k doubles; other parts share one
-// buffer.
+// additions.
 template <typename Scalar>
 double AddInParts(const CsrMatrix<Scalar>& points, const Labels& labels, const Scalar* sq,
                   const Vector<Scalar>* weights, Eigen::Index part_size, ClusterSums* into) {
   const int64_t n = points.rows();
-  const bool direct = into != nullptr && AllPositiveZero(*into);
-  std::optional<ClusterSums> buffer;
   double total = 0;
-  for (int64_t start = 0; start < n; start += part_size) {
-    const int64_t end = std::min<int64_t>(n, start + part_size);
-    ClusterSums* part = nullptr;
-    if (into != nullptr && start == 0 && direct) {
-      part = into;
-    } else if (into != nullptr) {
-      if (!buffer) {
-        buffer.emplace(static_cast<int>(into->sums.rows()), static_cast<int>(into->sums.cols()));
-      } else {
-        buffer->sums.setZero();
-        std::fill(buffer->counts.begin(), buffer->counts.end(), 0);
-        std::fill(buffer->weights.begin(), buffer->weights.end(), 0);
-      }
-      part = &*buffer;
-    }
-    double part_total = 0;
-    if (sq != nullptr) {
-      for (int64_t i = start; i < end; ++i) {
+  if (sq != nullptr) {
+    for (int64_t start = 0; start < n; start += part_size) {
+      double part_total = 0;
+      for (int64_t i = start; i < std::min<int64_t>(n, start + part_size); ++i) {
         part_total =
             WithObjective(part_total, sq[i], weights != nullptr ? weights->data() + i : nullptr);
       }
+      total += part_total;
     }
-    if (part != nullptr) {
-      // Each thread adds the rows of the centers it owns (label mod the
-      // thread count), in row order: a center's additions are the serial
-      // loop's, whichever thread makes them.
-      const int64_t part_nnz = points.indptr()[end] - points.indptr()[start];
-#pragma omp parallel if (part_nnz > (1 << 16))
-      {
-        const int threads = omp_get_num_threads(), me = omp_get_thread_num();
-        for (int64_t i = start; i < end; ++i) {
-          if (labels[i] % threads != me) continue;
-          AddRowToSums(points, i, labels[i], weights != nullptr ? weights->data() + i : nullptr,
-                       part);
-        }
-      }
-    }
-    total += part_total;
-    if (part != nullptr && part != into) into->Add(*part);
   }
+  if (into != nullptr) AddSumsInParts(points, labels, weights, part_size, into);
   return total;
 }
 
@@ -438,10 +535,14 @@ double AssignNearestSparse(const CsrMatrix<Scalar>& points, const Matrix<Scalar>
 #pragma omp parallel if (points.nnz() * k > (1 << 18))
   {
     SparseScratch<Scalar> scratch(d, k);
-#pragma omp for schedule(dynamic, 256)
+#pragma omp for schedule(dynamic, 256) nowait
     for (Eigen::Index i = 0; i < n; ++i) {
-      AssignRow(points, i, centers, sc, distances, &scratch, labels->data() + i, sq->data() + i);
+      AssignRow(points, i, sc, k, distances, &scratch, labels->data() + i, sq->data() + i);
+      if (scratch.pending.size() == scratch.dense.size()) {
+        FinishDense(points, centers, &scratch, labels->data(), sq->data());
+      }
     }
+    FinishDense(points, centers, &scratch, labels->data(), sq->data());
   }
   return AddInParts(points, *labels, sq->data(), weights, AssignmentPartSize<Scalar>(n, d, k),
                     sums);

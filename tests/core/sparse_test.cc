@@ -491,9 +491,16 @@ TYPED_TEST(SparseTest, SumsEqualTheDenseSumsAcrossChunks) {
     const Vector<Scalar>* w = weighted ? &weights : nullptr;
     AtEachSimdLevel([&] {
       ClusterSums dense_sums(60, 7), sparse_sums(60, 7);
-      // Sums already there are added to as the dense path adds to them.
-      dense_sums.sums.setConstant(0.1);
-      sparse_sums.sums.setConstant(0.1);
+      // Sums already there are added to as the dense path adds to them,
+      // -0 included (a part's +0 added to it makes it +0), in the clusters
+      // rows fall in and in one that none does (label 7).
+      for (ClusterSums* sums : {&dense_sums, &sparse_sums}) {
+        *sums = ClusterSums(60, 8);
+        sums->sums.setConstant(0.1);
+        sums->sums.row(3).setConstant(-0.0);
+        sums->sums.col(7).setConstant(-0.0);
+        sums->weights = {0, -0.0, 2, 0, 0, 0, 0, -0.0};
+      }
       AccumulateClusterSums(dense, labels, &dense_sums, w);
       AccumulateSparseClusterSums(docs, labels, &sparse_sums, w);
       ExpectSameSums(sparse_sums, dense_sums);
