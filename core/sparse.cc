@@ -177,6 +177,8 @@ struct SparseScratch {
     int64_t row;
     int label;
     size_t first, count;
+    double x_sq;   // the row's squared norm
+    Scalar score;  // the label's score
   };
 
   SparseScratch(Eigen::Index d, Eigen::Index k)
@@ -188,6 +190,7 @@ struct SparseScratch {
   Vector<Scalar> score;
   std::vector<Vector<Scalar>> dense;
   std::vector<int> candidates;
+  std::vector<Scalar> candidate_scores;  // each candidate's score
   std::vector<Pending> pending;
 };
 
@@ -271,6 +274,13 @@ double ScoreRow(const CsrMatrix<Scalar>& points, int64_t i, const SparseCenters<
   return x_sq;
 }
 
+// kProduct's squared distance of a row of squared norm x_sq to the center
+// of score `score`: ||x||^2 - 2 (<x, c> - ||c||^2 / 2), clamped at 0.
+template <typename Scalar>
+Scalar ProductDistance(double x_sq, Scalar score) {
+  return std::max(Scalar(0), static_cast<Scalar>(x_sq) - 2 * score);
+}
+
 // Row i's label and squared distance (by `distances`) from its scores;
 // where they need the row made dense (a near tie, or kDense distances),
 // the row is left in scratch->pending for FinishDense instead.
@@ -305,23 +315,21 @@ void AssignRow(const CsrMatrix<Scalar>& points, int64_t i, const SparseCenters<S
   std::vector<int>& candidates = scratch->candidates;
   const size_t first = candidates.size();
   for (Eigen::Index j = 0; j < k; ++j) {
-    if (j == label) {
-      candidates.push_back(label);
-      continue;
-    }
     const double below = static_cast<double>(best) - static_cast<double>(score[j]);
-    if (below <= reach &&
-        below <= label_error + sc.Error(j, per_term, x_norm, score[j], nonnegative)) {
+    if (j == label || (below <= reach && below <= label_error + sc.Error(j, per_term, x_norm,
+                                                                         score[j], nonnegative))) {
       candidates.push_back(static_cast<int>(j));
+      scratch->candidate_scores.push_back(score[j]);
     }
   }
   const size_t count = candidates.size() - first;
   *label_out = label;
   if (count > 1 || distances == SparseDistances::kDense) {
-    scratch->pending.push_back({i, label, first, count});
+    scratch->pending.push_back({i, label, first, count, x_sq, best});
   } else {
     candidates.resize(first);
-    *sq_out = std::max(Scalar(0), static_cast<Scalar>(x_sq) - 2 * best);
+    scratch->candidate_scores.resize(first);
+    *sq_out = ProductDistance(x_sq, best);
   }
 }
 
@@ -331,11 +339,13 @@ void AssignRow(const CsrMatrix<Scalar>& points, int64_t i, const SparseCenters<S
 // candidates in increasing order compared on DirectSquaredDistance to the
 // dense row, the first least winning; every pending row's chains (one per
 // candidate) run kDirectChains at a time, each with DirectSquaredDistance's
-// additions in its order, so its bits. The distance is then
-// AssignedSquaredDistance of the dense row to its center.
+// additions in its order, so its bits. The distance is then, by
+// `distances`, AssignedSquaredDistance of the dense row to its center or
+// the product form from the center's score.
 template <typename Scalar>
 void FinishDense(const CsrMatrix<Scalar>& points, const Matrix<Scalar>& centers,
-                 SparseScratch<Scalar>* scratch, int* labels, Scalar* sq) {
+                 SparseDistances distances, SparseScratch<Scalar>* scratch, int* labels,
+                 Scalar* sq) {
   const Eigen::Index d = centers.rows();
   const int32_t* index = points.indices().data();
   const Scalar* value = points.values().data();
@@ -353,17 +363,18 @@ void FinishDense(const CsrMatrix<Scalar>& points, const Matrix<Scalar>& centers,
   const Scalar* rows[kDirectChains];
   const Scalar* columns[kDirectChains];
   Scalar distance[kDirectChains];
-  std::pair<size_t, int> owner[kDirectChains];  // (pending row, candidate)
+  std::pair<size_t, size_t> owner[kDirectChains];  // (pending row, candidate)
   Scalar exact[kDenseRows];
   std::fill(exact, exact + kDenseRows, std::numeric_limits<Scalar>::infinity());
   int chains = 0;
   const auto run = [&] {
     DirectSquaredDistancePairs(rows, columns, chains, d, distance);
     for (int t = 0; t < chains; ++t) {
-      const auto [r, j] = owner[t];
+      const auto [r, c] = owner[t];
       if (distance[t] < exact[r]) {
         exact[r] = distance[t];
-        pending[r].label = j;
+        pending[r].label = candidates[c];
+        pending[r].score = scratch->candidate_scores[c];
       }
     }
     chains = 0;
@@ -373,7 +384,7 @@ void FinishDense(const CsrMatrix<Scalar>& points, const Matrix<Scalar>& centers,
     for (size_t c = pending[r].first; c < pending[r].first + pending[r].count; ++c) {
       rows[chains] = scratch->dense[r].data();
       columns[chains] = centers.col(candidates[c]).data();
-      owner[chains] = {r, candidates[c]};
+      owner[chains] = {r, c};
       if (++chains == kDirectChains) run();
     }
   }
@@ -382,11 +393,14 @@ void FinishDense(const CsrMatrix<Scalar>& points, const Matrix<Scalar>& centers,
     const int64_t i = pending[r].row;
     Scalar* dense = scratch->dense[r].data();
     labels[i] = pending[r].label;
-    sq[i] = AssignedSquaredDistance(dense, centers.col(pending[r].label).data(), d);
+    sq[i] = distances == SparseDistances::kDense
+                ? AssignedSquaredDistance(dense, centers.col(pending[r].label).data(), d)
+                : ProductDistance(pending[r].x_sq, pending[r].score);
     for (int64_t p = points.indptr()[i]; p < points.indptr()[i + 1]; ++p) dense[index[p]] = 0;
   }
   pending.clear();
   scratch->candidates.clear();
+  scratch->candidate_scores.clear();
 }
 
 // Adds row i (weight w, or null for 1) to the sums `sum` (d values) and the
@@ -539,10 +553,10 @@ double AssignNearestSparse(const CsrMatrix<Scalar>& points, const Matrix<Scalar>
     for (Eigen::Index i = 0; i < n; ++i) {
       AssignRow(points, i, sc, k, distances, &scratch, labels->data() + i, sq->data() + i);
       if (scratch.pending.size() == scratch.dense.size()) {
-        FinishDense(points, centers, &scratch, labels->data(), sq->data());
+        FinishDense(points, centers, distances, &scratch, labels->data(), sq->data());
       }
     }
-    FinishDense(points, centers, &scratch, labels->data(), sq->data());
+    FinishDense(points, centers, distances, &scratch, labels->data(), sq->data());
   }
   return AddInParts(points, *labels, sq->data(), weights, AssignmentPartSize<Scalar>(n, d, k),
                     sums);
@@ -561,10 +575,8 @@ Matrix<Scalar> SparseSquaredDistances(const CsrMatrix<Scalar>& points,
 #pragma omp for schedule(dynamic, 256)
     for (Eigen::Index i = 0; i < n; ++i) {
       bool nonnegative = true;
-      const Scalar x_sq = static_cast<Scalar>(ScoreRow(points, i, sc, &score, &nonnegative));
-      for (Eigen::Index j = 0; j < k; ++j) {
-        out(j, i) = std::max(Scalar(0), x_sq - 2 * score[j]);
-      }
+      const double x_sq = ScoreRow(points, i, sc, &score, &nonnegative);
+      for (Eigen::Index j = 0; j < k; ++j) out(j, i) = ProductDistance(x_sq, score[j]);
     }
   }
   return out;

@@ -79,10 +79,9 @@ enum class SparseDistances {
   // AssignedSquaredDistance on the row made dense in a scratch vector: the
   // dense path's bits, so its objective too; O(d) a point.
   kDense,
-  // ||x||^2 - 2 (<x, c> - ||c||^2 / 2) from the score that chose the
-  // center, clamped at 0: O(1) a point, within the scores' round-off of the
-  // dense path's distance but not its bits (near ties excepted, which are
-  // measured on the dense row).
+  // ||x||^2 - 2 (<x, c> - ||c||^2 / 2) from the score of the chosen center
+  // (a near tie's too), clamped at 0: O(1) a point, within the scores'
+  // round-off of the dense path's distance but not its bits.
   kProduct,
 };
 
