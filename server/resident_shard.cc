@@ -603,6 +603,10 @@ absl::Status ResidentShard::CheckComplete() const {
 
 absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* out) {
   if (absl::Status s = CheckComplete(); !s.ok()) return s;
+  // A sparse shard's assignment and sums are the same bits on any number of
+  // threads (core/sparse.h): its steps take the idle ones.
+  std::optional<ScopedOmpThreads> threads;
+  if (sparse_) threads.emplace(StepThreads());
   return StepIsFinite(f64_ ? AssignIn(*f64_, step, out) : AssignIn(*f32_, step, out), *out);
 }
 

@@ -76,12 +76,12 @@ class ResidentShard {
   // the server allows (max_k): k-means‖'s 1 + rounds * oversampling * k.
   static constexpr int kCandidatesPerCluster = 16;
 
-  // Where a mini-batch loop's steps (MiniBatchSteps) and a pass over every
-  // row (SampleSums with all_rows) learn the OpenMP threads they may use,
-  // asked before each step: a server's shard gets its worker pool's idle
-  // threads (WorkerPool::IdleThreads), so that a job's only shard computes
-  // on the cores nothing else is using. Unset: the calling thread's. The
-  // answers do not depend on it.
+  // Where a mini-batch loop's steps (MiniBatchSteps), a pass over every row
+  // (SampleSums with all_rows) and a sparse shard's assign steps learn the
+  // OpenMP threads they may use, asked before each step: a server's shard
+  // gets its worker pool's idle threads (WorkerPool::IdleThreads), so that a
+  // job's only shard computes on the cores nothing else is using. Unset: the
+  // calling thread's. The answers do not depend on it.
   void set_step_threads(std::function<int()> threads) { step_threads_ = std::move(threads); }
 
   bool complete() const { return reserved_ > 0 && received_ == n_; }
@@ -96,7 +96,7 @@ class ResidentShard {
   struct State;
 
   absl::Status CheckComplete() const;
-  // The threads the next mini-batch step may use (set_step_threads).
+  // The threads the next step may use (set_step_threads).
   int StepThreads() const;
   // A step's status `step` where it failed, else FiniteStep
   // (resident_shard.cc) for its answer: OK, or the error that names why a
