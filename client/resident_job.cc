@@ -724,10 +724,6 @@ absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
   if constexpr (std::is_same_v<Source, CsrSource<Scalar>>) {
     const double nnz = source.indptr.empty() ? 0.0 : static_cast<double>(source.indptr.back());
     options.sparse_sums = 12 * nnz < 8.0 * options.k * d;
-    // A sparse shard's steps take its server's idle cores (their bits do
-    // not depend on the threads): one shard a replica computes on all of
-    // them and sends its k x d sums once rather than once a shard.
-    replicas.streams_per_server = 1;
   }
   if (options.weighted && options.seeding == ResidentSeeding::kRandom) {
     if constexpr (std::is_same_v<Scalar, double>) {

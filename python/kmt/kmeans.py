@@ -156,8 +156,12 @@ class ServedLloyd(ServedKMeans):
         """Whether a learned model runs its guarded form."""
         return False
 
-    def _streams_per_server(self):
-        return 2
+    def _streams_per_server(self, X):
+        """Shards a replica holds in a resident fit of X: two of dense X, so
+        that the two steps use two cores; one of sparse X, whose steps take
+        every core the replica leaves idle (their bits do not depend on the
+        thread count), and whose k x d sums then travel once a replica."""
+        return 1 if sp.issparse(X) else 2
 
     def _starts(self, X, offset, random_state):
         """Given initial centers, (restarts, k, d) in X's coordinates, or None
@@ -390,7 +394,7 @@ class ServedLloyd(ServedKMeans):
             result = resident.fit_resident(
                 server_of(self), plan.X, self.n_clusters, centers=plan.starts,
                 iterations=self.max_iter if iterations is None else iterations, seed=plan.seed,
-                streams_per_server=self._streams_per_server(), timeout=self.timeout,
+                streams_per_server=self._streams_per_server(plan.X), timeout=self.timeout,
                 weights=plan.weights, center_tol=absolute_tol,
                 empty_clusters=self._empty_clusters(), offset=plan.offset,
                 init=None if plan.starts is not None else self.init, n_init=self._n_init,
@@ -430,7 +434,8 @@ class KMeans(ServedLloyd):
     predict and transform send batches of it); None: as many as a 64 MiB
     message holds, at most the server's --max_points. empty_clusters:
     'relocate-farthest' (scikit-learn's rule) or 'keep'. streams_per_server:
-    shards per replica in a resident fit. max_points_per_center: None (every
+    shards per replica in a resident fit; None: two of dense X, one of
+    sparse X (whose steps take the replica's idle cores). max_points_per_center: None (every
     point trains), or an opt-in training sample as FAISS's
     max_points_per_centroid: with more than max_points_per_center *
     n_clusters samples, the initialisation and iterations run on a uniform
@@ -451,7 +456,7 @@ class KMeans(ServedLloyd):
         "model": [str],
         "guard": ["boolean"],
         "empty_clusters": [StrOptions(set(EMPTY_CLUSTER_RULES))],
-        "streams_per_server": [Interval(Integral, 1, None, closed="left")],
+        "streams_per_server": [Interval(Integral, 1, None, closed="left"), None],
         "max_points_per_center": [Interval(Integral, 1, None, closed="left"), None],
     }
 
@@ -459,7 +464,7 @@ class KMeans(ServedLloyd):
                  verbose=0, random_state=None, copy_x=True, algorithm="lloyd",
                  server=None, model="lloyd-onehot", guard=False, tls=False, ca=None, cert=None,
                  key=None, server_name=None, timeout=None, batch_size=None,
-                 empty_clusters="relocate-farthest", streams_per_server=2,
+                 empty_clusters="relocate-farthest", streams_per_server=None,
                  max_points_per_center=None):
         keep_parameters(self, locals())
 
@@ -475,7 +480,9 @@ class KMeans(ServedLloyd):
     def _empty_clusters(self):
         return self.empty_clusters
 
-    def _streams_per_server(self):
+    def _streams_per_server(self, X):
+        if self.streams_per_server is None:
+            return super()._streams_per_server(X)
         return self.streams_per_server
 
     def _check_params_vs_input(self, X):
