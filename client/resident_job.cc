@@ -391,15 +391,21 @@ void PutCentersCsr(const Matrix<Scalar>& centers, v1::CsrPoints* csr) {
 }
 
 // An assign step under `centers`; on `sparse` shards the centers go as
-// their nonzeros (centers_csr), and the sums come back as rows if
-// `sparse_sums`.
+// their nonzeros (centers_csr) where that at least halves their bytes (a
+// vocabulary's d at a large k, where each cluster's points touch a small
+// part of the columns), and the sums come back as rows if `sparse_sums`.
 template <typename Scalar>
 v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool sparse, bool sparse_sums,
                              bool labels, int64_t farthest, bool objective = true) {
   v1::JobRequest request;
   v1::AssignStep* step = request.mutable_assign();
   step->set_k(static_cast<int>(centers.cols()));
-  if (sparse) {
+  const auto halves = [&] {
+    const auto nonzeros = static_cast<double>((centers.array() != Scalar(0)).count());
+    return nonzeros * (sizeof(int32_t) + sizeof(Scalar)) <=
+           0.5 * static_cast<double>(centers.size()) * sizeof(Scalar);
+  };
+  if (sparse && halves()) {
     PutCentersCsr(centers, step->mutable_centers_csr());
   } else {
     PutBytes(centers, step->mutable_centers_f32(), step->mutable_centers_f64());
