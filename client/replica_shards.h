@@ -121,6 +121,7 @@ class ReplicaShards : public ShardSet {
       const std::vector<std::optional<v1::JobRequest>>& requests) override;
   absl::Status Restart() override;
   int moves() const override;
+  bool runs_steps_in_place() const override { return true; }
 
   // The points' mean per-dimension variance, their moments merged in shard
   // order (needs `moments`).

@@ -12,11 +12,13 @@
 #include "absl/strings/str_cat.h"
 #include "core/cluster_sums.h"
 #include "core/init.h"
+#include "core/lloyd_steps.h"
 #include "core/seeding.h"
 #include "core/sparse.h"
 #include "core/validation.h"
 #include "proto/csr_payload.h"
 #include "proto/raw_payload.h"
+#include "proto/request.h"
 
 namespace kmt {
 namespace {
@@ -95,6 +97,7 @@ class CheckedShards : public ShardSet {
   }
   int moves() const override { return shards_.moves(); }
   bool labels_stay() const override { return shards_.labels_stay(); }
+  bool runs_steps_in_place() const override { return shards_.runs_steps_in_place(); }
 
  private:
   ShardSet& shards_;
@@ -482,95 +485,148 @@ absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<Scalar>& centers, b
   return static_cast<int64_t>(take);
 }
 
-// Lloyd's steps from `centers` on the shards, into `result`. Step t
-// assigns under the centers after t iterations; the last one (after
-// `iterations`, or once converged) also gives the labels.
+// The trajectory's figures into `result` (its timings added).
+template <typename Scalar>
+void TakeTrajectory(LloydTrajectory<Scalar> trajectory, ResidentJobResult* result) {
+  result->initial_objective = trajectory.initial_objective;
+  result->objective = trajectory.objective;
+  result->objectives = std::move(trajectory.objectives);
+  result->labels_changed = std::move(trajectory.labels_changed);
+  result->counts = std::move(trajectory.counts);
+  result->iterations_run = trajectory.iterations_run;
+  result->convergence = trajectory.convergence;
+  result->empty_cluster_events += trajectory.empty_cluster_events;
+  result->relocations += trajectory.relocations;
+  result->iteration_seconds = std::move(trajectory.iteration_seconds);
+  result->labels_seconds += trajectory.labels_seconds;
+  if constexpr (std::is_same_v<Scalar, double>) {
+    result->centers = trajectory.centers.template cast<float>();
+    result->centers_f64 = std::move(trajectory.centers);
+  } else {
+    result->centers = std::move(trajectory.centers);
+  }
+}
+
+// Lloyd's steps on a job's only shard run where it is (LloydStepsStep): one
+// request, the shard answering the trajectory RunLloydSteps gives from its
+// assignments, the same as the steps asked one by one.
+template <typename Scalar>
+absl::Status LloydInPlace(ShardSet& job, const ResidentJobOptions& options, Matrix<Scalar> centers,
+                          ResidentJobResult* result) {
+  const int d = static_cast<int>(centers.rows()), k = options.k;
+  v1::JobRequest request;
+  v1::LloydStepsStep* step = request.mutable_lloyd_steps();
+  *step->mutable_start() =
+      AssignRequest(centers, options.sparse, false, options.labels, 0).assign();
+  step->set_iterations(options.iterations);
+  step->set_center_tol(options.center_tol);
+  step->set_relocate(options.empty_clusters == EmptyClusterPolicy::kRelocateFarthest);
+  step->set_iteration_objectives(options.iteration_objectives);
+  absl::StatusOr<std::vector<v1::JobResponse>> answers =
+      AskEach(job, [&](size_t) -> std::optional<v1::JobRequest> { return request; });
+  if (!answers.ok()) return answers.status();
+  const v1::JobResponse& a = answers->front();
+  const v1::LloydStepsAnswer& steps = a.lloyd();
+  LloydTrajectory<Scalar> trajectory;
+  absl::StatusOr<Matrix<Scalar>> final_centers =
+      RawMatrix<Scalar>({"lloyd.centers", "k", k, "d", d}, 0,
+                        std::is_same_v<Scalar, double> ? steps.centers_f64() : steps.centers_f32());
+  if (!final_centers.ok()) return final_centers.status();
+  if (steps.labels_changed_size() != steps.objectives_size() || a.center_counts_size() != k) {
+    return absl::InternalError(absl::StrCat("a lloyd-steps step answered ", a.center_counts_size(),
+                                            " counts and ", steps.objectives_size(),
+                                            " objectives for ", steps.labels_changed_size(),
+                                            " label changes, k = ", k));
+  }
+  trajectory.centers = *std::move(final_centers);
+  trajectory.initial_objective = steps.initial_objective();
+  trajectory.objective = a.objective();
+  trajectory.objectives.assign(steps.objectives().begin(), steps.objectives().end());
+  trajectory.labels_changed.assign(steps.labels_changed().begin(), steps.labels_changed().end());
+  trajectory.counts.assign(a.center_counts().begin(), a.center_counts().end());
+  trajectory.iterations_run = steps.iterations_run();
+  trajectory.convergence = ConvergenceOf(steps.convergence());
+  trajectory.empty_cluster_events = steps.empty_cluster_events();
+  trajectory.relocations = steps.relocations();
+  trajectory.iteration_seconds.assign(steps.iteration_seconds().begin(),
+                                      steps.iteration_seconds().end());
+  trajectory.labels_seconds = steps.labels_seconds();
+  if (options.labels && !job.labels_stay()) {
+    absl::StatusOr<Labels> labels = StepLabels(a);
+    if (!labels.ok()) return labels.status();
+    result->labels = *std::move(labels);
+  }
+  TakeTrajectory(std::move(trajectory), result);
+  return absl::OkStatus();
+}
+
+// Lloyd's steps from `centers` on the shards, into `result` (RunLloydSteps:
+// each assignment one step asked of every shard, the sums added in shard
+// order, so that a repeated step gives the same bits). A job held in one
+// shard that can run them where it is does so, unless the caller watches
+// each step (log, on_iteration).
 template <typename Scalar>
 absl::Status Lloyd(ShardSet& job, const ResidentJobOptions& options, Matrix<Scalar> centers,
                    ResidentJobResult* result) {
+  if (options.sparse && options.steps_in_place && job.Sizes().size() == 1 &&
+      job.runs_steps_in_place() && !options.log && !options.on_iteration) {
+    return LloydInPlace(job, options, std::move(centers), result);
+  }
   const int d = static_cast<int>(centers.rows()), k = options.k;
-  const bool relocate = options.empty_clusters == EmptyClusterPolicy::kRelocateFarthest;
-  for (int t = 0;; ++t) {
-    const bool last = t == options.iterations;
-    const auto start = Clock::now();
-    const bool with_objective = t == 0 || last || options.iteration_objectives;
-    const v1::JobRequest request = AssignRequest(centers, options.sparse, options.sparse_sums,
-                                                 last && options.labels, 0, with_objective);
+  const LloydRules rules{
+      .iterations = options.iterations,
+      .center_tol = options.center_tol,
+      .relocate = options.empty_clusters == EmptyClusterPolicy::kRelocateFarthest,
+      .iteration_objectives = options.iteration_objectives};
+  LloydTrajectory<Scalar> trajectory;
+  trajectory.centers = std::move(centers);
+  const LloydAssign<Scalar> assign = [&](const Matrix<Scalar>& at, bool last,
+                                         bool objective) -> absl::StatusOr<LloydAssignment> {
+    const v1::JobRequest request = AssignRequest(at, options.sparse, options.sparse_sums,
+                                                 last && options.labels, 0, objective);
     absl::StatusOr<std::vector<v1::JobResponse>> answers =
         AskEach(job, [&](size_t) -> std::optional<v1::JobRequest> { return request; });
     if (!answers.ok()) return answers.status();
-    // Summed in shard order, so a repeated step gives the same bits.
-    ClusterSums sums(d, k);
-    double objective = 0;
-    bool compared = true;
-    int64_t changed = 0;
+    LloydAssignment step{.sums = ClusterSums(d, k), .objective = 0, .compared = true};
     for (const v1::JobResponse& a : *answers) {
-      if (absl::Status s = AddStepSums(a, d, k, options.weighted, &sums); !s.ok()) return s;
-      objective += a.objective();
-      compared &= a.labels_compared();
-      changed += a.labels_changed();
+      if (absl::Status s = AddStepSums(a, d, k, options.weighted, &step.sums); !s.ok()) return s;
+      step.objective += a.objective();
+      step.compared &= a.labels_compared();
+      step.changed += a.labels_changed();
     }
-    // Whatever a shard set answers where it was not asked.
-    if (!with_objective) objective = std::numeric_limits<double>::quiet_NaN();
-    if (t == 0) result->initial_objective = objective;
-    if (t > 0) {
-      result->objectives.push_back(objective);
-      result->labels_changed.push_back(compared ? changed : -1);
-    }
-    if (options.log) {
-      // The labels step is numbered for the iterations before it.
-      options.log(absl::StrCat(
-          "step ", last ? result->iterations_run : t,
-          with_objective ? absl::StrCat(" objective ", objective) : std::string(),
-          t > 0 && compared ? absl::StrCat(", labels changed ", changed) : std::string()));
-    }
-    if (last) {
-      result->objective = objective;
-      result->counts = sums.counts;
-      if (options.labels && !job.labels_stay()) {
-        for (const v1::JobResponse& a : *answers) {
-          absl::StatusOr<Labels> labels = StepLabels(a);
-          if (!labels.ok()) return labels.status();
-          result->labels.insert(result->labels.end(), labels->begin(), labels->end());
-        }
+    if (last && options.labels && !job.labels_stay()) {
+      for (const v1::JobResponse& a : *answers) {
+        absl::StatusOr<Labels> labels = StepLabels(a);
+        if (!labels.ok()) return labels.status();
+        result->labels.insert(result->labels.end(), labels->begin(), labels->end());
       }
-      result->labels_seconds += SecondsSince(start);
-      break;
     }
-    if (relocate) {
-      absl::StatusOr<int64_t> moved =
-          Relocate(job, centers, options.sparse, options.sparse_sums, &sums);
-      if (!moved.ok()) return moved.status();
-      result->relocations += *moved;
-      if (*moved > 0 && options.log)
-        options.log(absl::StrCat("relocated ", *moved, " empty clusters"));
-    }
-    Matrix<Scalar> next = centers;
-    result->empty_cluster_events += ApplyMeans(sums, &next);
-    const double shift =
-        (next.template cast<double>() - centers.template cast<double>()).squaredNorm();
-    // Scikit-learn's order: an unchanged assignment first, then the shift.
-    // Where the shards cannot compare labels, centers that did not move
-    // stop the run too (the next assignment would be this one).
-    if (t > 0 && compared && changed == 0) {
-      result->convergence = Convergence::kLabelsUnchanged;
-    } else if (shift <= options.center_tol) {
-      result->convergence = Convergence::kTolerance;
-    } else if (next == centers) {
-      result->convergence = Convergence::kLabelsUnchanged;
-    }
-    if (options.on_iteration) options.on_iteration(t, objective, shift, result->convergence);
-    centers = std::move(next);
-    result->iterations_run = t + 1;
-    result->iteration_seconds.push_back(SecondsSince(start));
-    if (result->convergence != Convergence::kNone) t = options.iterations - 1;  // the labels step
+    return step;
+  };
+  const LloydRelocate<Scalar> relocate = [&](const Matrix<Scalar>& at, ClusterSums* sums) {
+    return Relocate(job, at, options.sparse, options.sparse_sums, sums);
+  };
+  LloydWatch watch;
+  if (options.log) {
+    watch.assigned = [&](int t, bool last, const LloydAssignment& step) {
+      const bool with_objective = !std::isnan(step.objective);
+      // The labels step is numbered for the iterations before it.
+      options.log(
+          absl::StrCat("step ", last ? trajectory.iterations_run : t,
+                       with_objective ? absl::StrCat(" objective ", step.objective) : std::string(),
+                       t > 0 && step.compared ? absl::StrCat(", labels changed ", step.changed)
+                                              : std::string()));
+    };
+    watch.relocated = [&](int64_t moved) {
+      options.log(absl::StrCat("relocated ", moved, " empty clusters"));
+    };
   }
-  if constexpr (std::is_same_v<Scalar, double>) {
-    result->centers = centers.template cast<float>();
-    result->centers_f64 = std::move(centers);
-  } else {
-    result->centers = std::move(centers);
+  if (options.on_iteration) watch.updated = options.on_iteration;
+  if (absl::Status s = RunLloydSteps<Scalar>(rules, assign, relocate, watch, &trajectory);
+      !s.ok()) {
+    return s;
   }
+  TakeTrajectory(std::move(trajectory), result);
   return absl::OkStatus();
 }
 

@@ -105,6 +105,10 @@ struct ResidentJobOptions {
   /// the shards' bounds need not read the points they keep in their
   /// clusters (core/bounds.h).
   bool iteration_objectives = true;
+  /// A sparse job held in one shard runs its Lloyd's iterations on that
+  /// shard (one LloydStepsStep, the same trajectory), not a round trip
+  /// each, unless `log` or `on_iteration` watches each step.
+  bool steps_in_place = true;
   /// Called with a line of progress, if set.
   std::function<void(const std::string&)> log;
   /// Called after each iteration's update, if set: the objective under the

@@ -42,6 +42,11 @@ class ShardSet {
   // Whether an assign step's labels stay where the shards are (Dask keeps
   // them on its workers): the driver then gathers none.
   virtual bool labels_stay() const { return false; }
+
+  // Whether a shard takes the steps that run a whole loop where it is
+  // (LloydStepsStep): the driver then asks a job held in one shard for
+  // its Lloyd's iterations in one step.
+  virtual bool runs_steps_in_place() const { return false; }
 };
 
 }  // namespace kmt

@@ -188,7 +188,8 @@ Vector<double> PointAsDouble(const CsrMatrix<Scalar>& points, int64_t i) {
 // RelocateEmptyClusters on points of either form.
 template <typename Scalar, typename Points>
 int Relocate(const Points& points, const Vector<Scalar>* weights, const Labels& labels,
-             const Matrix<Scalar>& centers, ClusterSums* sums) {
+             const Matrix<Scalar>& centers, ClusterSums* sums, int64_t* moved) {
+  if (moved != nullptr) *moved = 0;
   const std::vector<Eigen::Index> empty = EmptyClusters(*sums);
   if (empty.empty()) return 0;
   const std::vector<int64_t> far =
@@ -199,6 +200,7 @@ int Relocate(const Points& points, const Vector<Scalar>* weights, const Labels& 
     MoveToEmptyCluster(w * PointAsDouble(points, i), w, labels[i], static_cast<int>(empty[r]),
                        sums);
   }
+  if (moved != nullptr) *moved = static_cast<int64_t>(far.size());
   return static_cast<int>(empty.size());
 }
 
@@ -206,14 +208,16 @@ int Relocate(const Points& points, const Vector<Scalar>* weights, const Labels& 
 
 template <typename Scalar>
 int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
-                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums) {
-  return Relocate(points, weights, labels, centers, sums);
+                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums,
+                          int64_t* moved) {
+  return Relocate(points, weights, labels, centers, sums, moved);
 }
 
 template <typename Scalar>
 int RelocateEmptyClusters(const CsrMatrix<Scalar>& points, const Vector<Scalar>* weights,
-                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums) {
-  return Relocate(points, weights, labels, centers, sums);
+                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums,
+                          int64_t* moved) {
+  return Relocate(points, weights, labels, centers, sums, moved);
 }
 
 template <typename Scalar>
@@ -242,9 +246,9 @@ void SplitLargestClusters(ClusterSums* sums, Matrix<Scalar>* centers) {
                                                   const Labels&, const Matrix<S>&, int64_t,   \
                                                   std::vector<S>*);                           \
   template int RelocateEmptyClusters<S>(const Matrix<S>&, const Vector<S>*, const Labels&,    \
-                                        const Matrix<S>&, ClusterSums*);                      \
+                                        const Matrix<S>&, ClusterSums*, int64_t*);            \
   template int RelocateEmptyClusters<S>(const CsrMatrix<S>&, const Vector<S>*, const Labels&, \
-                                        const Matrix<S>&, ClusterSums*);                      \
+                                        const Matrix<S>&, ClusterSums*, int64_t*);            \
   template void SplitLargestClusters<S>(ClusterSums*, Matrix<S>*);
 KMT_INSTANTIATE(float)
 KMT_INSTANTIATE(double)

@@ -33,16 +33,18 @@ absl::StatusOr<EmptyClusterPolicy> ParseEmptyClusterPolicy(absl::string_view nam
 // holds that point alone, as scikit-learn's _relocate_empty_clusters does.
 // `weights`: n values or null (1 each). Fewer such points than empty
 // clusters leave the rest empty. Returns the number of empty clusters it
-// found.
+// found; `moved`, if given, gets the number that took a point.
 template <typename Scalar>
 int RelocateEmptyClusters(const Matrix<Scalar>& points, const Vector<Scalar>* weights,
-                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums);
+                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums,
+                          int64_t* moved = nullptr);
 
 // The same for sparse points (n rows of d features): FarthestPoints' sparse
 // form, so the same points moved, and the same sums to the bit.
 template <typename Scalar>
 int RelocateEmptyClusters(const CsrMatrix<Scalar>& points, const Vector<Scalar>* weights,
-                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums);
+                          const Labels& labels, const Matrix<Scalar>& centers, ClusterSums* sums,
+                          int64_t* moved = nullptr);
 
 // The m points of positive weight (`weights`: n values, or null for 1
 // each) farthest from the center they are labelled with, farthest first,

@@ -420,6 +420,29 @@ absl::StatusOr<Batch<Scalar>> BatchFromRequest(const v1::ClusterRequest& r,
   return RequestBatch<Scalar>(r, &fitted);
 }
 
+v1::ConvergenceReason ConvergenceReasonOf(Convergence why) {
+  switch (why) {
+    case Convergence::kTolerance:
+      return v1::CONVERGENCE_TOLERANCE;
+    case Convergence::kLabelsUnchanged:
+      return v1::CONVERGENCE_LABELS_UNCHANGED;
+    case Convergence::kNone:
+      break;
+  }
+  return v1::CONVERGENCE_NONE;
+}
+
+Convergence ConvergenceOf(v1::ConvergenceReason reason) {
+  switch (reason) {
+    case v1::CONVERGENCE_TOLERANCE:
+      return Convergence::kTolerance;
+    case v1::CONVERGENCE_LABELS_UNCHANGED:
+      return Convergence::kLabelsUnchanged;
+    default:
+      return Convergence::kNone;
+  }
+}
+
 template <typename Scalar>
 void FillResponse(const v1::ClusterRequest& r, const RunResult<Scalar>& run,
                   v1::ClusterResponse* out) {
@@ -448,17 +471,7 @@ void FillResponse(const v1::ClusterRequest& r, const RunResult<Scalar>& run,
     }
   }
   out->set_converged(run.convergence != Convergence::kNone);
-  switch (run.convergence) {
-    case Convergence::kNone:
-      out->set_convergence(v1::CONVERGENCE_NONE);
-      break;
-    case Convergence::kTolerance:
-      out->set_convergence(v1::CONVERGENCE_TOLERANCE);
-      break;
-    case Convergence::kLabelsUnchanged:
-      out->set_convergence(v1::CONVERGENCE_LABELS_UNCHANGED);
-      break;
-  }
+  out->set_convergence(ConvergenceReasonOf(run.convergence));
   out->mutable_restart_objectives()->Add(run.restart_objectives.begin(),
                                          run.restart_objectives.end());
   out->set_best_restart(run.best_restart);

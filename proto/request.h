@@ -75,6 +75,10 @@ template <typename Scalar>
 absl::StatusOr<SparseBatch<Scalar>> SparseBatchFromRequest(const v1::ClusterRequest& request,
                                                            const FittedCenters* fitted);
 
+// The contract's reason for the engine's convergence, and back.
+v1::ConvergenceReason ConvergenceReasonOf(Convergence why);
+Convergence ConvergenceOf(v1::ConvergenceReason reason);
+
 // Labels (unless omitted) and centers, as raw bytes if the request asked for
 // a raw response (float64 bytes for a double run, else float32); objective,
 // layer objectives (if asked), layers run, empty-cluster events and cluster

@@ -61,12 +61,13 @@ void JobReactor::OnReadDone(bool ok) {
     case v1::JobRequest::kCandidateWeights:
     case v1::JobRequest::kSampleSums:
     case v1::JobRequest::kMinibatchSteps:
+    case v1::JobRequest::kLloydSteps:
       env_->pool->Submit([this] { Step(); });
       return;
     default:
       *response_.mutable_error() = ToBatchError(absl::InvalidArgumentError(
           "a job request needs one of shard, assign, seed, kmeans_parallel, candidate_weights, "
-          "sample_sums or minibatch_steps"));
+          "sample_sums, minibatch_steps or lloyd_steps"));
       Write();
   }
 }
@@ -89,6 +90,10 @@ void JobReactor::Step() {
           return shard_->SampleSums(request_.sample_sums(), &response_);
         case v1::JobRequest::kMinibatchSteps:
           return shard_->MiniBatchSteps(request_.minibatch_steps(), &response_);
+        case v1::JobRequest::kLloydSteps:
+          return shard_->LloydSteps(
+              request_.lloyd_steps(), [this] { return CallStatus(context_, arrived_); },
+              &response_);
         default:
           return shard_->CandidateWeights(request_.candidate_weights(), &response_);
       }
@@ -104,8 +109,9 @@ void JobReactor::Step() {
   labels_.assign(response_.labels().begin(), response_.labels().end());
   response_.clear_labels();
   labels_sent_ = 0;
-  raw_labels_ =
-      (request_.has_assign() && request_.assign().raw_labels()) || request_.has_sample_sums();
+  raw_labels_ = (request_.has_assign() && request_.assign().raw_labels()) ||
+                (request_.has_lloyd_steps() && request_.lloyd_steps().start().raw_labels()) ||
+                request_.has_sample_sums();
   if (!labels_.empty()) PutLabels();
   Write();
 }

@@ -13,6 +13,7 @@
 #include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/empty_clusters.h"
+#include "core/lloyd_steps.h"
 #include "core/minibatch.h"
 #include "core/omp_threads.h"
 #include "core/sparse.h"
@@ -22,6 +23,7 @@
 #include "proto/csr_payload.h"
 #include "proto/minibatch_state.h"
 #include "proto/raw_payload.h"
+#include "proto/request.h"
 
 namespace kmt {
 
@@ -78,6 +80,13 @@ namespace {
 // them, each scaled by its weight, and may pass double's range.
 // `largest_weight`: the shard's largest weight (0 if it has none). An
 // omitted objective is NaN and passes.
+// Why a step's sums or objective overflowed: the weights, where the largest
+// is above 1, or the points' magnitudes.
+absl::Status StepOverflow(double largest_weight) {
+  if (largest_weight > 1) return SampleWeightsOverflow(largest_weight, "double");
+  return SumsOverflow("double");
+}
+
 absl::Status FiniteStep(const v1::JobResponse& out, double largest_weight) {
   const auto finite = [](const auto& values) {
     return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
@@ -92,8 +101,7 @@ absl::Status FiniteStep(const v1::JobResponse& out, double largest_weight) {
     ok = std::isfinite(v);
   }
   if (ok) return absl::OkStatus();
-  if (largest_weight > 1) return SampleWeightsOverflow(largest_weight, "double");
-  return SumsOverflow("double");
+  return StepOverflow(largest_weight);
 }
 
 // What the assign steps' bounds hold per point: a label and a lower bound
@@ -611,18 +619,12 @@ absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* 
 }
 
 template <typename Scalar>
-absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep& step,
-                                     v1::JobResponse* out) {
+absl::StatusOr<Matrix<Scalar>> ResidentShard::StepCentersOf(const v1::AssignStep& step) const {
   constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
   const int d = static_cast<int>(d_);
   if (step.k() < 1 || step.k() > limits_.max_k) {
     return absl::InvalidArgumentError(
         absl::StrCat("k = ", step.k(), ", must be between 1 and ", limits_.max_k));
-  }
-  if (step.farthest() < 0 || step.farthest() > step.k()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("farthest = ", step.farthest(), ", must be between 0 and k = ", step.k(),
-                     " (relocation takes at most one point per empty cluster)"));
   }
   if (absl::Status s = SamePrecision(kIsFloat64, "centers",
                                      step.centers_size() > 0 || !step.centers_f32().empty(),
@@ -642,8 +644,13 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
   }
   if (!centers.ok()) return centers.status();
   if (absl::Status s = ValidateCenterValues(*centers, d); !s.ok()) return s;
-  if (step.sparse_sums() && !state.csr) return SparseSumsOnADenseShard("assign");
-  Labels labels;
+  return centers;
+}
+
+template <typename Scalar>
+double ResidentShard::AssignAll(State<Scalar>& state, const Matrix<Scalar>& centers, bool objective,
+                                Labels* labels, ClusterSums* sums, int64_t* settled) {
+  const int k = static_cast<int>(centers.cols());
   const Vector<Scalar>* weights = state.weights_or_null();
   // The steps of a job assign the same points to centers that move a little
   // each time: the bounds keep most points' labels without their distances
@@ -654,33 +661,52 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
   // changed cluster alone (core/exact_sums.h). A step of another k starts
   // them afresh. A sparse shard's steps score every center from the
   // nonzeros, the distances taken from the scores (O(1) a point, not O(d)).
+  if (state.csr) {
+    return AssignNearestSparse(*state.csr, centers, labels, nullptr, sums, weights,
+                               SparseDistances::kProduct);
+  }
+  if (state.assignment == nullptr || state.assignment_k != k) {
+    const int64_t n = state.points.cols();
+    const bool bounded = k <= kMostBoundedClusters && SeparationsMayPay(n, k);
+    state.assignment = std::make_unique<BoundedAssignment<Scalar>>(
+        state.points, weights, bounded ? AssignmentPath::kAuto : AssignmentPath::kProducts,
+        bounded && BoundsMayPay(n, k));
+    state.assignment_k = k;
+  }
+  const double value = state.assignment->Assign(centers, labels, sums, objective);
+  if (state.assignment->stats().back().bounded) *settled = state.assignment->stats().back().settled;
+  return value;
+}
+
+template <typename Scalar>
+absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep& step,
+                                     v1::JobResponse* out) {
+  constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
+  const int d = static_cast<int>(d_);
+  if (step.farthest() < 0 || step.farthest() > step.k()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("farthest = ", step.farthest(), ", must be between 0 and k = ", step.k(),
+                     " (relocation takes at most one point per empty cluster)"));
+  }
+  absl::StatusOr<Matrix<Scalar>> centers = StepCentersOf<Scalar>(step);
+  if (!centers.ok()) return centers.status();
+  if (step.sparse_sums() && !state.csr) return SparseSumsOnADenseShard("assign");
+  Labels labels;
+  const Vector<Scalar>* weights = state.weights_or_null();
   if (state.csr && step.sparse_sums()) {
     absl::StatusOr<double> objective =
         AssignWithSparseSums(*state.csr, weights, *centers, &labels, out);
     if (!objective.ok()) return objective.status();
     out->set_objective(step.omit_objective() ? std::numeric_limits<double>::quiet_NaN()
                                              : *objective);
-  } else if (state.csr) {
-    ClusterSums sums(d, step.k());
-    const double objective = AssignNearestSparse(*state.csr, *centers, &labels, nullptr, &sums,
-                                                 weights, SparseDistances::kProduct);
-    out->set_objective(step.omit_objective() ? std::numeric_limits<double>::quiet_NaN()
-                                             : objective);
-    PutSums(sums, weights != nullptr, out);
   } else {
     ClusterSums sums(d, step.k());
-    if (state.assignment == nullptr || state.assignment_k != step.k()) {
-      const int64_t n = state.points.cols();
-      const bool bounded = step.k() <= kMostBoundedClusters && SeparationsMayPay(n, step.k());
-      state.assignment = std::make_unique<BoundedAssignment<Scalar>>(
-          state.points, weights, bounded ? AssignmentPath::kAuto : AssignmentPath::kProducts,
-          bounded && BoundsMayPay(n, step.k()));
-      state.assignment_k = step.k();
-    }
-    out->set_objective(state.assignment->Assign(*centers, &labels, &sums, !step.omit_objective()));
-    if (state.assignment->stats().back().bounded) {
-      out->set_points_settled_by_bounds(state.assignment->stats().back().settled);
-    }
+    int64_t settled = -1;
+    const double objective =
+        AssignAll(state, *centers, !step.omit_objective(), &labels, &sums, &settled);
+    out->set_objective(step.omit_objective() ? std::numeric_limits<double>::quiet_NaN()
+                                             : objective);
+    if (settled >= 0) out->set_points_settled_by_bounds(settled);
     PutSums(sums, weights != nullptr, out);
   }
   if (count_label_changes_ && last_labels_.size() == labels.size()) {
@@ -709,6 +735,99 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
     }
   }
   if (step.return_labels()) out->mutable_labels()->Add(labels.begin(), labels.end());
+  if (count_label_changes_) last_labels_ = std::move(labels);
+  return absl::OkStatus();
+}
+
+absl::Status ResidentShard::LloydSteps(const v1::LloydStepsStep& step, const StopCheck& check,
+                                       v1::JobResponse* out) {
+  if (absl::Status s = CheckComplete(); !s.ok()) return s;
+  return StepIsFinite(
+      f64_ ? LloydStepsIn(*f64_, step, check, out) : LloydStepsIn(*f32_, step, check, out), *out);
+}
+
+template <typename Scalar>
+absl::Status ResidentShard::LloydStepsIn(State<Scalar>& state, const v1::LloydStepsStep& step,
+                                         const StopCheck& check, v1::JobResponse* out) {
+  if (step.iterations() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("iterations = ", step.iterations(), ", must be at least 0"));
+  }
+  if (std::isnan(step.center_tol())) {
+    return absl::InvalidArgumentError("center_tol is NaN: a shift is compared with it");
+  }
+  absl::StatusOr<Matrix<Scalar>> centers = StepCentersOf<Scalar>(step.start());
+  if (!centers.ok()) return centers.status();
+  const int d = static_cast<int>(d_), k = step.start().k();
+  const Vector<Scalar>* weights = state.weights_or_null();
+  const double largest_weight = weights != nullptr ? weights->maxCoeff() : 0.0;
+  const LloydRules rules{.iterations = step.iterations(),
+                         .center_tol = step.center_tol(),
+                         .relocate = step.relocate(),
+                         .iteration_objectives = step.iteration_objectives()};
+  Labels labels, previous;
+  int t = 0;
+  // Each assignment as an assign step makes it (AssignAll), its labels
+  // compared with the step's before where the shard counts label changes,
+  // and its numbers checked as a step's answer is (FiniteStep).
+  const LloydAssign<Scalar> assign = [&](const Matrix<Scalar>& at, bool,
+                                         bool objective) -> absl::StatusOr<LloydAssignment> {
+    if (check) {
+      if (absl::Status s = check(); !s.ok()) return s;
+    }
+    // A job's only shard computes on the cores nothing else is using; the
+    // answers do not depend on it.
+    std::optional<ScopedOmpThreads> threads;
+    if (state.csr) threads.emplace(StepThreads());
+    LloydAssignment a{.sums = ClusterSums(d, k)};
+    int64_t settled = -1;
+    previous.swap(labels);
+    a.objective = AssignAll(state, at, objective, &labels, &a.sums, &settled);
+    const bool finite = !std::isinf(a.objective) && a.sums.sums.allFinite() &&
+                        std::all_of(a.sums.weights.begin(), a.sums.weights.end(),
+                                    [](double w) { return std::isfinite(w); });
+    if (!finite) return StepOverflow(largest_weight);
+    a.compared = count_label_changes_ && t > 0;
+    if (a.compared) {
+      for (size_t i = 0; i < labels.size(); ++i) a.changed += labels[i] != previous[i];
+    }
+    ++t;
+    return a;
+  };
+  const LloydRelocate<Scalar> relocate = [&](const Matrix<Scalar>& at,
+                                             ClusterSums* sums) -> absl::StatusOr<int64_t> {
+    int64_t moved = 0;
+    state.WithPoints([&](const auto& points) {
+      return RelocateEmptyClusters(points, weights, labels, at, sums, &moved);
+    });
+    return moved;
+  };
+  LloydTrajectory<Scalar> trajectory;
+  trajectory.centers = *std::move(centers);
+  if (absl::Status s = RunLloydSteps<Scalar>(rules, assign, relocate, {}, &trajectory); !s.ok()) {
+    return s;
+  }
+  v1::LloydStepsAnswer* answer = out->mutable_lloyd();
+  const absl::Span<const Scalar> values(trajectory.centers.data(), trajectory.centers.size());
+  if constexpr (std::is_same_v<Scalar, double>) {
+    EncodeFloat64(values, answer->mutable_centers_f64());
+  } else {
+    EncodeFloat32(values, answer->mutable_centers_f32());
+  }
+  answer->set_initial_objective(trajectory.initial_objective);
+  answer->mutable_objectives()->Add(trajectory.objectives.begin(), trajectory.objectives.end());
+  answer->mutable_labels_changed()->Add(trajectory.labels_changed.begin(),
+                                        trajectory.labels_changed.end());
+  answer->set_iterations_run(trajectory.iterations_run);
+  answer->set_convergence(ConvergenceReasonOf(trajectory.convergence));
+  answer->set_empty_cluster_events(trajectory.empty_cluster_events);
+  answer->set_relocations(trajectory.relocations);
+  answer->mutable_iteration_seconds()->Add(trajectory.iteration_seconds.begin(),
+                                           trajectory.iteration_seconds.end());
+  answer->set_labels_seconds(trajectory.labels_seconds);
+  out->set_objective(trajectory.objective);
+  out->mutable_center_counts()->Add(trajectory.counts.begin(), trajectory.counts.end());
+  if (step.start().return_labels()) out->mutable_labels()->Add(labels.begin(), labels.end());
   if (count_label_changes_) last_labels_ = std::move(labels);
   return absl::OkStatus();
 }

@@ -27,6 +27,8 @@
 
 #include "absl/status/status.h"
 #include "core/bounds.h"
+#include "core/cluster_sums.h"
+#include "core/init.h"
 #include "core/seeding.h"
 #include "core/types.h"
 #include "proto/kmeans_transformer.pb.h"
@@ -71,6 +73,10 @@ class ResidentShard {
   absl::Status CandidateWeights(const v1::CandidateWeightsStep& step, v1::JobResponse* out);
   absl::Status SampleSums(const v1::SampleSumsStep& step, v1::JobResponse* out);
   absl::Status MiniBatchSteps(const v1::MiniBatchStepsStep& step, v1::JobResponse* out);
+  // Lloyd's iterations where the shard is (core/lloyd_steps.h), `check`
+  // asked before each assignment (the call's deadline and cancellation).
+  absl::Status LloydSteps(const v1::LloydStepsStep& step, const StopCheck& check,
+                          v1::JobResponse* out);
 
   // A candidate-weights step takes at most this many candidates per cluster
   // the server allows (max_k): k-means‖'s 1 + rounds * oversampling * k.
@@ -106,8 +112,20 @@ class ResidentShard {
   absl::Status SeedingStepIsFinite(absl::Status step, const v1::JobResponse& out) const;
   template <typename Scalar>
   absl::Status LoadInto(State<Scalar>& state, const v1::ShardChunk& chunk);
+  // An assign step's centers, checked: k, the precision, the values.
+  template <typename Scalar>
+  absl::StatusOr<Matrix<Scalar>> StepCentersOf(const v1::AssignStep& step) const;
+  // The assignment of every point under `centers` into `labels` and `sums`
+  // (the objective, if asked, returned; else its value is not one);
+  // `settled`: the points the bounds kept, where they ran.
+  template <typename Scalar>
+  double AssignAll(State<Scalar>& state, const Matrix<Scalar>& centers, bool objective,
+                   Labels* labels, ClusterSums* sums, int64_t* settled);
   template <typename Scalar>
   absl::Status AssignIn(State<Scalar>& state, const v1::AssignStep& step, v1::JobResponse* out);
+  template <typename Scalar>
+  absl::Status LloydStepsIn(State<Scalar>& state, const v1::LloydStepsStep& step,
+                            const StopCheck& check, v1::JobResponse* out);
   template <typename Scalar>
   absl::Status SeedIn(State<Scalar>& state, const v1::SeedStep& step, v1::JobResponse* out);
   template <typename Scalar>

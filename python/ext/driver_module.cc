@@ -35,6 +35,7 @@
 #include "client/replica_shards.h"
 #include "client/resident_job.h"
 #include "core/narrow_float.h"
+#include "proto/request.h"
 #include "proto/transport_security.h"
 
 namespace py = pybind11;
@@ -71,18 +72,6 @@ struct PythonFailure {
     }
   }
 };
-
-v1::ConvergenceReason ConvergenceReason(Convergence why) {
-  switch (why) {
-    case Convergence::kTolerance:
-      return v1::CONVERGENCE_TOLERANCE;
-    case Convergence::kLabelsUnchanged:
-      return v1::CONVERGENCE_LABELS_UNCHANGED;
-    case Convergence::kNone:
-      break;
-  }
-  return v1::CONVERGENCE_NONE;
-}
 
 ResidentSeeding SeedingNamed(const std::string& name) {
   if (name == "kmeans++") return ResidentSeeding::kGreedyKMeansPlusPlus;
@@ -193,7 +182,7 @@ ResidentJobOptions JobOptions(int d, int k, int iterations, double center_tol, u
                                int t, double objective, double shift, Convergence why) {
       py::gil_scoped_acquire gil;
       try {
-        on_iteration(t, objective, shift, static_cast<int>(ConvergenceReason(why)));
+        on_iteration(t, objective, shift, static_cast<int>(ConvergenceReasonOf(why)));
       } catch (py::error_already_set& e) {
         failure->Keep(std::move(e)).IgnoreError();
       }
@@ -232,7 +221,7 @@ py::dict ResultDict(ResidentJobResult&& result) {
   out["initial_objective"] = result.initial_objective;
   out["objectives"] = result.objectives;
   out["iterations_run"] = result.iterations_run;
-  out["convergence"] = static_cast<int>(ConvergenceReason(result.convergence));
+  out["convergence"] = static_cast<int>(ConvergenceReasonOf(result.convergence));
   out["labels_changed"] = result.labels_changed;
   out["relocations"] = result.relocations;
   out["restart_objectives"] = result.restart_objectives;
