@@ -557,6 +557,7 @@ absl::Status LloydInPlace(ShardSet& job, const ResidentJobOptions& options, Matr
     result->labels = *std::move(labels);
   }
   TakeTrajectory(std::move(trajectory), result);
+  result->steps_in_place = true;
   return absl::OkStatus();
 }
 

@@ -140,6 +140,7 @@ struct ResidentJobResult {
   int best_restart = 0;                    ///< the start this result is of
   int shards = 0;                          ///< shards the points are split into
   int shard_moves = 0;          ///< shards loaded again on another replica after a failure
+  bool steps_in_place = false;  ///< whether the one shard ran the kept start's iterations
   int init_rounds = 0;          ///< k-means‖: sampling rounds run
   int64_t init_candidates = 0;  ///< k-means‖: the candidates k-means++ chose the k centers from
   // Wall-clock seconds of each phase, over every start.

@@ -6,12 +6,14 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "client/replica_shards.h"
+#include "client/resident_job.h"
 #include "core/assign.h"
 #include "core/cluster_sums.h"
 #include "core/sparse.h"
@@ -165,6 +167,153 @@ TEST_F(SparseShardTest, AFloat64ShardOfEmptyRowsIsFloat64) {
   ASSERT_NE(server_, nullptr);
   ExpectSparseShardsAssignAsTheCore<double>(server_->address(), /*weighted=*/false,
                                             /*empty=*/1500);
+}
+
+// A sparse job in one shard runs its Lloyd's iterations where the shard is
+// (one LloydStepsStep): the centers, labels, objectives, label changes,
+// counts, iterations and why they stopped are those of the same job asked
+// step by step, to the bit, weighted or not, with empty clusters relocated
+// (duplicate starting centers leave clusters empty), with a tolerance that
+// stops it, and with the objectives of the first and last steps alone.
+template <typename Scalar>
+void ExpectStepsInPlaceAsStepByStep(const std::string& address) {
+  const int n = 3000, d = 2000, k = 8;
+  const CsrMatrix<Scalar> docs = Documents<Scalar>(n, d, /*empty=*/0);
+  std::vector<Scalar> weights(n);
+  for (int i = 0; i < n; ++i) weights[i] = Scalar(1) + (i % 4);
+  // Documents 2000 to 2005, then two repeats: their clusters start empty.
+  const std::vector<int64_t> first_rows = {2000, 2001, 2002, 2003, 2004, 2005, 2000, 2001};
+  const Matrix<Scalar> start = docs.Rows(first_rows.data(), k).ToDense();
+  struct Case {
+    const char* name;
+    bool weighted;
+    double tol;
+    bool iteration_objectives;
+  };
+  for (const Case& c :
+       {Case{"plain", false, 0, true}, Case{"weighted", true, 0, true},
+        Case{"tolerance", false, 1, true}, Case{"first and last objectives", true, 0, false}}) {
+    SCOPED_TRACE(c.name);
+    const auto run = [&](bool in_place) {
+      ReplicaShardOptions replicas;
+      replicas.servers = {address};
+      replicas.chunk_bytes = 64 << 10;
+      if (c.weighted && std::is_same_v<Scalar, double>) {
+        replicas.weights_f64.assign(weights.begin(), weights.end());
+      } else if (c.weighted) {
+        replicas.weights.assign(weights.begin(), weights.end());
+      }
+      ResidentJobOptions options;
+      options.k = k;
+      options.iterations = 15;
+      options.empty_clusters = EmptyClusterPolicy::kRelocateFarthest;
+      options.iteration_objectives = c.iteration_objectives;
+      options.steps_in_place = in_place;
+      if constexpr (std::is_same_v<Scalar, double>) {
+        options.starts_f64 = {start};
+      } else {
+        options.starts = {start};
+      }
+      CsrSource<Scalar> source;
+      source.indptr = docs.indptr();
+      source.rows = [&docs](int64_t first, int64_t count, CsrRows<Scalar>* out) {
+        const int64_t begin = docs.indptr()[first], end = docs.indptr()[first + count];
+        for (int64_t i = first; i <= first + count; ++i)
+          out->indptr.push_back(docs.indptr()[i] - begin);
+        out->indices.assign(docs.indices().begin() + begin, docs.indices().begin() + end);
+        out->values.assign(docs.values().begin() + begin, docs.values().begin() + end);
+        return absl::OkStatus();
+      };
+      return RunResidentJobOnReplicas(replicas, options, c.tol, n, d, std::move(source));
+    };
+    const absl::StatusOr<ResidentJobResult> steps = run(false), in_place = run(true);
+    ASSERT_TRUE(steps.ok()) << steps.status();
+    ASSERT_TRUE(in_place.ok()) << in_place.status();
+    EXPECT_FALSE(steps->steps_in_place);
+    EXPECT_TRUE(in_place->steps_in_place);
+    EXPECT_EQ(in_place->centers, steps->centers);
+    EXPECT_EQ(in_place->centers_f64, steps->centers_f64);
+    EXPECT_EQ(in_place->labels, steps->labels);
+    EXPECT_EQ(in_place->counts, steps->counts);
+    EXPECT_EQ(in_place->objective, steps->objective);
+    EXPECT_EQ(in_place->initial_objective, steps->initial_objective);
+    ASSERT_EQ(in_place->objectives.size(), steps->objectives.size());
+    for (size_t t = 0; t < steps->objectives.size(); ++t) {
+      // NaN where not computed, on both sides.
+      EXPECT_TRUE(in_place->objectives[t] == steps->objectives[t] ||
+                  (std::isnan(in_place->objectives[t]) && std::isnan(steps->objectives[t])))
+          << t;
+    }
+    EXPECT_EQ(in_place->labels_changed, steps->labels_changed);
+    EXPECT_EQ(in_place->iterations_run, steps->iterations_run);
+    EXPECT_EQ(in_place->convergence, steps->convergence);
+    EXPECT_EQ(in_place->relocations, steps->relocations);
+    EXPECT_EQ(in_place->empty_cluster_events, steps->empty_cluster_events);
+    EXPECT_GT(steps->relocations, 0);  // the repeated centers' clusters were empty
+    if (c.tol > 0) EXPECT_EQ(steps->convergence, Convergence::kTolerance);
+    if (!c.iteration_objectives) EXPECT_TRUE(std::isnan(steps->objectives.front()));
+  }
+}
+
+TEST_F(SparseShardTest, LloydStepsWhereTheShardIsAreTheStepsAskedOneByOne) {
+  ASSERT_NE(server_, nullptr);
+  ExpectStepsInPlaceAsStepByStep<float>(server_->address());
+}
+
+TEST_F(SparseShardTest, Float64LloydStepsWhereTheShardIsAreTheStepsAskedOneByOne) {
+  ASSERT_NE(server_, nullptr);
+  ExpectStepsInPlaceAsStepByStep<double>(server_->address());
+}
+
+// A lloyd_steps step with a negative iteration count or a NaN tolerance is
+// the step's error, named; the shard stays and takes the next step.
+TEST_F(SparseShardTest, ALloydStepsStepWithBadRulesIsRefusedByName) {
+  ASSERT_NE(server_, nullptr);
+  auto stub = v1::KMeansTransformer::NewStub(
+      grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  auto stream = stub->Job(&context);
+  v1::JobRequest load;
+  v1::ShardChunk* shard = load.mutable_shard();
+  shard->set_n(2);
+  shard->set_d(3);
+  EncodeInt64(std::vector<int64_t>{0, 1, 2}, shard->mutable_points_csr()->mutable_indptr_i64());
+  EncodeInt32(std::vector<int>{0, 2}, shard->mutable_points_csr()->mutable_indices_i32());
+  EncodeFloat32(std::vector<float>{1, 2}, shard->mutable_points_csr()->mutable_values_f32());
+  shard->mutable_points_csr()->set_shard_nnz(2);
+  v1::JobResponse response;
+  ASSERT_TRUE(stream->Write(load));
+  ASSERT_TRUE(stream->Read(&response));
+  const auto ask = [&](int iterations, double tol) {
+    v1::JobRequest request;
+    v1::LloydStepsStep* steps = request.mutable_lloyd_steps();
+    steps->mutable_start()->set_k(1);
+    EncodeFloat32(std::vector<float>{0, 0, 0}, steps->mutable_start()->mutable_centers_f32());
+    steps->set_iterations(iterations);
+    steps->set_center_tol(tol);
+    steps->mutable_start()->set_return_labels(true);
+    EXPECT_TRUE(stream->Write(request));
+    v1::JobResponse answer;
+    EXPECT_TRUE(stream->Read(&answer));
+    return answer;
+  };
+  const std::string negative = ask(-1, 0).error().message();
+  EXPECT_NE(negative.find("iterations = -1"), std::string::npos) << negative;
+  const std::string nan = ask(3, std::nan("")).error().message();
+  EXPECT_NE(nan.find("center_tol is NaN"), std::string::npos) << nan;
+  // Points (1, 0, 0) and (0, 0, 2) from the origin: the first update takes
+  // the center to their mean, the second leaves it there (shift 0).
+  const v1::JobResponse good = ask(3, 0);
+  EXPECT_FALSE(good.has_error()) << good.error().message();
+  EXPECT_EQ(good.lloyd().iterations_run(), 2);
+  EXPECT_EQ(good.lloyd().convergence(), v1::CONVERGENCE_TOLERANCE);
+  EXPECT_EQ(good.lloyd().initial_objective(), 5);
+  EXPECT_EQ(good.objective(), 2.5);  // 0.25 + 1 from the mean (0.5, 0, 1), each
+  EXPECT_EQ(good.labels_size(), 2);
+  stream->WritesDone();
+  while (stream->Read(&response)) {
+  }
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 // A chunk whose second row's columns decrease ends the job: the stream's
