@@ -14,6 +14,7 @@
 
 #include "core/assign.h"
 #include "core/distances.h"
+#include "core/huge_pages.h"
 
 namespace kmt {
 
@@ -70,7 +71,8 @@ Eigen::Index PaddedCenters(Eigen::Index k) {
 template <typename Scalar>
 struct SparseCenters {
   explicit SparseCenters(const Matrix<Scalar>& centers)
-      : transposed(PaddedCenters<Scalar>(centers.cols()), centers.rows()),
+      : storage(static_cast<size_t>(PaddedCenters<Scalar>(centers.cols()) * centers.rows())),
+        transposed(storage.data(), PaddedCenters<Scalar>(centers.cols()), centers.rows()),
         offset(Vector<Scalar>::Zero(transposed.rows())),
         half_sq(centers.cols()),
         norm(centers.cols()),
@@ -134,7 +136,10 @@ struct SparseCenters {
     return Bounded(per_term, half_sq_max, x_norm * norm_max, offset_error_max, best, nonnegative);
   }
 
-  Matrix<Scalar> transposed;
+  // The transposed centers' values, on huge pages from a few MiB on: the
+  // scores read them at random columns, each a TLB miss on small pages.
+  std::vector<Scalar, HugePageAllocator<Scalar>> storage;
+  Eigen::Map<Matrix<Scalar>> transposed;
   Vector<Scalar> offset;
   std::vector<double> half_sq, norm, offset_error;
   double half_sq_max = 0, norm_max = 0, offset_error_max = 0;
@@ -403,6 +408,10 @@ void FinishDense(const CsrMatrix<Scalar>& points, const Matrix<Scalar>& centers,
   scratch->candidate_scores.clear();
 }
 
+// How many nonzeros ahead AddRow asks for a sum's cache line: the sums
+// are a random write into the cluster's d doubles (1 MiB at d = 2^17).
+constexpr int64_t kSumsAhead = 16;
+
 // Adds row i (weight w, or null for 1) to the sums `sum` (d values) and the
 // weight and count of its cluster, with AddToSums's additions, its zeros
 // left out.
@@ -412,12 +421,20 @@ void AddRow(const CsrMatrix<Scalar>& points, int64_t i, const Scalar* w, double*
   const int32_t* index = points.indices().data();
   const Scalar* value = points.values().data();
   const int64_t begin = points.indptr()[i], end = points.indptr()[i + 1];
+  const auto add = [&](auto term) {
+    int64_t p = begin;
+    for (; p + kSumsAhead < end; ++p) {
+      __builtin_prefetch(sum + index[p + kSumsAhead], 1, 3);
+      sum[index[p]] += term(value[p]);
+    }
+    for (; p < end; ++p) sum[index[p]] += term(value[p]);
+  };
   if (w == nullptr) {
-    for (int64_t p = begin; p < end; ++p) sum[index[p]] += static_cast<double>(value[p]);
+    add([](Scalar v) { return static_cast<double>(v); });
     *weight += 1;
   } else {
     const double weight_i = *w;
-    for (int64_t p = begin; p < end; ++p) sum[index[p]] += weight_i * static_cast<double>(value[p]);
+    add([weight_i](Scalar v) { return weight_i * static_cast<double>(v); });
     *weight += weight_i;
   }
   ++*count;
