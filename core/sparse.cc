@@ -78,12 +78,20 @@ struct SparseCenters {
         norm(centers.cols()),
         offset_error(centers.cols()) {
     const Eigen::Index d = centers.rows(), k = centers.cols();
-    transposed.topRows(k) = centers.transpose();
-    transposed.bottomRows(transposed.rows() - k).setZero();
+    // The threads take columns of the transposed centers, then centers.
+    const bool parallel = d * k > (Eigen::Index{1} << 16);
+    constexpr Eigen::Index kColumns = 4096;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (Eigen::Index l = 0; l < d; l += kColumns) {
+      const Eigen::Index columns = std::min(kColumns, d - l);
+      transposed.block(0, l, k, columns) = centers.middleRows(l, columns).transpose();
+      transposed.block(k, l, transposed.rows() - k, columns).setZero();
+    }
     const double blocks = static_cast<double>((d + kNormBlock - 1) / kNormBlock);
     // Each square (rounded for double centers, exact in double for float
     // ones) passes through at most kNormBlock + blocks additions.
     const double norm_error = (static_cast<double>(kNormBlock) + blocks + 1) * kEpsDouble;
+#pragma omp parallel for schedule(static) if (parallel)
     for (Eigen::Index j = 0; j < k; ++j) {
       const Scalar* c = centers.col(j).data();
       double sq = 0;

@@ -783,9 +783,13 @@ absl::Status ResidentShard::LloydStepsIn(State<Scalar>& state, const v1::LloydSt
     int64_t settled = -1;
     previous.swap(labels);
     a.objective = AssignAll(state, at, objective, &labels, &a.sums, &settled);
-    const bool finite = !std::isinf(a.objective) && a.sums.sums.allFinite() &&
-                        std::all_of(a.sums.weights.begin(), a.sums.weights.end(),
-                                    [](double w) { return std::isfinite(w); });
+    // Float32 points and weights cannot take a double sum past its range;
+    // float64 ones can, and the objective's float distances can overflow.
+    const bool finite =
+        !std::isinf(a.objective) &&
+        (!std::is_same_v<Scalar, double> ||
+         (a.sums.sums.allFinite() && std::all_of(a.sums.weights.begin(), a.sums.weights.end(),
+                                                 [](double w) { return std::isfinite(w); })));
     if (!finite) return StepOverflow(largest_weight);
     a.compared = count_label_changes_ && t > 0;
     if (a.compared) {
