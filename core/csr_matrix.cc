@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -173,7 +175,55 @@ void CsrMatrix<Scalar>::Reserve(int64_t rows, int64_t nnz) {
   values_.reserve(nnz);
 }
 
+template <typename Scalar>
+int64_t CanonicalRows(int64_t n, const int64_t* indptr, const int32_t* indices,
+                      const Scalar* values, int64_t* out_indptr, int32_t* out_indices,
+                      Scalar* out_values) {
+  // Each row sorted and summed at its own offset, its length after in
+  // out_indptr[i + 1]; then the rows moved together where entries merged.
+  out_indptr[0] = 0;
+#pragma omp parallel if (indptr[n] > (1 << 16))
+  {
+    std::vector<int64_t> order;
+#pragma omp for schedule(dynamic, 1024)
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t begin = indptr[i], end = indptr[i + 1];
+      order.resize(static_cast<size_t>(end - begin));
+      for (int64_t p = begin; p < end; ++p) order[p - begin] = p;
+      std::stable_sort(order.begin(), order.end(),
+                       [indices](int64_t a, int64_t b) { return indices[a] < indices[b]; });
+      int64_t at = begin;
+      for (size_t q = 0; q < order.size(); ++q) {
+        const int64_t p = order[q];
+        if (q > 0 && indices[p] == out_indices[at - 1]) {
+          out_values[at - 1] += values[p];
+        } else {
+          out_indices[at] = indices[p];
+          out_values[at] = values[p];
+          ++at;
+        }
+      }
+      out_indptr[i + 1] = at - begin;
+    }
+  }
+  int64_t nnz = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t length = out_indptr[i + 1];
+    if (nnz != indptr[i]) {
+      std::memmove(out_indices + nnz, out_indices + indptr[i], sizeof(int32_t) * length);
+      std::memmove(out_values + nnz, out_values + indptr[i], sizeof(Scalar) * length);
+    }
+    nnz += length;
+    out_indptr[i + 1] = nnz;
+  }
+  return nnz;
+}
+
 template class CsrMatrix<float>;
 template class CsrMatrix<double>;
+template int64_t CanonicalRows<float>(int64_t, const int64_t*, const int32_t*, const float*,
+                                      int64_t*, int32_t*, float*);
+template int64_t CanonicalRows<double>(int64_t, const int64_t*, const int32_t*, const double*,
+                                       int64_t*, int32_t*, double*);
 
 }  // namespace kmt

@@ -73,6 +73,17 @@ class CsrMatrix {
   std::vector<Scalar> values_;
 };
 
+// The rows of CSR arrays (n rows, indptr[n] nonzeros) in scipy's canonical
+// format: each row's columns sorted, stably (a column's entries keep their
+// order), and a column's entries summed in that order, into out_indptr
+// (n + 1 values) and out_indices, out_values (room for indptr[n] each).
+// Returns the nonzeros written. The threads take rows; the result does not
+// depend on their number.
+template <typename Scalar>
+int64_t CanonicalRows(int64_t n, const int64_t* indptr, const int32_t* indices,
+                      const Scalar* values, int64_t* out_indptr, int32_t* out_indices,
+                      Scalar* out_values);
+
 // What AssignNearestSparse reports as a point's squared distance to its
 // center (and sums into the objective).
 enum class SparseDistances {

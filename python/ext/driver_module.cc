@@ -35,6 +35,7 @@
 #include "client/replica_shards.h"
 #include "client/resident_job.h"
 #include "core/narrow_float.h"
+#include "core/sparse.h"
 #include "proto/request.h"
 #include "proto/transport_security.h"
 
@@ -831,6 +832,39 @@ py::array_t<Scalar> ColumnVariances(const py::array_t<Stored, py::array::c_style
   });
 }
 
+// The arrays of a CSR matrix in scipy's canonical format (CanonicalRows,
+// core/sparse.h: each row's columns sorted, a column's entries summed in
+// their order), as new arrays, the rows taken by every core: scipy's
+// sort_indices and sum_duplicates, a row at a time on one.
+template <typename Scalar>
+py::tuple CanonicalCsr(const py::array_t<int64_t, py::array::c_style>& indptr,
+                       const py::array_t<int32_t, py::array::c_style>& indices,
+                       const py::array_t<Scalar, py::array::c_style>& values) {
+  if (indptr.ndim() != 1 || indices.ndim() != 1 || values.ndim() != 1 || indptr.size() < 1) {
+    throw py::value_error("canonical_csr takes one-dimensional indptr, indices and values");
+  }
+  const int64_t n = indptr.size() - 1;
+  const int64_t* offsets = indptr.data();
+  bool ordered = offsets[0] == 0;
+  for (int64_t i = 0; ordered && i < n; ++i) ordered = offsets[i] <= offsets[i + 1];
+  if (!ordered || offsets[n] != indices.size() || offsets[n] != values.size()) {
+    throw py::value_error(
+        "canonical_csr: indptr must start at 0, never decrease and end at the number of "
+        "indices and values");
+  }
+  py::array_t<int64_t> out_indptr(n + 1);
+  py::array_t<int32_t> out_indices(offsets[n]);
+  py::array_t<Scalar> out_values(offsets[n]);
+  int64_t nnz = 0;
+  {
+    py::gil_scoped_release release;
+    nnz = CanonicalRows(n, offsets, indices.data(), values.data(), out_indptr.mutable_data(),
+                        out_indices.mutable_data(), out_values.mutable_data());
+  }
+  const py::slice kept(0, nnz, 1);
+  return py::make_tuple(out_indptr, out_indices[kept], out_values[kept]);
+}
+
 }  // namespace
 }  // namespace kmt
 
@@ -905,6 +939,10 @@ PYBIND11_MODULE(_driver, m) {
         return *addresses;
       },
       py::arg("target"));
+  m.def("canonical_csr", &kmt::CanonicalCsr<float>, py::arg("indptr"), py::arg("indices"),
+        py::arg("values"));
+  m.def("canonical_csr", &kmt::CanonicalCsr<double>, py::arg("indptr"), py::arg("indices"),
+        py::arg("values"));
   m.def("column_means", &kmt::ColumnMeans<float>, py::arg("x"));
   m.def("column_means", &kmt::ColumnMeans<double>, py::arg("x"));
   m.def("column_means_f16", &kmt::ColumnMeans<uint16_t, float>, py::arg("bits"));

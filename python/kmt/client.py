@@ -294,21 +294,42 @@ def csr_arrays(points, dtype):
     canonical CSR matrix of those types gives its own arrays; a value that
     is not finite is a ValueError naming it."""
     X = points.tocsr()
-    if not X.has_canonical_format:
-        X = X.copy() if X is points else X
-        X.sum_duplicates()
     if X.shape[1] > np.iinfo(np.int32).max:
         raise ValueError(f"points has {X.shape[1]} features; sparse points take at most 2^31 - 1")
+    if not X.has_canonical_format:
+        X = _canonical_csr(X)
+    indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
+    indices = np.ascontiguousarray(X.indices, dtype=np.int32)
     data = np.ascontiguousarray(X.data, dtype=dtype)
     finite = np.isfinite(data)
     if not finite.all():
         at = int(np.argmin(finite))
-        row = int(np.searchsorted(X.indptr, at, side="right")) - 1
+        row = int(np.searchsorted(indptr, at, side="right")) - 1
         kind = "NaN" if np.isnan(data[at]) else "infinity"
         raise ValueError(f"Input X contains {kind}: {data[at]} at row {row}, column "
-                         f"{int(X.indices[at])}.")
-    return (np.ascontiguousarray(X.indptr, dtype=np.int64),
-            np.ascontiguousarray(X.indices, dtype=np.int32), data)
+                         f"{int(indices[at])}.")
+    return indptr, indices, data
+
+
+def _canonical_csr(X):
+    """A copy of CSR matrix X with each row's columns sorted and a column's
+    entries summed in their order: the compiled extension's, whose rows take
+    every core, for float32 and float64 X where the package has it, else
+    scipy's sum_duplicates (sort_indices and the sums a row at a time on one
+    core)."""
+    try:
+        from . import _driver
+    except ImportError:
+        _driver = None
+    if _driver is None or X.dtype not in (np.float32, np.float64):
+        X = X.copy()
+        X.sum_duplicates()
+        return X
+    import scipy.sparse as sp
+    indptr, indices, data = _driver.canonical_csr(
+        np.ascontiguousarray(X.indptr, dtype=np.int64),
+        np.ascontiguousarray(X.indices, dtype=np.int32), np.ascontiguousarray(X.data))
+    return sp.csr_matrix((data, indices, indptr), shape=X.shape, copy=False)
 
 
 def _serialize_request(request):

@@ -215,6 +215,29 @@ TEST(CsrMatrix, RowsAreGatheredAndWrittenDense) {
   }
 }
 
+// Rows with unsorted and repeated columns come out sorted, a column's
+// entries summed in their order (3 + 0.25 + 1e8 is not 1e8 + 3 + 0.25 in
+// float), an empty row stays empty, and the arrays are a valid matrix's.
+TEST(CsrMatrix, CanonicalRowsSortAndSumInTheirOrder) {
+  const std::vector<int64_t> indptr = {0, 5, 5, 8};
+  const std::vector<int32_t> indices = {4, 1, 4, 0, 4, 2, 1, 0};
+  const std::vector<float> values = {3, 7, 0.25f, 5, 1e8f, 1, 2, 4};
+  std::vector<int64_t> out_indptr(4);
+  std::vector<int32_t> out_indices(8);
+  std::vector<float> out_values(8);
+  const int64_t nnz =
+      CanonicalRows<float>(3, indptr.data(), indices.data(), values.data(), out_indptr.data(),
+                           out_indices.data(), out_values.data());
+  ASSERT_EQ(nnz, 6);
+  EXPECT_EQ(out_indptr, (std::vector<int64_t>{0, 3, 3, 6}));
+  out_indices.resize(nnz);
+  out_values.resize(nnz);
+  EXPECT_EQ(out_indices, (std::vector<int32_t>{0, 1, 4, 0, 1, 2}));
+  const float column_4 = (3.0f + 0.25f) + 1e8f;
+  EXPECT_EQ(out_values, (std::vector<float>{5, 7, column_4, 4, 2, 1}));
+  EXPECT_TRUE(CsrMatrix<float>::Create(3, 5, out_indptr, out_indices, out_values).ok());
+}
+
 TEST(CsrMatrix, ChunksAppendIntoOneMatrix) {
   const CsrMatrix<double> docs = TfIdfDocuments<double>({.n = 100, .d = 300, .terms = 10}, 2);
   // Chunks as a shard receives them, each with its indptr from 0, one of
