@@ -88,6 +88,16 @@ void Steps(kmt::ResidentShard& shard, int64_t n, int d) {
   sums.add_fetch_rows(n - 1);
   out.Clear();
   Check(shard.SampleSums(sums, &out), out);
+
+  kmt::v1::LloydStepsStep lloyd;
+  lloyd.mutable_start()->set_k(2);
+  lloyd.mutable_start()->set_return_labels(true);
+  PutCenters(shard, d, lloyd.mutable_start()->mutable_centers_f32(),
+             lloyd.mutable_start()->mutable_centers_f64());
+  lloyd.set_iterations(3);
+  lloyd.set_relocate(true);
+  out.Clear();
+  Check(shard.LloydSteps(lloyd, nullptr, &out), out);
 }
 
 }  // namespace
