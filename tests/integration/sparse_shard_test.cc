@@ -250,8 +250,12 @@ void ExpectStepsInPlaceAsStepByStep(const std::string& address) {
     EXPECT_EQ(in_place->relocations, steps->relocations);
     EXPECT_EQ(in_place->empty_cluster_events, steps->empty_cluster_events);
     EXPECT_GT(steps->relocations, 0);  // the repeated centers' clusters were empty
-    if (c.tol > 0) EXPECT_EQ(steps->convergence, Convergence::kTolerance);
-    if (!c.iteration_objectives) EXPECT_TRUE(std::isnan(steps->objectives.front()));
+    if (c.tol > 0) {
+      EXPECT_EQ(steps->convergence, Convergence::kTolerance);
+    }
+    if (!c.iteration_objectives) {
+      EXPECT_TRUE(std::isnan(steps->objectives.front()));
+    }
   }
 }
 
