@@ -34,6 +34,7 @@
 #include "learn/task_generator.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/raw_payload.h"
+#include "proto/request.h"
 #include "server/resident_shard.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/service_fixture.h"
@@ -145,17 +146,6 @@ v1::ClusterResponse ClusterOnce(const std::string& address, const v1::ClusterReq
   return response;
 }
 
-Convergence FromProto(v1::ConvergenceReason reason) {
-  switch (reason) {
-    case v1::CONVERGENCE_TOLERANCE:
-      return Convergence::kTolerance;
-    case v1::CONVERGENCE_LABELS_UNCHANGED:
-      return Convergence::kLabelsUnchanged;
-    default:
-      return Convergence::kNone;
-  }
-}
-
 // GET /metrics over plain HTTP/1.0.
 std::string Metrics(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -265,7 +255,7 @@ TEST_F(ResidentJobTest, AWeightedJobOnTwoReplicasEqualsOneWeightedClusterRequest
     // Stopped by the rule, for the same reason after the same iterations.
     EXPECT_LT(got->iterations_run, options.iterations);
     EXPECT_EQ(got->iterations_run, want.iterations_run());
-    EXPECT_EQ(got->convergence, FromProto(want.convergence()));
+    EXPECT_EQ(got->convergence, ConvergenceOf(want.convergence()));
     EXPECT_EQ(got->convergence, tol > 0 ? Convergence::kTolerance : Convergence::kLabelsUnchanged);
     EXPECT_EQ(got->labels, Labels(want.labels().begin(), want.labels().end()));
     // The weighted sums are added per shard here and per chunk there: the

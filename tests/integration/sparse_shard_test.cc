@@ -50,6 +50,23 @@ CsrMatrix<Scalar> Documents(int n, int d, int empty) {
       std::vector<Scalar>(docs.values().begin() + skip, docs.values().end()));
 }
 
+// The documents as the driver reads a CSR matrix: rows by offsets, each
+// chunk's offsets from 0.
+template <typename Scalar>
+CsrSource<Scalar> SourceOf(const CsrMatrix<Scalar>& docs) {
+  CsrSource<Scalar> source;
+  source.indptr = docs.indptr();
+  source.rows = [&docs](int64_t first, int64_t count, CsrRows<Scalar>* out) {
+    const int64_t begin = docs.indptr()[first], end = docs.indptr()[first + count];
+    for (int64_t i = first; i <= first + count; ++i)
+      out->indptr.push_back(docs.indptr()[i] - begin);
+    out->indices.assign(docs.indices().begin() + begin, docs.indices().begin() + end);
+    out->values.assign(docs.values().begin() + begin, docs.values().begin() + end);
+    return absl::OkStatus();
+  };
+  return source;
+}
+
 // Two shards on one replica, loaded in chunks of at most 16 KB, answer an
 // assign step as the core does on all the points made dense: the labels
 // exactly, the counts and weights summed over the shards, the sums and
@@ -67,16 +84,7 @@ void ExpectSparseShardsAssignAsTheCore(const std::string& address, bool weighted
   options.servers = {address};
   options.streams_per_server = 2;
   options.chunk_bytes = 16 << 10;
-  CsrSource<Scalar> source;
-  source.indptr = docs.indptr();
-  source.rows = [&docs](int64_t first, int64_t count, CsrRows<Scalar>* out) {
-    const int64_t begin = docs.indptr()[first], end = docs.indptr()[first + count];
-    for (int64_t i = first; i <= first + count; ++i)
-      out->indptr.push_back(docs.indptr()[i] - begin);
-    out->indices.assign(docs.indices().begin() + begin, docs.indices().begin() + end);
-    out->values.assign(docs.values().begin() + begin, docs.values().begin() + end);
-    return absl::OkStatus();
-  };
+  CsrSource<Scalar> source = SourceOf(docs);
   if (weighted && std::is_same_v<Scalar, double>) {
     options.weights_f64.assign(weights.data(), weights.data() + n);
   } else if (weighted) {
@@ -214,17 +222,7 @@ void ExpectStepsInPlaceAsStepByStep(const std::string& address) {
       } else {
         options.starts = {start};
       }
-      CsrSource<Scalar> source;
-      source.indptr = docs.indptr();
-      source.rows = [&docs](int64_t first, int64_t count, CsrRows<Scalar>* out) {
-        const int64_t begin = docs.indptr()[first], end = docs.indptr()[first + count];
-        for (int64_t i = first; i <= first + count; ++i)
-          out->indptr.push_back(docs.indptr()[i] - begin);
-        out->indices.assign(docs.indices().begin() + begin, docs.indices().begin() + end);
-        out->values.assign(docs.values().begin() + begin, docs.values().begin() + end);
-        return absl::OkStatus();
-      };
-      return RunResidentJobOnReplicas(replicas, options, c.tol, n, d, std::move(source));
+      return RunResidentJobOnReplicas(replicas, options, c.tol, n, d, SourceOf(docs));
     };
     const absl::StatusOr<ResidentJobResult> steps = run(false), in_place = run(true);
     ASSERT_TRUE(steps.ok()) << steps.status();
