@@ -43,6 +43,9 @@ void AccumulateClusterSums(const Matrix<Scalar>& points, const Labels& labels, C
 template <typename Scalar>
 int ApplyMeans(const ClusterSums& sums, Matrix<Scalar>* centers) {
   int empty = 0;
+  // Each center by one thread: its mean is the same whichever.
+#pragma omp parallel for schedule(static) reduction(+ : empty) \
+    if (centers->size() > (Eigen::Index{1} << 18))
   for (Eigen::Index j = 0; j < centers->cols(); ++j) {
     if (!(sums.weights[j] > 0)) {
       ++empty;

@@ -54,12 +54,13 @@ absl::Status RunLloydSteps(const LloydRules& rules, const LloydAssign<Scalar>& a
         (next.template cast<double>() - centers.template cast<double>()).squaredNorm();
     // Scikit-learn's order: an unchanged assignment first, then the shift.
     // Where the assignments cannot compare labels, centers that did not
-    // move stop the run too (the next assignment would be this one).
+    // move stop the run too (the next assignment would be this one); a
+    // shift above 0 says some did, without comparing them.
     if (t > 0 && step->compared && step->changed == 0) {
       out->convergence = Convergence::kLabelsUnchanged;
     } else if (shift <= rules.center_tol) {
       out->convergence = Convergence::kTolerance;
-    } else if (next == centers) {
+    } else if (!(shift > 0) && next == centers) {
       out->convergence = Convergence::kLabelsUnchanged;
     }
     if (watch.updated) watch.updated(t, step->objective, shift, out->convergence);
