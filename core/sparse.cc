@@ -476,28 +476,23 @@ void AddSumsInParts(const CsrMatrix<Scalar>& points, const Labels& labels,
   const int64_t n = points.rows();
   const Eigen::Index d = into->sums.rows(), k = into->sums.cols();
   if (n == 0) return;
-  // A cluster's part in the buffer: its sums, weight and count.
-  Matrix<double> buffer;
-  std::vector<double> part_weight;
-  std::vector<int64_t> part_count;
-#pragma omp parallel if (points.nnz() > (1 << 16))
+  const bool parallel = points.nnz() > (1 << 16);
+  // Which clusters take their first part straight into their sums.
+  std::vector<char> direct(static_cast<size_t>(k));
+#pragma omp parallel for schedule(static) if (parallel)
+  for (Eigen::Index j = 0; j < k; ++j) {
+    direct[j] = PositiveZero(into->sums.col(j).data(), d, into->weights[j]);
+  }
+  // A cluster's part in the buffer: its sums (unwritten until its owner
+  // zeroes the column for a part), weight and count.
+  const bool buffered_any =
+      n > part_size || std::find(direct.begin(), direct.end(), 0) != direct.end();
+  Matrix<double> buffer(buffered_any ? d : 0, buffered_any ? k : 0);
+  std::vector<double> part_weight(static_cast<size_t>(k));
+  std::vector<int64_t> part_count(static_cast<size_t>(k));
+#pragma omp parallel if (parallel)
   {
     const int threads = omp_get_num_threads(), me = omp_get_thread_num();
-    std::vector<char> direct(static_cast<size_t>(k), 0);
-    bool any_buffered = n > part_size;
-    for (Eigen::Index j = me; j < k; j += threads) {
-      direct[j] = PositiveZero(into->sums.col(j).data(), d, into->weights[j]);
-      any_buffered |= !direct[j];
-    }
-    // Allocated once, unwritten: each owner zeroes its columns as it uses
-    // them.
-#pragma omp critical(kmt_sparse_sums_buffer)
-    if (any_buffered && buffer.size() == 0) {
-      buffer.resize(d, k);
-      part_weight.resize(k);
-      part_count.resize(k);
-    }
-#pragma omp barrier
     for (int64_t start = 0; start < n; start += part_size) {
       const int64_t end = std::min<int64_t>(n, start + part_size);
       const bool first = start == 0;

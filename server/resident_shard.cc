@@ -80,6 +80,13 @@ namespace {
 // them, each scaled by its weight, and may pass double's range.
 // `largest_weight`: the shard's largest weight (0 if it has none). An
 // omitted objective is NaN and passes.
+// How many of the labels differ from `before`'s (the same length).
+int64_t LabelsChanged(const Labels& labels, const Labels& before) {
+  int64_t changed = 0;
+  for (size_t i = 0; i < labels.size(); ++i) changed += labels[i] != before[i];
+  return changed;
+}
+
 // Why a step's sums or objective overflowed: the weights, where the largest
 // is above 1, or the points' magnitudes.
 absl::Status StepOverflow(double largest_weight) {
@@ -710,9 +717,7 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
     PutSums(sums, weights != nullptr, out);
   }
   if (count_label_changes_ && last_labels_.size() == labels.size()) {
-    int64_t changed = 0;
-    for (size_t i = 0; i < labels.size(); ++i) changed += labels[i] != last_labels_[i];
-    out->set_labels_changed(changed);
+    out->set_labels_changed(LabelsChanged(labels, last_labels_));
     out->set_labels_compared(true);
   }
   if (step.farthest() > 0) {
@@ -766,7 +771,6 @@ absl::Status ResidentShard::LloydStepsIn(State<Scalar>& state, const v1::LloydSt
                          .relocate = step.relocate(),
                          .iteration_objectives = step.iteration_objectives()};
   Labels labels, previous;
-  int t = 0;
   // Each assignment as an assign step makes it (AssignAll), its labels
   // compared with the step's before where the shard counts label changes,
   // and its numbers checked as a step's answer is (FiniteStep).
@@ -791,11 +795,8 @@ absl::Status ResidentShard::LloydStepsIn(State<Scalar>& state, const v1::LloydSt
          (a.sums.sums.allFinite() && std::all_of(a.sums.weights.begin(), a.sums.weights.end(),
                                                  [](double w) { return std::isfinite(w); })));
     if (!finite) return StepOverflow(largest_weight);
-    a.compared = count_label_changes_ && t > 0;
-    if (a.compared) {
-      for (size_t i = 0; i < labels.size(); ++i) a.changed += labels[i] != previous[i];
-    }
-    ++t;
+    a.compared = count_label_changes_ && previous.size() == labels.size();
+    if (a.compared) a.changed = LabelsChanged(labels, previous);
     return a;
   };
   const LloydRelocate<Scalar> relocate = [&](const Matrix<Scalar>& at,
