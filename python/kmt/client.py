@@ -296,11 +296,12 @@ def csr_arrays(points, dtype):
     X = points.tocsr()
     if X.shape[1] > np.iinfo(np.int32).max:
         raise ValueError(f"points has {X.shape[1]} features; sparse points take at most 2^31 - 1")
-    if not X.has_canonical_format:
-        X = _canonical_csr(X)
     indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
     indices = np.ascontiguousarray(X.indices, dtype=np.int32)
-    data = np.ascontiguousarray(X.data, dtype=dtype)
+    data = X.data
+    if not X.has_canonical_format:
+        indptr, indices, data = _canonical_csr(X, indptr, indices)
+    data = np.ascontiguousarray(data, dtype=dtype)
     finite = np.isfinite(data)
     if not finite.all():
         at = int(np.argmin(finite))
@@ -311,12 +312,13 @@ def csr_arrays(points, dtype):
     return indptr, indices, data
 
 
-def _canonical_csr(X):
-    """A copy of CSR matrix X with each row's columns sorted and a column's
-    entries summed in their order: the compiled extension's, whose rows take
-    every core, for float32 and float64 X where the package has it, else
-    scipy's sum_duplicates (sort_indices and the sums a row at a time on one
-    core)."""
+def _canonical_csr(X, indptr, indices):
+    """CSR matrix X's (indptr, indices, data) with each row's columns sorted
+    and a column's entries summed in their order, as new arrays (`indptr`,
+    `indices`: X's as int64 and int32): the compiled extension's, whose rows
+    take every core, for float32 and float64 X where the package has it,
+    else scipy's sum_duplicates on a copy (sort_indices and the sums a row
+    at a time on one core)."""
     try:
         from . import _driver
     except ImportError:
@@ -324,12 +326,9 @@ def _canonical_csr(X):
     if _driver is None or X.dtype not in (np.float32, np.float64):
         X = X.copy()
         X.sum_duplicates()
-        return X
-    import scipy.sparse as sp
-    indptr, indices, data = _driver.canonical_csr(
-        np.ascontiguousarray(X.indptr, dtype=np.int64),
-        np.ascontiguousarray(X.indices, dtype=np.int32), np.ascontiguousarray(X.data))
-    return sp.csr_matrix((data, indices, indptr), shape=X.shape, copy=False)
+        return (np.ascontiguousarray(X.indptr, dtype=np.int64),
+                np.ascontiguousarray(X.indices, dtype=np.int32), X.data)
+    return _driver.canonical_csr(indptr, indices, np.ascontiguousarray(X.data))
 
 
 def _serialize_request(request):
