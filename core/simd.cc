@@ -354,14 +354,19 @@ std::vector<LowPrecisionFilter> CpuLowPrecisionFilters() {
 }
 
 LowPrecisionFilter CpuLowPrecisionFilter() {
-  // AVX512-BF16's dot products run at the float32 products' rate on a CPU
-  // with AMX, and the filter's own passes then made the assignment slower
-  // than without it on three embedding shapes of four (docs/core.md): auto
-  // takes AMX alone.
-  const std::vector<LowPrecisionFilter>& filters = CpuLowPrecisionFilters();
-  return std::find(filters.begin(), filters.end(), LowPrecisionFilter::kAmxBf16) != filters.end()
-             ? LowPrecisionFilter::kAmxBf16
-             : LowPrecisionFilter::kNone;
+  static const LowPrecisionFilter filter = [] {
+    const std::vector<LowPrecisionFilter>& filters = CpuLowPrecisionFilters();
+    auto allowed = [&filters](LowPrecisionFilter f) {
+      return std::find(filters.begin(), filters.end(), f) != filters.end();
+    };
+    if (const MeasuredCpu* measured = MeasuredChoice(DetectCpuModel());
+        measured != nullptr && allowed(measured->filter)) {
+      return measured->filter;
+    }
+    return allowed(LowPrecisionFilter::kAmxBf16) ? LowPrecisionFilter::kAmxBf16
+                                                 : LowPrecisionFilter::kNone;
+  }();
+  return filter;
 }
 
 LowPrecisionFilter ActiveLowPrecisionFilter() {
@@ -446,12 +451,18 @@ namespace {
 // CPUs that run v4 are looked up.
 const MeasuredCpu kMeasuredCpus[] = {
     // Sapphire Rapids: assignment 56 against 75 ms, sums 11.9 against
-    // 14.1 ms, attention 2.62 against 2.95 ms.
-    {"GenuineIntel", 6, true, "Intel Xeon with AMX", SimdChoice::All(SimdLevel::kV4)},
+    // 14.1 ms, attention 2.62 against 2.95 ms. AMX's filter: 1.08 to 3.0
+    // times the float32 assignment's speed on the four embedding shapes;
+    // AVX512-BF16's was slower than none on three of them.
+    {"GenuineIntel", 6, true, "Intel Xeon with AMX", SimdChoice::All(SimdLevel::kV4),
+     LowPrecisionFilter::kAmxBf16},
     // Zen 4 (the family's CPUs with AVX-512; Zen 3's have none and are never
     // looked up): assignment 23.8 against 35.0 ms, sums 3.31 against
-    // 3.51 ms, attention 1.37 against 1.62 ms.
-    {"AuthenticAMD", 0x19, false, "AMD Zen 4", SimdChoice::All(SimdLevel::kV4)},
+    // 3.51 ms, attention 1.37 against 1.62 ms. AVX512-BF16's filter: 1.2 to
+    // 2.2 times the float32 assignment's speed on the four embedding shapes
+    // (its dot products run at twice the float32 products' rate).
+    {"AuthenticAMD", 0x19, false, "AMD Zen 4", SimdChoice::All(SimdLevel::kV4),
+     LowPrecisionFilter::kAvx512Bf16},
 };
 
 }  // namespace

@@ -89,16 +89,29 @@ struct CpuModel {
 // This CPU's.
 CpuModel DetectCpuModel();
 
+// The assignment's low-precision candidate filter (NearestCenterScan,
+// core/assign.h): its scores from bfloat16 products, decided again in float32
+// where their error bound leaves the nearest center in doubt. The labels,
+// distances, objective and sums are those of the float32 scan to the bit,
+// with or without it.
+enum class LowPrecisionFilter {
+  kNone,        ///< every score in the working precision
+  kAmxBf16,     ///< bfloat16 products on AMX tiles (AMX-TILE, AMX-BF16)
+  kAvx512Bf16,  ///< bfloat16 dot products in AVX-512 registers (AVX512-BF16, vdpbf16ps)
+};
+
 // CPUs whose groups were timed at v3 and at v4 (bench/simd_bench's Group
-// benchmarks, docs/core.md): auto takes the level of each group from here,
-// without timing. An entry matches a vendor and family, and the CPUs with
-// AMX only if it says so.
+// benchmarks, docs/core.md), and whose low-precision filters were timed
+// against none (core_bench's EmbeddingAssignment): auto takes the level of
+// each group and the filter from here, without timing. An entry matches a
+// vendor and family, and the CPUs with AMX only if it says so.
 struct MeasuredCpu {
   const char* vendor;
   int family;
   bool needs_amx;
   const char* name;  ///< for the log line, e.g. "Intel Xeon with AMX"
   SimdChoice choice;
+  LowPrecisionFilter filter;  ///< taken where the CPU allows it (CpuLowPrecisionFilters)
 };
 
 // The table's entry for `cpu`, or null.
@@ -132,17 +145,6 @@ absl::Status UseSimdChoice(const SimdChoice& choice);
 // The levels whose kernels run now.
 SimdChoice ActiveSimdChoice();
 
-// The assignment's low-precision candidate filter (NearestCenterScan,
-// core/assign.h): its scores from bfloat16 products, decided again in float32
-// where their error bound leaves the nearest center in doubt. The labels,
-// distances, objective and sums are those of the float32 scan to the bit,
-// with or without it.
-enum class LowPrecisionFilter {
-  kNone,        ///< every score in the working precision
-  kAmxBf16,     ///< bfloat16 products on AMX tiles (AMX-TILE, AMX-BF16)
-  kAvx512Bf16,  ///< bfloat16 dot products in AVX-512 registers (AVX512-BF16, vdpbf16ps)
-};
-
 // "none", "amx-bf16" or "avx512-bf16".
 std::string LowPrecisionFilterName(LowPrecisionFilter filter);
 
@@ -152,11 +154,13 @@ std::string LowPrecisionFilterName(LowPrecisionFilter filter);
 // it and runs v4; none where this binary lacks the v4 level's kernels.
 std::vector<LowPrecisionFilter> CpuLowPrecisionFilters();
 
-// The one auto takes: AMX where the CPU allows it, else kNone. AVX512-BF16's
-// filter gives the same bits but was slower than none on three embedding
-// shapes of four where it was measured (a CPU with AMX, whose dot products
-// run at the float32 products' rate); it is there to be named, and measured
-// on the CPUs it is meant for.
+// The one auto takes: the table's (MeasuredChoice) where the CPU is in it
+// and allows that filter; else AMX where the CPU allows it, else kNone.
+// AVX512-BF16's filter gives the same bits everywhere but pays only where
+// its dot products outrun the float32 products: on AMD Zen 4 (twice their
+// rate) it does, on a Xeon with AMX (the same rate) it was slower than none
+// on three embedding shapes of four, and a CPU not in the table does not
+// take it.
 LowPrecisionFilter CpuLowPrecisionFilter();
 
 // The filter the assignment uses now: auto's (CpuLowPrecisionFilter) unless

@@ -82,8 +82,11 @@ TEST(Simd, AutoTakesAttentionsLevelFromTheCpuAloneNeverFromATiming) {
   const MeasuredCpu* xeon = MeasuredChoice({"GenuineIntel", 6, 0xa7, true});
   ASSERT_NE(xeon, nullptr);
   EXPECT_STREQ(xeon->name, "Intel Xeon with AMX");
+  EXPECT_EQ(xeon->filter, LowPrecisionFilter::kAmxBf16);
   EXPECT_EQ(MeasuredChoice({"GenuineIntel", 6, 0x55, false}), nullptr);  // Skylake-SP: timed
-  ASSERT_NE(MeasuredChoice({"AuthenticAMD", 0x19, 0x11, false}), nullptr);
+  const MeasuredCpu* zen4 = MeasuredChoice({"AuthenticAMD", 0x19, 0x11, false});
+  ASSERT_NE(zen4, nullptr);
+  EXPECT_EQ(zen4->filter, LowPrecisionFilter::kAvx512Bf16);
   EXPECT_EQ(MeasuredChoice({"AuthenticAMD", 0x1a, 0x02, false}), nullptr);
 
   // This CPU: the table's choice where it is in it (no timing), and the
@@ -96,6 +99,11 @@ TEST(Simd, AutoTakesAttentionsLevelFromTheCpuAloneNeverFromATiming) {
   if (const MeasuredCpu* measured = MeasuredChoice(cpu)) {
     EXPECT_TRUE(automatic == measured->choice);
     EXPECT_NE(DescribeSimd().find(std::string("cpu table: ") + measured->name), std::string::npos);
+    // And the table's filter, wherever the CPU and the binary allow it.
+    const std::vector<LowPrecisionFilter> allowed = CpuLowPrecisionFilters();
+    if (std::find(allowed.begin(), allowed.end(), measured->filter) != allowed.end()) {
+      EXPECT_EQ(CpuLowPrecisionFilter(), measured->filter);
+    }
   }
 }
 
