@@ -641,13 +641,12 @@ absl::StatusOr<ResidentJobResult> RunOnTrainingSample(PointReader& reader,
   }
   ResidentJobOptions trained_options = options;
   trained_options.labels = false;
-  absl::StatusOr<ResidentJobResult> trained =
-      RunResidentJobOnReplicas(on_sample, trained_options, absl::GetFlag(FLAGS_tol), m, d,
-                               [&](int64_t first, int64_t count, std::vector<float>* values) {
-                                 values->insert(values->end(), sample->begin() + first * d,
-                                                sample->begin() + (first + count) * d);
-                                 return absl::OkStatus();
-                               });
+  absl::StatusOr<ResidentJobResult> trained = RunResidentJobOnReplicas(
+      on_sample, trained_options, absl::GetFlag(FLAGS_tol), m, d,
+      [&](int64_t first, int64_t count, float* out) {
+        std::copy(sample->begin() + first * d, sample->begin() + (first + count) * d, out);
+        return absl::OkStatus();
+      });
   if (!trained.ok()) return trained.status();
   options.iterations = 0;
   options.n_init = 1;
@@ -822,9 +821,9 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
     if (!got.ok()) return got.status();
     n = *got;
   }
-  const PointSource source = [&](int64_t first, int64_t count, std::vector<float>* values) {
-    if (reader.n() >= 0) return reader.ReadAt(first, count, values);
-    values->insert(values->end(), parsed.begin() + first * d, parsed.begin() + (first + count) * d);
+  const PointSource source = [&](int64_t first, int64_t count, float* out) {
+    if (reader.n() >= 0) return reader.ReadAt(first, count, out);
+    std::copy(parsed.begin() + first * d, parsed.begin() + (first + count) * d, out);
     return absl::OkStatus();
   };
   absl::StatusOr<std::vector<std::string>> servers = ReplicaAddresses(absl::GetFlag(FLAGS_server));

@@ -23,6 +23,7 @@
 #include "proto/channel_tuning.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/raw_payload.h"
+#include "proto/shared_points.h"
 
 namespace kmt {
 namespace {
@@ -129,6 +130,10 @@ class JobStream {
   std::unique_ptr<grpc::ClientReaderWriter<v1::JobRequest, v1::JobResponse>> stream_;
   absl::Status failure_;
 };
+
+// A shared load's memory file holds this many chunks (of chunk_bytes each)
+// at once: the client writes the next while the replica copies the others.
+constexpr int kSharedSlots = 4;
 
 struct Shard {
   int64_t first = 0, count = 0;
@@ -280,11 +285,11 @@ class ReplicaShards::Impl {
         absl::StrCat("shard ", s, " on ", options_.servers[shards_[s].server], ": ", message));
   }
 
-  absl::Status Read(int64_t first, int64_t count, std::vector<float>* values) const {
-    return std::get<PointSource>(source_)(first, count, values);
+  absl::Status Read(int64_t first, int64_t count, float* out) const {
+    return std::get<PointSource>(source_)(first, count, out);
   }
-  absl::Status Read(int64_t first, int64_t count, std::vector<double>* values) const {
-    return std::get<PointSource64>(source_)(first, count, values);
+  absl::Status Read(int64_t first, int64_t count, double* out) const {
+    return std::get<PointSource64>(source_)(first, count, out);
   }
   const std::vector<float>& Weights(float) const { return options_.weights; }
   const std::vector<double>& Weights(double) const { return options_.weights_f64; }
@@ -298,12 +303,12 @@ class ReplicaShards::Impl {
   // A chunk's moments, of its points as the replica holds them: shifted by
   // points_offset in float32 where there is one.
   template <typename Scalar>
-  void AddMoments(const std::vector<Scalar>& values, int64_t count, PointMoments* moments) const {
+  void AddMoments(const Scalar* values, int64_t count, PointMoments* moments) const {
     if (options_.points_offset.empty() || !std::is_same_v<Scalar, float>) {
-      moments->Add(values.data(), count, d_);
+      moments->Add(values, count, d_);
       return;
     }
-    Matrix<Scalar> shifted = Eigen::Map<const Matrix<Scalar>>(values.data(), d_, count);
+    Matrix<Scalar> shifted = Eigen::Map<const Matrix<Scalar>>(values, d_, count);
     shifted.colwise() -=
         Eigen::Map<const Vector<float>>(options_.points_offset.data(), d_).template cast<Scalar>();
     moments->Add(shifted.data(), count, d_);
@@ -330,27 +335,47 @@ class ReplicaShards::Impl {
   // Sends the shard's points (and weights) in chunks of raw float32 (or
   // points_type) or float64, as the source reads them; returns how many
   // chunks.
+  //
+  // Through `shared`, if given: each chunk written into one of its slots
+  // and named (points_shared), a slot written again once its chunk is
+  // acknowledged. Returns how many chunks' acknowledgements are still to be
+  // read.
   template <typename Scalar>
-  absl::StatusOr<int64_t> SendPoints(Shard* shard, std::optional<PointMoments>* moments) {
+  absl::StatusOr<int64_t> SendPoints(Shard* shard, std::optional<PointMoments>* moments,
+                                     SharedPointsFile* shared) {
     assert(options_.points_offset.empty() || options_.points_type != RawType::kFloat32);
     const bool weighted = !Weights(Scalar{}).empty();
-    const int64_t chunk = std::max<int64_t>(
-        1, options_.chunk_bytes / (int64_t{sizeof(Scalar)} * (int64_t{d_} + (weighted ? 1 : 0))));
-    int64_t chunks = 0;
+    const int64_t chunk =
+        shared != nullptr
+            ? shared->slot_bytes() / (int64_t{sizeof(Scalar)} * d_)
+            : std::max<int64_t>(1, options_.chunk_bytes / (int64_t{sizeof(Scalar)} *
+                                                           (int64_t{d_} + (weighted ? 1 : 0))));
+    int64_t chunks = 0, acknowledged = 0;
     v1::JobRequest request;
     std::vector<Scalar> values;
     for (int64_t done = 0; done < shard->count || chunks == 0; done += chunk, ++chunks) {
       const int64_t count = std::min(chunk, shard->count - done);
-      values.clear();
-      if (absl::Status s = Read(shard->first + done, count, &values); !s.ok()) return s;
-      if (values.size() != static_cast<size_t>(count * d_)) {
-        return absl::InvalidArgumentError(absl::StrCat("the point source gave ", values.size(),
-                                                       " values for ", count, " points in d = ", d_,
-                                                       " from point ", shard->first + done));
+      if (shared != nullptr && chunks >= shared->slots()) {
+        // The slot's last chunk is the replica's before it is written again.
+        if (absl::Status s = Acknowledged(shard); !s.ok()) return s;
+        ++acknowledged;
       }
-      if (*moments) AddMoments(values, count, &**moments);
+      // Read into the chunk's slot of the memory file, or a buffer.
+      const int slot = shared != nullptr ? static_cast<int>(chunks % shared->slots()) : 0;
+      if (shared == nullptr) values.resize(static_cast<size_t>(count * d_));
+      Scalar* const read =
+          shared != nullptr ? reinterpret_cast<Scalar*>(shared->slot(slot)) : values.data();
+      if (absl::Status s = Read(shard->first + done, count, read); !s.ok()) return s;
+      if (*moments) AddMoments(read, count, &**moments);
       v1::ShardChunk* c = Chunk<Scalar>(*shard, done, count, &request);
-      if constexpr (std::is_same_v<Scalar, float>) {
+      if (shared != nullptr) {
+        if (absl::Status s =
+                shared->Name(slot, count * d_ * int64_t{sizeof(Scalar)},
+                             std::is_same_v<Scalar, double>, c->mutable_points_shared());
+            !s.ok()) {
+          return s;
+        }
+      } else if constexpr (std::is_same_v<Scalar, float>) {
         if (options_.points_type != RawType::kFloat32) {
           EncodeNarrow(values, options_.points_type,
                        options_.points_type == RawType::kFloat16 ? c->mutable_points_f16()
@@ -365,7 +390,14 @@ class ReplicaShards::Impl {
       }
       if (absl::Status s = shard->stream->Send(request); !s.ok()) return s;
     }
-    return chunks;
+    return chunks - acknowledged;
+  }
+
+  // Reads a chunk's acknowledgement: its error, if it has one.
+  static absl::Status Acknowledged(Shard* shard) {
+    absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
+    if (!r.ok()) return r.status();
+    return FromBatchError(r->error());
   }
 
   // Sends the shard's sparse points (and weights) in chunks of as many rows
@@ -441,19 +473,52 @@ class ReplicaShards::Impl {
   // Opens a stream on the shard's replica and sends its points (and
   // weights) in chunks of raw float32 (float64), then reads the
   // acknowledgements.
+  // A replica on this machine takes dense points sent as they are through
+  // a memory file (proto/shared_points.h); one that refuses them, or cannot
+  // read the file (another container's), gets them over the wire on a new
+  // stream.
   absl::Status Load(Shard* shard) {
+    const bool dense = std::holds_alternative<PointSource>(source_) ||
+                       std::holds_alternative<PointSource64>(source_);
+    if (options_.shared_points && dense && options_.points_type == RawType::kFloat32 &&
+        IsLocalTarget(options_.servers[shard->server])) {
+      const absl::Status shared = LoadOnce(shard, /*shared=*/true);
+      if (shared.code() != absl::StatusCode::kFailedPrecondition) return shared;
+      if (options_.log) {
+        options_.log(absl::StrCat("points over the wire to ", options_.servers[shard->server], ": ",
+                                  shared.message()));
+      }
+    }
+    return LoadOnce(shard, /*shared=*/false);
+  }
+
+  absl::Status LoadOnce(Shard* shard, bool shared) {
     shard->stream =
         std::make_unique<JobStream>(stubs_[shard->server].get(), options_.stream_timeout);
     // The tolerance's variance, from the points as they are first read.
     std::optional<PointMoments> moments;
     if (options_.moments && !shard->moments) moments.emplace();
+    // A shared load's memory file, of up to kSharedSlots chunks of whole
+    // rows, about chunk_bytes each.
+    std::optional<SharedPointsFile> file;
+    if (shared) {
+      const int64_t row = int64_t{d_} * (float64_ ? 8 : 4);
+      const int64_t rows = std::min(shard->count, std::max<int64_t>(1, options_.chunk_bytes / row));
+      absl::StatusOr<SharedPointsFile> made = SharedPointsFile::Create(
+          rows * row, static_cast<int>(std::min<int64_t>(
+                          kSharedSlots, (shard->count + rows - 1) / std::max<int64_t>(rows, 1))));
+      if (!made.ok()) return made.status();
+      file.emplace(*std::move(made));
+    }
+    SharedPointsFile* through = file ? &*file : nullptr;
     absl::StatusOr<int64_t> chunks;
     if (const auto* csr = std::get_if<CsrSource<float>>(&source_)) {
       chunks = SendSparse(*csr, shard, &moments);
     } else if (const auto* csr64 = std::get_if<CsrSource<double>>(&source_)) {
       chunks = SendSparse(*csr64, shard, &moments);
     } else {
-      chunks = float64_ ? SendPoints<double>(shard, &moments) : SendPoints<float>(shard, &moments);
+      chunks = float64_ ? SendPoints<double>(shard, &moments, through)
+                        : SendPoints<float>(shard, &moments, through);
     }
     if (!chunks.ok()) return chunks.status();
     for (int64_t c = 0; c < *chunks; ++c) {
@@ -461,8 +526,14 @@ class ReplicaShards::Impl {
       if (!r.ok()) return r.status();
       if (absl::Status s = FromBatchError(r->error()); !s.ok()) return s;
       if (c + 1 == *chunks && r->points_loaded() != shard->count) {
-        return absl::InternalError(absl::StrCat("the replica holds ", r->points_loaded(), " of ",
-                                                shard->count, " points"));
+        // A server that predates points_shared takes its chunks as empty.
+        const std::string held =
+            absl::StrCat("the replica holds ", r->points_loaded(), " of ", shard->count, " points");
+        return shared ? absl::FailedPreconditionError(
+                            absl::StrCat(held,
+                                         " sent as shared points: a server that "
+                                         "predates them"))
+                      : absl::InternalError(held);
       }
     }
     // A shard moved during k-means++ or k-means‖ gets back the distances it

@@ -57,6 +57,13 @@ struct ReplicaShardOptions {
   /// Points per shard message, in bytes: of the dense values, or of a
   /// sparse chunk's offsets, columns and nonzero values.
   int64_t chunk_bytes = 4 << 20;
+  /// Dense points sent as they are (float32 or float64, no points_type) go
+  /// to a replica on this machine (IsLocalTarget) through a memory file the
+  /// server copies them from (ShardChunk.points_shared), chunk_bytes at a
+  /// time, four chunks in the file at once, instead of over the wire; where
+  /// the replica refuses them they go over the wire (and `log` says why).
+  /// False: always over the wire.
+  bool shared_points = true;
   /// Moves of any one shard after failures before the job fails; a replica
   /// that fails (or is drained) moves each of its shards once, however many
   /// it holds.
@@ -68,12 +75,11 @@ struct ReplicaShardOptions {
 };
 
 // Copies points [first, first + count) of the dataset, row-major, into
-// `values`; called from several threads at once.
-using PointSource =
-    std::function<absl::Status(int64_t first, int64_t count, std::vector<float>* values)>;
+// `out` (count * d values: a chunk's buffer, or a memory file the replica
+// reads them from); called from several threads at once.
+using PointSource = std::function<absl::Status(int64_t first, int64_t count, float* out)>;
 // The same for float64 points.
-using PointSource64 =
-    std::function<absl::Status(int64_t first, int64_t count, std::vector<double>* values)>;
+using PointSource64 = std::function<absl::Status(int64_t first, int64_t count, double* out)>;
 
 // Rows of a sparse dataset as compressed sparse rows (scipy.sparse's
 // canonical CSR): row i's nonzeros at indptr[i] .. indptr[i + 1] of indices

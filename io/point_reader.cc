@@ -186,21 +186,28 @@ absl::Status PointReader::OpenBinary(int d) {
 }
 
 absl::Status PointReader::ReadAt(int64_t first, int64_t count, std::vector<float>* values) const {
+  if (fd_ < 0 || first < 0 || count < 0 || first + count > n_) {
+    return ReadAt(first, count, static_cast<float*>(nullptr));
+  }
+  const size_t start = values->size();
+  values->resize(start + count * d_);
+  return ReadAt(first, count, values->data() + start);
+}
+
+absl::Status PointReader::ReadAt(int64_t first, int64_t count, float* values) const {
   if (fd_ < 0) return absl::FailedPreconditionError("only binary files are read at a point");
   if (first < 0 || count < 0 || first + count > n_) {
     return absl::OutOfRangeError(
         absl::StrCat("points ", first, " + ", count, " are outside ", path_, "'s ", n_));
   }
-  const size_t start = values->size();
   const int64_t items = count * d_;
-  values->resize(start + items);
   // Float64 and 2-byte values are read beside and converted; float32 ones
   // in place.
   std::vector<double> wide(item_bytes_ == 8 ? items : 0);
   std::vector<uint16_t> narrow(item_bytes_ == 2 ? items : 0);
   char* out = item_bytes_ == 8   ? reinterpret_cast<char*>(wide.data())
               : item_bytes_ == 2 ? reinterpret_cast<char*>(narrow.data())
-                                 : reinterpret_cast<char*>(values->data() + start);
+                                 : reinterpret_cast<char*>(values);
   int64_t want = items * item_bytes_, offset = data_offset_ + first * d_ * item_bytes_;
   while (want > 0) {
     const ssize_t got = pread(fd_, out, want, offset);
@@ -212,9 +219,8 @@ absl::Status PointReader::ReadAt(int64_t first, int64_t count, std::vector<float
     want -= got;
     offset += got;
   }
-  if (item_bytes_ == 8) std::copy(wide.begin(), wide.end(), values->begin() + start);
-  if (item_bytes_ == 2)
-    std::transform(narrow.begin(), narrow.end(), values->begin() + start, widen_);
+  if (item_bytes_ == 8) std::copy(wide.begin(), wide.end(), values);
+  if (item_bytes_ == 2) std::transform(narrow.begin(), narrow.end(), values, widen_);
   return absl::OkStatus();
 }
 

@@ -43,6 +43,8 @@ class PointReader {
   // Appends points [first, first + count) of a binary file to `values`;
   // safe to call from several threads at once.
   absl::Status ReadAt(int64_t first, int64_t count, std::vector<float>* values) const;
+  // The same into `out` (count * d values).
+  absl::Status ReadAt(int64_t first, int64_t count, float* out) const;
   // Back to the first point.
   absl::Status Rewind();
   // Fraction of the file consumed, for progress reports.

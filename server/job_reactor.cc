@@ -13,6 +13,7 @@ JobReactor::JobReactor(const JobEnvironment* environment, grpc::CallbackServerCo
     : env_(environment), context_(context) {
   shard_.emplace(env_->memory, env_->limits);
   shard_->set_step_threads([pool = env_->pool] { return pool->IdleThreads(); });
+  shard_->set_peer(context_->peer());
   ++*env_->open_streams;
   env_->metrics->JobStarted();
   order_.Release(ReactorOrder::kCreated);
@@ -49,9 +50,18 @@ void JobReactor::OnReadDone(bool ok) {
   response_.Clear();
   switch (request_.step_case()) {
     case v1::JobRequest::kShard: {
-      const absl::Status status = shard_->Load(request_.shard(), &response_);
+      const v1::ShardChunk& chunk = request_.shard();
+      const absl::Status status = shard_->Load(chunk, &response_);
       env_->metrics->SetResidentBytes(env_->memory->held(), env_->memory->cap());
       if (!status.ok()) return End(status);
+      if (chunk.has_points_shared()) {
+        env_->metrics->RecordPointsLoaded(true, chunk.points_shared().bytes());
+      } else {
+        env_->metrics->RecordPointsLoaded(
+            false, static_cast<int64_t>(chunk.points_size()) * 4 + chunk.points_f32().size() +
+                       chunk.points_f16().size() + chunk.points_bf16().size() +
+                       chunk.points_f64().size());
+      }
       Write();
       return;
     }

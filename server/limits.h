@@ -1,5 +1,5 @@
-// Limits the server enforces, per batch and on resident jobs; every one is a
-// flag, whose default is the value here.
+// Limits the server enforces, per batch and on resident jobs, and what
+// resident jobs may take; every one is a flag, whose default is the value here.
 #ifndef KMT_SERVER_LIMITS_H_
 #define KMT_SERVER_LIMITS_H_
 
@@ -30,6 +30,10 @@ struct Limits {
   /// from the memory the process may use, beside the resident cap
   /// (HeldBudget, server/admission.h).
   int64_t max_held_bytes = 0;
+  /// Resident shards may take the points of a client on this machine from
+  /// its memory (ShardChunk.points_shared) instead of the wire; false: they
+  /// refuse them, and such clients send their points over the wire.
+  bool shared_points = true;
 };
 
 }  // namespace kmt

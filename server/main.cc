@@ -68,6 +68,9 @@ ABSL_FLAG(int64_t, max_held_bytes, kmt::Limits{}.max_held_bytes,
           "past it is refused RESOURCE_EXHAUSTED with a retry pushback; 0: a quarter of the "
           "memory this process may use (its cgroup's limit, else the machine's), at most what "
           "--max_resident_bytes leaves of it");
+ABSL_FLAG(bool, shared_points, kmt::Limits{}.shared_points,
+          "let a client on this machine hand a resident shard's points over through its memory "
+          "(a memfd the server reads, one copy instead of the wire's); false: over the wire");
 ABSL_FLAG(int, max_message_bytes, kmt::ServerOptions{}.max_message_bytes,
           "largest request message accepted");
 ABSL_FLAG(int, workers, kmt::ServerOptions{}.workers,
@@ -116,7 +119,8 @@ ServerOptions OptionsFromFlags() {
                      .max_iterations = absl::GetFlag(FLAGS_max_iterations),
                      .max_dense_points = absl::GetFlag(FLAGS_max_dense_points),
                      .max_resident_bytes = absl::GetFlag(FLAGS_max_resident_bytes),
-                     .max_held_bytes = absl::GetFlag(FLAGS_max_held_bytes)},
+                     .max_held_bytes = absl::GetFlag(FLAGS_max_held_bytes),
+                     .shared_points = absl::GetFlag(FLAGS_shared_points)},
           .max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes),
           .workers = absl::GetFlag(FLAGS_workers),
           .threads_per_batch = absl::GetFlag(FLAGS_threads_per_batch),

@@ -176,6 +176,16 @@ Metrics::Metrics(const ModelRegistry& registry, const std::string& listen)
                          .Help("Bytes the shards of resident jobs hold now.")
                          .Register(*registry_)
                          .Add({});
+  {
+    auto& points = prometheus::BuildCounter()
+                       .Name("kmt_resident_points_bytes_total")
+                       .Help(
+                           "Bytes of resident shards' dense points taken, by how they came: "
+                           "shared (read from a client's memory on this machine) or wire.")
+                       .Register(*registry_);
+    shared_points_bytes_ = &points.Add({{"via", "shared"}});
+    wire_points_bytes_ = &points.Add({{"via", "wire"}});
+  }
   resident_cap_ = &prometheus::BuildGauge()
                        .Name("kmt_resident_limit_bytes")
                        .Help("The cap on the bytes resident jobs' shards may hold.")

@@ -75,6 +75,12 @@ class Metrics {
     held_budget_->Set(static_cast<double>(budget));
   }
   void RecordRefused(const std::string& reason);
+  // A chunk of a resident shard's dense points taken, by how it came:
+  // "shared" (read from the client's memory, ShardChunk.points_shared) or
+  // "wire" (in the message).
+  void RecordPointsLoaded(bool shared, int64_t bytes) {
+    (shared ? shared_points_bytes_ : wire_points_bytes_)->Increment(static_cast<double>(bytes));
+  }
   void SetResidentBytes(int64_t held, int64_t cap) {
     resident_bytes_->Set(static_cast<double>(held));
     resident_cap_->Set(static_cast<double>(cap));
@@ -107,6 +113,8 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* refused_;
   prometheus::Gauge* resident_bytes_;
   prometheus::Gauge* resident_cap_;
+  prometheus::Counter* shared_points_bytes_;
+  prometheus::Counter* wire_points_bytes_;
   prometheus::Family<prometheus::Gauge>* models_loaded_;
   prometheus::Family<prometheus::Gauge>* model_versions_;
   prometheus::Family<prometheus::Gauge>* default_version_;

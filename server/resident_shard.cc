@@ -24,6 +24,7 @@
 #include "proto/minibatch_state.h"
 #include "proto/raw_payload.h"
 #include "proto/request.h"
+#include "proto/shared_points.h"
 
 namespace kmt {
 
@@ -287,12 +288,19 @@ int64_t StateBytesPerPoint(bool weighted, bool count_label_changes, bool float64
 
 // The dense points fields a chunk carries, the first set one's name, or
 // null if none is.
+// How many of a chunk's dense points fields are set.
+int DensePointsFields(const v1::ShardChunk& chunk) {
+  return (chunk.points_size() > 0) + !chunk.points_f32().empty() + !chunk.points_f16().empty() +
+         !chunk.points_bf16().empty() + !chunk.points_f64().empty() + chunk.has_points_shared();
+}
+
 const char* DensePointsField(const v1::ShardChunk& chunk) {
   if (chunk.points_size() > 0) return "points";
   if (!chunk.points_f32().empty()) return "points_f32";
   if (!chunk.points_f16().empty()) return "points_f16";
   if (!chunk.points_bf16().empty()) return "points_bf16";
   if (!chunk.points_f64().empty()) return "points_f64";
+  if (chunk.has_points_shared()) return "points_shared";
   return nullptr;
 }
 
@@ -381,7 +389,7 @@ absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* o
         absl::StrCat("points_csr and ", dense_field, " are both set; send one of them"));
   }
   const bool float64_chunk = !chunk.points_f64().empty() || !chunk.weights_f64().empty() ||
-                             CsrIsFloat64(chunk.points_csr());
+                             CsrIsFloat64(chunk.points_csr()) || chunk.points_shared().float64();
   const int64_t shard_nnz = chunk.points_csr().shard_nnz();
   if (reserved_ == 0) {
     // Sparse points cost their nonzeros: their d is a vocabulary's.
@@ -480,6 +488,14 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
       !s.ok()) {
     return s;
   }
+  const bool shared = chunk.has_points_shared();
+  if (shared && chunk.points_shared().float64() != kIsFloat64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "points_shared.float64 is ", kIsFloat64 ? "false" : "true", " for a ",
+        kIsFloat64 ? "float64" : "float32",
+        " shard (its first chunk decided): one job's shards and steps are all float32 or all "
+        "float64"));
+  }
   if (absl::Status s = SamePrecision(kIsFloat64, "weights",
                                      chunk.weights_size() > 0 || !chunk.weights_f32().empty(),
                                      !chunk.weights_f64().empty());
@@ -521,6 +537,19 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
     if (!chunk_rows.ok()) return chunk_rows.status();
     count = chunk_rows->rows();
     rows.emplace(*std::move(chunk_rows));
+  } else if (shared) {
+    if (absl::Status s = SharedPointsAllowed(); !s.ok()) return s;
+    if (DensePointsFields(chunk) > 1) {
+      return absl::InvalidArgumentError(
+          "points_shared and another points field are both set; send one of them");
+    }
+    const int64_t bytes = chunk.points_shared().bytes();
+    if (bytes < 0 || bytes % kWidth != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("points_shared names ", bytes,
+                                                     " bytes, not a whole number of ",
+                                                     RawName(kRawTypeOf<Scalar>), " values"));
+    }
+    values = bytes / kWidth;
   } else {
     absl::StatusOr<RawBytes> raw = kIsFloat64
                                        ? RawBytes{RawType::kFloat64, &chunk.points_f64()}
@@ -538,6 +567,8 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
     }
     values = points_raw.set() ? static_cast<int64_t>(points_raw.bytes->size()) / points_width
                               : chunk.points_size();
+  }
+  if (!rows) {
     if (values % d != 0 || values / d > n_ - received_) {
       return absl::InvalidArgumentError(
           absl::StrCat("a chunk of ", values, " values after ", received_, " of n = ", n_,
@@ -570,7 +601,9 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
     if (absl::Status s = state.csr->Append(*rows); !s.ok()) return s;
   } else {
     Scalar* const at = state.points.data() + received_ * d;
-    if (points_raw.set()) {
+    if (shared) {
+      if (absl::Status s = ReadSharedPoints(chunk.points_shared(), at); !s.ok()) return s;
+    } else if (points_raw.set()) {
       DecodeRaw(*points_raw.bytes, points_raw.type, at);
     } else if (values > 0) {
       std::copy_n(chunk.points().data(), values, at);
@@ -606,6 +639,20 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
         return s;
       }
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ResidentShard::SharedPointsAllowed() const {
+  if (!limits_.shared_points) {
+    return absl::FailedPreconditionError(
+        "points_shared: this server takes points over the wire only (--shared_points=false)");
+  }
+  if (!IsLocalPeer(peer_)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("points_shared: this server reads shared points only from clients on its "
+                     "own machine, not from ",
+                     peer_.empty() ? "an unknown peer" : peer_));
   }
   return absl::OkStatus();
 }

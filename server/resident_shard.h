@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "core/bounds.h"
@@ -89,6 +90,11 @@ class ResidentShard {
   // job's only shard computes on the cores nothing else is using. Unset: the
   // calling thread's. The answers do not depend on it.
   void set_step_threads(std::function<int()> threads) { step_threads_ = std::move(threads); }
+  // Says who the client is, as gRPC names its peer: chunks may name shared
+  // points (ShardChunk.points_shared) only where Limits::shared_points allows
+  // them and the peer is on this machine (IsLocalPeer); else such a chunk is
+  // FAILED_PRECONDITION, and the client sends its points over the wire.
+  void set_peer(std::string peer) { peer_ = std::move(peer); }
 
   bool complete() const { return reserved_ > 0 && received_ == n_; }
   // Whether the shard holds float64 points (decided by its first chunk).
@@ -104,6 +110,8 @@ class ResidentShard {
   absl::Status CheckComplete() const;
   // The threads the next step may use (set_step_threads).
   int StepThreads() const;
+  // OK where a chunk may name shared points (set_peer), else why not.
+  absl::Status SharedPointsAllowed() const;
   // A step's status `step` where it failed, else FiniteStep
   // (resident_shard.cc) for its answer: OK, or the error that names why a
   // number in it is not finite.
@@ -153,6 +161,7 @@ class ResidentShard {
   int64_t shard_nnz_ = 0;  // a sparse shard's nonzeros, as its first chunk said
   Labels last_labels_;     // the last assign step's, if counting label changes
   std::function<int()> step_threads_;
+  std::string peer_;  // the client, as gRPC names it; empty: unknown
   // One of them, from the first chunk on.
   std::unique_ptr<State<float>> f32_;
   std::unique_ptr<State<double>> f64_;

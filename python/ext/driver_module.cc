@@ -313,10 +313,9 @@ using Starts = std::optional<py::array>;
 // rows(first, end): the points [first, end) as a C-ordered Scalar array of
 // shape (end - first, d), read under the GIL by the loading threads.
 template <typename Scalar>
-std::function<absl::Status(int64_t, int64_t, std::vector<Scalar>*)> RowSource(
-    const py::object& rows, PythonFailure& failure, int d) {
-  return [&rows, &failure, d](int64_t first, int64_t count,
-                              std::vector<Scalar>* values) -> absl::Status {
+std::function<absl::Status(int64_t, int64_t, Scalar*)> RowSource(const py::object& rows,
+                                                                 PythonFailure& failure, int d) {
+  return [&rows, &failure, d](int64_t first, int64_t count, Scalar* out) -> absl::Status {
     py::gil_scoped_acquire gil;
     try {
       const auto block = Array<Scalar>::ensure(rows(first, first + count));
@@ -325,7 +324,7 @@ std::function<absl::Status(int64_t, int64_t, std::vector<Scalar>*)> RowSource(
             "rows(" + std::to_string(first) + ", " + std::to_string(first + count) +
             ") did not give that many rows of d = " + std::to_string(d) + " values");
       }
-      values->insert(values->end(), block.data(), block.data() + block.size());
+      std::copy_n(block.data(), block.size(), out);
       return absl::OkStatus();
     } catch (py::error_already_set& e) {
       return failure.Keep(std::move(e));

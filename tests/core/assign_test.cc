@@ -425,10 +425,11 @@ Matrix<float> Embeddings(Rng& rng, int n, int d, int clusters, double spread) {
 // with exact and near ties (where it must leave them to the float32 scan),
 // on points halfway between two centers, and on shapes that leave part of
 // the filter's last group of points, centers, coordinates or tile of
-// centers empty. The filter runs where the CPU has it (AMX), at the level
-// its kernels are compiled at.
+// centers empty. Each filter the CPU has runs (AMX's tiles, AVX512-BF16's
+// dot products), whichever auto takes, at the level its kernels are
+// compiled at.
 TEST(LowPrecisionFilter, GivesTheFloat32AssignmentsBits) {
-  if (CpuLowPrecisionFilter() == LowPrecisionFilter::kNone) {
+  if (CpuLowPrecisionFilters().empty()) {
     GTEST_SKIP() << "this CPU has no low-precision filter";
   }
   if (!UseSimdLevel("v4").ok()) GTEST_SKIP() << "the filter's kernels, v4's, are not in this build";

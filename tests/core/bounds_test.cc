@@ -260,13 +260,11 @@ TYPED_TEST(BoundsTest, BoundsGiveTheProductsResultsToTheLastBit) {
   });
 }
 
-// With and without the low-precision filter (where the CPU has it), every
-// path gives the same bits: the filter's labels, distances and gaps are the
-// float32 scan's, and a call that reads the scan's scores does not filter.
+// With and without each low-precision filter the CPU has, every path gives
+// the same bits: the filter's labels, distances and gaps are the float32
+// scan's, and a call that reads the scan's scores does not filter.
 TYPED_TEST(BoundsTest, TheLowPrecisionFilterChangesNoBit) {
-  if (CpuLowPrecisionFilter() == LowPrecisionFilter::kNone) {
-    GTEST_SKIP() << "this CPU has no low-precision filter";
-  }
+  if (CpuLowPrecisionFilters().empty()) GTEST_SKIP() << "this CPU has no low-precision filter";
   using S = TypeParam;
   for (const Problem<S>& p : Problems<S>()) {
     if (p.points.rows() < 64) continue;
@@ -275,6 +273,11 @@ TYPED_TEST(BoundsTest, TheLowPrecisionFilterChangesNoBit) {
          {AssignmentPath::kProducts, AssignmentPath::kBounds, AssignmentPath::kAuto}) {
       ASSERT_TRUE(UseLowPrecisionFilter("off").ok());
       const RunResult<S> plain = Run(p, path);
+      for (LowPrecisionFilter kind : CpuLowPrecisionFilters()) {
+        SCOPED_TRACE(LowPrecisionFilterName(kind));
+        ASSERT_TRUE(UseLowPrecisionFilter(LowPrecisionFilterName(kind)).ok());
+        ExpectIdentical(Run(p, path), plain);
+      }
       ASSERT_TRUE(UseLowPrecisionFilter("auto").ok());
       ExpectIdentical(Run(p, path), plain);
     }

@@ -41,9 +41,9 @@ const Matrix<float>& Points() {
   return *points;
 }
 
-absl::Status CopyPoints(int64_t first, int64_t count, std::vector<float>* values) {
+absl::Status CopyPoints(int64_t first, int64_t count, float* out) {
   const float* at = Points().col(first).data();
-  values->insert(values->end(), at, at + count * kD);
+  std::copy(at, at + count * kD, out);
   return absl::OkStatus();
 }
 
@@ -223,10 +223,10 @@ TEST(ResidentJobDrainFailure, APointSourceFailingDuringAMoveFailsTheJobWithItsOw
   // The error is INTERNAL, as the CLI's reader's is, a code a broken stream
   // also ends with.
   std::atomic<int64_t> read{0};
-  const PointSource once = [&](int64_t first, int64_t count, std::vector<float>* values) {
+  const PointSource once = [&](int64_t first, int64_t count, float* out) {
     if (read >= Points().cols()) return absl::InternalError("the points are gone");
     read += count;
-    return CopyPoints(first, count, values);
+    return CopyPoints(first, count, out);
   };
   const absl::StatusOr<ResidentJobResult> got = RunJob(
       Addresses(servers), ResidentSeeding::kGreedyKMeansPlusPlus,

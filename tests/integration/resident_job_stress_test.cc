@@ -64,9 +64,9 @@ const Matrix<float>& Points() {
   return *points;
 }
 
-absl::Status CopyPoints(int64_t first, int64_t count, std::vector<float>* values) {
+absl::Status CopyPoints(int64_t first, int64_t count, float* out) {
   const float* at = Points().col(first).data();
-  values->insert(values->end(), at, at + count * kD);
+  std::copy(at, at + count * kD, out);
   return absl::OkStatus();
 }
 

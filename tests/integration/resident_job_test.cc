@@ -19,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -51,9 +52,8 @@ const Matrix<float>& Points() {
 }
 
 PointSource SourceOf(const Matrix<float>& points) {
-  return [&points](int64_t first, int64_t count, std::vector<float>* values) {
-    values->insert(values->end(), points.col(first).data(),
-                   points.col(first).data() + count * points.rows());
+  return [&points](int64_t first, int64_t count, float* out) {
+    std::copy_n(points.col(first).data(), count * points.rows(), out);
     return absl::OkStatus();
   };
 }
@@ -350,9 +350,8 @@ Matrix<double> FarGridPoints(int64_t n) {
 }
 
 PointSource64 SourceOf64(const Matrix<double>& points) {
-  return [&points](int64_t first, int64_t count, std::vector<double>* values) {
-    values->insert(values->end(), points.col(first).data(),
-                   points.col(first).data() + count * points.rows());
+  return [&points](int64_t first, int64_t count, double* out) {
+    std::copy_n(points.col(first).data(), count * points.rows(), out);
     return absl::OkStatus();
   };
 }
@@ -1067,6 +1066,60 @@ TEST(ResidentJobCap, AShardThatDoesNotFitIsRefusedWithTheNumbersAndTheCliFallsBa
   EXPECT_NE(err.find("a replica has no room for its shard"), std::string::npos) << err;
   EXPECT_NE(err.find("running one pass over the file per iteration instead"), std::string::npos);
   EXPECT_NE(out.find("final objective"), std::string::npos) << out;
+}
+
+// A client on the servers' machine hands its points over through memory
+// (proto/shared_points.h), in chunks of 64 KiB through a file of four:
+// the job's answer is the wire's to the bit, and the server counts the
+// bytes as shared. A server that refuses them (--shared_points=false) gets
+// them over the wire, and the client says why.
+TEST(SharedPoints, AJobOnSharedPointsAnswersAsTheWireAndARefusingServerGetsTheWire) {
+  const std::unique_ptr<ServerProcess> sharing =
+      ServerProcess::Start({"--model_dir=", "--workers=1"});
+  const std::unique_ptr<ServerProcess> refusing =
+      ServerProcess::Start({"--model_dir=", "--workers=1", "--shared_points=false"});
+  ASSERT_NE(sharing, nullptr);
+  ASSERT_NE(refusing, nullptr);
+  // 40,000 points of d = 8: two shards, each in ten chunks, the file's
+  // slots written again and again.
+  const int64_t n = 40000;
+  Matrix<float> points(kD, n);
+  for (int64_t i = 0; i < n; ++i) points.col(i) = Points().col(i % Points().cols());
+  const Matrix<float> init = Points().leftCols(kK);
+  std::mutex mu;
+  std::vector<std::string> lines;
+  JobOptions options = Options({sharing->address()}, 2);
+  options.iterations = 3;
+  options.log = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.push_back(line);
+  };
+  const absl::StatusOr<ResidentJobResult> shared = RunJob(options, n, kD, SourceOf(points), init);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  for (const std::string& line : lines) {
+    EXPECT_EQ(line.find("points over the wire"), std::string::npos) << line;
+  }
+  options.servers = {refusing->address()};
+  const absl::StatusOr<ResidentJobResult> wire = RunJob(options, n, kD, SourceOf(points), init);
+  ASSERT_TRUE(wire.ok()) << wire.status();
+  EXPECT_EQ(shared->centers, wire->centers);
+  EXPECT_EQ(shared->labels, wire->labels);
+  EXPECT_EQ(shared->objective, wire->objective);
+  EXPECT_EQ(shared->objectives, wire->objectives);
+  int refusals = 0;
+  for (const std::string& line : lines) {
+    if (line.find("points over the wire to " + refusing->address()) == std::string::npos) continue;
+    ++refusals;
+    EXPECT_NE(line.find("--shared_points=false"), std::string::npos) << line;
+  }
+  EXPECT_EQ(refusals, 2);  // once a shard
+  const double bytes = static_cast<double>(n) * kD * sizeof(float);
+  const std::string counted = Metrics(sharing->metrics_port());
+  EXPECT_EQ(Gauge(counted, "kmt_resident_points_bytes_total{via=\"shared\"}"), bytes) << counted;
+  EXPECT_EQ(Gauge(counted, "kmt_resident_points_bytes_total{via=\"wire\"}"), 0);
+  const std::string refused = Metrics(refusing->metrics_port());
+  EXPECT_EQ(Gauge(refused, "kmt_resident_points_bytes_total{via=\"shared\"}"), 0) << refused;
+  EXPECT_EQ(Gauge(refused, "kmt_resident_points_bytes_total{via=\"wire\"}"), bytes);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "proto/csr_payload.h"
 #include "proto/minibatch_state.h"
 #include "proto/raw_payload.h"
+#include "proto/shared_points.h"
 #include "reference/lloyd.h"
 #include "tests/support/sparse_documents.h"
 
@@ -387,6 +388,162 @@ TEST(ResidentShard, RawChunksAndCentersGiveTheAnswerOfRepeatedOnes) {
   ASSERT_TRUE(repeated.Assign(step, &want).ok());
   ASSERT_TRUE(raw.Assign(raw_step, &got).ok());
   EXPECT_EQ(got.SerializeAsString(), want.SerializeAsString());
+}
+
+// A client on this machine hands its points over through a memory file
+// (proto/shared_points.h): the shard holds the same points as from the wire,
+// chunk after chunk, float32 and float64, mixed with wire chunks.
+TEST(ResidentShard, SharedChunksAnswerAsTheWiresOfTheSamePoints) {
+  const Matrix<float> points = Points(3, 1000);
+  const Matrix<double> points64 = points.cast<double>();
+  absl::StatusOr<SharedPointsFile> file = SharedPointsFile::Create(400 * 3 * 8, 2);
+  ASSERT_TRUE(file.ok()) << file.status();
+  for (bool float64 : {false, true}) {
+    SCOPED_TRACE(float64 ? "float64" : "float32");
+    ResidentMemory memory(1 << 22);
+    ResidentShard wire(&memory, Limits{}), shared(&memory, Limits{});
+    shared.set_peer("ipv4:127.0.0.1:40000");
+    // Chunks of 400, 100 (over the wire) and 500 points: two slots, the
+    // first written again for the third chunk once the first was taken.
+    auto chunk = [&](int64_t first, int64_t count, int slot) {
+      v1::ShardChunk c;
+      c.set_n(1000);
+      c.set_d(3);
+      const void* values = float64 ? static_cast<const void*>(points64.col(first).data())
+                                   : static_cast<const void*>(points.col(first).data());
+      std::memcpy(file->slot(slot), values, count * 3 * (float64 ? 8 : 4));
+      EXPECT_TRUE(
+          file->Name(slot, count * 3 * (float64 ? 8 : 4), float64, c.mutable_points_shared()).ok());
+      return c;
+    };
+    auto wire_chunk = [&](int64_t first, int64_t count) {
+      v1::ShardChunk c;
+      c.set_n(1000);
+      c.set_d(3);
+      if (float64) {
+        EncodeFloat64(absl::MakeConstSpan(points64.col(first).data(), count * 3),
+                      c.mutable_points_f64());
+      } else {
+        EncodeFloat32(absl::MakeConstSpan(points.col(first).data(), count * 3),
+                      c.mutable_points_f32());
+      }
+      return c;
+    };
+    v1::JobResponse response;
+    ASSERT_TRUE(shared.Load(chunk(0, 400, 0), &response).ok());
+    ASSERT_TRUE(shared.Load(wire_chunk(400, 100), &response).ok());
+    // A slot holds 400 points of float64: the float64 run's last 500
+    // points come in two chunks.
+    if (!float64) {
+      ASSERT_TRUE(shared.Load(chunk(500, 500, 0), &response).ok());
+    } else {
+      ASSERT_TRUE(shared.Load(chunk(500, 400, 1), &response).ok());
+      ASSERT_TRUE(shared.Load(chunk(900, 100, 0), &response).ok());
+    }
+    EXPECT_EQ(response.points_loaded(), 1000);
+    EXPECT_EQ(shared.float64(), float64);
+    ASSERT_TRUE(wire.Load(wire_chunk(0, 1000), &response).ok());
+    v1::AssignStep step = Step(points.leftCols(5), true);
+    if (float64) {
+      EncodeFloat64(std::vector<double>(step.centers().begin(), step.centers().end()),
+                    step.mutable_centers_f64());
+      step.clear_centers();
+    }
+    v1::JobResponse want, got;
+    ASSERT_TRUE(wire.Assign(step, &want).ok());
+    ASSERT_TRUE(shared.Assign(step, &got).ok());
+    EXPECT_EQ(got.SerializeAsString(), want.SerializeAsString());
+  }
+}
+
+// Shared points from a client elsewhere, to a server that refuses them,
+// or named wrongly, are refused before any point is kept: the precondition
+// ones (the client sends over the wire instead) and the malformed ones.
+TEST(ResidentShard, SharedChunksAreTakenOnlyFromThisMachineAndWhenAllowed) {
+  const Matrix<float> points = Points(3, 100);
+  absl::StatusOr<SharedPointsFile> file = SharedPointsFile::Create(100 * 3 * 8, 1);
+  ASSERT_TRUE(file.ok()) << file.status();
+  v1::ShardChunk chunk;
+  chunk.set_n(100);
+  chunk.set_d(3);
+  std::memcpy(file->slot(0), points.data(), 100 * 3 * 4);
+  ASSERT_TRUE(file->Name(0, 100 * 3 * 4, false, chunk.mutable_points_shared()).ok());
+  auto load = [&](const v1::ShardChunk& c, const std::string& peer, Limits limits = Limits{}) {
+    ResidentMemory memory(1 << 21);
+    ResidentShard shard(&memory, limits);
+    shard.set_peer(peer);
+    v1::JobResponse response;
+    const absl::Status status = shard.Load(c, &response);
+    EXPECT_EQ(shard.complete(), status.ok());
+    return status;
+  };
+  EXPECT_TRUE(load(chunk, "ipv6:[::1]:5000").ok());
+  EXPECT_TRUE(load(chunk, "unix:/tmp/kmt.sock").ok());
+  for (const char* peer : {"ipv4:10.1.2.3:5000", "ipv6:[2001:db8::1]:5000", ""}) {
+    SCOPED_TRACE(peer);
+    const absl::Status status = load(chunk, peer);
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(status.message().find("own machine"), std::string::npos) << status;
+  }
+  Limits off;
+  off.shared_points = false;
+  const absl::Status refused = load(chunk, "ipv4:127.0.0.1:5000", off);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("--shared_points=false"), std::string::npos) << refused;
+
+  struct Case {
+    const char* name;
+    std::function<void(v1::ShardChunk*)> change;
+    absl::StatusCode code;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"another token",
+       [](v1::ShardChunk* c) { (*c->mutable_points_shared()->mutable_token())[0] ^= 1; },
+       absl::StatusCode::kFailedPrecondition, "token"},
+      {"past the file's end",
+       [](v1::ShardChunk* c) {
+         c->mutable_points_shared()->set_offset(c->points_shared().offset() + 1800);
+       },
+       absl::StatusCode::kFailedPrecondition, "ends before"},
+      {"another process's descriptor",
+       [](v1::ShardChunk* c) { c->mutable_points_shared()->set_fd(0); },
+       absl::StatusCode::kFailedPrecondition, "not a memory file"},
+      {"the token's bytes", [](v1::ShardChunk* c) { c->mutable_points_shared()->set_offset(0); },
+       absl::StatusCode::kInvalidArgument, "past the 16-byte token"},
+      {"not whole values", [](v1::ShardChunk* c) { c->mutable_points_shared()->set_bytes(1198); },
+       absl::StatusCode::kInvalidArgument, "not a whole number of float32 values"},
+      {"not whole points", [](v1::ShardChunk* c) { c->mutable_points_shared()->set_bytes(1196); },
+       absl::StatusCode::kInvalidArgument, "multiple of d = 3"},
+      {"more points than the shard", [](v1::ShardChunk* c) { c->set_n(99); },
+       absl::StatusCode::kInvalidArgument, "at most the points left"},
+      {"a second points field",
+       [](v1::ShardChunk* c) {
+         EncodeFloat32(std::vector<float>{1, 2, 3}, c->mutable_points_f32());
+       },
+       absl::StatusCode::kInvalidArgument, "both set"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    v1::ShardChunk bad = chunk;
+    c.change(&bad);
+    const absl::Status status = load(bad, "ipv4:127.0.0.1:5000");
+    EXPECT_EQ(status.code(), c.code) << status;
+    EXPECT_NE(status.message().find(c.says), std::string::npos) << status;
+  }
+  // A later chunk of another precision than the first's.
+  ResidentMemory memory(1 << 21);
+  ResidentShard shard(&memory, Limits{});
+  shard.set_peer("ipv4:127.0.0.1:5000");
+  v1::JobResponse response;
+  ASSERT_TRUE(shard.Load(RawChunk(points, 0, 50), &response).ok());
+  v1::ShardChunk wide = chunk;
+  wide.mutable_points_shared()->set_float64(true);
+  const absl::Status status = shard.Load(wide, &response);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("points_shared.float64 is true for a float32 shard"),
+            std::string::npos)
+      << status;
 }
 
 TEST(ResidentShard, BadRawChunksAndCentersAreNamed) {
