@@ -124,11 +124,12 @@ class ResidentTest(TwoReplicasTest):
                 assert_same_fit(self, got, want)
 
     def test_float16_shards_travel_in_two_bytes_a_value(self):
-        # A replica that takes messages of 150,000 bytes at most: chunks of
+        # A replica that takes messages of 150,000 bytes at most, and points
+        # over the wire only (not from this client's memory): chunks of
         # 200,000 bytes of float32 values are too large for it, the same
         # points as float16 (and their float32 offset) are not.
         from kmt.served import fit_means
-        small = Server("--model_dir=", "--max_message_bytes=150000")
+        small = Server("--model_dir=", "--max_message_bytes=150000", "--shared_points=false")
         try:
             X = mixture(4000, 16, K, seed=9, offset=5.0, dtype=np.float16)
             X32 = X.astype(np.float32)
