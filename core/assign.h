@@ -438,6 +438,27 @@ void AssignedSquaredDistances(const Scalar* const* x, const Scalar* const* c, in
   }
 }
 
+// AssignedSquaredDistance of `count` pairs, the point x(p) to the center
+// c(p) for p < count, four at a time (AssignedSquaredDistances: the same
+// bits as one at a time, the pairs' chains of additions overlapping);
+// take(p, sq) receives each.
+template <typename Scalar, typename X, typename C, typename Take>
+void EachAssignedSquaredDistance(Eigen::Index count, Eigen::Index d, X x, C c, Take take) {
+  constexpr int kPairs = 4;
+  for (Eigen::Index first = 0; first < count; first += kPairs) {
+    const int pairs = static_cast<int>(std::min<Eigen::Index>(kPairs, count - first));
+    const Scalar* xs[kPairs];
+    const Scalar* cs[kPairs];
+    Scalar sq[kPairs];
+    for (int p = 0; p < pairs; ++p) {
+      xs[p] = x(first + p);
+      cs[p] = c(first + p);
+    }
+    AssignedSquaredDistances(xs, cs, pairs, d, sq);
+    for (int p = 0; p < pairs; ++p) take(first + p, sq[p]);
+  }
+}
+
 // Adds point x, of weight w (null: 1), to the sums of its center `label`
 // in a part: AddAssigned's second half, out of line so that the objective's
 // addition inlines into the assignments' loops.

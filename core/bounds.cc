@@ -685,13 +685,16 @@ Eigen::Index BoundedAssignment<Scalar>::GlobalFilterPass(const Call& call, Eigen
   }
   c->n_read = ListUnset(c->skip.data(), rows, c->listed.data());
   c->sq.head(rows).setZero();
-  for (Eigen::Index m = 0; m < c->n_read; ++m) {
-    if (m + kReadAhead < c->n_read)
-      PrefetchValues(points_.col(first + c->listed[m + kReadAhead]).data(), points_.rows());
-    const int r = c->listed[m];
-    c->sq[r] = AssignedSquaredDistance(points_.col(first + r).data(),
-                                       call.centers.col(label_of[r]).data(), d);
-  }
+  EachAssignedSquaredDistance<Scalar>(
+      c->n_read, d,
+      [&](Eigen::Index m) {
+        if (m + kReadAhead < c->n_read) {
+          PrefetchValues(points_.col(first + c->listed[m + kReadAhead]).data(), points_.rows());
+        }
+        return points_.col(first + c->listed[m]).data();
+      },
+      [&](Eigen::Index m) { return call.centers.col(label_of[c->listed[m]]).data(); },
+      [&](Eigen::Index m, Scalar sq) { c->sq[c->listed[m]] = sq; });
   // Hamerly's separation, then the bounds. Past the separation, a bound
   // excludes its centers exactly when its square exceeds the threshold.
   std::copy(c->skip.begin(), c->skip.begin() + rows, c->settle.begin());
@@ -798,6 +801,12 @@ void BoundedAssignment<Scalar>::ScanOpen(const Call& call, Eigen::Index first, C
         for (Eigen::Index r = 0; r < m; ++r) best[r] = std::max(best[r], score[r]);
       }
     }
+    // Each one's distance to its center, on its gathered copy (the same
+    // values, so the bits the products path gives on the point's own).
+    EachAssignedSquaredDistance<Scalar>(
+        m, d, [&](Eigen::Index r) { return c->gathered.col(r).data(); },
+        [&](Eigen::Index r) { return call.centers.col(c->open_label[r]).data(); },
+        [&](Eigen::Index r, Scalar sq) { c->sq[open[o + r] - first] = sq; });
     for (Eigen::Index r = 0; r < m; ++r) {
       const Eigen::Index i = open[o + r];
       const int label = c->open_label[r];
@@ -806,9 +815,6 @@ void BoundedAssignment<Scalar>::ScanOpen(const Call& call, Eigen::Index first, C
         call.moves->Add(c->part, i, labels_[i], label);
       }
       labels_[i] = label;
-      // On the point's own memory, as the products path computes it.
-      c->sq[i - first] =
-          AssignedSquaredDistance(points_.col(i).data(), call.centers.col(label).data(), d);
       const double lower = LowerFromScan(call.margin, c->open_sq[r], c->open_gap[r]);
       if (!tight_) {
         single_[i] = Stored<Scalar>(lower, drift_all_);
