@@ -470,13 +470,10 @@ class ReplicaShards::Impl {
     return chunks;
   }
 
-  // Opens a stream on the shard's replica and sends its points (and
-  // weights) in chunks of raw float32 (float64), then reads the
-  // acknowledgements.
-  // A replica on this machine takes dense points sent as they are through
-  // a memory file (proto/shared_points.h); one that refuses them, or cannot
-  // read the file (another container's), gets them over the wire on a new
-  // stream.
+  // Loads the shard on its replica. A replica on this machine takes dense
+  // points sent as they are through a memory file (proto/shared_points.h);
+  // one that refuses them, or cannot read the file (another container's),
+  // gets them over the wire on a new stream.
   absl::Status Load(Shard* shard) {
     const bool dense = std::holds_alternative<PointSource>(source_) ||
                        std::holds_alternative<PointSource64>(source_);
@@ -492,6 +489,9 @@ class ReplicaShards::Impl {
     return LoadOnce(shard, /*shared=*/false);
   }
 
+  // Opens a stream on the shard's replica and sends its points (and
+  // weights) in chunks, through the memory file if `shared` or else as raw
+  // float32 (float64), then reads the acknowledgements.
   absl::Status LoadOnce(Shard* shard, bool shared) {
     shard->stream =
         std::make_unique<JobStream>(stubs_[shard->server].get(), options_.stream_timeout);

@@ -286,14 +286,14 @@ int64_t StateBytesPerPoint(bool weighted, bool count_label_changes, bool float64
          (count_label_changes ? 4 : 0);
 }
 
-// The dense points fields a chunk carries, the first set one's name, or
-// null if none is.
 // How many of a chunk's dense points fields are set.
 int DensePointsFields(const v1::ShardChunk& chunk) {
   return (chunk.points_size() > 0) + !chunk.points_f32().empty() + !chunk.points_f16().empty() +
          !chunk.points_bf16().empty() + !chunk.points_f64().empty() + chunk.has_points_shared();
 }
 
+// The dense points fields a chunk carries, the first set one's name, or
+// null if none is.
 const char* DensePointsField(const v1::ShardChunk& chunk) {
   if (chunk.points_size() > 0) return "points";
   if (!chunk.points_f32().empty()) return "points_f32";
