@@ -6,6 +6,7 @@
 // documents. Float throughout.
 //   build/bench/core_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
+#include <omp.h>
 
 #include <array>
 #include <cmath>
@@ -21,6 +22,8 @@
 #include "core/constructions.h"
 #include "core/engine.h"
 #include "core/init.h"
+#include "core/minibatch.h"
+#include "core/numpy_random.h"
 #include "core/random.h"
 #include "core/simd.h"
 #include "core/sparse.h"
@@ -104,6 +107,47 @@ void BM_LloydIteration(benchmark::State& state) {
   }
   SetPerUnit(state, "s_per_layer", 1, n);
 }
+
+// A mini-batch fit's steps as a resident shard runs them in one request
+// (server/resident_shard.cc): batch_size rows drawn from numpy's stream,
+// assigned where they are (AssignRows) on range(3) threads, Sculley's
+// update; 3 n / 4,096 steps of 4,096, as bench/minibatch_bench.py's fits.
+void BM_MiniBatchSteps(benchmark::State& state) {
+  const int n = state.range(0), d = state.range(1), k = state.range(2);
+  const int threads = state.range(3);
+  const Data& data = Problem(n, d, k);
+  const MiniBatchRules rules{
+      .k = k, .batch_size = 4096, .steps = 3 * int64_t{n} / 4096, .max_no_improvement = -1};
+  const MiniBatchSums sums = [&](const std::vector<int64_t>& rows, const Matrix<double>& centers,
+                                 double* objective) -> absl::StatusOr<ClusterSums> {
+    ClusterSums batch(d, k);
+    Labels labels;
+    *objective = AssignRows(data.points, Matrix<float>(centers.cast<float>()), rows.data(),
+                            static_cast<Eigen::Index>(rows.size()), &labels, &batch);
+    return batch;
+  };
+  const MiniBatchRows fetch = [&](const std::vector<int64_t>& rows) {
+    Matrix<double> points(d, static_cast<Eigen::Index>(rows.size()));
+    for (size_t i = 0; i < rows.size(); ++i)
+      points.col(i) = data.points.col(rows[i]).cast<double>();
+    return absl::StatusOr<Matrix<double>>(std::move(points));
+  };
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  for (auto _ : state) {
+    MiniBatchState fit{.centers = data.init.cast<double>(),
+                       .counts = std::vector<double>(k, 0.0),
+                       .random = NumpyRandomState(0)};
+    benchmark::DoNotOptimize(RunMiniBatchSteps(rules, n, sums, fetch, nullptr, &fit).ok());
+  }
+  omp_set_num_threads(saved);
+  SetPerUnit(state, "s_per_fit", 1, n);
+}
+BENCHMARK(BM_MiniBatchSteps)
+    ->ArgsProduct({{100000}, {32}, {16}, {1, 2}})
+    ->Args({200000, 768, 256, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The bound of one Lloyd's iteration: its 2·n·k·d multiply-adds as Eigen's
 // sgemm computes them, in the blocks of points the assignment uses, on every

@@ -499,18 +499,18 @@ class ReplicaShards::Impl {
     std::optional<PointMoments> moments;
     if (options_.moments && !shard->moments) moments.emplace();
     // A shared load's memory file, of up to kSharedSlots chunks of whole
-    // rows, about chunk_bytes each.
-    std::optional<SharedPointsFile> file;
+    // rows, about chunk_bytes each, from the process's pool.
+    std::optional<SharedPointsLease> file;
     if (shared) {
       const int64_t row = int64_t{d_} * (float64_ ? 8 : 4);
       const int64_t rows = std::min(shard->count, std::max<int64_t>(1, options_.chunk_bytes / row));
-      absl::StatusOr<SharedPointsFile> made = SharedPointsFile::Create(
+      absl::StatusOr<SharedPointsLease> made = TakeSharedPointsFile(
           rows * row, static_cast<int>(std::min<int64_t>(
                           kSharedSlots, (shard->count + rows - 1) / std::max<int64_t>(rows, 1))));
       if (!made.ok()) return made.status();
       file.emplace(*std::move(made));
     }
-    SharedPointsFile* through = file ? &*file : nullptr;
+    SharedPointsFile* through = file ? &**file : nullptr;
     absl::StatusOr<int64_t> chunks;
     if (const auto* csr = std::get_if<CsrSource<float>>(&source_)) {
       chunks = SendSparse(*csr, shard, &moments);

@@ -31,21 +31,23 @@ absl::StatusOr<NumpyRandomState> NumpyRandomState::FromState(const std::vector<u
 void NumpyRandomState::Twist() {
   constexpr int kShift = 397;
   constexpr uint32_t kMatrix = 0x9908b0dfu, kUpper = 0x80000000u, kLower = 0x7fffffffu;
-  for (int i = 0; i < kWords; ++i) {
-    const uint32_t y = (key_[i] & kUpper) | (key_[(i + 1) % kWords] & kLower);
-    key_[i] = key_[(i + kShift) % kWords] ^ (y >> 1) ^ ((y & 1u) ? kMatrix : 0u);
-  }
+  // key_[i] from key_[i + 1] and key_[i + kShift], indices mod kWords, in
+  // increasing i: in three runs without the modulus, which the compiler
+  // vectorises (the third's last word reads key_[0], already new).
+  const auto next = [&](int i, int at_1, int at_shift) {
+    const uint32_t y = (key_[i] & kUpper) | (key_[at_1] & kLower);
+    key_[i] = key_[at_shift] ^ (y >> 1) ^ ((y & 1u) ? kMatrix : 0u);
+  };
+  int i = 0;
+  for (; i < kWords - kShift; ++i) next(i, i + 1, i + kShift);
+  for (; i < kWords - 1; ++i) next(i, i + 1, i + kShift - kWords);
+  next(kWords - 1, 0, kShift - 1);
   pos_ = 0;
 }
 
 uint32_t NumpyRandomState::NextUint32() {
   if (pos_ == kWords) Twist();
-  uint32_t y = key_[pos_++];
-  y ^= y >> 11;
-  y ^= (y << 7) & 0x9d2c5680u;
-  y ^= (y << 15) & 0xefc60000u;
-  y ^= y >> 18;
-  return y;
+  return Temper(key_[pos_++]);
 }
 
 uint64_t NumpyRandomState::NextUint64() {
@@ -71,7 +73,21 @@ uint64_t NumpyRandomState::Interval(uint64_t max) {
 std::vector<int64_t> NumpyRandomState::RandInt(int64_t low, int64_t high, int64_t count) {
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low) - 1;
   std::vector<int64_t> out(static_cast<size_t>(count));
-  for (int64_t& value : out) value = low + static_cast<int64_t>(Interval(range));
+  if (range == 0 || range > 0xffffffffu) {  // no draw for one value (Interval(0))
+    for (int64_t& value : out) value = low + static_cast<int64_t>(Interval(range));
+    return out;
+  }
+  // Interval's draws, its mask computed once and the words tempered here.
+  uint32_t mask = static_cast<uint32_t>(range);
+  for (int shift = 1; shift <= 16; shift *= 2) mask |= mask >> shift;
+  for (int64_t& value : out) {
+    uint32_t drawn;
+    do {
+      if (pos_ == kWords) Twist();
+      drawn = Temper(key_[pos_++]) & mask;
+    } while (drawn > range);
+    value = low + static_cast<int64_t>(drawn);
+  }
   return out;
 }
 

@@ -51,6 +51,13 @@ class NumpyRandomState {
 
  private:
   void Twist();
+  // MT19937's output of a state word.
+  static uint32_t Temper(uint32_t y) {
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    return y ^ (y >> 18);
+  }
 
   std::array<uint32_t, kWords> key_;
   int pos_ = kWords;

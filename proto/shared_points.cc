@@ -1,8 +1,11 @@
 #include "proto/shared_points.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +15,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #endif
 
@@ -79,6 +83,7 @@ SharedPointsFile::SharedPointsFile(SharedPointsFile&& other) noexcept
       mapped_(std::exchange(other.mapped_, nullptr)),
       slot_bytes_(other.slot_bytes_),
       slots_(other.slots_),
+      capacity_(other.capacity_),
       token_(std::move(other.token_)) {}
 
 SharedPointsFile& SharedPointsFile::operator=(SharedPointsFile&& other) noexcept {
@@ -88,6 +93,7 @@ SharedPointsFile& SharedPointsFile::operator=(SharedPointsFile&& other) noexcept
     mapped_ = std::exchange(other.mapped_, nullptr);
     slot_bytes_ = other.slot_bytes_;
     slots_ = other.slots_;
+    capacity_ = other.capacity_;
     token_ = std::move(other.token_);
   }
   return *this;
@@ -97,12 +103,108 @@ SharedPointsFile::~SharedPointsFile() { Close(); }
 
 void SharedPointsFile::Close() {
 #ifdef __linux__
-  if (mapped_ != nullptr)
-    munmap(mapped_, static_cast<size_t>(kSharedTokenBytes + slot_bytes_ * slots_));
+  if (mapped_ != nullptr) munmap(mapped_, static_cast<size_t>(kSharedTokenBytes + capacity_));
   if (fd_ >= 0) close(fd_);
 #endif
   mapped_ = nullptr;
   fd_ = -1;
+}
+
+bool SharedPointsFile::Reslot(int64_t slot_bytes, int slots) {
+  if (slot_bytes < 1 || slots < 1 || slot_bytes > capacity_ / slots) return false;
+  slot_bytes_ = slot_bytes;
+  slots_ = slots;
+  return true;
+}
+
+int64_t SharedPointsFile::inode() const {
+#ifdef __linux__
+  struct stat st;
+  if (fd_ >= 0 && fstat(fd_, &st) == 0) return static_cast<int64_t>(st.st_ino);
+#endif
+  return -1;
+}
+
+namespace {
+
+// The process's idle memory files, and the process they were made in.
+struct SharedPool {
+  std::mutex mu;
+  std::vector<SharedPointsFile> idle;  // guarded by mu
+  int64_t pid = -1;                    // guarded by mu
+};
+
+SharedPool& Pool() {
+  static SharedPool* pool = new SharedPool;
+  return *pool;
+}
+
+int64_t ThisProcess() {
+#ifdef __linux__
+  return getpid();
+#else
+  return 0;
+#endif
+}
+
+// Drops the files a parent made (the caller holds the pool's lock): closing
+// them here leaves the parent's open.
+void ForgetParentsFiles(SharedPool& pool) {
+  if (pool.pid != ThisProcess()) {
+    pool.idle.clear();
+    pool.pid = ThisProcess();
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<SharedPointsLease> TakeSharedPointsFile(int64_t slot_bytes, int slots) {
+  if (slot_bytes < 1 || slots < 1) {
+    return absl::InvalidArgumentError("shared points need a slot of at least one byte");
+  }
+  SharedPool& pool = Pool();
+  {
+    std::lock_guard<std::mutex> lock(pool.mu);
+    ForgetParentsFiles(pool);
+    auto best = pool.idle.end();
+    for (auto it = pool.idle.begin(); it != pool.idle.end(); ++it) {
+      if (it->capacity() / slots >= slot_bytes &&
+          (best == pool.idle.end() || it->capacity() < best->capacity())) {
+        best = it;
+      }
+    }
+    if (best != pool.idle.end()) {
+      SharedPointsFile file = std::move(*best);
+      pool.idle.erase(best);
+      file.Reslot(slot_bytes, slots);
+      return SharedPointsLease(std::move(file));
+    }
+  }
+  absl::StatusOr<SharedPointsFile> made = SharedPointsFile::Create(slot_bytes, slots);
+  if (!made.ok()) return made.status();
+  return SharedPointsLease(*std::move(made));
+}
+
+SharedPointsLease::~SharedPointsLease() {
+  if (!file_) return;
+  SharedPool& pool = Pool();
+  std::lock_guard<std::mutex> lock(pool.mu);
+  ForgetParentsFiles(pool);
+  pool.idle.push_back(*std::move(file_));
+  file_.reset();
+  if (static_cast<int>(pool.idle.size()) > kSharedIdleFiles) {
+    pool.idle.erase(std::min_element(pool.idle.begin(), pool.idle.end(),
+                                     [](const SharedPointsFile& a, const SharedPointsFile& b) {
+                                       return a.capacity() < b.capacity();
+                                     }));
+  }
+}
+
+int IdleSharedPointsFiles() {
+  SharedPool& pool = Pool();
+  std::lock_guard<std::mutex> lock(pool.mu);
+  ForgetParentsFiles(pool);
+  return static_cast<int>(pool.idle.size());
 }
 
 absl::Status SharedPointsFile::Name(int slot, int64_t bytes, bool float64,

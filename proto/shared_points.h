@@ -15,7 +15,9 @@
 #define KMT_PROTO_SHARED_POINTS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -44,8 +46,15 @@ class SharedPointsFile {
 
   int slots() const { return slots_; }
   int64_t slot_bytes() const { return slot_bytes_; }
+  // The bytes after the token, which the slots share.
+  int64_t capacity() const { return capacity_; }
   // Where slot `s` (0 <= s < slots) starts in this process.
   char* slot(int s) const { return mapped_ + kSharedTokenBytes + s * slot_bytes_; }
+  // Divides the file into `slots` slots of `slot_bytes` anew; false (and
+  // the slots unchanged) where they need more than capacity().
+  bool Reslot(int64_t slot_bytes, int slots);
+  // The memory file's inode: the same for every descriptor of one file.
+  int64_t inode() const;
 
   // Names the first `bytes` bytes of `slot` (values of float64 if
   // `float64`, else float32) in `out`; at most slot_bytes.
@@ -57,6 +66,7 @@ class SharedPointsFile {
         mapped_(mapped),
         slot_bytes_(slot_bytes),
         slots_(slots),
+        capacity_(slot_bytes * slots),
         token_(std::move(token)) {}
   void Close();
 
@@ -64,8 +74,39 @@ class SharedPointsFile {
   char* mapped_ = nullptr;  // the whole file, token first
   int64_t slot_bytes_ = 0;
   int slots_ = 0;
+  int64_t capacity_ = 0;
   std::string token_;
 };
+
+// A memory file lent by the process's pool (TakeSharedPointsFile), given
+// back when the lease ends.
+class SharedPointsLease {
+ public:
+  explicit SharedPointsLease(SharedPointsFile file) : file_(std::move(file)) {}
+  SharedPointsLease(SharedPointsLease&& other) noexcept : file_(std::move(other.file_)) {
+    other.file_.reset();
+  }
+  SharedPointsLease& operator=(SharedPointsLease&&) = delete;
+  ~SharedPointsLease();
+  SharedPointsFile& operator*() { return *file_; }
+  SharedPointsFile* operator->() { return &*file_; }
+
+ private:
+  std::optional<SharedPointsFile> file_;  // empty once moved from
+};
+
+// A memory file of `slots` slots of `slot_bytes`: an idle one of the
+// process's that is large enough (the smallest such), else a new one.
+// Making a file costs its pages, which the kernel allocates and clears one
+// by one (20 ms for 16 MiB in a virtual machine, more than copying the
+// points into them), so the files a load gives back are kept for the next:
+// at most kSharedIdleFiles of them, the smallest dropped first, and none
+// across a fork (a child's are its parent's files, which it must not
+// write: it makes its own).
+inline constexpr int kSharedIdleFiles = 4;
+absl::StatusOr<SharedPointsLease> TakeSharedPointsFile(int64_t slot_bytes, int slots);
+// How many files the pool holds idle (for tests).
+int IdleSharedPointsFiles();
 
 // Copies the `shared.bytes()` bytes `shared` names into `out`. A file that
 // cannot be opened, is not a memfd of this protocol, lacks the token or ends

@@ -10,6 +10,7 @@
 #ifdef __linux__
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #endif
 
@@ -69,6 +70,104 @@ TEST(SharedPoints, ANameBeyondItsSlotIsRefused) {
   EXPECT_EQ(file->Name(0, -1, false, &named).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(SharedPointsFile::Create(0, 1).ok());
   EXPECT_FALSE(SharedPointsFile::Create(8, 0).ok());
+}
+
+// The pool lends a file, takes it back and lends it again, divided into
+// the slots asked for, while a second lease at once gets another file; it
+// keeps at most kSharedIdleFiles, and a file too small for a request is
+// left idle while a new one is made.
+TEST(SharedPointsPool, LendsTheSameFileAgainAndAnotherAtOnce) {
+  int64_t first_inode = -1;
+  {
+    absl::StatusOr<SharedPointsLease> lease = TakeSharedPointsFile(1 << 16, 4);
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    first_inode = (*lease)->inode();
+    EXPECT_GE(first_inode, 0);
+    EXPECT_EQ((*lease)->slots(), 4);
+    EXPECT_EQ((*lease)->slot_bytes(), 1 << 16);
+  }
+  const int idle = IdleSharedPointsFiles();
+  EXPECT_GE(idle, 1);
+  {
+    // Smaller slots fit the same file; its points round trip as before.
+    absl::StatusOr<SharedPointsLease> again = TakeSharedPointsFile(1 << 15, 2);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ((*again)->inode(), first_inode);
+    EXPECT_EQ(IdleSharedPointsFiles(), idle - 1);
+    EXPECT_EQ((*again)->slots(), 2);
+    EXPECT_EQ((*again)->slot_bytes(), 1 << 15);
+    const std::vector<float> values(8, 3.25f);
+    std::memcpy((*again)->slot(1), values.data(), 32);
+    v1::SharedPoints named;
+    ASSERT_TRUE((*again)->Name(1, 32, false, &named).ok());
+    EXPECT_EQ(named.offset(), kSharedTokenBytes + (1 << 15));
+    std::vector<float> read(8);
+    ASSERT_TRUE(ReadSharedPoints(named, read.data()).ok());
+    EXPECT_EQ(read, values);
+    EXPECT_FALSE((*again)->Name(2, 32, false, &named).ok());
+    // At once: another file.
+    absl::StatusOr<SharedPointsLease> other = TakeSharedPointsFile(1 << 15, 2);
+    ASSERT_TRUE(other.ok());
+    EXPECT_NE((*other)->inode(), first_inode);
+    // Larger than any idle file: a new one.
+    absl::StatusOr<SharedPointsLease> large = TakeSharedPointsFile(1 << 20, 4);
+    ASSERT_TRUE(large.ok());
+    EXPECT_NE((*large)->inode(), first_inode);
+    EXPECT_NE((*large)->inode(), (*other)->inode());
+  }
+  EXPECT_LE(IdleSharedPointsFiles(), kSharedIdleFiles);
+  // More leases at once than the pool keeps: it keeps kSharedIdleFiles.
+  {
+    std::vector<SharedPointsLease> many;
+    for (int i = 0; i < kSharedIdleFiles + 2; ++i) {
+      absl::StatusOr<SharedPointsLease> lease = TakeSharedPointsFile(4096, 1);
+      ASSERT_TRUE(lease.ok());
+      many.push_back(*std::move(lease));
+    }
+  }
+  EXPECT_EQ(IdleSharedPointsFiles(), kSharedIdleFiles);
+  EXPECT_FALSE(TakeSharedPointsFile(0, 1).ok());
+  EXPECT_FALSE(TakeSharedPointsFile(8, 0).ok());
+}
+
+// A forked child never writes its parent's files: its pool starts empty,
+// and what it takes is a file of its own.
+TEST(SharedPointsPool, AForkedChildMakesItsOwnFiles) {
+  {
+    absl::StatusOr<SharedPointsLease> idle = TakeSharedPointsFile(4096, 1);
+    ASSERT_TRUE(idle.ok());
+  }
+  ASSERT_GE(IdleSharedPointsFiles(), 1);
+  absl::StatusOr<SharedPointsLease> held = TakeSharedPointsFile(4096, 1);
+  ASSERT_TRUE(held.ok());
+  const int64_t parents = (*held)->inode();
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // In the child: '1' if its pool forgot the parent's idle files and lent
+    // a new one.
+    const bool empty = IdleSharedPointsFiles() == 0;
+    absl::StatusOr<SharedPointsLease> lease = TakeSharedPointsFile(4096, 1);
+    const char verdict = empty && lease.ok() && (*lease)->inode() != parents ? '1' : '0';
+    _exit(write(pipe_fds[1], &verdict, 1) == 1 ? 0 : 1);
+  }
+  close(pipe_fds[1]);
+  char verdict = 0;
+  EXPECT_EQ(read(pipe_fds[0], &verdict, 1), 1);
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_EQ(verdict, '1');
+  // The child's closing its copies left the parent's file open.
+  const std::vector<float> values(4, -2.5f);
+  std::memcpy((*held)->slot(0), values.data(), 16);
+  v1::SharedPoints named;
+  ASSERT_TRUE((*held)->Name(0, 16, false, &named).ok());
+  std::vector<float> read_back(4);
+  ASSERT_TRUE(ReadSharedPoints(named, read_back.data()).ok());
+  EXPECT_EQ(read_back, values);
 }
 
 // Descriptors that are not a memory file of shared points are refused by
