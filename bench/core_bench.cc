@@ -144,7 +144,7 @@ void BM_MiniBatchSteps(benchmark::State& state) {
   SetPerUnit(state, "s_per_fit", 1, n);
 }
 BENCHMARK(BM_MiniBatchSteps)
-    ->ArgsProduct({{100000}, {32}, {16}, {1, 2}})
+    ->Args({100000, 32, 16, 1})
     ->Args({200000, 768, 256, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

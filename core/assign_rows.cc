@@ -19,18 +19,7 @@ double AssignRows(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, c
   labels->resize(m);
   if (m == 0) return 0;
   const NearestCenterScan<Scalar> scan(centers);
-  // The scan's block, or where fewer rows than the threads' blocks are
-  // drawn (a mini-batch of 4,096 at k = 16 is one block), a share of them
-  // each: the labels are the rows' own and the sums added by center, so the
-  // split changes no bit.
-  const int threads = omp_get_max_threads();
-  const bool parallel = m * d * k > (1 << 18);
-  Eigen::Index block = scan.block();
-  if (parallel && threads > 1 && m < block * threads) {
-    block = std::clamp<Eigen::Index>((m + threads - 1) / threads + kAssignmentBlockMultiple - 1,
-                                     kAssignmentBlockMultiple, block) &
-            ~(kAssignmentBlockMultiple - 1);
-  }
+  const Eigen::Index block = scan.block();
   const Eigen::Index span =
       block * std::max<Eigen::Index>(1, kAssignRowsBytes /
                                             (std::max<Eigen::Index>(d, 1) *
@@ -43,7 +32,7 @@ double AssignRows(const Matrix<Scalar>& points, const Matrix<Scalar>& centers, c
   for (Eigen::Index start = 0; start < m; start += span) {
     const Eigen::Index count = std::min(span, m - start);
     const Eigen::Index blocks = (count + block - 1) / block;
-#pragma omp parallel if (blocks > 1 && parallel)
+#pragma omp parallel if (blocks > 1 && m * d * k > (1 << 18))
     {
       typename NearestCenterScan<Scalar>::Scratch scratch;
       // A block's rows gathered into the span's buffer, then scanned there.
