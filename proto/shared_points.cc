@@ -185,8 +185,12 @@ absl::StatusOr<SharedPointsLease> TakeSharedPointsFile(int64_t slot_bytes, int s
   return SharedPointsLease(*std::move(made));
 }
 
+SharedPointsLease::SharedPointsLease(SharedPointsFile file)
+    : file_(std::move(file)), pid_(ThisProcess()) {}
+
 SharedPointsLease::~SharedPointsLease() {
   if (!file_) return;
+  if (pid_ != ThisProcess()) return;  // the file closes with file_
   SharedPool& pool = Pool();
   std::lock_guard<std::mutex> lock(pool.mu);
   ForgetParentsFiles(pool);

@@ -79,11 +79,13 @@ class SharedPointsFile {
 };
 
 // A memory file lent by the process's pool (TakeSharedPointsFile), given
-// back when the lease ends.
+// back when the lease ends; closed instead where it ends in another process
+// than it began in (a forked child's copy of its parent's lease).
 class SharedPointsLease {
  public:
-  explicit SharedPointsLease(SharedPointsFile file) : file_(std::move(file)) {}
-  SharedPointsLease(SharedPointsLease&& other) noexcept : file_(std::move(other.file_)) {
+  explicit SharedPointsLease(SharedPointsFile file);
+  SharedPointsLease(SharedPointsLease&& other) noexcept
+      : file_(std::move(other.file_)), pid_(other.pid_) {
     other.file_.reset();
   }
   SharedPointsLease& operator=(SharedPointsLease&&) = delete;
@@ -93,6 +95,7 @@ class SharedPointsLease {
 
  private:
   std::optional<SharedPointsFile> file_;  // empty once moved from
+  int64_t pid_;                           // the process the lease began in
 };
 
 // A memory file of `slots` slots of `slot_bytes`: an idle one of the

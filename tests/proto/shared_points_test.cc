@@ -147,10 +147,18 @@ TEST(SharedPointsPool, AForkedChildMakesItsOwnFiles) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     // In the child: '1' if its pool forgot the parent's idle files and lent
-    // a new one.
+    // a new one, and its copy of the parent's lease, ending, was not given
+    // to its pool.
     const bool empty = IdleSharedPointsFiles() == 0;
-    absl::StatusOr<SharedPointsLease> lease = TakeSharedPointsFile(4096, 1);
-    const char verdict = empty && lease.ok() && (*lease)->inode() != parents ? '1' : '0';
+    bool lent_own = false;
+    {
+      absl::StatusOr<SharedPointsLease> lease = TakeSharedPointsFile(4096, 1);
+      lent_own = lease.ok() && (*lease)->inode() != parents;
+    }
+    const int kept = IdleSharedPointsFiles();  // the child's own file
+    { SharedPointsLease copy = *std::move(held); }
+    const bool parents_kept = IdleSharedPointsFiles() != kept;
+    const char verdict = empty && lent_own && kept == 1 && !parents_kept ? '1' : '0';
     _exit(write(pipe_fds[1], &verdict, 1) == 1 ? 0 : 1);
   }
   close(pipe_fds[1]);
