@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -286,12 +287,6 @@ int64_t StateBytesPerPoint(bool weighted, bool count_label_changes, bool float64
          (count_label_changes ? 4 : 0);
 }
 
-// How many of a chunk's dense points fields are set.
-int DensePointsFields(const v1::ShardChunk& chunk) {
-  return (chunk.points_size() > 0) + !chunk.points_f32().empty() + !chunk.points_f16().empty() +
-         !chunk.points_bf16().empty() + !chunk.points_f64().empty() + chunk.has_points_shared();
-}
-
 // The dense points fields a chunk carries, the first set one's name, or
 // null if none is.
 const char* DensePointsField(const v1::ShardChunk& chunk) {
@@ -539,7 +534,8 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
     rows.emplace(*std::move(chunk_rows));
   } else if (shared) {
     if (absl::Status s = SharedPointsAllowed(); !s.ok()) return s;
-    if (DensePointsFields(chunk) > 1) {
+    // points_shared is the last field DensePointsField looks at.
+    if (std::string_view(DensePointsField(chunk)) != "points_shared") {
       return absl::InvalidArgumentError(
           "points_shared and another points field are both set; send one of them");
     }
