@@ -658,10 +658,10 @@ void FillRequest(const py::tuple& next, v1::ClusterRequest* request) {
 // its time on the requests and results, not on gRPC's Python threads.
 class CompiledClient {
  public:
-  CompiledClient(const std::string& target, int max_message_bytes, int max_attempts, int window,
-                 int batches_per_stream, std::optional<double> timeout, bool tls,
-                 const std::string& ca, const std::string& cert, const std::string& key,
-                 const std::string& server_name) {
+  CompiledClient(const std::string& target, int max_message_bytes, int max_attempts,
+                 int max_pushbacks, int window, int batches_per_stream,
+                 std::optional<double> timeout, bool tls, const std::string& ca,
+                 const std::string& cert, const std::string& key, const std::string& server_name) {
     ChannelSecurity security = SecurityOf(tls, ca, cert, key, server_name);
     // As in the server and the CLI (base/allocator.h): without it, each
     // batch's buffers in gRPC's threads fault in fresh pages.
@@ -670,6 +670,7 @@ class CompiledClient {
         .target = target,
         .max_message_bytes = max_message_bytes,
         .max_attempts = max_attempts,
+        .max_pushbacks = max_pushbacks,
         .window = window,
         .batches_per_stream = batches_per_stream,
         .stream_timeout = timeout ? absl::Seconds(*timeout) : absl::InfiniteDuration(),
@@ -911,13 +912,13 @@ PYBIND11_MODULE(_driver, m) {
         py::arg("iteration_objectives") = true, py::arg("log") = py::none(),
         py::arg("on_iteration") = py::none(), py::arg("sparse") = false);
   py::class_<kmt::CompiledClient>(m, "Client")
-      .def(py::init<const std::string&, int, int, int, int, std::optional<double>, bool,
+      .def(py::init<const std::string&, int, int, int, int, int, std::optional<double>, bool,
                     const std::string&, const std::string&, const std::string&,
                     const std::string&>(),
            py::arg("target"), py::kw_only(), py::arg("max_message_bytes"), py::arg("max_attempts"),
-           py::arg("window"), py::arg("batches_per_stream"), py::arg("timeout") = py::none(),
-           py::arg("tls") = false, py::arg("ca") = "", py::arg("cert") = "", py::arg("key") = "",
-           py::arg("server_name") = "")
+           py::arg("max_pushbacks"), py::arg("window"), py::arg("batches_per_stream"),
+           py::arg("timeout") = py::none(), py::arg("tls") = false, py::arg("ca") = "",
+           py::arg("cert") = "", py::arg("key") = "", py::arg("server_name") = "")
       .def("cluster", &kmt::CompiledClient::Cluster, py::arg("next_request"),
            py::arg("on_response"))
       .def_property_readonly("resent", &kmt::CompiledClient::resent)
