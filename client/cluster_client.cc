@@ -38,9 +38,12 @@ std::optional<absl::Duration> Pushback(const v1::ClusterResponse& response, int 
 }
 
 // Whether a stream that ended so leaves its unanswered batches to be sent
-// again: it ended early (OK) or lost its server (UNAVAILABLE).
+// again: it ended early (OK), lost its server (UNAVAILABLE), or the server
+// cancelled it (CANCELLED: a stream opened on a replica as its drain
+// begins ends so, with no word of the server's own).
 bool Resendable(const grpc::Status& status) {
-  return status.ok() || status.error_code() == grpc::StatusCode::UNAVAILABLE;
+  return status.ok() || status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::CANCELLED;
 }
 
 // The failure of a batch that a stream ending in `status` left unanswered
@@ -92,7 +95,14 @@ struct Client::Shared {
   std::mutex mu;
   std::condition_variable changed;              // a stream ended, or the call is over
   std::deque<std::unique_ptr<Entry>> retry;     // to send again, in request order
-  std::map<int64_t, v1::ClusterResponse> done;  // answered, not yet delivered
+  std::map<int64_t, v1::ClusterResponse> done;  // answered, not yet in order
+  std::deque<v1::ClusterResponse> ready;        // in order, for the calling thread's sink
+  // Answered and not yet through the sink (`ready` and the ones being
+  // handed over): a stream sends only while its unanswered batches and
+  // these are fewer than `window`.
+  int64_t unsunk = 0;
+  bool sinking = false;          // the sink runs: `source` waits
+  std::vector<Stream*> starved;  // with a batch to send once the sink has run
   int64_t next_index = 0, next_delivery = 0, in_flight = 0;
   int active_streams = 0;
   // Streams whose call is over, for the calling thread to delete: a
@@ -134,11 +144,13 @@ struct Client::Shared {
     return entry;
   }
   void Deliver(int64_t index, v1::ClusterResponse&& response) {
+    ++unsunk;
     done.emplace(index, std::move(response));
     for (auto it = done.find(next_delivery); it != done.end(); it = done.find(++next_delivery)) {
-      sink(std::move(it->second));
+      ready.push_back(std::move(it->second));
       done.erase(it);
     }
+    if (!ready.empty()) changed.notify_all();
   }
 };
 
@@ -178,6 +190,7 @@ class Client::Stream final
     if (!ok) return;  // the server finished; OnDone follows
     std::unique_lock<std::mutex> lock(shared_->mu);
     if (sent_.empty()) {  // more responses than requests: not our server
+      cancelled_ = true;
       lock.unlock();
       context_.TryCancel();
       return;
@@ -221,7 +234,7 @@ class Client::Stream final
     std::unique_lock<std::mutex> lock(shared_->mu);
     Shared& shared = *shared_;
     const ClientOptions& options = client_->options_;
-    const bool retriable = Resendable(status);
+    const bool retriable = !cancelled_ && Resendable(status);
     for (std::unique_ptr<Entry>& entry : sent_) {
       --shared.in_flight;
       if ((!retriable || entry->attempts >= options.max_attempts) && shared.failure.ok()) {
@@ -257,7 +270,16 @@ class Client::Stream final
     if (!writing_ && !writes_done_) {
       const bool may_send =
           !stop_sending_ && shared_->failure.ok() && written_ < options.batches_per_stream;
-      if (may_send && sent_.size() < static_cast<size_t>(options.window)) {
+      // A new request waits while the sink runs (the two are never called
+      // at once) and while the answers the sink has not taken fill the
+      // window with the stream's unanswered batches; a retry does not (the
+      // answers after it wait for it).
+      const bool window_open = sent_.size() < static_cast<size_t>(options.window);
+      const bool wait_for_sink =
+          shared_->retry.empty() &&
+          (shared_->sinking ||
+           static_cast<int64_t>(sent_.size()) + shared_->unsunk >= options.window);
+      if (may_send && window_open && !wait_for_sink) {
         if (std::unique_ptr<Entry> entry = shared_->Next()) {
           ++entry->attempts;
           ++shared_->in_flight;
@@ -267,7 +289,25 @@ class Client::Stream final
           writing_ = true;
         }
       }
-      if (!write && (!may_send || !shared_->Work())) writes_done = writes_done_ = true;
+      if (!write) {
+        if (!may_send || !shared_->Work()) {
+          writes_done = writes_done_ = true;
+        } else if (window_open && wait_for_sink && !starved_) {
+          // Held until the calling thread sends on for it (Unstarve), once
+          // the sink has run.
+          starved_ = true;
+          AddHold();
+          shared_->starved.push_back(this);
+        }
+      }
+    }
+    // A starved stream that will write no more lets go of its hold itself.
+    bool release = false;
+    if (starved_ && writes_done_) {
+      starved_ = false;
+      release = true;
+      std::vector<Stream*>& starved = shared_->starved;
+      starved.erase(std::remove(starved.begin(), starved.end(), this), starved.end());
     }
     lock.unlock();
     if (write) {
@@ -275,8 +315,21 @@ class Client::Stream final
       StartWrite(write);
     }
     if (writes_done) StartWritesDone();
+    if (release) RemoveHold();
   }
 
+ public:
+  // From the calling thread, after the sink took answers: a starved stream
+  // sends on, and its hold ends.
+  void Unstarve() {
+    std::unique_lock<std::mutex> lock(shared_->mu);
+    if (!starved_) return;  // it let go of its hold itself
+    starved_ = false;
+    Advance(lock);
+    RemoveHold();
+  }
+
+ private:
   Client* const client_;
   Shared* const shared_;
   grpc::ClientContext context_;
@@ -288,18 +341,53 @@ class Client::Stream final
   std::vector<std::unique_ptr<Entry>> requeue_;  // answered UNAVAILABLE, to send again
   int written_ = 0;
   bool writing_ = false, writes_done_ = false, stop_sending_ = false, answered_ = false;
+  bool starved_ = false;    // held, in shared_->starved
+  bool cancelled_ = false;  // by this client: its end is not resent
 };
 
 absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& sink) {
   Shared shared{source, sink};
   std::unique_lock<std::mutex> lock(shared.mu);
   for (bool first = true;; first = false) {
-    // Until the call is over, keep `streams` streams open while there is
-    // something to send.
+    // Until the call is over, hand the answers to the sink and keep
+    // `streams` streams open while there is something to send.
     shared.changed.wait(lock, [&] {
-      return !shared.ended.empty() || (shared.Over() && shared.active_streams == 0) ||
+      return !shared.ready.empty() || !shared.ended.empty() ||
+             (!shared.failure.ok() && !shared.starved.empty()) ||
+             (shared.Over() && shared.active_streams == 0) ||
              (shared.Work() && shared.active_streams < options_.streams);
     });
+    if (!shared.failure.ok() && !shared.starved.empty()) {
+      // A failed call sends no more: its starved streams end their writes.
+      std::vector<Stream*> starved;
+      starved.swap(shared.starved);
+      lock.unlock();
+      for (Stream* stream : starved) stream->Unstarve();
+      lock.lock();
+      continue;
+    }
+    if (!shared.ready.empty()) {
+      // The sink here, without the lock: it may take its time. Then the
+      // streams that waited for it send on.
+      std::deque<v1::ClusterResponse> ready;
+      ready.swap(shared.ready);
+      lock.unlock();
+      for (v1::ClusterResponse& response : ready) {
+        lock.lock();
+        shared.sinking = true;
+        lock.unlock();
+        sink(std::move(response));
+        lock.lock();
+        shared.sinking = false;
+        --shared.unsunk;
+        std::vector<Stream*> starved;
+        starved.swap(shared.starved);
+        lock.unlock();
+        for (Stream* stream : starved) stream->Unstarve();
+      }
+      lock.lock();
+      continue;
+    }
     for (Stream* stream : shared.ended) delete stream;
     shared.ended.clear();
     if (shared.Over() && shared.active_streams == 0) break;

@@ -62,8 +62,11 @@ class Client {
   // Streams every request from `source` (over `streams` concurrent streams)
   // and hands each response to `sink` in request order. Per-batch errors
   // arrive in their responses; the returned status is the stream-level
-  // failure retries could not cure. `source` and `sink` are called from
-  // gRPC's threads under a lock, one call at a time, and must not block long.
+  // failure retries could not cure. `source` is called from gRPC's threads
+  // and must not block long; `sink` is called on the calling thread and may
+  // take its time: while it runs, and while the responses it has not taken
+  // fill the window, no new request is sent. The two are never called at
+  // once, so they need no locking of their own.
   absl::Status Cluster(const RequestSource& source, const ResponseSink& sink);
 
   // Batches sent again after UNAVAILABLE or a pushback, over this client's

@@ -20,6 +20,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -681,16 +682,17 @@ class CompiledClient {
   // serialized, to `on_response`, in request order. A request is (message,
   // arrays): a serialized ClusterRequest and [(field number, bytes-like)]
   // to set its bytes fields to, copied once; None once there are no more.
-  // Both are called on gRPC's threads, one at a time, with the GIL. The
-  // first exception either raises stops the requests and is raised here
-  // once the stream has ended; the batches sent before a failed request are
-  // still handed over, none after a failed response.
+  // `next_request` is called on gRPC's threads, one call at a time, and
+  // `on_response` on this thread, both with the GIL. The first exception
+  // either raises stops the requests and is raised here once the stream has
+  // ended; the batches sent before a failed request are still handed over,
+  // none after a failed response.
   void Cluster(const py::object& next_request, const py::object& on_response) {
     PythonFailure failure;
-    // Set and read under the client's lock, as the callbacks run: a failed
-    // request stops the requests, a failed response the responses as well.
-    bool requests_failed = false;
-    bool responses_failed = false;
+    // A failed request stops the requests, a failed response the responses
+    // as well (set on one thread, read on others).
+    std::atomic<bool> requests_failed = false;
+    std::atomic<bool> responses_failed = false;
     const auto source = [&](v1::ClusterRequest* request) {
       if (requests_failed || responses_failed) return false;
       GilOnGrpcThread gil;
@@ -711,7 +713,7 @@ class CompiledClient {
     const auto sink = [&](v1::ClusterResponse&& response) {
       if (responses_failed) return;
       const std::string serialized = response.SerializeAsString();
-      GilOnGrpcThread gil;
+      py::gil_scoped_acquire gil;
       try {
         on_response(py::bytes(serialized));
       } catch (py::error_already_set& e) {

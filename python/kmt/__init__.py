@@ -12,7 +12,7 @@ python3-distributed.
 Resident jobs (kmt.fit_resident, kmt.KMeans beyond one request, kmt.dask)
 run the compiled driver kmt._driver, which scripts/install-python-client.sh
 builds with the project and installs beside the package; where it is, the
-estimators' requests and Client.cluster_each stream through its C++ client
+estimators' requests and the Client's streams go through its C++ client
 too (without it, through gRPC's Python API). Used in place from
 a checkout, the package finds it in the directory KMT_EXTENSION_DIR names
 (the build tree's python/kmt).

@@ -14,7 +14,7 @@ are clustered in double: the centers and distances come back as float64
 float16 bytes (points_f16), half float32's, and are clustered in float32 as
 the float32 points of the same values. The server is stateless, so a batch
 answered UNAVAILABLE, or left unanswered by a stream
-that broke with UNAVAILABLE, is sent again on a new stream (which round-robin
+that broke with UNAVAILABLE or that the server cancelled, is sent again on a new stream (which round-robin
 may place on another replica), as the C++ client does.
 
 `fit` runs exact Lloyd's over a dataset of any size: each pass sends every
@@ -29,6 +29,7 @@ import collections
 import contextlib
 import dataclasses
 import os
+import queue
 import re
 import threading
 import time
@@ -429,11 +430,18 @@ def _pushback(response, entry, client):
     return error.retry_pushback_ms / 1000
 
 
-class _Call:
-    """One Cluster call over as many streams as it takes: each stream writes
-    retries first, then new requests, at most `window` unanswered, and ends
-    its writes after `batches_per_stream` or once a batch came back
-    UNAVAILABLE; what a stream leaves unanswered goes to the next one."""
+class _StreamClosed(Exception):
+    """Ends a compiled stream whose caller stopped reading (stream())."""
+
+
+class _FallbackCall:
+    """stream()'s call where the package lacks the compiled extension (or
+    KMT_COMPILED_STREAMS is 0), through gRPC's Python API, with the C++
+    client's retries (client/cluster_client.h): one Cluster call over as
+    many streams as it takes; each stream writes retries first, then new
+    requests, at most `window` unanswered, and ends its writes after
+    `batches_per_stream` or once a batch came back UNAVAILABLE; what a
+    stream leaves unanswered goes to the next one."""
 
     def __init__(self, client, requests):
         self.client = client
@@ -561,7 +569,9 @@ class _Call:
             call.cancel()  # a no-op once the call is over; ends it if the caller stopped reading
         if state["source_error"] is not None:
             raise state["source_error"]
-        retriable = status in (grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE)
+        # CANCELLED: the server's, on a stream opened as its drain began.
+        retriable = status in (grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE,
+                               grpc.StatusCode.CANCELLED)
         for entry in sent:
             if not retriable or entry.attempts >= client.max_attempts:
                 why = "stream ended early" if status == grpc.StatusCode.OK else details
@@ -787,11 +797,61 @@ class Client:
         """Sends ClusterRequests or WireRequests (any iterable, read as the
         stream needs them) and yields the responses in order, UNAVAILABLE retried; raises
         ClusterError for a failed batch and ServiceError for a call that
-        retries could not cure (DEADLINE_EXCEEDED after `timeout`, ...)."""
+        retries could not cure (DEADLINE_EXCEEDED after `timeout`, ...).
+        Runs in kmt's compiled client (cluster_each, on a thread of its
+        own, at most `window` responses ahead of the caller) where the
+        package has it; else through gRPC's Python API. A caller that stops
+        early waits for the batches in flight to be answered."""
         check_not_forked()
-        for r in _Call(self, requests).responses():
-            _raise_if_failed(r)
-            yield r
+        compiled, _ = self._compiled_client()
+        if compiled is None:
+            for r in _FallbackCall(self, requests).responses():
+                _raise_if_failed(r)
+                yield r
+            return
+        yield from self._compiled_stream(requests)
+
+    def _compiled_stream(self, requests):
+        """stream() on the compiled client: cluster_each runs on a thread and
+        hands each response over through a queue of `window`."""
+        answers = queue.Queue(maxsize=max(1, self.window))
+        closed = threading.Event()  # set once the caller stops reading
+        end, failure = object(), []
+
+        def put(item):
+            """Whether `item` went into the queue before the caller stopped."""
+            while not closed.is_set():
+                try:
+                    answers.put(item, timeout=0.05)
+                    return True
+                except queue.Full:
+                    pass
+            return False
+
+        def deliver(response):
+            if not put(response):
+                raise _StreamClosed()
+
+        def run():
+            try:
+                self.cluster_each(requests, deliver)
+            except _StreamClosed:
+                pass
+            except BaseException as e:  # the caller's to see, in order
+                failure.append(e)
+            finally:
+                put(end)
+
+        worker = threading.Thread(target=run, name="kmt-stream", daemon=True)
+        worker.start()
+        try:
+            while (r := answers.get()) is not end:
+                yield r
+        finally:
+            closed.set()
+            worker.join()
+        if failure:
+            raise failure[0]
 
     def cluster_each(self, requests, on_response):
         """Sends ClusterRequests or WireRequests (any iterable, read as the

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -344,6 +345,47 @@ class ClientTest(unittest.TestCase):
                 self.assertEqual(caught.exception.code.name, "INVALID_ARGUMENT")
                 self.assertEqual([r.request_id for r in got], ["0", "1", "2"])
                 self.assertLessEqual(len(drawn), 4 + client.window)
+
+    def test_stream_answers_the_same_compiled_or_not_and_lets_its_reader_stop(self):
+        answers = self.answers
+        want = answers(list(self.python_only().stream(self.each_request())))
+
+        def requests(drawn):  # endless, a failed batch fourth
+            for i in itertools.count():
+                drawn.append(i)
+                yield (self.client.wire_request(blobs(10, 2, 2), k=20, request_id="bad")
+                       if i == 3 else
+                       self.client.wire_request(blobs(200, 2, 2), k=2, request_id=f"{i}"))
+        for name, client in (("compiled", self.client), ("python", self.python_only())):
+            with self.subTest(client=name):
+                self.assertEqual(answers(list(client.stream(self.each_request()))), want)
+                # The responses before a failed batch, then its error.
+                drawn, got = [], []
+                with self.assertRaises(kmt.ClusterError) as caught:
+                    for r in client.stream(requests(drawn)):
+                        got.append(r.request_id)
+                self.assertEqual(caught.exception.request_id, "bad")
+                self.assertEqual(got, ["0", "1", "2"])
+                self.assertLessEqual(len(drawn), 4 + client.window)
+                # A reader that stops after one response stops the requests.
+                drawn = []
+                stream = client.stream(requests(drawn))
+                self.assertEqual(next(stream).request_id, "0")
+                stream.close()
+                self.assertLessEqual(len(drawn), 2 + 2 * client.window)
+                self.assertEqual(answers(list(client.stream(self.each_request()[:1]))),
+                                 want[:1])
+                # A reader that calls the same client, and takes its time,
+                # while the stream waits for it.
+                got = []
+                for r in client.stream(self.each_request() * 4):
+                    got.append(r)
+                    client.cluster(blobs(300, 2, 2), k=2, iterations=2)
+                    time.sleep(0.01)
+                self.assertEqual(answers(got), want * 4)
+        if os.environ.get("KMT_EXTENSION_DIR"):
+            # The build has the extension: the compiled streams ran in it.
+            self.assertIsNotNone(self.client._compiled)
 
     def test_cluster_each_raises_what_the_requests_and_the_callback_raise(self):
         def requests():

@@ -21,6 +21,14 @@ from harness import Server  # noqa: E402
 POINTS = np.random.default_rng(5).normal(size=(120 * 1024, 8)).astype(np.float32)
 
 
+def python_only(client, python=True):
+    """`client`, streaming through gRPC's Python API if `python`, as where
+    the package lacks the compiled extension."""
+    if python:
+        client._compiled_client = lambda: (None, None)
+    return client
+
+
 def run(target, stop=None, each=False):
     """Every batch of POINTS clustered through `target` by cluster_batches
     (gRPC's Python API), or by cluster_each (the compiled client) if
@@ -34,7 +42,7 @@ def run(target, stop=None, each=False):
         labels.append(r.labels)
         centers.append(r.centers)
     # One stream for every batch, unless a failure ends it.
-    with kmt.Client(target, timeout=120, batches_per_stream=1000) as client:
+    with python_only(kmt.Client(target, timeout=120, batches_per_stream=1000), not each) as client:
         if each:
             requests = (client.wire_request(block, 6, iterations=60, seed=3)
                         for block in kmt.batches(POINTS, 1024))
@@ -91,42 +99,29 @@ class RetryTest(unittest.TestCase):
         over = POINTS[:50000]  # 1.6 MB: the two pass the 4 MiB budget
         server = Server("--model_dir=", "--workers=1", f"--max_held_bytes={4 << 20}")
         try:
-            with kmt.Client(server.address, timeout=120) as client:
-                answers = list(client.stream([client.request(held, 16, iterations=300),
-                                              client.request(over, 4, iterations=5)]))
-                self.assertEqual(client.resent, 1)
-            self.assertEqual([a.HasField("error") for a in answers], [False, False])
-            self.assertEqual([len(a.centers_f32) for a in answers], [16 * 8 * 4, 4 * 8 * 4])
-            self.assertIn('kmt_refused_total{reason="held_bytes"} 1', server.metrics())
-            # Past max_pushbacks, the refusal is the answer.
-            with kmt.Client(server.address, timeout=120, max_pushbacks=0) as client:
-                with self.assertRaises(kmt.ServiceError) as caught:
-                    list(client.stream([client.request(held, 16, iterations=300),
-                                        client.request(over, 4, iterations=5)]))
-            self.assertEqual(caught.exception.code.name, "RESOURCE_EXHAUSTED")
-            self.assertIn("would pass its budget of 4.0 MiB (--max_held_bytes)",
-                          caught.exception.message)
-            if not os.environ.get("KMT_EXTENSION_DIR"):
-                return
-            # The compiled client takes the client's max_pushbacks as well.
-            for pushbacks, refused in ((8, 3), (0, 4)):
-                with self.subTest(compiled_max_pushbacks=pushbacks):
-                    with kmt.Client(server.address, timeout=120,
-                                    max_pushbacks=pushbacks) as client:
-                        got = []
-                        requests = [client.wire_request(held, 16, iterations=300),
-                                    client.wire_request(over, 4, iterations=5)]
-                        if pushbacks:
-                            client.cluster_each(requests, got.append)
-                            self.assertEqual(client.resent, 1)
-                            self.assertEqual([a.HasField("error") for a in got], [False, False])
-                        else:
-                            with self.assertRaises(kmt.ServiceError) as caught:
-                                client.cluster_each(requests, got.append)
-                            self.assertEqual(caught.exception.code.name, "RESOURCE_EXHAUSTED")
-                            self.assertEqual(client.resent, 0)
-                    self.assertIn(f'kmt_refused_total{{reason="held_bytes"}} {refused}',
+            # Through gRPC's Python API, then the compiled client if the
+            # build has it.
+            for refused, python in enumerate((True, False) if os.environ.get("KMT_EXTENSION_DIR")
+                                             else (True,)):
+                with self.subTest(python=python):
+                    with python_only(kmt.Client(server.address, timeout=120), python) as client:
+                        answers = list(client.stream([client.request(held, 16, iterations=300),
+                                                      client.request(over, 4, iterations=5)]))
+                        self.assertEqual(client.resent, 1)
+                    self.assertEqual([a.HasField("error") for a in answers], [False, False])
+                    self.assertEqual([len(a.centers_f32) for a in answers],
+                                     [16 * 8 * 4, 4 * 8 * 4])
+                    self.assertIn(f'kmt_refused_total{{reason="held_bytes"}} {2 * refused + 1}',
                                   server.metrics())
+                    # Past max_pushbacks, the refusal is the answer.
+                    with python_only(kmt.Client(server.address, timeout=120, max_pushbacks=0),
+                                     python) as client:
+                        with self.assertRaises(kmt.ServiceError) as caught:
+                            list(client.stream([client.request(held, 16, iterations=300),
+                                                client.request(over, 4, iterations=5)]))
+                    self.assertEqual(caught.exception.code.name, "RESOURCE_EXHAUSTED")
+                    self.assertIn("would pass its budget of 4.0 MiB (--max_held_bytes)",
+                                  caught.exception.message)
         finally:
             server.stop()
 
