@@ -348,6 +348,15 @@ class Client::Stream final
 absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& sink) {
   Shared shared{source, sink};
   std::unique_lock<std::mutex> lock(shared.mu);
+  // The starved streams send on (or end their writes), the lock released
+  // meanwhile.
+  const auto unstarve = [&shared, &lock] {
+    std::vector<Stream*> starved;
+    starved.swap(shared.starved);
+    lock.unlock();
+    for (Stream* stream : starved) stream->Unstarve();
+    lock.lock();
+  };
   for (bool first = true;; first = false) {
     // Until the call is over, hand the answers to the sink and keep
     // `streams` streams open while there is something to send.
@@ -358,12 +367,7 @@ absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& si
              (shared.Work() && shared.active_streams < options_.streams);
     });
     if (!shared.failure.ok() && !shared.starved.empty()) {
-      // A failed call sends no more: its starved streams end their writes.
-      std::vector<Stream*> starved;
-      starved.swap(shared.starved);
-      lock.unlock();
-      for (Stream* stream : starved) stream->Unstarve();
-      lock.lock();
+      unstarve();  // a failed call sends no more: they end their writes
       continue;
     }
     if (!shared.ready.empty()) {
@@ -371,21 +375,15 @@ absl::Status Client::Cluster(const RequestSource& source, const ResponseSink& si
       // streams that waited for it send on.
       std::deque<v1::ClusterResponse> ready;
       ready.swap(shared.ready);
-      lock.unlock();
       for (v1::ClusterResponse& response : ready) {
-        lock.lock();
         shared.sinking = true;
         lock.unlock();
         sink(std::move(response));
         lock.lock();
         shared.sinking = false;
         --shared.unsunk;
-        std::vector<Stream*> starved;
-        starved.swap(shared.starved);
-        lock.unlock();
-        for (Stream* stream : starved) stream->Unstarve();
+        unstarve();
       }
-      lock.lock();
       continue;
     }
     for (Stream* stream : shared.ended) delete stream;

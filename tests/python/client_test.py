@@ -326,21 +326,21 @@ class ClientTest(unittest.TestCase):
                 # The build has the extension: the calls above ran in it.
                 self.assertIsNotNone(compiled._compiled)
 
-    def test_cluster_each_stops_at_a_failed_batch(self):
-        drawn = []
+    def endless_requests(self, drawn):
+        """Requests without end, each index added to `drawn` as it is read,
+        the fourth a failed batch ("bad"): a stream must stop asking."""
+        for i in itertools.count():
+            drawn.append(i)
+            yield (self.client.wire_request(blobs(10, 2, 2), k=20, request_id="bad")
+                   if i == 3 else
+                   self.client.wire_request(blobs(200, 2, 2), k=2, request_id=f"{i}"))
 
-        def requests():  # endless: the stream must stop asking
-            for i in itertools.count():
-                drawn.append(i)
-                yield (self.client.wire_request(blobs(10, 2, 2), k=20, request_id="bad")
-                       if i == 3 else
-                       self.client.wire_request(blobs(200, 2, 2), k=2, request_id=f"{i}"))
+    def test_cluster_each_stops_at_a_failed_batch(self):
         for name, client in (("compiled", self.client), ("python", self.python_only())):
             with self.subTest(client=name):
-                drawn.clear()
-                got = []
+                drawn, got = [], []
                 with self.assertRaises(kmt.ClusterError) as caught:
-                    client.cluster_each(requests(), got.append)
+                    client.cluster_each(self.endless_requests(drawn), got.append)
                 self.assertEqual(caught.exception.request_id, "bad")
                 self.assertEqual(caught.exception.code.name, "INVALID_ARGUMENT")
                 self.assertEqual([r.request_id for r in got], ["0", "1", "2"])
@@ -349,27 +349,20 @@ class ClientTest(unittest.TestCase):
     def test_stream_answers_the_same_compiled_or_not_and_lets_its_reader_stop(self):
         answers = self.answers
         want = answers(list(self.python_only().stream(self.each_request())))
-
-        def requests(drawn):  # endless, a failed batch fourth
-            for i in itertools.count():
-                drawn.append(i)
-                yield (self.client.wire_request(blobs(10, 2, 2), k=20, request_id="bad")
-                       if i == 3 else
-                       self.client.wire_request(blobs(200, 2, 2), k=2, request_id=f"{i}"))
         for name, client in (("compiled", self.client), ("python", self.python_only())):
             with self.subTest(client=name):
                 self.assertEqual(answers(list(client.stream(self.each_request()))), want)
                 # The responses before a failed batch, then its error.
                 drawn, got = [], []
                 with self.assertRaises(kmt.ClusterError) as caught:
-                    for r in client.stream(requests(drawn)):
+                    for r in client.stream(self.endless_requests(drawn)):
                         got.append(r.request_id)
                 self.assertEqual(caught.exception.request_id, "bad")
                 self.assertEqual(got, ["0", "1", "2"])
                 self.assertLessEqual(len(drawn), 4 + client.window)
                 # A reader that stops after one response stops the requests.
                 drawn = []
-                stream = client.stream(requests(drawn))
+                stream = client.stream(self.endless_requests(drawn))
                 self.assertEqual(next(stream).request_id, "0")
                 stream.close()
                 self.assertLessEqual(len(drawn), 2 + 2 * client.window)
