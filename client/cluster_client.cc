@@ -97,9 +97,9 @@ struct Client::Shared {
   std::deque<std::unique_ptr<Entry>> retry;     // to send again, in request order
   std::map<int64_t, v1::ClusterResponse> done;  // answered, not yet in order
   std::deque<v1::ClusterResponse> ready;        // in order, for the calling thread's sink
-  // Answered and not yet through the sink (`ready` and the ones being
-  // handed over): a stream sends only while its unanswered batches and
-  // these are fewer than `window`.
+  // Answered and not yet through the sink (in `done`, in `ready` or being
+  // handed over): a stream sends a new request only while its unanswered
+  // batches and these are fewer than `window`.
   int64_t unsunk = 0;
   bool sinking = false;          // the sink runs: `source` waits
   std::vector<Stream*> starved;  // with a batch to send once the sink has run

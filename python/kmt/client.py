@@ -13,9 +13,9 @@ are clustered in double: the centers and distances come back as float64
 (raw=False sends and returns float32 values). Float16 points travel as
 float16 bytes (points_f16), half float32's, and are clustered in float32 as
 the float32 points of the same values. The server is stateless, so a batch
-answered UNAVAILABLE, or left unanswered by a stream
-that broke with UNAVAILABLE or that the server cancelled, is sent again on a new stream (which round-robin
-may place on another replica), as the C++ client does.
+answered UNAVAILABLE, or left unanswered by a stream that broke with
+UNAVAILABLE or that the server cancelled, is sent again on a new stream
+(which round-robin may place on another replica), as the C++ client does.
 
 `fit` runs exact Lloyd's over a dataset of any size: each pass sends every
 batch with the current centers and no layer, and adds up the per-center point
