@@ -15,13 +15,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,9 +37,9 @@
 #include "client/cli_flags.h"
 #include "client/cluster_client.h"
 #include "client/commands.h"
+#include "client/pass_shards.h"
 #include "client/resident_job.h"
 #include "client/shard_set.h"
-#include "core/cluster_sums.h"
 #include "core/empty_clusters.h"
 #include "core/point_moments.h"
 #include "core/random.h"
@@ -53,7 +51,6 @@
 #include "proto/batch_error.h"
 #include "proto/enum_names.h"
 #include "proto/model_file.h"
-#include "proto/raw_payload.h"
 
 ABSL_FLAG(std::string, input, "",
           "points: CSV (one point per line), NumPy .npy (float16, float32 or float64, shape (n, "
@@ -120,137 +117,8 @@ namespace {
 // A line of a job's news (a shard moved, an iteration's figures), on stderr.
 void LogLine(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
 
-using Clock = std::chrono::steady_clock;
-
-// Progress on stderr at most once a second.
-class Progress {
- public:
-  void Report(const std::string& what) {
-    const auto now = Clock::now();
-    if (now - last_ < std::chrono::seconds(1)) return;
-    last_ = now;
-    std::fprintf(stderr, "\r%s   ", what.c_str());
-    shown_ = true;
-  }
-  ~Progress() {
-    if (shown_) std::fprintf(stderr, "\n");
-  }
-
- private:
-  Clock::time_point last_ = Clock::now();
-  bool shown_ = false;
-};
-
 // Whole mode's most iterations: --iterations, else scikit-learn's max_iter.
 int WholeIterations() { return FlagGiven("iterations") ? absl::GetFlag(FLAGS_iterations) : 300; }
-
-// The rows of the file one batch holds.
-struct Rows {
-  int64_t first = 0;
-  int64_t n = 0;
-};
-
-// Receives each response, in request order, with the rows its batch held.
-using BatchSink = std::function<void(v1::ClusterResponse&&, const Rows&)>;
-
-// One pass over the file: batches of --batch_size points built from `base`
-// plus the points (and their `weights`, if given), each response handed to
-// `sink` in order; a last batch of fewer than k points joins the one before,
-// as no batch can have fewer points than clusters. The points read are added
-// to `moments`, if given.
-absl::Status Pass(Client& client, PointReader& reader, const v1::ClusterRequest& base,
-                  const std::string& label, const BatchSink& sink,
-                  const std::vector<float>* weights = nullptr, PointMoments* moments = nullptr) {
-  if (absl::Status s = reader.Rewind(); !s.ok()) return s;
-  const int64_t batch_size = std::max<int64_t>(1, absl::GetFlag(FLAGS_batch_size));
-  int64_t batches = 0, points = 0;
-  absl::Status read_status;
-  Progress progress;
-  // The next batch's points, read one batch ahead to see whether the one
-  // after it is short.
-  std::vector<float> ahead;
-  int64_t ahead_n = -1;  // -1: not read yet
-  std::mutex mu;
-  std::deque<Rows> sent;
-  const auto read = [&](std::vector<float>* values) -> int64_t {
-    absl::StatusOr<int64_t> n = reader.Read(batch_size, values);
-    if (!n.ok()) {
-      read_status = n.status();
-      return 0;
-    }
-    return *n;
-  };
-  const RequestSource source = [&](v1::ClusterRequest* r) {
-    std::vector<float> values;
-    int64_t n = ahead_n < 0 ? read(&values) : ahead_n;
-    if (ahead_n >= 0) values.swap(ahead);
-    ahead.clear();
-    ahead_n = n > 0 ? read(&ahead) : 0;
-    if (ahead_n > 0 && ahead_n < base.k()) {
-      values.insert(values.end(), ahead.begin(), ahead.end());
-      n += ahead_n;
-      ahead.clear();
-      ahead_n = read(&ahead);
-    }
-    if (!read_status.ok() || n == 0) return false;
-    if (weights != nullptr && points + n > static_cast<int64_t>(weights->size())) {
-      read_status = absl::InvalidArgumentError(absl::StrCat(
-          "--weights_in has ", weights->size(), " weights, fewer than the points of the input"));
-      return false;
-    }
-    *r = base;
-    r->set_request_id(absl::StrCat(label, "-", batches++));
-    r->set_n(n);
-    r->mutable_points()->Add(values.begin(), values.end());
-    if (weights != nullptr) {
-      r->mutable_weights()->Add(weights->begin() + points, weights->begin() + points + n);
-    }
-    if (moments != nullptr) moments->Add(values.data(), n, reader.d());
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      sent.push_back({points, n});
-    }
-    points += n;
-    progress.Report(absl::StrCat(label, ": ", batches, " batches, ",
-                                 static_cast<int>(100 * reader.progress()), "%"));
-    return true;
-  };
-  absl::Status status = client.Cluster(source, [&](v1::ClusterResponse&& r) {
-    Rows rows;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      rows = sent.front();
-      sent.pop_front();
-    }
-    sink(std::move(r), rows);
-  });
-  if (!read_status.ok()) return read_status;
-  if (status.ok() && weights != nullptr && points != static_cast<int64_t>(weights->size())) {
-    return absl::InvalidArgumentError(absl::StrCat("--weights_in has ", weights->size(),
-                                                   " weights for the input's ", points, " points"));
-  }
-  return status;
-}
-
-// An error about "point i" of a request, its point made the file's row
-// `row_of(i)`: "row 5000 of F (point 904 of <what>)". Empty where it names
-// no point.
-std::string FileRowError(const std::string& message, const std::function<int64_t(int64_t)>& row_of,
-                         const std::string& what) {
-  return RenamePoint(message, [&](int64_t i) {
-    return absl::StrCat("row ", row_of(i), " of ", absl::GetFlag(FLAGS_input), " (point ", i,
-                        " of ", what, ")");
-  });
-}
-
-// A batch's error, naming the file's row where it names a point.
-std::string RowError(const std::string& message, const Rows& rows, int64_t batch) {
-  const std::string named = FileRowError(
-      message, [&](int64_t i) { return rows.first + i; }, absl::StrCat("batch ", batch));
-  if (!named.empty()) return named;
-  return absl::StrCat("batch ", batch, " (rows ", rows.first, " to ", rows.first + rows.n - 1,
-                      " of ", absl::GetFlag(FLAGS_input), "): ", message);
-}
 
 absl::Status WriteCenters(const std::string& path, const std::vector<std::string>& rows) {
   if (path.empty()) return absl::OkStatus();
@@ -368,32 +236,33 @@ absl::Status ClusterPerBatch(Client& client, PointReader& reader, v1::ClusterReq
   double objective = 0;
   std::string first_error;
   absl::Status status =
-      Pass(client, reader, base, "batch", [&](v1::ClusterResponse&& r, const Rows& rows) {
-        if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
-          ++failed;
-          failed_points += rows.n;
-          const std::string line =
-              absl::StrCat(absl::StatusCodeToString(error.code()), ": ",
-                           RowError(std::string(error.message()), rows, batch));
-          std::fprintf(stderr, "%s\n", line.c_str());
-          if (first_error.empty()) first_error = line;
-          labels.insert(labels.end(), rows.n, -1);
-          centers.insert(centers.end(), static_cast<size_t>(k) * d, std::nanf(""));
-          answered.push_back(false);
-        } else {
-          objective += r.objective();
-          learned_layers += r.guard_learned_layers();
-          lloyd_layers += r.guard_lloyd_layers();
-          lloyd_answered += r.guard_lloyd_answered();
-          converged += r.converged();
-          min_iterations = std::min(min_iterations, r.iterations_run());
-          max_iterations = std::max(max_iterations, r.iterations_run());
-          labels.insert(labels.end(), r.labels().begin(), r.labels().end());
-          centers.insert(centers.end(), r.centers().begin(), r.centers().end());
-          answered.push_back(true);
-        }
-        ++batch;
-      });
+      Pass(client, reader, base, "batch", absl::GetFlag(FLAGS_batch_size),
+           [&](v1::ClusterResponse&& r, const Rows& rows) {
+             if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
+               ++failed;
+               failed_points += rows.n;
+               const std::string line = absl::StrCat(
+                   absl::StatusCodeToString(error.code()), ": ",
+                   RowError(std::string(error.message()), rows, batch, absl::GetFlag(FLAGS_input)));
+               std::fprintf(stderr, "%s\n", line.c_str());
+               if (first_error.empty()) first_error = line;
+               labels.insert(labels.end(), rows.n, -1);
+               centers.insert(centers.end(), static_cast<size_t>(k) * d, std::nanf(""));
+               answered.push_back(false);
+             } else {
+               objective += r.objective();
+               learned_layers += r.guard_learned_layers();
+               lloyd_layers += r.guard_lloyd_layers();
+               lloyd_answered += r.guard_lloyd_answered();
+               converged += r.converged();
+               min_iterations = std::min(min_iterations, r.iterations_run());
+               max_iterations = std::max(max_iterations, r.iterations_run());
+               labels.insert(labels.end(), r.labels().begin(), r.labels().end());
+               centers.insert(centers.end(), r.centers().begin(), r.centers().end());
+               answered.push_back(true);
+             }
+             ++batch;
+           });
   if (!status.ok()) return status;
   if (absl::Status s = WriteLabels(absl::GetFlag(FLAGS_labels_out), labels); !s.ok()) return s;
   if (const std::string path = absl::GetFlag(FLAGS_centers_out); IsNpy(path)) {
@@ -486,90 +355,6 @@ void PrintObjectives(const ResidentJobResult& result) {
               result.initial_objective, result.objective, result.iterations_run, why);
 }
 
-// The dataset as one shard that holds nothing (client/shard_set.h), for
-// replicas without room for resident shards: an assign step is one pass
-// over the file, every batch assigned to the step's centers and summed by
-// the server (a Cluster request without iterations, weighted with
-// `weights`), the answers added up in file order. The resident-job driver
-// (client/resident_job.h) runs its Lloyd's iterations and stopping rules
-// on it as on resident shards. Seeding steps are not passes (the initial
-// centers come from a sample instead), nor is relocation, which needs the
-// shards' farthest points.
-class PassShards : public ShardSet {
- public:
-  PassShards(Client& client, PointReader& reader, const v1::ClusterRequest& base,
-             const std::vector<float>* weights, int64_t n)
-      : client_(client), reader_(reader), base_(base), weights_(weights), n_(n) {
-    base_.set_init(v1::INIT_GIVEN);
-    base_.set_iterations(0);
-    base_.set_return_cluster_sums(true);
-  }
-
-  std::vector<int64_t> Sizes() const override { return {n_}; }
-
-  absl::StatusOr<std::vector<v1::JobResponse>> Round(
-      const std::vector<std::optional<v1::JobRequest>>& requests) override {
-    if (requests.size() != 1 || !requests[0] || !requests[0]->has_assign() ||
-        requests[0]->assign().farthest() > 0) {
-      return absl::UnimplementedError(
-          "a job by passes over the file takes Lloyd's steps only: its initial centers come from "
-          "a sample, and relocating empty clusters needs resident shards (--resident)");
-    }
-    const v1::AssignStep& step = requests[0]->assign();
-    const int d = reader_.d(), k = step.k();
-    v1::ClusterRequest request = base_;
-    request.set_k(k);
-    std::vector<float> centers(static_cast<size_t>(k) * d);
-    DecodeFloat32(step.centers_f32(), centers.data());
-    request.mutable_centers()->Assign(centers.begin(), centers.end());
-    request.set_omit_labels(!step.return_labels());
-    ClusterSums sums(d, k);
-    v1::JobResponse answer;
-    absl::Status failure;
-    const absl::Status status = Pass(
-        client_, reader_, request,
-        step.return_labels() ? "labels" : absl::StrCat("pass ", ++passes_),
-        [&, batch = int64_t{0}](v1::ClusterResponse&& r, const Rows& rows) mutable {
-          if (const absl::Status error = FromBatchError(r.error()); !error.ok()) {
-            if (failure.ok()) {
-              failure =
-                  absl::Status(error.code(), RowError(std::string(error.message()), rows, batch));
-            }
-            ++batch;
-            return;
-          }
-          ++batch;
-          answer.set_objective(answer.objective() + r.objective());
-          answer.mutable_labels()->Add(r.labels().begin(), r.labels().end());
-          for (int j = 0; j < r.center_counts_size(); ++j) {
-            sums.counts[j] += r.center_counts(j);
-            if (r.center_weights_size() > 0) sums.weights[j] += r.center_weights(j);
-            for (int l = 0; l < d; ++l) sums.sums(l, j) += r.center_sums(j * d + l);
-          }
-        },
-        weights_);
-    if (!status.ok()) return status;
-    if (!failure.ok()) return failure;
-    answer.mutable_center_counts()->Add(sums.counts.begin(), sums.counts.end());
-    answer.mutable_center_sums()->Add(sums.sums.data(), sums.sums.data() + sums.sums.size());
-    if (weights_ != nullptr) {
-      answer.mutable_center_weights()->Add(sums.weights.begin(), sums.weights.end());
-    }
-    return std::vector<v1::JobResponse>{std::move(answer)};
-  }
-
-  absl::Status Restart() override { return absl::OkStatus(); }
-  int moves() const override { return 0; }
-
- private:
-  Client& client_;
-  PointReader& reader_;
-  v1::ClusterRequest base_;
-  const std::vector<float>* weights_;
-  int64_t n_;
-  int passes_ = 0;
-};
-
 // The server's initialisation (base's init and seed) on a uniform sample of
 // --sample_size points of the file, which keep their weights (k-means++ on
 // it draws by w D^2): the k x d initial centers, row-major.
@@ -612,7 +397,7 @@ absl::StatusOr<std::vector<float>> InitOnSample(Client& client, PointReader& rea
     const std::string named = FileRowError(
         std::string(failure.message()),
         [&](int64_t i) { return i < static_cast<int64_t>(indices.size()) ? indices[i] : i; },
-        "the sample for the initial centers");
+        "the sample for the initial centers", absl::GetFlag(FLAGS_input));
     return named.empty() ? failure : absl::Status(failure.code(), named);
   }
   return centers;
@@ -713,7 +498,8 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
                              .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
                              .iteration_objectives = absl::GetFlag(FLAGS_step_objectives),
                              .log = LogLine};
-  PassShards shards(client, reader, base, weighed, n);
+  PassShards shards(client, reader, base, weighed, n, absl::GetFlag(FLAGS_batch_size),
+                    absl::GetFlag(FLAGS_input));
   absl::StatusOr<ResidentJobResult> result = RunResidentJob(options, d, shards);
   if (!result.ok()) return result.status();
   PrintObjectives(*result);
@@ -856,7 +642,8 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
   if (!result.ok()) {
     // The job numbers points in the dataset: the file's rows.
     const std::string named = FileRowError(
-        std::string(result.status().message()), [](int64_t i) { return i; }, "the dataset");
+        std::string(result.status().message()), [](int64_t i) { return i; }, "the dataset",
+        absl::GetFlag(FLAGS_input));
     if (!named.empty()) result = absl::Status(result.status().code(), named);
   }
   if (result.status().code() == absl::StatusCode::kResourceExhausted) {
@@ -909,7 +696,8 @@ absl::Status ClusterSparse(Client& client, const SvmlightFile& file, v1::Cluster
                                absl::GetFlag(FLAGS_tol), n, d, source);
   if (!result.ok()) {
     const std::string named = FileRowError(
-        std::string(result.status().message()), [](int64_t i) { return i; }, "the dataset");
+        std::string(result.status().message()), [](int64_t i) { return i; }, "the dataset",
+        absl::GetFlag(FLAGS_input));
     if (!named.empty()) return absl::Status(result.status().code(), named);
     return result.status();
   }

@@ -137,9 +137,9 @@ class Result:
 class FitResult:
     """Lloyd's over a whole dataset."""
     labels: np.ndarray   # (n,) int32
-    centers: np.ndarray  # (k, d) float32
+    centers: np.ndarray  # (k, d) float32, or float64 for float64 points on a raw client
     objective: float     # of the final centers on every point
-    passes: int          # update passes run (fewer than asked if the centers settled)
+    passes: int          # updates run (fewer than asked if the centers settled)
 
 
 def init_name(init, accepted, hint=""):
@@ -977,44 +977,28 @@ class Client:
 
     def fit(self, points, k, iterations=20, batch_size=4096, init=None, seed=1,
             centers=None, sample_size=65536, model="lloyd-onehot"):
-        """Exact Lloyd's over all of `points` ((n, d), any n), `batch_size`
-        rows per message: initial centers given, or chosen by the server's
-        `init` on a uniform sample of `sample_size` rows; then up to
-        `iterations` passes, stopping early once a pass leaves the centers
-        unchanged; then one pass for the labels. Float64 points on a raw
-        client are assigned in double and the centers kept in double between
-        passes; otherwise in float32."""
+        """Exact Lloyd's over all of `points` ((n, d), any n): initial centers
+        given, or chosen by the server's `init` (of `model`) on a uniform
+        sample of `sample_size` rows; then up to `iterations` updates,
+        stopping early once one leaves the centers unchanged; then the
+        labels under the final centers. It runs as kmt.fit_resident runs a
+        job, in the compiled driver on this client's replicas: the points
+        loaded once as resident shards, `batch_size` rows a chunk. Float64
+        points on a raw client run in double, the centers kept in double;
+        otherwise in float32."""
+        from .resident import fit_resident
         n, d = points.shape
         if centers is None:
             rows = np.random.default_rng(seed).choice(n, size=min(n, sample_size), replace=False)
             centers = self.cluster(points[np.sort(rows)], k, model=model, iterations=0,
                                    init=init, seed=seed).centers
-        wide = self.raw and points.dtype == np.float64
-        dtype = np.float64 if wide else np.float32
+        dtype = np.float64 if self.raw and points.dtype == np.float64 else np.float32
+        points = np.asarray(points, dtype=dtype)
         centers = np.array(centers, dtype=dtype).reshape(k, d)
-
-        def one_pass(centers, sums):
-            requests = (self.wire_request(block, k, model=model, iterations=0,
-                                          centers=centers, request_id=f"batch-{i}",
-                                          return_cluster_sums=sums, omit_labels=sums)
-                        for i, block in enumerate(batches(points, batch_size, min_size=k)))
-            return self.stream(requests)
-
-        passes = 0
-        for passes in range(1, iterations + 1):
-            counts, sums = np.zeros(k), np.zeros((k, d))
-            for r in one_pass(centers, True):
-                counts += np.asarray(r.center_counts)
-                sums += np.asarray(r.center_sums).reshape(k, d)
-            updated = centers.copy()
-            filled = counts > 0  # an empty cluster keeps its center
-            updated[filled] = (sums[filled] / counts[filled, None]).astype(dtype)
-            if np.array_equal(updated, centers):
-                break
-            centers = updated
-        labels, objective = [], 0.0
-        for r in one_pass(centers, False):
-            labels.append(self.result(r, d, k).labels)
-            objective += r.objective
-        return FitResult(labels=np.concatenate(labels), centers=centers, objective=objective,
-                         passes=passes)
+        if batch_size < 1:
+            raise ValueError(f"batch_size {batch_size} is not positive")
+        result = fit_resident(self.target, points, k, centers=centers, iterations=iterations,
+                              chunk_bytes=batch_size * d * points.itemsize, timeout=self.timeout,
+                              **self.security)
+        return FitResult(labels=result.labels, centers=result.centers.astype(dtype),
+                         objective=result.objective, passes=result.iterations_run)
