@@ -56,6 +56,35 @@ class PassShardsTest : public ::testing::Test {
     return base;
   }
 
+  // One pass over `points` in batches of `batch_size`, assigned to their
+  // first k as centers: the rows of each batch in the order the sink had
+  // them, each batch's answer checked to label its rows.
+  std::vector<Rows> PassRows(const Matrix<float>& points, int k, int64_t batch_size) {
+    std::string path;
+    std::unique_ptr<PointReader> reader = FileOf(points, &path);
+    if (reader == nullptr) return {};
+    Client client({.target = server_->address()});
+    v1::ClusterRequest base = Base(static_cast<int>(points.rows()));
+    base.set_k(k);
+    base.set_iterations(0);
+    base.set_init(v1::INIT_GIVEN);
+    for (int j = 0; j < k; ++j) {
+      for (Eigen::Index l = 0; l < points.rows(); ++l) base.add_centers(points(l, j));
+    }
+    std::vector<Rows> seen;
+    int64_t labelled = 0;
+    const absl::Status status = Pass(client, *reader, base, "test", batch_size,
+                                     [&](v1::ClusterResponse&& r, const Rows& rows) {
+                                       EXPECT_FALSE(r.has_error()) << r.error().message();
+                                       EXPECT_EQ(r.labels_size(), rows.n);
+                                       labelled += r.labels_size();
+                                       seen.push_back(rows);
+                                     });
+    EXPECT_TRUE(status.ok()) << status;
+    EXPECT_EQ(labelled, points.cols());
+    return seen;
+  }
+
   static ServerProcess* server_;
 };
 ServerProcess* PassShardsTest::server_ = nullptr;
@@ -88,28 +117,7 @@ TEST_F(PassShardsTest, LloydsByPassesIsLloydsOnTheFilesPoints) {
 }
 
 TEST_F(PassShardsTest, APassHandsEveryBatchInFileOrderWithItsRows) {
-  const Matrix<float> points = Blobs(1010, 2, 4, 3);
-  std::string path;
-  std::unique_ptr<PointReader> reader = FileOf(points, &path);
-  ASSERT_NE(reader, nullptr);
-  Client client({.target = server_->address()});
-  v1::ClusterRequest base = Base(static_cast<int>(points.rows()));
-  base.set_k(4);
-  base.set_iterations(0);
-  base.set_init(v1::INIT_GIVEN);
-  for (int j = 0; j < 4; ++j) {
-    for (int l = 0; l < 2; ++l) base.add_centers(points(l, j));
-  }
-  std::vector<Rows> seen;
-  int64_t labelled = 0;
-  const absl::Status status =
-      Pass(client, *reader, base, "test", 250, [&](v1::ClusterResponse&& r, const Rows& rows) {
-        EXPECT_FALSE(r.has_error()) << r.error().message();
-        EXPECT_EQ(r.labels_size(), rows.n);
-        labelled += r.labels_size();
-        seen.push_back(rows);
-      });
-  ASSERT_TRUE(status.ok()) << status;
+  const std::vector<Rows> seen = PassRows(Blobs(1010, 2, 4, 3), 4, 250);
   // Four batches of 250, and the last ten points (at least k) a fifth.
   ASSERT_EQ(seen.size(), 5u);
   for (size_t b = 0; b < 4; ++b) {
@@ -118,27 +126,10 @@ TEST_F(PassShardsTest, APassHandsEveryBatchInFileOrderWithItsRows) {
   }
   EXPECT_EQ(seen[4].first, 1000);
   EXPECT_EQ(seen[4].n, 10);
-  EXPECT_EQ(labelled, 1010);
 }
 
 TEST_F(PassShardsTest, AShortLastBatchJoinsTheOneBefore) {
-  const Matrix<float> points = Blobs(503, 2, 4, 5);
-  std::string path;
-  std::unique_ptr<PointReader> reader = FileOf(points, &path);
-  ASSERT_NE(reader, nullptr);
-  Client client({.target = server_->address()});
-  v1::ClusterRequest base = Base(static_cast<int>(points.rows()));
-  base.set_k(4);
-  base.set_iterations(0);
-  base.set_init(v1::INIT_GIVEN);
-  for (int j = 0; j < 4; ++j) {
-    for (int l = 0; l < 2; ++l) base.add_centers(points(l, j));
-  }
-  std::vector<Rows> seen;
-  ASSERT_TRUE(
-      Pass(client, *reader, base, "test", 250, [&](v1::ClusterResponse&&, const Rows& rows) {
-        seen.push_back(rows);
-      }).ok());
+  const std::vector<Rows> seen = PassRows(Blobs(503, 2, 4, 5), 4, 250);
   // Three points are fewer than k: they ride with the second batch.
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[1].first, 250);
