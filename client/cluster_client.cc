@@ -292,9 +292,13 @@ class Client::Stream final
       if (!write) {
         if (!may_send || !shared_->Work()) {
           writes_done = writes_done_ = true;
-        } else if (window_open && wait_for_sink && !starved_) {
+        } else if (window_open && wait_for_sink && !starved_ && sent_.empty()) {
           // Held until the calling thread sends on for it (Unstarve), once
-          // the sink has run.
+          // the sink has run. Only with nothing in flight: a held stream
+          // does not end, and the batches in flight on a broken one go out
+          // again only once it has; the answers the sink waits for may be
+          // those very batches. With batches in flight, their answers (or
+          // the stream's end) bring the stream back here.
           starved_ = true;
           AddHold();
           shared_->starved.push_back(this);

@@ -1,7 +1,7 @@
 // Cluster calls of the client library (client/cluster_client.h) from four
 // threads at once, over two real kmt-server replicas, while another thread
-// drains one replica (SIGTERM) at random moments and starts it again on its
-// port. Each call has its own window, streams and batches per stream, and
+// drains one replica (SIGTERM) or kills it (SIGKILL) at random moments and
+// starts it again on its port. Each call has its own window, streams and batches per stream, and
 // a sink that now and then takes its time, so that the streams wait for
 // it. Every call must hand its answers to the sink on the calling thread,
 // one per request in request order, never while its source runs, with at
@@ -12,6 +12,7 @@
 // scripts/sanitize.sh stress-ci and stress run it under AddressSanitizer and
 // ThreadSanitizer, the client instrumented as well as the replicas.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -35,14 +36,16 @@ namespace {
 
 constexpr int kD = 4, kK = 3, kReplicas = 2, kCallers = 4;
 
-// A batch of 200 points in 4 dimensions, its id `id`.
-v1::ClusterRequest Batch(int64_t id) {
+// A batch of 2,000 points in 4 dimensions, its id `id`, clustered with
+// `iterations` (a few: answered at once; many: in flight for milliseconds,
+// as a kill finds them).
+v1::ClusterRequest Batch(int64_t id, int iterations) {
   v1::ClusterRequest r;
   r.set_request_id(absl::StrCat(id));
   r.set_model("lloyd-onehot");
   r.set_k(kK);
-  r.set_iterations(3);
-  constexpr int kN = 200;
+  r.set_iterations(iterations);
+  constexpr int kN = 2000;
   r.set_n(kN);
   r.set_d(kD);
   Rng rng(static_cast<uint64_t>(id) + 1);
@@ -70,9 +73,10 @@ Call RunCall(const std::string& target, std::mt19937* random) {
   };
   Call call;
   call.window = pick(1, 4);
-  call.streams = pick(1, 2);
+  call.streams = pick(1, 4);
   const int batches = pick(10, 40);
   const int slow_one_in = pick(2, 6);
+  const int iterations = pick(0, 1) == 0 ? 3 : 300;
   Client client({.target = target,
                  .max_attempts = 20,
                  .window = call.window,
@@ -89,7 +93,7 @@ Call RunCall(const std::string& target, std::mt19937* random) {
         const int64_t i = taken.load();
         const bool more = i < batches;
         if (more) {
-          *r = Batch(i);
+          *r = Batch(i, iterations);
           call.most_unsunk = std::max(call.most_unsunk, i + 1 - sunk.load());
           taken = i + 1;
         }
@@ -113,7 +117,7 @@ Call RunCall(const std::string& target, std::mt19937* random) {
   return call;
 }
 
-TEST(ClusterClientStress, CallsKeepOrderThreadsAndBoundsWhileReplicasDrain) {
+TEST(ClusterClientStress, CallsKeepOrderThreadsAndBoundsWhileReplicasDrainOrDie) {
   const absl::StatusOr<absl::Duration> length = StressDuration();
   ASSERT_TRUE(length.ok()) << length.status();
   std::vector<std::unique_ptr<ServerProcess>> replicas;
@@ -126,11 +130,12 @@ TEST(ClusterClientStress, CallsKeepOrderThreadsAndBoundsWhileReplicasDrain) {
   const std::string target = absl::StrCat("ipv4:127.0.0.1:", ports[0], ",127.0.0.1:", ports[1]);
   const absl::Time end = absl::Now() + *length;
 
-  // One replica at a time drained and started again on its port.
+  // One replica at a time drained, or killed, and started again on its
+  // port. A stream to a killed replica breaks with its batches in flight.
   std::mutex mu;
   std::string chaos_failure;
-  int drains = 0;
-  std::vector<std::unique_ptr<ServerProcess>> drained;
+  int drains = 0, kills = 0;
+  std::vector<std::unique_ptr<ServerProcess>> drained, killed;
   std::atomic<bool> stop{false};
   std::thread chaos([&] {
     std::mt19937 random(7);
@@ -138,19 +143,25 @@ TEST(ClusterClientStress, CallsKeepOrderThreadsAndBoundsWhileReplicasDrain) {
       std::this_thread::sleep_for(std::chrono::milliseconds(random() % 400));
       if (stop) break;
       const int r = static_cast<int>(random() % kReplicas);
-      if (!replicas[r]->Drain(absl::Seconds(60))) {
+      if (random() % 2 == 0) {
+        replicas[r]->Signal(SIGKILL);
+        replicas[r]->Wait(absl::Seconds(60));
+        killed.push_back(std::move(replicas[r]));
+        ++kills;
+      } else if (!replicas[r]->Drain(absl::Seconds(60))) {
         std::lock_guard<std::mutex> lock(mu);
         chaos_failure = absl::StrCat(replicas[r]->address(), " did not stop listening");
         return;
+      } else {
+        drained.push_back(std::move(replicas[r]));
+        ++drains;
       }
-      drained.push_back(std::move(replicas[r]));
       replicas[r] = ServerProcess::Start(ReplicaFlags(ports[r]));
       if (replicas[r] == nullptr || replicas[r]->port() != ports[r]) {
         std::lock_guard<std::mutex> lock(mu);
         chaos_failure = absl::StrCat("replica ", r, " did not start again on port ", ports[r]);
         return;
       }
-      ++drains;
     }
   });
 
@@ -182,7 +193,7 @@ TEST(ClusterClientStress, CallsKeepOrderThreadsAndBoundsWhileReplicasDrain) {
     }
   }
   EXPECT_GT(total, kCallers);
-  std::cout << total << " calls, " << drains << " drains\n";
+  std::cout << total << " calls, " << drains << " drains, " << kills << " kills\n";
   for (std::unique_ptr<ServerProcess>& server : replicas) {
     if (server != nullptr) {
       EXPECT_EQ(server->Terminate(absl::Seconds(120)), 0) << server->Log();
