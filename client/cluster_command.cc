@@ -416,11 +416,12 @@ absl::StatusOr<ResidentJobResult> RunOnTrainingSample(PointReader& reader,
   absl::StatusOr<std::vector<float>> sample = Sample(reader, size, &m, &indices);
   if (!sample.ok()) return sample.status();
   ReplicaShardOptions on_sample = replicas;
-  on_sample.weights.clear();
-  for (int64_t i : indices) {
-    if (replicas.weights.empty()) break;
-    on_sample.weights.push_back(replicas.weights[i]);
+  std::vector<float> sample_weights;
+  if (const std::vector<float>* all = WeightsIn<float>(replicas.weights);
+      all != nullptr && !all->empty()) {
+    for (int64_t i : indices) sample_weights.push_back((*all)[i]);
   }
+  on_sample.weights = std::move(sample_weights);
   if (options.log) {
     options.log(absl::StrCat("training on a sample of ", m, " of the ", n, " points"));
   }
@@ -489,15 +490,16 @@ absl::Status ClusterWholeByPasses(Client& client, PointReader& reader, v1::Clust
     moments.Add(batch.data(), *got, d);
     n += *got;
   }
-  ResidentJobOptions options{.k = k,
-                             .iterations = WholeIterations(),
-                             .center_tol = absl::GetFlag(FLAGS_tol) * moments.MeanVariance(),
-                             .weighted = weighed != nullptr,
-                             .empty_clusters = *empty_clusters,
-                             .starts = {Eigen::Map<const Matrix<float>>(centers.data(), d, k)},
-                             .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
-                             .iteration_objectives = absl::GetFlag(FLAGS_step_objectives),
-                             .log = LogLine};
+  ResidentJobOptions options{
+      .k = k,
+      .iterations = WholeIterations(),
+      .center_tol = absl::GetFlag(FLAGS_tol) * moments.MeanVariance(),
+      .weighted = weighed != nullptr,
+      .empty_clusters = *empty_clusters,
+      .starts = {Matrix<float>(Eigen::Map<const Matrix<float>>(centers.data(), d, k))},
+      .labels = !absl::GetFlag(FLAGS_labels_out).empty(),
+      .iteration_objectives = absl::GetFlag(FLAGS_step_objectives),
+      .log = LogLine};
   PassShards shards(client, reader, base, weighed, n, absl::GetFlag(FLAGS_batch_size),
                     absl::GetFlag(FLAGS_input));
   absl::StatusOr<ResidentJobResult> result = RunResidentJob(options, d, shards);
@@ -545,7 +547,8 @@ absl::StatusOr<ResidentJobOptions> WholeJobOptions(const v1::ClusterRequest& bas
       .iteration_objectives = absl::GetFlag(FLAGS_step_objectives),
       .log = LogLine};
   if (base.init() == v1::INIT_GIVEN) {
-    options.starts.push_back(Eigen::Map<const Matrix<float>>(base.centers().data(), d, base.k()));
+    options.starts.push_back(
+        Matrix<float>(Eigen::Map<const Matrix<float>>(base.centers().data(), d, base.k())));
   }
   return options;
 }
@@ -625,7 +628,8 @@ absl::Status ClusterWhole(Client& client, PointReader& reader, v1::ClusterReques
     // as in one pass per iteration.
     absl::StatusOr<std::vector<float>> chosen = InitOnSample(client, reader, base, *weights);
     if (!chosen.ok()) return chosen.status();
-    options->starts.push_back(Eigen::Map<const Matrix<float>>(chosen->data(), d, base.k()));
+    options->starts.push_back(
+        Matrix<float>(Eigen::Map<const Matrix<float>>(chosen->data(), d, base.k())));
   }
   const ReplicaShardOptions replicas = WholeReplicaOptions(client, *servers, *weights);
   const int64_t most = absl::GetFlag(FLAGS_max_points_per_center);

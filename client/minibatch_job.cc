@@ -22,10 +22,9 @@ using Clock = std::chrono::steady_clock;
 // The centers as a step sends them, in the job's precision.
 void PutCenters(const Matrix<double>& centers, bool float64, v1::SampleSumsStep* step) {
   if (float64) {
-    PutBytes(centers, step->mutable_centers_f32(), step->mutable_centers_f64());
+    WriteMatrix(centers, wire::Centers(step));
   } else {
-    PutBytes(Matrix<float>(centers.cast<float>()), step->mutable_centers_f32(),
-             step->mutable_centers_f64());
+    WriteMatrix(Matrix<float>(centers.cast<float>()), wire::Centers(step));
   }
 }
 
@@ -68,9 +67,8 @@ absl::StatusOr<Matrix<double>> FetchRows(ShardSet& shards, const std::vector<int
     const v1::JobResponse& a = (*answers)[s];
     absl::StatusOr<Matrix<double>> got;
     if (float64) {
-      got = GetMatrix<double>(a.points(), a.points_f64(), d, "points");
-    } else if (absl::StatusOr<Matrix<float>> narrow =
-                   GetMatrix<float>(a.points(), a.points_f64(), d, "points");
+      got = AnswerRows<double>(wire::Points(a), d);
+    } else if (absl::StatusOr<Matrix<float>> narrow = AnswerRows<float>(wire::Points(a), d);
                narrow.ok()) {
       got = narrow->cast<double>();
     } else {
@@ -209,7 +207,7 @@ template <typename Scalar, typename Source>
 absl::StatusOr<MiniBatchResult> RunOnReplicas(ReplicaShardOptions replicas,
                                               MiniBatchOptions options, int64_t n, int d,
                                               Source source) {
-  options.weighted = !replicas.weights.empty() || !replicas.weights_f64.empty();
+  options.weighted = HasWeights(replicas.weights);
   options.rules.float64 = std::is_same_v<Scalar, double>;
   options.sparse = std::is_same_v<Source, CsrSource<Scalar>>;
   replicas.count_label_changes = false;

@@ -21,6 +21,7 @@
 #include "core/point_moments.h"
 #include "proto/batch_error.h"
 #include "proto/channel_tuning.h"
+#include "proto/job_matrices.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/raw_payload.h"
 #include "proto/shared_points.h"
@@ -139,14 +140,19 @@ struct Shard {
   int64_t first = 0, count = 0;
   int server = 0;
   std::unique_ptr<JobStream> stream;
-  std::vector<float> seeded;            // centers taken into its seeding distances, to replay
-  std::string seeded_f64;               // the same as float64 bytes, on a float64 shard
-  std::vector<std::string> groups;      // k-means‖'s groups of centers taken in, to replay
+  // The centers taken into its seeding distances, k-means++'s and
+  // k-means‖'s, as the steps that took them in (their add_centers alone), to
+  // replay.
+  std::vector<v1::JobRequest> replays;
   std::optional<PointMoments> moments;  // of its points, read at its first load
   int moves = 0;                        // times it was moved after a failure
 };
 
 }  // namespace
+
+bool HasWeights(const PointWeights& weights) {
+  return std::visit([](const auto& values) { return !values.empty(); }, weights);
+}
 
 class ReplicaShards::Impl {
  public:
@@ -183,9 +189,7 @@ class ReplicaShards::Impl {
   absl::Status Restart() {
     for (Shard& shard : shards_) {
       shard.stream.reset();
-      shard.seeded.clear();
-      shard.seeded_f64.clear();
-      shard.groups.clear();
+      shard.replays.clear();
     }
     return LoadAll();
   }
@@ -242,16 +246,7 @@ class ReplicaShards::Impl {
           return Named(s, error);
         } else {
           answers[s] = *std::move(r);
-          if (requests[s]->has_seed()) {
-            const auto& add = requests[s]->seed().add_centers();
-            shards_[s].seeded.insert(shards_[s].seeded.end(), add.begin(), add.end());
-            shards_[s].seeded_f64.append(requests[s]->seed().add_centers_f64());
-          }
-          if (requests[s]->has_kmeans_parallel()) {
-            const v1::KMeansParallelStep& step = requests[s]->kmeans_parallel();
-            const std::string& group = float64_ ? step.add_centers_f64() : step.add_centers_f32();
-            if (!group.empty()) shards_[s].groups.push_back(group);
-          }
+          KeepForReplay(*requests[s], &shards_[s]);
         }
       }
       std::vector<size_t> again;
@@ -291,13 +286,26 @@ class ReplicaShards::Impl {
   absl::Status Read(int64_t first, int64_t count, double* out) const {
     return std::get<PointSource64>(source_)(first, count, out);
   }
-  const std::vector<float>& Weights(float) const { return options_.weights; }
-  const std::vector<double>& Weights(double) const { return options_.weights_f64; }
-  static void Encode(absl::Span<const float> values, std::string* f32, std::string*) {
-    EncodeFloat32(values, f32);
+  // The weights in Scalar's precision (Load refused any other).
+  template <typename Scalar>
+  const std::vector<Scalar>& Weights() const {
+    static const std::vector<Scalar> kNone;
+    const std::vector<Scalar>* weights = WeightsIn<Scalar>(options_.weights);
+    return weights != nullptr ? *weights : kNone;
   }
-  static void Encode(absl::Span<const double> values, std::string*, std::string* f64) {
-    EncodeFloat64(values, f64);
+
+  // A seeding step that took centers in, kept to be replayed on the shard
+  // if it moves: its add_centers alone, in the same groups, so that the
+  // distances come back to the bit.
+  static void KeepForReplay(const v1::JobRequest& request, Shard* shard) {
+    if (request.has_seed() && !IsEmpty(wire::AddCenters(request.seed()))) {
+      CopyForms(wire::AddCenters(request.seed()),
+                wire::AddCenters(shard->replays.emplace_back().mutable_seed()));
+    }
+    if (request.has_kmeans_parallel() && !IsEmpty(wire::AddCenters(request.kmeans_parallel()))) {
+      CopyForms(wire::AddCenters(request.kmeans_parallel()),
+                wire::AddCenters(shard->replays.emplace_back().mutable_kmeans_parallel()));
+    }
   }
 
   // A chunk's moments, of its points as the replica holds them: shifted by
@@ -324,10 +332,10 @@ class ReplicaShards::Impl {
     c->set_n(shard.count);
     c->set_d(d_);
     c->set_count_label_changes(options_.count_label_changes);
-    const std::vector<Scalar>& weights = Weights(Scalar{});
+    const std::vector<Scalar>& weights = Weights<Scalar>();
     if (!weights.empty()) {
-      Encode(absl::MakeConstSpan(weights).subspan(shard.first + done, count),
-             c->mutable_weights_f32(), c->mutable_weights_f64());
+      WriteValues(absl::MakeConstSpan(weights).subspan(shard.first + done, count),
+                  wire::Weights(c));
     }
     return c;
   }
@@ -344,7 +352,7 @@ class ReplicaShards::Impl {
   absl::StatusOr<int64_t> SendPoints(Shard* shard, std::optional<PointMoments>* moments,
                                      SharedPointsFile* shared) {
     assert(options_.points_offset.empty() || options_.points_type != RawType::kFloat32);
-    const bool weighted = !Weights(Scalar{}).empty();
+    const bool weighted = !Weights<Scalar>().empty();
     const int64_t chunk =
         shared != nullptr
             ? shared->slot_bytes() / (int64_t{sizeof(Scalar)} * d_)
@@ -376,17 +384,11 @@ class ReplicaShards::Impl {
           return s;
         }
       } else if constexpr (std::is_same_v<Scalar, float>) {
-        if (options_.points_type != RawType::kFloat32) {
-          EncodeNarrow(values, options_.points_type,
-                       options_.points_type == RawType::kFloat16 ? c->mutable_points_f16()
-                                                                 : c->mutable_points_bf16());
-        } else {
-          EncodeFloat32(values, c->mutable_points_f32());
-        }
+        WriteValues<float>(values, wire::Points(c), options_.points_type);
         c->mutable_points_offset()->Assign(options_.points_offset.begin(),
                                            options_.points_offset.end());
       } else {
-        EncodeFloat64(values, c->mutable_points_f64());
+        WriteValues<double>(values, wire::Points(c));
       }
       if (absl::Status s = shard->stream->Send(request); !s.ok()) return s;
     }
@@ -408,7 +410,7 @@ class ReplicaShards::Impl {
                                      std::optional<PointMoments>* moments) {
     const std::vector<int64_t>& indptr = source.indptr;
     const int64_t row_bytes =
-        int64_t{sizeof(int64_t)} + (Weights(Scalar{}).empty() ? 0 : int64_t{sizeof(Scalar)});
+        int64_t{sizeof(int64_t)} + (Weights<Scalar>().empty() ? 0 : int64_t{sizeof(Scalar)});
     const int64_t nonzero_bytes = int64_t{sizeof(int32_t)} + int64_t{sizeof(Scalar)};
     const int64_t end = shard->first + shard->count;
     int64_t chunks = 0;
@@ -459,10 +461,10 @@ class ReplicaShards::Impl {
           Chunk<Scalar>(*shard, first - shard->first, count, &request)->mutable_points_csr();
       EncodeInt64(rows.indptr, csr->mutable_indptr_i64());
       EncodeInt32(rows.indices, csr->mutable_indices_i32());
-      Encode(absl::MakeConstSpan(rows.values), csr->mutable_values_f32(),
-             csr->mutable_values_f64());
+      WriteValues(absl::MakeConstSpan(rows.values), wire::Values(csr));
       csr->set_shard_nnz(indptr[end] - indptr[shard->first]);
-      // Rows that are all empty carry no values_f64 to make the shard float64.
+      // Rows that are all empty carry no float64 values to make the shard
+      // float64.
       csr->set_float64(std::is_same_v<Scalar, double>);
       if (absl::Status s = shard->stream->Send(request); !s.ok()) return s;
       first = last;
@@ -538,23 +540,7 @@ class ReplicaShards::Impl {
     }
     // A shard moved during k-means++ or k-means‖ gets back the distances it
     // had: k-means‖'s in the same groups, so to the bit.
-    std::vector<v1::JobRequest> replays;
-    if (!shard->seeded.empty()) {
-      replays.emplace_back().mutable_seed()->mutable_add_centers()->Assign(shard->seeded.begin(),
-                                                                           shard->seeded.end());
-    }
-    if (!shard->seeded_f64.empty()) {
-      replays.emplace_back().mutable_seed()->set_add_centers_f64(shard->seeded_f64);
-    }
-    for (const std::string& group : shard->groups) {
-      v1::KMeansParallelStep* replay = replays.emplace_back().mutable_kmeans_parallel();
-      if (float64_) {
-        replay->set_add_centers_f64(group);
-      } else {
-        replay->set_add_centers_f32(group);
-      }
-    }
-    for (const v1::JobRequest& replay : replays) {
+    for (const v1::JobRequest& replay : shard->replays) {
       if (absl::Status s = shard->stream->Send(replay); !s.ok()) return s;
       absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
       if (!r.ok()) return r.status();
@@ -682,10 +668,11 @@ absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::LoadEither(
   }
   const bool float64 = std::holds_alternative<PointSource64>(source) ||
                        std::holds_alternative<CsrSource<double>>(source);
-  if (float64 ? !options.weights.empty() : !options.weights_f64.empty()) {
+  if (HasWeights(options.weights) &&
+      std::holds_alternative<std::vector<double>>(options.weights) != float64) {
     return absl::InvalidArgumentError(
-        float64 ? "float64 points take their weights as weights_f64, not float32 weights"
-                : "float32 points take their weights as float32 weights, not weights_f64");
+        float64 ? "float64 points take float64 weights, not float32 ones"
+                : "float32 points take float32 weights, not float64 ones");
   }
   const std::vector<int64_t>* indptr = nullptr;
   if (const auto* csr = std::get_if<CsrSource<float>>(&source)) indptr = &csr->indptr;

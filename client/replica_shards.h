@@ -30,13 +30,23 @@
 
 namespace kmt {
 
+// Per-point weights in the precision of the points they weigh: float for
+// float32 points, double for float64 ones. Empty: every weight 1.
+using PointWeights = std::variant<std::vector<float>, std::vector<double>>;
+// Whether `weights` holds any.
+bool HasWeights(const PointWeights& weights);
+// The weights if they are in Scalar's precision, else null.
+template <typename Scalar>
+const std::vector<Scalar>* WeightsIn(const PointWeights& weights) {
+  return std::get_if<std::vector<Scalar>>(&weights);
+}
+
 struct ReplicaShardOptions {
   std::vector<std::string> servers;  ///< replica addresses, host:port; one channel each
   int streams_per_server = 1;        ///< shards (and streams) per replica
-  /// Per-point weights (n values, finite, >= 0, not all 0); empty: 1 each.
-  std::vector<float> weights;
-  /// The same in double, for float64 points (in place of `weights`).
-  std::vector<double> weights_f64;
+  /// Per-point weights (n values, finite, >= 0, not all 0) in the points'
+  /// precision; empty: 1 each.
+  PointWeights weights;
   /// The shards keep their last labels (4 bytes per point on the replicas)
   /// to count each iteration's label changes, so that a run stopped by an
   /// unchanged assignment says so.
@@ -112,11 +122,12 @@ class ReplicaShards : public ShardSet {
   // RESOURCE_EXHAUSTED status (its message gives the numbers).
   static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
                                                              int d, PointSource source);
-  // The same with float64 points (and weights_f64): float64 shards.
+  // The same with float64 points (and weights, if any, in double): float64
+  // shards.
   static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
                                                              int d, PointSource64 source);
-  // The same with sparse points: sparse shards, float32 or (with
-  // weights_f64) float64; n is source.indptr.size() - 1.
+  // The same with sparse points: sparse shards, float32 or float64 as the
+  // source's values (and the weights) are; n is source.indptr.size() - 1.
   static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
                                                              int d, CsrSource<float> source);
   static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,

@@ -72,12 +72,14 @@ std::vector<int64_t> ShardFirsts(const std::vector<int64_t>& sizes) {
   return firsts;
 }
 
-void PutBytes(const Matrix<float>& m, std::string* f32, std::string*) {
-  EncodeFloat32(absl::MakeConstSpan(m.data(), m.size()), f32);
+template <typename Scalar>
+absl::StatusOr<Matrix<Scalar>> AnswerRows(const MatrixForms& forms, int d) {
+  absl::StatusOr<Matrix<Scalar>> m = ReadRows<Scalar>(forms, d);
+  if (!m.ok()) return absl::InternalError(absl::StrCat("a step answered ", m.status().message()));
+  return m;
 }
-void PutBytes(const Matrix<double>& m, std::string*, std::string* f64) {
-  EncodeFloat64(absl::MakeConstSpan(m.data(), m.size()), f64);
-}
+template absl::StatusOr<Matrix<float>> AnswerRows<float>(const MatrixForms&, int);
+template absl::StatusOr<Matrix<double>> AnswerRows<double>(const MatrixForms&, int);
 
 namespace {
 
@@ -149,12 +151,12 @@ absl::StatusOr<Matrix<Scalar>> Seed(ShardSet& job, int d, int k, uint64_t seed, 
               v1::JobRequest request;
               v1::SeedStep* step = request.mutable_seed();
               if (r.add.size() > 0) {
-                PutMatrix(r.add, step->mutable_add_centers(), step->mutable_add_centers_f64());
+                WriteMatrix(r.add, wire::AddCenters(step));
               }
               step->mutable_point_indices()->Assign(r.indices.begin(), r.indices.end());
               step->mutable_draw_targets()->Assign(r.targets.begin(), r.targets.end());
               if (r.candidates.size() > 0) {
-                PutMatrix(r.candidates, step->mutable_candidates(), step->mutable_candidates_f64());
+                WriteMatrix(r.candidates, wire::Candidates(step));
               }
               return request;
             });
@@ -163,8 +165,7 @@ absl::StatusOr<Matrix<Scalar>> Seed(ShardSet& job, int d, int k, uint64_t seed, 
         for (size_t s = 0; s < requests.size(); ++s) {
           const v1::JobResponse& a = (*answers)[s];
           out[s].potential = a.potential();
-          absl::StatusOr<Matrix<Scalar>> points =
-              GetMatrix<Scalar>(a.points(), a.points_f64(), d, "points");
+          absl::StatusOr<Matrix<Scalar>> points = AnswerRows<Scalar>(wire::Points(a), d);
           if (!points.ok()) return points.status();
           out[s].points = *std::move(points);
           out[s].candidate_potentials.assign(a.candidate_potentials().begin(),
@@ -205,7 +206,7 @@ absl::StatusOr<Matrix<Scalar>> SeedKMeansParallel(ShardSet& job, int d, int k, u
   const auto take_in = [&]() -> absl::StatusOr<double> {
     v1::JobRequest request;
     v1::KMeansParallelStep* step = request.mutable_kmeans_parallel();
-    PutBytes(fresh, step->mutable_add_centers_f32(), step->mutable_add_centers_f64());
+    WriteMatrix(fresh, wire::AddCenters(step));
     absl::StatusOr<std::vector<v1::JobResponse>> answers =
         AskEach(job, [&](size_t) -> std::optional<v1::JobRequest> { return request; });
     if (!answers.ok()) return answers.status();
@@ -234,8 +235,7 @@ absl::StatusOr<Matrix<Scalar>> SeedKMeansParallel(ShardSet& job, int d, int k, u
     int64_t taken = 0;
     std::vector<Matrix<Scalar>> sampled;
     for (const v1::JobResponse& a : *answers) {
-      absl::StatusOr<Matrix<Scalar>> points =
-          GetMatrix<Scalar>(a.sampled_points(), a.sampled_points_f64(), d, "sampled points");
+      absl::StatusOr<Matrix<Scalar>> points = AnswerRows<Scalar>(wire::SampledPoints(a), d);
       if (!points.ok()) return points.status();
       if (points->cols() != a.sampled_indices_size()) {
         return absl::InternalError(absl::StrCat("a k-means|| step answered ", points->size(),
@@ -273,7 +273,7 @@ absl::StatusOr<Matrix<Scalar>> SeedKMeansParallel(ShardSet& job, int d, int k, u
   v1::JobRequest request;
   v1::KMeansParallelStep* last = request.mutable_kmeans_parallel();
   if (*potential > 0) {
-    PutBytes(fresh, last->mutable_add_centers_f32(), last->mutable_add_centers_f64());
+    WriteMatrix(fresh, wire::AddCenters(last));
   }
   last->set_return_weights(true);
   absl::StatusOr<std::vector<v1::JobResponse>> answers =
@@ -317,15 +317,9 @@ absl::StatusOr<Matrix<Scalar>> RandomStart(ShardSet& job, int d, int k, uint64_t
   const std::vector<int64_t> sizes = job.Sizes();
   const std::vector<int64_t> firsts = ShardFirsts(sizes);
   const int64_t n = firsts.back() + sizes.back();
-  const Scalar* weights = nullptr;
-  size_t weight_count = 0;
-  if constexpr (std::is_same_v<Scalar, double>) {
-    weights = options.weights_f64.data();
-    weight_count = options.weights_f64.size();
-  } else {
-    weights = options.weights.data();
-    weight_count = options.weights.size();
-  }
+  const std::vector<Scalar>* given = WeightsIn<Scalar>(options.weights);
+  const Scalar* weights = given != nullptr ? given->data() : nullptr;
+  const size_t weight_count = given != nullptr ? given->size() : 0;
   if (options.weighted && static_cast<int64_t>(weight_count) != n) {
     return absl::InvalidArgumentError(
         absl::StrCat("random initial centers on weighted shards need ", "the ", n, " weights, got ",
@@ -354,8 +348,7 @@ absl::StatusOr<Matrix<Scalar>> RandomStart(ShardSet& job, int d, int k, uint64_t
   Matrix<Scalar> centers(d, k);
   for (size_t s = 0; s < sizes.size(); ++s) {
     const v1::JobResponse& a = (*answers)[s];
-    absl::StatusOr<Matrix<Scalar>> points =
-        GetMatrix<Scalar>(a.points(), a.points_f64(), d, "points");
+    absl::StatusOr<Matrix<Scalar>> points = AnswerRows<Scalar>(wire::Points(a), d);
     if (!points.ok()) return points.status();
     if (points->cols() != static_cast<Eigen::Index>(asked[s].size())) {
       return absl::InternalError(absl::StrCat("a seed step answered ", points->size(),
@@ -385,12 +378,8 @@ void PutCentersCsr(const Matrix<Scalar>& centers, v1::CsrPoints* csr) {
   }
   EncodeInt64(indptr, csr->mutable_indptr_i64());
   EncodeInt32(indices, csr->mutable_indices_i32());
-  if constexpr (std::is_same_v<Scalar, double>) {
-    EncodeFloat64(values, csr->mutable_values_f64());
-    csr->set_float64(true);
-  } else {
-    EncodeFloat32(values, csr->mutable_values_f32());
-  }
+  WriteValues<Scalar>(values, wire::Values(csr));
+  csr->set_float64(std::is_same_v<Scalar, double>);
 }
 
 // An assign step under `centers`; on `sparse` shards the centers go as
@@ -411,7 +400,7 @@ v1::JobRequest AssignRequest(const Matrix<Scalar>& centers, bool sparse, bool sp
   if (sparse && halves()) {
     PutCentersCsr(centers, step->mutable_centers_csr());
   } else {
-    PutBytes(centers, step->mutable_centers_f32(), step->mutable_centers_f64());
+    WriteMatrix(centers, wire::Centers(step));
   }
   step->set_return_labels(labels);
   step->set_raw_labels(labels);
@@ -450,18 +439,18 @@ absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<Scalar>& centers, b
   };
   std::vector<Far> far;
   const std::vector<int64_t> firsts = ShardFirsts(job.Sizes());
-  constexpr bool kFloat64 = std::is_same_v<Scalar, double>;
-  const auto far_points = [](const v1::JobResponse& a) -> const std::string& {
-    return kFloat64 ? a.far_points_f64() : a.far_points_f32();
-  };
+  std::vector<Matrix<Scalar>> far_points(answers->size());
   for (size_t s = 0; s < answers->size(); ++s) {
     const v1::JobResponse& a = (*answers)[s];
     const int m = a.far_indices_size();
+    absl::StatusOr<Matrix<Scalar>> points = AnswerRows<Scalar>(wire::FarPoints(a), d);
+    if (!points.ok()) return points.status();
+    far_points[s] = *std::move(points);
     if (a.far_distances_size() != m || a.far_labels_size() != m || a.far_weights_size() != m ||
-        far_points(a).size() != static_cast<size_t>(m) * d * sizeof(Scalar)) {
+        far_points[s].cols() != m) {
       return absl::InternalError(absl::StrCat(
           "an assign step answered ", m, " far points with ", a.far_distances_size(),
-          " distances and ", far_points(a).size(), " bytes of coordinates in d = ", d));
+          " distances and ", far_points[s].cols(), " points of coordinates in d = ", d));
     }
     for (int i = 0; i < m; ++i) {
       far.push_back({static_cast<Scalar>(a.far_distances(i)), firsts[s] + a.far_indices(i), s, i});
@@ -475,11 +464,8 @@ absl::StatusOr<int64_t> Relocate(ShardSet& job, const Matrix<Scalar>& centers, b
                     });
   for (size_t r = 0; r < take; ++r) {
     const v1::JobResponse& a = (*answers)[far[r].shard];
-    std::vector<Scalar> x(d);
-    std::memcpy(x.data(), far_points(a).data() + far[r].at * d * sizeof(Scalar),
-                d * sizeof(Scalar));
     const double w = a.far_weights(far[r].at);
-    MoveToEmptyCluster(w * Eigen::Map<const Vector<Scalar>>(x.data(), d).template cast<double>(), w,
+    MoveToEmptyCluster(w * far_points[far[r].shard].col(far[r].at).template cast<double>(), w,
                        a.far_labels(far[r].at), empty[r], sums);
   }
   return static_cast<int64_t>(take);
@@ -529,8 +515,7 @@ absl::Status LloydInPlace(ShardSet& job, const ResidentJobOptions& options, Matr
   const v1::LloydStepsAnswer& steps = a.lloyd();
   LloydTrajectory<Scalar> trajectory;
   absl::StatusOr<Matrix<Scalar>> final_centers =
-      RawMatrix<Scalar>({"lloyd.centers", "k", k, "d", d}, 0,
-                        std::is_same_v<Scalar, double> ? steps.centers_f64() : steps.centers_f32());
+      ReadMatrix<Scalar>(wire::Centers(steps), "k", k, d);
   if (!final_centers.ok()) return final_centers.status();
   if (steps.labels_changed_size() != steps.objectives_size() || a.center_counts_size() != k) {
     return absl::InternalError(absl::StrCat("a lloyd-steps step answered ", a.center_counts_size(),
@@ -698,6 +683,33 @@ absl::StatusOr<Labels> StepLabels(const v1::JobResponse& answer) {
   return labels;
 }
 
+namespace {
+
+// RunStarts on the options' starts in Scalar: a float64 job's float ones
+// widened; a float32 job's must be float (its shards hold float32 points).
+template <typename Scalar>
+absl::StatusOr<ResidentJobResult> RunGivenStarts(const ResidentJobOptions& options, int d,
+                                                 ShardSet& shards) {
+  std::vector<Matrix<Scalar>> starts;
+  for (const std::variant<Matrix<float>, Matrix<double>>& given : options.starts) {
+    if (std::is_same_v<Scalar, float> && std::holds_alternative<Matrix<double>>(given)) {
+      return absl::InvalidArgumentError(
+          "float64 initial centers for a float32 job: its shards hold float32 points");
+    }
+    Matrix<Scalar> start =
+        std::visit([](const auto& m) { return Matrix<Scalar>(m.template cast<Scalar>()); }, given);
+    if (start.rows() != d || start.cols() != options.k) {
+      return absl::InvalidArgumentError(absl::StrCat("initial centers of shape ", start.cols(),
+                                                     " x ", start.rows(), " for k = ", options.k,
+                                                     ", d = ", d));
+    }
+    starts.push_back(std::move(start));
+  }
+  return RunStarts<Scalar>(options, starts, d, shards);
+}
+
+}  // namespace
+
 absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& options, int d,
                                                  ShardSet& unchecked) {
   std::optional<CheckedShards> checked;
@@ -720,31 +732,9 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
         "a resident job keeps empty clusters or relocates them (keep or relocate-farthest), "
         "not split-largest");
   }
-  if (!options.float64 && !options.starts_f64.empty()) {
-    return absl::InvalidArgumentError(
-        "float64 initial centers (starts_f64) for a float32 job: its shards hold float32 points");
-  }
-  // A float64 job's starts: starts_f64, else starts widened.
-  std::vector<Matrix<double>> starts_f64 = options.starts_f64;
-  if (options.float64 && starts_f64.empty()) {
-    for (const Matrix<float>& start : options.starts) starts_f64.push_back(start.cast<double>());
-  }
-  const auto check_shape = [&](Eigen::Index rows, Eigen::Index cols) -> absl::Status {
-    if (rows != d || cols != options.k) {
-      return absl::InvalidArgumentError(absl::StrCat("initial centers of shape ", cols, " x ", rows,
-                                                     " for k = ", options.k, ", d = ", d));
-    }
-    return absl::OkStatus();
-  };
-  for (const Matrix<float>& start : options.starts) {
-    if (absl::Status s = check_shape(start.rows(), start.cols()); !s.ok()) return s;
-  }
-  for (const Matrix<double>& start : starts_f64) {
-    if (absl::Status s = check_shape(start.rows(), start.cols()); !s.ok()) return s;
-  }
-  absl::StatusOr<ResidentJobResult> best =
-      options.float64 ? RunStarts<double>(options, starts_f64, d, shards)
-                      : RunStarts<float>(options, options.starts, d, shards);
+  absl::StatusOr<ResidentJobResult> best = options.float64
+                                               ? RunGivenStarts<double>(options, d, shards)
+                                               : RunGivenStarts<float>(options, d, shards);
   if (!best.ok()) return best.status();
   best->shards = static_cast<int>(sizes.size());
   best->shard_moves = shards.moves();
@@ -758,12 +748,8 @@ template <typename Scalar, typename Source>
 absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
                                                 ResidentJobOptions options, double tol, int64_t n,
                                                 int d, Source source) {
-  std::vector<Scalar> weights;
-  if constexpr (std::is_same_v<Scalar, double>) {
-    weights = replicas.weights_f64;
-  } else {
-    weights = replicas.weights;
-  }
+  const std::vector<Scalar>* given = WeightsIn<Scalar>(replicas.weights);
+  const std::vector<Scalar> weights = given != nullptr ? *given : std::vector<Scalar>();
   if (!(tol >= 0) || !std::isfinite(tol)) {
     return absl::InvalidArgumentError(
         absl::StrCat("tol ", tol, ": must be finite and not negative"));
@@ -776,7 +762,7 @@ absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
     const Eigen::Map<const Vector<Scalar>> values(weights.data(), weights.size());
     if (absl::Status s = ValidateWeights(Vector<Scalar>(values), n); !s.ok()) return s;
     const Eigen::Index positive = (values.array() > 0).count();
-    if (options.starts.empty() && options.starts_f64.empty() && positive < options.k) {
+    if (options.starts.empty() && positive < options.k) {
       return absl::InvalidArgumentError(absl::StrCat(
           "only ", positive, " points have a positive weight, fewer than k = ", options.k));
     }
@@ -788,13 +774,7 @@ absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
     const double nnz = source.indptr.empty() ? 0.0 : static_cast<double>(source.indptr.back());
     options.sparse_sums = 12 * nnz < 8.0 * options.k * d;
   }
-  if (options.weighted && options.seeding == ResidentSeeding::kRandom) {
-    if constexpr (std::is_same_v<Scalar, double>) {
-      options.weights_f64 = weights;
-    } else {
-      options.weights = weights;
-    }
-  }
+  if (options.weighted && options.seeding == ResidentSeeding::kRandom) options.weights = weights;
   replicas.moments = tol > 0;
   const auto start = Clock::now();
   absl::StatusOr<std::unique_ptr<ReplicaShards>> shards =

@@ -21,6 +21,7 @@
 #include <functional>
 #include <string>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -32,6 +33,7 @@
 #include "core/init.h"
 #include "core/transformer.h"
 #include "core/types.h"
+#include "proto/job_matrices.h"
 #include "proto/raw_payload.h"
 
 namespace kmt {
@@ -78,10 +80,9 @@ struct ResidentJobOptions {
   /// d = 2^17 and 10^7 nonzeros; at k = 20 the dense sums are smaller and
   /// cheaper to make.
   bool sparse_sums = false;
-  /// The points' weights, needed only by kRandom on weighted shards
-  /// (weights_f64 in a float64 job).
-  std::vector<float> weights;
-  std::vector<double> weights_f64;
+  /// The points' weights, in their precision, needed only by kRandom on
+  /// weighted shards.
+  PointWeights weights;
   uint64_t seed = 1;  ///< the initialisation's draws; start r of n_init draws from seed + r
   ResidentSeeding seeding = ResidentSeeding::kGreedyKMeansPlusPlus;  ///< without initial centers
   /// k-means‖'s sampling rounds; more are run while there are fewer than k
@@ -95,10 +96,10 @@ struct ResidentJobOptions {
   /// Starts from `seeding` (each k-means++ after the first loads the shards
   /// again); the lowest final objective is kept. Ignored with `starts`.
   int n_init = 1;
-  /// Given starts, each d x k, run in turn (instead of `seeding`); a
-  /// float64 job takes starts_f64 (or starts, widened) instead.
-  std::vector<Matrix<float>> starts;
-  std::vector<Matrix<double>> starts_f64;
+  /// Given starts, each d x k, run in turn (instead of `seeding`): float
+  /// or double ones for a float64 job (float widened), float ones for a
+  /// float32 job.
+  std::vector<std::variant<Matrix<float>, Matrix<double>>> starts;
   bool labels = true;  ///< gather every point's label (unless the shards keep them)
   /// The objective of every iteration (objectives, the log, on_iteration);
   /// false: of the initial and final centers alone, the others NaN, so that
@@ -163,31 +164,11 @@ std::vector<int64_t> ShardFirsts(const std::vector<int64_t>& sizes);
 // an unweighted shard.
 absl::Status AddStepSums(const v1::JobResponse& answer, int d, int k, bool weighted,
                          ClusterSums* into);
-// A job's centers as bytes in its precision: a float32 job's as the _f32
-// bytes, a float64 job's as the _f64 ones (PutMatrix, proto/raw_payload.h,
-// where they travel as the repeated float field or the _f64 bytes).
-void PutBytes(const Matrix<float>& m, std::string* f32, std::string* f64);
-void PutBytes(const Matrix<double>& m, std::string* f32, std::string* f64);
-// Points an answer carries as `values` (float32) or `f64` bytes, d x m.
+// Points an answer carries (`forms`, proto/job_matrices.h), d x m in the
+// job's precision: ReadRows, whose refusal is INTERNAL here (the server
+// broke the contract, not the caller).
 template <typename Scalar>
-absl::StatusOr<Matrix<Scalar>> GetMatrix(const google::protobuf::RepeatedField<float>& values,
-                                         const std::string& f64, int d, const char* what) {
-  if constexpr (std::is_same_v<Scalar, double>) {
-    if (f64.size() % (sizeof(double) * d) != 0) {
-      return absl::InternalError(
-          absl::StrCat("a step answered ", f64.size(), " bytes of float64 ", what, " in d = ", d));
-    }
-    Matrix<double> m(d, static_cast<Eigen::Index>(f64.size() / (sizeof(double) * d)));
-    DecodeFloat64(f64, m.data());
-    return m;
-  } else {
-    if (values.size() % d != 0) {
-      return absl::InternalError(
-          absl::StrCat("a step answered ", values.size(), " values of ", what, " in d = ", d));
-    }
-    return Matrix<float>(Eigen::Map<const Matrix<float>>(values.data(), d, values.size() / d));
-  }
-}
+absl::StatusOr<Matrix<Scalar>> AnswerRows(const MatrixForms& forms, int d);
 
 // Clusters the points the loaded `shards` hold (d dimensions) as `options`
 // say.

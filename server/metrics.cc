@@ -299,10 +299,10 @@ void Metrics::SetModels(const ModelRegistry& registry) {
   int exact = 0, learned = 0;
   for (const std::shared_ptr<const RegistryEntry>& m : registry.models()) {
     const std::string& name = m->info.name();
-    ++(m->model.exact() ? exact : learned);
+    ++(m->served<float>().exact() ? exact : learned);
     batches_->Add({{"model", name}, {"code", "OK"}});
     points_->Add({{"model", name}});
-    if (m->model.guarded_weights() != nullptr) {
+    if (m->served<float>().guarded_weights() != nullptr) {
       for (const char* step : {"learned", "lloyd"}) {
         guard_layers_->Add({{"model", name}, {"step", step}});
         guard_answers_->Add({{"model", name}, {"trajectory", step}});

@@ -124,6 +124,21 @@ v1::ModelInfo Info(const ServedModel<float>& model) {
   return info;
 }
 
+// A model file's model in Scalar (its weights read in Scalar), or why not:
+// `reason` the refusal's (kLoadFailureReasons).
+template <typename Scalar>
+absl::StatusOr<ServedModel<Scalar>> FileModel(const v1::ModelFile& file, const char** reason) {
+  absl::StatusOr<Model<Scalar>> weights = ModelFromProto<Scalar>(file);
+  if (!weights.ok()) {
+    *reason = "invalid";
+    return weights.status();
+  }
+  absl::StatusOr<ServedModel<Scalar>> model =
+      ServedModel<Scalar>::FromWeights(*std::move(weights), file.description());
+  if (!model.ok()) *reason = "refused";
+  return model;
+}
+
 // The exact model a fitted model's batches run: lloyd-onehot.
 template <typename Scalar>
 ServedModel<Scalar> AssignModel() {
@@ -139,8 +154,7 @@ ServedModel<Scalar> AssignModel() {
 std::shared_ptr<const RegistryEntry> FittedEntry(const v1::ModelFile& file, FittedCenters fitted,
                                                  int64_t version) {
   auto entry = std::make_shared<RegistryEntry>(
-      RegistryEntry{.model = AssignModel<float>(),
-                    .model_f64 = AssignModel<double>(),
+      RegistryEntry{.models = {AssignModel<float>(), AssignModel<double>()},
                     .info = {},
                     .version = version,
                     .fitted = std::make_shared<const FittedCenters>(std::move(fitted))});
@@ -148,7 +162,7 @@ std::shared_ptr<const RegistryEntry> FittedEntry(const v1::ModelFile& file, Fitt
   info.set_name(file.name());
   info.set_kind("fitted");
   info.set_description(file.description());
-  info.set_embedding(std::string(EmbeddingName(entry->model.embedding())));
+  info.set_embedding(std::string(EmbeddingName(entry->served<float>().embedding())));
   info.set_input_scaling(std::string(InputScalingName(InputScaling::kNone)));
   info.set_d(file.d());
   info.set_k(file.k());
@@ -283,21 +297,14 @@ FileLook Look(const Candidate& c, const FileLook* last, bool may_wait) {
     look.status = absl::OkStatus();
     return look;
   }
-  absl::StatusOr<Model<float>> weights = ModelFromProto<float>(file);
-  if (!weights.ok()) return Refused(look, "invalid", weights.status());
-  absl::StatusOr<ServedModel<float>> model =
-      ServedModel<float>::FromWeights(*std::move(weights), file.description());
-  if (!model.ok()) return Refused(look, "refused", model.status());
-  absl::StatusOr<Model<double>> weights_f64 = ModelFromProto<double>(file);
-  if (!weights_f64.ok()) return Refused(look, "invalid", weights_f64.status());
-  absl::StatusOr<ServedModel<double>> model_f64 =
-      ServedModel<double>::FromWeights(*std::move(weights_f64), file.description());
-  if (!model_f64.ok()) return Refused(look, "refused", model_f64.status());
-  auto entry = std::make_shared<RegistryEntry>(RegistryEntry{.model = *std::move(model),
-                                                             .model_f64 = *std::move(model_f64),
-                                                             .info = {},
-                                                             .version = c.version});
-  entry->info = Info(entry->model);
+  const char* reason = "";
+  absl::StatusOr<ServedModel<float>> model = FileModel<float>(file, &reason);
+  if (!model.ok()) return Refused(look, reason, model.status());
+  absl::StatusOr<ServedModel<double>> in_double = FileModel<double>(file, &reason);
+  if (!in_double.ok()) return Refused(look, reason, in_double.status());
+  auto entry = std::make_shared<RegistryEntry>(RegistryEntry{
+      .models = {*std::move(model), *std::move(in_double)}, .info = {}, .version = c.version});
+  entry->info = Info(entry->served<float>());
   *entry->info.mutable_provenance() = file.provenance();
   look.entry = std::move(entry);
   look.settled = true;
@@ -350,15 +357,14 @@ ModelRegistry::ModelRegistry(std::string dir, int keep_versions)
       mu_(std::make_unique<std::mutex>()) {
   auto snapshot = std::make_shared<RegistrySnapshot>();
   std::vector<ServedModel<float>> exact = ExactModels<float>();
-  std::vector<ServedModel<double>> exact_f64 = ExactModels<double>();
+  std::vector<ServedModel<double>> exact_in_double = ExactModels<double>();
   for (size_t i = 0; i < exact.size(); ++i) {
     v1::ModelInfo info = Info(exact[i]);
     const std::string name = info.name();
-    auto entry =
-        std::make_shared<const RegistryEntry>(RegistryEntry{.model = std::move(exact[i]),
-                                                            .model_f64 = std::move(exact_f64[i]),
-                                                            .info = std::move(info),
-                                                            .version = 1});
+    auto entry = std::make_shared<const RegistryEntry>(
+        RegistryEntry{.models = {std::move(exact[i]), std::move(exact_in_double[i])},
+                      .info = std::move(info),
+                      .version = 1});
     RegistrySnapshot::Model m{.name = name, .kind = "exact", .versions = {}};
     m.versions[1] = {.version = 1,
                      .state = v1::MODEL_VERSION_AVAILABLE,

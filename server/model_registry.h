@@ -15,7 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <type_traits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -29,25 +29,22 @@
 namespace kmt {
 
 // One servable version of a model, in both of the engine's precisions, made
-// together when the version loads: float32 requests run `model`, float64
-// ones `model_f64` (a file's weights read in double). A fitted model runs
-// lloyd-onehot from its centers, held once in `fitted`.
+// together when the version loads: float32 requests run served<float>(),
+// float64 ones served<double>() (a file's weights read in double, not
+// widened from float). A fitted model runs lloyd-onehot from its centers,
+// held once in `fitted`.
 struct RegistryEntry {
-  ServedModel<float> model;       ///< what the engine runs on float32 batches
-  ServedModel<double> model_f64;  ///< the same model on float64 batches
-  v1::ModelInfo info;             ///< what ListModels says of it (without versions)
-  int64_t version = 1;            ///< the version it serves as
+  /// The model for batches of each precision.
+  std::tuple<ServedModel<float>, ServedModel<double>> models;
+  v1::ModelInfo info;   ///< what ListModels says of it (without versions)
+  int64_t version = 1;  ///< the version it serves as
   /// fitted models: the centers every batch starts from; null otherwise
   std::shared_ptr<const FittedCenters> fitted;
 
-  // `model` or `model_f64`, for a batch of Scalar.
+  // The model for a batch of Scalar.
   template <typename Scalar>
   const ServedModel<Scalar>& served() const {
-    if constexpr (std::is_same_v<Scalar, double>) {
-      return model_f64;
-    } else {
-      return model;
-    }
+    return std::get<ServedModel<Scalar>>(models);
   }
 };
 

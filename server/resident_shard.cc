@@ -22,6 +22,7 @@
 #include "core/transformer.h"
 #include "core/validation.h"
 #include "proto/csr_payload.h"
+#include "proto/job_matrices.h"
 #include "proto/minibatch_state.h"
 #include "proto/raw_payload.h"
 #include "proto/request.h"
@@ -117,81 +118,6 @@ absl::Status FiniteStep(const v1::JobResponse& out, double largest_weight) {
 // (BoundedAssignment's).
 constexpr int64_t kBoundsBytesPerPoint = sizeof(int) + sizeof(double);
 
-// A step's payload `what` in the shard's precision: a float64 shard takes
-// the _f64 field alone, a float32 shard any field but it.
-absl::Status SamePrecision(bool float64, const char* what, bool float32_set, bool float64_set) {
-  if (float64 && float32_set) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " comes as float32 (", what, " or ", what,
-                     "_f32) for a float64 shard (its points came as points_f64): send ", what,
-                     "_f64; one job's shards and steps are all float32 or all float64"));
-  }
-  if (!float64 && float64_set) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, "_f64 is set for a float32 shard (its points came as float32): send ", what, " or ",
-        what, "_f32; one job's shards and steps are all float32 or all float64"));
-  }
-  return absl::OkStatus();
-}
-
-// k*d or m*d row-major values as a d x m matrix of centers; m from the count.
-absl::StatusOr<Matrix<float>> Centers(const google::protobuf::RepeatedField<float>& values,
-                                      int64_t d, const char* what) {
-  if (values.size() % d != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " has ", values.size(), " values, not a multiple of d = ", d));
-  }
-  return Eigen::Map<const Matrix<float>>(values.data(), d, values.size() / d);
-}
-
-// The same from either the repeated field or its float32 bytes.
-absl::StatusOr<Matrix<float>> Centers(const google::protobuf::RepeatedField<float>& values,
-                                      const std::string& bytes, int64_t d, const char* what) {
-  if (bytes.empty()) return Centers(values, d, what);
-  if (!values.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " and ", what, "_f32 are both set; send one of them"));
-  }
-  if (bytes.size() % (4 * d) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, "_f32 has ", bytes.size(), " bytes, not a multiple of 4 * d = ", 4 * d));
-  }
-  Matrix<float> centers(d, static_cast<Eigen::Index>(bytes.size() / (4 * d)));
-  DecodeFloat32(bytes, centers.data());
-  return centers;
-}
-
-// The same from float64 bytes.
-absl::StatusOr<Matrix<double>> Centers64(const std::string& bytes, int64_t d, const char* what) {
-  if (bytes.size() % (8 * d) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, "_f64 has ", bytes.size(), " bytes, not a multiple of 8 * d = ", 8 * d));
-  }
-  Matrix<double> centers(d, static_cast<Eigen::Index>(bytes.size() / (8 * d)));
-  DecodeFloat64(bytes, centers.data());
-  return centers;
-}
-
-// A step's centers (m from the count) in the shard's precision: a float32
-// shard's from `values` or `f32` (null where the step has no float32
-// bytes), a float64 shard's from `f64`.
-template <typename Scalar>
-absl::StatusOr<Matrix<Scalar>> StepCenters(const google::protobuf::RepeatedField<float>& values,
-                                           const std::string* f32, const std::string& f64,
-                                           int64_t d, const char* what) {
-  constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
-  if (absl::Status s =
-          SamePrecision(kIsFloat64, what, !values.empty() || (f32 && !f32->empty()), !f64.empty());
-      !s.ok()) {
-    return s;
-  }
-  if constexpr (kIsFloat64) {
-    return Centers64(f64, d, what);
-  } else {
-    return f32 == nullptr ? Centers(values, d, what) : Centers(values, *f32, d, what);
-  }
-}
-
 // A sample-sums step's assignment of the shard's rows `rows` (in order) to
 // `centers`: each row's label, the (weighted) objective and, into `sums` if
 // given, the rows' counts, weights and (weighted) sums (AssignRows).
@@ -262,7 +188,7 @@ absl::StatusOr<double> AssignWithSparseSums(const CsrMatrix<Scalar>& points,
   v1::CsrPoints* csr = out->mutable_center_sums_csr();
   EncodeInt64(sums->sums.indptr(), csr->mutable_indptr_i64());
   EncodeInt32(sums->sums.indices(), csr->mutable_indices_i32());
-  EncodeFloat64(sums->sums.values(), csr->mutable_values_f64());
+  WriteValues<double>(sums->sums.values(), wire::Values(csr));
   csr->set_float64(true);
   csr->set_shard_nnz(sums->sums.nnz());
   return objective;
@@ -288,15 +214,11 @@ int64_t StateBytesPerPoint(bool weighted, bool count_label_changes, bool float64
 }
 
 // The dense points fields a chunk carries, the first set one's name, or
-// null if none is.
-const char* DensePointsField(const v1::ShardChunk& chunk) {
-  if (chunk.points_size() > 0) return "points";
-  if (!chunk.points_f32().empty()) return "points_f32";
-  if (!chunk.points_f16().empty()) return "points_f16";
-  if (!chunk.points_bf16().empty()) return "points_bf16";
-  if (!chunk.points_f64().empty()) return "points_f64";
-  if (chunk.has_points_shared()) return "points_shared";
-  return nullptr;
+// empty if none is.
+std::string DensePointsField(const v1::ShardChunk& chunk) {
+  std::string field = FirstSetForm(wire::Points(chunk));
+  if (field.empty() && chunk.has_points_shared()) return "points_shared";
+  return field;
 }
 
 // A sparse chunk's rows as a matrix of their own (CsrFromProto: its
@@ -330,10 +252,11 @@ absl::StatusOr<CsrMatrix<Scalar>> ChunkRows(const v1::CsrPoints& csr, int64_t d,
 
 // An assign step's centers sent as compressed sparse rows (centers_csr: k
 // rows of d, the zeros of the means of sparse points left out), made
-// dense: the same values as centers_f32 or centers_f64 would carry.
+// dense: the same values as a dense form of the centers would carry.
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> CentersFromCsr(const v1::AssignStep& step, int64_t d) {
-  if (step.centers_size() > 0 || !step.centers_f32().empty() || !step.centers_f64().empty()) {
+  const MatrixForms dense = wire::Centers(step);
+  if (dense.float32_set() || dense.float64_set()) {
     return absl::InvalidArgumentError(
         "centers_csr and a dense centers field are both set; send one of them");
   }
@@ -375,15 +298,15 @@ int64_t ResidentShard::SparseBytes(int64_t n, int64_t nnz, bool weighted, bool c
 
 absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* out) {
   const int64_t n = chunk.n(), d = chunk.d();
-  const bool has_weights =
-      chunk.weights_size() > 0 || !chunk.weights_f32().empty() || !chunk.weights_f64().empty();
+  const MatrixForms points = wire::Points(chunk), weights = wire::Weights(chunk);
+  const bool has_weights = weights.float32_set() || weights.float64_set();
   const bool sparse_chunk = chunk.has_points_csr();
-  const char* dense_field = DensePointsField(chunk);
-  if (sparse_chunk && dense_field != nullptr) {
+  const std::string dense_field = DensePointsField(chunk);
+  if (sparse_chunk && !dense_field.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("points_csr and ", dense_field, " are both set; send one of them"));
   }
-  const bool float64_chunk = !chunk.points_f64().empty() || !chunk.weights_f64().empty() ||
+  const bool float64_chunk = points.float64_set() || weights.float64_set() ||
                              CsrIsFloat64(chunk.points_csr()) || chunk.points_shared().float64();
   const int64_t shard_nnz = chunk.points_csr().shard_nnz();
   if (reserved_ == 0) {
@@ -447,7 +370,7 @@ absl::Status ResidentShard::Load(const v1::ShardChunk& chunk, v1::JobResponse* o
         ", the shard's first said ", count_label_changes_ ? "true" : "false"));
   } else if (sparse_ && !sparse_chunk) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a chunk carries ", dense_field != nullptr ? dense_field : "no points_csr",
+        absl::StrCat("a chunk carries ", !dense_field.empty() ? dense_field : "no points_csr",
                      " for a sparse shard (its first chunk came as points_csr): every chunk of "
                      "a sparse shard carries its points as points_csr"));
   } else if (!sparse_ && sparse_chunk) {
@@ -475,14 +398,7 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
   constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
   constexpr int64_t kWidth = sizeof(Scalar);
   const int64_t d = d_;
-  if (absl::Status s =
-          SamePrecision(kIsFloat64, "points",
-                        chunk.points_size() > 0 || !chunk.points_f32().empty() ||
-                            !chunk.points_f16().empty() || !chunk.points_bf16().empty(),
-                        !chunk.points_f64().empty());
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = MatchPrecision<Scalar>(wire::Points(chunk)); !s.ok()) return s;
   const bool shared = chunk.has_points_shared();
   if (shared && chunk.points_shared().float64() != kIsFloat64) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -491,12 +407,7 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
         " shard (its first chunk decided): one job's shards and steps are all float32 or all "
         "float64"));
   }
-  if (absl::Status s = SamePrecision(kIsFloat64, "weights",
-                                     chunk.weights_size() > 0 || !chunk.weights_f32().empty(),
-                                     !chunk.weights_f64().empty());
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = MatchPrecision<Scalar>(wire::Weights(chunk)); !s.ok()) return s;
   const auto& offset = chunk.points_offset();
   if (!offset.empty()) {
     if (kIsFloat64) {
@@ -535,7 +446,7 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
   } else if (shared) {
     if (absl::Status s = SharedPointsAllowed(); !s.ok()) return s;
     // points_shared is the last field DensePointsField looks at.
-    if (std::string_view(DensePointsField(chunk)) != "points_shared") {
+    if (DensePointsField(chunk) != "points_shared") {
       return absl::InvalidArgumentError(
           "points_shared and another points field are both set; send one of them");
     }
@@ -547,12 +458,7 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
     }
     values = bytes / kWidth;
   } else {
-    absl::StatusOr<RawBytes> raw = kIsFloat64
-                                       ? RawBytes{RawType::kFloat64, &chunk.points_f64()}
-                                       : OneRawField("points", chunk.points_size(),
-                                                     {{RawType::kFloat32, &chunk.points_f32()},
-                                                      {RawType::kFloat16, &chunk.points_f16()},
-                                                      {RawType::kBFloat16, &chunk.points_bf16()}});
+    absl::StatusOr<RawBytes> raw = OneForm<Scalar>(wire::Points(chunk));
     if (!raw.ok()) return raw.status();
     points_raw = *raw;
     const int64_t points_width = RawWidth(points_raw.type);
@@ -574,19 +480,18 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
   }
   // A weighted shard (its first chunk carried weights) takes a weight with
   // every point, an unweighted one none.
-  const std::string& weights_bytes = kIsFloat64 ? chunk.weights_f64() : chunk.weights_f32();
-  const bool raw_weights = !weights_bytes.empty();
+  RawBytes weights_raw;
   if (weighted_) {
-    if (raw_weights && chunk.weights_size() > 0) {
-      return absl::InvalidArgumentError("weights and weights_f32 are both set; send one of them");
-    }
-    if (weights_bytes.size() % kWidth != 0) {
+    absl::StatusOr<RawBytes> raw = OneForm<Scalar>(wire::Weights(chunk));
+    if (!raw.ok()) return raw.status();
+    weights_raw = *raw;
+    const int64_t bytes = weights_raw.set() ? static_cast<int64_t>(weights_raw.bytes->size()) : 0;
+    if (bytes % kWidth != 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("weights", RawSuffix(kRawTypeOf<Scalar>), " has ", weights_bytes.size(),
+          absl::StrCat("weights", RawSuffix(kRawTypeOf<Scalar>), " has ", bytes,
                        " bytes, not a whole number of ", RawName(kRawTypeOf<Scalar>), " values"));
     }
-    const int64_t weights =
-        raw_weights ? static_cast<int64_t>(weights_bytes.size()) / kWidth : chunk.weights_size();
+    const int64_t weights = weights_raw.set() ? bytes / kWidth : chunk.weights_size();
     if (weights != count) {
       return absl::InvalidArgumentError(
           absl::StrCat("a chunk of ", count, " points has ", weights,
@@ -609,8 +514,8 @@ absl::Status ResidentShard::LoadInto(State<Scalar>& state, const v1::ShardChunk&
           Eigen::Map<const Vector<float>>(offset.data(), d).template cast<Scalar>();
     }
   }
-  if (weighted_ && raw_weights) {
-    DecodeRaw(weights_bytes, kRawTypeOf<Scalar>, state.weights.data() + received_);
+  if (weighted_ && weights_raw.set()) {
+    DecodeRaw(*weights_raw.bytes, kRawTypeOf<Scalar>, state.weights.data() + received_);
   } else if (weighted_ && count > 0) {
     std::copy_n(chunk.weights().data(), count, state.weights.data() + received_);
   }
@@ -670,28 +575,15 @@ absl::Status ResidentShard::Assign(const v1::AssignStep& step, v1::JobResponse* 
 
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> ResidentShard::StepCentersOf(const v1::AssignStep& step) const {
-  constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
   const int d = static_cast<int>(d_);
   if (step.k() < 1 || step.k() > limits_.max_k) {
     return absl::InvalidArgumentError(
         absl::StrCat("k = ", step.k(), ", must be between 1 and ", limits_.max_k));
   }
-  if (absl::Status s = SamePrecision(kIsFloat64, "centers",
-                                     step.centers_size() > 0 || !step.centers_f32().empty(),
-                                     !step.centers_f64().empty());
-      !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<Matrix<Scalar>> centers;
-  if (step.has_centers_csr()) {
-    centers = CentersFromCsr<Scalar>(step, d);
-  } else if constexpr (kIsFloat64) {
-    centers = RawMatrix<double>({"centers", "k", step.k(), "d", d}, 0, step.centers_f64());
-  } else {
-    centers = step.centers_f32().empty() ? CentersFromRowMajor<float>(step.centers(), step.k(), d)
-                                         : RawMatrix({"centers", "k", step.k(), "d", d},
-                                                     step.centers_size(), step.centers_f32());
-  }
+  if (absl::Status s = MatchPrecision<Scalar>(wire::Centers(step)); !s.ok()) return s;
+  absl::StatusOr<Matrix<Scalar>> centers =
+      step.has_centers_csr() ? CentersFromCsr<Scalar>(step, d)
+                             : ReadMatrix<Scalar>(wire::Centers(step), "k", step.k(), d);
   if (!centers.ok()) return centers.status();
   if (absl::Status s = ValidateCenterValues(*centers, d); !s.ok()) return s;
   return centers;
@@ -731,7 +623,6 @@ double ResidentShard::AssignAll(State<Scalar>& state, const Matrix<Scalar>& cent
 template <typename Scalar>
 absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep& step,
                                      v1::JobResponse* out) {
-  constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
   const int d = static_cast<int>(d_);
   if (step.farthest() < 0 || step.farthest() > step.k()) {
     return absl::InvalidArgumentError(
@@ -775,12 +666,7 @@ absl::Status ResidentShard::AssignIn(State<Scalar>& state, const v1::AssignStep&
     }
     out->mutable_far_distances()->Add(distances.begin(), distances.end());
     const Matrix<Scalar> rows = state.Gather(far.data(), static_cast<Eigen::Index>(far.size()));
-    const absl::Span<const Scalar> values(rows.data(), rows.size());
-    if constexpr (kIsFloat64) {
-      EncodeFloat64(values, out->mutable_far_points_f64());
-    } else {
-      EncodeFloat32(values, out->mutable_far_points_f32());
-    }
+    WriteMatrix(rows, wire::FarPoints(out));
   }
   if (step.return_labels()) out->mutable_labels()->Add(labels.begin(), labels.end());
   if (count_label_changes_) last_labels_ = std::move(labels);
@@ -856,12 +742,7 @@ absl::Status ResidentShard::LloydStepsIn(State<Scalar>& state, const v1::LloydSt
     return s;
   }
   v1::LloydStepsAnswer* answer = out->mutable_lloyd();
-  const absl::Span<const Scalar> values(trajectory.centers.data(), trajectory.centers.size());
-  if constexpr (std::is_same_v<Scalar, double>) {
-    EncodeFloat64(values, answer->mutable_centers_f64());
-  } else {
-    EncodeFloat32(values, answer->mutable_centers_f32());
-  }
+  WriteMatrix(trajectory.centers, wire::Centers(answer));
   answer->set_initial_objective(trajectory.initial_objective);
   answer->mutable_objectives()->Add(trajectory.objectives.begin(), trajectory.objectives.end());
   answer->mutable_labels_changed()->Add(trajectory.labels_changed.begin(),
@@ -889,11 +770,9 @@ template <typename Scalar>
 absl::Status ResidentShard::SeedIn(State<Scalar>& state, const v1::SeedStep& step,
                                    v1::JobResponse* out) {
   SeedRequest<Scalar> request;
-  absl::StatusOr<Matrix<Scalar>> add =
-      StepCenters<Scalar>(step.add_centers(), nullptr, step.add_centers_f64(), d_, "add_centers");
+  absl::StatusOr<Matrix<Scalar>> add = ReadRows<Scalar>(wire::AddCenters(step), d_);
   if (!add.ok()) return add.status();
-  absl::StatusOr<Matrix<Scalar>> candidates =
-      StepCenters<Scalar>(step.candidates(), nullptr, step.candidates_f64(), d_, "candidates");
+  absl::StatusOr<Matrix<Scalar>> candidates = ReadRows<Scalar>(wire::Candidates(step), d_);
   if (!candidates.ok()) return candidates.status();
   request.add = *std::move(add);
   request.candidates = *std::move(candidates);
@@ -902,7 +781,7 @@ absl::Status ResidentShard::SeedIn(State<Scalar>& state, const v1::SeedStep& ste
   absl::StatusOr<SeedAnswer<Scalar>> answer = state.Seeding().Step(request);
   if (!answer.ok()) return answer.status();
   out->set_potential(answer->potential);
-  PutMatrix(answer->points, out->mutable_points(), out->mutable_points_f64());
+  WriteMatrix(answer->points, wire::Points(out));
   out->mutable_candidate_potentials()->Add(answer->candidate_potentials.begin(),
                                            answer->candidate_potentials.end());
   return absl::OkStatus();
@@ -919,8 +798,7 @@ template <typename Scalar>
 absl::Status ResidentShard::KMeansParallelIn(State<Scalar>& state,
                                              const v1::KMeansParallelStep& step,
                                              v1::JobResponse* out) {
-  absl::StatusOr<Matrix<Scalar>> add = StepCenters<Scalar>(
-      step.add_centers(), &step.add_centers_f32(), step.add_centers_f64(), d_, "add_centers");
+  absl::StatusOr<Matrix<Scalar>> add = ReadRows<Scalar>(wire::AddCenters(step), d_);
   if (!add.ok()) return add.status();
   SeedingShard<Scalar>& seeding = state.Seeding();
   // Checked before the distances change, so that a refused step leaves them.
@@ -952,7 +830,7 @@ absl::Status ResidentShard::KMeansParallelIn(State<Scalar>& state,
   const Matrix<Scalar> sampled =
       state.Gather(taken->data(), static_cast<Eigen::Index>(taken->size()));
   out->mutable_sampled_indices()->Add(taken->begin(), taken->end());
-  PutMatrix(sampled, out->mutable_sampled_points(), out->mutable_sampled_points_f64());
+  WriteMatrix(sampled, wire::SampledPoints(out));
   return absl::OkStatus();
 }
 
@@ -967,8 +845,7 @@ template <typename Scalar>
 absl::Status ResidentShard::CandidateWeightsIn(State<Scalar>& state,
                                                const v1::CandidateWeightsStep& step,
                                                v1::JobResponse* out) {
-  absl::StatusOr<Matrix<Scalar>> candidates = StepCenters<Scalar>(
-      step.candidates(), &step.candidates_f32(), step.candidates_f64(), d_, "candidates");
+  absl::StatusOr<Matrix<Scalar>> candidates = ReadRows<Scalar>(wire::Candidates(step), d_);
   if (!candidates.ok()) return candidates.status();
   const int64_t most = int64_t{kCandidatesPerCluster} * limits_.max_k;
   if (candidates->cols() < 1 || candidates->cols() > most) {
@@ -1022,7 +899,6 @@ absl::Status ResidentShard::SeedingStepIsFinite(absl::Status step,
 template <typename Scalar>
 absl::Status ResidentShard::SampleSumsIn(State<Scalar>& state, const v1::SampleSumsStep& step,
                                          v1::JobResponse* out) {
-  constexpr bool kIsFloat64 = std::is_same_v<Scalar, double>;
   const int d = static_cast<int>(d_);
   const auto check_rows = [&](const google::protobuf::RepeatedField<int64_t>& rows,
                               const char* what) -> absl::Status {
@@ -1048,16 +924,11 @@ absl::Status ResidentShard::SampleSumsIn(State<Scalar>& state, const v1::SampleS
   }
   if (absl::Status s = check_rows(step.rows(), "rows"); !s.ok()) return s;
   if (absl::Status s = check_rows(step.fetch_rows(), "fetch_rows"); !s.ok()) return s;
-  if (absl::Status s = SamePrecision(kIsFloat64, "centers", !step.centers_f32().empty(),
-                                     !step.centers_f64().empty());
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = MatchPrecision<Scalar>(wire::Centers(step)); !s.ok()) return s;
   if (step.sparse_sums() && !state.csr) return SparseSumsOnADenseShard("sample_sums");
   if (step.k() > 0) {
     absl::StatusOr<Matrix<Scalar>> centers =
-        RawMatrix<Scalar>({"centers", "k", step.k(), "d", d}, 0,
-                          kIsFloat64 ? step.centers_f64() : step.centers_f32());
+        ReadMatrix<Scalar>(wire::Centers(step), "k", step.k(), d);
     if (!centers.ok()) return centers.status();
     if (absl::Status s = ValidateCenterValues(*centers, d); !s.ok()) return s;
     Labels labels;
@@ -1094,7 +965,7 @@ absl::Status ResidentShard::SampleSumsIn(State<Scalar>& state, const v1::SampleS
     if (step.return_labels()) out->mutable_labels()->Add(labels.begin(), labels.end());
   }
   const Matrix<Scalar> fetched = state.Gather(step.fetch_rows().data(), step.fetch_rows_size());
-  if (fetched.cols() > 0) PutMatrix(fetched, out->mutable_points(), out->mutable_points_f64());
+  if (fetched.cols() > 0) WriteMatrix(fetched, wire::Points(out));
   return absl::OkStatus();
 }
 

@@ -172,10 +172,15 @@ ResidentJobOptions JobOptions(int d, int k, int iterations, double center_tol, u
   absl::StatusOr<EmptyClusterPolicy> policy = ParseEmptyClusterPolicy(empty_clusters);
   if (!policy.ok()) throw py::value_error(std::string(policy.status().message()));
   options.empty_clusters = *policy;
-  if (starts && float64) {
-    options.starts_f64 = StartsOf<double>(*starts, d, k);
-  } else if (starts) {
-    options.starts = StartsOf<float>(*starts, d, k);
+  if (starts) {
+    const auto take = [&](auto matrices) {
+      for (auto& m : matrices) options.starts.emplace_back(std::move(m));
+    };
+    if (float64) {
+      take(StartsOf<double>(*starts, d, k));
+    } else {
+      take(StartsOf<float>(*starts, d, k));
+    }
   }
   options.check = CheckOf(failure);
   options.log = LogOf(log, failure);
@@ -398,10 +403,9 @@ ReplicaShardOptions ReplicasOf(const std::vector<std::string>& servers, int64_t 
       .stream_timeout = timeout ? absl::Seconds(*timeout) : absl::InfiniteDuration(),
       .security = std::move(security),
       .log = std::move(log)};
-  if (weights && float64) {
-    replicas.weights_f64 = WeightsOf<double>(*weights, n);
-  } else if (weights) {
-    replicas.weights = WeightsOf<float>(*weights, n);
+  if (weights) {
+    replicas.weights = float64 ? PointWeights(WeightsOf<double>(*weights, n))
+                               : PointWeights(WeightsOf<float>(*weights, n));
   }
   return replicas;
 }
@@ -593,10 +597,9 @@ py::dict Drive(const py::object& shards, int d, int k, const std::optional<py::a
   options.weighted = weighted;
   options.sparse = sparse;
   options.sparse_sums = sparse;
-  if (weights && float64) {
-    options.weights_f64 = WeightsOf<double>(*weights, -1);
-  } else if (weights) {
-    options.weights = WeightsOf<float>(*weights, -1);
+  if (weights) {
+    options.weights = float64 ? PointWeights(WeightsOf<double>(*weights, -1))
+                              : PointWeights(WeightsOf<float>(*weights, -1));
   }
   PythonShards held(shards, &failure);
   absl::StatusOr<ResidentJobResult> result;

@@ -380,7 +380,7 @@ TEST_F(ResidentJobTest, Float64JobsEqualOneFloat64RequestOnAllPoints) {
     job.empty_clusters = EmptyClusterPolicy::kRelocateFarthest;
     job.seeding = c.init == v1::INIT_RANDOM ? ResidentSeeding::kRandom
                                             : ResidentSeeding::kGreedyKMeansPlusPlus;
-    if (c.start) job.starts_f64.push_back(*c.start);
+    if (c.start) job.starts.push_back(*c.start);
     const absl::StatusOr<ResidentJobResult> got =
         RunResidentJobOnReplicas({.servers = {a_->address(), b_->address()},
                                   .streams_per_server = 2,

@@ -85,11 +85,7 @@ void ExpectSparseShardsAssignAsTheCore(const std::string& address, bool weighted
   options.streams_per_server = 2;
   options.chunk_bytes = 16 << 10;
   CsrSource<Scalar> source = SourceOf(docs);
-  if (weighted && std::is_same_v<Scalar, double>) {
-    options.weights_f64.assign(weights.data(), weights.data() + n);
-  } else if (weighted) {
-    options.weights.assign(weights.data(), weights.data() + n);
-  }
+  if (weighted) options.weights = std::vector<Scalar>(weights.data(), weights.data() + n);
   absl::StatusOr<std::unique_ptr<ReplicaShards>> shards =
       ReplicaShards::Load(options, n, d, std::move(source));
   ASSERT_TRUE(shards.ok()) << shards.status();
@@ -206,22 +202,14 @@ void ExpectStepsInPlaceAsStepByStep(const std::string& address) {
       ReplicaShardOptions replicas;
       replicas.servers = {address};
       replicas.chunk_bytes = 64 << 10;
-      if (c.weighted && std::is_same_v<Scalar, double>) {
-        replicas.weights_f64.assign(weights.begin(), weights.end());
-      } else if (c.weighted) {
-        replicas.weights.assign(weights.begin(), weights.end());
-      }
+      if (c.weighted) replicas.weights = std::vector<Scalar>(weights.begin(), weights.end());
       ResidentJobOptions options;
       options.k = k;
       options.iterations = 15;
       options.empty_clusters = EmptyClusterPolicy::kRelocateFarthest;
       options.iteration_objectives = c.iteration_objectives;
       options.steps_in_place = in_place;
-      if constexpr (std::is_same_v<Scalar, double>) {
-        options.starts_f64 = {start};
-      } else {
-        options.starts = {start};
-      }
+      options.starts = {start};
       return RunResidentJobOnReplicas(replicas, options, c.tol, n, d, SourceOf(docs));
     };
     const absl::StatusOr<ResidentJobResult> steps = run(false), in_place = run(true);

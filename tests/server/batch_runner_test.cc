@@ -65,7 +65,8 @@ TEST_F(BatchRunnerTest, AnswerIsTheEngineRunOnTheBatch) {
   EXPECT_EQ(response.model_version(), 1);
   EXPECT_GE(response.timing().compute_seconds(), 0);
   v1::ClusterResponse expected;
-  FillResponse(r, *Cluster(registry_.Find("lloyd-binary")->model, *BatchFromRequest(r)), &expected);
+  FillResponse(r, *Cluster(registry_.Find("lloyd-binary")->served<float>(), *BatchFromRequest(r)),
+               &expected);
   EXPECT_EQ(std::vector<int>(response.labels().begin(), response.labels().end()),
             std::vector<int>(expected.labels().begin(), expected.labels().end()));
   EXPECT_EQ(std::vector<float>(response.centers().begin(), response.centers().end()),

@@ -53,7 +53,7 @@ TEST_F(ModelRegistryTest, ExactModelsWithoutADirectory) {
   EXPECT_EQ(onehot->info.embedding(), "onehot");
   EXPECT_EQ(onehot->info.d(), 0);
   EXPECT_EQ(onehot->info.input_scaling(), "none");
-  EXPECT_TRUE(onehot->model.exact());
+  EXPECT_TRUE(onehot->served<float>().exact());
   EXPECT_EQ(registry.Find("lloyd-binary")->info.embedding(), "binary");
   EXPECT_EQ(registry.Find("nothing"), nullptr);
 }
@@ -81,8 +81,8 @@ TEST_F(ModelRegistryTest, FilesAreServedOrRefusedWithAReason) {
   EXPECT_EQ(b->info.input_scaling(), "min-max");
   EXPECT_EQ(b->info.description(), "a test model");
   EXPECT_EQ(b->info.provenance().seed(), 17u);
-  EXPECT_EQ(b->model.input_scaling(), InputScaling::kMinMax);
-  ASSERT_NE(b->model.weights(), nullptr);
+  EXPECT_EQ(b->served<float>().input_scaling(), InputScaling::kMinMax);
+  ASSERT_NE(b->served<float>().weights(), nullptr);
 
   const std::string d = dir_.string();
   EXPECT_EQ(refused, (std::vector<std::string>{
@@ -99,14 +99,12 @@ TEST_F(ModelRegistryTest, AFileServesFloat64BatchesWithItsWeightsInDouble) {
   EXPECT_TRUE(refused.empty());
   const std::shared_ptr<const RegistryEntry> a = registry.Find("learned-a");
   ASSERT_NE(a, nullptr);
-  ASSERT_NE(a->model_f64.weights(), nullptr);
-  EXPECT_EQ(&a->served<double>(), &a->model_f64);
-  EXPECT_EQ(&a->served<float>(), &a->model);
+  ASSERT_NE(a->served<double>().weights(), nullptr);
   const absl::StatusOr<Model<double>> file = ReadModel<double>((dir_ / "a.kmt").string());
   ASSERT_TRUE(file.ok()) << file.status();
-  EXPECT_EQ(a->model_f64.weights()->layers[0][BlockId::kPointsToCenters].Q,
+  EXPECT_EQ(a->served<double>().weights()->layers[0][BlockId::kPointsToCenters].Q,
             file->layers[0][BlockId::kPointsToCenters].Q);
-  EXPECT_EQ(a->model_f64.name(), "learned-a");
+  EXPECT_EQ(a->served<double>().name(), "learned-a");
   // The file is Lloyd's construction: in double too it is recognised and
   // runs the fast path, so a float64 batch gets exact Lloyd's in double,
   // the answer of lloyd-onehot to the bit.
@@ -237,7 +235,7 @@ TEST_F(ModelRegistryTest, KeepVersionsServesTheLatestAvailableAndReadsNoOlderFil
   ASSERT_NE(served->fitted, nullptr);
   EXPECT_TRUE(served->fitted->float64());
   EXPECT_EQ(served->fitted->Centers<double>(), centers);
-  EXPECT_EQ(served->model.name(), "lloyd-onehot");
+  EXPECT_EQ(served->served<float>().name(), "lloyd-onehot");
 }
 
 TEST_F(ModelRegistryTest, AScanLoadsReplacesAndRetiresWhileABatchKeepsItsVersion) {

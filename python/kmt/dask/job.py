@@ -34,10 +34,9 @@ class _Shard:
     def __init__(self, block, first, count, replica, worker):
         self.block, self.first, self.count = block, first, count
         self.replica, self.worker = replica, worker
-        # k-means++ centers taken into its distances, to replay: floats, or
-        # a float64 fit's float64 bytes
-        self.seeded = []
-        self.groups = []  # k-means‖'s groups of centers taken in (raw bytes), to replay
+        # The seeding steps that took centers into its distances
+        # (worker.note_replays), to replay
+        self.replays = []
 
 
 def is_sparse(X):
@@ -77,7 +76,7 @@ class DaskJob:
             weights = None if self.weight_blocks is None else self.weight_blocks[block]
             tasks.append(delayed(worker.load, pure=False)(
                 self.spec, self.blocks[block], block, weights, self.servers[replica],
-                shard.seeded if shard else [], shard.groups if shard else []))
+                shard.replays if shard else []))
         futures = self.client.compute(tasks)
         try:
             return self.client.gather(futures)
@@ -108,7 +107,7 @@ class DaskJob:
         starts from no chosen center)."""
         self._release()
         for shard in self.shards:
-            shard.seeded, shard.groups = [], []
+            shard.replays = []
             shard.worker = None
         self._reload(self.shards)
 

@@ -194,15 +194,13 @@ def sparse_chunks(csr, weights, d, chunk_bytes, float64=False):
         first = end
 
 
-def load_shard(stream, chunks, count, seeded=(), groups=(), float64=False):
+def load_shard(stream, chunks, count, replays=()):
     """Sends a shard of `count` points on a fresh Job stream, its
     ShardChunks `chunks` (dense_chunks or sparse_chunks) read as they are
     sent, reading the acknowledgements a few chunks behind. Then the shard
-    takes `seeded` (the k-means++ centers chosen before it moved there:
-    floats, or a float64 shard's bytes) into its distances, and k-means‖'s
-    `groups` (float32 or float64 bytes each) in the same groups, so that its
-    distances are those it had to the bit."""
-    suffix = _wire(float64)[2]
+    takes the centers its seeding steps took in before it moved there
+    (`replays`, note_replays') into its distances, in the same steps, so
+    that its distances are those it had to the bit."""
     loaded, unacknowledged = 0, 0
 
     def acknowledged():
@@ -221,31 +219,31 @@ def load_shard(stream, chunks, count, seeded=(), groups=(), float64=False):
     if loaded != count:
         raise ServiceError(grpc.StatusCode.INTERNAL,
                            f"the replica holds {loaded} of {count} points")
-    seed = (pb.SeedStep(add_centers_f64=b"".join(seeded)) if float64
-            else pb.SeedStep(add_centers=seeded))
-    replays = [pb.JobRequest(seed=seed)] if seeded else []
-    replays += [pb.JobRequest(kmeans_parallel=pb.KMeansParallelStep(
-                    **{f"add_centers_{suffix}": group})) for group in groups]
     for replay in replays:
-        stream.send(replay)
+        stream.send(pb.JobRequest.FromString(replay))
         r = stream.receive()
         if r.HasField("error"):
             raise _step_error(r)
 
 
 def note_replays(shard, request):
-    """Keeps what a shard's answered `request` took into its seeding
-    distances, for a reload to replay (load_shard)."""
-    if request.HasField("seed"):
-        if request.seed.add_centers_f64:
-            shard.seeded.append(request.seed.add_centers_f64)
-        else:
-            shard.seeded.extend(request.seed.add_centers)
-    if request.HasField("kmeans_parallel"):
-        group = (request.kmeans_parallel.add_centers_f64
-                 or request.kmeans_parallel.add_centers_f32)
-        if group:
-            shard.groups.append(group)
+    """Keeps a shard's answered `request`, if it is a seeding step that took
+    centers into its distances, as a step of its add_centers alone (in the
+    form they came in), serialized, for a reload to replay (load_shard)."""
+    for kind in ("seed", "kmeans_parallel"):
+        if not request.HasField(kind):
+            continue
+        kept = pb.JobRequest()
+        step = getattr(kept, kind)
+        for field, value in getattr(request, kind).ListFields():
+            if not field.name.startswith("add_centers"):
+                continue
+            if field.label == field.LABEL_REPEATED:
+                getattr(step, field.name).extend(value)
+            else:
+                setattr(step, field.name, value)
+        if kept.HasField(kind):
+            shard.replays.append(kept.SerializeToString())
 
 
 def step_labels(answer):
@@ -303,10 +301,10 @@ def _chunks(spec, block, index, weights):
                         spec.d, spec.chunk_bytes, spec.float64)
 
 
-def load(spec, block, index, weights, replica, seeded, groups):
+def load(spec, block, index, weights, replica, replays):
     """Loads block `index` (with its `weights`, or None) on `replica` as one
-    shard held by this worker, then replays `seeded` (k-means++ centers
-    chosen before the block moved) and `groups` (k-means‖'s) if any:
+    shard held by this worker, then replays `replays` (note_replays' steps
+    from before the block moved) if any:
     (status, worker, points, weight), status "ok",
     or ("failed", code, message) when the replica failed. Bad input raises
     ValueError, as scikit-learn's checks do."""
@@ -327,8 +325,7 @@ def load(spec, block, index, weights, replica, seeded, groups):
         return "ok", address, 0, 0.0
     stream = JobStream(_stub(replica, spec.tls), spec.timeout)
     try:
-        load_shard(stream, _chunks(spec, block, index, weights), n, seeded, groups,
-                   spec.float64)
+        load_shard(stream, _chunks(spec, block, index, weights), n, replays)
     except ServiceError as e:
         stream.close()
         # Only a broken stream is the replica's failure; an answer it gave
