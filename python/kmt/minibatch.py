@@ -20,14 +20,17 @@ seeds its initialisation's sample on one; partial_fit sends a sparse batch
 as its nonzeros for its labels and adds the cluster sums itself (a request
 computes none of sparse points).
 """
+import contextlib
 import warnings
 from numbers import Integral, Real
 
+import grpc
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, _is_arraylike_not_scalar
+from sklearn.utils.validation import (_assert_all_finite, _check_sample_weight,
+                                      _is_arraylike_not_scalar)
 
 from . import client as _client
 from .kmeans import tolerance
@@ -105,14 +108,20 @@ class MiniBatchKMeans(ServedKMeans):
 
     def _start(self, X, random_state):
         """Initial centers from a sample of init_size rows of X, as
-        scikit-learn draws it."""
+        scikit-learn draws it (given centers: drawn, and not used)."""
         n = X.shape[0]
-        if self._init_size < n:
-            X = X[random_state.randint(0, n, self._init_size)]
+        rows = random_state.randint(0, n, self._init_size) if self._init_size < n else None
         init = self.init
         if _is_arraylike_not_scalar(init):
             centers = check_array(init, dtype=X.dtype, copy=True, order="C")
-        elif callable(init):
+            self._validate_center_shape(X, centers)
+            return centers
+        if rows is not None:
+            X = X[rows]
+        # The sample meets init (or the service) before the points are
+        # loaded and checked (_fit): it is checked here.
+        self._finite_or_raise(X)
+        if callable(init):
             centers = init(X, self.n_clusters, random_state=random_state)
             if hasattr(centers, "toarray"):
                 centers = centers.toarray()
@@ -228,13 +237,15 @@ class MiniBatchKMeans(ServedKMeans):
 
     def _fit(self, X, sample_weight, distances):
         self._validate_params()
-        X = self._fit_data(X)[0]
+        X = self._fit_data(X, finite_later=True)[0]
         self._check_params_vs_input(X)
         random_state = check_random_state(self.random_state)
         sample_weight, weighted = self._weights(sample_weight, X)
         self._unit_norm, self._offset_used = False, True
         n, d = X.shape
         valid = random_state.randint(0, n, self._init_size)
+        if self._n_init > 1:
+            self._finite_or_raise(X[valid])
         best = None
         for i in range(self._n_init):
             if self.verbose:
@@ -269,20 +280,21 @@ class MiniBatchKMeans(ServedKMeans):
         # Sparse X is loaded as sparse shards, its nonzeros.
         points = (dict(rows=None, csr=csr_arrays(X, X.dtype)) if sp.issparse(X)
                   else dict(rows=dense_rows(X)))
-        answer = driver_errors(
-            driver().minibatch_fit, replicas, n=n, d=d,
-            k=self.n_clusters, weights=sample_weight if weighted else None,
-            centers=np.asarray(best[1], dtype=np.float64), key=state[1], pos=int(state[2]),
-            batch_size=self._batch_size, steps=n_steps, center_tol=float(self._tol),
-            max_no_improvement=(-1 if self.max_no_improvement is None
-                                else int(self.max_no_improvement)),
-            reassignment_ratio=float(self.reassignment_ratio),
-            labels=bool(self.compute_labels), float64=X.dtype == np.float64,
-            steps_on_server=small, streams_per_server=1 if small else 2,
-            chunk_bytes=4 << 20, max_moves=3, timeout=self.timeout,
-            tls=bool(self.tls or self.ca or self.cert or self.key), ca=self.ca or "",
-            cert=self.cert or "", key_file=self.key or "", server_name=self.server_name or "",
-            log=print if self.verbose else None, **points)
+        with self._points_checked(X):
+            answer = driver_errors(
+                driver().minibatch_fit, replicas, n=n, d=d,
+                k=self.n_clusters, weights=sample_weight if weighted else None,
+                centers=np.asarray(best[1], dtype=np.float64), key=state[1], pos=int(state[2]),
+                batch_size=self._batch_size, steps=n_steps, center_tol=float(self._tol),
+                max_no_improvement=(-1 if self.max_no_improvement is None
+                                    else int(self.max_no_improvement)),
+                reassignment_ratio=float(self.reassignment_ratio),
+                labels=bool(self.compute_labels), float64=X.dtype == np.float64,
+                steps_on_server=small, streams_per_server=1 if small else 2,
+                chunk_bytes=4 << 20, max_moves=3, timeout=self.timeout,
+                tls=bool(self.tls or self.ca or self.cert or self.key), ca=self.ca or "",
+                cert=self.cert or "", key_file=self.key or "", server_name=self.server_name or "",
+                log=print if self.verbose else None, **points)
         random_state.set_state((state[0], np.asarray(answer["key"], dtype=np.uint32),
                                 answer["pos"], state[3], state[4]))
         self.cluster_centers_ = answer["centers"].astype(X.dtype)
@@ -300,6 +312,23 @@ class MiniBatchKMeans(ServedKMeans):
         else:
             self.inertia_ = self._ewa_inertia * n
         return None
+
+    def _finite_or_raise(self, X):
+        """scikit-learn's error for a dense X holding NaN or an infinity."""
+        if not sp.issparse(X):
+            _assert_all_finite(X, input_name="X", estimator_name=type(self).__name__)
+
+    @contextlib.contextmanager
+    def _points_checked(self, X):
+        """The fit's load of X, which the service checks value by value in
+        place of a pass here (_fit_data's finite_later): a refused load of
+        points that are not finite raises scikit-learn's error for them."""
+        try:
+            yield
+        except _client.ServiceError as e:
+            if e.code == grpc.StatusCode.INVALID_ARGUMENT:
+                self._finite_or_raise(X)
+            raise
 
     def _discount(self, rows):
         """What the centers' weights are multiplied by before a partial_fit

@@ -356,18 +356,21 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             return [np.float64, np.float32, np.float16]
         return [np.float64, np.float32]
 
-    def _fit_data(self, X, narrow=False):
+    def _fit_data(self, X, narrow=False, finite_later=False):
         """X checked as scikit-learn checks it, and, if dense, its column
         means (None if sparse). The means stand in for scikit-learn's
         finiteness check: a column holding NaN or an infinity has a mean that
         is not finite, and only then is X searched for them. With `narrow`,
         a dense float16 X stays float16 (fit_dtype: it is sent as it is and
         fitted in float32); otherwise it becomes float64, as scikit-learn's
-        does."""
+        does. With `finite_later` a dense X is neither searched nor averaged
+        (its means None): the caller leaves its finiteness to the service,
+        which checks every value it loads, and raises scikit-learn's error
+        when the load is refused (finite_or_raise)."""
         X = self._validate_data(X, accept_sparse="csr", dtype=self._input_dtypes(X, narrow),
                                 order=None, accept_large_sparse=False,
                                 force_all_finite=sp.issparse(X))
-        if sp.issparse(X):
+        if sp.issparse(X) or finite_later:
             return X, None
         mean = fit_means(X)
         if not np.isfinite(mean).all():

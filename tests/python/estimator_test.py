@@ -437,6 +437,22 @@ class BehaviourTest(ServedTest):
                                                 "`sample_weight`"):
             self.kmeans().fit(self.points, sample_weight=-np.ones(len(self.points)))
 
+    def test_minibatch_points_that_are_not_finite_get_scikit_learns_error(self):
+        # MiniBatchKMeans leaves the points' check to the service, which
+        # checks every value it loads: its refusal becomes scikit-learn's
+        # error. A sample that meets init or the service before the load
+        # (k-means++'s, n_init's) is checked first.
+        points = np.random.default_rng(3).normal(size=(5000, 3))
+        for dtype in (np.float32, np.float64):
+            for init, n_init in ((points[:4], 1), ("k-means++", 1), ("k-means++", 3)):
+                for bad, error in ((np.nan, "Input X contains NaN"),
+                                   (np.inf, "Input X contains infinity")):
+                    X = points.astype(dtype)
+                    X[4321, 2] = bad
+                    with self.assertRaisesRegex(ValueError, error):
+                        kmt.MiniBatchKMeans(4, init=init, n_init=n_init, batch_size=256,
+                                            random_state=0, server=self.server.address).fit(X)
+
     def test_feature_names_out_and_pickle(self):
         fitted = self.kmeans().fit(self.points)
         self.assertEqual(list(fitted.get_feature_names_out()),
