@@ -187,6 +187,14 @@ absl::StatusOr<Matrix<Scalar>> ReadMatrix(const MatrixForms& forms, const char* 
   return RawMatrix<Scalar>({forms.name, rows_name, rows, "d", d}, 0, *bytes.bytes, bytes.type);
 }
 
+int64_t WireBytes(const MatrixForms& forms) {
+  int64_t bytes = forms.values != nullptr ? int64_t{4} * forms.values->size() : 0;
+  for (const std::string* form : {forms.f32, forms.f64, forms.f16, forms.bf16}) {
+    if (form != nullptr) bytes += static_cast<int64_t>(form->size());
+  }
+  return bytes;
+}
+
 bool IsEmpty(const MatrixForms& forms) { return !forms.float32_set() && !forms.float64_set(); }
 
 void CopyForms(const MatrixForms& from, const MutableMatrixForms& to) {

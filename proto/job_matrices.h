@@ -115,6 +115,10 @@ template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> ReadMatrix(const MatrixForms& forms, const char* rows_name,
                                           int64_t rows, int64_t d);
 
+// The bytes the matrix's forms took on the wire (4 a value of the repeated
+// field).
+int64_t WireBytes(const MatrixForms& forms);
+
 // Whether no form of the matrix is set.
 bool IsEmpty(const MatrixForms& forms);
 

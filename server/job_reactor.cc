@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "proto/batch_error.h"
+#include "proto/job_matrices.h"
 #include "proto/raw_payload.h"
 #include "server/grpc_status.h"
 
@@ -57,10 +58,7 @@ void JobReactor::OnReadDone(bool ok) {
       if (chunk.has_points_shared()) {
         env_->metrics->RecordPointsLoaded(true, chunk.points_shared().bytes());
       } else {
-        env_->metrics->RecordPointsLoaded(
-            false, static_cast<int64_t>(chunk.points_size()) * 4 + chunk.points_f32().size() +
-                       chunk.points_f16().size() + chunk.points_bf16().size() +
-                       chunk.points_f64().size());
+        env_->metrics->RecordPointsLoaded(false, WireBytes(wire::Points(chunk)));
       }
       Write();
       return;

@@ -126,6 +126,18 @@ TEST(JobMatrices, NarrowPointsAreWrittenRoundedAndReadWidened) {
             "points_f16 and points_bf16 are both set; send one of them");
 }
 
+TEST(JobMatrices, WireBytesCountEveryFormSent) {
+  v1::ShardChunk chunk;
+  EXPECT_EQ(WireBytes(wire::Points(chunk)), 0);
+  chunk.add_points(1);
+  chunk.add_points(2);
+  EXPECT_EQ(WireBytes(wire::Points(chunk)), 8);
+  WriteValues<float>(std::vector<float>{1, 2, 3}, wire::Points(&chunk), RawType::kFloat16);
+  EXPECT_EQ(WireBytes(wire::Points(chunk)), 8 + 6);
+  WriteValues<double>(std::vector<double>{1}, wire::Points(&chunk));
+  EXPECT_EQ(WireBytes(wire::Points(chunk)), 8 + 6 + 8);
+}
+
 TEST(JobMatrices, CopyFormsCarriesEverySetForm) {
   v1::KMeansParallelStep from, to;
   WriteMatrix(TwoCenters<double>(), wire::AddCenters(&from));
