@@ -988,6 +988,8 @@ class Client:
         otherwise in float32."""
         from .resident import fit_resident
         n, d = points.shape
+        if batch_size < 1:
+            raise ValueError(f"batch_size {batch_size} is not positive")
         if centers is None:
             rows = np.random.default_rng(seed).choice(n, size=min(n, sample_size), replace=False)
             centers = self.cluster(points[np.sort(rows)], k, model=model, iterations=0,
@@ -995,8 +997,6 @@ class Client:
         dtype = np.float64 if self.raw and points.dtype == np.float64 else np.float32
         points = np.asarray(points, dtype=dtype)
         centers = np.array(centers, dtype=dtype).reshape(k, d)
-        if batch_size < 1:
-            raise ValueError(f"batch_size {batch_size} is not positive")
         result = fit_resident(self.target, points, k, centers=centers, iterations=iterations,
                               chunk_bytes=batch_size * d * points.itemsize, timeout=self.timeout,
                               **self.security)

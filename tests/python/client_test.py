@@ -499,6 +499,12 @@ print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
         self.assertEqual(whole.centers.shape, (5, 2))
         self.assertLess(whole.passes, 20)  # well separated blobs settle
 
+    def test_fit_refuses_a_batch_size_below_one_before_asking_the_server(self):
+        # A client whose server is not there: the refusal comes first.
+        with kmt.Client("127.0.0.1:1", timeout=5) as absent:
+            with self.assertRaisesRegex(ValueError, "batch_size 0 is not positive"):
+                absent.fit(blobs(300, 2, 3), k=3, batch_size=0)
+
     def test_stubs_generated_at_import_leave_nothing_behind(self):
         with tempfile.TemporaryDirectory() as work:
             home, temp = os.path.join(work, "home"), os.path.join(work, "tmp")
