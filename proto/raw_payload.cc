@@ -178,15 +178,6 @@ void EncodeNarrow(absl::Span<const float> values, RawType type, std::string* out
   }
 }
 
-void PutMatrix(const Matrix<float>& m, google::protobuf::RepeatedField<float>* values,
-               std::string*) {
-  values->Add(m.data(), m.data() + m.size());
-}
-
-void PutMatrix(const Matrix<double>& m, google::protobuf::RepeatedField<float>*, std::string* f64) {
-  EncodeFloat64(absl::MakeConstSpan(m.data(), m.size()), f64);
-}
-
 #define KMT_INSTANTIATE(S)                                                                       \
   template absl::Status CheckRaw<S>(const RawShape&, int, const std::string&, RawType);          \
   template absl::StatusOr<Matrix<S>> RawMatrix<S>(const RawShape&, int, const std::string&,      \

@@ -19,7 +19,6 @@
 #include "absl/types/span.h"
 #include "core/narrow_float.h"
 #include "core/types.h"
-#include "google/protobuf/repeated_field.h"
 
 namespace kmt {
 
@@ -110,14 +109,6 @@ void EncodeInt64(absl::Span<const int64_t> values, std::string* out);
 // rounded to nearest, ties to even (core/narrow_float.h): exact for values
 // of that type, as widened ones are.
 void EncodeNarrow(absl::Span<const float> values, RawType type, std::string* out);
-
-// A matrix's values in a resident job's precision (a float32 job's in its
-// repeated float field, appended; a float64 job's as its _f64 bytes,
-// replacing them): the other of the two is left alone.
-void PutMatrix(const Matrix<float>& m, google::protobuf::RepeatedField<float>* values,
-               std::string* f64);
-void PutMatrix(const Matrix<double>& m, google::protobuf::RepeatedField<float>* values,
-               std::string* f64);
 
 }  // namespace kmt
 

@@ -13,6 +13,7 @@
 
 #include "client/resident_job.h"
 #include "core/random.h"
+#include "proto/job_matrices.h"
 #include "proto/raw_payload.h"
 
 namespace kmt {
@@ -69,8 +70,7 @@ class MemoryShards : public ShardSet {
       for (int i = 0; i < step.fetch_rows_size(); ++i) {
         fetched.col(i) = points_.col(firsts[s] + step.fetch_rows(i));
       }
-      if (fetched.cols() > 0)
-        PutMatrix(fetched, answers[s].mutable_points(), answers[s].mutable_points_f64());
+      if (fetched.cols() > 0) WriteMatrix(fetched, wire::Points(&answers[s]));
     }
     return answers;
   }
