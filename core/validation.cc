@@ -107,7 +107,7 @@ absl::Status ValidateCenterValues(const Matrix<Scalar>& centers, int64_t d) {
 
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> MatrixFromRowMajor(absl::Span<const float> values, int64_t rows,
-                                                  int64_t d, const char* what, const char* count) {
+                                                  int64_t d, const char* field, const char* count) {
   // Compared by division, so a huge shape cannot overflow the product.
   const bool fits =
       rows >= 0 && d >= 0 &&
@@ -116,23 +116,24 @@ absl::StatusOr<Matrix<Scalar>> MatrixFromRowMajor(absl::Span<const float> values
                     static_cast<uint64_t>(rows * d) == values.size());
   if (!fits) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, "s has ", values.size(), " values, expected ", count, "*d = ", rows, "*", d));
+        field, " has ", values.size(), " values, expected ", count, "*d = ", rows, "*", d));
   }
   return Eigen::Map<const Matrix<float>>(values.data(), d, rows).template cast<Scalar>();
 }
 
 namespace {
 
-// `what` names the rows ("point", "center"), `count` their number ("n", "k").
+// `field` names the rows ("points", "centers"), `count` their number ("n",
+// "k").
 // The values are checked where the matrix is validated (Batch::Validate).
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> FromRowMajor(absl::Span<const float> values, int64_t rows, int64_t d,
-                                            const char* what, const char* count) {
+                                            const char* field, const char* count) {
   if (rows < 1 || d < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("shape ", count, " = ", rows, ", d = ", d, ", both must be at least 1"));
   }
-  return MatrixFromRowMajor<Scalar>(values, rows, d, what, count);
+  return MatrixFromRowMajor<Scalar>(values, rows, d, field, count);
 }
 
 }  // namespace
@@ -140,13 +141,13 @@ absl::StatusOr<Matrix<Scalar>> FromRowMajor(absl::Span<const float> values, int6
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values, int64_t n,
                                                   int64_t d) {
-  return FromRowMajor<Scalar>(values, n, d, "point", "n");
+  return FromRowMajor<Scalar>(values, n, d, "points", "n");
 }
 
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> CentersFromRowMajor(absl::Span<const float> values, int64_t k,
                                                    int64_t d) {
-  return FromRowMajor<Scalar>(values, k, d, "center", "k");
+  return FromRowMajor<Scalar>(values, k, d, "centers", "k");
 }
 
 template <typename Scalar>

@@ -83,13 +83,13 @@ absl::StatusOr<Matrix<Scalar>> PointsFromRowMajor(absl::Span<const float> values
                                                   int64_t d);
 
 // rows x d row-major values to a d x rows matrix, checking only their count
-// (`what` names a row, "point", and `count` their number, "n", in the
+// (`field` names the rows, "points", and `count` their number, "n", in the
 // error): for a reader whose shape is checked with the values, as
 // Batch::Validate does. A negative rows or d matches no count; 0 matches
 // no values.
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> MatrixFromRowMajor(absl::Span<const float> values, int64_t rows,
-                                                  int64_t d, const char* what, const char* count);
+                                                  int64_t d, const char* field, const char* count);
 
 // The same for k x d centers.
 template <typename Scalar>

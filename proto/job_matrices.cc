@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/validation.h"
 
 namespace kmt {
 
@@ -172,14 +173,7 @@ absl::StatusOr<Matrix<Scalar>> ReadMatrix(const MatrixForms& forms, const char* 
   absl::StatusOr<RawBytes> raw = OneForm<Scalar>(forms);
   if (!raw.ok()) return raw.status();
   if (std::is_same_v<Scalar, float> && !raw->set() && forms.values != nullptr) {
-    // Compared by division, so a huge shape cannot overflow the product.
-    const uint64_t count = forms.values->size();
-    if (!(rows >= 0 && d >= 1 && static_cast<uint64_t>(rows) <= count / d &&
-          static_cast<uint64_t>(rows * d) == count)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          forms.name, " has ", count, " values, expected ", rows_name, "*d = ", rows, "*", d));
-    }
-    return Eigen::Map<const Matrix<float>>(forms.values->data(), d, rows).template cast<Scalar>();
+    return MatrixFromRowMajor<Scalar>(*forms.values, rows, d, forms.name, rows_name);
   }
   // Nothing sent reads as the precision's own bytes, empty: too few values.
   const std::string none;

@@ -110,7 +110,7 @@ absl::StatusOr<Matrix<Scalar>> ReadRows(const MatrixForms& forms, int64_t d);
 
 // The matrix as d x rows, its row count given (`rows_name` = `rows`, e.g.
 // k): OneForm, then another number of values is INVALID_ARGUMENT naming the
-// form, the numbers and the names (CheckRaw's and CentersFromRowMajor's).
+// form, the numbers and the names (CheckRaw's and MatrixFromRowMajor's).
 template <typename Scalar>
 absl::StatusOr<Matrix<Scalar>> ReadMatrix(const MatrixForms& forms, const char* rows_name,
                                           int64_t rows, int64_t d);

@@ -11,6 +11,7 @@
 #include "core/validation.h"
 #include "proto/csr_payload.h"
 #include "proto/init_method.h"
+#include "proto/job_matrices.h"
 #include "proto/raw_payload.h"
 
 namespace kmt {
@@ -45,22 +46,6 @@ std::vector<const char*> Float64Payloads(const v1::ClusterRequest& r) {
   return set;
 }
 
-// A float32 request's matrix `shape.field` from whichever one of its fields
-// is set: `values` (the repeated one, read as MatrixFromRowMajor reads it,
-// `what` naming a row) or the raw float32, binary16 or bfloat16 bytes.
-absl::StatusOr<Matrix<float>> Float32Matrix(const RawShape& shape, const char* what,
-                                            const google::protobuf::RepeatedField<float>& values,
-                                            const std::string& f32, const std::string& f16,
-                                            const std::string& bf16) {
-  absl::StatusOr<RawBytes> raw = OneRawField(
-      shape.field, values.size(),
-      {{RawType::kFloat32, &f32}, {RawType::kFloat16, &f16}, {RawType::kBFloat16, &bf16}});
-  if (!raw.ok()) return raw.status();
-  if (!raw->set())
-    return MatrixFromRowMajor<float>(values, shape.rows, shape.cols, what, shape.rows_name);
-  return RawMatrix(shape, 0, *raw->bytes, raw->type);
-}
-
 // The points, d x n, before the offset; their shape and values are left to
 // Batch::Validate, as for the other payloads below.
 template <typename Scalar>
@@ -68,8 +53,10 @@ absl::StatusOr<Matrix<Scalar>> RequestPoints(const v1::ClusterRequest& r) {
   if constexpr (std::is_same_v<Scalar, double>) {
     return RawMatrix<double>({"points", "n", r.n(), "d", r.d()}, 0, r.points_f64());
   } else {
-    return Float32Matrix({"points", "n", r.n(), "d", r.d()}, "point", r.points(), r.points_f32(),
-                         r.points_f16(), r.points_bf16());
+    // Its float32 forms (RequestPayloadType refused float64 beside them).
+    return ReadMatrix<float>(
+        {"points", &r.points(), &r.points_f32(), nullptr, &r.points_f16(), &r.points_bf16()}, "n",
+        r.n(), r.d());
   }
 }
 
@@ -106,8 +93,9 @@ absl::StatusOr<Matrix<Scalar>> RequestCenters(const v1::ClusterRequest& r) {
   if constexpr (std::is_same_v<Scalar, double>) {
     return RawMatrix<double>({"centers", "k", r.k(), "d", r.d()}, 0, r.centers_f64());
   } else {
-    return Float32Matrix({"centers", "k", r.k(), "d", r.d()}, "center", r.centers(),
-                         r.centers_f32(), r.centers_f16(), r.centers_bf16());
+    return ReadMatrix<float>(
+        {"centers", &r.centers(), &r.centers_f32(), nullptr, &r.centers_f16(), &r.centers_bf16()},
+        "k", r.k(), r.d());
   }
 }
 

@@ -29,8 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import (_assert_all_finite, _check_sample_weight,
-                                      _is_arraylike_not_scalar)
+from sklearn.utils.validation import _check_sample_weight, _is_arraylike_not_scalar
 
 from . import client as _client
 from .kmeans import tolerance
@@ -312,11 +311,6 @@ class MiniBatchKMeans(ServedKMeans):
         else:
             self.inertia_ = self._ewa_inertia * n
         return None
-
-    def _finite_or_raise(self, X):
-        """scikit-learn's error for a dense X holding NaN or an infinity."""
-        if not sp.issparse(X):
-            _assert_all_finite(X, input_name="X", estimator_name=type(self).__name__)
 
     @contextlib.contextmanager
     def _points_checked(self, X):

@@ -374,8 +374,13 @@ class ServedKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             return X, None
         mean = fit_means(X)
         if not np.isfinite(mean).all():
-            _assert_all_finite(X, input_name="X", estimator_name=type(self).__name__)
+            self._finite_or_raise(X)
         return X, mean
+
+    def _finite_or_raise(self, X):
+        """scikit-learn's error for a dense X holding NaN or an infinity."""
+        if not sp.issparse(X):
+            _assert_all_finite(X, input_name="X", estimator_name=type(self).__name__)
 
     @staticmethod
     def _weights(sample_weight, X):
