@@ -1,145 +1,27 @@
 #include "client/replica_shards.h"
 
 #include <arpa/inet.h>
-#include <grpcpp/grpcpp.h>
 #include <netdb.h>
 
 #include <algorithm>
-#include <cassert>
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
-#include <type_traits>
 #include <utility>
 #include <variant>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "client/cluster_client.h"
 #include "core/point_moments.h"
 #include "proto/batch_error.h"
-#include "proto/channel_tuning.h"
-#include "proto/job_matrices.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
-#include "proto/raw_payload.h"
-#include "proto/shared_points.h"
 
 namespace kmt {
 namespace {
 
-// Stream failures after which the shard goes to another replica: the
-// replica is gone, restarting or draining (a drained replica ends its job
-// streams UNAVAILABLE). Other codes are the job's own errors, and so is
-// RESOURCE_EXHAUSTED: a replica without room for a shard, or one asking its
-// clients to back off, is up and says so.
-bool ReplicaFailed(absl::StatusCode code) {
-  return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kCancelled ||
-         code == absl::StatusCode::kAborted || code == absl::StatusCode::kUnknown ||
-         code == absl::StatusCode::kInternal;
-}
-
-// One Job stream on the synchronous API. A step's requests are written to
-// every shard's stream before any answer is read, so the replicas compute
-// at once.
-class JobStream {
- public:
-  JobStream(v1::KMeansTransformer::Stub* stub, absl::Duration timeout) {
-    if (timeout != absl::InfiniteDuration()) {
-      context_.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    }
-    stream_ = stub->Job(&context_);
-  }
-  // Ends the job on the replica (its shard is freed), unless it has ended:
-  // the writes end and the replica's status is read, so that a job that
-  // ended as its client intended ends OK there, not CANCELLED. A stream with
-  // a request unanswered, or whose status does not come within 10 s, is
-  // cancelled.
-  ~JobStream() {
-    if (!failure_.ok()) return;
-    stream_->WritesDone();
-    if (unanswered_ > 0) {
-      context_.TryCancel();
-      stream_->Finish();
-      return;
-    }
-    std::mutex mu;
-    std::condition_variable finished;
-    bool done = false;
-    std::thread deadline([&] {
-      std::unique_lock<std::mutex> lock(mu);
-      if (!finished.wait_for(lock, std::chrono::seconds(10), [&] { return done; })) {
-        context_.TryCancel();
-      }
-    });
-    stream_->Finish();
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      done = true;
-    }
-    finished.notify_one();
-    deadline.join();
-  }
-
-  absl::Status Send(const v1::JobRequest& request) {
-    if (!failure_.ok()) return failure_;
-    if (!stream_->Write(request)) return Fail();
-    ++unanswered_;
-    return absl::OkStatus();
-  }
-
-  // The stream broke (as opposed to a step answering an error inside it).
-  bool broken() const { return !failure_.ok(); }
-
-  // The next step's response, its labels gathered from the responses that
-  // follow it; a step's error arrives inside it, a broken stream as the
-  // status.
-  absl::StatusOr<v1::JobResponse> Receive() {
-    if (!failure_.ok()) return failure_;
-    v1::JobResponse response;
-    if (!stream_->Read(&response)) return Fail();
-    for (int64_t to_follow = response.labels_to_follow(); to_follow > 0;) {
-      v1::JobResponse more;
-      if (!stream_->Read(&more)) return Fail();
-      const int64_t count =
-          more.labels_size() + static_cast<int64_t>(more.labels_i32().size() / sizeof(int32_t));
-      if (count == 0 || more.labels_to_follow() != to_follow - count) {
-        return absl::InternalError(absl::StrCat("a job's labels arrived out of step: ", to_follow,
-                                                " to follow, then ", count, " with ",
-                                                more.labels_to_follow(), " to follow"));
-      }
-      response.mutable_labels()->Add(more.labels().begin(), more.labels().end());
-      response.mutable_labels_i32()->append(more.labels_i32());
-      to_follow = more.labels_to_follow();
-    }
-    response.clear_labels_to_follow();
-    --unanswered_;
-    return response;
-  }
-
- private:
-  absl::Status Fail() {
-    const grpc::Status status = stream_->Finish();
-    failure_ =
-        status.ok() ? absl::UnavailableError("the job stream ended early") : FromGrpc(status);
-    return failure_;
-  }
-
-  grpc::ClientContext context_;
-  int64_t unanswered_ = 0;  // requests written whose response is not read
-  std::unique_ptr<grpc::ClientReaderWriter<v1::JobRequest, v1::JobResponse>> stream_;
-  absl::Status failure_;
-};
-
-// A shared load's memory file holds this many chunks (of chunk_bytes each)
-// at once: the client writes the next while the replica copies the others.
-constexpr int kSharedSlots = 4;
-
 struct Shard {
   int64_t first = 0, count = 0;
   int server = 0;
-  std::unique_ptr<JobStream> stream;
+  std::unique_ptr<ShardStream> stream;
   // The centers taken into its seeding distances, k-means++'s and
   // k-means‖'s, as the steps that took them in (their add_centers alone), to
   // replay.
@@ -148,26 +30,30 @@ struct Shard {
   int moves = 0;                        // times it was moved after a failure
 };
 
-}  // namespace
-
-bool HasWeights(const PointWeights& weights) {
-  return std::visit([](const auto& values) { return !values.empty(); }, weights);
+// A failure as the job's messages quote it: code and message, without the
+// payload that marks a replica's failure (ReplicaGone).
+std::string Described(const absl::Status& status) {
+  return status.ToString(absl::StatusToStringMode::kWithNoExtraData);
 }
+
+}  // namespace
 
 class ReplicaShards::Impl {
  public:
-  Impl(ReplicaShardOptions settings, int64_t n, int d, Source source)
-      : options_(std::move(settings)),
-        d_(d),
-        float64_(std::holds_alternative<PointSource64>(source) ||
-                 std::holds_alternative<CsrSource<double>>(source)),
+  Impl(ReplicaShardOptions settings, int64_t n, int d, ShardSource source)
+      : load_{.d = d,
+              .weights = std::move(settings.weights),
+              .count_label_changes = settings.count_label_changes,
+              .points_type = settings.points_type,
+              .points_offset = settings.points_offset,
+              .chunk_bytes = settings.chunk_bytes,
+              .shared_points = settings.shared_points,
+              .stream_timeout = settings.stream_timeout,
+              .log = settings.log},
+        options_(std::move(settings)),
         source_(std::move(source)) {
     for (const std::string& address : options_.servers) {
-      grpc::ChannelArguments args;
-      args.SetMaxReceiveMessageSize(-1);
-      args.SetMaxSendMessageSize(-1);
-      ApplyChannelTuning(&args);
-      stubs_.push_back(v1::KMeansTransformer::NewStub(options_.security.Connect(address, args)));
+      stubs_.push_back(ReplicaStub(address, options_.security));
       alive_.push_back(true);
     }
     // No shard without points: a small dataset gets fewer shards.
@@ -214,7 +100,7 @@ class ReplicaShards::Impl {
     for (std::thread& t : threads) t.join();
     for (size_t s = 0; s < shards_.size(); ++s) {
       if (results[s].ok()) continue;
-      if (!ReplicaGone(shards_[s], results[s])) return Named(s, results[s]);
+      if (!ReplicaGone(results[s])) return Named(s, results[s]);
       if (absl::Status moved = Move(s, results[s]); !moved.ok()) return moved;
     }
     return absl::OkStatus();
@@ -246,13 +132,13 @@ class ReplicaShards::Impl {
           return Named(s, error);
         } else {
           answers[s] = *std::move(r);
-          KeepForReplay(*requests[s], &shards_[s]);
+          KeepForReplay(*requests[s], &shards_[s].replays);
         }
       }
       std::vector<size_t> again;
       for (size_t s : pending) {
         if (failed[s].ok()) continue;
-        if (!ReplicaGone(shards_[s], failed[s])) return Named(s, failed[s]);
+        if (!ReplicaGone(failed[s])) return Named(s, failed[s]);
         if (absl::Status moved = Move(s, failed[s]); !moved.ok()) return moved;
         again.push_back(s);
       }
@@ -280,282 +166,22 @@ class ReplicaShards::Impl {
         absl::StrCat("shard ", s, " on ", options_.servers[shards_[s].server], ": ", message));
   }
 
-  absl::Status Read(int64_t first, int64_t count, float* out) const {
-    return std::get<PointSource>(source_)(first, count, out);
-  }
-  absl::Status Read(int64_t first, int64_t count, double* out) const {
-    return std::get<PointSource64>(source_)(first, count, out);
-  }
-  // The weights in Scalar's precision (Load refused any other).
-  template <typename Scalar>
-  const std::vector<Scalar>& Weights() const {
-    static const std::vector<Scalar> kNone;
-    const std::vector<Scalar>* weights = WeightsIn<Scalar>(options_.weights);
-    return weights != nullptr ? *weights : kNone;
-  }
-
-  // A seeding step that took centers in, kept to be replayed on the shard
-  // if it moves: its add_centers alone, in the same groups, so that the
-  // distances come back to the bit.
-  static void KeepForReplay(const v1::JobRequest& request, Shard* shard) {
-    if (request.has_seed() && !IsEmpty(wire::AddCenters(request.seed()))) {
-      CopyForms(wire::AddCenters(request.seed()),
-                wire::AddCenters(shard->replays.emplace_back().mutable_seed()));
-    }
-    if (request.has_kmeans_parallel() && !IsEmpty(wire::AddCenters(request.kmeans_parallel()))) {
-      CopyForms(wire::AddCenters(request.kmeans_parallel()),
-                wire::AddCenters(shard->replays.emplace_back().mutable_kmeans_parallel()));
-    }
-  }
-
-  // A chunk's moments, of its points as the replica holds them: shifted by
-  // points_offset in float32 where there is one.
-  template <typename Scalar>
-  void AddMoments(const Scalar* values, int64_t count, PointMoments* moments) const {
-    if (options_.points_offset.empty() || !std::is_same_v<Scalar, float>) {
-      moments->Add(values, count, d_);
-      return;
-    }
-    Matrix<Scalar> shifted = Eigen::Map<const Matrix<Scalar>>(values, d_, count);
-    shifted.colwise() -=
-        Eigen::Map<const Vector<float>>(options_.points_offset.data(), d_).template cast<Scalar>();
-    moments->Add(shifted.data(), count, d_);
-  }
-
-  // The chunk of the shard's points [done, done + count) in `request`: the
-  // shard's size, d, the label counting and the chunk's weights; the points
-  // are the caller's to add.
-  template <typename Scalar>
-  v1::ShardChunk* Chunk(const Shard& shard, int64_t done, int64_t count,
-                        v1::JobRequest* request) const {
-    v1::ShardChunk* c = request->mutable_shard();
-    c->set_n(shard.count);
-    c->set_d(d_);
-    c->set_count_label_changes(options_.count_label_changes);
-    const std::vector<Scalar>& weights = Weights<Scalar>();
-    if (!weights.empty()) {
-      WriteValues(absl::MakeConstSpan(weights).subspan(shard.first + done, count),
-                  wire::Weights(c));
-    }
-    return c;
-  }
-
-  // Sends the shard's points (and weights) in chunks of raw float32 (or
-  // points_type) or float64, as the source reads them; returns how many
-  // chunks.
-  //
-  // Through `shared`, if given: each chunk written into one of its slots
-  // and named (points_shared), a slot written again once its chunk is
-  // acknowledged. Returns how many chunks' acknowledgements are still to be
-  // read.
-  template <typename Scalar>
-  absl::StatusOr<int64_t> SendPoints(Shard* shard, std::optional<PointMoments>* moments,
-                                     SharedPointsFile* shared) {
-    assert(options_.points_offset.empty() || options_.points_type != RawType::kFloat32);
-    const bool weighted = !Weights<Scalar>().empty();
-    const int64_t chunk =
-        shared != nullptr
-            ? shared->slot_bytes() / (int64_t{sizeof(Scalar)} * d_)
-            : std::max<int64_t>(1, options_.chunk_bytes / (int64_t{sizeof(Scalar)} *
-                                                           (int64_t{d_} + (weighted ? 1 : 0))));
-    int64_t chunks = 0, acknowledged = 0;
-    v1::JobRequest request;
-    std::vector<Scalar> values;
-    for (int64_t done = 0; done < shard->count || chunks == 0; done += chunk, ++chunks) {
-      const int64_t count = std::min(chunk, shard->count - done);
-      if (shared != nullptr && chunks >= shared->slots()) {
-        // The slot's last chunk is the replica's before it is written again.
-        if (absl::Status s = Acknowledged(shard); !s.ok()) return s;
-        ++acknowledged;
-      }
-      // Read into the chunk's slot of the memory file, or a buffer.
-      const int slot = shared != nullptr ? static_cast<int>(chunks % shared->slots()) : 0;
-      if (shared == nullptr) values.resize(static_cast<size_t>(count * d_));
-      Scalar* const read =
-          shared != nullptr ? reinterpret_cast<Scalar*>(shared->slot(slot)) : values.data();
-      if (absl::Status s = Read(shard->first + done, count, read); !s.ok()) return s;
-      if (*moments) AddMoments(read, count, &**moments);
-      v1::ShardChunk* c = Chunk<Scalar>(*shard, done, count, &request);
-      if (shared != nullptr) {
-        if (absl::Status s =
-                shared->Name(slot, count * d_ * int64_t{sizeof(Scalar)},
-                             std::is_same_v<Scalar, double>, c->mutable_points_shared());
-            !s.ok()) {
-          return s;
-        }
-      } else if constexpr (std::is_same_v<Scalar, float>) {
-        WriteValues<float>(values, wire::Points(c), options_.points_type);
-        c->mutable_points_offset()->Assign(options_.points_offset.begin(),
-                                           options_.points_offset.end());
-      } else {
-        WriteValues<double>(values, wire::Points(c));
-      }
-      if (absl::Status s = shard->stream->Send(request); !s.ok()) return s;
-    }
-    return chunks - acknowledged;
-  }
-
-  // Reads a chunk's acknowledgement: its error, if it has one.
-  static absl::Status Acknowledged(Shard* shard) {
-    absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
-    if (!r.ok()) return r.status();
-    return FromBatchError(r->error());
-  }
-
-  // Sends the shard's sparse points (and weights) in chunks of as many rows
-  // as chunk_bytes holds of their offsets, columns, values (and weights), at
-  // least one, as the source reads them; returns how many chunks.
-  template <typename Scalar>
-  absl::StatusOr<int64_t> SendSparse(const CsrSource<Scalar>& source, Shard* shard,
-                                     std::optional<PointMoments>* moments) {
-    const std::vector<int64_t>& indptr = source.indptr;
-    const int64_t row_bytes =
-        int64_t{sizeof(int64_t)} + (Weights<Scalar>().empty() ? 0 : int64_t{sizeof(Scalar)});
-    const int64_t nonzero_bytes = int64_t{sizeof(int32_t)} + int64_t{sizeof(Scalar)};
-    const int64_t end = shard->first + shard->count;
-    int64_t chunks = 0;
-    CsrRows<Scalar> rows;
-    for (int64_t first = shard->first; first < end; ++chunks) {
-      int64_t last = first + 1;
-      while (last < end &&
-             (last + 1 - first) * row_bytes + (indptr[last + 1] - indptr[first]) * nonzero_bytes <=
-                 options_.chunk_bytes) {
-        ++last;
-      }
-      const int64_t count = last - first;
-      rows.indptr.clear();
-      rows.indices.clear();
-      rows.values.clear();
-      if (absl::Status s = source.rows(first, count, &rows); !s.ok()) return s;
-      // The rows must be those indptr sized the chunks and the shard by.
-      bool agree = rows.indptr.size() == static_cast<size_t>(count + 1) && rows.indptr[0] == 0;
-      for (int64_t i = 1; agree && i <= count; ++i) {
-        agree = rows.indptr[i] == indptr[first + i] - indptr[first];
-      }
-      if (!agree || rows.indices.size() != static_cast<size_t>(rows.indptr.back()) ||
-          rows.values.size() != rows.indices.size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the sparse point source gave ", rows.indptr.size(), " offsets, ", rows.indices.size(),
-            " columns and ", rows.values.size(), " values for points ", first, " to ", last,
-            ", whose ", indptr[last] - indptr[first], " nonzeros its indptr puts at ",
-            indptr[first], " to ", indptr[last]));
-      }
-      if (*moments) {
-        // The moments index by column here, before the replica checks them;
-        // the point is the shard's, as a replica would name it (Named).
-        for (size_t p = 0; p < rows.indices.size(); ++p) {
-          if (rows.indices[p] < 0 || rows.indices[p] >= d_) {
-            const int64_t row =
-                std::upper_bound(rows.indptr.begin(), rows.indptr.end(), static_cast<int64_t>(p)) -
-                rows.indptr.begin() - 1;
-            return absl::InvalidArgumentError(
-                absl::StrCat("point ", first - shard->first + row, " has a nonzero in column ",
-                             rows.indices[p], ", outside [0, d = ", d_, ")"));
-          }
-        }
-        (*moments)->AddSparse(rows.indptr.data(), rows.indices.data(), rows.values.data(), count,
-                              d_);
-      }
-      v1::JobRequest request;
-      v1::CsrPoints* csr =
-          Chunk<Scalar>(*shard, first - shard->first, count, &request)->mutable_points_csr();
-      EncodeInt64(rows.indptr, csr->mutable_indptr_i64());
-      EncodeInt32(rows.indices, csr->mutable_indices_i32());
-      WriteValues(absl::MakeConstSpan(rows.values), wire::Values(csr));
-      csr->set_shard_nnz(indptr[end] - indptr[shard->first]);
-      // Rows that are all empty carry no float64 values to make the shard
-      // float64.
-      csr->set_float64(std::is_same_v<Scalar, double>);
-      if (absl::Status s = shard->stream->Send(request); !s.ok()) return s;
-      first = last;
-    }
-    return chunks;
-  }
-
-  // Loads the shard on its replica. A replica on this machine takes dense
-  // points sent as they are through a memory file (proto/shared_points.h);
-  // one that refuses them, or cannot read the file (another container's),
-  // gets them over the wire on a new stream.
+  // Loads the shard on its replica (ShardStream::Load); its moments are
+  // read at its first load.
   absl::Status Load(Shard* shard) {
-    const bool dense = std::holds_alternative<PointSource>(source_) ||
-                       std::holds_alternative<PointSource64>(source_);
-    if (options_.shared_points && dense && options_.points_type == RawType::kFloat32 &&
-        IsLocalTarget(options_.servers[shard->server])) {
-      const absl::Status shared = LoadOnce(shard, /*shared=*/true);
-      if (shared.code() != absl::StatusCode::kFailedPrecondition) return shared;
-      if (options_.log) {
-        options_.log(absl::StrCat("points over the wire to ", options_.servers[shard->server], ": ",
-                                  shared.message()));
-      }
-    }
-    return LoadOnce(shard, /*shared=*/false);
-  }
-
-  // Opens a stream on the shard's replica and sends its points (and
-  // weights) in chunks, through the memory file if `shared` or else as raw
-  // float32 (float64), then reads the acknowledgements.
-  absl::Status LoadOnce(Shard* shard, bool shared) {
-    shard->stream =
-        std::make_unique<JobStream>(stubs_[shard->server].get(), options_.stream_timeout);
-    // The tolerance's variance, from the points as they are first read.
-    std::optional<PointMoments> moments;
-    if (options_.moments && !shard->moments) moments.emplace();
-    // A shared load's memory file, of up to kSharedSlots chunks of whole
-    // rows, about chunk_bytes each, from the process's pool.
-    std::optional<SharedPointsLease> file;
-    if (shared) {
-      const int64_t row = int64_t{d_} * (float64_ ? 8 : 4);
-      const int64_t rows = std::min(shard->count, std::max<int64_t>(1, options_.chunk_bytes / row));
-      absl::StatusOr<SharedPointsLease> made = TakeSharedPointsFile(
-          rows * row, static_cast<int>(std::min<int64_t>(
-                          kSharedSlots, (shard->count + rows - 1) / std::max<int64_t>(rows, 1))));
-      if (!made.ok()) return made.status();
-      file.emplace(*std::move(made));
-    }
-    SharedPointsFile* through = file ? &**file : nullptr;
-    absl::StatusOr<int64_t> chunks;
-    if (const auto* csr = std::get_if<CsrSource<float>>(&source_)) {
-      chunks = SendSparse(*csr, shard, &moments);
-    } else if (const auto* csr64 = std::get_if<CsrSource<double>>(&source_)) {
-      chunks = SendSparse(*csr64, shard, &moments);
-    } else {
-      chunks = float64_ ? SendPoints<double>(shard, &moments, through)
-                        : SendPoints<float>(shard, &moments, through);
-    }
-    if (!chunks.ok()) return chunks.status();
-    for (int64_t c = 0; c < *chunks; ++c) {
-      absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
-      if (!r.ok()) return r.status();
-      if (absl::Status s = FromBatchError(r->error()); !s.ok()) return s;
-      if (c + 1 == *chunks && r->points_loaded() != shard->count) {
-        // A server that predates points_shared takes its chunks as empty.
-        const std::string held =
-            absl::StrCat("the replica holds ", r->points_loaded(), " of ", shard->count, " points");
-        return shared ? absl::FailedPreconditionError(
-                            absl::StrCat(held,
-                                         " sent as shared points: a server that "
-                                         "predates them"))
-                      : absl::InternalError(held);
-      }
-    }
-    // A shard moved during k-means++ or k-means‖ gets back the distances it
-    // had: k-means‖'s in the same groups, so to the bit.
-    for (const v1::JobRequest& replay : shard->replays) {
-      if (absl::Status s = shard->stream->Send(replay); !s.ok()) return s;
-      absl::StatusOr<v1::JobResponse> r = shard->stream->Receive();
-      if (!r.ok()) return r.status();
-      if (absl::Status s = FromBatchError(r->error()); !s.ok()) return s;
-    }
-    if (moments) shard->moments = std::move(moments);
+    shard->stream.reset();
+    const bool moments = options_.moments && !shard->moments;
+    PointMoments read;
+    absl::StatusOr<std::unique_ptr<ShardStream>> stream = ShardStream::Load(
+        stubs_[shard->server].get(), options_.servers[shard->server], source_, load_,
+        {.first = shard->first,
+         .count = shard->count,
+         .replays = &shard->replays,
+         .moments = moments ? &read : nullptr});
+    if (!stream.ok()) return stream.status();
+    shard->stream = *std::move(stream);
+    if (moments) shard->moments = read;
     return absl::OkStatus();
-  }
-
-  // Whether `status`, a failure of the shard's load or step, says its
-  // replica is gone: its stream broke with one of ReplicaFailed's codes. A
-  // failure to read the points (the source's) or an error the replica
-  // answered is the job's.
-  static bool ReplicaGone(const Shard& shard, const absl::Status& status) {
-    return shard.stream != nullptr && shard.stream->broken() && ReplicaFailed(status.code());
   }
 
   // After `why`, the shard's replica is taken as gone and the shard goes to
@@ -575,7 +201,7 @@ class ReplicaShards::Impl {
       if (++shard.moves > options_.max_moves) {
         return Named(
             s, absl::UnavailableError(absl::StrCat("gave up after ", shard.moves - 1,
-                                                   " moves of this shard: ", why.ToString())));
+                                                   " moves of this shard: ", Described(why))));
       }
       ++moves_;
       std::vector<int> load(stubs_.size(), 0);
@@ -585,25 +211,25 @@ class ReplicaShards::Impl {
         if (alive_[r] && (best < 0 || load[r] < load[best])) best = static_cast<int>(r);
       }
       if (best < 0) {
-        return Named(s, absl::UnavailableError(absl::StrCat("no replica left: ", why.ToString())));
+        return Named(s, absl::UnavailableError(absl::StrCat("no replica left: ", Described(why))));
       }
       if (options_.log) {
         options_.log(absl::StrCat("shard ", s, ": ", options_.servers[shard.server], " failed (",
-                                  why.ToString(), "); loading it on ", options_.servers[best],
+                                  Described(why), "); loading it on ", options_.servers[best],
                                   " and repeating the step"));
       }
       shard.server = best;
       absl::Status loaded = Load(&shard);
       if (loaded.ok()) return loaded;
-      if (!ReplicaGone(shard, loaded)) return Named(s, loaded);
+      if (!ReplicaGone(loaded)) return Named(s, loaded);
       why = std::move(loaded);
     }
   }
 
-  const ReplicaShardOptions options_;
-  const int d_;
-  const bool float64_;  // the points are read and loaded as float64
-  const Source source_;
+  // How each shard is loaded, from the options (the weights moved here).
+  const ShardLoadOptions load_;
+  const ReplicaShardOptions options_;  // their weights empty
+  const ShardSource source_;
   std::vector<std::unique_ptr<v1::KMeansTransformer::Stub>> stubs_;
   std::vector<bool> alive_;
   std::vector<Shard> shards_;
@@ -659,15 +285,14 @@ absl::Status CheckIndptr(const std::vector<int64_t>& indptr, int64_t n) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::LoadEither(
-    ReplicaShardOptions options, int64_t n, int d, Source source) {
+    ReplicaShardOptions options, int64_t n, int d, ShardSource source) {
   if (options.servers.empty()) return absl::InvalidArgumentError("no server addresses");
   if (options.streams_per_server < 1 || n < 1 || d < 1) {
     return absl::InvalidArgumentError(absl::StrCat("streams per server ",
                                                    options.streams_per_server, ", n = ", n,
                                                    ", d = ", d, ": each must be at least 1"));
   }
-  const bool float64 = std::holds_alternative<PointSource64>(source) ||
-                       std::holds_alternative<CsrSource<double>>(source);
+  const bool float64 = IsFloat64(source);
   if (HasWeights(options.weights) &&
       std::holds_alternative<std::vector<double>>(options.weights) != float64) {
     return absl::InvalidArgumentError(

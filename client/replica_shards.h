@@ -25,21 +25,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/shard_set.h"
+#include "client/shard_stream.h"
 #include "proto/raw_payload.h"
 #include "proto/transport_security.h"
 
 namespace kmt {
-
-// Per-point weights in the precision of the points they weigh: float for
-// float32 points, double for float64 ones. Empty: every weight 1.
-using PointWeights = std::variant<std::vector<float>, std::vector<double>>;
-// Whether `weights` holds any.
-bool HasWeights(const PointWeights& weights);
-// The weights if they are in Scalar's precision, else null.
-template <typename Scalar>
-const std::vector<Scalar>* WeightsIn(const PointWeights& weights) {
-  return std::get_if<std::vector<Scalar>>(&weights);
-}
 
 struct ReplicaShardOptions {
   std::vector<std::string> servers;  ///< replica addresses, host:port; one channel each
@@ -84,34 +74,6 @@ struct ReplicaShardOptions {
   std::function<void(const std::string&)> log;
 };
 
-// Copies points [first, first + count) of the dataset, row-major, into
-// `out` (count * d values: a chunk's buffer, or a memory file the replica
-// reads them from); called from several threads at once.
-using PointSource = std::function<absl::Status(int64_t first, int64_t count, float* out)>;
-// The same for float64 points.
-using PointSource64 = std::function<absl::Status(int64_t first, int64_t count, double* out)>;
-
-// Rows of a sparse dataset as compressed sparse rows (scipy.sparse's
-// canonical CSR): row i's nonzeros at indptr[i] .. indptr[i + 1] of indices
-// and values, indptr from 0, columns strictly increasing within a row.
-template <typename Scalar>
-struct CsrRows {
-  std::vector<int64_t> indptr;   ///< rows + 1 offsets, the first 0
-  std::vector<int32_t> indices;  ///< the columns, in [0, d)
-  std::vector<Scalar> values;    ///< the nonzero values, finite
-};
-
-// Sparse points: `indptr`, the n + 1 offsets of the whole dataset's rows
-// (the first 0), sizes the chunks by their nonzeros and gives each shard's
-// nonzero count before its first chunk; `rows` copies rows [first, first +
-// count) into `out` (empty when called), their indptr from 0. Called from
-// several threads at once.
-template <typename Scalar>
-struct CsrSource {
-  std::vector<int64_t> indptr;
-  std::function<absl::Status(int64_t first, int64_t count, CsrRows<Scalar>* out)> rows;
-};
-
 class ReplicaShards : public ShardSet {
  public:
   ~ReplicaShards() override;
@@ -146,12 +108,11 @@ class ReplicaShards : public ShardSet {
 
  private:
   class Impl;
-  // Where the points come from, which also decides the shards' kind.
-  using Source = std::variant<PointSource, PointSource64, CsrSource<float>, CsrSource<double>>;
   explicit ReplicaShards(std::unique_ptr<Impl> impl);
   // Load's, from any source.
   static absl::StatusOr<std::unique_ptr<ReplicaShards>> LoadEither(ReplicaShardOptions options,
-                                                                   int64_t n, int d, Source source);
+                                                                   int64_t n, int d,
+                                                                   ShardSource source);
   std::unique_ptr<Impl> impl_;
 };
 

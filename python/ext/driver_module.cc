@@ -35,6 +35,7 @@
 #include "client/minibatch_job.h"
 #include "client/replica_shards.h"
 #include "client/resident_job.h"
+#include "client/shard_stream.h"
 #include "core/narrow_float.h"
 #include "core/sparse.h"
 #include "proto/request.h"
@@ -870,6 +871,152 @@ py::tuple CanonicalCsr(const py::array_t<int64_t, py::array::c_style>& indptr,
   return py::make_tuple(out_indptr, out_indices[kept], out_values[kept]);
 }
 
+// kmt.dask's workers' shards (client/shard_stream.h): a replica's channel
+// (kmt._driver.Replica), kept by the worker for the fits that use it, and
+// the shards it loads there (kmt._driver.Shard), each one Job stream held
+// for the fit. A shard's calls take its lock after giving the GIL up.
+PyObject* replica_failed_type = nullptr;
+
+// A shard's failure: kmt._driver.ReplicaFailed (an Error) where the replica
+// is gone (ReplicaGone), else kmt._driver.Error.
+[[noreturn]] void RaiseShardFailure(const absl::Status& status) {
+  if (!ReplicaGone(status)) Raise(status);
+  py::object error = py::reinterpret_borrow<py::object>(replica_failed_type)(
+      static_cast<int>(status.code()), std::string(status.message()));
+  PyErr_SetObject(replica_failed_type, error.ptr());
+  throw py::error_already_set();
+}
+
+std::vector<v1::JobRequest> RequestsOf(const std::vector<py::bytes>& serialized) {
+  std::vector<v1::JobRequest> requests(serialized.size());
+  for (size_t i = 0; i < serialized.size(); ++i) {
+    const auto bytes = serialized[i].cast<std::string_view>();
+    if (!requests[i].ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      throw py::value_error("not a serialized JobRequest");
+    }
+  }
+  return requests;
+}
+
+class CompiledShard {
+ public:
+  explicit CompiledShard(std::unique_ptr<ShardStream> stream)
+      : chunks_(stream->chunks()),
+        chunk_bytes_sent_(stream->chunk_bytes_sent()),
+        largest_chunk_bytes_(stream->largest_chunk_bytes()),
+        stream_(std::move(stream)) {}
+  ~CompiledShard() { Close(); }
+
+  void Send(const py::bytes& request) {
+    const std::vector<v1::JobRequest> parsed = RequestsOf({request});
+    absl::Status sent;
+    {
+      py::gil_scoped_release released;
+      std::lock_guard<std::mutex> lock(mu_);
+      sent = stream_ ? stream_->Send(parsed[0]) : absl::FailedPreconditionError("shard closed");
+    }
+    if (!sent.ok()) RaiseShardFailure(sent);
+  }
+
+  // The next response, serialized, its labels gathered.
+  py::bytes Receive() {
+    absl::StatusOr<v1::JobResponse> response;
+    std::string serialized;
+    {
+      py::gil_scoped_release released;
+      std::lock_guard<std::mutex> lock(mu_);
+      response = stream_ ? stream_->Receive() : absl::FailedPreconditionError("shard closed");
+      if (response.ok()) response->SerializeToString(&serialized);
+    }
+    if (!response.ok()) RaiseShardFailure(response.status());
+    return py::bytes(serialized);
+  }
+
+  // What its load sent (ShardStream's).
+  int64_t chunks() const { return chunks_; }
+  int64_t chunk_bytes_sent() const { return chunk_bytes_sent_; }
+  int64_t largest_chunk_bytes() const { return largest_chunk_bytes_; }
+
+  void EndWrites() {
+    py::gil_scoped_release released;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stream_) stream_->EndWrites();
+  }
+
+  // Ends the job on the replica: its shard is freed.
+  void Close() {
+    std::unique_ptr<ShardStream> closing;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing = std::move(stream_);
+    }
+    if (closing == nullptr) return;
+    if (PyGILState_Check()) {
+      py::gil_scoped_release released;
+      closing.reset();
+    }
+  }
+
+ private:
+  const int64_t chunks_, chunk_bytes_sent_, largest_chunk_bytes_;
+  std::mutex mu_;
+  std::unique_ptr<ShardStream> stream_;
+};
+
+class CompiledReplica {
+ public:
+  CompiledReplica(const std::string& address, bool tls, const std::string& ca,
+                  const std::string& cert, const std::string& key, const std::string& server_name)
+      : address_(address),
+        stub_(ReplicaStub(address, SecurityOf(tls, ca, cert, key, server_name))) {}
+
+  // Loads n points in d dimensions, rows(first, end) (float32, or float64
+  // if `float64`) or the CSR arrays `csr`, with their `weights` (n, or
+  // None), as one shard; then replays `replays`, serialized JobRequests.
+  std::unique_ptr<CompiledShard> Load(int64_t n, int d, const py::object& rows,
+                                      const std::optional<py::tuple>& csr,
+                                      const std::optional<py::array>& weights, bool float64,
+                                      int64_t chunk_bytes, std::optional<double> timeout,
+                                      const std::vector<py::bytes>& replays,
+                                      const py::object& log) {
+    if (n < 1 || d < 1) throw py::value_error("a shard takes n >= 1 points in d >= 1 dimensions");
+    PythonFailure failure;
+    ShardLoadOptions options{
+        .d = d,
+        .chunk_bytes = chunk_bytes,
+        .stream_timeout = timeout ? absl::Seconds(*timeout) : absl::InfiniteDuration(),
+        .log = LogOf(log, &failure)};
+    if (weights) {
+      options.weights = float64 ? PointWeights(WeightsOf<double>(*weights, n))
+                                : PointWeights(WeightsOf<float>(*weights, n));
+    }
+    const std::vector<v1::JobRequest> replayed = RequestsOf(replays);
+    std::vector<py::array> held;
+    ShardSource source;
+    if (csr && float64) {
+      source = CsrSourceOf<double>(*csr, n, &held);
+    } else if (csr) {
+      source = CsrSourceOf<float>(*csr, n, &held);
+    } else if (float64) {
+      source = PointSource64(RowSource<double>(rows, failure, d));
+    } else {
+      source = PointSource(RowSource<float>(rows, failure, d));
+    }
+    absl::StatusOr<std::unique_ptr<ShardStream>> stream;
+    {
+      py::gil_scoped_release released;
+      stream = ShardStream::Load(stub_.get(), address_, source, options,
+                                 {.first = 0, .count = n, .replays = &replayed});
+    }
+    failure.RaiseIfAny();
+    if (!stream.ok()) RaiseShardFailure(stream.status());
+    return std::make_unique<CompiledShard>(*std::move(stream));
+  }
+
+ private:
+  const std::string address_;
+  std::unique_ptr<v1::KMeansTransformer::Stub> stub_;
+};
 }  // namespace
 }  // namespace kmt
 
@@ -877,6 +1024,8 @@ PYBIND11_MODULE(_driver, m) {
   m.doc() = "kmt's compiled driver and client (client/resident_job.h, client/cluster_client.h).";
   static py::exception<std::runtime_error> error(m, "Error");
   kmt::error_type = error.ptr();
+  static py::exception<std::runtime_error> replica_failed(m, "ReplicaFailed", error.ptr());
+  kmt::replica_failed_type = replica_failed.ptr();
   m.def("fit", &kmt::Fit, py::arg("servers"), py::arg("rows"), py::arg("n"), py::arg("d"),
         py::arg("k"), py::kw_only(), py::arg("weights") = py::none(), py::arg("iterations"),
         py::arg("tol"), py::arg("center_tol"), py::arg("seed"), py::arg("init"),
@@ -954,6 +1103,37 @@ PYBIND11_MODULE(_driver, m) {
   m.def("column_variances", &kmt::ColumnVariances<float>, py::arg("x"));
   m.def("column_variances", &kmt::ColumnVariances<double>, py::arg("x"));
   m.def("column_variances_f16", &kmt::ColumnVariances<uint16_t, float>, py::arg("bits"));
+  py::class_<kmt::CompiledReplica>(m, "Replica")
+      .def(py::init<const std::string&, bool, const std::string&, const std::string&,
+                    const std::string&, const std::string&>(),
+           py::arg("address"), py::kw_only(), py::arg("tls") = false, py::arg("ca") = "",
+           py::arg("cert") = "", py::arg("key") = "", py::arg("server_name") = "")
+      .def("load", &kmt::CompiledReplica::Load, py::arg("n"), py::arg("d"), py::kw_only(),
+           py::arg("rows") = py::none(), py::arg("csr") = py::none(),
+           py::arg("weights") = py::none(), py::arg("float64") = false, py::arg("chunk_bytes"),
+           py::arg("timeout") = py::none(), py::arg("replays") = std::vector<py::bytes>(),
+           py::arg("log") = py::none());
+  py::class_<kmt::CompiledShard>(m, "Shard")
+      .def("send", &kmt::CompiledShard::Send, py::arg("request"))
+      .def("receive", &kmt::CompiledShard::Receive)
+      .def_property_readonly("chunks", &kmt::CompiledShard::chunks)
+      .def_property_readonly("chunk_bytes_sent", &kmt::CompiledShard::chunk_bytes_sent)
+      .def_property_readonly("largest_chunk_bytes", &kmt::CompiledShard::largest_chunk_bytes)
+      .def("end_writes", &kmt::CompiledShard::EndWrites)
+      .def("close", &kmt::CompiledShard::Close);
+  m.def(
+      "replays_of",
+      [](const py::bytes& request) {
+        std::vector<kmt::v1::JobRequest> replays;
+        kmt::KeepForReplay(kmt::RequestsOf({request})[0], &replays);
+        std::vector<py::bytes> serialized;
+        for (const kmt::v1::JobRequest& replay : replays) {
+          serialized.emplace_back(replay.SerializeAsString());
+        }
+        return serialized;
+      },
+      py::arg("request"));
+  m.attr("MAX_MOVES") = kmt::ReplicaShardOptions{}.max_moves;
   m.attr("KMEANS_PARALLEL_ROUNDS") = kmt::ResidentJobOptions{}.kmeans_parallel_rounds;
   m.attr("KMEANS_PARALLEL_OVERSAMPLING") = kmt::ResidentJobOptions{}.kmeans_parallel_oversampling;
 }

@@ -387,6 +387,14 @@ def _read(path, what):
         raise OSError(f"cannot read {what} {path}: {e.strerror}") from e
 
 
+def compiled_security(tls=False, ca=None, cert=None, key=None, server_name=None):
+    """The TLS settings `channel` takes, as the compiled driver's and
+    client's keyword arguments: TLS when `tls` or any file is given, the
+    files' paths ("" where none)."""
+    return dict(tls=bool(tls or ca or cert or key), ca=ca or "", cert=cert or "", key=key or "",
+                server_name=server_name or "")
+
+
 def channel(target, options=(), tls=False, ca=None, cert=None, key=None, server_name=None):
     """A gRPC channel to `target` (as server_target reads it): plaintext, or
     TLS when `tls` is true or any file is given. `ca` is the PEM CA to trust
@@ -673,8 +681,7 @@ class Client:
         self.raw = raw
         # Batches sent again after UNAVAILABLE or a pushback, over this client's life.
         self.resent = 0
-        self.security = dict(tls=bool(tls or ca or cert or key), ca=ca or "", cert=cert or "",
-                             key=key or "", server_name=server_name or "")
+        self.security = compiled_security(tls, ca, cert, key, server_name)
         # (kmt._driver.Client, its error type), made by the first cluster_each
         self._compiled = None
         self._compiled_lock = threading.Lock()

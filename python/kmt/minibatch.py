@@ -279,6 +279,9 @@ class MiniBatchKMeans(ServedKMeans):
         # Sparse X is loaded as sparse shards, its nonzeros.
         points = (dict(rows=None, csr=csr_arrays(X, X.dtype)) if sp.issparse(X)
                   else dict(rows=dense_rows(X)))
+        # The RNG's state takes the name `key`.
+        security = _client.compiled_security(**tls_options(self))
+        security["key_file"] = security.pop("key")
         with self._points_checked(X):
             answer = driver_errors(
                 driver().minibatch_fit, replicas, n=n, d=d,
@@ -290,10 +293,8 @@ class MiniBatchKMeans(ServedKMeans):
                 reassignment_ratio=float(self.reassignment_ratio),
                 labels=bool(self.compute_labels), float64=X.dtype == np.float64,
                 steps_on_server=small, streams_per_server=1 if small else 2,
-                chunk_bytes=4 << 20, max_moves=3, timeout=self.timeout,
-                tls=bool(self.tls or self.ca or self.cert or self.key), ca=self.ca or "",
-                cert=self.cert or "", key_file=self.key or "", server_name=self.server_name or "",
-                log=print if self.verbose else None, **points)
+                chunk_bytes=4 << 20, max_moves=driver().MAX_MOVES, timeout=self.timeout,
+                log=print if self.verbose else None, **security, **points)
         random_state.set_state((state[0], np.asarray(answer["key"], dtype=np.uint32),
                                 answer["pos"], state[3], state[4]))
         self.cluster_centers_ = answer["centers"].astype(X.dtype)

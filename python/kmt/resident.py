@@ -28,8 +28,8 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from .client import (ServiceError, check_not_forked, csr_arrays, extension_used, init_name,
-                     server_target, status_code)
+from .client import (ServiceError, check_not_forked, compiled_security, csr_arrays, extension_used,
+                     init_name, server_target, status_code)
 
 
 @dataclasses.dataclass
@@ -223,9 +223,7 @@ def fit_resident(target, points, k, centers=None, iterations=20, tol=0.0, seed=1
         tol=float(tol), center_tol=-1.0 if center_tol is None else float(center_tol),
         labels=bool(labels), streams_per_server=int(streams_per_server),
         chunk_bytes=int(chunk_bytes), max_moves=int(max_moves), timeout=timeout,
-        tls=bool(tls.get("tls") or tls.get("ca") or tls.get("cert") or tls.get("key")),
-        ca=tls.get("ca") or "", cert=tls.get("cert") or "", key=tls.get("key") or "",
-        server_name=tls.get("server_name") or "",
+        **compiled_security(**tls),
         iteration_objectives=bool(iteration_objectives), log=log, on_iteration=on_iteration,
         **shift, **options)
     return result_of(answer, offset)

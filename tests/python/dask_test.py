@@ -67,40 +67,48 @@ def held_shards(dask_worker):
 
 
 def count_chunks(dask_worker):
-    """Client.run: from now on this worker's shard loads note each chunk
-    they send, (whether sparse, its bytes), until counted_chunks."""
+    """Client.run: from now on this worker's shard loads note what they
+    sent, (whether sparse, chunks, their bytes, the largest chunk's bytes),
+    until counted_chunks."""
     module = kmt.dask.worker
-    load_shard = getattr(module.load_shard, "uncounted", module.load_shard)
+    replica_of = getattr(module._replica, "uncounted", module._replica)
     noted = []
 
-    def counting(stream, chunks, *args, **kwargs):
-        def each():
-            for message in chunks:
-                noted.append((message.HasField("points_csr"), message.ByteSize()))
-                yield message
-        return load_shard(stream, each(), *args, **kwargs)
-    counting.uncounted, counting.noted = load_shard, noted
-    module.load_shard = counting
+    class Counting:
+        def __init__(self, replica):
+            self.replica = replica
+
+        def load(self, *args, **kwargs):
+            shard = self.replica.load(*args, **kwargs)
+            noted.append((kwargs.get("csr") is not None, shard.chunks, shard.chunk_bytes_sent,
+                          shard.largest_chunk_bytes))
+            return shard
+
+    def counting(*args):
+        return Counting(replica_of(*args))
+    counting.uncounted, counting.noted = replica_of, noted
+    module._replica = counting
 
 
 def counted_chunks(dask_worker):
-    """Client.run: the chunks noted since count_chunks; counting stops."""
+    """Client.run: the loads noted since count_chunks; counting stops."""
     module = kmt.dask.worker
-    noted = module.load_shard.noted
-    module.load_shard = module.load_shard.uncounted
+    noted = module._replica.noted
+    module._replica = module._replica.uncounted
     return noted
 
 
 @contextlib.contextmanager
 def chunks_sent():
-    """The chunks every worker sends in the block, as (whether sparse,
-    bytes), in a list filled when it ends."""
+    """The shard loads every worker makes in the block, as (whether sparse,
+    chunks, their bytes, the largest chunk's bytes), in a list filled when
+    it ends."""
     client.run(count_chunks)
     noted = []
     try:
         yield noted
     finally:
-        noted.extend(c for chunks in client.run(counted_chunks).values() for c in chunks)
+        noted.extend(c for loads in client.run(counted_chunks).values() for c in loads)
 
 
 def jobs_ended(server):
@@ -433,7 +441,7 @@ class DaskSparseTest(TwoReplicasTest):
                         dense, sample_weight=w)
                     self.assertGreater(want.n_iter_, 3)
                     self.assertTrue(chunks)
-                    self.assertTrue(all(sparse for sparse, _ in chunks))
+                    self.assertTrue(all(sparse for sparse, *_ in chunks))
                     self.assertEqual(got.cluster_centers_.dtype, dtype)
                     np.testing.assert_array_equal(got.labels_.compute(), want.labels_)
                     self.assertEqual(got.n_iter_, want.n_iter_)
@@ -479,11 +487,11 @@ class DaskSparseTest(TwoReplicasTest):
                 np.testing.assert_array_equal(got.labels_.compute(), want.labels_)
                 np.testing.assert_allclose(got.cluster_centers_, want.cluster_centers_,
                                            rtol=1e-5, atol=1e-6)
-                self.assertGreater(len(chunks), 4 * 4 * 4)
+                self.assertGreater(sum(count for _, count, *_ in chunks), 4 * 4 * 4)
                 # Every chunk holds at most 1 KiB of offsets, columns, values
                 # and weights (a row's 30 nonzeros fill 376 bytes), a few
                 # bytes of framing more.
-                self.assertTrue(all(size < (1 << 10) + 64 for _, size in chunks))
+                self.assertTrue(all(largest < (1 << 10) + 64 for *_, largest in chunks))
 
     def test_seedings_choose_kmt_kmeans_centers(self):
         X = documents(2000, 300, k=K, seed=8)
@@ -559,10 +567,10 @@ class DaskWideSparseTest(ServedTest):
         # 4 bytes a column and 4 a value, 8 a row's offset; a few bytes of
         # framing per chunk: about the nonzeros, where dense rows would be
         # X.shape[0] * d * 4.
-        sent = sum(size for _, size in chunks)
-        self.assertTrue(all(sparse for sparse, _ in chunks))
+        sent = sum(size for _, _, size, _ in chunks)
+        self.assertTrue(all(sparse for sparse, *_ in chunks))
         self.assertGreaterEqual(sent, X.nnz * 8 + X.shape[0] * 8)
-        self.assertLess(sent, 1.01 * (X.nnz * 8 + X.shape[0] * 8) + 64 * len(chunks))
+        self.assertLess(sent, 1.01 * (X.nnz * 8 + X.shape[0] * 8) + 64 * sum(count for _, count, *_ in chunks))
 
 
 if __name__ == "__main__":

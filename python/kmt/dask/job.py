@@ -12,9 +12,11 @@ drained and ended the stream UNAVAILABLE; that replica is not used again)
 is loaded again, its block recomputed by Dask if it was lost, and asked the
 same step again: the result does not change. A replica that fails the load
 in turn is given up for its own failure, which the fit's error names when
-no replica is left. Other codes (RESOURCE_EXHAUSTED among them: the replica
-is up and says why) are the fit's errors, as client/replica_shards.cc has
-it."""
+no replica is left; a shard moved more than the C++ client's budget allows
+(ReplicaShardOptions.max_moves) fails the fit. Which failures are the
+replica's is the C++ stream's rule (client/shard_stream.h, ReplicaGone):
+other codes (RESOURCE_EXHAUSTED among them: the replica is up and says why)
+are the fit's errors."""
 import collections
 import uuid
 
@@ -23,19 +25,20 @@ import numpy as np
 import scipy.sparse as sp
 from dask import delayed
 
+from .. import resident
 from ..client import ServiceError, pb, status_code
 from . import worker
 
-# Tries of one step for one shard before the fit gives up.
-MAX_ATTEMPTS = 4
 
 
 class _Shard:
     def __init__(self, block, first, count, replica, worker):
         self.block, self.first, self.count = block, first, count
         self.replica, self.worker = replica, worker
-        # The seeding steps that took centers into its distances
-        # (worker.note_replays), to replay
+        self.moves = 0  # times it was loaded again after a failure
+        # The seeding steps that took centers into its distances, as the
+        # C++ client keeps them (kmt._driver.replays_of), serialized, to
+        # replay
         self.replays = []
 
 
@@ -124,6 +127,7 @@ class DaskJob:
             # ends CANCELLED, which would read as the caller's cancellation.
             raise ServiceError(grpc.StatusCode.UNAVAILABLE,
                                f"block {shard.block}: no replica left: {code.name}: {message}")
+        self._moved(shard, f"{code.name}: {message}")
         load = collections.Counter(s.replica for s in self.shards)
         if self.log:
             self.log(f"block {shard.block}: {self.servers[shard.replica]} failed "
@@ -131,11 +135,21 @@ class DaskJob:
         shard.replica = min(live, key=lambda r: load[r])
         shard.worker = None
 
+    @staticmethod
+    def _moved(shard, why):
+        """Counts a move of the shard (its worker or replica failed: `why`)
+        against the budget the C++ client gives a shard
+        (ReplicaShardOptions.max_moves): past it, the fit fails UNAVAILABLE."""
+        shard.moves += 1
+        if shard.moves > resident.driver().MAX_MOVES:
+            raise ServiceError(grpc.StatusCode.UNAVAILABLE,
+                               f"block {shard.block}: gave up after {shard.moves - 1} moves of "
+                               f"this shard: {why}")
+
     def _reload(self, shards):
-        """Loads the shards whose worker is None until each is held."""
-        for _ in range(MAX_ATTEMPTS):
-            if not shards:
-                return
+        """Loads the shards whose worker is None until each is held (each
+        failure a move, within the budget)."""
+        while shards:
             self.moves += len(shards)
             answers = self._load([(s, s.block, s.first, s.replica) for s in shards])
             for shard, (status, address, _, _) in zip(shards, answers):
@@ -143,10 +157,6 @@ class DaskJob:
                 if status != "ok":
                     self._failed(shard, status)
             shards = [s for s in shards if s.worker is None]
-        if shards:
-            raise ServiceError(grpc.StatusCode.UNAVAILABLE,
-                               f"block {shards[0].block} could not be loaded in "
-                               f"{MAX_ATTEMPTS} tries")
 
     def _release(self):
         self.client.run(worker.release, self.spec.fit_id, on_error="ignore")
@@ -177,6 +187,13 @@ class DaskJob:
         # worker, not once per shard.
         parsed = {r: pb.JobRequest.FromString(r) for r in set(requests) if r is not None}
         answers = self._round([None if r is None else parsed[r] for r in requests])
+        # Each shard keeps the step for a reload to replay, if it is one to
+        # keep; one that failed the step and was loaded again before it was
+        # asked again has it once, as the others.
+        kept = {r: resident.driver().replays_of(r) for r in parsed}
+        for shard, r in zip(self.shards, requests):
+            if r is not None:
+                shard.replays.extend(kept[r])
         return [a.SerializeToString() for a in answers]
 
     def _round(self, requests):
@@ -188,14 +205,9 @@ class DaskJob:
         keep = any(requests[s].HasField("assign") and requests[s].assign.return_labels
                    for s in pending)
         labels = {}
-        for _ in range(MAX_ATTEMPTS):
-            if not pending:
-                break
+        # Each shard asked again was moved, within the budget.
+        while pending:
             pending = self._ask(requests, pending, answers, keep, labels)
-        if pending:
-            raise ServiceError(grpc.StatusCode.UNAVAILABLE,
-                               f"block {self.shards[pending[0]].block} failed the same step "
-                               f"{MAX_ATTEMPTS} times")
         if keep:
             self.label_sets.append([labels[s] for s in range(len(self.shards))])
         return answers
@@ -238,7 +250,6 @@ class DaskJob:
                                            f"block {block} on {self.servers[shard.replica]}: "
                                            f"{r.error.message}")
                     answers[s] = r
-                    worker.note_replays(shard, requests[s])
                     if keep:
                         labels[s] = self.client.submit(worker.labels_of, futures[w], block,
                                                        workers=[w], allow_other_workers=True,
@@ -251,6 +262,7 @@ class DaskJob:
                     if self.log:
                         self.log(f"block {block}: its worker {shard.worker} is gone; loading it "
                                  "again")
+                    self._moved(shard, f"its worker {shard.worker} is gone")
                     shard.worker = None
                 else:
                     self._failed(shard, status)
