@@ -201,15 +201,12 @@ absl::StatusOr<MiniBatchResult> RunMiniBatchJob(const MiniBatchOptions& options,
   return result;
 }
 
-namespace {
-
-template <typename Scalar, typename Source>
-absl::StatusOr<MiniBatchResult> RunOnReplicas(ReplicaShardOptions replicas,
-                                              MiniBatchOptions options, int64_t n, int d,
-                                              Source source) {
+absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
+                                                          MiniBatchOptions options, int64_t n,
+                                                          int d, ShardSource source) {
   options.weighted = HasWeights(replicas.weights);
-  options.rules.float64 = std::is_same_v<Scalar, double>;
-  options.sparse = std::is_same_v<Source, CsrSource<Scalar>>;
+  options.rules.float64 = IsFloat64(source);
+  options.sparse = IsSparse(source);
   replicas.count_label_changes = false;
   const auto start = Clock::now();
   absl::StatusOr<std::unique_ptr<ReplicaShards>> shards =
@@ -219,32 +216,6 @@ absl::StatusOr<MiniBatchResult> RunOnReplicas(ReplicaShardOptions replicas,
   absl::StatusOr<MiniBatchResult> result = RunMiniBatchJob(options, d, **shards);
   if (result.ok()) result->load_seconds = load_seconds;
   return result;
-}
-
-}  // namespace
-
-absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
-                                                          MiniBatchOptions options, int64_t n,
-                                                          int d, PointSource source) {
-  return RunOnReplicas<float>(std::move(replicas), std::move(options), n, d, std::move(source));
-}
-
-absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
-                                                          MiniBatchOptions options, int64_t n,
-                                                          int d, PointSource64 source) {
-  return RunOnReplicas<double>(std::move(replicas), std::move(options), n, d, std::move(source));
-}
-
-absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
-                                                          MiniBatchOptions options, int64_t n,
-                                                          int d, CsrSource<float> source) {
-  return RunOnReplicas<float>(std::move(replicas), std::move(options), n, d, std::move(source));
-}
-
-absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
-                                                          MiniBatchOptions options, int64_t n,
-                                                          int d, CsrSource<double> source) {
-  return RunOnReplicas<double>(std::move(replicas), std::move(options), n, d, std::move(source));
 }
 
 }  // namespace kmt

@@ -57,21 +57,10 @@ absl::StatusOr<MiniBatchResult> RunMiniBatchJob(const MiniBatchOptions& options,
 
 // The same on n points in d dimensions that this process reads from
 // `source` and loads on replicas (ReplicaShards::Load); float64 points
-// make a float64 job.
+// make a float64 job, sparse ones a job on sparse shards.
 absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
                                                           MiniBatchOptions options, int64_t n,
-                                                          int d, PointSource source);
-absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
-                                                          MiniBatchOptions options, int64_t n,
-                                                          int d, PointSource64 source);
-// The same on sparse points: sparse shards, float64 ones from a float64
-// source.
-absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
-                                                          MiniBatchOptions options, int64_t n,
-                                                          int d, CsrSource<float> source);
-absl::StatusOr<MiniBatchResult> RunMiniBatchJobOnReplicas(ReplicaShardOptions replicas,
-                                                          MiniBatchOptions options, int64_t n,
-                                                          int d, CsrSource<double> source);
+                                                          int d, ShardSource source);
 
 }  // namespace kmt
 

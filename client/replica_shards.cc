@@ -239,30 +239,6 @@ class ReplicaShards::Impl {
 ReplicaShards::ReplicaShards(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ReplicaShards::~ReplicaShards() = default;
 
-absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::Load(ReplicaShardOptions options,
-                                                                   int64_t n, int d,
-                                                                   PointSource source) {
-  return LoadEither(std::move(options), n, d, std::move(source));
-}
-
-absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::Load(ReplicaShardOptions options,
-                                                                   int64_t n, int d,
-                                                                   PointSource64 source) {
-  return LoadEither(std::move(options), n, d, std::move(source));
-}
-
-absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::Load(ReplicaShardOptions options,
-                                                                   int64_t n, int d,
-                                                                   CsrSource<float> source) {
-  return LoadEither(std::move(options), n, d, std::move(source));
-}
-
-absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::Load(ReplicaShardOptions options,
-                                                                   int64_t n, int d,
-                                                                   CsrSource<double> source) {
-  return LoadEither(std::move(options), n, d, std::move(source));
-}
-
 namespace {
 
 // A sparse source's offsets checked against n: n + 1 of them, from 0, never
@@ -284,8 +260,9 @@ absl::Status CheckIndptr(const std::vector<int64_t>& indptr, int64_t n) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::LoadEither(
-    ReplicaShardOptions options, int64_t n, int d, ShardSource source) {
+absl::StatusOr<std::unique_ptr<ReplicaShards>> ReplicaShards::Load(ReplicaShardOptions options,
+                                                                   int64_t n, int d,
+                                                                   ShardSource source) {
   if (options.servers.empty()) return absl::InvalidArgumentError("no server addresses");
   if (options.streams_per_server < 1 || n < 1 || d < 1) {
     return absl::InvalidArgumentError(absl::StrCat("streams per server ",

@@ -1,17 +1,18 @@
 // A resident job's shards held on replicas by this process: the points (and
 // their weights, if they have them) split into contiguous shards, each
-// loaded on one replica's Job stream (several per replica with
-// `streams_per_server`) and kept there for the job. A step's requests are
+// loaded on one replica's Job stream (a ShardStream, client/shard_stream.h;
+// several per replica with `streams_per_server`) and kept there for the
+// job. A step's requests are
 // written to every shard's stream before any answer is read, so the
 // replicas compute at once. When a stream breaks (its replica died,
 // restarted, or was drained: a draining replica ends each stream
 // UNAVAILABLE at its next request) the shard is loaded on the live replica
 // with the fewest shards, given back the seeding centers it had taken in,
 // and asked the step again with the same centers, so the result does not
-// change. Points
-// read as float64 (PointSource64) are loaded as float64 shards; points read
-// as compressed sparse rows (CsrSource) as sparse shards (ShardChunk.
-// points_csr), which travel and are held as their nonzeros.
+// change. The source (ShardSource) says the shards' kind: points read as
+// float64 are loaded as float64 shards, points read as compressed sparse
+// rows (CsrSource) as sparse shards (ShardChunk.points_csr), which travel
+// and are held as their nonzeros.
 #ifndef KMT_CLIENT_REPLICA_SHARDS_H_
 #define KMT_CLIENT_REPLICA_SHARDS_H_
 
@@ -79,21 +80,13 @@ class ReplicaShards : public ShardSet {
   ~ReplicaShards() override;
 
   // Splits n points in d dimensions read from `source` (each read once,
-  // unless a shard moves) into shards and loads them all at once. A replica
-  // that refuses its shard for lack of room fails the load with that
-  // RESOURCE_EXHAUSTED status (its message gives the numbers).
+  // unless a shard moves) into shards and loads them all at once: float32
+  // or float64 shards (their weights, if any, in the same precision), dense
+  // or sparse (n is then source.indptr.size() - 1) as the source is. A
+  // replica that refuses its shard for lack of room fails the load with
+  // that RESOURCE_EXHAUSTED status (its message gives the numbers).
   static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
-                                                             int d, PointSource source);
-  // The same with float64 points (and weights, if any, in double): float64
-  // shards.
-  static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
-                                                             int d, PointSource64 source);
-  // The same with sparse points: sparse shards, float32 or float64 as the
-  // source's values (and the weights) are; n is source.indptr.size() - 1.
-  static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
-                                                             int d, CsrSource<float> source);
-  static absl::StatusOr<std::unique_ptr<ReplicaShards>> Load(ReplicaShardOptions options, int64_t n,
-                                                             int d, CsrSource<double> source);
+                                                             int d, ShardSource source);
 
   std::vector<int64_t> Sizes() const override;
   absl::StatusOr<std::vector<v1::JobResponse>> Round(
@@ -109,10 +102,6 @@ class ReplicaShards : public ShardSet {
  private:
   class Impl;
   explicit ReplicaShards(std::unique_ptr<Impl> impl);
-  // Load's, from any source.
-  static absl::StatusOr<std::unique_ptr<ReplicaShards>> LoadEither(ReplicaShardOptions options,
-                                                                   int64_t n, int d,
-                                                                   ShardSource source);
   std::unique_ptr<Impl> impl_;
 };
 

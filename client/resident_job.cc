@@ -744,10 +744,10 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
 namespace {
 
 // RunResidentJobOnReplicas of Scalar points, dense or sparse.
-template <typename Scalar, typename Source>
+template <typename Scalar>
 absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
                                                 ResidentJobOptions options, double tol, int64_t n,
-                                                int d, Source source) {
+                                                int d, ShardSource source) {
   const std::vector<Scalar>* given = WeightsIn<Scalar>(replicas.weights);
   const std::vector<Scalar> weights = given != nullptr ? *given : std::vector<Scalar>();
   if (!(tol >= 0) || !std::isfinite(tol)) {
@@ -769,9 +769,9 @@ absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
   }
   options.weighted = !weights.empty();
   options.float64 = std::is_same_v<Scalar, double>;
-  options.sparse = std::is_same_v<Source, CsrSource<Scalar>>;
-  if constexpr (std::is_same_v<Source, CsrSource<Scalar>>) {
-    const double nnz = source.indptr.empty() ? 0.0 : static_cast<double>(source.indptr.back());
+  if (const auto* csr = std::get_if<CsrSource<Scalar>>(&source)) {
+    options.sparse = true;
+    const double nnz = csr->indptr.empty() ? 0.0 : static_cast<double>(csr->indptr.back());
     options.sparse_sums = 12 * nnz < 8.0 * options.k * d;
   }
   if (options.weighted && options.seeding == ResidentSeeding::kRandom) options.weights = weights;
@@ -791,32 +791,11 @@ absl::StatusOr<ResidentJobResult> RunOnReplicas(ReplicaShardOptions replicas,
 
 absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
                                                            ResidentJobOptions options, double tol,
-                                                           int64_t n, int d, PointSource source) {
-  return RunOnReplicas<float>(std::move(replicas), std::move(options), tol, n, d,
-                              std::move(source));
-}
-
-absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
-                                                           ResidentJobOptions options, double tol,
-                                                           int64_t n, int d, PointSource64 source) {
-  return RunOnReplicas<double>(std::move(replicas), std::move(options), tol, n, d,
-                               std::move(source));
-}
-
-absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
-                                                           ResidentJobOptions options, double tol,
-                                                           int64_t n, int d,
-                                                           CsrSource<float> source) {
-  return RunOnReplicas<float>(std::move(replicas), std::move(options), tol, n, d,
-                              std::move(source));
-}
-
-absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
-                                                           ResidentJobOptions options, double tol,
-                                                           int64_t n, int d,
-                                                           CsrSource<double> source) {
-  return RunOnReplicas<double>(std::move(replicas), std::move(options), tol, n, d,
-                               std::move(source));
+                                                           int64_t n, int d, ShardSource source) {
+  return IsFloat64(source) ? RunOnReplicas<double>(std::move(replicas), std::move(options), tol, n,
+                                                   d, std::move(source))
+                           : RunOnReplicas<float>(std::move(replicas), std::move(options), tol, n,
+                                                  d, std::move(source));
 }
 
 }  // namespace kmt

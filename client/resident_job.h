@@ -179,23 +179,11 @@ absl::StatusOr<ResidentJobResult> RunResidentJob(const ResidentJobOptions& optio
 // `source` and loads on replicas (ReplicaShards::Load). `tol` > 0 is
 // scikit-learn's: the run stops at a total squared shift of tol times the
 // points' mean per-dimension variance (options.center_tol is then that).
-// With a float64 source the job is a float64 one (options.float64).
+// A float64 source makes a float64 job (options.float64), a sparse one a
+// job on sparse shards (no points_offset).
 absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
                                                            ResidentJobOptions options, double tol,
-                                                           int64_t n, int d, PointSource source);
-absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
-                                                           ResidentJobOptions options, double tol,
-                                                           int64_t n, int d, PointSource64 source);
-// The same on sparse points: sparse shards (float64 ones from a float64
-// source), no points_offset.
-absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
-                                                           ResidentJobOptions options, double tol,
-                                                           int64_t n, int d,
-                                                           CsrSource<float> source);
-absl::StatusOr<ResidentJobResult> RunResidentJobOnReplicas(ReplicaShardOptions replicas,
-                                                           ResidentJobOptions options, double tol,
-                                                           int64_t n, int d,
-                                                           CsrSource<double> source);
+                                                           int64_t n, int d, ShardSource source);
 
 }  // namespace kmt
 

@@ -49,6 +49,11 @@ bool IsFloat64(const ShardSource& source) {
          std::holds_alternative<CsrSource<double>>(source);
 }
 
+bool IsSparse(const ShardSource& source) {
+  return std::holds_alternative<CsrSource<float>>(source) ||
+         std::holds_alternative<CsrSource<double>>(source);
+}
+
 bool ReplicaGone(const absl::Status& status) {
   return !status.ok() && status.GetPayload(kReplicaGoneUrl).has_value();
 }
@@ -160,9 +165,7 @@ class ShardLoader {
   // else over the wire.
   absl::StatusOr<std::unique_ptr<ShardStream>> Load(v1::KMeansTransformer::Stub* stub,
                                                     const std::string& address) {
-    const bool dense = std::holds_alternative<PointSource>(source_) ||
-                       std::holds_alternative<PointSource64>(source_);
-    if (options_.shared_points && dense && options_.points_type == RawType::kFloat32 &&
+    if (options_.shared_points && !IsSparse(source_) && options_.points_type == RawType::kFloat32 &&
         IsLocalTarget(address)) {
       absl::StatusOr<std::unique_ptr<ShardStream>> shared = LoadOnce(stub, /*shared=*/true);
       if (shared.status().code() != absl::StatusCode::kFailedPrecondition) return shared;

@@ -68,8 +68,9 @@ struct CsrSource {
 // Where a job's points come from, which also decides its shards' kind:
 // dense float32 or float64, sparse float32 or float64.
 using ShardSource = std::variant<PointSource, PointSource64, CsrSource<float>, CsrSource<double>>;
-// Whether the source's points are float64.
+// Whether the source's points are float64; sparse.
 bool IsFloat64(const ShardSource& source);
+bool IsSparse(const ShardSource& source);
 
 // How a job's shards are loaded, the same for each of them.
 struct ShardLoadOptions {

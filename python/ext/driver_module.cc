@@ -377,6 +377,18 @@ CsrSource<Scalar> CsrSourceOf(const py::tuple& csr, int64_t n, std::vector<py::a
   return source;
 }
 
+// The points of a job or shard as the Python caller gives them: the CSR
+// arrays `csr` if given (sparse shards), else rows(first, end); float64 or
+// float32 values. `held` keeps the arrays for the job; `failure` a callback's
+// exception.
+ShardSource SourceOf(const py::object& rows, const std::optional<py::tuple>& csr, int64_t n, int d,
+                     bool float64, PythonFailure& failure, std::vector<py::array>* held) {
+  if (csr && float64) return CsrSourceOf<double>(*csr, n, held);
+  if (csr) return CsrSourceOf<float>(*csr, n, held);
+  if (float64) return PointSource64(RowSource<double>(rows, failure, d));
+  return PointSource(RowSource<float>(rows, failure, d));
+}
+
 // A client's TLS settings as kmt.Client's arguments give them.
 ChannelSecurity SecurityOf(bool tls, const std::string& ca, const std::string& cert,
                            const std::string& key, const std::string& server_name) {
@@ -438,29 +450,16 @@ py::dict Fit(const std::vector<std::string>& servers, const py::object& rows, in
   }
   if (points_offset)
     replicas.points_offset = VectorOf<float>(*points_offset, d, "points_offset", "d");
+  if (csr && (!replicas.points_offset.empty() || replicas.points_type != RawType::kFloat32)) {
+    throw py::value_error("sparse points (csr) take no points_offset and no points_type");
+  }
+  std::vector<py::array> held;
+  ShardSource source = SourceOf(rows, csr, n, d, float64, failure, &held);
   absl::StatusOr<ResidentJobResult> result;
-  if (csr) {
-    if (!replicas.points_offset.empty() || replicas.points_type != RawType::kFloat32) {
-      throw py::value_error("sparse points (csr) take no points_offset and no points_type");
-    }
-    std::vector<py::array> held;
-    if (float64) {
-      CsrSource<double> source = CsrSourceOf<double>(*csr, n, &held);
-      py::gil_scoped_release released;
-      result = RunResidentJobOnReplicas(std::move(replicas), std::move(options), tol, n, d,
-                                        std::move(source));
-    } else {
-      CsrSource<float> source = CsrSourceOf<float>(*csr, n, &held);
-      py::gil_scoped_release released;
-      result = RunResidentJobOnReplicas(std::move(replicas), std::move(options), tol, n, d,
-                                        std::move(source));
-    }
-  } else {
+  {
     py::gil_scoped_release released;
-    result = float64 ? RunResidentJobOnReplicas(std::move(replicas), std::move(options), tol, n, d,
-                                                RowSource<double>(rows, failure, d))
-                     : RunResidentJobOnReplicas(std::move(replicas), std::move(options), tol, n, d,
-                                                RowSource<float>(rows, failure, d));
+    result = RunResidentJobOnReplicas(std::move(replicas), std::move(options), tol, n, d,
+                                      std::move(source));
   }
   failure.RaiseIfAny();
   if (!result.ok()) Raise(result.status());
@@ -507,24 +506,13 @@ py::dict MiniBatchFit(const std::vector<std::string>& servers, const py::object&
   ReplicaShardOptions replicas =
       ReplicasOf(servers, n, weights, float64, streams_per_server, chunk_bytes, max_moves, timeout,
                  SecurityOf(tls, ca, cert, key_file, server_name), options.rules.log);
-  absl::StatusOr<MiniBatchResult> result;
   std::vector<py::array> held;
-  if (csr && float64) {
-    CsrSource<double> source = CsrSourceOf<double>(*csr, n, &held);
+  ShardSource source = SourceOf(rows, csr, n, d, float64, failure, &held);
+  absl::StatusOr<MiniBatchResult> result;
+  {
     py::gil_scoped_release released;
     result =
         RunMiniBatchJobOnReplicas(std::move(replicas), std::move(options), n, d, std::move(source));
-  } else if (csr) {
-    CsrSource<float> source = CsrSourceOf<float>(*csr, n, &held);
-    py::gil_scoped_release released;
-    result =
-        RunMiniBatchJobOnReplicas(std::move(replicas), std::move(options), n, d, std::move(source));
-  } else {
-    py::gil_scoped_release released;
-    result = float64 ? RunMiniBatchJobOnReplicas(std::move(replicas), std::move(options), n, d,
-                                                 RowSource<double>(rows, failure, d))
-                     : RunMiniBatchJobOnReplicas(std::move(replicas), std::move(options), n, d,
-                                                 RowSource<float>(rows, failure, d));
   }
   failure.RaiseIfAny();
   if (!result.ok()) Raise(result.status());
@@ -992,16 +980,7 @@ class CompiledReplica {
     }
     const std::vector<v1::JobRequest> replayed = RequestsOf(replays);
     std::vector<py::array> held;
-    ShardSource source;
-    if (csr && float64) {
-      source = CsrSourceOf<double>(*csr, n, &held);
-    } else if (csr) {
-      source = CsrSourceOf<float>(*csr, n, &held);
-    } else if (float64) {
-      source = PointSource64(RowSource<double>(rows, failure, d));
-    } else {
-      source = PointSource(RowSource<float>(rows, failure, d));
-    }
+    const ShardSource source = SourceOf(rows, csr, n, d, float64, failure, &held);
     absl::StatusOr<std::unique_ptr<ShardStream>> stream;
     {
       py::gil_scoped_release released;
