@@ -202,10 +202,10 @@ absl::Status WriteModel(const Matrix<Scalar>& centers, const ResidentJobResult& 
 absl::Status WriteResults(const ResidentJobResult& result, int64_t n,
                           const v1::ClusterRequest& base) {
   const Labels& labels = result.labels;
-  const Matrix<float>& centers = result.centers;
+  const Matrix<float> centers = result.centers_as<float>();
   if (!absl::GetFlag(FLAGS_model_out).empty()) {
-    absl::Status s = result.centers_f64.size() > 0 ? WriteModel(result.centers_f64, result, n, base)
-                                                   : WriteModel(result.centers, result, n, base);
+    absl::Status s = std::visit(
+        [&](const auto& fitted) { return WriteModel(fitted, result, n, base); }, result.centers);
     if (!s.ok()) return s;
   }
   if (absl::Status s = WriteLabels(absl::GetFlag(FLAGS_labels_out), labels); !s.ok()) return s;

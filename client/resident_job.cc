@@ -485,12 +485,7 @@ void TakeTrajectory(LloydTrajectory<Scalar> trajectory, ResidentJobResult* resul
   result->relocations += trajectory.relocations;
   result->iteration_seconds = std::move(trajectory.iteration_seconds);
   result->labels_seconds += trajectory.labels_seconds;
-  if constexpr (std::is_same_v<Scalar, double>) {
-    result->centers = trajectory.centers.template cast<float>();
-    result->centers_f64 = std::move(trajectory.centers);
-  } else {
-    result->centers = std::move(trajectory.centers);
-  }
+  result->centers = std::move(trajectory.centers);
 }
 
 // Lloyd's steps on a job's only shard run where it is (LloydStepsStep): one

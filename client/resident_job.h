@@ -122,8 +122,16 @@ struct ResidentJobOptions {
 };
 
 struct ResidentJobResult {
-  Matrix<float> centers;           ///< d x k final centers (a float64 job's rounded)
-  Matrix<double> centers_f64;      ///< a float64 job's d x k final centers, in double
+  /// d x k final centers in the job's precision: float for a float32 job,
+  /// double for a float64 one.
+  std::variant<Matrix<float>, Matrix<double>> centers;
+  /// The final centers in Scalar's precision (a float64 job's rounded to
+  /// float).
+  template <typename Scalar>
+  Matrix<Scalar> centers_as() const {
+    return std::visit([](const auto& c) { return Matrix<Scalar>(c.template cast<Scalar>()); },
+                      centers);
+  }
   Labels labels;                   ///< n, if gathered: nearest final center
   std::vector<int64_t> counts;     ///< k: points nearest each final center
   double objective = 0;            ///< of the final centers, over all points

@@ -209,12 +209,9 @@ py::array_t<Scalar> RowsOf(const Matrix<Scalar>& m) {
 
 py::dict ResultDict(ResidentJobResult&& result) {
   py::dict out;
-  // A float64 job's centers in double.
-  if (result.centers_f64.size() > 0) {
-    out["centers"] = RowsOf(result.centers_f64);
-  } else {
-    out["centers"] = RowsOf(result.centers);
-  }
+  // In the job's precision: a float64 job's in double.
+  out["centers"] =
+      std::visit([](const auto& c) -> py::object { return RowsOf(c); }, result.centers);
   if (!result.labels.empty()) {
     py::array_t<int32_t> labels(static_cast<py::ssize_t>(result.labels.size()));
     std::memcpy(labels.mutable_data(), result.labels.data(),

@@ -263,7 +263,7 @@ TEST_F(ResidentJobTest, AWeightedJobOnTwoReplicasEqualsOneWeightedClusterRequest
     for (int j = 0; j < kK; ++j) {
       for (int l = 0; l < kD; ++l) {
         const float c = want.centers(j * kD + l);
-        EXPECT_NEAR(got->centers(l, j), c, 1e-6 * std::abs(c));
+        EXPECT_NEAR(got->centers_as<float>()(l, j), c, 1e-6 * std::abs(c));
       }
     }
     EXPECT_NEAR(got->objective, want.objective(), 1e-9 * want.objective());
@@ -327,7 +327,8 @@ TEST_F(ResidentJobTest, RelocationRestartsAndRandomStartsEqualOneRequestOnAllPoi
     const v1::ClusterResponse want = ClusterOnce(a_->address(), request);
     ASSERT_FALSE(want.has_error()) << want.error().message();
     EXPECT_EQ(got->labels, Labels(want.labels().begin(), want.labels().end()));
-    EXPECT_EQ(got->centers, Eigen::Map<const Matrix<float>>(want.centers().data(), kD, kK));
+    EXPECT_EQ(got->centers_as<float>(),
+              Eigen::Map<const Matrix<float>>(want.centers().data(), kD, kK));
     EXPECT_EQ(got->objective, want.objective());
     EXPECT_EQ(got->iterations_run, want.iterations_run());
     EXPECT_EQ(got->best_restart, want.best_restart());
@@ -414,8 +415,8 @@ TEST_F(ResidentJobTest, Float64JobsEqualOneFloat64RequestOnAllPoints) {
     ASSERT_EQ(want.labels_i32().size(), sizeof(int32_t) * n);
     std::memcpy(labels.data(), want.labels_i32().data(), want.labels_i32().size());
     EXPECT_EQ(got->labels, labels);
-    EXPECT_EQ(got->centers_f64, centers);
-    EXPECT_EQ(got->centers, centers.cast<float>());
+    EXPECT_EQ(std::get<Matrix<double>>(got->centers), centers);
+    EXPECT_EQ(got->centers_as<float>(), centers.cast<float>());
     // The sums are exact, the distances (far from the origin, to centers
     // that are not on the grid) are not: the objective adds them over the
     // shards in another order than one request does.
@@ -530,10 +531,11 @@ TEST_F(ResidentJobTest, WeightedKMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoi
     const absl::StatusOr<ResidentJobResult> got =
         RunJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
     ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(got->centers, *ChooseInitialCenters(Points(), kK,
-                                                  plain ? InitMethod::kPlainKMeansPlusPlus
-                                                        : InitMethod::kKMeansPlusPlus,
-                                                  4, {}, &core_weights));
+    EXPECT_EQ(
+        got->centers_as<float>(),
+        *ChooseInitialCenters(
+            Points(), kK, plain ? InitMethod::kPlainKMeansPlusPlus : InitMethod::kKMeansPlusPlus, 4,
+            {}, &core_weights));
   }
 }
 
@@ -665,7 +667,8 @@ TEST_F(ResidentJobTest, CliWholeModeWeighsThePointsByAWeightsFile) {
     ASSERT_EQ(centers.size(), static_cast<size_t>(kK * kD));
     for (int j = 0; j < kK; ++j) {
       for (int l = 0; l < kD; ++l) {
-        EXPECT_NEAR(centers[j * kD + l], want->centers(l, j), 1e-6 * std::abs(want->centers(l, j)));
+        const float c = want->centers_as<float>()(l, j);
+        EXPECT_NEAR(centers[j * kD + l], c, 1e-6 * std::abs(c));
       }
     }
   }
@@ -710,7 +713,7 @@ TEST_F(ResidentJobTest, KMeansPlusPlusOverTheShardsEqualsTheCoreOnAllPoints) {
         RunJob(options, Points().cols(), kD, SourceOf(Points()), std::nullopt);
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ(
-        got->centers,
+        got->centers_as<float>(),
         *InitialCenters(Points(), kK,
                         plain ? InitMethod::kPlainKMeansPlusPlus : InitMethod::kKMeansPlusPlus, 4));
   }
@@ -1025,7 +1028,7 @@ void ExpectFloat64JobSurvives(ServerProcess* a, ServerProcess* b, ResidentSeedin
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->shard_moves, 2);
   EXPECT_EQ(got->initial_objective, clean->initial_objective);
-  EXPECT_EQ(got->centers_f64, clean->centers_f64);
+  EXPECT_EQ(got->centers, clean->centers);  // in double
   EXPECT_EQ(got->labels, clean->labels);
 }
 

@@ -217,8 +217,8 @@ void ExpectStepsInPlaceAsStepByStep(const std::string& address) {
     ASSERT_TRUE(in_place.ok()) << in_place.status();
     EXPECT_FALSE(steps->steps_in_place);
     EXPECT_TRUE(in_place->steps_in_place);
+    // In the job's precision: a float64 job's in double.
     EXPECT_EQ(in_place->centers, steps->centers);
-    EXPECT_EQ(in_place->centers_f64, steps->centers_f64);
     EXPECT_EQ(in_place->labels, steps->labels);
     EXPECT_EQ(in_place->counts, steps->counts);
     EXPECT_EQ(in_place->objective, steps->objective);
