@@ -10,7 +10,9 @@
 // `minibatch_fit` loads them and runs mini-batch k-means' steps (client/minibatch_job.h); `drive`
 // runs the job over shards a Python object holds (kmt.dask's workers), whose steps cross as
 // serialized JobRequest and JobResponse messages (sparse=True: sparse shards, their sums asked as
-// rows); `Client.cluster` streams ClusterRequests
+// rows), each shard loaded and stepped on the C++ client's stream (`Replica.load`, a `Shard`:
+// client/shard_stream.h) and its seeding steps kept for a reload by `replays_of`;
+// `Client.cluster` streams ClusterRequests
 // (kmt.Client.cluster_each). Each releases the GIL while it runs; Python callbacks take it back. A
 // float64 job (float64=True) takes its points, weights and starts as float64, loads float64 shards
 // and answers float64 centers.
