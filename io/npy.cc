@@ -106,6 +106,16 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(const std::string& bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         ".npy shape ", *shape, " has ", header.shape.size(), " dimensions; expected (n, d)"));
   }
+  // The values' bytes, and the file's, must fit an int64 for the readers
+  // to compute them.
+  int64_t bytes_needed = header.item_bytes, with_header = 0;
+  for (const int64_t dim : header.shape) {
+    if (__builtin_mul_overflow(bytes_needed, dim, &bytes_needed) ||
+        __builtin_add_overflow(bytes_needed, header.data_offset, &with_header)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(".npy shape ", *shape, " holds more bytes than a file can"));
+    }
+  }
   return header;
 }
 

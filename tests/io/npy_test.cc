@@ -60,6 +60,11 @@ TEST(Npy, MalformedHeadersSayWhatIsWrong) {
        ".npy shape (2, x) has 'x', not a size"},
       {Header("{'descr': '<f4', 'fortran_order': False, 'shape': 4}"),
        ".npy shape 4 is not a tuple"},
+      // Sizes whose bytes do not fit an int64 (a reader would overflow).
+      {Header("{'descr': '<f8', 'fortran_order': False, 'shape': (00000400752841041379316, 3)}"),
+       ".npy shape (00000400752841041379316, 3) holds more bytes than a file can"},
+      {Header("{'descr': '<f4', 'fortran_order': False, 'shape': (2305843009213693952,)}"),
+       ".npy shape (2305843009213693952,) holds more bytes than a file can"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.bytes);
