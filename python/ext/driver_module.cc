@@ -49,13 +49,15 @@ namespace kmt {
 namespace {
 
 // A job's failure as Python sees it: kmt._driver.Error(code, message), the
-// code absl's (gRPC's) number.
+// code absl's (gRPC's) number; a shard's whose replica is gone (ReplicaGone)
+// kmt._driver.ReplicaFailed, an Error.
 PyObject* error_type = nullptr;
+PyObject* replica_failed_type = nullptr;
 
-[[noreturn]] void Raise(const absl::Status& status) {
-  py::object error = py::reinterpret_borrow<py::object>(error_type)(static_cast<int>(status.code()),
-                                                                    std::string(status.message()));
-  PyErr_SetObject(error_type, error.ptr());
+[[noreturn]] void Raise(const absl::Status& status, PyObject* type = error_type) {
+  py::object error = py::reinterpret_borrow<py::object>(type)(static_cast<int>(status.code()),
+                                                              std::string(status.message()));
+  PyErr_SetObject(type, error.ptr());
   throw py::error_already_set();
 }
 
@@ -862,16 +864,11 @@ py::tuple CanonicalCsr(const py::array_t<int64_t, py::array::c_style>& indptr,
 // (kmt._driver.Replica), kept by the worker for the fits that use it, and
 // the shards it loads there (kmt._driver.Shard), each one Job stream held
 // for the fit. A shard's calls take its lock after giving the GIL up.
-PyObject* replica_failed_type = nullptr;
 
-// A shard's failure: kmt._driver.ReplicaFailed (an Error) where the replica
-// is gone (ReplicaGone), else kmt._driver.Error.
+// A shard's failure: kmt._driver.ReplicaFailed where the replica is gone,
+// else kmt._driver.Error.
 [[noreturn]] void RaiseShardFailure(const absl::Status& status) {
-  if (!ReplicaGone(status)) Raise(status);
-  py::object error = py::reinterpret_borrow<py::object>(replica_failed_type)(
-      static_cast<int>(status.code()), std::string(status.message()));
-  PyErr_SetObject(replica_failed_type, error.ptr());
-  throw py::error_already_set();
+  Raise(status, ReplicaGone(status) ? replica_failed_type : error_type);
 }
 
 std::vector<v1::JobRequest> RequestsOf(const std::vector<py::bytes>& serialized) {

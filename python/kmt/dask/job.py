@@ -30,7 +30,6 @@ from ..client import ServiceError, pb, status_code
 from . import worker
 
 
-
 class _Shard:
     def __init__(self, block, first, count, replica, worker):
         self.block, self.first, self.count = block, first, count
