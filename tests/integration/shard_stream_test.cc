@@ -18,6 +18,7 @@
 #include "core/random.h"
 #include "proto/batch_error.h"
 #include "proto/job_matrices.h"
+#include "tests/integration/one_server_test.h"
 #include "tests/integration/server_process.h"
 
 namespace kmt {
@@ -47,16 +48,7 @@ v1::JobRequest AssignRequest(const Matrix<float>& centers) {
   return request;
 }
 
-class ShardStreamTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = ServerProcess::Start({"--model_dir="}).release(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  static ServerProcess* server_;
-};
-ServerProcess* ShardStreamTest::server_ = nullptr;
+class ShardStreamTest : public OneServerTest {};
 
 // Points [300, 2300) of a source of 3,000, in chunks of 40 points over the
 // wire and in a memory file's slots: the labels are the core's, and the

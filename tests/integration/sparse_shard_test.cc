@@ -20,22 +20,13 @@
 #include "proto/csr_payload.h"
 #include "proto/kmeans_transformer.grpc.pb.h"
 #include "proto/raw_payload.h"
-#include "tests/integration/server_process.h"
+#include "tests/integration/one_server_test.h"
 #include "tests/support/sparse_documents.h"
 
 namespace kmt {
 namespace {
 
-class SparseShardTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = ServerProcess::Start({"--model_dir="}).release(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  static ServerProcess* server_;
-};
-ServerProcess* SparseShardTest::server_ = nullptr;
+class SparseShardTest : public OneServerTest {};
 
 // TF-IDF documents whose first `empty` rows have no terms.
 template <typename Scalar>
